@@ -1,0 +1,6 @@
+//! bits commands.
+
+use crate::command::CommandSpec;
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[];

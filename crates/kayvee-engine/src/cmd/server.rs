@@ -1,0 +1,6 @@
+//! server commands.
+
+use crate::command::CommandSpec;
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,321 @@
+//! The command table: every command is data (name, arity, flags, key positions, ACL categories,
+//! docs, handler). The one table drives dispatch, arity checks, `COMMAND` output and, later, ACL
+//! and cluster routing.
+//!
+//! Each command group module (`cmd::string`, `cmd::keys`...) exports its own `COMMANDS` slice;
+//! [`CommandTable`] joins them at engine start and indexes them by lower-case name.
+
+use crate::argv::Argv;
+use crate::error::CmdResult;
+use crate::reply::ReplySink;
+use crate::Cx;
+use alloc::vec::Vec;
+
+/// A command handler. It validates everything before writing any reply; on `Err` it has
+/// written nothing and the dispatcher sends the error.
+pub type Handler = fn(&mut Cx<'_>, &Argv<'_>, &mut dyn ReplySink) -> CmdResult;
+
+/// Command flags, as `COMMAND INFO` names them.
+pub mod flags {
+    /// May modify the keyspace.
+    pub const WRITE: u32 = 1 << 0;
+    /// Only reads.
+    pub const READONLY: u32 = 1 << 1;
+    /// May grow memory (refused under OOM).
+    pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative.
+    pub const ADMIN: u32 = 1 << 3;
+    /// Pub/sub related.
+    pub const PUBSUB: u32 = 1 << 4;
+    /// Not allowed in scripts.
+    pub const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client.
+    pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while loading.
+    pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a stale replica.
+    pub const STALE: u32 = 1 << 8;
+    /// Not shown by MONITOR.
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    /// Not logged by SLOWLOG.
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    /// O(1) or O(log N).
+    pub const FAST: u32 = 1 << 11;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1 << 12;
+    /// May replicate.
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    /// Keys are found by parsing arguments.
+    pub const MOVABLEKEYS: u32 = 1 << 14;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u32 = 1 << 15;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// May run with no key.
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+
+    /// Names in `COMMAND INFO` order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories, as `COMMAND INFO` and `ACL CAT` name them (without the `@`).
+pub mod acl {
+    #![allow(missing_docs)]
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+
+    /// Names in bit order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+}
+
+/// One command (or one subcommand of a container command such as `CLIENT`).
+#[derive(Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name (`get`; a subcommand's own name, `list` for `client|list`).
+    pub name: &'static str,
+    /// Redis arity: `n` = exactly n arguments with the name; `-n` = at least n.
+    pub arity: i32,
+    /// [`flags`] bits.
+    pub flags: u32,
+    /// First key position (0 = no keys).
+    pub first_key: i32,
+    /// Last key position (negative counts from the end: -1 = last argument).
+    pub last_key: i32,
+    /// Step between keys.
+    pub key_step: i32,
+    /// [`acl`] bits.
+    pub acl: u32,
+    /// `COMMAND DOCS` summary.
+    pub summary: &'static str,
+    /// `COMMAND DOCS` since.
+    pub since: &'static str,
+    /// `COMMAND DOCS` group (`string`, `generic`, `connection`, `server`...).
+    pub group: &'static str,
+    /// `COMMAND DOCS` complexity.
+    pub complexity: &'static str,
+    /// `COMMAND INFO` tips (`nondeterministic_output`, `request_policy:all_shards`...).
+    pub tips: &'static [&'static str],
+    /// The handler (containers: the handler used when no subcommand matches, usually an error).
+    pub handler: Handler,
+    /// Subcommands (`CLIENT LIST`...), empty for plain commands.
+    pub subcommands: &'static [CommandSpec],
+}
+
+fn unimplemented_handler(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+    Err(crate::Error::msg("ERR command not implemented"))
+}
+
+impl CommandSpec {
+    /// Defaults for struct-update syntax in the group tables.
+    pub const DEFAULT: CommandSpec = CommandSpec {
+        name: "",
+        arity: 1,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: 0,
+        summary: "",
+        since: "1.0.0",
+        group: "generic",
+        complexity: "O(1)",
+        tips: &[],
+        handler: unimplemented_handler,
+        subcommands: &[],
+    };
+
+    /// Whether `argc` arguments (name included) satisfy the arity.
+    #[inline]
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Whether the command has a flag.
+    #[inline]
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The key argument positions for these arguments (legacy first/last/step rule).
+    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let (first, step) = (self.first_key, self.key_step.max(1));
+        let last = if self.last_key < 0 {
+            argc as i32 + self.last_key
+        } else {
+            self.last_key.min(argc as i32 - 1)
+        };
+        let range = if first > 0 && last >= first {
+            first..=last
+        } else {
+            1..=0
+        };
+        range.step_by(step as usize).map(|i| i as usize)
+    }
+}
+
+/// Identifies a command or subcommand in the table (index into [`CommandTable::all`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CommandId(pub u16);
+
+/// One table entry: the spec, its parent (for subcommands) and its full name (`client|list`).
+pub struct Registered {
+    /// The spec.
+    pub spec: &'static CommandSpec,
+    /// The container command, for subcommands.
+    pub parent: Option<CommandId>,
+    /// `get`, or `client|list`.
+    pub full_name: alloc::string::String,
+}
+
+/// All commands, indexed.
+pub struct CommandTable {
+    all: Vec<Registered>,
+    /// Top-level commands sorted by name, for lookup.
+    by_name: Vec<(&'static str, CommandId)>,
+}
+
+impl CommandTable {
+    /// Builds the table from the group tables.
+    pub fn new(groups: &[&'static [CommandSpec]]) -> Self {
+        let mut all = Vec::new();
+        let mut by_name = Vec::new();
+        for group in groups {
+            for spec in group.iter() {
+                let id = CommandId(all.len() as u16);
+                all.push(Registered {
+                    spec,
+                    parent: None,
+                    full_name: spec.name.into(),
+                });
+                by_name.push((spec.name, id));
+                for sub in spec.subcommands {
+                    all.push(Registered {
+                        spec: sub,
+                        parent: Some(id),
+                        full_name: alloc::format!("{}|{}", spec.name, sub.name),
+                    });
+                }
+            }
+        }
+        by_name.sort_by(|a, b| a.0.cmp(b.0));
+        debug_assert!(
+            by_name.windows(2).all(|w| w[0].0 != w[1].0),
+            "duplicate command"
+        );
+        CommandTable { all, by_name }
+    }
+
+    /// Finds a top-level command by name, case-insensitively, without allocating.
+    pub fn lookup(&self, name: &[u8]) -> Option<CommandId> {
+        self.by_name
+            .binary_search_by(|(n, _)| cmp_ignore_case(n.as_bytes(), name))
+            .ok()
+            .map(|i| self.by_name[i].1)
+    }
+
+    /// Finds a subcommand of `parent` by name, case-insensitively.
+    pub fn lookup_sub(&self, parent: CommandId, name: &[u8]) -> Option<CommandId> {
+        let subs = self.get(parent).spec.subcommands;
+        let pos = subs
+            .iter()
+            .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))?;
+        Some(CommandId(parent.0 + 1 + pos as u16))
+    }
+
+    /// A registered command.
+    #[inline]
+    pub fn get(&self, id: CommandId) -> &Registered {
+        &self.all[id.0 as usize]
+    }
+
+    /// Every command and subcommand, in table order.
+    pub fn all(&self) -> &[Registered] {
+        &self.all
+    }
+
+    /// Top-level commands, sorted by name.
+    pub fn top_level(&self) -> impl Iterator<Item = CommandId> + '_ {
+        self.by_name.iter().map(|(_, id)| *id)
+    }
+
+    /// Number of top-level commands (`COMMAND COUNT`).
+    pub fn count(&self) -> usize {
+        self.by_name.len()
+    }
+}
+
+/// Compares `a` (lower case) with `b` (any case) as lower-case byte strings.
+fn cmp_ignore_case(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    let n = a.len().min(b.len());
+    for i in 0..n {
+        let (x, y) = (a[i], b[i].to_ascii_lowercase());
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.len().cmp(&b.len())
+}

@@ -1,0 +1,248 @@
+//! One numbered database: the keyspace (a persistent hash map from key to [`Entry`]) and the
+//! `expires` map (key to absolute unix time in ms), as Redis keeps them.
+//!
+//! Expiry is lazy on access (every lookup here checks the TTL) plus the active cycle in
+//! [`Db::active_expire`]. Taking a [`DbSnapshot`] is O(1): two pointer copies.
+
+use crate::value::{Entry, Meta, Value};
+use kayvee_pds::{PMap, SmallBytes};
+
+/// The key type.
+pub type Key = SmallBytes;
+
+/// A database.
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) keys: PMap<Key, Entry>,
+    pub(crate) expires: PMap<Key, u64>,
+    /// Counters for INFO (keyspace_hits/misses, expired_keys), summed over databases.
+    pub(crate) stats: DbStats,
+}
+
+/// Counters a database keeps for INFO.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DbStats {
+    /// Lookups that found the key.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Keys deleted because their TTL passed (lazily or actively).
+    pub expired: u64,
+}
+
+/// An immutable, O(1) snapshot of one database.
+#[derive(Clone)]
+pub struct DbSnapshot {
+    /// Key to entry.
+    pub keys: PMap<Key, Entry>,
+    /// Key to absolute expiry time (unix ms).
+    pub expires: PMap<Key, u64>,
+}
+
+impl Db {
+    /// An empty database; `seed` keys the hash function.
+    pub fn new(seed: u64) -> Self {
+        Db {
+            keys: PMap::with_seed(seed),
+            expires: PMap::with_seed(seed),
+            stats: DbStats::default(),
+        }
+    }
+
+    /// Number of keys (expired but not yet reclaimed ones included, as Redis's DBSIZE).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Number of keys with a TTL.
+    pub fn expires_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// An O(1) snapshot.
+    pub fn snapshot(&self) -> DbSnapshot {
+        DbSnapshot {
+            keys: self.keys.clone(),
+            expires: self.expires.clone(),
+        }
+    }
+
+    /// The key's absolute expiry time in unix ms, if it has one.
+    pub fn expire_at(&self, key: &[u8]) -> Option<u64> {
+        self.expires.get(key).copied()
+    }
+
+    /// Deletes the key if its TTL has passed; returns whether it did.
+    pub fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
+        match self.expires.get(key) {
+            Some(&at) if at <= now_ms => {
+                self.keys.remove(key);
+                self.expires.remove(key);
+                self.stats.expired += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the key exists (not expired), without counting a hit or touching it.
+    pub fn contains(&mut self, key: &[u8], now_ms: u64) -> bool {
+        self.peek(key, now_ms).is_some()
+    }
+
+    /// Reads a key without updating access time or hit counters (TYPE-like internal reads).
+    pub fn peek(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        self.keys.get(key)
+    }
+
+    /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss, and
+    /// records the access time.
+    pub fn lookup_read(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.lookup_write(key, now_ms).map(|e| &*e)
+    }
+
+    /// A write lookup: expires lazily, counts, records the access, and gives mutable access
+    /// (copying only the shared nodes on the path, when a snapshot holds them).
+    pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let access_s = (now_ms / 1000) as u32;
+        match self.keys.get_mut(key) {
+            Some(e) => {
+                self.stats.hits += 1;
+                e.meta.access_s = access_s;
+                Some(e)
+            }
+            None => {
+                self.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Stores `value` under `key`, replacing any value. The TTL is removed unless `keep_ttl`.
+    pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
+        let mut entry = Entry::new(value, now_ms);
+        if let Some(old) = self.keys.get_mut(key) {
+            let had_ttl = old.meta.has(Meta::HAS_EXPIRE);
+            if keep_ttl {
+                entry.meta.set_flag(Meta::HAS_EXPIRE, had_ttl);
+            } else if had_ttl {
+                self.expires.remove(key);
+            }
+            *old = entry;
+            return;
+        }
+        self.keys.insert(Key::from_slice(key), entry);
+    }
+
+    /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
+    pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
+        entry
+            .meta
+            .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
+        match expire_at_ms {
+            Some(at) => {
+                self.expires.insert(Key::from_slice(key), at);
+            }
+            None => {
+                self.expires.remove(key);
+            }
+        }
+        self.keys.insert(Key::from_slice(key), entry);
+    }
+
+    /// Deletes a key; returns the entry and its TTL if it existed (expired keys count as absent).
+    pub fn remove(&mut self, key: &[u8], now_ms: u64) -> Option<(Entry, Option<u64>)> {
+        if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
+            return None;
+        }
+        let (_, entry) = self.keys.remove(key)?;
+        let ttl = if entry.meta.has(Meta::HAS_EXPIRE) {
+            self.expires.remove(key).map(|(_, at)| at)
+        } else {
+            None
+        };
+        Some((entry, ttl))
+    }
+
+    /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+        let Some(e) = self.keys.get_mut(key) else {
+            return false;
+        };
+        e.meta.set_flag(Meta::HAS_EXPIRE, true);
+        self.expires.insert(Key::from_slice(key), at_ms);
+        true
+    }
+
+    /// Removes the TTL of a key; returns whether there was one.
+    pub fn persist(&mut self, key: &[u8]) -> bool {
+        let Some(e) = self.keys.get_mut(key) else {
+            return false;
+        };
+        if !e.meta.has(Meta::HAS_EXPIRE) {
+            return false;
+        }
+        e.meta.set_flag(Meta::HAS_EXPIRE, false);
+        self.expires.remove(key);
+        true
+    }
+
+    /// Drops every key (O(1): the old version is freed when no snapshot holds it).
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.expires.clear();
+    }
+
+    /// One pass of active expiry: samples up to `samples` keys with a TTL (using `rnd` as the
+    /// random source) and deletes the expired ones. Returns (sampled, expired); the caller repeats
+    /// while more than a quarter of the sample had expired, as Redis's cycle does.
+    pub fn active_expire(
+        &mut self,
+        now_ms: u64,
+        samples: usize,
+        rnd: &mut impl FnMut() -> u64,
+    ) -> (usize, usize) {
+        let n = samples.min(self.expires.len());
+        let mut expired = 0;
+        for _ in 0..n {
+            let Some((k, &at)) = self.expires.random(rnd()) else {
+                break;
+            };
+            if at <= now_ms {
+                let k = k.clone();
+                self.keys.remove(&k[..]);
+                self.expires.remove(&k[..]);
+                self.stats.expired += 1;
+                expired += 1;
+            }
+        }
+        (n, expired)
+    }
+
+    /// Panics when keyspace and expires disagree (every TTL belongs to a key flagged HAS_EXPIRE).
+    pub fn check_invariants(&self) {
+        self.keys.check_invariants();
+        self.expires.check_invariants();
+        for (k, _) in self.expires.iter() {
+            let e = self.keys.get(&k[..]).expect("TTL for a missing key");
+            assert!(e.meta.has(Meta::HAS_EXPIRE), "TTL without flag");
+        }
+        let flagged = self
+            .keys
+            .iter()
+            .filter(|(_, e)| e.meta.has(Meta::HAS_EXPIRE))
+            .count();
+        assert_eq!(flagged, self.expires.len(), "flag without TTL");
+    }
+}

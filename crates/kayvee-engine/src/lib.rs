@@ -1,0 +1,428 @@
+//! The Kayvee engine: a sans-IO state machine holding the databases and running commands.
+//!
+//! Arguments and the current time come in ([`Engine::execute`]); replies go out through a
+//! [`ReplySink`] and requests to the shell come back as an [`Outcome`]. The engine reads no clock,
+//! opens no socket or file and draws no randomness of its own: the shell passes time in, and the
+//! seed at construction. The same engine runs in the Linux server and in the unikernel.
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod argv;
+pub mod client;
+pub mod cmd;
+pub mod command;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod reply;
+pub mod stats;
+pub mod util;
+pub mod value;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+pub use argv::{Argv, ArgvBuf};
+pub use client::{Client, ClientTable, ConnInfo, Handle, Transport};
+pub use command::{CommandId, CommandSpec, CommandTable};
+pub use config::Config;
+pub use db::{Db, DbSnapshot};
+pub use error::{CmdResult, Error};
+pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
+pub use value::{Entry, Value};
+
+/// The current time, passed into every engine call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Now {
+    /// Unix time in microseconds.
+    pub unix_us: u64,
+}
+
+impl Now {
+    /// From unix milliseconds.
+    pub fn from_ms(ms: u64) -> Self {
+        Now { unix_us: ms * 1000 }
+    }
+    /// Unix time in milliseconds.
+    #[inline]
+    pub fn ms(self) -> u64 {
+        self.unix_us / 1000
+    }
+}
+
+/// What the shell must do after a command.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Outcome {
+    /// Nothing special.
+    #[default]
+    Continue,
+    /// Close this connection once its pending replies are written (QUIT).
+    Close,
+    /// Some clients were marked `killed` (CLIENT KILL): close them (this one included, maybe).
+    KillClients,
+    /// Stop the server (SHUTDOWN); `save` is the SAVE/NOSAVE choice if one was given.
+    Shutdown {
+        /// `Some(true)` = SAVE, `Some(false)` = NOSAVE, `None` = per configuration.
+        save: Option<bool>,
+    },
+    /// Block the whole server for this many microseconds (DEBUG SLEEP), then continue.
+    Sleep(u64),
+    /// Write the configuration back to its file (CONFIG REWRITE): the shell calls
+    /// [`Engine::rewrite_config`], writes the file and sends the reply itself.
+    RewriteConfig,
+}
+
+/// Facts about the host that INFO reports; the shell fills them in and refreshes them.
+#[derive(Clone, Debug, Default)]
+pub struct HostInfo {
+    /// Operating system line (`Linux 6.1.0 x86_64`, or `Kayvee unikernel`).
+    pub os: String,
+    /// 64 or 32.
+    pub arch_bits: u32,
+    /// Process id (0 in the unikernel).
+    pub process_id: u64,
+    /// Event loop kind (`epoll`).
+    pub multiplexing_api: String,
+    /// Path of the executable.
+    pub executable: String,
+    /// The TCP port actually listened on.
+    pub tcp_port: u16,
+    /// Bytes allocated by the engine and shell (the allocator's count).
+    pub used_memory: u64,
+    /// Resident set size.
+    pub used_memory_rss: u64,
+    /// Total memory of the machine.
+    pub total_system_memory: u64,
+    /// CPU seconds (system) consumed by the process.
+    pub used_cpu_sys: f64,
+    /// CPU seconds (user) consumed by the process.
+    pub used_cpu_user: f64,
+}
+
+/// Everything but the client table (split so handlers can borrow both).
+pub struct Core {
+    /// The numbered databases.
+    pub dbs: Vec<Db>,
+    /// Configuration.
+    pub config: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The command table.
+    pub commands: CommandTable,
+    /// Host facts for INFO.
+    pub host: HostInfo,
+    /// 40 hex chars, random per start.
+    pub run_id: String,
+    /// When the engine started (unix ms).
+    pub start_ms: u64,
+    /// The hash seed the databases use.
+    pub seed: u64,
+    /// The engine's random source, seeded by the shell.
+    pub rng: Rng,
+    /// Peak of `host.used_memory`.
+    pub used_memory_peak: u64,
+    /// Set while a SHUTDOWN is under way.
+    pub shutting_down: bool,
+}
+
+pub use stats::Stats;
+
+/// A deterministic pseudo-random source (splitmix64): the same seed gives the same run.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x5851_F42D_4C95_7F2D)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The context a command handler runs in.
+pub struct Cx<'a> {
+    /// Databases, config, stats.
+    pub core: &'a mut Core,
+    /// All clients (this one included).
+    pub clients: &'a mut ClientTable,
+    /// The client running the command.
+    pub me: Handle,
+    /// Its selected database (copied in at dispatch; SELECT updates both).
+    pub db_index: usize,
+    /// The current time.
+    pub now: Now,
+    /// What the shell must do after this command.
+    pub outcome: Outcome,
+    /// The command being run.
+    pub cmd: CommandId,
+}
+
+impl<'a> Cx<'a> {
+    /// The client running the command.
+    #[inline]
+    pub fn client(&mut self) -> &mut Client {
+        self.clients
+            .get_mut(self.me)
+            .expect("running client is registered")
+    }
+
+    /// The selected database.
+    #[inline]
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.core.dbs[self.db_index]
+    }
+
+    /// Current unix time in ms.
+    #[inline]
+    pub fn now_ms(&self) -> u64 {
+        self.now.ms()
+    }
+}
+
+/// An O(1) snapshot of every database: what persistence, transactions and replication build on.
+#[derive(Clone)]
+pub struct Snapshot {
+    /// One snapshot per database, by index.
+    pub dbs: Vec<DbSnapshot>,
+    /// When it was taken (unix ms).
+    pub taken_ms: u64,
+}
+
+/// The engine.
+pub struct Engine {
+    /// Databases, configuration, counters.
+    pub core: Core,
+    /// Connected clients.
+    pub clients: ClientTable,
+    last_cmd: Option<CommandId>,
+}
+
+impl Engine {
+    /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
+    /// from the OS); `now` is the start time.
+    pub fn new(config: Config, seed: u64, now: Now) -> Self {
+        let commands = CommandTable::new(cmd::GROUPS);
+        let mut core = Core {
+            dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
+            stats: Stats {
+                commands: alloc::vec![Default::default(); commands.all().len()],
+                reset_ms: now.ms(),
+                ..Default::default()
+            },
+            config,
+            commands,
+            host: HostInfo::default(),
+            run_id: String::new(),
+            start_ms: now.ms(),
+            seed,
+            rng: Rng::new(seed),
+            used_memory_peak: 0,
+            shutting_down: false,
+        };
+        core.run_id = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
+            .collect();
+        Engine {
+            core,
+            clients: ClientTable::default(),
+            last_cmd: None,
+        }
+    }
+
+    /// Registers a new connection; returns its handle.
+    pub fn connect(&mut self, conn: ConnInfo, now: Now) -> Handle {
+        self.core.stats.total_connections_received += 1;
+        let authenticated = self.core.config.requirepass.is_none();
+        self.clients.add(conn, now.ms(), authenticated)
+    }
+
+    /// Unregisters a connection.
+    pub fn disconnect(&mut self, h: Handle) {
+        self.clients.remove(h);
+    }
+
+    /// The protocol a client negotiated (the shell's encoder starts each reply with it).
+    pub fn protocol(&self, h: Handle) -> Protocol {
+        self.clients.get(h).map(|c| c.protocol).unwrap_or_default()
+    }
+
+    /// An O(1) snapshot of all databases.
+    pub fn snapshot(&self, now: Now) -> Snapshot {
+        Snapshot {
+            dbs: self.core.dbs.iter().map(Db::snapshot).collect(),
+            taken_ms: now.ms(),
+        }
+    }
+
+    /// The command the last `execute` ran, if any (for the shell's timing).
+    pub fn last_command(&self) -> Option<CommandId> {
+        self.last_cmd
+    }
+
+    /// Adds measured time to a command's statistics.
+    pub fn record_usec(&mut self, id: CommandId, usec: u64) {
+        self.core.stats.commands[id.0 as usize].usec += usec;
+    }
+
+    /// Runs one command for client `h`, writing its reply to `out`.
+    pub fn execute(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        self.last_cmd = None;
+        if argv.is_empty() {
+            return Outcome::Continue;
+        }
+        let Some(client) = self.clients.get_mut(h) else {
+            return Outcome::Continue;
+        };
+        client.last_interaction_ms = now.ms();
+        let skip = match client.reply_mode {
+            client::ReplyMode::Off => true,
+            client::ReplyMode::Skip => {
+                client.reply_mode = client::ReplyMode::SkipThis;
+                true
+            }
+            _ => false,
+        };
+        let protocol = client.protocol;
+        if skip {
+            let mut sink = Discard(protocol);
+            let outcome = self.dispatch(h, argv, now, &mut sink);
+            self.end_skip(h);
+            outcome
+        } else {
+            self.dispatch(h, argv, now, out)
+        }
+    }
+
+    fn end_skip(&mut self, h: Handle) {
+        if let Some(c) = self.clients.get_mut(h) {
+            if c.reply_mode == client::ReplyMode::SkipThis {
+                c.reply_mode = client::ReplyMode::On;
+            }
+        }
+    }
+
+    /// Looks the command up, checks arity and auth, runs it and counts it.
+    fn dispatch(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        let id = match self.resolve(argv) {
+            Ok(id) => id,
+            Err((id, e)) => {
+                if let Some(id) = id {
+                    self.core.stats.commands[id.0 as usize].rejected_calls += 1;
+                }
+                return self.reject(&e, out);
+            }
+        };
+        let reg = self.core.commands.get(id);
+        let spec = reg.spec;
+        let client = self.clients.get_mut(h).expect("checked by execute");
+        if !client.authenticated && !spec.has(command::flags::NO_AUTH) {
+            self.core.stats.commands[id.0 as usize].rejected_calls += 1;
+            return self.reject(&Error::NoAuth, out);
+        }
+        client.last_cmd = spec.name;
+        let db_index = client.db;
+        self.last_cmd = Some(id);
+        let mut cx = Cx {
+            core: &mut self.core,
+            clients: &mut self.clients,
+            me: h,
+            db_index,
+            now,
+            outcome: Outcome::Continue,
+            cmd: id,
+        };
+        let result = (spec.handler)(&mut cx, argv, out);
+        let outcome = core::mem::take(&mut cx.outcome);
+        let stat = &mut self.core.stats.commands[id.0 as usize];
+        stat.calls += 1;
+        self.core.stats.total_commands_processed += 1;
+        if let Err(e) = result {
+            stat.failed_calls += 1;
+            let text = alloc::format!("{e}");
+            self.core.stats.count_error(&text);
+            out.error(&text);
+        }
+        outcome
+    }
+
+    /// Finds the command (and subcommand) and checks arity, producing Redis's error texts.
+    fn resolve(&self, argv: &Argv<'_>) -> Result<CommandId, (Option<CommandId>, Error)> {
+        let table = &self.core.commands;
+        let Some(id) = table.lookup(argv.get(0)) else {
+            return Err((None, unknown_command(argv)));
+        };
+        let spec = table.get(id).spec;
+        if spec.subcommands.is_empty() || argv.len() < 2 {
+            if !spec.arity_ok(argv.len()) {
+                return Err((Some(id), Error::WrongArity(spec.name.into())));
+            }
+            return Ok(id);
+        }
+        let Some(sub) = table.lookup_sub(id, argv.get(1)) else {
+            let name = util::sanitize(argv.get(1), 128);
+            let parent = spec.name.to_ascii_uppercase();
+            return Err((
+                Some(id),
+                Error::msg(alloc::format!(
+                    "ERR unknown subcommand '{name}'. Try {parent} HELP."
+                )),
+            ));
+        };
+        let reg = table.get(sub);
+        if !reg.spec.arity_ok(argv.len()) {
+            return Err((Some(sub), Error::WrongArity(reg.full_name.clone())));
+        }
+        Ok(sub)
+    }
+
+    fn reject(&mut self, e: &Error, out: &mut dyn ReplySink) -> Outcome {
+        let text = alloc::format!("{e}");
+        self.core.stats.count_error(&text);
+        out.error(&text);
+        Outcome::Continue
+    }
+
+    /// The background cycle the shell runs `hz` times a second: active expiry.
+    pub fn cron(&mut self, now: Now) {
+        cmd::expire::active_expire_cycle(&mut self.core, now);
+    }
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` exactly as Redis 7.0 words it.
+fn unknown_command(argv: &Argv<'_>) -> Error {
+    let mut args = String::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&util::sanitize(a, room));
+        args.push_str("' ");
+    }
+    let name = util::sanitize(argv.get(0), 128);
+    Error::msg(alloc::format!(
+        "ERR unknown command '{name}', with args beginning with: {args}"
+    ))
+}

@@ -1,0 +1,181 @@
+//! `SmallBytes`: an immutable byte string that stores up to 22 bytes inline (no heap allocation)
+//! and longer ones in one boxed slice. 24 bytes on the stack either way.
+//!
+//! Keys and short string values dominate a key-value store's memory; keeping them inline saves
+//! one allocation (and its allocator overhead) per key.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::borrow::Borrow;
+use core::fmt;
+use core::hash::{Hash, Hasher};
+use core::ops::Deref;
+
+/// How many bytes fit inline.
+pub const INLINE_LEN_MAX: usize = 22;
+
+/// An immutable byte string, inline when short.
+#[derive(Clone)]
+pub enum SmallBytes {
+    /// Short strings: `len` bytes of `buf` are used.
+    Inline { len: u8, buf: [u8; INLINE_LEN_MAX] },
+    /// Longer strings.
+    Heap(Box<[u8]>),
+}
+
+impl SmallBytes {
+    /// The empty string.
+    pub const fn new() -> Self {
+        SmallBytes::Inline {
+            len: 0,
+            buf: [0; INLINE_LEN_MAX],
+        }
+    }
+
+    /// Copies `bytes`.
+    pub fn from_slice(bytes: &[u8]) -> Self {
+        if bytes.len() <= INLINE_LEN_MAX {
+            let mut buf = [0; INLINE_LEN_MAX];
+            buf[..bytes.len()].copy_from_slice(bytes);
+            SmallBytes::Inline {
+                len: bytes.len() as u8,
+                buf,
+            }
+        } else {
+            SmallBytes::Heap(bytes.into())
+        }
+    }
+
+    /// Takes ownership of `v` (no copy when it is long).
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        if v.len() <= INLINE_LEN_MAX {
+            Self::from_slice(&v)
+        } else {
+            SmallBytes::Heap(v.into_boxed_slice())
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            SmallBytes::Inline { len, buf } => &buf[..*len as usize],
+            SmallBytes::Heap(b) => b,
+        }
+    }
+
+    /// Whether the bytes are stored inline.
+    pub fn is_inline(&self) -> bool {
+        matches!(self, SmallBytes::Inline { .. })
+    }
+
+    /// Heap bytes owned beyond `size_of::<SmallBytes>()`.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            SmallBytes::Inline { .. } => 0,
+            SmallBytes::Heap(b) => b.len(),
+        }
+    }
+
+    /// Converts into a `Vec` (copies when inline).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            SmallBytes::Inline { len, buf } => buf[..len as usize].to_vec(),
+            SmallBytes::Heap(b) => b.into_vec(),
+        }
+    }
+}
+
+impl Default for SmallBytes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deref for SmallBytes {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl AsRef<[u8]> for SmallBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl Borrow<[u8]> for SmallBytes {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for SmallBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl Eq for SmallBytes {}
+
+impl PartialOrd for SmallBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for SmallBytes {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// Hashes exactly as `[u8]` does, so `Borrow<[u8]>` lookups agree.
+impl Hash for SmallBytes {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl fmt::Debug for SmallBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b\"{}\"", self.as_bytes().escape_ascii())
+    }
+}
+
+impl From<&[u8]> for SmallBytes {
+    fn from(b: &[u8]) -> Self {
+        Self::from_slice(b)
+    }
+}
+impl From<&str> for SmallBytes {
+    fn from(s: &str) -> Self {
+        Self::from_slice(s.as_bytes())
+    }
+}
+impl From<Vec<u8>> for SmallBytes {
+    fn from(v: Vec<u8>) -> Self {
+        Self::from_vec(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_is_24_bytes() {
+        assert_eq!(core::mem::size_of::<SmallBytes>(), 24);
+    }
+
+    #[test]
+    fn inline_and_heap_round_trip() {
+        for n in [0usize, 1, 21, 22, 23, 100] {
+            let v: Vec<u8> = (0..n as u8).collect();
+            let s = SmallBytes::from_slice(&v);
+            assert_eq!(s.as_bytes(), &v[..]);
+            assert_eq!(s.is_inline(), n <= INLINE_LEN_MAX);
+            assert_eq!(SmallBytes::from_vec(v.clone()).into_vec(), v);
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Transcript tests at the engine boundary: every `tests/transcripts/*.txt` file is a script of
+//! commands and the replies they must produce, run against a fresh engine.
+//!
+//! Format (one directive per line):
+//! - `> ARG ARG ...` runs a command. Arguments split on spaces; `"..."` quotes an argument
+//!   (with `\"`, `\\`, `\n`, `\r`, `\t`, `\xHH` escapes).
+//! - `< LINE` is one line of the expected reply, rendered in pre-order: `+OK`, `-ERR ...`,
+//!   `:5`, `$bulk` (non-printable bytes as `\xHH`), `(nil)`, `(nil-array)`, `*N` / `%N` /
+//!   `~N` / `>N` followed by their elements, `,1.5` doubles, `#t`/`#f`, `=txt:...`, `(123` big
+//!   numbers. Every `>` must be followed by exactly the lines its reply renders to.
+//! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
+//! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
+//! - `@client NAME` switches to (and creates on first use) another client connection.
+//! - `@cron` runs the engine's background cycle (active expiry) once.
+//! - `#` starts a comment; blank lines are ignored.
+
+use kayvee_engine::{
+    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Transport,
+};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+struct Runner {
+    engine: Engine,
+    clients: HashMap<String, Handle>,
+    current: Handle,
+    now_ms: u64,
+}
+
+impl Runner {
+    fn new() -> Self {
+        let now_ms = 1_700_000_000_000;
+        let mut engine = Engine::new(Default::default(), 42, Now::from_ms(now_ms));
+        let current = engine.connect(conn(1), Now::from_ms(now_ms));
+        let mut clients = HashMap::new();
+        clients.insert("default".to_string(), current);
+        Runner {
+            engine,
+            clients,
+            current,
+            now_ms,
+        }
+    }
+
+    fn run(&mut self, args: &[Vec<u8>]) -> Vec<String> {
+        let argv = ArgvBuf::from_args(args);
+        let proto = self.engine.protocol(self.current);
+        let mut tree = ReplyTree::new(proto);
+        self.engine.execute(
+            self.current,
+            &argv.argv(),
+            Now::from_ms(self.now_ms),
+            &mut tree,
+        );
+        let mut lines = Vec::new();
+        for r in tree.take() {
+            render(&r, &mut lines);
+        }
+        lines
+    }
+
+    fn switch(&mut self, name: &str) {
+        let n = self.clients.len() as i64 + 1;
+        let now = Now::from_ms(self.now_ms);
+        let engine = &mut self.engine;
+        self.current = *self
+            .clients
+            .entry(name.to_string())
+            .or_insert_with(|| engine.connect(conn(n), now));
+    }
+}
+
+fn conn(n: i64) -> ConnInfo {
+    ConnInfo {
+        transport: Transport::Tcp {
+            addr: format!("127.0.0.1:{}", 40000 + n),
+            laddr: "127.0.0.1:6379".into(),
+        },
+        fd: 7 + n,
+    }
+}
+
+fn escape(b: &[u8]) -> String {
+    let mut s = String::new();
+    for &c in b {
+        if (0x20..0x7f).contains(&c) && c != b'\\' {
+            s.push(c as char);
+        } else if c == b'\\' {
+            s.push_str("\\\\");
+        } else {
+            write!(s, "\\x{c:02x}").unwrap();
+        }
+    }
+    s
+}
+
+fn render(r: &Reply, out: &mut Vec<String>) {
+    match r {
+        Reply::Simple(s) => out.push(format!("+{s}")),
+        Reply::Error(s) => out.push(format!("-{s}")),
+        Reply::Int(v) => out.push(format!(":{v}")),
+        Reply::Bulk(b) => out.push(format!("${}", escape(b))),
+        Reply::Null => out.push("(nil)".into()),
+        Reply::NullArray => out.push("(nil-array)".into()),
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            let c = match r {
+                Reply::Array(_) => '*',
+                Reply::Set(_) => '~',
+                _ => '>',
+            };
+            out.push(format!("{c}{}", items.len()));
+            items.iter().for_each(|i| render(i, out));
+        }
+        Reply::Map(pairs) => {
+            out.push(format!("%{}", pairs.len()));
+            for (k, v) in pairs {
+                render(k, out);
+                render(v, out);
+            }
+        }
+        Reply::Double(d) => out.push(format!(",{d}")),
+        Reply::Boolean(b) => out.push(if *b { "#t" } else { "#f" }.into()),
+        Reply::Verbatim(f, t) => out.push(format!("={f}:{}", escape(t))),
+        Reply::BigNumber(d) => out.push(format!("({d}")),
+    }
+}
+
+/// Splits a command line into arguments, honouring double quotes and escapes.
+fn split_args(line: &str) -> Vec<Vec<u8>> {
+    let mut args = Vec::new();
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let mut arg = Vec::new();
+        if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                    match b[i] {
+                        b'n' => arg.push(b'\n'),
+                        b'r' => arg.push(b'\r'),
+                        b't' => arg.push(b'\t'),
+                        b'x' => {
+                            let h = std::str::from_utf8(&b[i + 1..i + 3]).unwrap();
+                            arg.push(u8::from_str_radix(h, 16).unwrap());
+                            i += 2;
+                        }
+                        c => arg.push(c),
+                    }
+                } else {
+                    arg.push(b[i]);
+                }
+                i += 1;
+            }
+            i += 1;
+        } else {
+            while i < b.len() && b[i] != b' ' {
+                arg.push(b[i]);
+                i += 1;
+            }
+        }
+        args.push(arg);
+    }
+    args
+}
+
+fn run_file(path: &std::path::Path) -> Result<usize, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut r = Runner::new();
+    let mut pending: Vec<String> = Vec::new();
+    let mut pending_cmd = String::new();
+    let mut checked = 0;
+    let flush = |pending: &mut Vec<String>, cmd: &str, lineno: usize| -> Result<(), String> {
+        if !pending.is_empty() {
+            return Err(format!(
+                "line {lineno}: reply to `{cmd}` has unexpected extra lines: {pending:?}"
+            ));
+        }
+        Ok(())
+    };
+    for (no, raw) in text.lines().enumerate() {
+        let lineno = no + 1;
+        let line = raw;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(cmd) = line.strip_prefix("> ") {
+            flush(&mut pending, &pending_cmd, lineno)?;
+            pending = r.run(&split_args(cmd));
+            pending.reverse();
+            pending_cmd = cmd.to_string();
+            checked += 1;
+        } else if let Some(pat) = line.strip_prefix("<* ") {
+            let got = pending
+                .pop()
+                .ok_or(format!("line {lineno}: no reply line left"))?;
+            if !glob_match(pat.as_bytes(), got.as_bytes(), false) {
+                return Err(format!(
+                    "line {lineno}: `{pending_cmd}`: got `{got}`, want pattern `{pat}`"
+                ));
+            }
+        } else if let Some(want) =
+            line.strip_prefix("< ")
+                .or(if line == "<" { Some("") } else { None })
+        {
+            let got = pending.pop().ok_or(format!(
+                "line {lineno}: `{pending_cmd}`: no reply line left, want `{want}`"
+            ))?;
+            if got != want {
+                return Err(format!(
+                    "line {lineno}: `{pending_cmd}`: got `{got}`, want `{want}`"
+                ));
+            }
+        } else if let Some(ms) = line.strip_prefix("@time ") {
+            r.now_ms = ms
+                .trim()
+                .parse()
+                .map_err(|_| format!("line {lineno}: bad @time"))?;
+        } else if let Some(ms) = line.strip_prefix("@advance ") {
+            r.now_ms += ms
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("line {lineno}: bad @advance"))?;
+        } else if let Some(name) = line.strip_prefix("@client ") {
+            flush(&mut pending, &pending_cmd, lineno)?;
+            r.switch(name.trim());
+        } else if line == "@cron" {
+            r.engine.cron(Now::from_ms(r.now_ms));
+        } else {
+            return Err(format!("line {lineno}: unknown directive `{line}`"));
+        }
+    }
+    flush(&mut pending, &pending_cmd, usize::MAX)?;
+    Ok(checked)
+}
+
+#[test]
+fn transcripts() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no transcript in {}", dir.display());
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for f in &files {
+        match run_file(f) {
+            Ok(n) => total += n,
+            Err(e) => failures.push(format!("{}: {e}", f.file_name().unwrap().to_string_lossy())),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "transcript failures:\n{}",
+        failures.join("\n")
+    );
+    assert!(total > 0);
+    let _ = Protocol::Resp2;
+}

@@ -208,12 +208,12 @@ impl CommandSpec {
         } else {
             self.last_key.min(argc as i32 - 1)
         };
-        let range = if first > 0 && last >= first {
-            first..=last
+        let (start, end) = if first > 0 && last >= first {
+            (first, last + 1)
         } else {
-            1..=0
+            (0, 0)
         };
-        range.step_by(step as usize).map(|i| i as usize)
+        (start..end).step_by(step as usize).map(|i| i as usize)
     }
 }
 

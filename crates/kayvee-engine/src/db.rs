@@ -230,6 +230,65 @@ impl Db {
         (n, expired)
     }
 
+    /// A read lookup that leaves the access time alone (Redis's `LOOKUP_NOTOUCH`, as EXISTS,
+    /// TYPE, TTL and OBJECT use): expires lazily and counts a hit or a miss.
+    pub fn lookup_notouch(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let found = self.keys.get(key);
+        match found {
+            Some(_) => self.stats.hits += 1,
+            None => self.stats.misses += 1,
+        }
+        found
+    }
+
+    /// A write lookup as Redis's `lookupKeyWrite`: expires lazily and records the access, but
+    /// counts no hit or miss (Redis counts keyspace hits and misses on reads only).
+    pub fn lookup_write_nostats(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let e = self.keys.get_mut(key)?;
+        e.meta.access_s = (now_ms / 1000) as u32;
+        Some(e)
+    }
+
+    /// A random live key (RANDOMKEY). Expired keys drawn on the way are deleted and the draw is
+    /// repeated, so the answer is `None` only when no live key is left.
+    pub fn random_key(&mut self, now_ms: u64, rnd: &mut impl FnMut() -> u64) -> Option<Key> {
+        loop {
+            let key = self.keys.random(rnd())?.0.clone();
+            if self.expires.is_empty() || !self.expire_if_needed(&key, now_ms) {
+                return Some(key);
+            }
+        }
+    }
+
+    /// One SCAN step: visits keys from `cursor` in hash order (at least `count` of them, see
+    /// [`PMap::scan`]) and returns the next cursor (0 = done) and the visited keys that pass
+    /// `filter` and have not expired. Expired keys that pass `filter` are deleted, as Redis's
+    /// SCAN and KEYS do.
+    pub fn scan(
+        &mut self,
+        cursor: u64,
+        count: usize,
+        now_ms: u64,
+        mut filter: impl FnMut(&[u8]) -> bool,
+    ) -> (u64, alloc::vec::Vec<Key>) {
+        let mut found = alloc::vec::Vec::new();
+        let next = self.keys.scan(cursor, count, |k, _| {
+            if filter(k) {
+                found.push(k.clone());
+            }
+        });
+        if !self.expires.is_empty() {
+            found.retain(|k| !self.expire_if_needed(k, now_ms));
+        }
+        (next, found)
+    }
+
     /// Panics when keyspace and expires disagree (every TTL belongs to a key flagged HAS_EXPIRE).
     pub fn check_invariants(&self) {
         self.keys.check_invariants();

@@ -17,6 +17,8 @@ pub struct Db {
     pub(crate) expires: PMap<Key, u64>,
     /// Counters for INFO (keyspace_hits/misses, expired_keys), summed over databases.
     pub(crate) stats: DbStats,
+    /// Where the next active-expiry step resumes in `expires` (a [`PMap::scan`] cursor).
+    pub(crate) expire_cursor: u64,
 }
 
 /// Counters a database keeps for INFO.
@@ -46,6 +48,7 @@ impl Db {
             keys: PMap::with_seed(seed),
             expires: PMap::with_seed(seed),
             stats: DbStats::default(),
+            expire_cursor: 0,
         }
     }
 
@@ -287,6 +290,43 @@ impl Db {
             found.retain(|k| !self.expire_if_needed(k, now_ms));
         }
         (next, found)
+    }
+
+    /// Every live key passing `filter` (KEYS). Expired keys are skipped but, as in Redis 7.0's
+    /// KEYS, not deleted.
+    pub fn keys_matching(
+        &self,
+        now_ms: u64,
+        mut filter: impl FnMut(&[u8]) -> bool,
+    ) -> alloc::vec::Vec<Key> {
+        self.keys
+            .iter()
+            .filter(|(k, _)| {
+                filter(k) && !matches!(self.expires.get(&k[..]), Some(&at) if at <= now_ms)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// One step of active expiry that walks `expires` in hash order from where the last step
+    /// stopped (as Redis 7 walks its buckets): checks at least `count` keys with a TTL and
+    /// deletes the expired ones. Returns (checked, expired). Unlike random sampling, repeated
+    /// steps reach every key, so a small database is fully cleaned by one cycle.
+    pub fn active_expire_step(&mut self, now_ms: u64, count: usize) -> (usize, usize) {
+        let mut checked = 0;
+        let mut due = alloc::vec::Vec::new();
+        self.expire_cursor = self.expires.scan(self.expire_cursor, count, |k, &at| {
+            checked += 1;
+            if at <= now_ms {
+                due.push(k.clone());
+            }
+        });
+        for k in &due {
+            self.keys.remove(&k[..]);
+            self.expires.remove(&k[..]);
+        }
+        self.stats.expired += due.len() as u64;
+        (checked, due.len())
     }
 
     /// Panics when keyspace and expires disagree (every TTL belongs to a key flagged HAS_EXPIRE).

@@ -126,20 +126,19 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Keys sampled per database per pass, as Redis's `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`.
-const SAMPLES_PER_PASS: usize = 20;
-/// Passes per database per cycle at most (bounds the work of one cron tick).
-const PASSES_MAX: usize = 16;
+/// Keys with a TTL checked per database per step, as Redis's
+/// `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`.
+const KEYS_PER_STEP: usize = 20;
+/// Steps per database per cycle at most (bounds the work of one cron tick).
+const STEPS_MAX: usize = 16;
 
-/// Deletes expired keys by sampling, repeating on a database while over a quarter of the sample
-/// had expired (Redis's adaptive cycle).
+/// Deletes expired keys, walking each database's TTLs from where the last cycle stopped and
+/// going on while over a quarter of a step's keys had expired (Redis's adaptive cycle).
 pub fn active_expire_cycle(core: &mut Core, now: Now) {
-    for i in 0..core.dbs.len() {
-        for _ in 0..PASSES_MAX {
-            let rng = &mut core.rng;
-            let (sampled, expired) =
-                core.dbs[i].active_expire(now.ms(), SAMPLES_PER_PASS, &mut || rng.next_u64());
-            if sampled == 0 || expired * 4 <= sampled {
+    for db in core.dbs.iter_mut() {
+        for _ in 0..STEPS_MAX {
+            let (checked, expired) = db.active_expire_step(now.ms(), KEYS_PER_STEP);
+            if checked == 0 || expired * 4 <= checked {
                 break;
             }
         }

@@ -3,7 +3,7 @@
 //! SCAN's cursor is the keyspace map's hash cursor ([`kayvee_pds::PMap::scan`]) printed as a
 //! decimal u64, so its values differ from Redis's but keep Redis's guarantee: a key present
 //! for the whole iteration is returned at least once. Expired keys are never returned; those
-//! met on the way are deleted, as Redis does.
+//! met by SCAN and RANDOMKEY are deleted, as Redis does (KEYS only skips them).
 
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
@@ -57,9 +57,9 @@ fn keys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     let pattern = args.get(1);
     let all = pattern == b"*";
     let now = cx.now_ms();
-    let (_, found) = cx
+    let found = cx
         .db()
-        .scan(0, usize::MAX, now, |k| all || glob_match(pattern, k, false));
+        .keys_matching(now, |k| all || glob_match(pattern, k, false));
     out.array(found.len());
     for k in &found {
         out.bulk(k);

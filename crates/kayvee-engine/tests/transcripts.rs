@@ -12,10 +12,14 @@
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
 //! - `@cron` runs the engine's background cycle (active expiry) once.
+//! - `@set KEY VALUE` stores a string in the current client's database through the `Db` API
+//!   (what `SET KEY VALUE` does on the real server, whose `+OK` is not shown), for groups
+//!   tested before the string commands exist.
 //! - `#` starts a comment; blank lines are ignored.
 
 use kayvee_engine::{
-    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Transport,
+    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree,
+    Transport, Value,
 };
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -57,6 +61,19 @@ impl Runner {
             render(&r, &mut lines);
         }
         lines
+    }
+
+    fn set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
+        let [key, value] = args else {
+            return Err(format!(
+                "@set wants KEY VALUE, got {} arguments",
+                args.len()
+            ));
+        };
+        let db = self.engine.clients.get(self.current).map_or(0, |c| c.db);
+        let value = Value::Str(kayvee_pds::SmallBytes::from_slice(value));
+        self.engine.core.dbs[db].set(key, value, self.now_ms, false);
+        Ok(())
     }
 
     fn switch(&mut self, name: &str) {
@@ -231,6 +248,9 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
         } else if let Some(name) = line.strip_prefix("@client ") {
             flush(&mut pending, &pending_cmd, lineno)?;
             r.switch(name.trim());
+        } else if let Some(rest) = line.strip_prefix("@set ") {
+            r.set(&split_args(rest))
+                .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if line == "@cron" {
             r.engine.cron(Now::from_ms(r.now_ms));
         } else {

@@ -7,6 +7,9 @@ pub mod bits;
 pub mod connection;
 pub mod expire;
 pub mod keys;
+pub mod keys_db;
+pub mod keys_object;
+pub mod keys_scan;
 pub mod server;
 pub mod string;
 
@@ -17,5 +20,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     string::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,
+    keys_scan::COMMANDS,
+    keys_db::COMMANDS,
+    keys_object::COMMANDS,
     expire::COMMANDS,
 ];

@@ -299,8 +299,14 @@ impl Engine {
         };
         let protocol = client.protocol;
         if skip {
-            let mut sink = Discard(protocol);
-            let outcome = self.dispatch(h, argv, now, &mut sink);
+            // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
+            // RESET under OFF) still answers, as in Redis.
+            let mut held = ReplyTree::new(protocol);
+            let outcome = self.dispatch(h, argv, now, &mut held);
+            let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
+            if on {
+                held.take().iter().for_each(|r| r.write_to(out));
+            }
             self.end_skip(h);
             outcome
         } else {
@@ -341,6 +347,7 @@ impl Engine {
             return self.reject(&Error::NoAuth, out);
         }
         client.last_cmd = spec.name;
+        client.last_cmd_id = Some(id);
         let db_index = client.db;
         self.last_cmd = Some(id);
         let mut cx = Cx {

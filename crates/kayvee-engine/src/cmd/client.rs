@@ -356,9 +356,11 @@ fn info(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
 
 /// CLIENT LIST [TYPE type | ID id ...]: clients by id, or in the order the ids were given.
 fn list(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    // Killed clients are gone as far as users can tell, though the shell has yet to close them.
     let mut all: Vec<(u64, Handle, ClientType)> = cx
         .clients
         .iter()
+        .filter(|(_, c)| !c.killed)
         .map(|(h, c)| (c.id, h, client_type(c)))
         .collect();
     all.sort_unstable_by_key(|e| e.0);
@@ -446,7 +448,7 @@ fn kill_matching(cx: &mut Cx<'_>, f: &KillFilter<'_>) -> usize {
     let me = cx.me;
     let mut n = 0;
     for (h, c) in cx.clients.iter_mut() {
-        if f.matches(h, me, c) {
+        if !c.killed && f.matches(h, me, c) {
             c.killed = true;
             n += 1;
         }
@@ -527,6 +529,129 @@ fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
 mod tests {
     use super::*;
     use alloc::string::ToString;
+
+    use crate::{ArgvBuf, ConnInfo, Engine, Now, Reply, ReplyTree};
+
+    /// An engine with three TCP clients (ids 1..=3, peer ports 5001..=5003) and one on a
+    /// Unix socket (id 4), created at t = 1000 ms.
+    fn engine() -> (Engine, Vec<Handle>) {
+        let mut e = Engine::new(crate::Config::default(), 1, Now::from_ms(1000));
+        let mut hs = Vec::new();
+        for n in 1..=3 {
+            let transport = Transport::Tcp {
+                addr: alloc::format!("10.0.0.1:500{n}"),
+                laddr: "10.0.0.2:6379".into(),
+            };
+            hs.push(e.connect(ConnInfo { transport, fd: n }, Now::from_ms(1000)));
+        }
+        let transport = Transport::Unix { path: "/s".into() };
+        hs.push(e.connect(ConnInfo { transport, fd: 9 }, Now::from_ms(1000)));
+        (e, hs)
+    }
+
+    fn run(e: &mut Engine, h: Handle, ms: u64, args: &[&str]) -> (Vec<Reply>, Outcome) {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let argv = ArgvBuf::from_args(&args);
+        let mut t = ReplyTree::new(e.protocol(h));
+        let o = e.execute(h, &argv.argv(), Now::from_ms(ms), &mut t);
+        (t.take(), o)
+    }
+
+    fn text(r: &[Reply]) -> String {
+        match r {
+            [Reply::Verbatim(_, t)] => String::from_utf8(t.clone()).unwrap(),
+            other => panic!("not a verbatim reply: {other:?}"),
+        }
+    }
+
+    fn killed(e: &Engine, hs: &[Handle]) -> Vec<bool> {
+        hs.iter()
+            .map(|&h| e.clients.get(h).unwrap().killed)
+            .collect()
+    }
+
+    #[test]
+    fn list_lines_carry_identity_age_idle_and_last_command() {
+        let (mut e, hs) = engine();
+        run(&mut e, hs[1], 3000, &["PING"]);
+        let (r, _) = run(
+            &mut e,
+            hs[0],
+            5500,
+            &["CLIENT", "LIST", "ID", "2", "4", "2"],
+        );
+        let lines: Vec<String> = text(&r).lines().map(String::from).collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("id=2 addr=10.0.0.1:5002 laddr=10.0.0.2:6379 fd=2 name= "));
+        assert!(lines[0].contains(" age=4 idle=2 flags=N "));
+        assert!(lines[0].contains(" argv-mem=0 ") && lines[0].contains(" cmd=ping "));
+        assert!(lines[1].starts_with("id=4 addr=/s:0 laddr=/s:0 fd=9 "));
+        assert!(lines[1].contains(" flags=U ") && lines[1].contains(" cmd=NULL "));
+        assert_eq!(lines[0], lines[2]);
+        let (r, _) = run(&mut e, hs[0], 5500, &["CLIENT", "INFO"]);
+        assert!(text(&r).contains(" idle=0 flags=N db=0 "));
+        assert!(text(&r).contains(" argv-mem=10 "));
+        assert!(text(&r).ends_with(" cmd=client|info user=default redir=-1 resp=2\n"));
+    }
+
+    #[test]
+    fn kill_old_form_matches_the_address_and_may_kill_the_caller() {
+        let (mut e, hs) = engine();
+        let (r, o) = run(&mut e, hs[0], 2000, &["CLIENT", "KILL", "10.0.0.1:5001"]);
+        assert_eq!(r, [Reply::Simple("OK".into())]);
+        assert_eq!(o, Outcome::KillClients);
+        assert_eq!(killed(&e, &hs), [true, false, false, false]);
+        let (r, o) = run(&mut e, hs[1], 2000, &["CLIENT", "KILL", "10.0.0.1:5001"]);
+        assert_eq!(r, [Reply::Error("ERR No such client".into())]);
+        assert_eq!(o, Outcome::Continue);
+    }
+
+    #[test]
+    fn kill_filters_combine_and_skip_the_caller_by_default() {
+        let (mut e, hs) = engine();
+        let (r, _) = run(
+            &mut e,
+            hs[0],
+            2000,
+            &["CLIENT", "KILL", "LADDR", "10.0.0.2:6379"],
+        );
+        assert_eq!(r, [Reply::Int(2)]);
+        assert_eq!(killed(&e, &hs), [false, true, true, false]);
+        let (r, _) = run(
+            &mut e,
+            hs[0],
+            2000,
+            &["CLIENT", "KILL", "ID", "4", "ADDR", "x"],
+        );
+        assert_eq!(r, [Reply::Int(0)]);
+        let (r, _) = run(
+            &mut e,
+            hs[0],
+            2000,
+            &["CLIENT", "KILL", "ADDR", "/s:0", "ID", "4"],
+        );
+        assert_eq!(r, [Reply::Int(1)]);
+        let (r, o) = run(&mut e, hs[0], 2000, &["CLIENT", "KILL", "ID", "1"]);
+        assert_eq!((r, o), (alloc::vec![Reply::Int(0)], Outcome::Continue));
+        let (r, o) = run(
+            &mut e,
+            hs[0],
+            2000,
+            &["client", "kill", "id", "1", "skipme", "NO"],
+        );
+        assert_eq!((r, o), (alloc::vec![Reply::Int(1)], Outcome::KillClients));
+        assert_eq!(killed(&e, &hs), [true, true, true, true]);
+    }
+
+    #[test]
+    fn list_by_type_hides_killed_clients() {
+        let (mut e, hs) = engine();
+        run(&mut e, hs[0], 2000, &["CLIENT", "KILL", "ID", "3"]);
+        let (r, _) = run(&mut e, hs[0], 2000, &["CLIENT", "LIST", "TYPE", "normal"]);
+        let list = text(&r);
+        let ids: Vec<&str> = list.lines().map(|l| l.split(' ').next().unwrap()).collect();
+        assert_eq!(ids, ["id=1", "id=2", "id=4"]);
+    }
 
     #[test]
     fn names_must_be_printable_without_spaces() {

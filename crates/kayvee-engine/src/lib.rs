@@ -389,8 +389,9 @@ impl Engine {
         let Some(sub) = table.lookup_sub(id, argv.get(1)) else {
             let name = util::sanitize(argv.get(1), 128);
             let parent = spec.name.to_ascii_uppercase();
+            // Not counted as a rejected call of the container (as Redis 7.0 counts).
             return Err((
-                Some(id),
+                None,
                 Error::msg(alloc::format!(
                     "ERR unknown subcommand '{name}'. Try {parent} HELP."
                 )),

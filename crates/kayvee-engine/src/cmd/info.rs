@@ -527,6 +527,82 @@ fn keyspace(cx: &Cx<'_>, s: &mut String) {
 mod tests {
     use super::*;
 
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Now, Reply, ReplyTree, Transport, Value};
+    use kayvee_pds::SmallBytes;
+
+    /// INFO `section` as text, on an engine with one client.
+    fn info_of(e: &mut Engine, section: &str) -> String {
+        let conn = ConnInfo {
+            transport: Transport::Unix { path: "/s".into() },
+            fd: 1,
+        };
+        let h = e.connect(conn, Now::from_ms(5000));
+        let argv = ArgvBuf::from_args([&b"INFO"[..], section.as_bytes()]);
+        let mut t = ReplyTree::new(e.protocol(h));
+        e.execute(h, &argv.argv(), Now::from_ms(5000), &mut t);
+        match t.take().as_slice() {
+            [Reply::Verbatim(f, text)] if f == "txt" => String::from_utf8(text.clone()).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn keyspace_lists_non_empty_databases() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        let v = || Value::Str(SmallBytes::from_slice(b"v"));
+        e.core.dbs[0].set(b"a", v(), 1000, false);
+        e.core.dbs[0].set(b"b", v(), 1000, false);
+        e.core.dbs[0].set_expire(b"b", 90_000);
+        e.core.dbs[3].set(b"c", v(), 1000, false);
+        assert_eq!(
+            info_of(&mut e, "keyspace"),
+            "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\ndb3:keys=1,expires=0,avg_ttl=0\r\n"
+        );
+    }
+
+    #[test]
+    fn errorstats_are_sorted_by_code() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        e.core.stats.count_error("WRONGTYPE Operation");
+        e.core.stats.count_error("ERR x");
+        e.core.stats.count_error("ERR y");
+        assert_eq!(
+            info_of(&mut e, "errorstats"),
+            "# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_WRONGTYPE:count=1\r\n"
+        );
+    }
+
+    #[test]
+    fn host_and_counters_feed_the_fields() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        e.core.host.used_memory = 940936;
+        e.core.host.used_memory_rss = 12349440;
+        e.core.host.tcp_port = 7000;
+        e.core.host.used_cpu_sys = 0.25;
+        e.core.stats.dirty = 12;
+        e.core.dbs[1].stats.hits = 3;
+        e.core.dbs[2].stats.hits = 4;
+        let all = info_of(&mut e, "everything");
+        for want in [
+            "\r\ntcp_port:7000\r\n",
+            "\r\nuptime_in_seconds:4\r\n",
+            "\r\nused_memory_human:918.88K\r\nused_memory_rss:12349440\r\n",
+            "\r\nmem_fragmentation_ratio:13.12\r\n",
+            "\r\nrdb_changes_since_last_save:12\r\n",
+            "\r\nkeyspace_hits:7\r\n",
+            "\r\nused_cpu_sys:0.250000\r\n",
+            "\r\nconnected_clients:1\r\n",
+        ] {
+            assert!(all.contains(want), "{want:?} missing");
+        }
+        // The running INFO is counted once it has run, as in Redis.
+        assert!(!all.contains("cmdstat_info"));
+        let stats = info_of(&mut e, "commandstats");
+        assert!(
+            stats.contains("\r\ncmdstat_info:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,")
+        );
+    }
+
     #[test]
     fn human_sizes_match_redis() {
         // Pairs observed on redis-server 7.0.15 (maxmemory_human).

@@ -1,5 +1,5 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, with Redis 7.0.15's replies and
-//! error texts (checked against the real server). SELECT lives with the keyspace commands.
+//! error texts (checked against the real server). SELECT is not part of this module.
 //!
 //! Authentication knows one user, `default`, whose password is `requirepass`; with no
 //! `requirepass` the default user takes any password (Redis's `nopass`).
@@ -329,6 +329,79 @@ mod tests {
         let (mut e, h) = engine(None);
         run(&mut e, h, &["RESET"]);
         assert!(e.clients.get(h).unwrap().authenticated);
+    }
+
+    /// A short rendering of a reply for the table below.
+    fn short(r: &[Reply]) -> alloc::string::String {
+        match r {
+            [Reply::Simple(s)] => alloc::format!("+{s}"),
+            [Reply::Error(s)] => alloc::format!("-{s}"),
+            [Reply::Int(_)] => ":".into(),
+            [Reply::Array(a)] => alloc::format!("*{}", a.len()),
+            [Reply::Map(m)] => alloc::format!("%{}", m.len()),
+            other => alloc::format!("{other:?}"),
+        }
+    }
+
+    /// With `requirepass secret`, as redis-server 7.0.15 answered the same sequence.
+    #[test]
+    fn requirepass_sequence_matches_redis() {
+        const HELLO_NOAUTH: &str = "-NOAUTH HELLO must be called with the client already \
+            authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to \
+            authenticate the client and select the RESP protocol version at the same time";
+        let table: &[(&[&str], &str)] = &[
+            (&["PING"], "-NOAUTH Authentication required."),
+            (&["ECHO", "a"], "-NOAUTH Authentication required."),
+            (&["HELLO"], HELLO_NOAUTH),
+            (&["HELLO", "3"], HELLO_NOAUTH),
+            (&["HELLO", "2"], HELLO_NOAUTH),
+            (&["HELLO", "4"], "-NOPROTO unsupported protocol version"),
+            (
+                &["HELLO", "abc"],
+                "-ERR Protocol version is not an integer or out of range",
+            ),
+            (
+                &["HELLO", "3", "foo"],
+                "-ERR Syntax error in HELLO option 'foo'",
+            ),
+            (
+                &["AUTH", "wrong"],
+                "-WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            (
+                &["AUTH", "default", "wrong"],
+                "-WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            (
+                &["AUTH", "foo", "secret"],
+                "-WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            (&["AUTH", "a", "b", "c"], "-ERR syntax error"),
+            (
+                &["HELLO", "3", "AUTH", "default", "wrong"],
+                "-WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            (&["HELLO", "3", "AUTH", "default", "secret"], "%7"),
+            (
+                &["AUTH", "wrong"],
+                "-WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            (&["PING"], "+PONG"),
+            (&["AUTH", "secret"], "+OK"),
+            (&["AUTH", "default", "secret"], "+OK"),
+            (&["RESET"], "+RESET"),
+            (&["PING"], "-NOAUTH Authentication required."),
+            (&["CLIENT", "ID"], "-NOAUTH Authentication required."),
+            (&["AUTH", "secret"], "+OK"),
+            (&["HELLO"], "%7"), // a flat array of 14 on the RESP2 wire
+            (&["QUIT"], "+OK"),
+        ];
+        let (mut e, h) = engine(Some("secret"));
+        for (args, want) in table {
+            let (r, _) = run(&mut e, h, args);
+            assert_eq!(short(&r), *want, "{args:?}");
+        }
+        assert_eq!(e.core.stats.errors.get("NOAUTH"), Some(&7));
     }
 
     #[test]

@@ -299,8 +299,14 @@ impl Engine {
         };
         let protocol = client.protocol;
         if skip {
-            let mut sink = Discard(protocol);
-            let outcome = self.dispatch(h, argv, now, &mut sink);
+            // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
+            // RESET under OFF) still answers, as in Redis.
+            let mut held = ReplyTree::new(protocol);
+            let outcome = self.dispatch(h, argv, now, &mut held);
+            let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
+            if on {
+                held.take().iter().for_each(|r| r.write_to(out));
+            }
             self.end_skip(h);
             outcome
         } else {
@@ -341,6 +347,7 @@ impl Engine {
             return self.reject(&Error::NoAuth, out);
         }
         client.last_cmd = spec.name;
+        client.last_cmd_id = Some(id);
         let db_index = client.db;
         self.last_cmd = Some(id);
         let mut cx = Cx {
@@ -382,8 +389,9 @@ impl Engine {
         let Some(sub) = table.lookup_sub(id, argv.get(1)) else {
             let name = util::sanitize(argv.get(1), 128);
             let parent = spec.name.to_ascii_uppercase();
+            // Not counted as a rejected call of the container (as Redis 7.0 counts).
             return Err((
-                Some(id),
+                None,
                 Error::msg(alloc::format!(
                     "ERR unknown subcommand '{name}'. Try {parent} HELP."
                 )),

@@ -8,6 +8,9 @@
 //!   `:5`, `$bulk` (non-printable bytes as `\xHH`), `(nil)`, `(nil-array)`, `*N` / `%N` /
 //!   `~N` / `>N` followed by their elements, `,1.5` doubles, `#t`/`#f`, `=txt:...`, `(123` big
 //!   numbers. Every `>` must be followed by exactly the lines its reply renders to.
+//!   Replies render as the wire shows them in the protocol the reply was encoded for: in RESP2
+//!   a map is a flat `*2N` array, a set or push an array, a verbatim string a bulk `$text`,
+//!   a boolean `:1`/`:0`, a big number a bulk string.
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
@@ -18,8 +21,8 @@
 //! - `#` starts a comment; blank lines are ignored.
 
 use kayvee_engine::{
-    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree,
-    Transport, Value,
+    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplySink,
+    ReplyTree, Transport, Value,
 };
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -57,7 +60,9 @@ impl Runner {
             &mut tree,
         );
         let mut lines = Vec::new();
+        let resp3 = tree.protocol() == Protocol::Resp3;
         for r in tree.take() {
+            let r = if resp3 { r } else { to_resp2(r) };
             render(&r, &mut lines);
         }
         lines
@@ -109,6 +114,25 @@ fn escape(b: &[u8]) -> String {
         }
     }
     s
+}
+
+/// The reply as a RESP2 client receives it (RESP3-only types downgraded as the codec does).
+fn to_resp2(r: Reply) -> Reply {
+    match r {
+        Reply::Map(pairs) => Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [to_resp2(k), to_resp2(v)])
+                .collect(),
+        ),
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            Reply::Array(items.into_iter().map(to_resp2).collect())
+        }
+        Reply::Verbatim(_, text) => Reply::Bulk(text),
+        Reply::Boolean(b) => Reply::Int(b as i64),
+        Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
+        other => other,
+    }
 }
 
 fn render(r: &Reply, out: &mut Vec<String>) {

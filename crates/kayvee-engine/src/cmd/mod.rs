@@ -4,8 +4,10 @@
 use crate::command::CommandSpec;
 
 pub mod bits;
+pub mod client;
 pub mod connection;
 pub mod expire;
+pub mod info;
 pub mod keys;
 pub mod keys_db;
 pub mod keys_object;
@@ -16,6 +18,8 @@ pub mod string;
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
     connection::COMMANDS,
+    client::COMMANDS,
+    info::COMMANDS,
     server::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,

@@ -7,7 +7,9 @@
 //! - `< LINE` is one line of the expected reply, rendered in pre-order: `+OK`, `-ERR ...`,
 //!   `:5`, `$bulk` (non-printable bytes as `\xHH`), `(nil)`, `(nil-array)`, `*N` / `%N` /
 //!   `~N` / `>N` followed by their elements, `,1.5` doubles, `#t`/`#f`, `=txt:...`, `(123` big
-//!   numbers. Every `>` must be followed by exactly the lines its reply renders to.
+//!   numbers. Every `>` must be followed by exactly the lines its reply renders to. On a RESP2
+//!   connection maps, sets and pushes render as the RESP2 wire has them (`*2N` flat, `*N`) and
+//!   booleans as `:1`/`:0`, so expectations copy straight from redis-cli against the real server.
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
@@ -15,7 +17,8 @@
 //! - `#` starts a comment; blank lines are ignored.
 
 use kayvee_engine::{
-    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Transport,
+    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplySink,
+    ReplyTree, Transport,
 };
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -53,8 +56,9 @@ impl Runner {
             &mut tree,
         );
         let mut lines = Vec::new();
+        let resp2 = tree.protocol() == Protocol::Resp2;
         for r in tree.take() {
-            render(&r, &mut lines);
+            render(&r, resp2, &mut lines);
         }
         lines
     }
@@ -94,7 +98,7 @@ fn escape(b: &[u8]) -> String {
     s
 }
 
-fn render(r: &Reply, out: &mut Vec<String>) {
+fn render(r: &Reply, resp2: bool, out: &mut Vec<String>) {
     match r {
         Reply::Simple(s) => out.push(format!("+{s}")),
         Reply::Error(s) => out.push(format!("-{s}")),
@@ -105,20 +109,26 @@ fn render(r: &Reply, out: &mut Vec<String>) {
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
             let c = match r {
                 Reply::Array(_) => '*',
+                _ if resp2 => '*',
                 Reply::Set(_) => '~',
                 _ => '>',
             };
             out.push(format!("{c}{}", items.len()));
-            items.iter().for_each(|i| render(i, out));
+            items.iter().for_each(|i| render(i, resp2, out));
         }
         Reply::Map(pairs) => {
-            out.push(format!("%{}", pairs.len()));
+            if resp2 {
+                out.push(format!("*{}", pairs.len() * 2));
+            } else {
+                out.push(format!("%{}", pairs.len()));
+            }
             for (k, v) in pairs {
-                render(k, out);
-                render(v, out);
+                render(k, resp2, out);
+                render(v, resp2, out);
             }
         }
         Reply::Double(d) => out.push(format!(",{d}")),
+        Reply::Boolean(b) if resp2 => out.push(if *b { ":1" } else { ":0" }.into()),
         Reply::Boolean(b) => out.push(if *b { "#t" } else { "#f" }.into()),
         Reply::Verbatim(f, t) => out.push(format!("={f}:{}", escape(t))),
         Reply::BigNumber(d) => out.push(format!("({d}")),

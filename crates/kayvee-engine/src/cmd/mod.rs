@@ -4,8 +4,10 @@
 use crate::command::CommandSpec;
 
 pub mod bits;
+pub mod config_cmd;
 pub mod connection;
 pub mod expire;
+pub mod introspect;
 pub mod keys;
 pub mod server;
 pub mod string;
@@ -14,6 +16,8 @@ pub mod string;
 pub const GROUPS: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    config_cmd::COMMANDS,
+    introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,

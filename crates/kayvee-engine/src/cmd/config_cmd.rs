@@ -103,7 +103,7 @@ fn config_get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
 
 /// CONFIG SET name value [name value ...]: all or nothing.
 fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..args.len())

@@ -296,6 +296,7 @@ fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
 }
 
 /// Resolves the command that COMMAND GETKEYS[ANDFLAGS] is asked about and its key positions.
+/// As in Redis, a command without keys is reported before a wrong argument count.
 fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<(CommandId, Vec<usize>), Error> {
     let invalid = || Error::msg("ERR Invalid command specified");
     let mut id = table.lookup(target.get(0)).ok_or_else(invalid)?;
@@ -303,13 +304,13 @@ fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<(CommandId, Ve
         id = table.lookup_sub(id, target.get(1)).ok_or_else(invalid)?;
     }
     let spec = table.get(id).spec;
+    if spec.first_key <= 0 {
+        return Err(Error::msg("ERR The command has no key arguments"));
+    }
     if !spec.arity_ok(target.len()) {
         return Err(Error::msg(
             "ERR Invalid number of arguments specified for command",
         ));
-    }
-    if spec.first_key <= 0 {
-        return Err(Error::msg("ERR The command has no key arguments"));
     }
     Ok((id, spec.key_positions(target.len()).collect()))
 }

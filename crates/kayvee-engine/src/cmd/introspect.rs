@@ -408,3 +408,129 @@ fn help(_: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::{Protocol, Reply, ReplyTree};
+    use alloc::string::String;
+
+    const TEST_GROUP: &[CommandSpec] = &[
+        CommandSpec {
+            name: "get",
+            arity: 2,
+            flags: flags::READONLY | flags::FAST,
+            first_key: 1,
+            last_key: 1,
+            key_step: 1,
+            acl: acl::READ | acl::STRING | acl::FAST,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "mset",
+            arity: -3,
+            flags: flags::WRITE | flags::DENYOOM,
+            first_key: 1,
+            last_key: -1,
+            key_step: 2,
+            acl: acl::WRITE | acl::STRING | acl::SLOW,
+            tips: &[
+                "request_policy:multi_shard",
+                "response_policy:all_succeeded",
+            ],
+            key_flags: &["OW", "update"],
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "del",
+            arity: -2,
+            flags: flags::WRITE,
+            first_key: 1,
+            last_key: -1,
+            key_step: 1,
+            acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
+            tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+            key_flags: &["RM", "delete"],
+            ..CommandSpec::DEFAULT
+        },
+    ];
+
+    /// Renders as the RESP2 wire shows it, one line per element.
+    fn lines(r: &Reply, out: &mut Vec<String>) {
+        match r {
+            Reply::Simple(s) => out.push(alloc::format!("+{s}")),
+            Reply::Int(v) => out.push(alloc::format!(":{v}")),
+            Reply::Bulk(b) => out.push(alloc::format!("${}", String::from_utf8_lossy(b))),
+            Reply::Array(items) | Reply::Set(items) => {
+                out.push(alloc::format!("*{}", items.len()));
+                items.iter().for_each(|i| lines(i, out));
+            }
+            Reply::Map(pairs) => {
+                out.push(alloc::format!("*{}", pairs.len() * 2));
+                for (k, v) in pairs {
+                    lines(k, out);
+                    lines(v, out);
+                }
+            }
+            other => out.push(alloc::format!("{other:?}")),
+        }
+    }
+
+    fn info_lines(name: &str) -> String {
+        let table = CommandTable::new(&[TEST_GROUP]);
+        let mut tree = ReplyTree::new(Protocol::Resp2);
+        write_info(&table, table.lookup(name.as_bytes()).unwrap(), &mut tree);
+        let mut out = Vec::new();
+        lines(&tree.take()[0], &mut out);
+        out.join(" ")
+    }
+
+    /// The key-spec part common to range specs, as redis-server 7.0.15 sends it.
+    fn spec(flags: &str, lastkey: i32, keystep: i32) -> String {
+        alloc::format!(
+            "*1 *6 $flags {flags} $begin_search *4 $type $index $spec *2 $index :1 $find_keys *4 \
+             $type $range $spec *6 $lastkey :{lastkey} $keystep :{keystep} $limit :0 *0"
+        )
+    }
+
+    #[test]
+    fn command_info_matches_redis_for_get_mset_del() {
+        let get = alloc::format!(
+            "*10 $get :2 *2 +readonly +fast :1 :1 :1 *3 +@read +@string +@fast *0 {}",
+            spec("*2 +RO +access", 0, 1)
+        );
+        assert_eq!(info_lines("get"), get);
+        let mset = alloc::format!(
+            "*10 $mset :-3 *2 +write +denyoom :1 :-1 :2 *3 +@write +@string +@slow *2 \
+             $request_policy:multi_shard $response_policy:all_succeeded {}",
+            spec("*2 +OW +update", -1, 2)
+        );
+        assert_eq!(info_lines("mset"), mset);
+        let del = alloc::format!(
+            "*10 $del :-2 *1 +write :1 :-1 :1 *3 +@keyspace +@write +@slow *2 \
+             $request_policy:multi_shard $response_policy:agg_sum {}",
+            spec("*2 +RM +delete", -1, 1)
+        );
+        assert_eq!(info_lines("del"), del);
+    }
+
+    #[test]
+    fn getkeys_uses_key_positions() {
+        let table = CommandTable::new(&[TEST_GROUP]);
+        let keys = |line: &str| {
+            let a = crate::ArgvBuf::from_line(line);
+            target_keys(&table, &a.argv()).map(|(_, k)| k)
+        };
+        assert_eq!(keys("mset a b c d"), Ok(alloc::vec![1, 3]));
+        assert_eq!(keys("mset a b c"), Ok(alloc::vec![1, 3]));
+        assert_eq!(keys("DEL a b c"), Ok(alloc::vec![1, 2, 3]));
+        assert_eq!(keys("get a"), Ok(alloc::vec![1]));
+        let e = keys("get a b").unwrap_err();
+        assert_eq!(
+            alloc::format!("{e}"),
+            "ERR Invalid number of arguments specified for command"
+        );
+        let e = keys("nosuch a").unwrap_err();
+        assert_eq!(alloc::format!("{e}"), "ERR Invalid command specified");
+    }
+}

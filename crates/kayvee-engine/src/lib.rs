@@ -342,7 +342,10 @@ impl Engine {
         let reg = self.core.commands.get(id);
         let spec = reg.spec;
         let client = self.clients.get_mut(h).expect("checked by execute");
-        if !client.authenticated && !spec.has(command::flags::NO_AUTH) {
+        // A client that connected while a password was required needs none once it is
+        // removed (CONFIG SET requirepass ""), as in Redis.
+        let auth_required = self.core.config.requirepass.is_some();
+        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
             self.core.stats.commands[id.0 as usize].rejected_calls += 1;
             return self.reject(&Error::NoAuth, out);
         }
@@ -409,6 +412,21 @@ impl Engine {
         self.core.stats.count_error(&text);
         out.error(&text);
         Outcome::Continue
+    }
+
+    /// CONFIG REWRITE's work after the command asked for it ([`Outcome::RewriteConfig`]): the
+    /// config file's path and its new text, for the shell to write (then the shell replies
+    /// `+OK`, or the error). The new text becomes the base of the next rewrite. Errs with
+    /// Redis's text when the server was started without a config file.
+    pub fn rewrite_config(&mut self) -> Result<(String, String), Error> {
+        let config = &mut self.core.config;
+        let path = config
+            .config_file
+            .clone()
+            .ok_or_else(cmd::config_cmd::no_config_file)?;
+        let content = config.rewrite(config.config_file_text.as_deref().unwrap_or(""));
+        config.config_file_text = Some(content.clone());
+        Ok((path, content))
     }
 
     /// The background cycle the shell runs `hz` times a second: active expiry.

@@ -5,9 +5,11 @@ use crate::command::CommandSpec;
 
 pub mod bits;
 pub mod client;
+pub mod config_cmd;
 pub mod connection;
 pub mod expire;
 pub mod info;
+pub mod introspect;
 pub mod keys;
 pub mod keys_db;
 pub mod keys_object;
@@ -21,6 +23,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     client::COMMANDS,
     info::COMMANDS,
     server::COMMANDS,
+    config_cmd::COMMANDS,
+    introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,

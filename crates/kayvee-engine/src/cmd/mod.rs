@@ -9,6 +9,8 @@ pub mod expire;
 pub mod keys;
 pub mod server;
 pub mod string;
+pub(crate) mod string_num;
+pub(crate) mod string_opts;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[

@@ -500,20 +500,21 @@ fn getdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
 }
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]: GET that also sets or clears the TTL; a time
-/// already past deletes the key.
+/// already past deletes the key. Option syntax is checked first, the expire value only after
+/// the lookup (a missing key answers nil even to `EX 0`), as in Redis.
 fn getex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let opts = SetOpts::parse(args, 2, Mode::GetEx)?;
     let now = cx.now_ms();
-    let at = opts.expire_at(now, "getex")?;
     let key = args.get(1);
     let db = cx.db();
-    match db.lookup_read(key, now) {
-        Some(e) => out.bulk(as_str(e)?),
-        None => {
-            out.null();
-            return Ok(());
-        }
-    }
+    let Some(e) = db.lookup_read(key, now) else {
+        out.null();
+        return Ok(());
+    };
+    let s = as_str(e)?;
+    // The expire value is checked only once the key is known to hold a string.
+    let at = opts.expire_at(now, "getex")?;
+    out.bulk(s);
     match at {
         Some(at) if at <= now => {
             db.remove(key, now);

@@ -9,6 +9,7 @@ pub mod expire;
 pub mod keys;
 pub mod server;
 pub mod string;
+pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
 

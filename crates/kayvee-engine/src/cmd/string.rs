@@ -646,8 +646,123 @@ fn overwrite(mut bytes: Vec<u8>, offset: u64, val: &[u8], max: u64) -> Result<Ve
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Handle, Now, Reply, ReplyTree, Transport};
+    use alloc::string::String;
+
+    /// An engine with one client, for tests that need a configuration or look inside values.
+    pub(crate) struct Bench {
+        pub engine: Engine,
+        client: Handle,
+        now: Now,
+    }
+
+    impl Bench {
+        pub fn new(config: Config) -> Self {
+            let now = Now::from_ms(1_700_000_000_000);
+            let mut engine = Engine::new(config, 7, now);
+            let conn = ConnInfo {
+                transport: Transport::Unix {
+                    path: String::from("/t"),
+                },
+                fd: 1,
+            };
+            let client = engine.connect(conn, now);
+            Bench {
+                engine,
+                client,
+                now,
+            }
+        }
+
+        /// Runs a whitespace-separated command; returns its one reply.
+        pub fn run(&mut self, line: &str) -> Reply {
+            self.run_args(&line.split_ascii_whitespace().collect::<Vec<_>>())
+        }
+
+        /// Runs a command given as arguments; returns its one reply.
+        pub fn run_args(&mut self, args: &[&str]) -> Reply {
+            let argv = ArgvBuf::from_args(args);
+            let mut tree = ReplyTree::new(Default::default());
+            self.engine
+                .execute(self.client, &argv.argv(), self.now, &mut tree);
+            tree.take().pop().expect("one reply")
+        }
+
+        /// The encoding OBJECT ENCODING would report for a key of db 0.
+        pub fn encoding(&mut self, key: &str) -> &'static str {
+            let e = self.engine.core.dbs[0]
+                .peek(key.as_bytes(), 0)
+                .expect("key");
+            e.value.encoding(&e.meta)
+        }
+    }
+
+    fn too_long() -> Reply {
+        Reply::Error(alloc::format!("{}", Error::StringTooLong))
+    }
+
+    #[test]
+    fn growth_is_bounded_by_proto_max_bulk_len() {
+        let mut b = Bench::new(Config {
+            proto_max_bulk_len: 10,
+            ..Config::default()
+        });
+        assert_eq!(b.run("APPEND k 12345678"), Reply::Int(8));
+        assert_eq!(b.run("APPEND k 12"), Reply::Int(10));
+        assert_eq!(b.run("APPEND k x"), too_long());
+        assert_eq!(b.run("SETRANGE k 9 x"), Reply::Int(10));
+        assert_eq!(b.run("SETRANGE k 9 xy"), too_long());
+        assert_eq!(b.run("SETRANGE n 10 x"), too_long());
+        assert_eq!(b.run("GET k"), Reply::Bulk(b"123456781x".to_vec()));
+        let bad_offset = Reply::Error("ERR bit offset is not an integer or out of range".into());
+        assert_eq!(b.run("SETBIT k 80 1"), bad_offset);
+        assert_eq!(b.run("GETBIT k 80"), bad_offset);
+        assert_eq!(b.run("SETBIT k 79 1"), Reply::Int(0));
+    }
+
+    #[test]
+    fn encodings_match_redis() {
+        // Each expectation was checked with OBJECT ENCODING on redis-server 7.0.15.
+        let mut b = Bench::new(Config::default());
+        let cases = [
+            ("SET a 123", "a", "int"),
+            ("SET a abc", "a", "embstr"),
+            ("MSET m 5", "m", "int"),
+            ("GETSET m 7", "m", "int"),
+            ("SETEX e 100 7", "e", "int"),
+            ("INCRBYFLOAT f 3001", "f", "embstr"),
+            ("INCRBYFLOAT f 1.5", "f", "embstr"),
+            ("INCR f2", "f2", "int"),
+            ("APPEND n 12", "n", "int"),
+            ("SET x 1", "x", "int"),
+            ("SETRANGE x 0 y", "x", "raw"),
+            ("INCR i", "i", "int"),
+            ("INCRBY i 5", "i", "int"),
+            ("SETRANGE s 0 5", "s", "raw"),
+            ("SETBIT bt 1 1", "bt", "raw"),
+            ("SET c 12", "c", "int"),
+            ("SETBIT c 100 0", "c", "raw"),
+            ("BITOP NOT d c", "d", "raw"),
+        ];
+        for (cmd, key, want) in cases {
+            b.run(cmd);
+            assert_eq!(b.encoding(key), want, "after {cmd}");
+        }
+        b.run("SET z 10");
+        b.run("INCRBYFLOAT z 1");
+        assert_eq!(b.encoding("z"), "embstr");
+        b.run("INCR z");
+        assert_eq!(b.encoding("z"), "int");
+        b.run("SET r 1");
+        b.run_args(&["SETRANGE", "r", "0", ""]);
+        assert_eq!(b.encoding("r"), "int");
+        b.run_args(&["APPEND", "r", ""]);
+        assert_eq!(b.encoding("r"), "raw");
+        b.run_args(&["APPEND", "new", ""]);
+        assert_eq!(b.encoding("new"), "embstr");
+    }
 
     #[test]
     fn clamp_range_follows_getrange() {

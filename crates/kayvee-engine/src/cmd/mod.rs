@@ -16,6 +16,9 @@ pub mod keys_object;
 pub mod keys_scan;
 pub mod server;
 pub mod string;
+pub(crate) mod string_ld;
+pub(crate) mod string_num;
+pub(crate) mod string_opts;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[

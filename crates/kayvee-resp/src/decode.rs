@@ -566,13 +566,10 @@ mod tests {
     /// The error decoding `input` gives, as the bytes the client receives.
     fn error_reply(input: &[u8], auth: bool) -> Vec<u8> {
         let mut d = Decoder::new(Limits::default());
-        let e = loop {
-            let f = d.decode(input, auth);
-            match f {
-                Err(e) => break e,
-                Ok(Some(f)) => panic!("decoded {:?}", f.argv),
-                Ok(None) => panic!("incomplete"),
-            }
+        let e = match d.decode(input, auth) {
+            Err(e) => e,
+            Ok(Some(f)) => panic!("decoded {:?}", f.argv),
+            Ok(None) => panic!("incomplete"),
         };
         let mut out = Vec::new();
         e.write_reply(&mut out);
@@ -840,6 +837,9 @@ mod tests {
             (b"X \x0ba", &[b"X", b"a"]),
             (b"X \"a\"\x0bb", &[b"X", b"a", b"b"]),
             (b"X a\rb", &[b"X", b"a", b"b"]),
+            (b"X a\x0cb\x0c", &[b"X", b"a\x0cb\x0c"]),
+            (b"X \"\\x4\"", &[b"X", b"x4"]),
+            (b"X \"\\X41\"", &[b"X", b"X41"]),
         ];
         for &(line, want) in cases {
             let mut input = line.to_vec();
@@ -854,6 +854,8 @@ mod tests {
             b"X 'a'b",
             b"X \"a\\\"",
             b"X \"a\\",
+            b"X 'a\\\\'",
+            b"X a\"b\"c",
         ] {
             let mut input = bad.to_vec();
             input.push(b'\n');

@@ -438,6 +438,7 @@ mod tests {
 
     /// `%.17g` outputs printed by C (glibc printf, cross-checked with Python's `%` operator);
     /// the `x.25`/`x.75`/`x.5` rows are exact ties rounded to even.
+    #[allow(clippy::excessive_precision, clippy::approx_constant)]
     const G17_TABLE: &[(f64, &str)] = &[
         (0.0, "0"),
         (-0.0, "-0"),

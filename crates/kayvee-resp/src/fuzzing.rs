@@ -56,7 +56,7 @@ pub struct Rng(pub u64);
 
 impl Rng {
     /// The next pseudo-random number.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -65,7 +65,7 @@ impl Rng {
 
     /// A number below `n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 
@@ -73,10 +73,11 @@ impl Rng {
 /// chunk sizes, the rest is the client's stream. Decoding must not panic, and decoding in
 /// pieces (byte by byte, and in random chunks) must give the same commands and the same end
 /// as decoding everything at once. Streams stay below the 64 KiB line limit and the query
-/// buffer limit stays at its default, where the two must agree exactly.
-pub fn decode(data: &[u8]) {
+/// buffer limit stays at its default, where the two must agree exactly. Returns the run, so
+/// the smoke test can check what the inputs reached.
+pub fn decode(data: &[u8]) -> Option<Run> {
     let [flags, seed, stream @ ..] = data else {
-        return;
+        return None;
     };
     let limits = Limits {
         bulk_len_max: [512 << 20, 0, 5, 100][usize::from(flags >> 1 & 3)],
@@ -87,7 +88,7 @@ pub fn decode(data: &[u8]) {
     let whole = decode_in_pieces(stream, &[], limits, auth);
     let bytewise = decode_in_pieces(stream, &alloc::vec![1; stream.len()], limits, auth);
     assert_eq!(whole, bytewise, "byte by byte differs");
-    let mut rng = Rng(u64::from(*seed) * 0x9E37_79B9_7F4A_7C15 + 1);
+    let mut rng = Rng(u64::from(*seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let max = [2, 7, 64, 1000][usize::from(seed & 3)];
     let chunks: Vec<usize> = (0..stream.len())
         .map(|_| 1 + rng.below(max) as usize)
@@ -97,13 +98,15 @@ pub fn decode(data: &[u8]) {
         decode_in_pieces(stream, &chunks, limits, auth),
         "chunks differ"
     );
+    Some(whole)
 }
 
 /// Reply parser target: never panics; a parsed reply used at most the input, every shorter
 /// prefix is incomplete, and encoding it (RESP3) then parsing and encoding again is stable.
-pub fn parse_reply(data: &[u8]) {
+/// Returns the parsed reply.
+pub fn parse_reply(data: &[u8]) -> Option<Reply> {
     let Ok(Some((reply, used))) = crate::parse_reply(data) else {
-        return;
+        return None;
     };
     assert!(used > 0 && used <= data.len());
     for cut in [0, used / 2, used - 1] {
@@ -115,6 +118,7 @@ pub fn parse_reply(data: &[u8]) {
         .expect("own encoding is complete");
     assert_eq!(n, first.len());
     assert_eq!(encode(&again), first, "re-encoding differs");
+    Some(reply)
 }
 
 /// A reply as RESP3 bytes.

@@ -287,6 +287,17 @@ mod tests {
     }
 
     #[test]
+    fn nan_doubles_round_trip_through_the_encoder() {
+        for text in [&b",nan\r\n"[..], b",-nan\r\n"] {
+            let Reply::Double(d) = full(text) else {
+                panic!("not a double");
+            };
+            assert!(d.is_nan());
+            crate::fuzzing::parse_reply(text).expect("parses");
+        }
+    }
+
+    #[test]
     fn attributes_are_skipped() {
         assert_eq!(full(b"|1\r\n+ttl\r\n:3\r\n:42\r\n"), Reply::Int(42));
         assert_eq!(

@@ -283,7 +283,7 @@ impl Decoder {
         too_big: ProtocolError,
     ) -> Result<Option<usize>, ProtocolError> {
         let from = self.scan.max(start);
-        match memchr::memchr2(b'\r', 0, &buf[from..]) {
+        match find_cr_or_nul(&buf[from..]) {
             Some(i) if buf[from + i] == b'\r' => {
                 let cr = from + i;
                 if cr + 1 < buf.len() {
@@ -380,6 +380,21 @@ impl Decoder {
         let source = split_inline(&buf[..end], &mut self.spans, &mut self.scratch)?;
         Ok(Some((nl + 1, source)))
     }
+}
+
+/// The first `\r` or NUL: a plain loop over the first bytes (header lines are short, where
+/// it beats the SIMD setup), then `memchr2` for the rest.
+#[inline]
+fn find_cr_or_nul(b: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let head = &b[..b.len().min(SHORT)];
+    if let Some(i) = head.iter().position(|&c| c == b'\r' || c == 0) {
+        return Some(i);
+    }
+    if b.len() <= SHORT {
+        return None;
+    }
+    memchr::memchr2(b'\r', 0, &b[SHORT..]).map(|i| i + SHORT)
 }
 
 /// Checks a multibulk count as Redis does; counts <= 0 become 0 (an empty command).

@@ -245,6 +245,14 @@ fn format_g17(v: f64, buf: &mut [u8; G17_LEN_MAX]) -> &[u8] {
         buf[..s.len()].copy_from_slice(s);
         return &buf[..s.len()];
     }
+    if v.abs() < 1e17 && (v as i64) as f64 == v {
+        // An integral value below 1e17 prints as the integer itself (fewer than 18 digits):
+        // skip the exact float formatting.
+        let mut digits = [0u8; I64_LEN_MAX];
+        let s = format_i64(v as i64, &mut digits);
+        buf[..s.len()].copy_from_slice(s);
+        return &buf[..s.len()];
+    }
     let (digits, exp) = g17_digits(v.abs());
     let len = g17_layout(&digits, exp, v < 0.0, buf);
     &buf[..len]
@@ -497,6 +505,26 @@ mod tests {
             let mut out = Vec::new();
             format_double_g17(v, &mut out);
             assert_eq!(core::str::from_utf8(&out).unwrap(), want, "value {v:e}");
+        }
+    }
+
+    #[test]
+    fn g17_integer_fast_path_agrees_with_the_digit_path() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for i in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = ((x >> (i % 64)) as f64).min(99_999_999_999_999_990.0);
+            let v = if i % 2 == 0 { v } else { -v };
+            if v == 0.0 {
+                continue;
+            }
+            let mut fast = [0u8; G17_LEN_MAX];
+            let mut slow = [0u8; G17_LEN_MAX];
+            let (digits, exp) = g17_digits(v.abs());
+            let n = g17_layout(&digits, exp, v < 0.0, &mut slow);
+            assert_eq!(format_g17(v, &mut fast), &slow[..n], "{v}");
         }
     }
 

@@ -20,6 +20,7 @@ pub mod reply;
 pub mod stats;
 pub mod util;
 pub mod value;
+pub mod xenstore;
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -26,6 +26,9 @@ pub mod xenstored;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod proptests;
+
 pub use error::XsError;
 pub use op::{Op, Reply};
 pub use store::{Actor, Quota, Store};

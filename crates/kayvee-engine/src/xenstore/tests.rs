@@ -265,3 +265,221 @@ fn conflict_table() {
         }
     }
 }
+
+/// The paper's Section 7.1 workload in miniature: every client's transaction reads one shared
+/// path and writes its own; all transactions are open at once, then commit in turn. Under
+/// `coalesce` none gets EAGAIN: with pre-created nodes by grafting, with nodes created inside
+/// the transaction (sibling creations under one parent) by replay.
+#[test]
+fn section_7_1_has_no_conflicts_under_coalesce() {
+    for precreate in [true, false] {
+        let mut xs = Xenstored::new(XsConfig::default());
+        let clients = 16u64;
+        xs.connect(0, 0);
+        xs.handle(0, 0, &write("/shared", "s"), Now::default());
+        for c in 1..=clients {
+            xs.connect(c, 0);
+            if precreate {
+                xs.handle(
+                    0,
+                    0,
+                    &write(&alloc::format!("/vm/{c}/state"), "0"),
+                    Now::default(),
+                );
+            }
+        }
+        for round in 0..5 {
+            for c in 1..=clients {
+                let tid = round + 1;
+                assert_eq!(
+                    xs.handle(c, 0, &Op::TransactionStart, Now::default()),
+                    text(&alloc::format!("{tid}"))
+                );
+                assert_eq!(
+                    xs.handle(c, tid, &read("/shared"), Now::default()),
+                    val("s")
+                );
+                let own = alloc::format!("/vm/{c}/state");
+                assert_eq!(xs.handle(c, tid, &write(&own, "1"), Now::default()), OK);
+            }
+            for c in 1..=clients {
+                let tid = round + 1;
+                assert_eq!(
+                    xs.handle(c, tid, &Op::TransactionEnd(true), Now::default()),
+                    OK
+                );
+            }
+        }
+        let s = xs.stats;
+        assert_eq!(s.conflicts, 0);
+        if precreate {
+            assert_eq!(s.replays, 0, "{s:?}");
+            assert!(s.grafts >= 5 * (clients - 1), "{s:?}");
+        } else {
+            assert!(s.replays > 0, "{s:?}");
+        }
+        xs.store().check_invariants();
+    }
+}
+
+#[test]
+fn watches_events_and_specials() {
+    let mut xs = run_table(
+        ConflictPolicy::Coalesce,
+        &[
+            Step("d0", 0, Op::Watch(b("/w"), b("t")), OK),
+            Step("d0", 0, Op::Watch(b("/w"), b("t")), err(XsError::Eexist)),
+            Step("d0", 0, Op::Watch(b("relw"), b("r")), OK),
+            Step("d0", 0, Op::Watch(b("@introduceDomain"), b("i")), OK),
+            Step("d0", 0, Op::Watch(b("@releaseDomain"), b("x")), OK),
+            Step(
+                "d0",
+                0,
+                Op::Unwatch(b("/nope"), b("t")),
+                err(XsError::Enoent),
+            ),
+            Step("d0b", 0, Op::TransactionStart, text("1")),
+            Step("d0b", 1, write("/w/a", "1"), OK),
+            Step("d0b", 0, write("relw/x", "1"), OK),
+            Step("d0b", 1, Op::TransactionEnd(true), OK),
+            Step("d0b", 0, Op::Introduce(b("7"), b("100"), b("5")), OK),
+            Step("d0b", 0, Op::IsDomainIntroduced(b("7")), text("T")),
+            Step("d0b", 0, Op::IsDomainIntroduced(b("8")), text("F")),
+            Step(
+                "d0b",
+                0,
+                Op::GetDomainPath(b("xx")),
+                text("/local/domain/0"),
+            ),
+            Step("d0b", 0, Op::Release(b("7")), OK),
+            Step("d0b", 0, Op::Release(b("7")), err(XsError::Enoent)),
+            Step("d0b", 0, Op::Release(b("0")), err(XsError::Einval)),
+            Step("d0b", 0, rm("/w"), OK),
+        ],
+    );
+    let evs: Vec<(u64, String, String)> = xs
+        .take_events()
+        .into_iter()
+        .map(|e| {
+            (
+                e.conn,
+                String::from_utf8(e.path).unwrap(),
+                String::from_utf8(e.token).unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(u64, String, String)> = [
+        ("/w", "t"),
+        ("relw", "r"),
+        ("@introduceDomain", "i"),
+        ("@releaseDomain", "x"),
+        ("relw/x", "r"),
+        ("/w/a", "t"),
+        ("@introduceDomain", "i"),
+        ("@releaseDomain", "x"),
+        ("/w", "t"),
+    ]
+    .iter()
+    .map(|(p, t)| (1, String::from(*p), String::from(*t)))
+    .collect();
+    assert_eq!(evs, want);
+}
+
+#[test]
+fn guest_permissions_quotas_and_targets() {
+    let mut q = Quota::default();
+    q.nodes = 4;
+    q.watches = 1;
+    q.transactions = 1;
+    let mut xs = Xenstored::new(XsConfig {
+        quota: q,
+        ..XsConfig::default()
+    });
+    xs.connect(1, 0);
+    xs.connect(101, 1);
+    xs.connect(102, 2);
+    let h = |xs: &mut Xenstored, c: u64, op: Op| xs.handle(c, 0, &op, Now::default());
+    assert_eq!(
+        h(&mut xs, 101, Op::Introduce(b("1"), b("1"), b("1"))),
+        err(XsError::Eacces)
+    );
+    assert_eq!(h(&mut xs, 1, Op::Introduce(b("1"), b("1"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 1, Op::Introduce(b("2"), b("1"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 1, write("/local/domain/1", "")), OK);
+    let perms = alloc::vec![b("n1"), b("r2")];
+    assert_eq!(h(&mut xs, 1, Op::SetPerms(b("/local/domain/1"), perms)), OK);
+    // Relative paths resolve against the guest's home; it owns what it creates.
+    assert_eq!(h(&mut xs, 101, write("name", "g1")), OK);
+    assert_eq!(
+        h(&mut xs, 101, Op::GetPerms(b("name"))),
+        list(&["n1", "r2"])
+    );
+    assert_eq!(h(&mut xs, 102, read("/local/domain/1/name")), val("g1"));
+    assert_eq!(
+        h(&mut xs, 102, write("/local/domain/1/name", "x")),
+        err(XsError::Eacces)
+    );
+    assert_eq!(
+        h(&mut xs, 102, read("/tool/xenstored")),
+        err(XsError::Eacces)
+    );
+    assert_eq!(
+        h(&mut xs, 101, Op::SetPerms(b("name"), alloc::vec![b("n2")])),
+        err(XsError::Eperm)
+    );
+    let six = (0..6)
+        .map(|i| b(&alloc::format!("r{i}")))
+        .collect::<Vec<_>>();
+    let mut with_owner = alloc::vec![b("n1")];
+    with_owner.extend(six);
+    assert_eq!(
+        h(&mut xs, 101, Op::SetPerms(b("name"), with_owner)),
+        err(XsError::Enospc)
+    );
+    // Quotas: 4 nodes (home + name + 2 more), 1 watch, 1 transaction, node size.
+    assert_eq!(h(&mut xs, 101, write("a/b", "")), OK);
+    assert_eq!(h(&mut xs, 101, write("c", "")), err(XsError::Enospc));
+    assert_eq!(h(&mut xs, 101, Op::Watch(b("name"), b("t"))), OK);
+    assert_eq!(
+        h(&mut xs, 101, Op::Watch(b("a"), b("t"))),
+        err(XsError::E2big)
+    );
+    assert_eq!(h(&mut xs, 101, Op::TransactionStart), text("1"));
+    assert_eq!(h(&mut xs, 101, Op::TransactionStart), err(XsError::Enospc));
+    let big = alloc::vec![b'x'; 2049];
+    assert_eq!(
+        h(&mut xs, 101, Op::Write(b("name"), big)),
+        err(XsError::Enospc)
+    );
+    // SET_TARGET lets domain 2 act as domain 1's owner.
+    assert_eq!(
+        h(&mut xs, 1, Op::SetTarget(b("2"), b("9"))),
+        err(XsError::Enoent)
+    );
+    assert_eq!(h(&mut xs, 1, Op::SetTarget(b("2"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 102, write("/local/domain/1/name", "x")), OK);
+    assert_eq!(h(&mut xs, 1, Op::Resume(b("2"))), OK);
+    assert_eq!(h(&mut xs, 1, Op::Resume(b("0"))), err(XsError::Einval));
+    assert_eq!(
+        h(&mut xs, 1, Op::GetQuota(alloc::vec![b("2"), b("nodes")])),
+        text("4")
+    );
+    assert_eq!(
+        h(
+            &mut xs,
+            1,
+            Op::SetQuota(alloc::vec![b("1"), b("nodes"), b("10")])
+        ),
+        OK
+    );
+    assert_eq!(h(&mut xs, 101, write("c", "")), OK);
+    assert_eq!(
+        h(&mut xs, 1, Op::Control(alloc::vec![b("nope")])),
+        err(XsError::Einval)
+    );
+    assert_eq!(
+        h(&mut xs, 1, Op::Control(alloc::vec![b("check")])),
+        text("OK")
+    );
+    xs.store().check_invariants();
+}

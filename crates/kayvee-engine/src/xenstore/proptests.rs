@@ -70,7 +70,7 @@ fn model_apply(m: &mut Model, op: &Op) -> Reply {
             }
             let kids = m.keys().filter(|k| *k != "/" && parent(k) == p);
             Reply::List(
-                kids.map(|k| k[k.rfind('/').unwrap() + 1..].as_bytes().to_vec())
+                kids.map(|k| k.as_bytes()[k.rfind('/').unwrap() + 1..].to_vec())
                     .collect(),
             )
         }
@@ -152,7 +152,7 @@ fn check(sc: &Scenario, policy: ConflictPolicy) -> Result<(), TestCaseError> {
         );
     }
     // The schedule, then every transaction runs to its end in order.
-    let tail = (0..n).flat_map(|i| core::iter::repeat(i).take(sc.txs[i].len() + 1));
+    let tail = (0..n).flat_map(|i| core::iter::repeat_n(i, sc.txs[i].len() + 1));
     for who in sc.schedule.iter().copied().chain(tail) {
         if who >= n {
             if let Some(op) = plain.next() {

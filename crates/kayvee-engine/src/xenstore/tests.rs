@@ -387,10 +387,12 @@ fn watches_events_and_specials() {
 
 #[test]
 fn guest_permissions_quotas_and_targets() {
-    let mut q = Quota::default();
-    q.nodes = 4;
-    q.watches = 1;
-    q.transactions = 1;
+    let q = Quota {
+        nodes: 4,
+        watches: 1,
+        transactions: 1,
+        ..Quota::default()
+    };
     let mut xs = Xenstored::new(XsConfig {
         quota: q,
         ..XsConfig::default()

@@ -152,7 +152,7 @@ fn check(sc: &Scenario, policy: ConflictPolicy) -> Result<(), TestCaseError> {
         );
     }
     // The schedule, then every transaction runs to its end in order.
-    let tail = (0..n).flat_map(|i| core::iter::repeat_n(i, sc.txs[i].len() + 1));
+    let tail = (0..n).flat_map(|i| (0..=sc.txs[i].len()).map(move |_| i));
     for who in sc.schedule.iter().copied().chain(tail) {
         if who >= n {
             if let Some(op) = plain.next() {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use kayvee_engine::xenstore::{ConnId, Xenstored};
+use kayvee_engine::xenstore::{ConnId, Op, Xenstored};
 use kayvee_engine::Now;
 use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder};
 
@@ -50,8 +50,16 @@ impl Session {
                 ));
                 t.push(format!("OUT {conn} {reply:?}"));
             }
-            encode_reply(&mut me.out, &msg.header, &reply);
-            deliver_events(xs, sessions);
+            // cxenstored sends the events a request fires before its reply, except WATCH's
+            // immediate event, which follows the OK.
+            if matches!(op, Op::Watch(..)) {
+                encode_reply(&mut me.out, &msg.header, &reply);
+                deliver_events(xs, sessions);
+            } else {
+                deliver_events(xs, sessions);
+                let me = sessions.get_mut(&conn).expect("session exists");
+                encode_reply(&mut me.out, &msg.header, &reply);
+            }
         }
     }
 }

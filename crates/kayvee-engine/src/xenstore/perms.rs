@@ -140,16 +140,25 @@ pub fn parse_u32(digits: &[u8]) -> Option<u32> {
     core::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// C `strtoul`-like lenient parse used for domids by cxenstored: leading blanks skipped,
-/// digits read until the first non-digit, garbage gives 0.
+/// C `strtoul`-like lenient parse used for domids by cxenstored: leading blanks skipped, an
+/// optional sign, digits read until the first non-digit (garbage gives 0), wrapping like an
+/// unsigned long, then truncated to 32 bits (`-1` is 4294967295, `4294967296` is 0).
 pub fn parse_lenient(raw: &[u8]) -> u32 {
-    let mut n: u64 = 0;
     let start = raw
         .iter()
-        .position(|c| *c != b' ' && *c != b'\t')
+        .position(|c| !c.is_ascii_whitespace())
         .unwrap_or(raw.len());
-    for &c in raw[start..].iter().take_while(|c| c.is_ascii_digit()) {
-        n = (n * 10 + u64::from(c - b'0')).min(u64::from(u32::MAX));
+    let mut rest = &raw[start..];
+    let negative = rest.first() == Some(&b'-');
+    if matches!(rest.first(), Some(b'-' | b'+')) {
+        rest = &rest[1..];
+    }
+    let mut n: u64 = 0;
+    for &c in rest.iter().take_while(|c| c.is_ascii_digit()) {
+        n = n.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+    }
+    if negative {
+        n = n.wrapping_neg();
     }
     n as u32
 }
@@ -186,6 +195,8 @@ mod tests {
         assert_eq!(parse_lenient(b" 100"), 100);
         assert_eq!(parse_lenient(b"abc"), 0);
         assert_eq!(parse_lenient(b"12x"), 12);
+        assert_eq!(parse_lenient(b"-1"), u32::MAX);
+        assert_eq!(parse_lenient(b"4294967296"), 0);
         assert_eq!(parse_u32(b"12x"), None);
         assert_eq!(parse_u32(b"4294967295"), Some(u32::MAX));
         assert_eq!(parse_u32(b"4294967296"), None);

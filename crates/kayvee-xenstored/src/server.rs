@@ -51,6 +51,8 @@ pub struct Server {
     listener: UnixListener,
     streams: HashMap<ConnId, UnixStream>,
     sessions: HashMap<ConnId, Session>,
+    /// Connections currently registered for writability (output is backed up).
+    waiting: std::collections::HashSet<ConnId>,
     next_id: ConnId,
     trace: Option<File>,
     verbose: bool,
@@ -73,6 +75,7 @@ impl Server {
             listener,
             streams: HashMap::new(),
             sessions: HashMap::new(),
+            waiting: std::collections::HashSet::new(),
             next_id: 1,
             trace,
             verbose: opts.verbose,
@@ -194,9 +197,18 @@ impl Server {
             }
         }
         s.out.drain(..done);
-        let interest = match s.out.is_empty() {
-            true => Interest::READABLE,
-            false => Interest::READABLE | Interest::WRITABLE,
+        // Re-register only when the interest changes: one epoll_ctl per backlog, not per reply.
+        let backed_up = !s.out.is_empty();
+        if backed_up == self.waiting.contains(&id) {
+            return true;
+        }
+        let interest = match backed_up {
+            true => Interest::READABLE | Interest::WRITABLE,
+            false => Interest::READABLE,
+        };
+        match backed_up {
+            true => self.waiting.insert(id),
+            false => self.waiting.remove(&id),
         };
         self.poll
             .registry()
@@ -210,6 +222,7 @@ impl Server {
             let _ = self.poll.registry().deregister(&mut s);
         }
         self.sessions.remove(&id);
+        self.waiting.remove(&id);
         self.xs.disconnect(id);
         self.log(format_args!("connection {id} {why}"));
     }

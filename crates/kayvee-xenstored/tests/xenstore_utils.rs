@@ -226,3 +226,58 @@ fn socket_mode_and_pid_file() {
     assert_eq!(pid.trim().parse::<u32>().unwrap(), d.child.id());
     let _ = std::fs::remove_dir_all(&pid_dir);
 }
+
+#[test]
+fn trace_file_and_no_domain_init() {
+    let dir = std::env::temp_dir().join(format!("kv-xs-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace");
+    let d = start(&["--no-domain-init", "--trace-file", trace.to_str().unwrap()]);
+    let mut s = UnixStream::connect(&d.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(raw(&mut s, &[(1, 0, b"/\0")], 1)[0], (1, Vec::new()));
+    assert_eq!(
+        raw(&mut s, &[(2, 0, b"/tool/xenstored\0")], 1)[0],
+        (16, b"ENOENT\0".to_vec())
+    );
+    drop(d);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.contains("Directory(") && text.contains("Error(Enoent)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn forks_by_default_and_writes_pid() {
+    let dir = std::env::temp_dir().join(format!("kv-xs-fork-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let status = Command::new(env!("CARGO_BIN_EXE_kayvee-xenstored"))
+        .args(["--pid-file", pid_file.to_str().unwrap()])
+        .env("XENSTORED_RUNDIR", &dir)
+        .env_remove("XENSTORED_PATH")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut s =
+        UnixStream::connect(dir.join("socket")).expect("socket ready when the parent exits");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(
+        raw(&mut s, &[(2, 0, b"/tool/xenstored\0")], 1)[0],
+        (2, Vec::new())
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let pid = loop {
+        if let Ok(p) = std::fs::read_to_string(&pid_file) {
+            if p.ends_with('\n') {
+                break p.trim().to_string();
+            }
+        }
+        assert!(Instant::now() < deadline, "no pid file");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(Command::new("kill").arg(&pid).status().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use kayvee_engine::xenstore::{ConnId, Op, Xenstored};
 use kayvee_engine::Now;
-use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder};
+use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder, MsgType};
 
 /// Protocol state of one connection.
 #[derive(Debug, Default)]
@@ -44,9 +44,11 @@ impl Session {
             let op = parse_request(msg.header.ty, &msg.payload);
             let reply = xs.handle(conn, msg.header.tx_id, &op, now);
             if let Some(t) = trace.as_mut() {
+                let ty = MsgType::from_u32(msg.header.ty).map_or("XS_UNKNOWN", MsgType::name);
+                let payload = String::from_utf8_lossy(&msg.payload).replace('\0', "|");
                 t.push(format!(
-                    "IN  {conn} {:?} tx{} {:?}",
-                    msg.header.ty, msg.header.tx_id, op
+                    "IN  {conn} {ty} tx{} \"{payload}\"",
+                    msg.header.tx_id
                 ));
                 t.push(format!("OUT {conn} {reply:?}"));
             }

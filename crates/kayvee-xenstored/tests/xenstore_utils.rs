@@ -243,7 +243,7 @@ fn trace_file_and_no_domain_init() {
     drop(d);
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(
-        text.contains("Directory(") && text.contains("Error(Enoent)"),
+        text.contains("XS_DIRECTORY tx0 \"/|\"") && text.contains("Error(Enoent)"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -30,6 +30,8 @@ use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Serve
 
 /// Distinct mismatches printed in full per test (more are only counted).
 const SHOWN_MAX: usize = 40;
+/// Reply characters that identify "the same mismatch" (so varying arguments do not multiply it).
+const SIGNATURE_CHARS: usize = 24;
 /// Commands of history printed with a mismatch.
 const HISTORY_MAX: usize = 30;
 
@@ -561,7 +563,8 @@ impl Mismatch {
     /// What identifies "the same bug" for deduplication.
     fn signature(&self) -> String {
         let name = String::from_utf8_lossy(&self.cmd[0]).to_ascii_uppercase();
-        format!("{name}|{}|{}", render(&self.redis), render(&self.kayvee))
+        let head = |r: &Reply| render(r).chars().take(SIGNATURE_CHARS).collect::<String>();
+        format!("{name}|{}|{}", head(&self.redis), head(&self.kayvee))
     }
 
     /// The full report: context, history, command and both raw replies.
@@ -708,6 +711,27 @@ fn key_history(history: &[(usize, Args, String)], cmd: &[Vec<u8>]) -> Vec<String
     lines[lines.len().saturating_sub(HISTORY_MAX)..].to_vec()
 }
 
+/// `GET` of each key of `cmd` on both servers, as lines for a mismatch report.
+fn key_states(pair: &mut Pair, cmd: &[Vec<u8>]) -> Vec<String> {
+    let mut keys: Vec<&Vec<u8>> = cmd[1..]
+        .iter()
+        .filter(|a| KEYS.iter().any(|k| k.as_bytes() == a.as_slice()))
+        .collect();
+    keys.dedup();
+    let mut lines = Vec::new();
+    for key in keys {
+        let get = vec![b"GET".to_vec(), key.clone()];
+        let (r, k) = pair.both(&get);
+        lines.push(format!(
+            "after the mismatch: {} -> redis {} / kayvee {}",
+            show_args(&get),
+            render(&r),
+            render(&k)
+        ));
+    }
+    lines
+}
+
 /// Runs one seed's command sequence in `proto` on fresh connections, recording mismatches.
 /// After a mismatch both sides are flushed (and reset to db 0) so later commands stay meaningful.
 fn run_seed(
@@ -731,8 +755,11 @@ fn run_seed(
         if !same_reply(&cmd, &r, &k) {
             let context =
                 format!("seed {seed} RESP{proto} command #{i} (rerun: KAYVEE_DIFF_SEED={seed})");
-            let history_lines = key_history(&history, &cmd);
+            let mut history_lines = key_history(&history, &cmd);
             let broken = k.is_err() || r.is_err();
+            if !broken {
+                history_lines.extend(key_states(&mut pair, &cmd));
+            }
             findings.add(Mismatch {
                 context,
                 cmd,

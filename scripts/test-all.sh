@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every Kayvee test on a fresh Debian machine: installs what the tests need (redis-server
+# and redis-tools 7.0.15 as the differential oracle and the real clients), then `cargo xtask ci`
+# (format check, clippy, build, unit/property/transcript tests, end-to-end tests with real
+# clients, the differential test against redis-server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    echo "installing ${need[*]} (needed by the end-to-end and differential tests)"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# Debian's package may start a redis-server on 6379; the tests use their own ports and don't mind.
+
+export KAYVEE_REQUIRE_REDIS=1
+exec cargo xtask ci "$@"

@@ -1,0 +1,145 @@
+//! The server over real sockets: PING over TCP and a Unix socket, protocol errors, pipelining,
+//! many concurrent clients, maxclients, graceful shutdown on SIGTERM/SIGINT.
+
+mod common;
+
+use common::{raise_nofile, read_n, read_to_eof, roundtrip, temp_path, Server};
+use std::io::Write;
+use std::time::Duration;
+
+#[test]
+fn starts_with_redis_like_options_and_answers_ping() {
+    let server = Server::start_default(&[
+        "--databases",
+        "16",
+        "--maxclients",
+        "10000",
+        "--timeout",
+        "0",
+        "--tcp-keepalive",
+        "300",
+        "--loglevel",
+        "notice",
+        "--logfile",
+        "",
+    ]);
+    let mut c = server.connect();
+    assert_eq!(roundtrip(&mut c, b"*1\r\n$4\r\nPING\r\n", 7), b"+PONG\r\n");
+    assert_eq!(roundtrip(&mut c, b"PING hello\r\n", 11), b"$5\r\nhello\r\n");
+    let log = server.log_text();
+    assert!(log.contains("Server initialized"), "{log}");
+    assert!(log.contains("Ready to accept connections tcp"), "{log}");
+}
+
+#[test]
+fn listens_on_every_bind_address_and_the_unix_socket() {
+    let port = common::free_port();
+    let sock = temp_path("kayvee.sock");
+    let p = port.to_string();
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let mut args = vec!["--port", &p, "--bind", "127.0.0.1"];
+    if ipv6 {
+        args.push("::1");
+    }
+    args.extend([
+        "--unixsocket",
+        sock.to_str().unwrap(),
+        "--unixsocketperm",
+        "700",
+    ]);
+    let server = Server::start(port, &args);
+    let mut tcp = server.connect();
+    assert_eq!(roundtrip(&mut tcp, b"PING\r\n", 7), b"+PONG\r\n");
+    if ipv6 {
+        let mut v6 = std::net::TcpStream::connect(("::1", port)).unwrap();
+        assert_eq!(roundtrip(&mut v6, b"PING\r\n", 7), b"+PONG\r\n");
+    }
+    let mut unix = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    unix.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(roundtrip(&mut unix, b"PING\r\n", 7), b"+PONG\r\n");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+#[test]
+fn protocol_error_replies_then_closes() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    c.write_all(b"PING\r\n*abc\r\nPING\r\n").unwrap();
+    let got = read_to_eof(&mut c);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n"
+    );
+}
+
+#[test]
+fn pipeline_of_10000_pings_in_one_write_gets_10000_replies() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    let req = b"PING\r\n".repeat(10_000);
+    let mut writer = c.try_clone().unwrap();
+    let t = std::thread::spawn(move || writer.write_all(&req).unwrap());
+    let got = read_n(&mut c, 7 * 10_000);
+    t.join().unwrap();
+    assert!(got.chunks(7).all(|r| r == b"+PONG\r\n"));
+    // Nothing more comes.
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut extra = [0u8; 1];
+    assert!(std::io::Read::read(&mut c, &mut extra).is_err());
+}
+
+#[test]
+fn a_thousand_concurrent_connections_each_ping() {
+    raise_nofile(4096);
+    let server = Server::start_default(&[]);
+    let mut conns: Vec<_> = (0..1000).map(|_| server.connect()).collect();
+    for c in &mut conns {
+        c.write_all(b"PING\r\n").unwrap();
+    }
+    for c in &mut conns {
+        assert_eq!(read_n(c, 7), b"+PONG\r\n");
+    }
+}
+
+#[test]
+fn maxclients_reached_is_refused_with_redis_error() {
+    let server = Server::start_default(&["--maxclients", "2"]);
+    let mut a = server.connect();
+    let mut b = server.connect();
+    assert_eq!(roundtrip(&mut a, b"PING\r\n", 7), b"+PONG\r\n");
+    assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+    let mut c = server.connect();
+    assert_eq!(
+        read_to_eof(&mut c),
+        b"-ERR max number of clients reached\r\n"
+    );
+    // A slot frees when a client leaves.
+    drop(a);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut d = server.connect();
+    assert_eq!(roundtrip(&mut d, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn sigterm_and_sigint_shut_down_gracefully_with_exit_0() {
+    for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let mut server = Server::start_default(&[]);
+        let mut c = server.connect();
+        assert_eq!(roundtrip(&mut c, b"PING\r\n", 7), b"+PONG\r\n");
+        server.signal(sig);
+        let status = server.wait_exit();
+        assert_eq!(status.code(), Some(0), "{}", server.log_text());
+        let log = server.log_text();
+        assert!(
+            log.contains(&format!("Received {name} scheduling shutdown...")),
+            "{log}"
+        );
+        assert!(log.contains("ready to exit, bye bye"), "{log}");
+        // The listener is gone.
+        assert!(std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err());
+    }
+}

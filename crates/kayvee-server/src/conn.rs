@@ -2,8 +2,9 @@
 //! compacted only when the end is reached), its output buffer (written with one `write` per
 //! batch) and its decoder.
 //!
-//! The input buffer is a `Vec<u8>` whose whole length is the read area: `input[start..end]` is
-//! received but not yet consumed. It is allocated on the first read, doubles when a command does
+//! A connection with nothing pending reads into the server's shared buffer and keeps only an
+//! incomplete tail; its own input buffer is a `Vec<u8>` whose whole length is the read area:
+//! `input[start..end]` is received but not yet consumed. It is allocated for the first tail, doubles when a command does
 //! not fit (up to the query buffer limit) and is freed by the cron when the client idles with
 //! nothing pending, as Redis frees idle query buffers.
 
@@ -106,6 +107,43 @@ impl Conn {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// One read into `buf` (the server's shared buffer): `Full` when it filled `buf`, so more
+    /// may be waiting.
+    pub fn read_into(&mut self, buf: &mut [u8]) -> io::Result<(usize, FillEnd)> {
+        loop {
+            return match self.stream.read(buf) {
+                Ok(0) => Ok((0, FillEnd::Eof)),
+                Ok(n) => {
+                    self.idle_since_cron = false;
+                    let end = if n < buf.len() {
+                        FillEnd::Drained
+                    } else {
+                        FillEnd::Full
+                    };
+                    Ok((n, end))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok((0, FillEnd::Drained)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+        }
+    }
+
+    /// Keeps `rest` (an incomplete command read into the shared buffer) as the pending input.
+    /// Only called with nothing pending.
+    pub fn stash(&mut self, rest: &[u8]) {
+        debug_assert_eq!(self.pending_input(), 0);
+        if rest.is_empty() {
+            return;
+        }
+        if self.input.len() < rest.len() {
+            self.input = vec![0; rest.len().max(INPUT_INITIAL)];
+        }
+        self.input[..rest.len()].copy_from_slice(rest);
+        self.in_start = 0;
+        self.in_end = rest.len();
     }
 
     /// Makes room at the end of the input: moves the pending bytes to the front if some were
@@ -254,6 +292,24 @@ mod tests {
         let (n, end) = c.fill(limit).unwrap();
         assert_eq!((n, end), (90, FillEnd::Full));
         assert!(c.input_stuck(limit));
+    }
+
+    #[test]
+    fn shared_buffer_reads_and_stashed_tails() {
+        let (mut c, mut peer) = pair();
+        let mut scratch = [0u8; 8];
+        assert_eq!(c.read_into(&mut scratch).unwrap(), (0, FillEnd::Drained));
+        peer.write_all(b"PING\r\nPI").unwrap();
+        assert_eq!(c.read_into(&mut scratch).unwrap(), (8, FillEnd::Full));
+        assert_eq!(c.input.len(), 0, "no own buffer yet");
+        c.stash(&scratch[6..8]);
+        assert_eq!(&c.input[c.in_start..c.in_end], b"PI");
+        assert_eq!(c.read_into(&mut scratch).unwrap(), (0, FillEnd::Drained));
+        peer.write_all(b"NG\r\n").unwrap();
+        assert_eq!(c.fill(1 << 20).unwrap(), (4, FillEnd::Drained));
+        assert_eq!(&c.input[c.in_start..c.in_end], b"PING\r\n");
+        drop(peer);
+        assert_eq!(c.read_into(&mut scratch).unwrap(), (0, FillEnd::Eof));
     }
 
     #[test]

@@ -29,6 +29,9 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX);
 /// Tokens of listeners are `LISTENER_BASE + index`; connections use their handle's slot.
 const LISTENER_BASE: usize = usize::MAX / 2;
 
+/// Size of the shared read buffer: one `read` takes up to this much.
+const SCRATCH_LEN: usize = 64 * 1024;
+
 /// Startup failures of the event loop.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -98,6 +101,8 @@ pub struct Server {
     clock: Clock,
     next_cron: Instant,
     shutdown: bool,
+    /// The shared read buffer (see [`Server::run_from_scratch`]).
+    scratch: Vec<u8>,
     /// Whether each command's duration is measured for INFO commandstats.
     pub time_commands: bool,
 }
@@ -139,6 +144,7 @@ impl Server {
             clock: Clock::read(),
             next_cron: Instant::now(),
             shutdown: false,
+            scratch: vec![0; SCRATCH_LEN],
             time_commands: true,
         })
     }
@@ -293,15 +299,12 @@ impl Server {
         conn.read_paused = false;
         let query_max = self.limits.query_buffer_max;
         loop {
-            let (n, end) = conn.fill(query_max)?;
+            let (n, end) = if conn.pending_input() == 0 {
+                self.run_from_scratch(conn, batch)?
+            } else {
+                self.run_from_conn(conn, batch)?
+            };
             self.engine.core.stats.total_net_input_bytes += n as u64;
-            run_commands(
-                &mut self.engine,
-                conn,
-                &self.clock,
-                self.time_commands,
-                batch,
-            );
             self.write_out(conn)?;
             if end == FillEnd::Eof {
                 conn.closing = true;
@@ -325,6 +328,56 @@ impl Server {
                 return Ok(false);
             }
         }
+    }
+
+    /// With nothing pending, reads into the server's shared buffer and runs the commands from
+    /// there; only an incomplete tail is copied into the connection's own buffer. So the many
+    /// clients that send whole requests hold no input memory of their own.
+    fn run_from_scratch(
+        &mut self,
+        conn: &mut Conn,
+        batch: &mut Batch,
+    ) -> io::Result<(usize, FillEnd)> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = conn.read_into(&mut scratch);
+        if let Ok((n, _)) = result {
+            let used = run_commands(
+                &mut self.engine,
+                conn,
+                &scratch[..n],
+                &self.clock,
+                self.time_commands,
+                batch,
+            );
+            conn.stash(&scratch[used..n]);
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// With a partial command pending, reads into the connection's buffer behind it and runs
+    /// the commands from there.
+    fn run_from_conn(
+        &mut self,
+        conn: &mut Conn,
+        batch: &mut Batch,
+    ) -> io::Result<(usize, FillEnd)> {
+        let result = conn.fill(self.limits.query_buffer_max)?;
+        // The buffer leaves the connection for the run (a move, not a copy) so that the
+        // decoder and the output buffer can be borrowed beside it.
+        let input = std::mem::take(&mut conn.input);
+        let pending = &input[conn.in_start..conn.in_end];
+        let used = run_commands(
+            &mut self.engine,
+            conn,
+            pending,
+            &self.clock,
+            self.time_commands,
+            batch,
+        );
+        conn.input = input;
+        conn.consume(used);
+        Ok(result)
     }
 
     /// One `write` of the connection's pending output, counted in the stats.
@@ -427,20 +480,22 @@ impl Server {
     }
 }
 
-/// Decodes and runs every complete command in the connection's input, stopping early when the
-/// connection must close, the output is over the pause bound, or the server must act.
+/// Decodes and runs every complete command at the start of `input` (the connection's pending
+/// bytes), stopping early when the connection must close, the output is over the pause bound,
+/// or the server must act. Returns the bytes used.
 fn run_commands(
     engine: &mut Engine,
     conn: &mut Conn,
+    input: &[u8],
     clock: &Clock,
     timing: bool,
     batch: &mut Batch,
-) {
+) -> usize {
     let h = conn.handle;
-    while conn.in_start < conn.in_end && !conn.closing && conn.out_pending() <= OUTPUT_PAUSE {
+    let mut used = 0;
+    while used < input.len() && !conn.closing && conn.out_pending() <= OUTPUT_PAUSE {
         let authenticated = engine.clients.get(h).is_some_and(|c| c.authenticated);
-        let pending = &conn.input[conn.in_start..conn.in_end];
-        let frame = match conn.decoder.decode(pending, authenticated) {
+        let frame = match conn.decoder.decode(&input[used..], authenticated) {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(e) => {
@@ -450,7 +505,7 @@ fn run_commands(
                 break;
             }
         };
-        let consumed = frame.consumed;
+        used += frame.consumed;
         let start = Instant::now();
         let protocol = engine.protocol(h);
         let mut sink = RespWriter::new(&mut conn.out, protocol);
@@ -460,11 +515,11 @@ fn run_commands(
                 engine.record_usec(id, start.elapsed().as_micros() as u64);
             }
         }
-        conn.consume(consumed);
         if !apply_outcome(engine, conn, outcome, batch) {
             break;
         }
     }
+    used
 }
 
 /// Acts on a command's [`Outcome`]; false stops the batch.

@@ -160,3 +160,30 @@ fn admitted(server: &Server) -> std::net::TcpStream {
     }
     panic!("never admitted:\n{}", server.log_text());
 }
+
+#[test]
+fn commands_split_across_writes_and_large_arguments() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    // A command arriving in three pieces.
+    for piece in [&b"*2\r\n$4\r\nPI"[..], b"NG\r\n$3\r\nab", b"c\r\n"] {
+        c.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert_eq!(read_n(&mut c, 9), b"$3\r\nabc\r\n");
+    // An argument far larger than the shared read buffer, echoed by PING.
+    let big = vec![b'x'; 300_000];
+    let mut req = b"*2\r\n$4\r\nPING\r\n$300000\r\n".to_vec();
+    req.extend_from_slice(&big);
+    req.extend_from_slice(b"\r\nPING\r\n");
+    let mut writer = c.try_clone().unwrap();
+    let t = std::thread::spawn(move || writer.write_all(&req).unwrap());
+    let head = b"$300000\r\n";
+    let got = read_n(&mut c, head.len() + big.len() + 2 + 7);
+    t.join().unwrap();
+    assert_eq!(&got[..head.len()], head);
+    assert!(got[head.len()..head.len() + big.len()]
+        .iter()
+        .all(|&b| b == b'x'));
+    assert_eq!(&got[head.len() + big.len()..], b"\r\n+PONG\r\n");
+}

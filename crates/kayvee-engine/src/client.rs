@@ -95,6 +95,8 @@ pub struct Client {
     pub last_interaction_ms: u64,
     /// Name of the last command run (lower case, `CLIENT LIST cmd=`).
     pub last_cmd: &'static str,
+    /// The last command run, for its full name (`client|list`) in `CLIENT LIST cmd=`.
+    pub last_cmd_id: Option<crate::command::CommandId>,
     /// Set by `CLIENT KILL`: the shell closes the connection.
     pub killed: bool,
     /// Buffer sizes, refreshed by the shell.
@@ -128,6 +130,7 @@ impl ClientTable {
             created_ms: now_ms,
             last_interaction_ms: now_ms,
             last_cmd: "NULL",
+            last_cmd_id: None,
             killed: false,
             io: IoStats::default(),
         };

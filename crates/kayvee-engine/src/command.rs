@@ -159,6 +159,9 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands (`CLIENT LIST`...), empty for plain commands.
     pub subcommands: &'static [CommandSpec],
+    /// Key-spec flags `COMMAND INFO` shows (`RO`, `access`; `RW`, `update`; `OW`; `RM`,
+    /// `delete`...). Empty: derived from the command flags (see [`CommandSpec::key_spec_flags`]).
+    pub key_flags: &'static [&'static str],
 }
 
 fn unimplemented_handler(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
@@ -182,6 +185,7 @@ impl CommandSpec {
         tips: &[],
         handler: unimplemented_handler,
         subcommands: &[],
+        key_flags: &[],
     };
 
     /// Whether `argc` arguments (name included) satisfy the arity.
@@ -198,6 +202,20 @@ impl CommandSpec {
     #[inline]
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
+    }
+
+    /// The key-spec flags: `key_flags` when given, else `RO access` for read-only commands,
+    /// `RW update` for writing ones and `RW access update` for the rest.
+    pub fn key_spec_flags(&self) -> &'static [&'static str] {
+        if !self.key_flags.is_empty() {
+            self.key_flags
+        } else if self.has(flags::READONLY) {
+            &["RO", "access"]
+        } else if self.has(flags::WRITE) {
+            &["RW", "update"]
+        } else {
+            &["RW", "access", "update"]
+        }
     }
 
     /// The key argument positions for these arguments (legacy first/last/step rule).

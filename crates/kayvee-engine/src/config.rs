@@ -1,6 +1,12 @@
-//! Server configuration: every parameter Kayvee honours, with Redis's names, defaults and value
-//! syntax. The shell applies the config file and command line through [`Config::set`] (the same
-//! path as `CONFIG SET`), so validation and error texts are shared.
+//! Server configuration: every parameter Kayvee honours, with Redis 7.0's names, defaults, value
+//! syntax and error texts. The config file ([`Config::apply_file`]), the command line
+//! ([`Config::apply`]), `CONFIG SET` ([`Config::set_many`]), `CONFIG GET` ([`Config::get_matching`])
+//! and `CONFIG REWRITE` ([`Config::rewrite`]) all go through one parameter table
+//! ([`table::PARAMS`]), so validation and texts are shared.
+
+pub mod rewrite;
+pub mod syntax;
+pub mod table;
 
 use alloc::string::String;
 use alloc::vec;
@@ -62,6 +68,12 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
+    /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
+    /// [`crate::Engine::rewrite_config`] rewrites, since the engine reads no files.
+    pub config_file_text: Option<String>,
+    /// Whether a `save` directive was applied at startup: the first one replaces the default
+    /// save points and later ones add to them, as Redis reads several `save` lines.
+    pub save_loaded: bool,
 }
 
 impl Default for Config {
@@ -93,6 +105,8 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             config_file: None,
+            config_file_text: None,
+            save_loaded: false,
         }
     }
 }
@@ -107,23 +121,284 @@ impl core::fmt::Display for ConfigError {
     }
 }
 
+/// The first line of every config file error, as Redis 7.0.15 prints it.
+const FATAL_HEADER: &str = "*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***";
+
+/// Characters that make a `CONFIG GET` argument a pattern rather than a name.
+const GLOB_CHARS: &[u8] = b"*?[";
+
 impl Config {
     /// Applies one directive (`name` with its values), as a config-file line or a
-    /// `--name value...` command-line option gives it. Unknown names and bad values are errors.
-    /// Immutable parameters are accepted here (startup), unlike `CONFIG SET`.
+    /// `--name value...` command-line option gives it. Unknown names and bad values are errors
+    /// whose text is Redis's reason (`Bad directive or wrong number of arguments`, `argument
+    /// must be a memory value`...). Immutable parameters are accepted here (startup), unlike
+    /// `CONFIG SET`.
     pub fn apply(&mut self, name: &str, values: &[&str]) -> Result<(), ConfigError> {
-        let _ = (name, values);
-        Err(ConfigError(
-            "placeholder: the config table is being written".into(),
-        ))
+        let values: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+        self.apply_bytes(name.as_bytes(), &values)
+            .map_err(ConfigError)
     }
 
-    /// Applies a whole file in redis.conf syntax (one directive a line, `#` comments, quoted
-    /// values). Errors name the line.
+    /// [`Config::apply`] on raw bytes (a quoted config value may hold any byte).
+    fn apply_bytes(&mut self, name: &[u8], values: &[&[u8]]) -> Result<(), String> {
+        if name.eq_ignore_ascii_case(b"include") {
+            return Err("include is not supported: Kayvee reads one config file".into());
+        }
+        let param = table::find(name).ok_or("Bad directive or wrong number of arguments")?;
+        let mut val = param.kind.parse(values)?;
+        if let table::Val::Save(points) = &mut val {
+            // The first `save` line replaces the defaults; later ones add (`save ""` clears).
+            if self.save_loaded && values != [b"".as_slice()] {
+                let mut all = self.save_points();
+                all.append(points);
+                *points = all;
+            }
+            self.save_loaded = true;
+        }
+        (param.put)(self, val);
+        Ok(())
+    }
+
+    /// Applies a whole file in redis.conf syntax: one directive a line, `#` comments, blank
+    /// lines, quoted values as `sdssplitargs` reads them. An error is Redis's fatal message
+    /// naming the line number and text. The text is kept for `CONFIG REWRITE`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigError> {
-        let _ = text;
-        Err(ConfigError(
-            "placeholder: the config file parser is being written".into(),
-        ))
+        for (i, raw) in text.split('\n').enumerate() {
+            let line = raw.trim_matches([' ', '\t', '\r', '\n']);
+            if let Err(reason) = self.apply_line(line) {
+                return Err(ConfigError(alloc::format!(
+                    "{FATAL_HEADER}\nReading the configuration file, at line {}\n>>> '{line}'\n{reason}",
+                    i + 1
+                )));
+            }
+        }
+        self.config_file_text = Some(text.into());
+        Ok(())
+    }
+
+    /// Applies one trimmed config file line.
+    fn apply_line(&mut self, line: &str) -> Result<(), String> {
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(());
+        }
+        let args = syntax::split_args(line.as_bytes())
+            .map_err(|_| String::from("Unbalanced quotes in configuration line"))?;
+        let Some((name, values)) = args.split_first() else {
+            return Ok(());
+        };
+        let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        self.apply_bytes(name, &values)
+    }
+
+    /// The `save` points as `(seconds, changes)` pairs.
+    pub fn save_points(&self) -> Vec<(i64, i64)> {
+        let words: Vec<&[u8]> = self.save.split(' ').map(str::as_bytes).collect();
+        syntax::parse_save(&words).unwrap_or_default()
+    }
+
+    /// `CONFIG GET`: every parameter matching one of the patterns (glob, case-insensitive), in
+    /// table order, each once, with its value as Redis renders it. An argument without glob
+    /// characters is looked up as a name, and the reply names it as the client spelled it.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        for p in table::PARAMS {
+            let name = p.name.as_bytes();
+            let hit = patterns.iter().find(|pat| {
+                if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
+                    crate::util::glob_match(pat, name, true)
+                } else {
+                    pat.eq_ignore_ascii_case(name)
+                }
+            });
+            if let Some(pat) = hit {
+                let shown = if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
+                    name
+                } else {
+                    pat
+                };
+                out.push((shown.to_vec(), p.kind.render(&(p.get)(self))));
+            }
+        }
+        out
+    }
+
+    /// `CONFIG SET name value [name value ...]`: checks every name first (unknown, immutable,
+    /// protected, duplicate), then applies the values in order to a copy, so that either all
+    /// change or none does. The error is the full Redis reply text.
+    pub fn set_many(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let mut params: Vec<&'static table::Param> = Vec::with_capacity(pairs.len());
+        for &(name, _) in pairs {
+            let shown = crate::util::sanitize(name, 128);
+            let Some(p) = table::find(name) else {
+                return Err(alloc::format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{shown}'"
+                ));
+            };
+            let reason = match p.access {
+                table::Access::Immutable => Some("can't set immutable config"),
+                table::Access::Protected => Some("can't set protected config"),
+                table::Access::Mutable if params.iter().any(|q| q.name == p.name) => {
+                    Some("duplicate parameter")
+                }
+                table::Access::Mutable => None,
+            };
+            if let Some(reason) = reason {
+                return Err(set_failed(&shown, reason));
+            }
+            params.push(p);
+        }
+        let mut next = self.clone();
+        for (p, &(name, value)) in params.iter().zip(pairs) {
+            let words: Vec<&[u8]> = if p.kind.is_multi() {
+                value
+                    .split(|&c| c == b' ')
+                    .filter(|_| !value.is_empty())
+                    .collect()
+            } else {
+                alloc::vec![value]
+            };
+            let val = p
+                .kind
+                .parse(&words)
+                .map_err(|r| set_failed(&crate::util::sanitize(name, 128), &r))?;
+            (p.put)(&mut next, val);
+        }
+        *self = next;
+        Ok(())
+    }
+}
+
+/// `ERR CONFIG SET failed (possibly related to argument 'x') - reason`.
+fn set_failed(name: &str, reason: &str) -> String {
+    alloc::format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(c: &Config, name: &str) -> String {
+        let got = c.get_matching(&[name.as_bytes()]);
+        assert_eq!(got.len(), 1, "{name}");
+        String::from_utf8(got[0].1.clone()).unwrap()
+    }
+
+    #[test]
+    fn apply_parses_and_validates() {
+        let mut c = Config::default();
+        c.apply("MAXMEMORY", &["1gb"]).unwrap();
+        assert_eq!(c.maxmemory, 1 << 30);
+        c.apply("unixsocketperm", &["700"]).unwrap();
+        assert_eq!(get(&c, "unixsocketperm"), "700");
+        assert_eq!(
+            c.apply("foo", &["bar"]).unwrap_err().0,
+            "Bad directive or wrong number of arguments"
+        );
+        assert_eq!(
+            c.apply("hz", &["10", "20"]).unwrap_err().0,
+            "wrong number of arguments"
+        );
+        assert_eq!(
+            c.apply("hz", &[]).unwrap_err().0,
+            "wrong number of arguments"
+        );
+        assert!(c
+            .apply("daemonize", &["yes"])
+            .unwrap_err()
+            .0
+            .contains("does not daemonize"));
+        c.apply("daemonize", &["no"]).unwrap();
+        assert!(c
+            .apply("include", &["x.conf"])
+            .unwrap_err()
+            .0
+            .contains("not supported"));
+        c.apply("hz", &["1000"]).unwrap();
+        assert_eq!(c.hz, 500);
+    }
+
+    #[test]
+    fn save_lines_accumulate_then_set_replaces() {
+        let mut c = Config::default();
+        c.apply("save", &["3600", "1"]).unwrap();
+        c.apply("save", &["300", "100"]).unwrap();
+        assert_eq!(get(&c, "save"), "3600 1 300 100");
+        c.set_many(&[(b"save", b"60 10000")]).unwrap();
+        assert_eq!(get(&c, "save"), "60 10000");
+        c.apply("save", &[""]).unwrap();
+        assert_eq!(get(&c, "save"), "");
+        assert_eq!(
+            c.apply("save", &["1"]).unwrap_err().0,
+            "Invalid save parameters"
+        );
+    }
+
+    #[test]
+    fn apply_file_reports_line_and_text() {
+        let mut c = Config::default();
+        let text = "port 7000\n# comment\n\n  hz 15  \nfoo bar\n";
+        let e = c.apply_file(text).unwrap_err();
+        assert_eq!(
+            e.0,
+            "*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, \
+             at line 5\n>>> 'foo bar'\nBad directive or wrong number of arguments"
+        );
+        assert_eq!((c.port, c.hz), (7000, 15));
+        let e = Config::default().apply_file("hz \"10\n").unwrap_err();
+        assert!(e
+            .0
+            .ends_with("at line 1\n>>> 'hz \"10'\nUnbalanced quotes in configuration line"));
+        let mut c = Config::default();
+        c.apply_file("requirepass \"a\\x41b\\\"c d\"\nbind 127.0.0.1 -::1\n")
+            .unwrap();
+        assert_eq!(c.requirepass.as_deref(), Some(&b"aAb\"c d"[..]));
+        assert_eq!(get(&c, "bind"), "127.0.0.1 -::1");
+        assert_eq!(
+            c.config_file_text.as_deref(),
+            Some("requirepass \"a\\x41b\\\"c d\"\nbind 127.0.0.1 -::1\n")
+        );
+    }
+
+    #[test]
+    fn set_many_is_atomic_and_checks_names_first() {
+        let mut c = Config::default();
+        let e = c
+            .set_many(&[(b"hz", b"7"), (b"maxmemory", b"abc")])
+            .unwrap_err();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value");
+        assert_eq!(c.hz, 10);
+        let e = c
+            .set_many(&[(b"maxmemory", b"abc"), (b"foo", b"bar")])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "ERR Unknown option or number of arguments for CONFIG SET - 'foo'"
+        );
+        let e = c.set_many(&[(b"hz", b"10"), (b"HZ", b"11")]).unwrap_err();
+        assert!(e.contains("'HZ') - duplicate parameter"));
+        let e = c.set_many(&[(b"dir", b"/tmp")]).unwrap_err();
+        assert!(e.ends_with("- can't set protected config"));
+        let e = c.set_many(&[(b"databases", b"1")]).unwrap_err();
+        assert!(e.ends_with("'databases') - can't set immutable config"));
+        c.set_many(&[(b"requirepass", b"pw"), (b"loglevel", b"WARNING")])
+            .unwrap();
+        assert_eq!(c.requirepass.as_deref(), Some(&b"pw"[..]));
+        assert_eq!(get(&c, "loglevel"), "warning");
+        c.set_many(&[(b"requirepass", b"")]).unwrap();
+        assert_eq!(c.requirepass, None);
+    }
+
+    #[test]
+    fn get_matching_names_and_globs() {
+        let c = Config::default();
+        let got = c.get_matching(&[b"hz", b"port", b"HZ"]);
+        let names: Vec<&[u8]> = got.iter().map(|(n, _)| n.as_slice()).collect();
+        assert_eq!(names, [&b"port"[..], b"hz"]);
+        assert_eq!(c.get_matching(&[b"MaxMemory"])[0].0, b"MaxMemory");
+        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 2);
+        assert!(c.get_matching(&[b"nosuch"]).is_empty());
+        assert_eq!(get(&c, "maxmemory-policy"), "noeviction");
+        assert_eq!(get(&c, "daemonize"), "no");
+        assert_eq!(get(&c, "proto-max-bulk-len"), "536870912");
     }
 }

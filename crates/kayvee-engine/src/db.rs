@@ -17,6 +17,8 @@ pub struct Db {
     pub(crate) expires: PMap<Key, u64>,
     /// Counters for INFO (keyspace_hits/misses, expired_keys), summed over databases.
     pub(crate) stats: DbStats,
+    /// Where the next active-expiry step resumes in `expires` (a [`PMap::scan`] cursor).
+    pub(crate) expire_cursor: u64,
 }
 
 /// Counters a database keeps for INFO.
@@ -46,6 +48,7 @@ impl Db {
             keys: PMap::with_seed(seed),
             expires: PMap::with_seed(seed),
             stats: DbStats::default(),
+            expire_cursor: 0,
         }
     }
 
@@ -103,23 +106,16 @@ impl Db {
         self.keys.get(key)
     }
 
-    /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss, and
-    /// records the access time.
+    /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss
+    /// (INFO keyspace_hits/misses), and records the access time.
     pub fn lookup_read(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.lookup_write(key, now_ms).map(|e| &*e)
-    }
-
-    /// A write lookup: expires lazily, counts, records the access, and gives mutable access
-    /// (copying only the shared nodes on the path, when a snapshot holds them).
-    pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        let access_s = (now_ms / 1000) as u32;
         match self.keys.get_mut(key) {
             Some(e) => {
                 self.stats.hits += 1;
-                e.meta.access_s = access_s;
+                e.meta.access_s = (now_ms / 1000) as u32;
                 Some(e)
             }
             None => {
@@ -129,20 +125,35 @@ impl Db {
         }
     }
 
+    /// A write lookup, as Redis's `lookupKeyWrite`: expires lazily and records the access, but
+    /// counts no hit or miss; gives mutable access (copying only the shared nodes on the path,
+    /// when a snapshot holds them).
+    pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let e = self.keys.get_mut(key)?;
+        e.meta.access_s = (now_ms / 1000) as u32;
+        Some(e)
+    }
+
     /// Stores `value` under `key`, replacing any value. The TTL is removed unless `keep_ttl`.
+    /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
-        let mut entry = Entry::new(value, now_ms);
-        if let Some(old) = self.keys.get_mut(key) {
-            let had_ttl = old.meta.has(Meta::HAS_EXPIRE);
-            if keep_ttl {
-                entry.meta.set_flag(Meta::HAS_EXPIRE, had_ttl);
-            } else if had_ttl {
-                self.expires.remove(key);
-            }
-            *old = entry;
+        let entry = Entry::new(value, now_ms);
+        let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+            return;
+        };
+        if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }
-        self.keys.insert(Key::from_slice(key), entry);
+        if keep_ttl {
+            if let Some(e) = self.keys.get_mut(key) {
+                e.meta.set_flag(Meta::HAS_EXPIRE, true);
+            }
+        } else {
+            self.expires.remove(key);
+        }
     }
 
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
@@ -228,6 +239,91 @@ impl Db {
             }
         }
         (n, expired)
+    }
+
+    /// A read lookup that leaves the access time alone (Redis's `LOOKUP_NOTOUCH`, as EXISTS,
+    /// TYPE, TTL and OBJECT use): expires lazily and counts a hit or a miss.
+    pub fn lookup_notouch(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let found = self.keys.get(key);
+        match found {
+            Some(_) => self.stats.hits += 1,
+            None => self.stats.misses += 1,
+        }
+        found
+    }
+
+    /// A random live key (RANDOMKEY). Expired keys drawn on the way are deleted and the draw is
+    /// repeated, so the answer is `None` only when no live key is left.
+    pub fn random_key(&mut self, now_ms: u64, rnd: &mut impl FnMut() -> u64) -> Option<Key> {
+        loop {
+            let key = self.keys.random(rnd())?.0.clone();
+            if self.expires.is_empty() || !self.expire_if_needed(&key, now_ms) {
+                return Some(key);
+            }
+        }
+    }
+
+    /// One SCAN step: visits keys from `cursor` in hash order (at least `count` of them, see
+    /// [`PMap::scan`]) and returns the next cursor (0 = done) and the visited keys that pass
+    /// `filter` and have not expired. Expired keys that pass `filter` are deleted, as Redis's
+    /// SCAN and KEYS do.
+    pub fn scan(
+        &mut self,
+        cursor: u64,
+        count: usize,
+        now_ms: u64,
+        mut filter: impl FnMut(&[u8]) -> bool,
+    ) -> (u64, alloc::vec::Vec<Key>) {
+        let mut found = alloc::vec::Vec::new();
+        let next = self.keys.scan(cursor, count, |k, _| {
+            if filter(k) {
+                found.push(k.clone());
+            }
+        });
+        if !self.expires.is_empty() {
+            found.retain(|k| !self.expire_if_needed(k, now_ms));
+        }
+        (next, found)
+    }
+
+    /// Every live key passing `filter` (KEYS). Expired keys are skipped but, as in Redis 7.0's
+    /// KEYS, not deleted.
+    pub fn keys_matching(
+        &self,
+        now_ms: u64,
+        mut filter: impl FnMut(&[u8]) -> bool,
+    ) -> alloc::vec::Vec<Key> {
+        self.keys
+            .iter()
+            .filter(|(k, _)| {
+                filter(k) && !matches!(self.expires.get(&k[..]), Some(&at) if at <= now_ms)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// One step of active expiry that walks `expires` in hash order from where the last step
+    /// stopped (as Redis 7 walks its buckets): checks at least `count` keys with a TTL and
+    /// deletes the expired ones. Returns (checked, expired). Unlike random sampling, repeated
+    /// steps reach every key, so a small database is fully cleaned by one cycle.
+    pub fn active_expire_step(&mut self, now_ms: u64, count: usize) -> (usize, usize) {
+        let mut checked = 0;
+        let mut due = alloc::vec::Vec::new();
+        self.expire_cursor = self.expires.scan(self.expire_cursor, count, |k, &at| {
+            checked += 1;
+            if at <= now_ms {
+                due.push(k.clone());
+            }
+        });
+        for k in &due {
+            self.keys.remove(&k[..]);
+            self.expires.remove(&k[..]);
+        }
+        self.stats.expired += due.len() as u64;
+        (checked, due.len())
     }
 
     /// Panics when keyspace and expires disagree (every TTL belongs to a key flagged HAS_EXPIRE).

@@ -299,8 +299,14 @@ impl Engine {
         };
         let protocol = client.protocol;
         if skip {
-            let mut sink = Discard(protocol);
-            let outcome = self.dispatch(h, argv, now, &mut sink);
+            // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
+            // RESET under OFF) still answers, as in Redis.
+            let mut held = ReplyTree::new(protocol);
+            let outcome = self.dispatch(h, argv, now, &mut held);
+            let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
+            if on {
+                held.take().iter().for_each(|r| r.write_to(out));
+            }
             self.end_skip(h);
             outcome
         } else {
@@ -336,11 +342,15 @@ impl Engine {
         let reg = self.core.commands.get(id);
         let spec = reg.spec;
         let client = self.clients.get_mut(h).expect("checked by execute");
-        if !client.authenticated && !spec.has(command::flags::NO_AUTH) {
+        // A client that connected while a password was required needs none once it is
+        // removed (CONFIG SET requirepass ""), as in Redis.
+        let auth_required = self.core.config.requirepass.is_some();
+        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
             self.core.stats.commands[id.0 as usize].rejected_calls += 1;
             return self.reject(&Error::NoAuth, out);
         }
         client.last_cmd = spec.name;
+        client.last_cmd_id = Some(id);
         let db_index = client.db;
         self.last_cmd = Some(id);
         let mut cx = Cx {
@@ -357,11 +367,17 @@ impl Engine {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
-        if let Err(e) = result {
-            stat.failed_calls += 1;
-            let text = alloc::format!("{e}");
-            self.core.stats.count_error(&text);
-            out.error(&text);
+        match result {
+            // An approximation of Redis's per-key `dirty` count: one per successful write
+            // command. The persistence issue refines it where save points need precision.
+            Ok(()) if spec.has(command::flags::WRITE) => self.core.stats.dirty += 1,
+            Ok(()) => {}
+            Err(e) => {
+                stat.failed_calls += 1;
+                let text = alloc::format!("{e}");
+                self.core.stats.count_error(&text);
+                out.error(&text);
+            }
         }
         outcome
     }
@@ -382,8 +398,9 @@ impl Engine {
         let Some(sub) = table.lookup_sub(id, argv.get(1)) else {
             let name = util::sanitize(argv.get(1), 128);
             let parent = spec.name.to_ascii_uppercase();
+            // Not counted as a rejected call of the container (as Redis 7.0 counts).
             return Err((
-                Some(id),
+                None,
                 Error::msg(alloc::format!(
                     "ERR unknown subcommand '{name}'. Try {parent} HELP."
                 )),
@@ -401,6 +418,21 @@ impl Engine {
         self.core.stats.count_error(&text);
         out.error(&text);
         Outcome::Continue
+    }
+
+    /// CONFIG REWRITE's work after the command asked for it ([`Outcome::RewriteConfig`]): the
+    /// config file's path and its new text, for the shell to write (then the shell replies
+    /// `+OK`, or the error). The new text becomes the base of the next rewrite. Errs with
+    /// Redis's text when the server was started without a config file.
+    pub fn rewrite_config(&mut self) -> Result<(String, String), Error> {
+        let config = &mut self.core.config;
+        let path = config
+            .config_file
+            .clone()
+            .ok_or_else(cmd::config_cmd::no_config_file)?;
+        let content = config.rewrite(config.config_file_text.as_deref().unwrap_or(""));
+        config.config_file_text = Some(content.clone());
+        Ok((path, content))
     }
 
     /// The background cycle the shell runs `hz` times a second: active expiry.

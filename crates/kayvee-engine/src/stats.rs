@@ -36,6 +36,9 @@ pub struct Stats {
     pub commands: Vec<CmdStat>,
     /// Error replies by their code (`ERR`, `WRONGTYPE`...), `errorstat_<code>` in INFO.
     pub errors: BTreeMap<String, u64>,
+    /// Changes to the dataset since the last save (Redis's `server.dirty`): write commands add
+    /// the number of keys they changed; INFO reports it as `rdb_changes_since_last_save`.
+    pub dirty: u64,
     /// Keys evicted (maxmemory).
     pub evicted_keys: u64,
     /// Unix ms when these counters were last reset (CONFIG RESETSTAT) or the server started.

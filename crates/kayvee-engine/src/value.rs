@@ -19,6 +19,27 @@ impl Value {
             Value::Str(_) => "string",
         }
     }
+
+    /// The name `OBJECT ENCODING` answers, as Redis 7.0 would for the same history: strings
+    /// are `int` when they read as an i64 (20 bytes at most), `embstr` up to 44 bytes, `raw`
+    /// beyond, or after an in-place change ([`Meta::RAW`]); INCRBYFLOAT results are never
+    /// `int` ([`Meta::EMBSTR`]).
+    pub fn encoding(&self, meta: &Meta) -> &'static str {
+        match self {
+            Value::Str(s) => {
+                if meta.has(Meta::RAW) || s.len() > 44 {
+                    "raw"
+                } else if !meta.has(Meta::EMBSTR)
+                    && s.len() <= 20
+                    && crate::util::parse_i64(s).is_some()
+                {
+                    "int"
+                } else {
+                    "embstr"
+                }
+            }
+        }
+    }
 }
 
 /// Per-key metadata, kept in the entry beside the value.
@@ -38,6 +59,9 @@ impl Meta {
     /// The string was modified in place (APPEND, SETRANGE, SETBIT...), so Redis would report
     /// encoding `raw` even when short.
     pub const RAW: u8 = 2;
+    /// The string was built from a float (INCRBYFLOAT): Redis stores it as `embstr` (or `raw`
+    /// when long) even when it reads as an integer.
+    pub const EMBSTR: u8 = 4;
 
     /// Whether a flag is set.
     #[inline]
@@ -76,5 +100,32 @@ impl Entry {
                 freq: 5, // LFU_INIT_VAL, as Redis starts new keys
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(s: &str, flags: u8) -> &'static str {
+        let meta = Meta {
+            flags,
+            ..Meta::default()
+        };
+        Value::Str(SmallBytes::from(s)).encoding(&meta)
+    }
+
+    #[test]
+    fn string_encodings_follow_redis() {
+        assert_eq!(enc("123", 0), "int");
+        assert_eq!(enc("-9223372036854775808", 0), "int");
+        assert_eq!(enc("12345678901234567890", 0), "embstr"); // overflows i64
+        assert_eq!(enc("09", 0), "embstr");
+        assert_eq!(enc("+1", 0), "embstr");
+        assert_eq!(enc(&"x".repeat(44), 0), "embstr");
+        assert_eq!(enc(&"x".repeat(45), 0), "raw");
+        assert_eq!(enc("123", Meta::RAW), "raw");
+        assert_eq!(enc("3001", Meta::EMBSTR), "embstr");
+        assert_eq!(enc(&"1".repeat(45), Meta::EMBSTR), "raw");
     }
 }

@@ -8,14 +8,21 @@
 //!   `:5`, `$bulk` (non-printable bytes as `\xHH`), `(nil)`, `(nil-array)`, `*N` / `%N` /
 //!   `~N` / `>N` followed by their elements, `,1.5` doubles, `#t`/`#f`, `=txt:...`, `(123` big
 //!   numbers. Every `>` must be followed by exactly the lines its reply renders to.
+//!   Replies render as the wire shows them in the protocol the reply was encoded for: in RESP2
+//!   a map is a flat `*2N` array, a set or push an array, a verbatim string a bulk `$text`,
+//!   a boolean `:1`/`:0`, a big number a bulk string.
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
 //! - `@cron` runs the engine's background cycle (active expiry) once.
+//! - `@set KEY VALUE` stores a string in the current client's database through the `Db` API
+//!   (what `SET KEY VALUE` does on the real server, whose `+OK` is not shown), for groups
+//!   tested before the string commands exist.
 //! - `#` starts a comment; blank lines are ignored.
 
 use kayvee_engine::{
-    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Transport,
+    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplySink,
+    ReplyTree, Transport, Value,
 };
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -53,10 +60,25 @@ impl Runner {
             &mut tree,
         );
         let mut lines = Vec::new();
+        let resp3 = tree.protocol() == Protocol::Resp3;
         for r in tree.take() {
+            let r = if resp3 { r } else { to_resp2(r) };
             render(&r, &mut lines);
         }
         lines
+    }
+
+    fn set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
+        let [key, value] = args else {
+            return Err(format!(
+                "@set wants KEY VALUE, got {} arguments",
+                args.len()
+            ));
+        };
+        let db = self.engine.clients.get(self.current).map_or(0, |c| c.db);
+        let value = Value::Str(kayvee_pds::SmallBytes::from_slice(value));
+        self.engine.core.dbs[db].set(key, value, self.now_ms, false);
+        Ok(())
     }
 
     fn switch(&mut self, name: &str) {
@@ -92,6 +114,25 @@ fn escape(b: &[u8]) -> String {
         }
     }
     s
+}
+
+/// The reply as a RESP2 client receives it (RESP3-only types downgraded as the codec does).
+fn to_resp2(r: Reply) -> Reply {
+    match r {
+        Reply::Map(pairs) => Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [to_resp2(k), to_resp2(v)])
+                .collect(),
+        ),
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            Reply::Array(items.into_iter().map(to_resp2).collect())
+        }
+        Reply::Verbatim(_, text) => Reply::Bulk(text),
+        Reply::Boolean(b) => Reply::Int(b as i64),
+        Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
+        other => other,
+    }
 }
 
 fn render(r: &Reply, out: &mut Vec<String>) {
@@ -231,6 +272,9 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
         } else if let Some(name) = line.strip_prefix("@client ") {
             flush(&mut pending, &pending_cmd, lineno)?;
             r.switch(name.trim());
+        } else if let Some(rest) = line.strip_prefix("@set ") {
+            r.set(&split_args(rest))
+                .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if line == "@cron" {
             r.engine.cron(Now::from_ms(r.now_ms));
         } else {

@@ -1,6 +1,371 @@
-//! keys commands.
+//! Generic key commands (Redis's "generic" group): DEL, UNLINK, EXISTS, TYPE, TOUCH, RENAME,
+//! RENAMENX, COPY, MOVE, and SELECT (a connection command in Redis, kept here beside the other
+//! database-index parsing). KEYS/SCAN/RANDOMKEY live in `keys_scan`, the whole-database commands
+//! in `keys_db`, OBJECT in `keys_object`.
+//!
+//! Semantics follow Redis 7.0.15 as observed from the real server: a key whose TTL has passed is
+//! absent (deleted lazily on access), write lookups count no keyspace hit or miss, reads do.
 
-use crate::command::CommandSpec;
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::value::{Entry, Meta};
+use crate::Cx;
 
 /// This group's commands.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "del",
+        arity: -2,
+        flags: flags::WRITE,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
+        summary: "Delete a key",
+        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        handler: del,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "unlink",
+        arity: -2,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
+        summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+        since: "4.0.0",
+        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        handler: del,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "exists",
+        arity: -2,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::READ | acl::FAST,
+        summary: "Determine if a key exists",
+        complexity: "O(N) where N is the number of keys to check.",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        handler: exists,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "type",
+        arity: 2,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::READ | acl::FAST,
+        summary: "Determine the type stored at key",
+        handler: type_,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "touch",
+        arity: -2,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::READ | acl::FAST,
+        summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+        since: "3.2.1",
+        complexity: "O(N) where N is the number of keys that will be touched.",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        handler: touch,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rename",
+        arity: 3,
+        flags: flags::WRITE,
+        first_key: 1,
+        last_key: 2,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
+        summary: "Rename a key",
+        handler: rename,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "renamenx",
+        arity: 3,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: 2,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
+        summary: "Rename a key, only if the new key does not exist",
+        handler: renamenx,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "copy",
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM,
+        first_key: 1,
+        last_key: 2,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
+        summary: "Copy a key",
+        since: "6.2.0",
+        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+        handler: copy,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "move",
+        arity: 3,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
+        summary: "Move a key to another database",
+        handler: move_,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "select",
+        arity: 2,
+        flags: flags::LOADING | flags::STALE | flags::FAST,
+        acl: acl::FAST | acl::CONNECTION,
+        summary: "Change the selected database for the current connection",
+        group: "connection",
+        handler: select,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// `ERR source and destination objects are the same` (RENAME-like commands on one key).
+const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+
+/// Parses a C `int` as Redis's `getIntFromObjectOrReply`: strict integer, then 32-bit range.
+pub(crate) fn parse_i32(arg: &[u8]) -> Result<i32, Error> {
+    let v = parse_i64(arg).ok_or(Error::NotInteger)?;
+    i32::try_from(v).map_err(|_| {
+        Error::msg("ERR value is out of range, value must between -2147483648 and 2147483647")
+    })
+}
+
+/// Parses a database index and checks it against the configured number of databases.
+pub(crate) fn parse_db_index(cx: &Cx<'_>, arg: &[u8]) -> Result<usize, Error> {
+    let id = parse_i32(arg)?;
+    usize::try_from(id)
+        .ok()
+        .filter(|&i| i < cx.core.dbs.len())
+        .ok_or(Error::DbIndexOutOfRange)
+}
+
+/// DEL key [key ...] and UNLINK key [key ...]: the number of keys removed. UNLINK frees in the
+/// background in Redis; here both only drop a reference (the memory goes when no snapshot
+/// holds it).
+fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let db = cx.db();
+    let removed = args
+        .iter()
+        .skip(1)
+        .filter(|k| db.remove(k, now).is_some())
+        .count();
+    out.int(removed as i64);
+    Ok(())
+}
+
+/// EXISTS key [key ...]: how many of the keys exist (a key named twice counts twice).
+fn exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let db = cx.db();
+    let found = args
+        .iter()
+        .skip(1)
+        .filter(|k| db.lookup_notouch(k, now).is_some())
+        .count();
+    out.int(found as i64);
+    Ok(())
+}
+
+/// TYPE key: the value's type name, `none` when absent.
+fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let name = match cx.db().lookup_notouch(args.get(1), now) {
+        Some(e) => e.value.type_name(),
+        None => "none",
+    };
+    out.simple(name);
+    Ok(())
+}
+
+/// TOUCH key [key ...]: records an access on each key; the number of keys that exist.
+fn touch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let db = cx.db();
+    let found = args
+        .iter()
+        .skip(1)
+        .filter(|k| db.lookup_read(k, now).is_some())
+        .count();
+    out.int(found as i64);
+    Ok(())
+}
+
+/// RENAME key newkey: `+OK`; replaces newkey; `ERR no such key` when key is absent.
+fn rename(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if rename_generic(cx, args.get(1), args.get(2), false)? {
+        out.ok();
+    }
+    Ok(())
+}
+
+/// RENAMENX key newkey: 1 when renamed, 0 when newkey exists.
+fn renamenx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let renamed = rename_generic(cx, args.get(1), args.get(2), true)?;
+    out.int(renamed as i64);
+    Ok(())
+}
+
+/// Renames `src` to `dst` with its TTL. Returns false when nothing was done because `dst`
+/// exists and `nx` is set, or because the names are the same (RENAMENX answers 0 then).
+fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<bool, Error> {
+    let now = cx.now_ms();
+    let db = cx.db();
+    if db.lookup_write(src, now).is_none() {
+        return Err(Error::NoSuchKey);
+    }
+    if src == dst {
+        return Ok(!nx);
+    }
+    if nx && db.contains(dst, now) {
+        return Ok(false);
+    }
+    let Some((entry, ttl)) = db.remove(src, now) else {
+        return Err(Error::NoSuchKey);
+    };
+    db.insert_entry(dst, entry, ttl);
+    Ok(true)
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]: 1 when copied, 0 when the source is
+/// absent or the destination exists without REPLACE. The copy keeps the TTL and encoding.
+fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let (dst_db, replace) = parse_copy_options(cx, args)?;
+    let (src, dst) = (args.get(1), args.get(2));
+    if dst_db == cx.db_index && src == dst {
+        return Err(Error::msg(SAME_OBJECT));
+    }
+    let now = cx.now_ms();
+    let Some(value) = cx.db().lookup_read(src, now).map(copy_entry(now)) else {
+        out.int(0);
+        return Ok(());
+    };
+    let ttl = cx.db().expire_at(src);
+    let target = &mut cx.core.dbs[dst_db];
+    if !replace && target.contains(dst, now) {
+        out.int(0);
+        return Ok(());
+    }
+    target.insert_entry(dst, value, ttl);
+    out.int(1);
+    Ok(())
+}
+
+/// A fresh entry holding a copy of `e`'s value (new object: accessed now, initial LFU counter),
+/// keeping its encoding flag.
+fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
+    move |e| {
+        let mut fresh = Entry::new(e.value.clone(), now_ms);
+        fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
+        fresh
+    }
+}
+
+/// COPY's options, checked in order as Redis does (a bad DB index is reported before a later
+/// syntax error). Returns the destination database and REPLACE.
+fn parse_copy_options(cx: &Cx<'_>, args: &Argv<'_>) -> Result<(usize, bool), Error> {
+    let (mut dst_db, mut replace) = (cx.db_index, false);
+    let mut i = 3;
+    while i < args.len() {
+        let opt = args.get(i);
+        if opt.eq_ignore_ascii_case(b"REPLACE") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"DB") && i + 1 < args.len() {
+            dst_db = parse_db_index(cx, args.get(i + 1))?;
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 1;
+    }
+    Ok((dst_db, replace))
+}
+
+/// MOVE key db: 1 when moved (with its TTL), 0 when absent here or present there.
+fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let dst_db = parse_db_index(cx, args.get(2))?;
+    if dst_db == cx.db_index {
+        return Err(Error::msg(SAME_OBJECT));
+    }
+    let (key, now) = (args.get(1), cx.now_ms());
+    if cx.db().lookup_write(key, now).is_none() || cx.core.dbs[dst_db].contains(key, now) {
+        out.int(0);
+        return Ok(());
+    }
+    let Some((entry, ttl)) = cx.db().remove(key, now) else {
+        out.int(0);
+        return Ok(());
+    };
+    cx.core.dbs[dst_db].insert_entry(key, entry, ttl);
+    out.int(1);
+    Ok(())
+}
+
+/// SELECT index: switches this client's database (both the running context and the client).
+fn select(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let index = parse_db_index(cx, args.get(1))?;
+    cx.db_index = index;
+    cx.client().db = index;
+    out.ok();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_i32_has_redis_errors() {
+        assert_eq!(parse_i32(b"-5"), Ok(-5));
+        assert_eq!(parse_i32(b"2147483647"), Ok(i32::MAX));
+        assert_eq!(parse_i32(b"x"), Err(Error::NotInteger));
+        assert_eq!(parse_i32(b"01"), Err(Error::NotInteger));
+        let e = parse_i32(b"-2147483649").unwrap_err();
+        assert_eq!(
+            alloc::format!("{e}"),
+            "ERR value is out of range, value must between -2147483648 and 2147483647"
+        );
+    }
+
+    #[test]
+    fn copy_entry_keeps_raw_and_resets_access() {
+        let v = crate::Value::Str(kayvee_pds::SmallBytes::from_slice(b"abc"));
+        let mut e = Entry::new(v.clone(), 1_000);
+        e.meta.set_flag(Meta::RAW, true);
+        e.meta.set_flag(Meta::HAS_EXPIRE, true);
+        let c = copy_entry(9_000)(&e);
+        assert_eq!(c.value, v);
+        assert!(c.meta.has(Meta::RAW));
+        assert!(!c.meta.has(Meta::HAS_EXPIRE));
+        assert_eq!(c.meta.access_s, 9);
+    }
+}

@@ -4,18 +4,35 @@
 use crate::command::CommandSpec;
 
 pub mod bits;
+pub mod client;
+pub mod config_cmd;
 pub mod connection;
 pub mod expire;
+pub mod info;
+pub mod introspect;
 pub mod keys;
+pub mod keys_db;
+pub mod keys_object;
+pub mod keys_scan;
 pub mod server;
 pub mod string;
+pub(crate) mod string_ld;
+pub(crate) mod string_num;
+pub(crate) mod string_opts;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
     connection::COMMANDS,
+    client::COMMANDS,
+    info::COMMANDS,
     server::COMMANDS,
+    config_cmd::COMMANDS,
+    introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,
+    keys_scan::COMMANDS,
+    keys_db::COMMANDS,
+    keys_object::COMMANDS,
     expire::COMMANDS,
 ];

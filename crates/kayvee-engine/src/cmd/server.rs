@@ -1,6 +1,221 @@
-//! server commands.
+//! Server commands: TIME, SHUTDOWN, DEBUG (SLEEP and HELP only). CONFIG is in
+//! [`super::config_cmd`], COMMAND in [`super::introspect`].
 
-use crate::command::CommandSpec;
+use super::config_cmd::help_reply;
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::{Cx, Outcome};
+
+/// Flags and categories of the administrative commands here.
+const ADMIN_FLAGS: u32 = flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE;
+const ADMIN_ACL: u32 = acl::ADMIN | acl::SLOW | acl::DANGEROUS;
 
 /// This group's commands.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "time",
+        arity: 1,
+        flags: flags::LOADING | flags::STALE | flags::FAST,
+        acl: acl::FAST,
+        summary: "Return the current server time",
+        since: "2.6.0",
+        group: "server",
+        tips: &["nondeterministic_output"],
+        handler: time,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "shutdown",
+        arity: -1,
+        flags: ADMIN_FLAGS | flags::NO_MULTI | flags::ALLOW_BUSY,
+        acl: ADMIN_ACL,
+        summary: "Synchronously save the dataset to disk and then shut down the server",
+        since: "1.0.0",
+        group: "server",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases \
+                     when saving data, otherwise O(1)",
+        handler: shutdown,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "debug",
+        arity: -2,
+        flags: ADMIN_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "A container for debugging commands",
+        since: "1.0.0",
+        group: "server",
+        complexity: "Depends on subcommand.",
+        handler: debug,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// TIME: unix seconds and the microseconds within the second, as bulk strings.
+fn time(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let us = cx.now.unix_us;
+    out.array(2);
+    out.bulk_str(&alloc::format!("{}", us / 1_000_000));
+    out.bulk_str(&alloc::format!("{}", us % 1_000_000));
+    Ok(())
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success nothing is replied: the shell
+/// closes every connection and stops (redis-cli sees the connection close). NOW and FORCE are
+/// accepted; with no replicas to wait for, NOW changes nothing.
+fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+    let (mut save, mut abort, mut other) = (None, false, false);
+    for a in args.iter().skip(1) {
+        match a.to_ascii_lowercase().as_slice() {
+            b"nosave" if save != Some(true) => save = Some(false),
+            b"save" if save != Some(false) => save = Some(true),
+            b"now" | b"force" => other = true,
+            b"abort" => abort = true,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    if abort {
+        if save.is_some() || other {
+            return Err(Error::Syntax);
+        }
+        return Err(Error::msg("ERR No shutdown in progress."));
+    }
+    cx.core.shutting_down = true;
+    cx.outcome = Outcome::Shutdown { save };
+    Ok(())
+}
+
+/// DEBUG SLEEP seconds | DEBUG HELP. Other DEBUG subcommands (OBJECT, RELOAD...) are not
+/// implemented and answer like an unknown subcommand.
+fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let sub = args.get(1);
+    if sub.eq_ignore_ascii_case(b"help") && args.len() == 2 {
+        help_reply(
+            out,
+            "DEBUG",
+            &[
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
+        );
+    } else if sub.eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
+        let secs = parse_float_prefix(args.get(2)).max(0.0);
+        cx.outcome = Outcome::Sleep((secs * 1e6) as u64);
+        out.ok();
+    } else {
+        let name = crate::util::sanitize(sub, 128);
+        return Err(Error::msg(alloc::format!(
+            "ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP."
+        )));
+    }
+    Ok(())
+}
+
+/// Longest number text read by [`parse_float_prefix`] (bounds its quadratic scan).
+const FLOAT_LEN_MAX: usize = 64;
+
+/// Reads a number as C's `strtod` does: the longest decimal prefix after leading spaces, 0
+/// when there is none (`DEBUG SLEEP abc` sleeps 0 seconds in Redis too).
+fn parse_float_prefix(s: &[u8]) -> f64 {
+    let s = s.trim_ascii_start();
+    let s = &s[..s.len().min(FLOAT_LEN_MAX)];
+    let mut end = 0;
+    let mut best = 0.0;
+    while end < s.len() {
+        end += 1;
+        if let Some(v) = core::str::from_utf8(&s[..end])
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+        {
+            if v.is_finite() {
+                best = v;
+            }
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::{Protocol, Reply, ReplyTree};
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Now, Transport};
+
+    /// Runs one command on a fresh connection; returns its outcome and replies.
+    fn run(engine: &mut Engine, line: &str) -> (Outcome, alloc::vec::Vec<Reply>) {
+        let now = Now::from_ms(1_700_000_000_000);
+        let conn = ConnInfo {
+            transport: Transport::Unix {
+                path: "/tmp/k.sock".into(),
+            },
+            fd: 1,
+        };
+        let h = engine.connect(conn, now);
+        let mut tree = ReplyTree::new(Protocol::Resp2);
+        let outcome = engine.execute(h, &ArgvBuf::from_line(line).argv(), now, &mut tree);
+        (outcome, tree.take())
+    }
+
+    #[test]
+    fn shutdown_and_sleep_ask_the_shell() {
+        let mut e = Engine::new(Config::default(), 1, Now::default());
+        assert_eq!(
+            run(&mut e, "SHUTDOWN"),
+            (Outcome::Shutdown { save: None }, alloc::vec![])
+        );
+        let r = run(&mut e, "shutdown now nosave force");
+        assert_eq!(r, (Outcome::Shutdown { save: Some(false) }, alloc::vec![]));
+        assert_eq!(
+            run(&mut e, "SHUTDOWN SAVE").0,
+            Outcome::Shutdown { save: Some(true) }
+        );
+        let r = run(&mut e, "DEBUG SLEEP 0.25");
+        assert_eq!(
+            r,
+            (
+                Outcome::Sleep(250_000),
+                alloc::vec![Reply::Simple("OK".into())]
+            )
+        );
+        let (_, help) = run(&mut e, "DEBUG HELP");
+        assert!(matches!(&help[0], Reply::Array(l) if l.len() == 5));
+    }
+
+    #[test]
+    fn config_rewrite_goes_through_the_shell() {
+        let mut e = Engine::new(Config::default(), 1, Now::default());
+        assert!(e.rewrite_config().is_err());
+        let mut c = Config::default();
+        c.apply_file("hz 11\n").unwrap();
+        c.config_file = Some("/etc/kayvee.conf".into());
+        let mut e = Engine::new(c, 1, Now::default());
+        run(&mut e, "CONFIG SET hz 12 maxclients 5");
+        assert_eq!(
+            run(&mut e, "CONFIG REWRITE"),
+            (Outcome::RewriteConfig, alloc::vec![])
+        );
+        let (path, text) = e.rewrite_config().unwrap();
+        assert_eq!(path, "/etc/kayvee.conf");
+        assert_eq!(
+            text,
+            "hz 12\n\n# Generated by CONFIG REWRITE\nmaxclients 5\n"
+        );
+        let (count, _) = (run(&mut e, "COMMAND COUNT").1, ());
+        assert_eq!(
+            count,
+            alloc::vec![Reply::Int(e.core.commands.count() as i64)]
+        );
+    }
+
+    #[test]
+    fn float_prefix_like_strtod() {
+        assert_eq!(parse_float_prefix(b"0.5"), 0.5);
+        assert_eq!(parse_float_prefix(b" 2"), 2.0);
+        assert_eq!(parse_float_prefix(b"1e-3"), 0.001);
+        assert_eq!(parse_float_prefix(b"1.5xyz"), 1.5);
+        assert_eq!(parse_float_prefix(b"abc"), 0.0);
+        assert_eq!(parse_float_prefix(b"-1"), -1.0);
+    }
+}

@@ -1,0 +1,179 @@
+//! CONFIG GET / SET / RESETSTAT / REWRITE / HELP (Redis 7.0: several patterns for GET, several
+//! pairs for SET, applied atomically). The parameter table lives in [`crate::config`].
+
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::{Cx, Outcome, Stats};
+use alloc::vec::Vec;
+
+/// Flags CONFIG's administrative subcommands share.
+const ADMIN_FLAGS: u32 = flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE;
+/// ACL categories of CONFIG's administrative subcommands.
+const ADMIN_ACL: u32 = acl::ADMIN | acl::SLOW | acl::DANGEROUS;
+/// Complexity of GET and SET.
+const PER_PARAM: &str = "O(N) when N is the number of configuration parameters provided";
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "config",
+    arity: -2,
+    acl: acl::SLOW,
+    summary: "A container for server configuration commands",
+    since: "2.0.0",
+    group: "server",
+    complexity: "Depends on subcommand.",
+    subcommands: SUBCOMMANDS,
+    ..CommandSpec::DEFAULT
+}];
+
+const SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "set",
+        arity: -4,
+        flags: ADMIN_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Set configuration parameters to the given values",
+        since: "2.0.0",
+        group: "server",
+        complexity: PER_PARAM,
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        handler: config_set,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "get",
+        arity: -3,
+        flags: ADMIN_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Get the values of configuration parameters",
+        since: "2.0.0",
+        group: "server",
+        complexity: PER_PARAM,
+        handler: config_get,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "help",
+        arity: 2,
+        flags: flags::LOADING | flags::STALE,
+        acl: acl::SLOW,
+        summary: "Show helpful text about the different subcommands",
+        since: "5.0.0",
+        group: "server",
+        handler: config_help,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "resetstat",
+        arity: 2,
+        flags: ADMIN_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Reset the stats returned by INFO",
+        since: "2.0.0",
+        group: "server",
+        handler: config_resetstat,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rewrite",
+        arity: 2,
+        flags: ADMIN_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Rewrite the configuration file with the in memory configuration",
+        since: "2.8.0",
+        group: "server",
+        handler: config_rewrite,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// CONFIG GET pattern [pattern ...]: a map of matching parameters (flat array in RESP2).
+fn config_get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
+    let found = cx.core.config.get_matching(&patterns);
+    out.map(found.len());
+    for (name, value) in &found {
+        out.bulk(name);
+        out.bulk(value);
+    }
+    Ok(())
+}
+
+/// CONFIG SET name value [name value ...]: all or nothing.
+fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if !args.len().is_multiple_of(2) {
+        return Err(Error::Syntax);
+    }
+    let pairs: Vec<(&[u8], &[u8])> = (2..args.len())
+        .step_by(2)
+        .map(|i| (args.get(i), args.get(i + 1)))
+        .collect();
+    cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    out.ok();
+    Ok(())
+}
+
+/// CONFIG RESETSTAT: zeroes the INFO counters (commands, errors, connections, keyspace hits,
+/// misses and expiries) and restarts their clock.
+fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let stats = &mut cx.core.stats;
+    *stats = Stats {
+        commands: alloc::vec![Default::default(); stats.commands.len()],
+        reset_ms: cx.now.ms(),
+        ..Default::default()
+    };
+    for db in &mut cx.core.dbs {
+        db.stats = Default::default();
+    }
+    out.ok();
+    Ok(())
+}
+
+/// CONFIG REWRITE: the shell writes the file (the engine does no I/O) and sends the reply, so
+/// nothing is written here unless there is no file to write.
+fn config_rewrite(cx: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+    if cx.core.config.config_file.is_none() {
+        return Err(no_config_file());
+    }
+    cx.outcome = Outcome::RewriteConfig;
+    Ok(())
+}
+
+/// `ERR The server is running without a config file`.
+pub fn no_config_file() -> Error {
+    Error::msg("ERR The server is running without a config file")
+}
+
+/// CONFIG HELP.
+fn config_help(_: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    help_reply(
+        out,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+    Ok(())
+}
+
+/// A HELP reply as Redis words it: a header line, the given lines, then HELP's own entry.
+pub fn help_reply(out: &mut dyn ReplySink, command: &str, lines: &[&str]) {
+    out.array(lines.len() + 3);
+    out.simple(&alloc::format!(
+        "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Prints this help.");
+}

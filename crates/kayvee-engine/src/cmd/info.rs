@@ -1,0 +1,653 @@
+//! INFO: the server's state as `# Section` blocks of `field:value` lines, with Redis 7.0.15's
+//! section and field names, order and number formats (checked against the real server), so
+//! that tools which parse INFO (exporters, ioredis's ready check, redis-cli) read Kayvee as
+//! they read Redis.
+//!
+//! Values come from the engine (counters, databases, config) and from [`crate::HostInfo`],
+//! which the shell fills. Features Kayvee does not have yet (persistence, replication, Lua,
+//! modules) report the values an idle Redis with that feature unused reports.
+
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::CmdResult;
+use crate::reply::ReplySink;
+use crate::Cx;
+use alloc::string::String;
+use core::fmt::{Display, Write};
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "info",
+    arity: -1,
+    flags: flags::LOADING | flags::STALE,
+    acl: acl::SLOW | acl::DANGEROUS,
+    summary: "Get information and statistics about the server",
+    group: "server",
+    tips: &[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ],
+    handler: info,
+    ..CommandSpec::DEFAULT
+}];
+
+/// The sections in output order, each with whether `INFO` without arguments (`default`)
+/// includes it.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// Which sections a request selects, as a bit per entry of [`SECTIONS`].
+fn select_sections<'a>(names: impl Iterator<Item = &'a [u8]>) -> u32 {
+    let mut mask = 0;
+    let mut any = false;
+    for name in names {
+        any = true;
+        let name = name.to_ascii_lowercase();
+        for (i, (s, default)) in SECTIONS.iter().enumerate() {
+            let hit = match name.as_slice() {
+                b"all" | b"everything" => true,
+                b"default" => *default,
+                n => n == s.as_bytes(),
+            };
+            if hit {
+                mask |= 1 << i;
+            }
+        }
+    }
+    if !any {
+        return select_sections(core::iter::once(&b"default"[..]));
+    }
+    mask
+}
+
+/// INFO [section ...]: a verbatim `txt` string (a bulk string in RESP2).
+fn info(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let mask = select_sections(args.iter().skip(1));
+    let text = info_text(cx, mask);
+    out.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+/// The whole INFO text for the sections in `mask`: blocks joined by a blank line.
+pub fn info_text(cx: &Cx<'_>, mask: u32) -> String {
+    let mut s = String::new();
+    for (i, (name, _)) in SECTIONS.iter().enumerate() {
+        if mask & (1 << i) == 0 {
+            continue;
+        }
+        if !s.is_empty() {
+            s.push_str("\r\n");
+        }
+        section(cx, name, &mut s);
+    }
+    s
+}
+
+/// Writes one section, header included.
+fn section(cx: &Cx<'_>, name: &str, s: &mut String) {
+    let mut title = String::from(name);
+    title[..1].make_ascii_uppercase();
+    if name == "cpu" {
+        title = "CPU".into();
+    }
+    let _ = write!(s, "# {title}\r\n");
+    match name {
+        "server" => server(cx, s),
+        "clients" => clients(cx, s),
+        "memory" => memory(cx, s),
+        "persistence" => persistence(cx, s),
+        "stats" => stats(cx, s),
+        "replication" => replication(cx, s),
+        "cpu" => cpu(cx, s),
+        "commandstats" => commandstats(cx, s),
+        "errorstats" => errorstats(cx, s),
+        "cluster" => field(s, "cluster_enabled", 0),
+        "keyspace" => keyspace(cx, s),
+        _ => {} // modules, latencystats: nothing to report
+    }
+}
+
+/// One `name:value\r\n` line.
+fn field(s: &mut String, name: &str, value: impl Display) {
+    let _ = write!(s, "{name}:{value}\r\n");
+}
+
+/// Several fields that are always zero in Kayvee (features it does not have).
+fn zeros(s: &mut String, names: &[&str]) {
+    names.iter().for_each(|n| field(s, n, 0));
+}
+
+/// A byte count as Redis's `bytesToHuman` shows it: `0B`, `918.88K`, `11.78M`... (bytes past
+/// the petabytes stay plain bytes, as in Redis).
+pub fn bytes_to_human(n: u64) -> String {
+    const UNITS: &[(u32, char)] = &[(1, 'K'), (2, 'M'), (3, 'G'), (4, 'T'), (5, 'P')];
+    if n < 1024 {
+        return alloc::format!("{n}B");
+    }
+    for &(power, unit) in UNITS {
+        let next = 1u64 << (10 * (power + 1));
+        if n < next {
+            let v = n as f64 / (1u64 << (10 * power)) as f64;
+            return alloc::format!("{v:.2}{unit}");
+        }
+    }
+    alloc::format!("{n}B")
+}
+
+/// `a / b` with two decimals, `0.00` when `b` is zero.
+pub fn ratio(a: u64, b: u64) -> String {
+    if b == 0 {
+        return "0.00".into();
+    }
+    alloc::format!("{:.2}", a as f64 / b as f64)
+}
+
+/// The Server section.
+fn server(cx: &Cx<'_>, s: &mut String) {
+    let (core, host) = (&*cx.core, &cx.core.host);
+    let uptime_s = cx.now_ms().saturating_sub(core.start_ms) / 1000;
+    let port = if host.tcp_port != 0 {
+        host.tcp_port
+    } else {
+        core.config.port
+    };
+    field(s, "redis_version", super::connection::REDIS_VERSION);
+    field(s, "redis_git_sha1", "00000000");
+    field(s, "redis_git_dirty", 0);
+    field(s, "redis_build_id", 0);
+    field(s, "redis_mode", "standalone");
+    field(s, "os", &host.os);
+    field(s, "arch_bits", host.arch_bits);
+    field(s, "monotonic_clock", "POSIX clock_gettime");
+    field(s, "multiplexing_api", &host.multiplexing_api);
+    field(s, "atomicvar_api", "c11-builtin");
+    field(s, "gcc_version", "0.0.0");
+    field(s, "process_id", host.process_id);
+    field(s, "process_supervised", "no");
+    field(s, "run_id", &core.run_id);
+    field(s, "tcp_port", port);
+    field(s, "server_time_usec", cx.now.unix_us);
+    field(s, "uptime_in_seconds", uptime_s);
+    field(s, "uptime_in_days", uptime_s / 86400);
+    field(s, "hz", core.config.hz);
+    field(s, "configured_hz", core.config.hz);
+    field(s, "lru_clock", (cx.now_ms() / 1000) & ((1 << 24) - 1));
+    field(s, "executable", &host.executable);
+    field(
+        s,
+        "config_file",
+        core.config.config_file.as_deref().unwrap_or(""),
+    );
+    field(s, "io_threads_active", 0);
+    field(s, "kayvee_version", env!("CARGO_PKG_VERSION"));
+}
+
+/// The Clients section.
+fn clients(cx: &Cx<'_>, s: &mut String) {
+    let io = || cx.clients.iter().map(|(_, c)| c.io);
+    field(s, "connected_clients", cx.clients.len());
+    field(s, "cluster_connections", 0);
+    field(s, "maxclients", cx.core.config.maxclients);
+    let max_in = io().map(|i| i.qbuf).max().unwrap_or(0);
+    let max_out = io().map(|i| i.omem).max().unwrap_or(0);
+    field(s, "client_recent_max_input_buffer", max_in);
+    field(s, "client_recent_max_output_buffer", max_out);
+    zeros(
+        s,
+        &[
+            "blocked_clients",
+            "tracking_clients",
+            "clients_in_timeout_table",
+        ],
+    );
+}
+
+/// The Memory section. Kayvee's allocator is counted by the shell (`host.used_memory`);
+/// the fields Redis splits further (overhead, dataset, allocator internals) are derived
+/// from that one count.
+fn memory(cx: &Cx<'_>, s: &mut String) {
+    let core = &*cx.core;
+    let (used, rss) = (core.host.used_memory, core.host.used_memory_rss);
+    let peak = core.used_memory_peak.max(used);
+    let human = |s: &mut String, name: &str, v: u64| {
+        field(s, name, v);
+        field(s, &alloc::format!("{name}_human"), bytes_to_human(v));
+    };
+    human(s, "used_memory", used);
+    human(s, "used_memory_rss", rss);
+    human(s, "used_memory_peak", peak);
+    field(s, "used_memory_peak_perc", percent(used, peak));
+    zeros(s, &["used_memory_overhead", "used_memory_startup"]);
+    field(s, "used_memory_dataset", used);
+    field(s, "used_memory_dataset_perc", percent(used, used));
+    field(s, "allocator_allocated", used);
+    field(s, "allocator_active", used);
+    field(s, "allocator_resident", rss);
+    human(s, "total_system_memory", core.host.total_system_memory);
+    field(s, "used_memory_lua", 0);
+    field(s, "used_memory_vm_eval", 0);
+    field(s, "used_memory_lua_human", "0B");
+    zeros(
+        s,
+        &[
+            "used_memory_scripts_eval",
+            "number_of_cached_scripts",
+            "number_of_functions",
+            "number_of_libraries",
+            "used_memory_vm_functions",
+            "used_memory_vm_total",
+        ],
+    );
+    field(s, "used_memory_vm_total_human", "0B");
+    zeros(s, &["used_memory_functions", "used_memory_scripts"]);
+    field(s, "used_memory_scripts_human", "0B");
+    human(s, "maxmemory", core.config.maxmemory);
+    field(s, "maxmemory_policy", &core.config.maxmemory_policy);
+    memory_ratios(s, used, rss);
+}
+
+/// The fragmentation fields of the Memory section, then its tail.
+fn memory_ratios(s: &mut String, used: u64, rss: u64) {
+    let over = rss.saturating_sub(used);
+    field(s, "allocator_frag_ratio", ratio(used, used));
+    field(s, "allocator_frag_bytes", 0);
+    field(s, "allocator_rss_ratio", ratio(rss, used));
+    field(s, "allocator_rss_bytes", over);
+    field(s, "rss_overhead_ratio", ratio(rss, rss));
+    field(s, "rss_overhead_bytes", 0);
+    field(s, "mem_fragmentation_ratio", ratio(rss, used));
+    field(s, "mem_fragmentation_bytes", over);
+    zeros(
+        s,
+        &[
+            "mem_not_counted_for_evict",
+            "mem_replication_backlog",
+            "mem_total_replication_buffers",
+            "mem_clients_slaves",
+            "mem_clients_normal",
+            "mem_cluster_links",
+            "mem_aof_buffer",
+        ],
+    );
+    field(s, "mem_allocator", "kayvee");
+    zeros(
+        s,
+        &[
+            "active_defrag_running",
+            "lazyfree_pending_objects",
+            "lazyfreed_objects",
+        ],
+    );
+}
+
+/// `a / b` as a percentage with two decimals (`100.00%`), `0.00%` when `b` is zero.
+pub fn percent(a: u64, b: u64) -> String {
+    if b == 0 {
+        return "0.00%".into();
+    }
+    alloc::format!("{:.2}%", a as f64 * 100.0 / b as f64)
+}
+
+/// The Persistence section: no RDB or AOF runs yet, so nothing is in progress, the last
+/// "save" is the start time and the dirty counter only grows.
+fn persistence(cx: &Cx<'_>, s: &mut String) {
+    let core = &*cx.core;
+    zeros(
+        s,
+        &[
+            "loading",
+            "async_loading",
+            "current_cow_peak",
+            "current_cow_size",
+            "current_cow_size_age",
+        ],
+    );
+    field(s, "current_fork_perc", "0.00");
+    zeros(
+        s,
+        &["current_save_keys_processed", "current_save_keys_total"],
+    );
+    field(s, "rdb_changes_since_last_save", core.stats.dirty);
+    field(s, "rdb_bgsave_in_progress", 0);
+    field(s, "rdb_last_save_time", core.start_ms / 1000);
+    field(s, "rdb_last_bgsave_status", "ok");
+    field(s, "rdb_last_bgsave_time_sec", -1);
+    field(s, "rdb_current_bgsave_time_sec", -1);
+    zeros(
+        s,
+        &[
+            "rdb_saves",
+            "rdb_last_cow_size",
+            "rdb_last_load_keys_expired",
+            "rdb_last_load_keys_loaded",
+            "aof_enabled",
+            "aof_rewrite_in_progress",
+            "aof_rewrite_scheduled",
+        ],
+    );
+    field(s, "aof_last_rewrite_time_sec", -1);
+    field(s, "aof_current_rewrite_time_sec", -1);
+    field(s, "aof_last_bgrewrite_status", "ok");
+    zeros(s, &["aof_rewrites", "aof_rewrites_consecutive_failures"]);
+    field(s, "aof_last_write_status", "ok");
+    zeros(
+        s,
+        &[
+            "aof_last_cow_size",
+            "module_fork_in_progress",
+            "module_fork_last_cow_size",
+        ],
+    );
+}
+
+/// The Stats section.
+fn stats(cx: &Cx<'_>, s: &mut String) {
+    let st = &cx.core.stats;
+    let db = |f: fn(&crate::db::DbStats) -> u64| cx.core.dbs.iter().map(|d| f(&d.stats)).sum();
+    let expired: u64 = db(|d| d.expired);
+    let (hits, misses): (u64, u64) = (db(|d| d.hits), db(|d| d.misses));
+    field(
+        s,
+        "total_connections_received",
+        st.total_connections_received,
+    );
+    field(s, "total_commands_processed", st.total_commands_processed);
+    field(s, "instantaneous_ops_per_sec", 0);
+    field(s, "total_net_input_bytes", st.total_net_input_bytes);
+    field(s, "total_net_output_bytes", st.total_net_output_bytes);
+    zeros(
+        s,
+        &["total_net_repl_input_bytes", "total_net_repl_output_bytes"],
+    );
+    for name in [
+        "instantaneous_input_kbps",
+        "instantaneous_output_kbps",
+        "instantaneous_input_repl_kbps",
+        "instantaneous_output_repl_kbps",
+    ] {
+        field(s, name, "0.00");
+    }
+    field(s, "rejected_connections", st.rejected_connections);
+    zeros(s, &["sync_full", "sync_partial_ok", "sync_partial_err"]);
+    field(s, "expired_keys", expired);
+    field(s, "expired_stale_perc", "0.00");
+    zeros(
+        s,
+        &[
+            "expired_time_cap_reached_count",
+            "expire_cycle_cpu_milliseconds",
+        ],
+    );
+    field(s, "evicted_keys", st.evicted_keys);
+    zeros(
+        s,
+        &[
+            "evicted_clients",
+            "total_eviction_exceeded_time",
+            "current_eviction_exceeded_time",
+        ],
+    );
+    field(s, "keyspace_hits", hits);
+    field(s, "keyspace_misses", misses);
+    stats_tail(cx, s);
+}
+
+/// The Stats section after the keyspace counters.
+fn stats_tail(cx: &Cx<'_>, s: &mut String) {
+    zeros(
+        s,
+        &[
+            "pubsub_channels",
+            "pubsub_patterns",
+            "pubsubshard_channels",
+            "latest_fork_usec",
+            "total_forks",
+            "migrate_cached_sockets",
+            "slave_expires_tracked_keys",
+            "active_defrag_hits",
+            "active_defrag_misses",
+            "active_defrag_key_hits",
+            "active_defrag_key_misses",
+            "total_active_defrag_time",
+            "current_active_defrag_time",
+            "tracking_total_keys",
+            "tracking_total_items",
+            "tracking_total_prefixes",
+            "unexpected_error_replies",
+        ],
+    );
+    field(s, "total_error_replies", cx.core.stats.total_error_replies);
+    zeros(
+        s,
+        &[
+            "dump_payload_sanitizations",
+            "total_reads_processed",
+            "total_writes_processed",
+            "io_threaded_reads_processed",
+            "io_threaded_writes_processed",
+            "reply_buffer_shrinks",
+            "reply_buffer_expands",
+        ],
+    );
+}
+
+/// The Replication section: always a master without replicas.
+fn replication(cx: &Cx<'_>, s: &mut String) {
+    field(s, "role", "master");
+    field(s, "connected_slaves", 0);
+    field(s, "master_failover_state", "no-failover");
+    field(s, "master_replid", &cx.core.run_id);
+    field(
+        s,
+        "master_replid2",
+        "0000000000000000000000000000000000000000",
+    );
+    field(s, "master_repl_offset", 0);
+    field(s, "second_repl_offset", -1);
+    field(s, "repl_backlog_active", 0);
+    field(s, "repl_backlog_size", 1048576);
+    field(s, "repl_backlog_first_byte_offset", 0);
+    field(s, "repl_backlog_histlen", 0);
+}
+
+/// The CPU section (seconds with six decimals; one thread, so main thread = process).
+fn cpu(cx: &Cx<'_>, s: &mut String) {
+    let h = &cx.core.host;
+    field(s, "used_cpu_sys", alloc::format!("{:.6}", h.used_cpu_sys));
+    field(s, "used_cpu_user", alloc::format!("{:.6}", h.used_cpu_user));
+    field(s, "used_cpu_sys_children", "0.000000");
+    field(s, "used_cpu_user_children", "0.000000");
+    field(
+        s,
+        "used_cpu_sys_main_thread",
+        alloc::format!("{:.6}", h.used_cpu_sys),
+    );
+    field(
+        s,
+        "used_cpu_user_main_thread",
+        alloc::format!("{:.6}", h.used_cpu_user),
+    );
+}
+
+/// One `cmdstat_<name>` line per command (or `parent|sub`) that was called, rejected or
+/// failed, in command table order.
+fn commandstats(cx: &Cx<'_>, s: &mut String) {
+    let all = cx.core.commands.all();
+    for (reg, st) in all.iter().zip(&cx.core.stats.commands) {
+        if st.calls == 0 && st.rejected_calls == 0 && st.failed_calls == 0 {
+            continue;
+        }
+        let per_call = if st.calls == 0 {
+            0.0
+        } else {
+            st.usec as f64 / st.calls as f64
+        };
+        let _ = write!(
+            s,
+            "cmdstat_{}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},\
+             failed_calls={}\r\n",
+            reg.full_name, st.calls, st.usec, st.rejected_calls, st.failed_calls
+        );
+    }
+}
+
+/// One `errorstat_<CODE>:count=N` line per error code, in code order.
+fn errorstats(cx: &Cx<'_>, s: &mut String) {
+    for (code, n) in &cx.core.stats.errors {
+        let _ = write!(s, "errorstat_{code}:count={n}\r\n");
+    }
+}
+
+/// One `dbN:keys=..,expires=..,avg_ttl=0` line per non-empty database.
+fn keyspace(cx: &Cx<'_>, s: &mut String) {
+    for (i, db) in cx.core.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        let (keys, expires) = (db.len(), db.expires_len());
+        let _ = write!(s, "db{i}:keys={keys},expires={expires},avg_ttl=0\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Now, Reply, ReplyTree, Transport, Value};
+    use kayvee_pds::SmallBytes;
+
+    /// INFO `section` as text, on an engine with one client.
+    fn info_of(e: &mut Engine, section: &str) -> String {
+        let conn = ConnInfo {
+            transport: Transport::Unix { path: "/s".into() },
+            fd: 1,
+        };
+        let h = e.connect(conn, Now::from_ms(5000));
+        let argv = ArgvBuf::from_args([&b"INFO"[..], section.as_bytes()]);
+        let mut t = ReplyTree::new(e.protocol(h));
+        e.execute(h, &argv.argv(), Now::from_ms(5000), &mut t);
+        match t.take().as_slice() {
+            [Reply::Verbatim(f, text)] if f == "txt" => String::from_utf8(text.clone()).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn keyspace_lists_non_empty_databases() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        let v = || Value::Str(SmallBytes::from_slice(b"v"));
+        e.core.dbs[0].set(b"a", v(), 1000, false);
+        e.core.dbs[0].set(b"b", v(), 1000, false);
+        e.core.dbs[0].set_expire(b"b", 90_000);
+        e.core.dbs[3].set(b"c", v(), 1000, false);
+        assert_eq!(
+            info_of(&mut e, "keyspace"),
+            "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\ndb3:keys=1,expires=0,avg_ttl=0\r\n"
+        );
+    }
+
+    #[test]
+    fn errorstats_are_sorted_by_code() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        e.core.stats.count_error("WRONGTYPE Operation");
+        e.core.stats.count_error("ERR x");
+        e.core.stats.count_error("ERR y");
+        assert_eq!(
+            info_of(&mut e, "errorstats"),
+            "# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_WRONGTYPE:count=1\r\n"
+        );
+    }
+
+    #[test]
+    fn host_and_counters_feed_the_fields() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        e.core.host.used_memory = 940936;
+        e.core.host.used_memory_rss = 12349440;
+        e.core.host.tcp_port = 7000;
+        e.core.host.used_cpu_sys = 0.25;
+        e.core.stats.dirty = 12;
+        e.core.dbs[1].stats.hits = 3;
+        e.core.dbs[2].stats.hits = 4;
+        let all = info_of(&mut e, "everything");
+        for want in [
+            "\r\ntcp_port:7000\r\n",
+            "\r\nuptime_in_seconds:4\r\n",
+            "\r\nused_memory_human:918.88K\r\nused_memory_rss:12349440\r\n",
+            "\r\nmem_fragmentation_ratio:13.12\r\n",
+            "\r\nrdb_changes_since_last_save:12\r\n",
+            "\r\nkeyspace_hits:7\r\n",
+            "\r\nused_cpu_sys:0.250000\r\n",
+            "\r\nconnected_clients:1\r\n",
+        ] {
+            assert!(all.contains(want), "{want:?} missing");
+        }
+        // The running INFO is counted once it has run, as in Redis.
+        assert!(!all.contains("cmdstat_info"));
+        let stats = info_of(&mut e, "commandstats");
+        assert!(
+            stats.contains("\r\ncmdstat_info:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,")
+        );
+    }
+
+    #[test]
+    fn human_sizes_match_redis() {
+        // Pairs observed on redis-server 7.0.15 (maxmemory_human).
+        let cases: &[(u64, &str)] = &[
+            (0, "0B"),
+            (1023, "1023B"),
+            (1024, "1.00K"),
+            (1535, "1.50K"),
+            (940936, "918.88K"),
+            (1048575, "1024.00K"),
+            (1048576, "1.00M"),
+            (5000000, "4.77M"),
+            (12349440, "11.78M"),
+            (25276510208, "23.54G"),
+            (1 << 30, "1.00G"),
+            (1 << 40, "1.00T"),
+            (1 << 50, "1.00P"),
+            (1 << 60, "1152921504606846976B"),
+            (i64::MAX as u64, "9223372036854775807B"),
+        ];
+        for &(n, want) in cases {
+            assert_eq!(bytes_to_human(n), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn ratios_and_percentages_have_two_decimals() {
+        assert_eq!(ratio(12349440, 940936), "13.12");
+        assert_eq!(ratio(5, 0), "0.00");
+        assert_eq!(percent(940936, 940936), "100.00%");
+        assert_eq!(percent(1, 3), "33.33%");
+        assert_eq!(percent(1, 0), "0.00%");
+    }
+
+    #[test]
+    fn default_all_and_named_sections() {
+        let bit = |name: &str| 1u32 << SECTIONS.iter().position(|s| s.0 == name).unwrap();
+        let default = select_sections(core::iter::empty());
+        assert_eq!(default & bit("commandstats"), 0);
+        assert_eq!(default & bit("latencystats"), 0);
+        assert_ne!(default & bit("keyspace"), 0);
+        let all = select_sections([&b"ALL"[..]].into_iter());
+        assert_eq!(all, (1 << SECTIONS.len()) - 1);
+        let some = select_sections([&b"cpu"[..], b"Server", b"nosuch"].into_iter());
+        assert_eq!(some, bit("cpu") | bit("server"));
+        assert_eq!(select_sections([&b"nosuch"[..]].into_iter()), 0);
+    }
+}

@@ -1,0 +1,153 @@
+//! Whole-database commands (Redis "server" group): DBSIZE, FLUSHDB, FLUSHALL, SWAPDB.
+//!
+//! Flushing and swapping are O(1) here: a flush drops the database's map roots (the memory goes
+//! when no snapshot holds them), so FLUSHDB ASYNC and SYNC behave the same.
+
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::Cx;
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dbsize",
+        arity: 1,
+        flags: flags::READONLY | flags::FAST,
+        acl: acl::KEYSPACE | acl::READ | acl::FAST,
+        summary: "Return the number of keys in the selected database",
+        group: "server",
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+        handler: dbsize,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushdb",
+        arity: -1,
+        flags: flags::WRITE,
+        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW | acl::DANGEROUS,
+        summary: "Remove all keys from the current database",
+        group: "server",
+        complexity: "O(N) where N is the number of keys in the selected database",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        handler: flushdb,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushall",
+        arity: -1,
+        flags: flags::WRITE,
+        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW | acl::DANGEROUS,
+        summary: "Remove all keys from all databases",
+        group: "server",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        handler: flushall,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "swapdb",
+        arity: 3,
+        flags: flags::WRITE | flags::FAST,
+        acl: acl::KEYSPACE | acl::WRITE | acl::FAST | acl::DANGEROUS,
+        summary: "Swaps two Redis databases",
+        since: "4.0.0",
+        group: "server",
+        complexity:
+            "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+        handler: swapdb,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// DBSIZE: the number of keys, expired but not yet reclaimed ones included (as Redis).
+fn dbsize(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    out.int(cx.db().len() as i64);
+    Ok(())
+}
+
+/// Checks FLUSHDB/FLUSHALL's optional `ASYNC` or `SYNC` (any case); anything else, or more
+/// than one argument, is a syntax error.
+fn check_flush_mode(args: &Argv<'_>) -> CmdResult {
+    match args.len() {
+        1 => Ok(()),
+        2 if args.get(1).eq_ignore_ascii_case(b"ASYNC")
+            || args.get(1).eq_ignore_ascii_case(b"SYNC") =>
+        {
+            Ok(())
+        }
+        _ => Err(Error::Syntax),
+    }
+}
+
+/// FLUSHDB [ASYNC|SYNC]: empties the selected database.
+fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    check_flush_mode(args)?;
+    cx.db().clear();
+    out.ok();
+    Ok(())
+}
+
+/// FLUSHALL [ASYNC|SYNC]: empties every database.
+fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    check_flush_mode(args)?;
+    cx.core.dbs.iter_mut().for_each(|db| db.clear());
+    out.ok();
+    Ok(())
+}
+
+/// SWAPDB index1 index2: exchanges two databases' contents; clients keep their index, so they
+/// see the other data at once.
+fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let first = swapdb_index(args.get(1), "ERR invalid first DB index")?;
+    let second = swapdb_index(args.get(2), "ERR invalid second DB index")?;
+    let n = cx.core.dbs.len();
+    let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
+        return Err(Error::DbIndexOutOfRange);
+    };
+    cx.core.dbs.swap(a, b);
+    out.ok();
+    Ok(())
+}
+
+/// A SWAPDB index: any parse failure (not an integer, or out of C `int` range) gives `msg`.
+fn swapdb_index(arg: &[u8], msg: &'static str) -> Result<i32, Error> {
+    parse_i64(arg)
+        .and_then(|v| i32::try_from(v).ok())
+        .ok_or(Error::msg(msg))
+}
+
+/// `id` as a database index when it is in `0..n`.
+fn in_range(id: i32, n: usize) -> Option<usize> {
+    usize::try_from(id).ok().filter(|&i| i < n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ArgvBuf;
+
+    #[test]
+    fn flush_mode_accepts_only_async_or_sync() {
+        for ok in ["FLUSHDB", "FLUSHDB async", "FLUSHDB SYNC", "FLUSHALL Async"] {
+            assert_eq!(check_flush_mode(&ArgvBuf::from_line(ok).argv()), Ok(()));
+        }
+        for bad in ["FLUSHDB x", "FLUSHDB ASYNC SYNC", "FLUSHALL SYNC SYNC"] {
+            let argv = ArgvBuf::from_line(bad);
+            assert_eq!(check_flush_mode(&argv.argv()), Err(Error::Syntax));
+        }
+    }
+
+    #[test]
+    fn swapdb_index_errors() {
+        assert_eq!(swapdb_index(b"3", "m"), Ok(3));
+        assert_eq!(swapdb_index(b"-1", "m"), Ok(-1));
+        assert_eq!(swapdb_index(b"2147483648", "m"), Err(Error::msg("m")));
+        assert_eq!(swapdb_index(b"x", "m"), Err(Error::msg("m")));
+        assert_eq!(in_range(-1, 16), None);
+        assert_eq!(in_range(16, 16), None);
+        assert_eq!(in_range(15, 16), Some(15));
+    }
+}

@@ -1,0 +1,250 @@
+//! OBJECT (a container command): ENCODING, REFCOUNT, IDLETIME, FREQ, HELP — Redis's object
+//! introspection, answered from the value and its [`Meta`] as Redis 7.0.15 would answer.
+//!
+//! Kayvee has no real object encodings or reference counts; it reports what Redis would
+//! report for the same history (see [`encoding`] and [`refcount`]).
+
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::config::Config;
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::value::{Entry, Meta, Value};
+use crate::Cx;
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "object",
+    arity: -2,
+    acl: acl::SLOW,
+    summary: "A container for object introspection commands",
+    since: "2.2.3",
+    complexity: "Depends on subcommand.",
+    subcommands: SUBCOMMANDS,
+    ..CommandSpec::DEFAULT
+}];
+
+/// A key-reading OBJECT subcommand (`OBJECT <name> key`).
+const fn key_sub(
+    name: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: 3,
+        flags: flags::READONLY,
+        first_key: 2,
+        last_key: 2,
+        key_step: 1,
+        acl: acl::KEYSPACE | acl::READ | acl::SLOW,
+        summary,
+        since,
+        tips: &["nondeterministic_output"],
+        handler,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+/// OBJECT's subcommands.
+const SUBCOMMANDS: &[CommandSpec] = &[
+    key_sub(
+        "encoding",
+        "Inspect the internal encoding of a Redis object",
+        "2.2.3",
+        object_encoding,
+    ),
+    key_sub(
+        "freq",
+        "Get the logarithmic access frequency counter of a Redis object",
+        "4.0.0",
+        object_freq,
+    ),
+    CommandSpec {
+        name: "help",
+        arity: 2,
+        flags: flags::LOADING | flags::STALE,
+        acl: acl::KEYSPACE | acl::SLOW,
+        summary: "Show helpful text about the different subcommands",
+        since: "6.2.0",
+        handler: object_help,
+        ..CommandSpec::DEFAULT
+    },
+    key_sub(
+        "idletime",
+        "Get the time since a Redis object was last accessed",
+        "2.2.3",
+        object_idletime,
+    ),
+    key_sub(
+        "refcount",
+        "Get the number of references to the value of the key",
+        "2.2.3",
+        object_refcount,
+    ),
+];
+
+/// Redis's `OBJ_SHARED_REFCOUNT`: the refcount it reports for shared integer objects.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+/// Redis shares the integers `0..SHARED_INTEGERS` (`OBJ_SHARED_INTEGERS`).
+const SHARED_INTEGERS: i64 = 10_000;
+/// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
+/// Minutes per LFU counter decrement (Redis's default `lfu-decay-time`).
+const LFU_DECAY_MINUTES: u64 = 1;
+
+/// The text of `OBJECT HELP`, line by line, as Redis 7.0.15 sends it.
+const HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// The encoding Redis would report: `int` for strings that parse as a 64-bit integer, `embstr`
+/// up to 44 bytes, `raw` beyond or once modified in place ([`Meta::RAW`]).
+pub fn encoding(value: &Value, meta: &Meta) -> &'static str {
+    value.encoding(meta)
+}
+
+/// The refcount Redis would report: shared integers (int-encoded `0..10000`, unless an LRU or
+/// LFU maxmemory policy disables sharing) answer `2147483647`, everything else 1.
+pub fn refcount(entry: &Entry, config: &Config) -> i64 {
+    let policy = config.maxmemory_policy.as_str();
+    let sharing = config.maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
+    let shared = sharing
+        && encoding(&entry.value, &entry.meta) == "int"
+        && matches!(&entry.value, Value::Str(s)
+            if parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)));
+    if shared {
+        SHARED_REFCOUNT
+    } else {
+        1
+    }
+}
+
+/// Whether the maxmemory policy is an LFU one (which decides what IDLETIME and FREQ track).
+fn lfu_policy(config: &Config) -> bool {
+    config.maxmemory_policy.contains("lfu")
+}
+
+/// Looks the key up for OBJECT (lazy expiry, no access recorded); `None` means reply null.
+fn lookup<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
+    let now = cx.now_ms();
+    cx.db().lookup_notouch(key, now)
+}
+
+/// OBJECT ENCODING key.
+fn object_encoding(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    match lookup(cx, args.get(2)) {
+        Some(e) => out.bulk_str(encoding(&e.value, &e.meta)),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// OBJECT REFCOUNT key.
+fn object_refcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let core = &mut *cx.core;
+    match core.dbs[cx.db_index].lookup_notouch(args.get(2), now) {
+        Some(e) => out.int(refcount(e, &core.config)),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// OBJECT IDLETIME key: seconds since the last access (not tracked under an LFU policy).
+fn object_idletime(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now_s = (cx.now_ms() / 1000) as u32;
+    let lfu = lfu_policy(&cx.core.config);
+    let Some(access_s) = lookup(cx, args.get(2)).map(|e| e.meta.access_s) else {
+        out.null();
+        return Ok(());
+    };
+    if lfu {
+        return Err(Error::msg("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    out.int(i64::from(now_s.wrapping_sub(access_s)));
+    Ok(())
+}
+
+/// OBJECT FREQ key: the logarithmic access counter, decayed by the minutes since the last
+/// access (only tracked under an LFU policy).
+fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now_s = (cx.now_ms() / 1000) as u32;
+    let lfu = lfu_policy(&cx.core.config);
+    let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta) else {
+        out.null();
+        return Ok(());
+    };
+    if !lfu {
+        return Err(Error::msg("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    let periods = u64::from(now_s.wrapping_sub(meta.access_s)) / 60 / LFU_DECAY_MINUTES;
+    out.int(u64::from(meta.freq).saturating_sub(periods) as i64);
+    Ok(())
+}
+
+/// OBJECT HELP.
+fn object_help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    out.array(HELP.len());
+    HELP.iter().for_each(|line| out.simple(line));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kayvee_pds::SmallBytes;
+
+    fn entry(s: &str) -> Entry {
+        Entry::new(Value::Str(SmallBytes::from_slice(s.as_bytes())), 0)
+    }
+
+    #[test]
+    fn encodings_follow_redis_rules() {
+        let enc = |s: &str| {
+            let e = entry(s);
+            encoding(&e.value, &e.meta)
+        };
+        assert_eq!(enc("12345"), "int");
+        assert_eq!(enc("-1"), "int");
+        assert_eq!(enc("9223372036854775807"), "int");
+        assert_eq!(enc("9223372036854775808"), "embstr");
+        assert_eq!(enc("007"), "embstr");
+        assert_eq!(enc(""), "embstr");
+        assert_eq!(enc(&"a".repeat(44)), "embstr");
+        assert_eq!(enc(&"a".repeat(45)), "raw");
+        let mut e = entry("1");
+        e.meta.set_flag(Meta::RAW, true);
+        assert_eq!(encoding(&e.value, &e.meta), "raw");
+    }
+
+    #[test]
+    fn shared_integers_report_max_refcount() {
+        let mut config = Config::default();
+        assert_eq!(refcount(&entry("100"), &config), SHARED_REFCOUNT);
+        assert_eq!(refcount(&entry("9999"), &config), SHARED_REFCOUNT);
+        assert_eq!(refcount(&entry("10000"), &config), 1);
+        assert_eq!(refcount(&entry("-1"), &config), 1);
+        assert_eq!(refcount(&entry("v"), &config), 1);
+        config.maxmemory = 1 << 20;
+        config.maxmemory_policy = "allkeys-lru".into();
+        assert_eq!(refcount(&entry("100"), &config), 1);
+        config.maxmemory_policy = "noeviction".into();
+        assert_eq!(refcount(&entry("100"), &config), SHARED_REFCOUNT);
+    }
+}

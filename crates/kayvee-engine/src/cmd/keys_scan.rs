@@ -1,0 +1,194 @@
+//! Keyspace iteration: KEYS, SCAN and RANDOMKEY (Redis "generic" group).
+//!
+//! SCAN's cursor is the keyspace map's hash cursor ([`kayvee_pds::PMap::scan`]) printed as a
+//! decimal u64, so its values differ from Redis's but keep Redis's guarantee: a key present
+//! for the whole iteration is returned at least once. Expired keys are never returned; those
+//! met by SCAN and RANDOMKEY are deleted, as Redis does (KEYS only skips them).
+
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::{glob_match, parse_i64};
+use crate::{Core, Cx};
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "keys",
+        arity: 2,
+        flags: flags::READONLY,
+        acl: acl::KEYSPACE | acl::READ | acl::SLOW | acl::DANGEROUS,
+        summary: "Find all keys matching the given pattern",
+        complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+        tips: &["request_policy:all_shards", "nondeterministic_output_order"],
+        handler: keys,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "scan",
+        arity: -2,
+        flags: flags::READONLY,
+        acl: acl::KEYSPACE | acl::READ | acl::SLOW,
+        summary: "Incrementally iterate the keys space",
+        since: "2.8.0",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        tips: &["nondeterministic_output", "request_policy:special"],
+        handler: scan,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "randomkey",
+        arity: 1,
+        flags: flags::READONLY,
+        acl: acl::KEYSPACE | acl::READ | acl::SLOW,
+        summary: "Return a random key from the keyspace",
+        tips: &["request_policy:all_shards", "nondeterministic_output"],
+        handler: randomkey,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// SCAN's default COUNT, as Redis's.
+const SCAN_COUNT_DEFAULT: usize = 10;
+
+/// KEYS pattern: every live key matching the glob pattern, in hash order.
+fn keys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let pattern = args.get(1);
+    let all = pattern == b"*";
+    let now = cx.now_ms();
+    let found = cx
+        .db()
+        .keys_matching(now, |k| all || glob_match(pattern, k, false));
+    out.array(found.len());
+    for k in &found {
+        out.bulk(k);
+    }
+    Ok(())
+}
+
+/// SCAN's parsed options.
+struct ScanOptions<'a> {
+    count: usize,
+    pattern: Option<&'a [u8]>,
+    type_name: Option<&'a [u8]>,
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]: the next cursor and a batch of keys.
+fn scan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let cursor = parse_cursor(args.get(1)).ok_or(Error::msg("ERR invalid cursor"))?;
+    let opts = parse_scan_options(args)?;
+    let now = cx.now_ms();
+    let db = cx.db();
+    let (next, mut found) = db.scan(cursor, opts.count, now, |k| match opts.pattern {
+        Some(p) => glob_match(p, k, false),
+        None => true,
+    });
+    if let Some(t) = opts.type_name {
+        found.retain(|k| {
+            db.keys
+                .get(&k[..])
+                .is_some_and(|e| e.value.type_name().as_bytes().eq_ignore_ascii_case(t))
+        });
+    }
+    out.array(2);
+    out.bulk(alloc::format!("{next}").as_bytes());
+    out.array(found.len());
+    for k in &found {
+        out.bulk(k);
+    }
+    Ok(())
+}
+
+/// Parses SCAN's options in order; COUNT must be an integer (else the integer error) and at
+/// least 1 (else a syntax error), and an option missing its value is a syntax error.
+fn parse_scan_options<'a>(args: &Argv<'a>) -> Result<ScanOptions<'a>, Error> {
+    let mut opts = ScanOptions {
+        count: SCAN_COUNT_DEFAULT,
+        pattern: None,
+        type_name: None,
+    };
+    let mut i = 2;
+    while i < args.len() {
+        let (opt, value) = (args.get(i), args.try_get(i + 1).ok_or(Error::Syntax)?);
+        if opt.eq_ignore_ascii_case(b"COUNT") {
+            let n = parse_i64(value).ok_or(Error::NotInteger)?;
+            if n < 1 {
+                return Err(Error::Syntax);
+            }
+            opts.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if opt.eq_ignore_ascii_case(b"MATCH") {
+            opts.pattern = Some(value);
+        } else if opt.eq_ignore_ascii_case(b"TYPE") {
+            opts.type_name = Some(value);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    Ok(opts)
+}
+
+/// Parses a SCAN cursor as Redis does (C `strtoul`, base 10): optional sign (a minus negates
+/// modulo 2^64), digits, nothing else; no leading space; overflow is an error; the empty
+/// string is cursor 0.
+fn parse_cursor(s: &[u8]) -> Option<u64> {
+    let (neg, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ if s.is_empty() => return Some(0),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// RANDOMKEY: a random live key, or a null reply when the database holds none.
+fn randomkey(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    let Core { dbs, rng, .. } = &mut *cx.core;
+    match dbs[cx.db_index].random_key(now, &mut || rng.next_u64()) {
+        Some(k) => out.bulk(&k),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_parses_like_strtoul() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"007"), Some(7));
+        assert_eq!(parse_cursor(b"+1"), Some(1));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"-18446744073709551615"), Some(1));
+        for bad in [
+            &b"18446744073709551616"[..],
+            b"-18446744073709551616",
+            b" 1",
+            b"1 ",
+            b"\t1",
+            b"0x10",
+            b"1e3",
+            b"-",
+            b"+",
+            b"abc",
+        ] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! The parameter table: every configuration parameter Kayvee honours, as data (name, value
+//! kind with bounds, who may change it, how to read and store it in [`Config`]). `CONFIG GET`,
+//! `CONFIG SET`, the config file and `CONFIG REWRITE` all go through it. None of these
+//! parameters has an alias in Redis 7.0, so the table has no alias column.
+
+use super::syntax::{
+    parse_bool, parse_memory, parse_octal, parse_save, render_memory, render_save,
+};
+use super::Config;
+use alloc::string::String;
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// The syntax and bounds of a parameter's value.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// `yes` / `no`.
+    Bool,
+    /// A strict integer within bounds.
+    Int {
+        /// Smallest accepted.
+        min: i64,
+        /// Largest accepted.
+        max: i64,
+    },
+    /// A memory size (`1gb`), within bounds.
+    Memory {
+        /// Smallest accepted.
+        min: u64,
+        /// Largest accepted.
+        max: u64,
+    },
+    /// An octal number up to `max` (`unixsocketperm`).
+    Octal {
+        /// Largest accepted (shown in octal digits in the error).
+        max: i64,
+    },
+    /// One of these words (any case in, lower case out).
+    Enum(&'static [&'static str]),
+    /// Any bytes.
+    Str,
+    /// A list of words (`bind`).
+    Words,
+    /// `seconds changes` pairs (`save`).
+    Save,
+    /// `daemonize`: only `no`, since Kayvee never forks into the background.
+    DaemonizeNo,
+}
+
+/// Who may change a parameter after startup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// `CONFIG SET` may change it.
+    Mutable,
+    /// Only the config file and the command line (Redis: "can't set immutable config").
+    Immutable,
+    /// Protected as Redis 7.0 protects it by default (`enable-protected-configs no`).
+    Protected,
+}
+
+/// A parsed value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    /// Bool parameters.
+    Bool(bool),
+    /// Integer and octal parameters.
+    Int(i64),
+    /// Memory parameters.
+    Mem(u64),
+    /// Strings and enum words.
+    Str(Vec<u8>),
+    /// `bind`.
+    Words(Vec<String>),
+    /// `save`.
+    Save(Vec<(i64, i64)>),
+}
+
+impl Val {
+    fn int(self) -> i64 {
+        match self {
+            Val::Int(v) => v,
+            Val::Mem(v) => v as i64,
+            _ => unreachable!("parsed by kind"),
+        }
+    }
+    fn mem(self) -> u64 {
+        match self {
+            Val::Mem(v) => v,
+            _ => unreachable!("parsed by kind"),
+        }
+    }
+    fn bool(self) -> bool {
+        matches!(self, Val::Bool(true))
+    }
+    fn string(self) -> String {
+        match self {
+            Val::Str(b) => String::from_utf8_lossy(&b).into_owned(),
+            _ => unreachable!("parsed by kind"),
+        }
+    }
+}
+
+/// One parameter.
+pub struct Param {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Value syntax.
+    pub kind: Kind,
+    /// Who may change it.
+    pub access: Access,
+    /// Reads the value from the configuration.
+    pub get: fn(&Config) -> Val,
+    /// Stores a value parsed for this kind.
+    pub put: fn(&mut Config, Val),
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const MB: u64 = 1024 * 1024;
+
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+/// Every parameter, in the order `CONFIG GET *` and `CONFIG REWRITE` list them.
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        access: Access::Immutable,
+        get: |c| Val::Int(c.port.into()),
+        put: |c, v| c.port = v.int() as u16,
+    },
+    Param {
+        name: "bind",
+        kind: Kind::Words,
+        access: Access::Immutable,
+        get: |c| Val::Words(c.bind.clone()),
+        put: |c, v| {
+            if let Val::Words(w) = v {
+                c.bind = w;
+            }
+        },
+    },
+    Param {
+        name: "unixsocket",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.unixsocket.as_bytes().into()),
+        put: |c, v| c.unixsocket = v.string(),
+    },
+    Param {
+        name: "unixsocketperm",
+        kind: Kind::Octal { max: 0o777 },
+        access: Access::Immutable,
+        get: |c| Val::Int(c.unixsocketperm.into()),
+        put: |c, v| c.unixsocketperm = v.int() as u32,
+    },
+    Param {
+        name: "requirepass",
+        kind: Kind::Str,
+        access: Access::Mutable,
+        get: |c| Val::Str(c.requirepass.as_deref().unwrap_or_default().into()),
+        put: |c, v| {
+            if let Val::Str(b) = v {
+                c.requirepass = (!b.is_empty()).then(|| SmallBytes::from_vec(b));
+            }
+        },
+    },
+    Param {
+        name: "databases",
+        kind: Kind::Int {
+            min: 1,
+            max: INT_MAX,
+        },
+        access: Access::Immutable,
+        get: |c| Val::Int(c.databases as i64),
+        put: |c, v| c.databases = v.int() as usize,
+    },
+    Param {
+        name: "maxclients",
+        kind: Kind::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxclients as i64),
+        put: |c, v| c.maxclients = v.int() as u64,
+    },
+    Param {
+        name: "timeout",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.timeout_s as i64),
+        put: |c, v| c.timeout_s = v.int() as u64,
+    },
+    Param {
+        name: "tcp-keepalive",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.tcp_keepalive_s as i64),
+        put: |c, v| c.tcp_keepalive_s = v.int() as u64,
+    },
+    Param {
+        name: "loglevel",
+        kind: Kind::Enum(&["debug", "verbose", "notice", "warning"]),
+        access: Access::Mutable,
+        get: |c| Val::Str(c.loglevel.as_bytes().into()),
+        put: |c, v| c.loglevel = v.string(),
+    },
+    Param {
+        name: "logfile",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.logfile.as_bytes().into()),
+        put: |c, v| c.logfile = v.string(),
+    },
+    Param {
+        name: "hz",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.hz.into()),
+        // Redis accepts any non-negative value and clamps it to 1..=500.
+        put: |c, v| c.hz = v.int().clamp(1, 500) as u32,
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        kind: Kind::Memory {
+            min: MB,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.proto_max_bulk_len),
+        put: |c, v| c.proto_max_bulk_len = v.mem(),
+    },
+    Param {
+        name: "client-query-buffer-limit",
+        kind: Kind::Memory {
+            min: MB,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.client_query_buffer_limit),
+        put: |c, v| c.client_query_buffer_limit = v.mem(),
+    },
+    Param {
+        name: "maxmemory",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.maxmemory),
+        put: |c, v| c.maxmemory = v.mem(),
+    },
+    Param {
+        name: "maxmemory-policy",
+        kind: Kind::Enum(POLICIES),
+        access: Access::Mutable,
+        get: |c| Val::Str(c.maxmemory_policy.as_bytes().into()),
+        put: |c, v| c.maxmemory_policy = v.string(),
+    },
+    Param {
+        name: "dir",
+        kind: Kind::Str,
+        access: Access::Protected,
+        get: |c| Val::Str(c.dir.as_bytes().into()),
+        put: |c, v| c.dir = v.string(),
+    },
+    Param {
+        name: "dbfilename",
+        kind: Kind::Str,
+        access: Access::Protected,
+        get: |c| Val::Str(c.dbfilename.as_bytes().into()),
+        put: |c, v| c.dbfilename = v.string(),
+    },
+    Param {
+        name: "save",
+        kind: Kind::Save,
+        access: Access::Mutable,
+        get: |c| Val::Save(c.save_points()),
+        put: |c, v| {
+            if let Val::Save(points) = v {
+                c.save = render_save(&points);
+            }
+        },
+    },
+    Param {
+        name: "appendonly",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.appendonly),
+        put: |c, v| c.appendonly = v.bool(),
+    },
+    Param {
+        name: "protected-mode",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.protected_mode),
+        put: |c, v| c.protected_mode = v.bool(),
+    },
+    Param {
+        name: "pidfile",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.pidfile.as_bytes().into()),
+        put: |c, v| c.pidfile = v.string(),
+    },
+    Param {
+        name: "daemonize",
+        kind: Kind::DaemonizeNo,
+        access: Access::Immutable,
+        get: |_| Val::Bool(false),
+        put: |_, _| {},
+    },
+    Param {
+        name: "active-expire-effort",
+        kind: Kind::Int { min: 1, max: 10 },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.active_expire_effort.into()),
+        put: |c, v| c.active_expire_effort = v.int() as u32,
+    },
+    Param {
+        name: "slowlog-log-slower-than",
+        kind: Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.slowlog_log_slower_than),
+        put: |c, v| c.slowlog_log_slower_than = v.int(),
+    },
+    Param {
+        name: "slowlog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.slowlog_max_len as i64),
+        put: |c, v| c.slowlog_max_len = v.int() as u64,
+    },
+];
+
+/// Finds a parameter by name, case-insensitively.
+pub fn find(name: &[u8]) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// The most `bind` addresses Redis accepts.
+const BIND_MAX: usize = 16;
+
+impl Kind {
+    /// Whether the kind takes a list of words rather than exactly one value.
+    pub fn is_multi(self) -> bool {
+        matches!(self, Kind::Words | Kind::Save)
+    }
+
+    /// Parses a value from its words (exactly one for single-valued kinds), giving Redis's
+    /// reason text on failure.
+    pub fn parse(self, words: &[&[u8]]) -> Result<Val, String> {
+        match self {
+            Kind::Words => parse_words(words),
+            Kind::Save => parse_save(words)
+                .map(Val::Save)
+                .ok_or_else(|| "Invalid save parameters".into()),
+            _ => match words {
+                [one] => self.parse_one(one),
+                _ => Err("wrong number of arguments".into()),
+            },
+        }
+    }
+
+    /// Parses a single-valued kind.
+    fn parse_one(self, s: &[u8]) -> Result<Val, String> {
+        match self {
+            Kind::Bool => parse_bool(s).map(Val::Bool).ok_or_else(yes_or_no),
+            Kind::DaemonizeNo => match parse_bool(s) {
+                Some(false) => Ok(Val::Bool(false)),
+                Some(true) => Err("argument must be 'no': Kayvee does not daemonize itself, \
+                     run it under a supervisor (systemd, a container) instead"
+                    .into()),
+                None => Err(yes_or_no()),
+            },
+            Kind::Int { min, max } => {
+                let v = crate::util::parse_i64(s)
+                    .ok_or("argument couldn't be parsed into an integer")?;
+                check_bounds(v as i128, min.into(), max.into(), false).map(|_| Val::Int(v))
+            }
+            Kind::Memory { min, max } => {
+                let v = parse_memory(s).ok_or("argument must be a memory value")?;
+                check_bounds(v.into(), min.into(), max.into(), false).map(|_| Val::Mem(v))
+            }
+            Kind::Octal { max } => {
+                let v = parse_octal(s).ok_or("argument couldn't be parsed as an octal number")?;
+                check_bounds(v.into(), 0, max.into(), true).map(|_| Val::Int(v))
+            }
+            Kind::Enum(names) => names
+                .iter()
+                .find(|n| n.as_bytes().eq_ignore_ascii_case(s))
+                .map(|n| Val::Str(n.as_bytes().into()))
+                .ok_or_else(|| {
+                    alloc::format!(
+                        "argument(s) must be one of the following: {}",
+                        names.join(", ")
+                    )
+                }),
+            Kind::Str => Ok(Val::Str(s.into())),
+            Kind::Words | Kind::Save => unreachable!("multi-valued kinds parse in parse()"),
+        }
+    }
+
+    /// Renders a value as `CONFIG GET` shows it.
+    pub fn render(self, v: &Val) -> Vec<u8> {
+        match (self, v) {
+            (_, Val::Bool(b)) => (if *b { "yes" } else { "no" }).into(),
+            (Kind::Octal { .. }, Val::Int(i)) => alloc::format!("{i:o}").into_bytes(),
+            (_, Val::Int(i)) => alloc::format!("{i}").into_bytes(),
+            (_, Val::Mem(m)) => alloc::format!("{m}").into_bytes(),
+            (_, Val::Str(s)) => s.clone(),
+            (_, Val::Words(w)) => w.join(" ").into_bytes(),
+            (_, Val::Save(points)) => render_save(points).into_bytes(),
+        }
+    }
+
+    /// Renders a value's arguments for a config file line (one entry per line to write).
+    pub fn render_file_args(self, v: &Val) -> Vec<String> {
+        use super::syntax::repr;
+        match (self, v) {
+            (_, Val::Mem(m)) => alloc::vec![render_memory(*m)],
+            (Kind::Str, Val::Str(s)) => alloc::vec![repr(s)],
+            (_, Val::Save(points)) if points.is_empty() => alloc::vec!["\"\"".into()],
+            (_, Val::Save(points)) => points
+                .iter()
+                .map(|(s, c)| alloc::format!("{s} {c}"))
+                .collect(),
+            _ => alloc::vec![String::from_utf8_lossy(&self.render(v)).into_owned()],
+        }
+    }
+}
+
+/// `argument must be 'yes' or 'no'`.
+fn yes_or_no() -> String {
+    "argument must be 'yes' or 'no'".into()
+}
+
+/// Redis's bounds message (octal bounds are shown in octal digits).
+fn check_bounds(v: i128, min: i128, max: i128, octal: bool) -> Result<(), String> {
+    if (min..=max).contains(&v) {
+        return Ok(());
+    }
+    Err(if octal {
+        alloc::format!("argument must be between {min:o} and {max:o} inclusive")
+    } else {
+        alloc::format!("argument must be between {min} and {max} inclusive")
+    })
+}
+
+/// `bind` addresses: at most 16 words.
+fn parse_words(words: &[&[u8]]) -> Result<Val, String> {
+    if words.len() > BIND_MAX {
+        return Err("Too many bind addresses specified.".into());
+    }
+    let w = words
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    Ok(Val::Words(w))
+}

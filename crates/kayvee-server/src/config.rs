@@ -137,7 +137,10 @@ pub fn load(startup: &Startup) -> Result<Config, ConfigLoadError> {
         std::io::stdin()
             .read_to_string(&mut text)
             .map_err(ConfigLoadError::Stdin)?;
+        // CONFIG REWRITE rewrites the file's text, not what came on stdin.
+        let file_text = config.config_file_text.take();
         apply_text(&mut config, &text)?;
+        config.config_file_text = file_text;
     }
     for d in &startup.options {
         apply_option(&mut config, d)?;

@@ -207,6 +207,9 @@ impl Server {
         for sig in self.signals.pending() {
             let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
             warn!("Received {name} scheduling shutdown...");
+            if !self.shutdown {
+                warn!("User requested shutdown...");
+            }
             self.shutdown = true;
         }
     }
@@ -270,8 +273,9 @@ impl Server {
         if self.conns.len() <= handle.0 {
             self.conns.resize_with(handle.0 + 1, || None);
         }
-        let decoder = Decoder::new(self.limits);
-        self.conns[handle.0] = Some(Conn::new(stream, handle, decoder));
+        let conn = Conn::new(stream, handle, Decoder::new(self.limits));
+        self.note_io(&conn);
+        self.conns[handle.0] = Some(conn);
         debug!("Accepted {label}");
     }
 
@@ -574,14 +578,49 @@ fn apply_outcome(
     }
 }
 
-/// CONFIG REWRITE: writes the configuration back to its file and replies.
-// TODO(after merging main): call `engine.rewrite_config()` for the file text once it lands.
+/// CONFIG REWRITE: the engine rewrites the file's text, the shell writes it and replies.
 fn rewrite_config(engine: &mut Engine, conn: &mut Conn) {
     use kayvee_engine::ReplySink;
+    let result = match engine.rewrite_config() {
+        Ok((path, text)) => write_atomically(&path, &text)
+            .map_err(|e| format!("ERR Rewriting config file: {}", os_error_text(&e))),
+        Err(e) => Err(e.to_string()),
+    };
     let mut sink = RespWriter::new(&mut conn.out, engine.protocol(conn.handle));
-    match &engine.core.config.config_file {
-        None => sink.error("ERR The server is running without a config file"),
-        Some(_) => sink.error("ERR Rewriting config file: not supported yet"),
+    match result {
+        Ok(()) => {
+            tracing::info!("CONFIG REWRITE executed with success.");
+            sink.ok();
+        }
+        Err(text) => {
+            warn!("CONFIG REWRITE failed: {text}");
+            engine.core.stats.count_error(&text);
+            sink.error(&text);
+        }
+    }
+}
+
+/// Replaces `path` with `text` atomically: a temporary file beside it, fsync, rename.
+fn write_atomically(path: &str, text: &str) -> io::Result<()> {
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// An OS error as `strerror` words it (`Permission denied`), without Rust's `(os error 13)`.
+fn os_error_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }
 
@@ -596,6 +635,18 @@ fn describe_transport(t: &Transport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_files_are_replaced_whole_and_errors_read_like_strerror() {
+        let path = std::env::temp_dir().join(format!("kv-rewrite-{}.conf", std::process::id()));
+        let p = path.to_str().unwrap();
+        std::fs::write(p, "port 1\nold line\n").unwrap();
+        write_atomically(p, "port 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(p).unwrap(), "port 2\n");
+        std::fs::remove_file(p).unwrap();
+        let e = write_atomically("/nonexistent-dir/k.conf", "x").unwrap_err();
+        assert_eq!(os_error_text(&e), "No such file or directory");
+    }
 
     #[test]
     fn clock_adds_monotonic_time_to_the_wall_reading() {

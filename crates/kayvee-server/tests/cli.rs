@@ -95,3 +95,35 @@ fn pidfile_is_written_and_removed_on_shutdown() {
     assert!(server.wait_exit().success());
     assert!(!pidfile.exists());
 }
+
+#[test]
+fn config_rewrite_writes_the_file_it_was_started_with() {
+    let port = free_port();
+    let conf = temp_path("rewrite.conf");
+    std::fs::write(&conf, format!("# mine\nport {port}\nbind 127.0.0.1\n")).unwrap();
+    let server = Server::start(port, &[conf.to_str().unwrap()]);
+    let mut c = server.connect();
+    let set = b"CONFIG SET timeout 123\r\n";
+    assert_eq!(common::roundtrip(&mut c, set, 5), b"+OK\r\n");
+    assert_eq!(
+        common::roundtrip(&mut c, b"CONFIG REWRITE\r\n", 5),
+        b"+OK\r\n"
+    );
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.starts_with("# mine\n"), "{text}");
+    assert!(text.contains(&format!("port {port}")), "{text}");
+    assert!(text.contains("timeout 123"), "{text}");
+    drop(server);
+    std::fs::remove_file(conf).unwrap();
+}
+
+#[test]
+fn config_rewrite_without_a_file_is_refused() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    let err = b"-ERR The server is running without a config file\r\n";
+    assert_eq!(
+        common::roundtrip(&mut c, b"CONFIG REWRITE\r\n", err.len()),
+        err
+    );
+}

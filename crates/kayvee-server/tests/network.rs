@@ -187,3 +187,114 @@ fn commands_split_across_writes_and_large_arguments() {
         .all(|&b| b == b'x'));
     assert_eq!(&got[head.len() + big.len()..], b"\r\n+PONG\r\n");
 }
+
+#[test]
+fn quit_replies_then_closes_and_later_commands_are_ignored() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    c.write_all(b"PING\r\nQUIT\r\nPING\r\n").unwrap();
+    assert_eq!(read_to_eof(&mut c), b"+PONG\r\n+OK\r\n");
+}
+
+#[test]
+fn requirepass_refuses_commands_until_auth() {
+    let server = Server::start_default(&["--requirepass", "s3cret"]);
+    let mut c = server.connect();
+    let noauth = b"-NOAUTH Authentication required.\r\n";
+    assert_eq!(roundtrip(&mut c, b"PING\r\n", noauth.len()), noauth);
+    assert_eq!(roundtrip(&mut c, b"AUTH s3cret\r\n", 5), b"+OK\r\n");
+    assert_eq!(roundtrip(&mut c, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn shutdown_command_exits_0() {
+    let mut server = Server::start_default(&[]);
+    let mut c = server.connect();
+    c.write_all(b"SHUTDOWN NOSAVE\r\n").unwrap();
+    assert_eq!(read_to_eof(&mut c), b"");
+    assert_eq!(server.wait_exit().code(), Some(0));
+    assert!(server.log_text().contains("User requested shutdown..."));
+}
+
+#[test]
+fn debug_sleep_blocks_the_whole_server() {
+    let server = Server::start_default(&[]);
+    let mut a = server.connect();
+    let mut b = server.connect();
+    assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+    let t0 = std::time::Instant::now();
+    a.write_all(b"DEBUG SLEEP 0.4\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(350),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(read_n(&mut a, 5), b"+OK\r\n");
+}
+
+#[test]
+fn client_kill_closes_the_other_connection() {
+    let server = Server::start_default(&[]);
+    let mut a = server.connect();
+    let mut b = server.connect();
+    a.write_all(b"CLIENT ID\r\n").unwrap();
+    let id_reply = read_line(&mut a);
+    let id = id_reply.trim_start_matches(':').trim_end();
+    let kill = format!("CLIENT KILL ID {id}\r\n");
+    assert_eq!(roundtrip(&mut b, kill.as_bytes(), 4), b":1\r\n");
+    assert_eq!(read_to_eof(&mut a), b"");
+    assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let server = Server::start_default(&["--timeout", "1"]);
+    let mut c = server.connect();
+    assert_eq!(roundtrip(&mut c, b"PING\r\n", 7), b"+PONG\r\n");
+    let t0 = std::time::Instant::now();
+    assert_eq!(read_to_eof(&mut c), b"");
+    let idle = t0.elapsed();
+    assert!(
+        idle >= Duration::from_millis(900) && idle < Duration::from_secs(5),
+        "{idle:?}"
+    );
+}
+
+#[test]
+fn info_reports_the_shells_host_facts() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    c.write_all(b"INFO\r\n").unwrap();
+    let text = read_bulk(&mut c);
+    let field = |name: &str| -> String {
+        let prefix = format!("{name}:");
+        let line = text.lines().find(|l| l.starts_with(&prefix));
+        line.unwrap_or_else(|| panic!("no {name} in INFO:\n{text}"))[prefix.len()..].to_string()
+    };
+    assert_eq!(field("process_id"), server.child.id().to_string());
+    assert_eq!(field("tcp_port"), server.port.to_string());
+    assert_eq!(field("multiplexing_api"), "epoll");
+    assert!(field("os").starts_with("Linux "));
+    assert!(field("used_memory").parse::<u64>().unwrap() > 0);
+    assert!(field("used_memory_rss").parse::<u64>().unwrap() > 0);
+    assert!(field("total_system_memory").parse::<u64>().unwrap() > 0);
+}
+
+/// Reads one `\r\n`-terminated line.
+fn read_line<S: std::io::Read>(s: &mut S) -> String {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        line.extend(read_n(s, 1));
+    }
+    String::from_utf8(line).unwrap()
+}
+
+/// Reads one bulk string reply (`$N\r\n...\r\n`) and returns its text.
+fn read_bulk<S: std::io::Read>(s: &mut S) -> String {
+    let head = read_line(s);
+    let n: usize = head[1..].trim_end().parse().unwrap();
+    let body = read_n(s, n + 2);
+    String::from_utf8(body[..n].to_vec()).unwrap()
+}

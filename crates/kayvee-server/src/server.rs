@@ -329,7 +329,7 @@ impl Server {
             if conn.closing {
                 return Ok(conn.out_pending() > 0);
             }
-            if batch.shutdown || batch.kill {
+            if batch.shutdown {
                 return Ok(true);
             }
             if conn.out_pending() > OUTPUT_PAUSE {
@@ -553,11 +553,11 @@ fn apply_outcome(
             false
         }
         Outcome::KillClients => {
+            // The others close after this batch; this one goes on unless it killed itself.
             batch.kill = true;
-            if engine.clients.get(conn.handle).is_some_and(|c| c.killed) {
-                conn.closing = true;
-            }
-            false
+            let killed_self = engine.clients.get(conn.handle).is_some_and(|c| c.killed);
+            conn.closing |= killed_self;
+            !killed_self
         }
         Outcome::Shutdown { save } => {
             if save == Some(true) {

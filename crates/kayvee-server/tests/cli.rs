@@ -127,3 +127,27 @@ fn config_rewrite_without_a_file_is_refused() {
         err
     );
 }
+
+#[test]
+fn low_fd_limit_reduces_maxclients_with_redis_warnings() {
+    let port = free_port();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -n 128 && exec \"$0\" \"$@\"", BIN])
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+    let server = Server::start_command(port, cmd);
+    let log = server.log_text();
+    assert!(
+        log.contains(
+            "You requested maxclients of 10000 requiring at least 10032 max file descriptors."
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("Current maximum open files is 128. maxclients has been reduced to 96"),
+        "{log}"
+    );
+    let mut c = server.connect();
+    let reply = b"*2\r\n$10\r\nmaxclients\r\n$2\r\n96\r\n";
+    let got = common::roundtrip(&mut c, b"CONFIG GET maxclients\r\n", reply.len());
+    assert_eq!(got, reply);
+}

@@ -242,10 +242,18 @@ fn client_kill_closes_the_other_connection() {
     a.write_all(b"CLIENT ID\r\n").unwrap();
     let id_reply = read_line(&mut a);
     let id = id_reply.trim_start_matches(':').trim_end();
-    let kill = format!("CLIENT KILL ID {id}\r\n");
-    assert_eq!(roundtrip(&mut b, kill.as_bytes(), 4), b":1\r\n");
+    // The killer's pipeline goes on after the kill.
+    let kill = format!("CLIENT KILL ID {id}\r\nPING\r\n");
+    assert_eq!(roundtrip(&mut b, kill.as_bytes(), 11), b":1\r\n+PONG\r\n");
     assert_eq!(read_to_eof(&mut a), b"");
-    assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+    // A client killing itself gets its reply, then the connection closes.
+    let mut c = server.connect();
+    c.write_all(b"CLIENT ID\r\n").unwrap();
+    let own = read_line(&mut c);
+    let own = own.trim_start_matches(':').trim_end();
+    c.write_all(format!("CLIENT KILL ID {own} SKIPME no\r\nPING\r\n").as_bytes())
+        .unwrap();
+    assert_eq!(read_to_eof(&mut c), b":1\r\n");
 }
 
 #[test]

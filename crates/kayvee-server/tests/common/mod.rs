@@ -45,10 +45,16 @@ pub struct Server {
 impl Server {
     /// Starts the server with `args` and waits until `port` accepts connections.
     pub fn start(port: u16, args: &[&str]) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        Server::start_command(port, cmd)
+    }
+
+    /// Starts the server as `cmd` runs it (e.g. under a shell that sets `ulimit`).
+    pub fn start_command(port: u16, mut cmd: Command) -> Server {
         let log = temp_path(&format!("{port}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)

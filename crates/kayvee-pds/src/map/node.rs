@@ -270,7 +270,9 @@ where
     if n.header.nodemap & bit != 0 {
         let child = &mut n.header.children[index(n.header.nodemap, bit)];
         let old = insert(child, level + 1, hash, k, v, hasher);
-        n.header.size += usize::from(old.is_none());
+        if old.is_none() {
+            n.header.size += 1;
+        }
         return old;
     }
     let at = index(n.header.datamap, bit);

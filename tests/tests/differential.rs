@@ -18,7 +18,7 @@
 //! TIME, CLIENT ID/LIST/INFO, INFO, DEBUG, short TTLs that could expire mid-run.
 //!
 //! Environment: `KAYVEE_DIFF_SEED=N` reruns one seed; `KAYVEE_DIFF_SEEDS=N` sets how many seeds
-//! (default 6); `KAYVEE_DIFF_CMDS=N` commands per seed (default 3000); `KAYVEE_TARGET=redis` runs
+//! (default 20); `KAYVEE_DIFF_CMDS=N` commands per seed (default 3000); `KAYVEE_TARGET=redis` runs
 //! redis against redis (the harness self-check, must give 0 mismatches).
 
 use std::collections::{BTreeMap, HashSet};
@@ -789,7 +789,7 @@ fn random_sequences_match_redis() {
     let Some(servers) = servers() else { return };
     let seeds: Vec<u64> = match env_num("KAYVEE_DIFF_SEED") {
         Some(seed) => vec![seed],
-        None => (1..=env_num("KAYVEE_DIFF_SEEDS").unwrap_or(6)).collect(),
+        None => (1..=env_num("KAYVEE_DIFF_SEEDS").unwrap_or(20)).collect(),
     };
     let count = env_num("KAYVEE_DIFF_CMDS").unwrap_or(3000) as usize;
     let mut findings = Findings::default();

@@ -147,6 +147,15 @@ struct Gen {
     step: u64,
 }
 
+/// Command families and their weights. A data-type module adds its generator here (one line).
+const FAMILIES: &[(u64, fn(&mut Gen) -> Args)] = &[
+    (40, Gen::string_command),
+    (15, Gen::bit_command),
+    (25, Gen::key_command),
+    (12, Gen::expire_command),
+    (8, Gen::bad_command),
+];
+
 type Args = Vec<Vec<u8>>;
 
 /// What kind of expiry time an argument is.
@@ -215,15 +224,19 @@ impl Gen {
         }
     }
 
-    /// One random command.
+    /// One random command, from a family chosen by weight (see [`FAMILIES`]).
     fn command(&mut self) -> Args {
-        let mut cmd = match self.rng.below(100) {
-            0..=39 => self.string_command(),
-            40..=54 => self.bit_command(),
-            55..=79 => self.key_command(),
-            80..=91 => self.expire_command(),
-            _ => self.bad_command(),
-        };
+        let total: u64 = FAMILIES.iter().map(|(w, _)| *w).sum();
+        let mut pick = self.rng.below(total as usize) as u64;
+        let mut family = FAMILIES[0].1;
+        for (w, f) in FAMILIES {
+            if pick < *w {
+                family = *f;
+                break;
+            }
+            pick -= w;
+        }
+        let mut cmd = family(self);
         if self.rng.chance(5) {
             cmd[0] = mix_case(&cmd[0], self.rng.next());
         }

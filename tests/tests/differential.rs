@@ -147,8 +147,11 @@ struct Gen {
     step: u64,
 }
 
+/// A generator of one family of commands.
+type Family = fn(&mut Gen) -> Args;
+
 /// Command families and their weights. A data-type module adds its generator here (one line).
-const FAMILIES: &[(u64, fn(&mut Gen) -> Args)] = &[
+const FAMILIES: &[(u64, Family)] = &[
     (40, Gen::string_command),
     (15, Gen::bit_command),
     (25, Gen::key_command),

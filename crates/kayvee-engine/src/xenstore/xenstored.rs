@@ -263,26 +263,22 @@ impl Xenstored {
 
     /// Queue the events `change` fires, filtered by the watcher's read access.
     fn fire(&mut self, change: &Change) {
+        let mut out = Vec::new();
         for (id, c) in &self.conns {
-            let actor = Actor {
-                domid: c.domid,
-                privileged: c.domid == 0,
-                target: None,
-            };
-            if !actor.access(&change.perms).can_read() {
+            if !self.actor(c.domid).access(&change.perms).can_read() {
                 continue;
             }
             for w in &c.watches {
                 if let Some(path) = w.fires_for(change, c.domid) {
-                    let token = w.token.clone();
-                    self.events.push(WatchEvent {
+                    out.push(WatchEvent {
                         conn: *id,
                         path,
-                        token,
+                        token: w.token.clone(),
                     });
                 }
             }
         }
+        self.events.extend(out);
     }
 
     /// Queue `@introduceDomain` / `@releaseDomain` events for dom0 and permitted domains.
@@ -292,24 +288,20 @@ impl Xenstored {
             .get(name)
             .cloned()
             .unwrap_or(Perms::owned_by(0));
+        let mut out = Vec::new();
         for (id, c) in &self.conns {
-            let actor = Actor {
-                domid: c.domid,
-                privileged: c.domid == 0,
-                target: None,
-            };
-            if !actor.access(&perms).can_read() {
+            if !self.actor(c.domid).access(&perms).can_read() {
                 continue;
             }
             for w in c.watches.iter().filter(|w| w.abs == name) {
-                let (path, token) = (w.path.clone(), w.token.clone());
-                self.events.push(WatchEvent {
+                out.push(WatchEvent {
                     conn: *id,
-                    path,
-                    token,
+                    path: w.path.clone(),
+                    token: w.token.clone(),
                 });
             }
         }
+        self.events.extend(out);
     }
 
     /// SET_PERMS on a special path: who receives its events (cxenstored semantics).

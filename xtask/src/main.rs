@@ -9,7 +9,7 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  ci               fmt check, clippy -D warnings, build, all tests with KAYVEE_REQUIRE_REDIS=1
+  ci               fmt check, clippy -D warnings, build, all tests with KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
 ";
@@ -74,7 +74,13 @@ fn ci() -> Result<(), String> {
         &[],
     )?;
     cargo(&["build", "--workspace", "--all-targets"], &[])?;
-    cargo(&["test", "--workspace"], &[("KAYVEE_REQUIRE_REDIS", "1")])
+    cargo(
+        &["test", "--workspace"],
+        &[
+            ("KAYVEE_REQUIRE_REDIS", "1"),
+            ("KAYVEE_REQUIRE_XENSTORE", "1"),
+        ],
+    )
 }
 
 /// Builds the release server and runs `bench/compare.py` with `args` (e.g. `--quick`).

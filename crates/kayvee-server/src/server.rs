@@ -210,12 +210,12 @@ impl Server {
         }
     }
 
-    /// Answers the blocked clients whose timeout passed.
+    /// Answers the blocked clients whose timeout passed (here or in the engine's cron).
     fn expire_blocked(&mut self) {
         if self.engine.next_block_deadline().is_some() {
             self.engine.expire_blocked(self.clock.now());
-            self.deliver_wakeups();
         }
+        self.deliver_wakeups();
     }
 
     /// Sends woken clients (served or timed out) their replies, encoded in each client's

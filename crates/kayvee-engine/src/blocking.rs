@@ -110,8 +110,10 @@ impl Blocking {
             .min()
     }
 
-    /// Registers `h` as waiting.
+    /// Registers `h` as waiting (replacing any earlier wait, so the queues stay consistent
+    /// even if a shell ran a command for a blocked client).
     fn add(&mut self, h: Handle, w: Waiter) {
+        self.remove(h);
         for k in &w.spec.keys {
             let q = self.queues.entry((w.db, k.clone())).or_default();
             if !q.contains(&h) {

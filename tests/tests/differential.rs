@@ -26,6 +26,10 @@ use std::fmt::Write as _;
 use std::io;
 use std::time::Duration;
 
+// In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
+#[path = "diff_gen/list.rs"]
+mod diff_gen_list;
+
 use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Server};
 
 /// Distinct mismatches printed in full per test (more are only counted).
@@ -157,6 +161,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (25, Gen::key_command),
     (12, Gen::expire_command),
     (8, Gen::bad_command),
+    (30, Gen::list_command),
 ];
 
 type Args = Vec<Vec<u8>>;

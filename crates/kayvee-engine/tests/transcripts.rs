@@ -14,7 +14,11 @@
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
-//! - `@cron` runs the engine's background cycle (active expiry) once.
+//! - `@cron` runs the engine's background cycle (active expiry, blocked clients' timeouts).
+//! - `@expire` runs only the blocked clients' timeouts (`Engine::expire_blocked`).
+//! - `@woken NAME` checks the replies a blocked client NAME got when it was served or timed
+//!   out (the `<` lines that follow); every such reply must be checked before the next
+//!   command's lines or the end of the file. A command that blocks shows no `<` line.
 //! - `@set KEY VALUE` stores a string in the current client's database through the `Db` API
 //!   (what `SET KEY VALUE` does on the real server, whose `+OK` is not shown), for groups
 //!   tested before the string commands exist.
@@ -32,6 +36,8 @@ struct Runner {
     clients: HashMap<String, Handle>,
     current: Handle,
     now_ms: u64,
+    /// Replies woken clients got, not yet checked by `@woken`.
+    woken: HashMap<Handle, Vec<String>>,
 }
 
 impl Runner {
@@ -46,6 +52,7 @@ impl Runner {
             clients,
             current,
             now_ms,
+            woken: HashMap::new(),
         }
     }
 
@@ -59,13 +66,27 @@ impl Runner {
             Now::from_ms(self.now_ms),
             &mut tree,
         );
-        let mut lines = Vec::new();
         let resp3 = tree.protocol() == Protocol::Resp3;
-        for r in tree.take() {
-            let r = if resp3 { r } else { to_resp2(r) };
-            render(&r, &mut lines);
-        }
+        let lines = render_all(tree.take(), resp3);
+        self.collect_wakeups();
         lines
+    }
+
+    /// Moves the engine's wakeup replies into `woken`, rendered.
+    fn collect_wakeups(&mut self) {
+        for (h, replies) in self.engine.take_wakeups() {
+            let resp3 = self.engine.protocol(h) == Protocol::Resp3;
+            let lines = render_all(replies, resp3);
+            self.woken.entry(h).or_default().extend(lines);
+        }
+    }
+
+    /// The unchecked wakeup replies, as an error text.
+    fn unchecked_wakeups(&self) -> Result<(), String> {
+        match self.woken.iter().find(|(_, l)| !l.is_empty()) {
+            Some((h, l)) => Err(format!("unchecked wakeup replies of {h:?}: {l:?}")),
+            None => Ok(()),
+        }
     }
 
     fn set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
@@ -100,6 +121,16 @@ fn conn(n: i64) -> ConnInfo {
         },
         fd: 7 + n,
     }
+}
+
+/// Renders replies as the client's protocol shows them.
+fn render_all(replies: Vec<Reply>, resp3: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in replies {
+        let r = if resp3 { r } else { to_resp2(r) };
+        render(&r, &mut lines);
+    }
+    lines
 }
 
 fn escape(b: &[u8]) -> String {
@@ -234,6 +265,8 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
         }
         if let Some(cmd) = line.strip_prefix("> ") {
             flush(&mut pending, &pending_cmd, lineno)?;
+            r.unchecked_wakeups()
+                .map_err(|e| format!("line {lineno}: {e}"))?;
             pending = r.run(&split_args(cmd));
             pending.reverse();
             pending_cmd = cmd.to_string();
@@ -277,11 +310,25 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
                 .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if line == "@cron" {
             r.engine.cron(Now::from_ms(r.now_ms));
+            r.collect_wakeups();
+        } else if line == "@expire" {
+            r.engine.expire_blocked(Now::from_ms(r.now_ms));
+            r.collect_wakeups();
+        } else if let Some(name) = line.strip_prefix("@woken ") {
+            flush(&mut pending, &pending_cmd, lineno)?;
+            let h = *r
+                .clients
+                .get(name.trim())
+                .ok_or(format!("line {lineno}: no client {name}"))?;
+            pending = r.woken.remove(&h).unwrap_or_default();
+            pending.reverse();
+            pending_cmd = format!("(woken {name})");
         } else {
             return Err(format!("line {lineno}: unknown directive `{line}`"));
         }
     }
     flush(&mut pending, &pending_cmd, usize::MAX)?;
+    r.unchecked_wakeups()?;
     Ok(checked)
 }
 

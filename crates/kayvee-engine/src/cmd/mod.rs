@@ -14,6 +14,9 @@ pub mod keys;
 pub mod keys_db;
 pub mod keys_object;
 pub mod keys_scan;
+pub mod list;
+pub(crate) mod list_block;
+pub mod list_spec;
 pub mod server;
 pub mod string;
 pub(crate) mod string_ld;
@@ -35,4 +38,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     keys_db::COMMANDS,
     keys_object::COMMANDS,
     expire::COMMANDS,
+    list_spec::COMMANDS,
 ];

@@ -15,10 +15,16 @@ pub mod keys_db;
 pub mod keys_object;
 pub mod keys_scan;
 pub mod server;
+pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
+pub mod zset;
+pub(crate) mod zset_num;
+pub(crate) mod zset_pop;
+pub(crate) mod zset_range;
+pub(crate) mod zset_setops;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
@@ -35,4 +41,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     keys_db::COMMANDS,
     keys_object::COMMANDS,
     expire::COMMANDS,
+    zset::COMMANDS,
+    sort::COMMANDS,
 ];

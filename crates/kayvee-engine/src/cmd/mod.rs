@@ -21,7 +21,7 @@ pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
 pub mod zset;
-pub(crate) mod zset_num;
+pub mod zset_num;
 pub(crate) mod zset_pop;
 pub(crate) mod zset_range;
 pub(crate) mod zset_setops;

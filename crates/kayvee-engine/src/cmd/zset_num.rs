@@ -217,7 +217,7 @@ pub(crate) fn parse_sort_weight(s: &[u8]) -> Option<f64> {
 
 /// Appends `v` as C's `%.17g` (Redis's `d2string`): `inf`, `-inf`, `0`, `-0`, integers
 /// below 1e17 as integers, else 17 significant digits without trailing zeros.
-pub(crate) fn format_g17(v: f64, out: &mut Vec<u8>) {
+pub fn format_g17(v: f64, out: &mut Vec<u8>) {
     use core::fmt::Write;
     let mut s = alloc::string::String::new();
     if v.is_nan() {

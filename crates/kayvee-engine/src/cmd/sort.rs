@@ -4,7 +4,8 @@
 //!
 //! Order follows Redis 7.0.15: numeric ties are broken by the elements' bytes (so the result is
 //! deterministic); ALPHA compares as C `strcoll` in the C locale (bytes up to a NUL) unless
-//! storing, where whole byte strings compare. With `nosort`, lists and sorted sets keep their
+//! storing, where whole byte strings compare. Like Redis, SORT converts a sorted set it
+//! reads to the skiplist encoding. With `nosort`, lists and sorted sets keep their
 //! order (reversed by DESC), sets their iteration order; a set sorted into STORE is sorted
 //! ALPHA instead, as Redis does to keep replication deterministic.
 
@@ -14,7 +15,7 @@ use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, List, Value};
+use crate::value::{Entry, List, Meta, Value};
 use crate::Cx;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -117,12 +118,19 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
     let Some(e) = cx.db().lookup_read(key, now) else {
         return Ok((Kind::List, Vec::new()));
     };
-    Ok(match &e.value {
+    let found = match &e.value {
         Value::List(l) => (Kind::List, l.iter().cloned().collect()),
         Value::Set(s) => (Kind::Set, s.iter().map(|(m, _)| m.clone()).collect()),
         Value::ZSet(z) => (Kind::ZSet, z.iter().map(|e| e.1.clone()).collect()),
         _ => return Err(Error::WrongType),
-    })
+    };
+    // Redis converts a sorted set to a skiplist before sorting it, for good.
+    if found.0 == Kind::ZSet {
+        if let Some(e) = cx.db().lookup_write(key, now) {
+            e.meta.set_flag(Meta::BIG, true);
+        }
+    }
+    Ok(found)
 }
 
 /// Resolves a BY/GET pattern for one element, as Redis's `lookupKeyByPattern`: `#` is the
@@ -262,7 +270,7 @@ fn sort_generic(
 ) -> CmdResult {
     let mut o = parse_opts(args, readonly)?;
     let (kind, elems) = elements(cx, args.get(1))?;
-    if kind == Kind::Set && o.store.is_some() {
+    if kind == Kind::Set && o.store.is_some() && o.dontsort {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

@@ -158,14 +158,14 @@ pub(crate) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 
 /// ZRANDMEMBER key [count [WITHSCORES]].
 pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    if args.len() > 4 || (args.len() == 4 && !args.get(3).eq_ignore_ascii_case(b"WITHSCORES")) {
-        return Err(Error::Syntax);
-    }
-    let scores = args.len() == 4;
+    let scores = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHSCORES");
     let count = match args.try_get(2) {
         None => None,
         Some(c) => Some(parse_rand_count(c, scores)?),
     };
+    if args.len() > 4 || (args.len() == 4 && !scores) {
+        return Err(Error::Syntax);
+    }
     let Some((zs, big)) = read_zset(cx, args.get(1))? else {
         match count {
             Some(_) => out.array(0),

@@ -262,7 +262,8 @@ fn parse_opts(
 fn parse_range(o: &Opts, a: &[u8], b: &[u8]) -> Result<Range, Error> {
     let kind = o.kind.unwrap_or(Kind::Rank);
     let rev = o.rev.unwrap_or(false);
-    if o.limit.is_some() && kind == Kind::Rank {
+    // Redis notes a LIMIT by its count: `LIMIT x -1` reads as no limit at all.
+    if o.limit.is_some_and(|(_, count)| count != -1) && kind == Kind::Rank {
         return Err(Error::msg(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));

@@ -162,8 +162,16 @@ fn to_resp2(r: Reply) -> Reply {
         Reply::Verbatim(_, text) => Reply::Bulk(text),
         Reply::Boolean(b) => Reply::Int(b as i64),
         Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
+        Reply::Double(d) => Reply::Bulk(g17(d).into_bytes()),
         other => other,
     }
+}
+
+/// A double as the codec sends it (`%.17g`, as Redis 7.0).
+fn g17(d: f64) -> String {
+    let mut b = Vec::new();
+    kayvee_engine::cmd::zset_num::format_g17(d, &mut b);
+    String::from_utf8(b).expect("ascii")
 }
 
 fn render(r: &Reply, out: &mut Vec<String>) {
@@ -190,7 +198,7 @@ fn render(r: &Reply, out: &mut Vec<String>) {
                 render(v, out);
             }
         }
-        Reply::Double(d) => out.push(format!(",{d}")),
+        Reply::Double(d) => out.push(format!(",{}", g17(*d))),
         Reply::Boolean(b) => out.push(if *b { "#t" } else { "#f" }.into()),
         Reply::Verbatim(f, t) => out.push(format!("={f}:{}", escape(t))),
         Reply::BigNumber(d) => out.push(format!("({d}")),

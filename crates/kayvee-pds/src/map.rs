@@ -97,14 +97,14 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
     }
 
     /// Mutable access; copies the shared nodes on the path (only those, and only when the key
-    /// is present).
+    /// is present). One pass down the trie when no snapshot shares the path.
+    #[inline]
     pub fn get_mut<Q>(&mut self, k: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         let h = self.hash_of(k);
-        node::get(&self.root, h, k)?;
         node::get_mut(&mut self.root, h, k)
     }
 
@@ -122,8 +122,7 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         Q: Hash + Eq + ?Sized,
     {
         let h = self.hash_of(k);
-        node::get(&self.root, h, k)?;
-        node::remove(&mut self.root, 0, h, k)
+        node::remove(&mut self.root, 0, h, k, false)
     }
 
     /// Removes everything (O(1): drops this version's root).
@@ -337,6 +336,38 @@ mod tests {
         assert!(m.get_mut(&1000).is_none());
         assert!(m.remove(&1000).is_none());
         assert!(m.ptr_eq(&snap));
+    }
+
+    #[test]
+    fn partly_shared_path_copies_only_for_present_keys() {
+        let mut m = filled(3000);
+        let snap = m.clone();
+        // Unshares the root (and one path) only: the other subtrees stay shared with `snap`.
+        m.insert(0, 1);
+        let before = m.node_addrs();
+        for absent in 5000..5200 {
+            assert!(m.get_mut(&absent).is_none());
+            assert!(m.remove(&absent).is_none());
+        }
+        assert_eq!(m.node_addrs(), before, "absent keys copy nothing");
+        for k in (1..3000).step_by(7) {
+            *m.get_mut(&k).unwrap() += 1;
+        }
+        for k in (2..3000).step_by(11) {
+            assert_eq!(m.remove(&k).map(|(k, _)| k), Some(k));
+        }
+        for k in 0..3000 {
+            assert_eq!(snap.get(&k), Some(&(k * 2)), "snapshot unchanged");
+            let want = match k {
+                0 => Some(1),
+                k if k % 11 == 2 => None,
+                k if k % 7 == 1 => Some(k * 2 + 1),
+                k => Some(k * 2),
+            };
+            assert_eq!(m.get(&k).copied(), want, "{k}");
+        }
+        m.check_invariants();
+        snap.check_invariants();
     }
 
     #[test]

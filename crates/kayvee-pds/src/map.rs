@@ -108,6 +108,25 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         node::get_mut(&mut self.root, h, k)
     }
 
+    /// Looks a key up and, when `needs(value)`, applies `touch` to the value first (a read that
+    /// records something, such as an access time). Unshared nodes are written in place; a path a
+    /// snapshot shares is copied only when the touch is needed. One pass down the trie except in
+    /// that copying case.
+    #[inline]
+    pub fn get_touch<Q>(
+        &mut self,
+        k: &Q,
+        needs: impl Fn(&V) -> bool,
+        touch: impl FnOnce(&mut V),
+    ) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let h = self.hash_of(k);
+        node::get_touch(&mut self.root, h, k, needs, touch)
+    }
+
     /// Inserts, returning the previous value. Replacing the value of a present key in an
     /// unshared map allocates nothing.
     pub fn insert(&mut self, k: K, v: V) -> Option<V> {
@@ -368,6 +387,42 @@ mod tests {
         }
         m.check_invariants();
         snap.check_invariants();
+    }
+
+    #[test]
+    fn get_touch_copies_only_when_touching_a_shared_path() {
+        let mut m = filled(3000);
+        assert_eq!(m.get_touch(&10, |_| true, |v| *v += 1), Some(&21));
+        assert_eq!(m.get_touch(&10, |_| false, |v| *v += 1), Some(&21));
+        assert_eq!(m.get_touch(&9999, |_| true, |v| *v += 1), None);
+        let snap = m.clone();
+        let before = m.node_addrs();
+        assert_eq!(m.get_touch(&11, |&v| v != 22, |v| *v = 0), Some(&22));
+        assert_eq!(m.get_touch(&9999, |_| true, |v| *v = 0), None);
+        assert!(m.ptr_eq(&snap), "no touch needed: nothing copied");
+        assert_eq!(m.node_addrs(), before);
+        assert_eq!(m.get_touch(&12, |_| true, |v| *v = 5), Some(&5));
+        assert!(!m.ptr_eq(&snap));
+        assert_eq!(snap.get(&12), Some(&24));
+        assert_eq!(m.get(&12), Some(&5));
+        // Full collisions reach the collision level.
+        let mut c: PMap<Colliding, u32> = PMap::with_seed(1);
+        for i in 0..8 {
+            c.insert(Colliding(i, 8), i);
+        }
+        let csnap = c.clone();
+        assert_eq!(
+            c.get_touch(&Colliding(3, 8), |_| true, |v| *v = 30),
+            Some(&30)
+        );
+        assert_eq!(
+            c.get_touch(&Colliding(3, 8), |_| true, |v| *v += 1),
+            Some(&31)
+        );
+        assert_eq!(c.get_touch(&Colliding(9, 8), |_| true, |v| *v += 1), None);
+        assert_eq!(csnap.get(&Colliding(3, 8)), Some(&3));
+        c.check_invariants();
+        m.check_invariants();
     }
 
     #[test]

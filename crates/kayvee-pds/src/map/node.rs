@@ -238,6 +238,56 @@ where
     Some(&mut e.1)
 }
 
+/// Finds the entry of `k` and applies `touch` to its value when `needs(value)`: in place while
+/// the path is unshared; from the first shared node on, read-only, the path being copied only
+/// when `needs` asks for the touch. One pass unless a copy is needed.
+pub(super) fn get_touch<'a, K, V, Q>(
+    mut node: &'a mut Node<K, V>,
+    hash: u64,
+    k: &Q,
+    needs: impl Fn(&V) -> bool,
+    touch: impl FnOnce(&mut V),
+) -> Option<&'a V>
+where
+    K: Borrow<Q> + Clone,
+    V: Clone,
+    Q: Eq + ?Sized,
+{
+    for level in 0..=COLLISION_LEVEL {
+        if !node.is_unique() {
+            if !needs(&get_from(node, level, hash, k)?.1) {
+                return get_from(node, level, hash, k).map(|e| &e.1);
+            }
+            let v = get_mut_copying(node, level, hash, k)?;
+            touch(v);
+            return Some(v);
+        }
+        let n = Arc::get_mut(node).expect("checked unique");
+        let e = if level == COLLISION_LEVEL {
+            n.slice.iter_mut().flatten().find(|e| e.0.borrow() == k)?
+        } else {
+            let bit = 1u32 << frag(hash, level);
+            if n.header.datamap & bit != 0 {
+                let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
+                if e.0.borrow() != k {
+                    return None;
+                }
+                e
+            } else if n.header.nodemap & bit == 0 {
+                return None;
+            } else {
+                node = &mut n.header.children[index(n.header.nodemap, bit)];
+                continue;
+            }
+        };
+        if needs(&e.1) {
+            touch(&mut e.1);
+        }
+        return Some(&e.1);
+    }
+    unreachable!("the collision level ends the walk")
+}
+
 /// Mutable access to the value of `k` below `node` at `start`, copying every shared node on the
 /// path. The caller checked that the key is present.
 #[cold]

@@ -264,13 +264,17 @@ pub struct CommandTable {
 /// A free slot of [`CommandTable::slots`].
 const EMPTY_SLOT: u16 = u16::MAX;
 
-/// FNV-1a over a name with every byte's 0x20 bit set, so that the upper- and lower-case
-/// spellings of a name hash alike (other bytes may collide; the probe compares exactly).
+/// A hash of a name's length and its first, middle and last bytes, each with its 0x20 bit set
+/// so that upper- and lower-case spellings hash alike (a fixed cost whatever the length; other
+/// names may collide, the probe compares exactly). `name` is not empty.
 #[inline]
 fn name_hash(name: &[u8]) -> u32 {
-    name.iter().fold(0x811c_9dc5u32, |h, &b| {
-        (h ^ u32::from(b | 0x20)).wrapping_mul(0x0100_0193)
-    })
+    let n = name.len();
+    let key = u32::from(name[0] | 0x20)
+        | u32::from(name[n / 2] | 0x20) << 8
+        | u32::from(name[n - 1] | 0x20) << 16
+        | (n as u32) << 24;
+    key.wrapping_mul(0x9e37_79b1) >> 16
 }
 
 impl CommandTable {
@@ -324,7 +328,7 @@ impl CommandTable {
     /// the name and (usually) one probe of the index.
     #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<CommandId> {
-        if name.len() > self.max_len {
+        if name.is_empty() || name.len() > self.max_len {
             return None;
         }
         let mask = self.slots.len() - 1;

@@ -327,6 +327,9 @@ impl Decoder {
             self.args_left = n;
             self.spans.reserve(n.min(SPANS_PREALLOC_MAX));
         }
+        if self.bulk_len.is_none() {
+            self.complete_args(buf, auth);
+        }
         while self.args_left > 0 {
             let len = match self.bulk_len {
                 Some(len) => len,
@@ -345,6 +348,37 @@ impl Decoder {
             self.args_left -= 1;
         }
         Ok(Some((self.pos, Source::Input)))
+    }
+
+    /// The fast path of [`Decoder::multibulk`]: takes the arguments that are complete and have
+    /// plain headers within the limits, with the position in locals. Stops at the first other
+    /// one, which the general loop then reads (and reports, if it is an error).
+    #[inline]
+    fn complete_args(&mut self, buf: &[u8], auth: bool) {
+        let (mut pos, mut left) = (self.pos, self.args_left);
+        let max = if auth {
+            self.limits.bulk_len_max
+        } else {
+            self.limits.bulk_len_max.min(UNAUTH_BULK_LEN_MAX as usize)
+        };
+        while left > 0 {
+            let Some((len, cr)) = quick_header(buf, pos) else {
+                break;
+            };
+            if buf[pos] != b'$' || len > max {
+                break;
+            }
+            let start = cr + 2;
+            let end = start.saturating_add(len);
+            if buf.len().saturating_sub(end) < 2 {
+                break;
+            }
+            self.spans.push(start..end);
+            pos = end + 2;
+            left -= 1;
+        }
+        self.pos = pos;
+        self.args_left = left;
     }
 
     /// Reads a `$len` line at `pos`: the bulk's length, or `None` when the line is incomplete.

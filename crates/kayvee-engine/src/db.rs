@@ -106,23 +106,16 @@ impl Db {
         self.keys.get(key)
     }
 
-    /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss, and
-    /// records the access time.
+    /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss
+    /// (INFO keyspace_hits/misses), and records the access time.
     pub fn lookup_read(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.lookup_write(key, now_ms).map(|e| &*e)
-    }
-
-    /// A write lookup: expires lazily, counts, records the access, and gives mutable access
-    /// (copying only the shared nodes on the path, when a snapshot holds them).
-    pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        let access_s = (now_ms / 1000) as u32;
         match self.keys.get_mut(key) {
             Some(e) => {
                 self.stats.hits += 1;
-                e.meta.access_s = access_s;
+                e.meta.access_s = (now_ms / 1000) as u32;
                 Some(e)
             }
             None => {
@@ -132,20 +125,35 @@ impl Db {
         }
     }
 
+    /// A write lookup, as Redis's `lookupKeyWrite`: expires lazily and records the access, but
+    /// counts no hit or miss; gives mutable access (copying only the shared nodes on the path,
+    /// when a snapshot holds them).
+    pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        let e = self.keys.get_mut(key)?;
+        e.meta.access_s = (now_ms / 1000) as u32;
+        Some(e)
+    }
+
     /// Stores `value` under `key`, replacing any value. The TTL is removed unless `keep_ttl`.
+    /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
-        let mut entry = Entry::new(value, now_ms);
-        if let Some(old) = self.keys.get_mut(key) {
-            let had_ttl = old.meta.has(Meta::HAS_EXPIRE);
-            if keep_ttl {
-                entry.meta.set_flag(Meta::HAS_EXPIRE, had_ttl);
-            } else if had_ttl {
-                self.expires.remove(key);
-            }
-            *old = entry;
+        let entry = Entry::new(value, now_ms);
+        let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+            return;
+        };
+        if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }
-        self.keys.insert(Key::from_slice(key), entry);
+        if keep_ttl {
+            if let Some(e) = self.keys.get_mut(key) {
+                e.meta.set_flag(Meta::HAS_EXPIRE, true);
+            }
+        } else {
+            self.expires.remove(key);
+        }
     }
 
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
@@ -245,17 +253,6 @@ impl Db {
             None => self.stats.misses += 1,
         }
         found
-    }
-
-    /// A write lookup as Redis's `lookupKeyWrite`: expires lazily and records the access, but
-    /// counts no hit or miss (Redis counts keyspace hits and misses on reads only).
-    pub fn lookup_write_nostats(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
-        }
-        let e = self.keys.get_mut(key)?;
-        e.meta.access_s = (now_ms / 1000) as u32;
-        Some(e)
     }
 
     /// A random live key (RANDOMKEY). Expired keys drawn on the way are deleted and the draw is

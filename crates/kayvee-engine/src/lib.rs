@@ -367,11 +367,17 @@ impl Engine {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
-        if let Err(e) = result {
-            stat.failed_calls += 1;
-            let text = alloc::format!("{e}");
-            self.core.stats.count_error(&text);
-            out.error(&text);
+        match result {
+            // An approximation of Redis's per-key `dirty` count: one per successful write
+            // command. The persistence issue refines it where save points need precision.
+            Ok(()) if spec.has(command::flags::WRITE) => self.core.stats.dirty += 1,
+            Ok(()) => {}
+            Err(e) => {
+                stat.failed_calls += 1;
+                let text = alloc::format!("{e}");
+                self.core.stats.count_error(&text);
+                out.error(&text);
+            }
         }
         outcome
     }

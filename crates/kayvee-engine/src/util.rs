@@ -37,10 +37,15 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
     parse_i64(s).and_then(|v| u64::try_from(v).ok())
 }
 
-/// Renders bytes for an error message: lossy UTF-8, at most `max` bytes, CR and LF as spaces
-/// (as Redis does so an error reply stays one line).
+/// Renders bytes for an error message: lossy UTF-8, at most `max` bytes, cut at the first NUL
+/// (Redis formats these with `%s`, which stops there), CR and LF as spaces (as Redis does so an
+/// error reply stays one line).
 pub fn sanitize(b: &[u8], max: usize) -> String {
     let b = &b[..b.len().min(max)];
+    let b = match b.iter().position(|&c| c == 0) {
+        Some(nul) => &b[..nul],
+        None => b,
+    };
     let mut s = String::from_utf8_lossy(b).into_owned();
     if s.contains(['\r', '\n']) {
         s = s.replace(['\r', '\n'], " ");

@@ -9,8 +9,10 @@ extern crate alloc;
 
 pub mod decode;
 pub mod encode;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod parse;
 
 pub use decode::{Decoder, Frame, Limits, ProtocolError};
-pub use encode::RespWriter;
+pub use encode::{format_double_g17, RespWriter};
 pub use parse::{parse_reply, ParseError};

@@ -275,7 +275,7 @@ fn set_expire_generic(
     let when = absolute_ms(args.get(2), t, now)?;
     let key = args.get(1);
     let db = cx.db();
-    if db.lookup_write_nostats(key, now).is_none() {
+    if db.lookup_write(key, now).is_none() {
         out.int(0);
         return Ok(());
     }
@@ -347,7 +347,7 @@ fn get_expire_generic(
 fn persist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (key, now) = (args.get(1), cx.now_ms());
     let db = cx.db();
-    let removed = db.lookup_write_nostats(key, now).is_some() && db.persist(key);
+    let removed = db.lookup_write(key, now).is_some() && db.persist(key);
     out.int(removed as i64);
     Ok(())
 }

@@ -240,7 +240,7 @@ fn renamenx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<bool, Error> {
     let now = cx.now_ms();
     let db = cx.db();
-    if db.lookup_write_nostats(src, now).is_none() {
+    if db.lookup_write(src, now).is_none() {
         return Err(Error::NoSuchKey);
     }
     if src == dst {
@@ -317,7 +317,7 @@ fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Err(Error::msg(SAME_OBJECT));
     }
     let (key, now) = (args.get(1), cx.now_ms());
-    if cx.db().lookup_write_nostats(key, now).is_none() || cx.core.dbs[dst_db].contains(key, now) {
+    if cx.db().lookup_write(key, now).is_none() || cx.core.dbs[dst_db].contains(key, now) {
         out.int(0);
         return Ok(());
     }

@@ -91,7 +91,6 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the integers `0..SHARED_INTEGERS` (`OBJ_SHARED_INTEGERS`).
 const SHARED_INTEGERS: i64 = 10_000;
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
-const EMBSTR_LEN_MAX: usize = 44;
 /// Minutes per LFU counter decrement (Redis's default `lfu-decay-time`).
 const LFU_DECAY_MINUTES: u64 = 1;
 
@@ -117,12 +116,7 @@ const HELP: &[&str] = &[
 /// The encoding Redis would report: `int` for strings that parse as a 64-bit integer, `embstr`
 /// up to 44 bytes, `raw` beyond or once modified in place ([`Meta::RAW`]).
 pub fn encoding(value: &Value, meta: &Meta) -> &'static str {
-    match value {
-        Value::Str(_) if meta.has(Meta::RAW) => "raw",
-        Value::Str(s) if parse_i64(s).is_some() => "int",
-        Value::Str(s) if s.len() <= EMBSTR_LEN_MAX => "embstr",
-        Value::Str(_) => "raw",
-    }
+    value.encoding(meta)
 }
 
 /// The refcount Redis would report: shared integers (int-encoded `0..10000`, unless an LRU or

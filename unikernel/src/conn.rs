@@ -85,16 +85,17 @@ impl Conn {
             let authenticated = engine.clients.get(self.client).is_none_or(|c| c.authenticated);
             let now = Now { unix_us: clock.unix_us() };
             let protocol = engine.protocol(self.client);
-            let mut out = RespWriter::new(&mut self.output, protocol);
             let frame = match self.decoder.decode(&self.input[used..], authenticated) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    out.error(&alloc::format!("ERR {e}"));
+                    // Redis's exact bytes (or none, for the query buffer limit), then close.
+                    e.write_reply(&mut self.output);
                     self.closing = true;
                     break;
                 }
             };
+            let mut out = RespWriter::new(&mut self.output, protocol);
             used += frame.consumed;
             match engine.execute(self.client, &frame.argv, now, &mut out) {
                 Outcome::Continue => {}

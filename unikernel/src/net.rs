@@ -30,6 +30,12 @@ const MMIO_BASE: usize = 0xfeb0_0000;
 const MMIO_SLOT_BYTES: usize = 0x200;
 /// Number of slots in the window.
 const MMIO_SLOTS: usize = 32;
+/// Offset of the QueueNotify register in a virtio-mmio slot (v1 and v2).
+const MMIO_QUEUE_NOTIFY: usize = 0x50;
+/// virtio-net queue indexes.
+const QUEUE_RECEIVE: u32 = 0;
+/// The transmit queue.
+const QUEUE_TRANSMIT: u32 = 1;
 /// "virt" little-endian: the virtio-mmio magic.
 const MMIO_MAGIC: u32 = 0x7472_6976;
 
@@ -103,6 +109,10 @@ struct Inner {
     tx_free: Vec<Box<[u8]>>,
     /// Frames dropped because the transmit ring was full.
     pub tx_dropped: u64,
+    /// Frames posted since the last [`NetDevice::kick`].
+    tx_unkicked: bool,
+    /// Receive buffers posted since the last kick.
+    rx_unkicked: bool,
 }
 
 impl Inner {
@@ -111,7 +121,10 @@ impl Inner {
         // SAFETY: the buffer is kept in `rx_posted` (not touched) until the device returns it
         // through `receive_complete` with the same token.
         match unsafe { self.raw.receive_begin(&mut buf) } {
-            Ok(token) => self.rx_posted[usize::from(token)] = Some(buf),
+            Ok(token) => {
+                self.rx_posted[usize::from(token)] = Some(buf);
+                self.rx_unkicked = true;
+            }
             Err(e) => crate::println!("kayvee: net: cannot post receive buffer: {e:?}"),
         }
     }
@@ -143,7 +156,10 @@ impl Inner {
         let r = fill(&mut buf[hdr..hdr + len]);
         // SAFETY: the buffer stays in `tx_posted`, untouched, until `reclaim_tx` completes it.
         match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
-            Ok(token) => self.tx_posted[usize::from(token)] = Some((buf, hdr + len)),
+            Ok(token) => {
+                self.tx_posted[usize::from(token)] = Some((buf, hdr + len));
+                self.tx_unkicked = true;
+            }
             Err(_) => {
                 self.tx_dropped += 1;
                 self.tx_free.push(buf);
@@ -157,11 +173,13 @@ impl Inner {
 pub struct NetDevice {
     inner: RefCell<Inner>,
     mac: [u8; 6],
+    /// The virtio-mmio QueueNotify register.
+    notify_reg: *mut u32,
 }
 
 impl NetDevice {
     /// Initialises the device and posts its receive buffers.
-    pub fn new(transport: MmioTransport<'static>) -> Result<Self, virtio_drivers::Error> {
+    pub fn new(mmio_base: usize, transport: MmioTransport<'static>) -> Result<Self, virtio_drivers::Error> {
         let raw = Raw::new(transport)?;
         let mac = raw.mac_address();
         let mut inner = Inner {
@@ -170,11 +188,43 @@ impl NetDevice {
             tx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
             tx_free: Vec::new(),
             tx_dropped: 0,
+            tx_unkicked: false,
+            rx_unkicked: false,
         };
         for _ in 0..QUEUE_SIZE {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
         }
-        Ok(NetDevice { inner: RefCell::new(inner), mac })
+        let notify_reg = (mmio_base + MMIO_QUEUE_NOTIFY) as *mut u32;
+        Ok(NetDevice { inner: RefCell::new(inner), mac, notify_reg })
+    }
+
+    /// Notifies the device once for everything posted since the last call.
+    ///
+    /// virtio-drivers 0.13 also notifies per buffer when it thinks the device asked for it,
+    /// but its EVENT_IDX test (`avail_idx >= avail_event + 1`) is not wrap-safe: once the
+    /// 16-bit ring index wraps (after 65,536 frames) it stops notifying and the queue stalls.
+    /// One notification per poll round covers that and costs one VM exit per batch.
+    pub fn kick(&mut self) {
+        let inner = self.inner.get_mut();
+        if inner.tx_unkicked {
+            inner.tx_unkicked = false;
+            // SAFETY: the QueueNotify register of this device's virtio-mmio slot (identity
+            // mapped, uncached); writing a queue index only tells the device to look at it.
+            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_TRANSMIT) };
+        }
+        if inner.rx_unkicked {
+            inner.rx_unkicked = false;
+            // SAFETY: as above.
+            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_RECEIVE) };
+        }
+    }
+
+    /// (receive buffers posted, transmits in flight, frames dropped on a full ring).
+    pub fn stats(&self) -> (usize, usize, u64) {
+        let inner = self.inner.borrow();
+        let posted = inner.rx_posted.iter().filter(|b| b.is_some()).count();
+        let inflight = inner.tx_posted.iter().filter(|b| b.is_some()).count();
+        (posted, inflight, inner.tx_dropped)
     }
 
     /// The device's MAC address.
@@ -186,7 +236,8 @@ impl NetDevice {
 /// A received frame lent to smoltcp; its buffer is reposted after use.
 pub struct RxToken<'a> {
     inner: &'a RefCell<Inner>,
-    buf: Box<[u8]>,
+    /// Always `Some` until consumed or dropped (then reposted either way).
+    buf: Option<Box<[u8]>>,
     start: usize,
     len: usize,
 }
@@ -197,10 +248,20 @@ pub struct TxToken<'a> {
 }
 
 impl phy::RxToken for RxToken<'_> {
-    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        let r = f(&self.buf[self.start..self.start + self.len]);
-        self.inner.borrow_mut().post_rx(self.buf);
+    fn consume<R, F: FnOnce(&[u8]) -> R>(mut self, f: F) -> R {
+        let buf = self.buf.take().expect("token holds its buffer until consumed");
+        let r = f(&buf[self.start..self.start + self.len]);
+        self.inner.borrow_mut().post_rx(buf);
         r
+    }
+}
+
+impl Drop for RxToken<'_> {
+    /// A token smoltcp drops unused still gives its buffer back to the device.
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            self.inner.borrow_mut().post_rx(buf);
+        }
     }
 }
 
@@ -226,7 +287,7 @@ impl phy::Device for NetDevice {
                 return None;
             }
         };
-        let rx = RxToken { inner: &self.inner, buf, start, len };
+        let rx = RxToken { inner: &self.inner, buf: Some(buf), start, len };
         Some((rx, TxToken { inner: &self.inner }))
     }
 

@@ -18,6 +18,8 @@ use smoltcp::socket::{dhcpv4, tcp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpCidr};
 
+/// Print driver and pool counters every 2 s (debugging aid).
+const DEBUG_STATS: bool = false;
 /// Sockets kept listening for new connections.
 const LISTENERS_MIN: usize = 32;
 /// Receive buffer per TCP socket.
@@ -90,7 +92,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let Some((addr, transport)) = net::probe_mmio() else {
         exit::fail("no virtio-net device found in the virtio-mmio window (microvm)")
     };
-    let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
+    let mut dev = NetDevice::new(addr, transport).unwrap_or_else(|e| {
         println!("kayvee: virtio-net init failed: {e:?}");
         exit::fail("network device")
     });
@@ -112,6 +114,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     pool.refill(&mut sockets);
     println!("kayvee: ready: listening on TCP port {port}");
     let mut next_cron_us = 0u64;
+    let mut next_stats_us = 0u64;
     loop {
         let ts = Instant::from_micros(clock.uptime_us() as i64);
         for _ in 0..INGRESS_BUDGET {
@@ -126,7 +129,26 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         engine.core.host.used_memory = heap::used_bytes();
         service_connections(&mut pool, &mut sockets, engine, clock);
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
+        dev.kick();
         let up = clock.uptime_us();
+        if DEBUG_STATS && up >= next_stats_us {
+            let (rx, tx, dropped) = dev.stats();
+            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
+            let mut states: Vec<(tcp::State, usize)> = Vec::new();
+            for slot in &pool.slots {
+                let st = sockets.get::<tcp::Socket>(slot.socket).state();
+                match states.iter_mut().find(|(s, _)| *s == st) {
+                    Some((_, n)) => *n += 1,
+                    None => states.push((st, 1)),
+                }
+            }
+            println!("kayvee: states {states:?}");
+            for &a in &pool.active {
+                let sk = sockets.get::<tcp::Socket>(pool.slots[a].socket);
+                println!("  active slot {a}: {} conn={} recvq={} sendq={} remote={:?}", sk.state(), pool.slots[a].conn.is_some(), sk.recv_queue(), sk.send_queue(), sk.remote_endpoint());
+            }
+            next_stats_us = up + 2_000_000;
+        }
         if up >= next_cron_us {
             engine.cron(Now { unix_us: clock.unix_us() });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
@@ -182,8 +204,14 @@ fn service_connections(pool: &mut Pool, sockets: &mut SocketSet<'_>, engine: &mu
         let s = pool.active[i];
         let slot = &mut pool.slots[s];
         let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+        if slot.conn.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
+            sock.close(); // the peer connected and left without a word
+        }
         if slot.conn.is_none() && sock.may_recv() {
             slot.conn = Some(Conn::new(register(engine, sock, s, clock)));
+            if DEBUG_STATS {
+                println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
+            }
         }
         if let Some(conn) = slot.conn.as_mut() {
             match conn.service(sock, engine, clock) {
@@ -203,6 +231,9 @@ fn service_connections(pool: &mut Pool, sockets: &mut SocketSet<'_>, engine: &mu
             tcp::State::Closed | tcp::State::TimeWait => {
                 if let Some(conn) = slot.conn.take() {
                     engine.disconnect(conn.client);
+                    if DEBUG_STATS {
+                        println!("kayvee: closed slot {s} ({})", sock.state());
+                    }
                 }
                 if sock.state() == tcp::State::Closed {
                     pool.free.push(pool.active.swap_remove(i));

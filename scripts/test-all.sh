@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Kayvee test on a fresh Debian machine: installs what the tests need (redis-server
-# and redis-tools 7.0.15 as the differential oracle and the real clients), then `cargo xtask ci`
+# and redis-tools 7.0.15 as the differential oracle and the real clients; xenstore-utils as the
+# real Xenstore clients), then `cargo xtask ci`
 # (format check, clippy, build, unit/property/transcript tests, end-to-end tests with real
 # clients, the differential test against redis-server).
 set -euo pipefail
@@ -10,6 +11,7 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -20,4 +22,5 @@ fi
 # Debian's package may start a redis-server on 6379; the tests use their own ports and don't mind.
 
 export KAYVEE_REQUIRE_REDIS=1
+export KAYVEE_REQUIRE_XENSTORE=1
 exec cargo xtask ci "$@"

@@ -1,1 +1,412 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared helpers for the end-to-end tests: start `kayvee-server` or a reference `redis-server` on a
+//! free loopback port, talk raw RESP to them, and find the external client tools.
+//!
+//! Environment variables:
+//! - `KAYVEE_TARGET=redis`: `Server::kayvee` starts a second redis-server instead of kayvee-server
+//!   (to check the harnesses themselves: redis against redis must give no mismatch).
+//! - `KAYVEE_SERVER_BIN=/path`: use this kayvee-server binary instead of building one.
+//! - `KAYVEE_REQUIRE_REDIS=1`: a missing redis-server / redis-cli / redis-benchmark fails the test
+//!   instead of skipping it (CI sets it).
+
+pub mod resp;
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub use resp::{frame_len, split_aggregate, FrameError};
+
+/// How long a started server gets to answer PING before the start counts as failed.
+const START_WAIT_MAX: Duration = Duration::from_secs(15);
+/// How many ports are tried before giving up on starting a server.
+const START_ATTEMPTS_MAX: u32 = 6;
+/// Port range the test servers use (far from 6379 and from the helpers' 20000-29999).
+const PORT_MIN: u32 = 30000;
+const PORT_SPAN: u32 = 20000;
+/// How long a reply may take before `Conn::read_reply` gives up.
+pub const REPLY_WAIT_MAX: Duration = Duration::from_secs(10);
+
+/// Which program a `Server` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The system under test.
+    Kayvee,
+    /// The reference: Debian's redis-server 7.0.15.
+    Redis,
+}
+
+/// A server process on 127.0.0.1:`port`, killed when dropped.
+pub struct Server {
+    child: Child,
+    port: u16,
+    kind: Kind,
+    log_path: PathBuf,
+}
+
+impl Server {
+    /// Starts the server under test with `--port P --bind 127.0.0.1` plus `args`.
+    /// With `KAYVEE_TARGET=redis` this is a redis-server instead (harness self-check); in that
+    /// case it returns `None` when redis-server is missing and not required.
+    pub fn kayvee(args: &[&str]) -> Option<Server> {
+        if target_is_redis() {
+            return Server::redis(args);
+        }
+        let bin = kayvee_bin();
+        Some(start_with_retries(Kind::Kayvee, |port| {
+            let mut cmd = Command::new(&bin);
+            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+            cmd.args(args);
+            cmd
+        }))
+    }
+
+    /// Starts a reference redis-server (no persistence) with `args` appended. Returns `None`,
+    /// after printing why, when redis-server is not installed and `KAYVEE_REQUIRE_REDIS` is unset.
+    pub fn redis(args: &[&str]) -> Option<Server> {
+        if !tool_available("redis-server") {
+            return None;
+        }
+        Some(start_with_retries(Kind::Redis, |port| {
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+            cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"]);
+            cmd.args(args);
+            cmd
+        }))
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Which program this is (`Kayvee` is redis-server when `KAYVEE_TARGET=redis`).
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The server's process id (for /proc readings).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A new raw RESP connection to the server.
+    pub fn conn(&self) -> Conn {
+        Conn::connect(self.port).unwrap_or_else(|e| panic!("connect to port {}: {e}", self.port))
+    }
+
+    /// The last lines of the server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        log_tail(&self.log_path)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log_path);
+    }
+}
+
+/// True when `KAYVEE_TARGET=redis` asks for redis-server in place of kayvee-server.
+pub fn target_is_redis() -> bool {
+    std::env::var("KAYVEE_TARGET").is_ok_and(|v| v == "redis")
+}
+
+/// True when missing Redis tools must fail tests instead of skipping them.
+pub fn redis_required() -> bool {
+    std::env::var_os("KAYVEE_REQUIRE_REDIS").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether `tool` (redis-server, redis-cli, redis-benchmark) is on PATH. When it is missing:
+/// panics if `KAYVEE_REQUIRE_REDIS` is set, else prints a skip notice and returns false.
+pub fn tool_available(tool: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            !redis_required(),
+            "{tool} is not installed and KAYVEE_REQUIRE_REDIS is set"
+        );
+        eprintln!("SKIPPED: {tool} is not installed (set KAYVEE_REQUIRE_REDIS=1 to fail instead)");
+    }
+    found
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The kayvee-server binary: `KAYVEE_SERVER_BIN`, else `target/<profile>/kayvee-server` next to the
+/// running test binary, built once per process with `cargo build -p kayvee-server` so it is never
+/// stale.
+pub fn kayvee_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("KAYVEE_SERVER_BIN") {
+            return PathBuf::from(bin);
+        }
+        let (target_dir, profile) = target_dir_and_profile();
+        build_kayvee(&target_dir, &profile);
+        let bin = target_dir.join(&profile).join("kayvee-server");
+        assert!(bin.exists(), "{} missing after cargo build", bin.display());
+        bin
+    })
+    .clone()
+}
+
+/// The target directory and profile name of the running test binary
+/// (`<target>/<profile>/deps/<test>-<hash>`), defaulting to `<root>/target` and `debug`.
+fn target_dir_and_profile() -> (PathBuf, String) {
+    let exe = std::env::current_exe().ok();
+    let profile_dir = exe.as_deref().and_then(Path::parent).and_then(Path::parent);
+    match profile_dir.and_then(|d| Some((d.parent()?, d.file_name()?.to_str()?))) {
+        Some((target, profile)) => (target.to_path_buf(), profile.to_string()),
+        None => (workspace_root().join("target"), "debug".to_string()),
+    }
+}
+
+/// Runs `cargo build -p kayvee-server` for `profile` into `target_dir`.
+fn build_kayvee(target_dir: &Path, profile: &str) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root())
+        .args(["build", "-q", "-p", "kayvee-server"]);
+    cmd.arg("--target-dir").arg(target_dir);
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.status().expect("run cargo build -p kayvee-server");
+    assert!(
+        status.success(),
+        "cargo build -p kayvee-server failed: {status}"
+    );
+}
+
+/// Starts a server on a fresh free port, retrying on another port when the process dies early
+/// (port taken between the probe and the bind). Panics with the log when every attempt fails.
+fn start_with_retries(kind: Kind, make: impl Fn(u16) -> Command) -> Server {
+    let mut last_log = String::new();
+    for _ in 0..START_ATTEMPTS_MAX {
+        let port = free_port();
+        let log_path = std::env::temp_dir().join(format!("kayvee-tests-{kind:?}-{port}.log"));
+        let log = std::fs::File::create(&log_path).expect("create server log");
+        let err_log = log.try_clone().expect("clone log handle");
+        let mut cmd = make(port);
+        cmd.stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err_log)
+            .current_dir(std::env::temp_dir());
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {kind:?} server: {e}"));
+        let mut server = Server {
+            child,
+            port,
+            kind,
+            log_path,
+        };
+        match wait_for_pong(&mut server) {
+            Ok(()) => return server,
+            Err(why) => last_log = format!("{why}\n--- server log ---\n{}", server.log_tail()),
+        }
+    }
+    panic!("could not start {kind:?} server after {START_ATTEMPTS_MAX} attempts: {last_log}");
+}
+
+/// Waits (bounded) until the server answers `PING` with exactly `+PONG\r\n`.
+fn wait_for_pong(server: &mut Server) -> Result<(), String> {
+    let deadline = Instant::now() + START_WAIT_MAX;
+    let mut last = String::from("no connection yet");
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("server exited early: {status}"));
+        }
+        match ping_once(server.port) {
+            Ok(reply) if reply == b"+PONG\r\n" => return Ok(()),
+            Ok(reply) => last = format!("PING answered {}", show(&reply)),
+            Err(e) => last = format!("PING failed: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("no +PONG within {START_WAIT_MAX:?} ({last})"))
+}
+
+/// One connection, one PING, one reply.
+fn ping_once(port: u16) -> io::Result<Vec<u8>> {
+    let mut conn = Conn::connect(port)?;
+    conn.set_timeout(Duration::from_millis(500));
+    conn.send(b"*1\r\n$4\r\nPING\r\n")?;
+    conn.read_reply()
+}
+
+/// A port in 30000-49999 that nothing listens on right now (probed by binding it).
+pub fn free_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seed = std::process::id().wrapping_mul(7919) ^ nanos;
+    for _ in 0..1000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (PORT_MIN + seed.wrapping_add(n.wrapping_mul(7_877)) % PORT_SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {PORT_MIN}..{}", PORT_MIN + PORT_SPAN);
+}
+
+/// The last 30 lines of a log file.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// A raw RESP connection: send bytes, read back exactly one complete reply's raw bytes.
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    /// Connects to 127.0.0.1:`port` with the default reply timeout.
+    pub fn connect(port: u16) -> io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(REPLY_WAIT_MAX))?;
+        Ok(Conn {
+            stream,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Changes how long a read may block.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        let _ = self.stream.set_read_timeout(Some(timeout));
+    }
+
+    /// Writes raw bytes.
+    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads one complete reply (RESP2 or RESP3) and returns its raw bytes. EOF before a
+    /// complete frame is `UnexpectedEof`; a malformed frame is `InvalidData`.
+    pub fn read_reply(&mut self) -> io::Result<Vec<u8>> {
+        loop {
+            match frame_len(&self.buf) {
+                Ok(Some(n)) => return Ok(self.buf.drain(..n).collect()),
+                Ok(None) => self.fill()?,
+                Err(e) => {
+                    let msg = format!("{e:?} in {}", show(&self.buf));
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, msg));
+                }
+            }
+        }
+    }
+
+    /// Sends one command as a RESP multibulk and reads its reply.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> io::Result<Vec<u8>> {
+        self.send(&encode_command(args))?;
+        self.read_reply()
+    }
+
+    /// Like `cmd` with string arguments; panics on I/O errors.
+    pub fn cmd_str(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.cmd(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// True when the peer has closed the connection (EOF within `wait`, nothing buffered).
+    pub fn is_closed(&mut self, wait: Duration) -> bool {
+        self.set_timeout(wait);
+        let closed = self.buf.is_empty()
+            && matches!(self.fill(), Err(e) if e.kind() == io::ErrorKind::UnexpectedEof);
+        self.set_timeout(REPLY_WAIT_MAX);
+        closed
+    }
+
+    /// Half-closes the writing side (so the server sees EOF).
+    pub fn shutdown_write(&self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+
+    /// Reads more bytes into the buffer; EOF is an `UnexpectedEof` error.
+    fn fill(&mut self) -> io::Result<()> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed",
+            ));
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+}
+
+/// Encodes a command as a RESP multibulk (`*N\r\n$len\r\narg\r\n...`).
+pub fn encode_command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Renders raw bytes readably: printable ASCII as is, `\r` `\n` and others escaped.
+pub fn show(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s
+}
+
+/// Renders a command's arguments as a redis-cli-like line.
+pub fn show_args(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| show_arg(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One argument, quoted when empty or holding spaces / non-printables.
+fn show_arg(arg: &[u8]) -> String {
+    let plain = !arg.is_empty() && arg.iter().all(|&b| b.is_ascii_graphic() && b != b'"');
+    if plain {
+        show(arg)
+    } else {
+        format!("\"{}\"", show(arg).replace('"', "\\\""))
+    }
+}

@@ -1,1 +1,104 @@
-fn main() {}
+//! Project tooling beyond cargo: `cargo xtask ci` (what CI runs) and `cargo xtask bench`
+//! (the side-by-side benchmark against redis-server). Uses only std.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// What `cargo xtask help` prints.
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  ci               fmt check, clippy -D warnings, build, all tests with KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1
+  bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
+                   further options are passed to the script (see bench/README.md)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("bench") => bench(&args[1..]),
+        Some("help" | "-h" | "--help") | None => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task '{other}'\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("xtask: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives in `<root>/xtask`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent")
+        .to_path_buf()
+}
+
+/// Runs `cargo args...` in the workspace root with `envs`, failing on a non-zero exit.
+fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .current_dir(root())
+        .args(args)
+        .envs(envs.iter().copied())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(format!("cargo {} failed ({status})", args.join(" "))),
+    }
+}
+
+/// What CI runs: formatting, lints, build, then every test with the Redis tools required
+/// (so a machine without redis-server fails instead of silently skipping the differential test).
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(&["build", "--workspace", "--all-targets"], &[])?;
+    cargo(
+        &["test", "--workspace"],
+        &[
+            ("KAYVEE_REQUIRE_REDIS", "1"),
+            ("KAYVEE_REQUIRE_XENSTORE", "1"),
+        ],
+    )
+}
+
+/// Builds the release server and runs `bench/compare.py` with `args` (e.g. `--quick`).
+fn bench(args: &[String]) -> Result<(), String> {
+    cargo(&["build", "--release", "-p", "kayvee-server"], &[])?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let bin = target.join("release").join("kayvee-server");
+    let script = root().join("bench").join("compare.py");
+    let status = Command::new("python3")
+        .arg(&script)
+        .arg("--kayvee-bin")
+        .arg(&bin)
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run python3 {}: {e}", script.display()))?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(format!("bench/compare.py failed ({status})")),
+    }
+}

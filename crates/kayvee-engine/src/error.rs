@@ -37,6 +37,8 @@ pub enum Error {
     NoAuth,
     /// Any other text, with its code (`ERR ...`, `NOPROTO ...`).
     Msg(Cow<'static, str>),
+    /// A text that quotes client bytes verbatim (not necessarily UTF-8), as Redis echoes them.
+    Bytes(alloc::vec::Vec<u8>),
 }
 
 impl Error {
@@ -68,6 +70,7 @@ impl fmt::Display for Error {
             }
             Error::NoAuth => f.write_str("NOAUTH Authentication required."),
             Error::Msg(s) => f.write_str(s),
+            Error::Bytes(b) => f.write_str(&alloc::string::String::from_utf8_lossy(b)),
         }
     }
 }

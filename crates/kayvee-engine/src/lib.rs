@@ -20,6 +20,7 @@ pub mod reply;
 pub mod stats;
 pub mod util;
 pub mod value;
+pub mod xenstore;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -374,9 +375,7 @@ impl Engine {
             Ok(()) => {}
             Err(e) => {
                 stat.failed_calls += 1;
-                let text = alloc::format!("{e}");
-                self.core.stats.count_error(&text);
-                out.error(&text);
+                send_error(&mut self.core.stats, &e, out);
             }
         }
         outcome
@@ -414,9 +413,7 @@ impl Engine {
     }
 
     fn reject(&mut self, e: &Error, out: &mut dyn ReplySink) -> Outcome {
-        let text = alloc::format!("{e}");
-        self.core.stats.count_error(&text);
-        out.error(&text);
+        send_error(&mut self.core.stats, e, out);
         Outcome::Continue
     }
 
@@ -441,20 +438,37 @@ impl Engine {
     }
 }
 
+/// Counts an error reply and sends it (raw bytes for [`Error::Bytes`], text otherwise).
+fn send_error(stats: &mut Stats, e: &Error, out: &mut dyn ReplySink) {
+    match e {
+        Error::Bytes(b) => {
+            stats.count_error(&String::from_utf8_lossy(b));
+            out.error_bytes(b);
+        }
+        e => {
+            let text = alloc::format!("{e}");
+            stats.count_error(&text);
+            out.error(&text);
+        }
+    }
+}
+
 /// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` exactly as Redis 7.0 words it.
+/// Arguments are raw bytes as Redis prints them with `%.*s` (cut at a NUL, no re-encoding).
 fn unknown_command(argv: &Argv<'_>) -> Error {
-    let mut args = String::new();
+    let mut args = Vec::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        args.push('\'');
-        args.push_str(&util::sanitize(a, room));
-        args.push_str("' ");
+        args.push(b'\'');
+        args.extend_from_slice(util::c_str_prefix(a, room));
+        args.extend_from_slice(b"' ");
     }
-    let name = util::sanitize(argv.get(0), 128);
-    Error::msg(alloc::format!(
-        "ERR unknown command '{name}', with args beginning with: {args}"
-    ))
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(util::c_str_prefix(argv.get(0), 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    text.extend_from_slice(&args);
+    Error::Bytes(text)
 }

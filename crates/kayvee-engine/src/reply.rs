@@ -42,6 +42,10 @@ pub trait ReplySink {
     fn simple(&mut self, s: &str);
     /// An error reply: the full text with its code, e.g. `ERR syntax error`.
     fn error(&mut self, s: &str);
+    /// An error reply whose text quotes client bytes verbatim (may not be UTF-8).
+    fn error_bytes(&mut self, b: &[u8]) {
+        self.error(&String::from_utf8_lossy(b));
+    }
     /// An integer.
     fn int(&mut self, v: i64);
     /// A bulk (binary) string.

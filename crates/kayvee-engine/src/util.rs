@@ -41,16 +41,21 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 /// (Redis formats these with `%s`, which stops there), CR and LF as spaces (as Redis does so an
 /// error reply stays one line).
 pub fn sanitize(b: &[u8], max: usize) -> String {
-    let b = &b[..b.len().min(max)];
-    let b = match b.iter().position(|&c| c == 0) {
-        Some(nul) => &b[..nul],
-        None => b,
-    };
+    let b = c_str_prefix(b, max);
     let mut s = String::from_utf8_lossy(b).into_owned();
     if s.contains(['\r', '\n']) {
         s = s.replace(['\r', '\n'], " ");
     }
     s
+}
+
+/// The bytes C's `%.*s` would print: at most `max`, cut at the first NUL.
+pub fn c_str_prefix(b: &[u8], max: usize) -> &[u8] {
+    let b = &b[..b.len().min(max)];
+    match b.iter().position(|&c| c == 0) {
+        Some(nul) => &b[..nul],
+        None => b,
+    }
 }
 
 /// Glob-style matching as Redis's `stringmatchlen`: `*`, `?`, `[abc]`, `[^a-z]`, `\x`.

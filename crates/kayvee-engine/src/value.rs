@@ -3,13 +3,65 @@
 //! Every variant is a persistent structure (or a small immutable string): cloning a `Value` is
 //! cheap and a clone is a snapshot.
 
-use kayvee_pds::SmallBytes;
+use alloc::boxed::Box;
+use kayvee_pds::{PList, PMap, POrdSet, SmallBytes};
 
-/// A stored value. Collection types (list, hash, set, zset) arrive with their issue.
+/// A list's elements, head first.
+pub type List = PList<SmallBytes>;
+/// A hash: field to value.
+pub type Hash = PMap<SmallBytes, SmallBytes>;
+/// A set's members.
+pub type Set = PMap<SmallBytes, ()>;
+
+/// A sorted set: member to score, and the (score, member) order with ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZSet {
+    /// Member to score.
+    pub scores: PMap<SmallBytes, f64>,
+    /// Members ordered by (score, member), with rank queries.
+    pub order: POrdSet<ScoreMember>,
+}
+
+/// A sorted-set element in Redis's order: by score, then by member bytes. Scores are never NaN,
+/// and `-0.0` equals `0.0` here as in Redis's comparisons (the stored score keeps its sign).
+#[derive(Clone, Debug)]
+pub struct ScoreMember(pub f64, pub SmallBytes);
+
+impl PartialEq for ScoreMember {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == core::cmp::Ordering::Equal
+    }
+}
+impl Eq for ScoreMember {}
+impl PartialOrd for ScoreMember {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ScoreMember {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.0
+            .partial_cmp(&other.0)
+            .unwrap_or(core::cmp::Ordering::Equal)
+            .then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+/// A stored value. Collections are boxed so a `Value` stays as small as a string's (the
+/// keyspace holds one per key); each collection is a persistent structure, so cloning one is
+/// O(1) and a snapshot.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (Redis encodings `int`, `embstr` or `raw`, see [`Meta::RAW`]).
     Str(SmallBytes),
+    /// A list (encoding `quicklist`, as Redis 7.0 reports for every list).
+    List(Box<List>),
+    /// A hash (`listpack` while small, `hashtable` once [`Meta::BIG`]).
+    Hash(Box<Hash>),
+    /// A set (`intset` while small and all integers, `hashtable` once [`Meta::BIG`]).
+    Set(Box<Set>),
+    /// A sorted set (`listpack` while small, `skiplist` once [`Meta::BIG`]).
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -17,6 +69,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -38,6 +94,13 @@ impl Value {
                     "embstr"
                 }
             }
+            Value::List(_) => "quicklist",
+            Value::Hash(_) if meta.has(Meta::BIG) => "hashtable",
+            Value::Hash(_) => "listpack",
+            Value::Set(_) if meta.has(Meta::BIG) => "hashtable",
+            Value::Set(_) => "intset",
+            Value::ZSet(_) if meta.has(Meta::BIG) => "skiplist",
+            Value::ZSet(_) => "listpack",
         }
     }
 }
@@ -62,6 +125,9 @@ impl Meta {
     /// The string was built from a float (INCRBYFLOAT): Redis stores it as `embstr` (or `raw`
     /// when long) even when it reads as an integer.
     pub const EMBSTR: u8 = 4;
+    /// A collection was converted to its big encoding (`hashtable`, `skiplist`): Redis never
+    /// converts back, so the flag is sticky for the value's life (a new value starts without).
+    pub const BIG: u8 = 8;
 
     /// Whether a flag is set.
     #[inline]
@@ -127,5 +193,18 @@ mod tests {
         assert_eq!(enc("123", Meta::RAW), "raw");
         assert_eq!(enc("3001", Meta::EMBSTR), "embstr");
         assert_eq!(enc(&"1".repeat(45), Meta::EMBSTR), "raw");
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// The keyspace stores one `Entry` per key: collections are boxed so strings pay nothing
+    /// for them.
+    #[test]
+    fn value_is_as_small_as_a_string() {
+        assert_eq!(core::mem::size_of::<Value>(), 24);
+        assert_eq!(core::mem::size_of::<Entry>(), 32);
     }
 }

@@ -161,7 +161,9 @@ fn logical(db: &DbSnapshot, index: usize, now_ms: u64, out: &mut Model) {
         if !live(exp, now_ms) {
             continue;
         }
-        let Value::Str(v) = &e.value;
+        let Value::Str(v) = &e.value else {
+            panic!("the model only stores strings")
+        };
         out.insert((index, k.to_vec()), (v.to_vec(), exp));
     }
 }

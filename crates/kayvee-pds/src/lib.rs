@@ -12,7 +12,12 @@
 extern crate alloc;
 
 pub mod bytes;
+pub mod list;
 pub mod map;
+mod map_traits;
+pub mod ordset;
 
 pub use bytes::SmallBytes;
+pub use list::PList;
 pub use map::PMap;
+pub use ordset::POrdSet;

@@ -74,11 +74,14 @@ impl ReplySink for RespWriter<'_> {
         self.out.extend_from_slice(b"\r\n");
     }
     fn error(&mut self, s: &str) {
+        self.error_bytes(s.as_bytes());
+    }
+    fn error_bytes(&mut self, s: &[u8]) {
         self.out.reserve(s.len() + 3);
         self.out.push(b'-');
         let start = self.out.len();
-        self.out.extend_from_slice(s.as_bytes());
-        if memchr::memchr2(b'\r', b'\n', s.as_bytes()).is_some() {
+        self.out.extend_from_slice(s);
+        if memchr::memchr2(b'\r', b'\n', s).is_some() {
             // An error reply is one line: Redis turns CR and LF into spaces.
             for b in &mut self.out[start..] {
                 if *b == b'\r' || *b == b'\n' {

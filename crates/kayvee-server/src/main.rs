@@ -1,1 +1,126 @@
-fn main() {}
+//! `kayvee-server`: the Linux shell around the Kayvee engine. Command line and startup only:
+//! configuration (`config`), logging (`log`), the descriptor limit and host facts (`host`),
+//! then the event loop (`server`) until SHUTDOWN or SIGTERM/SIGINT.
+//!
+//! SIGPIPE needs no handler: Rust's runtime sets it to ignored before `main`, so a write to a
+//! closed socket returns EPIPE instead of killing the server.
+
+mod alloc;
+mod config;
+mod conn;
+mod host;
+mod log;
+mod net;
+mod server;
+
+use anyhow::Context;
+use kayvee_engine::{Config, Engine, Now};
+use std::process::ExitCode;
+use tracing::{info, warn};
+
+/// Every allocation is counted, for INFO's `used_memory`.
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let startup = match config::parse_args(&args) {
+        Ok(config::Command::Version) => {
+            println!("{}", config::version_line());
+            return ExitCode::SUCCESS;
+        }
+        Ok(config::Command::Help) => {
+            eprint!("{}", config::usage());
+            return ExitCode::SUCCESS;
+        }
+        Ok(config::Command::Run(startup)) => startup,
+        Err(e) => return fatal(&e),
+    };
+    let config = match config::load(&startup) {
+        Ok(c) => c,
+        Err(e) => return fatal(&e),
+    };
+    match run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints a startup error the way redis-server does (on stderr) and gives exit code 1.
+fn fatal(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::FAILURE
+}
+
+/// Starts logging, sizes the descriptor limit, binds, and runs the loop to the end.
+fn run(mut config: Config) -> anyhow::Result<()> {
+    log::init(&config.loglevel, &config.logfile)?;
+    warn!("oO0OoO0OoO0Oo Kayvee is starting oO0OoO0OoO0Oo");
+    warn!(
+        "Kayvee version={}, bits={}, pid={}, just started",
+        config::VERSION,
+        usize::BITS,
+        std::process::id()
+    );
+    warn!("Configuration loaded");
+    adjust_maxclients(&mut config);
+    let pidfile = config.pidfile.clone();
+    let port = config.port;
+    let now = Now {
+        unix_us: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_micros() as u64,
+    };
+    let mut engine = Engine::new(config, host::random_seed(), now);
+    engine.core.host = host::initial(port);
+    info!("Running mode=standalone, port={port}.");
+    let mut server = server::Server::bind(engine).context("Failed listening")?;
+    if !pidfile.is_empty() {
+        write_pidfile(&pidfile);
+    }
+    warn!("Server initialized");
+    for l in server.listening() {
+        info!("Ready to accept connections {l}");
+    }
+    let result = server.run();
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
+    result?;
+    warn!("Kayvee is now ready to exit, bye bye...");
+    Ok(())
+}
+
+/// Raises the descriptor limit for `maxclients`, or lowers `maxclients` to what the limit
+/// allows, with Redis's warnings.
+fn adjust_maxclients(config: &mut Config) {
+    let wanted = config.maxclients;
+    if let host::FdLimit::Reduced {
+        limit,
+        maxclients,
+        error,
+    } = host::raise_fd_limit(wanted)
+    {
+        let needed = wanted + host::RESERVED_FDS;
+        warn!("You requested maxclients of {wanted} requiring at least {needed} max file descriptors.");
+        if let Some(err) = error {
+            warn!("Server can't set maximum open files to {needed} because of OS error: {err}.");
+        }
+        warn!(
+            "Current maximum open files is {limit}. maxclients has been reduced to {maxclients} \
+             to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+        );
+        config.maxclients = maxclients;
+    }
+}
+
+/// Writes the process id to `path` (a failure is logged, not fatal, as in Redis).
+fn write_pidfile(path: &str) {
+    if let Err(e) = std::fs::write(path, format!("{}\n", std::process::id())) {
+        warn!("Failed to write PID file '{path}': {e}");
+    }
+}

@@ -235,15 +235,17 @@ fn bitcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
         4 | 5 => {
             let start = parse_i64(args.get(2)).ok_or(Error::NotInteger)?;
             let end = parse_i64(args.get(3)).ok_or(Error::NotInteger)?;
+            // Redis answers 0 for two negative indexes out of order before it looks at the
+            // unit argument (checked against 7.0.15: `BITCOUNT k -2 -100 FOO` is `:0`).
+            if start < 0 && end < 0 && start > end {
+                out.int(0);
+                return Ok(());
+            }
             let in_bits = match args.try_get(4) {
                 Some(u) => parse_unit(u)?,
                 None => false,
             };
-            if start < 0 && end < 0 && start > end {
-                None
-            } else {
-                bit_range(start, end, s.len(), in_bits)
-            }
+            bit_range(start, end, s.len(), in_bits)
         }
         _ => return Err(Error::Syntax),
     };

@@ -286,6 +286,7 @@ fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
     move |e| {
         let mut fresh = Entry::new(e.value.clone(), now_ms);
         fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
+        fresh.meta.set_flag(Meta::EMBSTR, e.meta.has(Meta::EMBSTR));
         fresh
     }
 }

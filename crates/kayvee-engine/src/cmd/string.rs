@@ -21,6 +21,7 @@ use kayvee_pds::SmallBytes;
 pub(crate) fn as_str(entry: &Entry) -> Result<&[u8], Error> {
     match &entry.value {
         Value::Str(s) => Ok(s),
+        _ => Err(Error::WrongType),
     }
 }
 
@@ -29,6 +30,7 @@ pub(crate) fn as_str(entry: &Entry) -> Result<&[u8], Error> {
 pub(crate) fn take_str(entry: &mut Entry) -> Result<Vec<u8>, Error> {
     match &mut entry.value {
         Value::Str(s) => Ok(core::mem::take(s).into_vec()),
+        _ => Err(Error::WrongType),
     }
 }
 

@@ -1,0 +1,148 @@
+//! Xenstore node paths: validation, relative-path resolution and prefix tests
+//! (docs/misc/xenstore.txt "Paths"; limits as cxenstored 4.17 applies them).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::error::XsError;
+
+/// A special watch path (`@introduceDomain`, `@releaseDomain`, or any `@name` for WATCH).
+pub fn is_special(raw: &[u8]) -> bool {
+    raw.first() == Some(&b'@')
+}
+
+/// The home of a domain, against which relative paths resolve: `/local/domain/<domid>`.
+pub fn domain_home(domid: u32) -> String {
+    format!("/local/domain/{domid}")
+}
+
+/// True when `c` may appear in a node path: `[A-Za-z0-9/_@-]`.
+fn valid_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'@' | b'-')
+}
+
+/// Check the shape rules shared by absolute and relative paths: allowed characters, no `//`,
+/// no trailing `/` (except the root).
+fn valid_shape(raw: &[u8]) -> bool {
+    if raw.is_empty() || !raw.iter().all(|&c| valid_char(c)) {
+        return false;
+    }
+    if raw.windows(2).any(|w| w == b"//") {
+        return false;
+    }
+    raw == b"/" || raw.last() != Some(&b'/')
+}
+
+/// Validate a node path as sent by a client of domain `domid` and return its absolute form.
+/// Relative paths resolve against `/local/domain/<domid>`; `path_max` bounds the length of
+/// the path as sent (cxenstored: 2048 for both kinds). Special `@` paths are EINVAL here.
+pub fn canonicalize(raw: &[u8], domid: u32, path_max: usize) -> Result<String, XsError> {
+    if !valid_shape(raw) || is_special(raw) || raw.len() > path_max {
+        return Err(XsError::Einval);
+    }
+    let text = core::str::from_utf8(raw).map_err(|_| XsError::Einval)?;
+    if text.starts_with('/') {
+        Ok(String::from(text))
+    } else {
+        Ok(format!("{}/{}", domain_home(domid), text))
+    }
+}
+
+/// The path as a client of `domid` should see it in an event: relative when its watch was
+/// relative (strip the domain home), absolute otherwise.
+pub fn relativize(abs: &str, domid: u32, relative: bool) -> &str {
+    if !relative {
+        return abs;
+    }
+    let home = domain_home(domid);
+    match abs.strip_prefix(home.as_str()) {
+        Some(rest) if rest.starts_with('/') => &rest[1..],
+        _ => abs,
+    }
+}
+
+/// The components of an absolute path (`"/"` has none).
+pub fn components(abs: &str) -> Vec<&str> {
+    abs.split('/').filter(|c| !c.is_empty()).collect()
+}
+
+/// The parent of an absolute path; the root is its own parent.
+pub fn parent(abs: &str) -> &str {
+    match abs.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &abs[..i],
+    }
+}
+
+/// True when `ancestor` is `path` or one of its ancestors (prefix on `/` boundaries).
+pub fn is_prefix(ancestor: &str, path: &str) -> bool {
+    if ancestor == "/" || ancestor == path {
+        return true;
+    }
+    path.starts_with(ancestor) && path.as_bytes().get(ancestor.len()) == Some(&b'/')
+}
+
+/// The longest common prefix of two absolute paths, on component boundaries.
+pub fn common_prefix(a: &str, b: &str) -> String {
+    let mut out = String::new();
+    for (x, y) in components(a).into_iter().zip(components(b)) {
+        if x != y {
+            break;
+        }
+        out.push('/');
+        out.push_str(x);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(canonicalize(b"/a/b", 0, 2048).unwrap(), "/a/b");
+        assert_eq!(canonicalize(b"/", 0, 2048).unwrap(), "/");
+        assert_eq!(
+            canonicalize(b"x/y", 3, 2048).unwrap(),
+            "/local/domain/3/x/y"
+        );
+        for bad in [
+            &b""[..],
+            b"/a/",
+            b"/a//b",
+            b"/a b",
+            b"@introduceDomain",
+            b"/a\xff",
+        ] {
+            assert_eq!(canonicalize(bad, 0, 2048), Err(XsError::Einval), "{bad:?}");
+        }
+        let long = [b'a'; 2049];
+        assert_eq!(canonicalize(&long, 0, 2048), Err(XsError::Einval));
+        assert!(canonicalize(&long[..2048], 0, 2048).is_ok());
+    }
+
+    #[test]
+    fn prefixes() {
+        assert!(is_prefix("/a", "/a/b"));
+        assert!(is_prefix("/a", "/a"));
+        assert!(!is_prefix("/a", "/ab"));
+        assert!(is_prefix("/", "/x"));
+        assert_eq!(common_prefix("/a/b/c", "/a/b/d"), "/a/b");
+        assert_eq!(common_prefix("/a", "/b"), "/");
+        assert_eq!(common_prefix("/ab", "/a"), "/");
+        assert_eq!(parent("/a/b"), "/a");
+        assert_eq!(parent("/a"), "/");
+        assert_eq!(parent("/"), "/");
+        assert_eq!(relativize("/local/domain/0/x", 0, true), "x");
+        assert_eq!(
+            relativize("/local/domain/0/x", 0, false),
+            "/local/domain/0/x"
+        );
+        assert_eq!(relativize("/other", 0, true), "/other");
+    }
+}

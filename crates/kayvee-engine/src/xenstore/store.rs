@@ -1,0 +1,413 @@
+//! One version of the Xenstore database (a trie root plus per-owner node counts) and the
+//! node operations on it: read, write, mkdir, rm, set_perms with permission and quota checks.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::error::XsError;
+use super::node::{lookup, replace_at, Node};
+use super::path::{components, parent};
+use super::perms::{Access, Perms};
+
+/// Who performs an operation: a domain, whether it is privileged (dom0), and the domain it
+/// may act for (SET_TARGET).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Actor {
+    /// The domain of the connection.
+    pub domid: u32,
+    /// Privileged (dom0): no permission checks, no quotas.
+    pub privileged: bool,
+    /// The domain this one is a device model for, if any.
+    pub target: Option<u32>,
+}
+
+impl Actor {
+    /// The privileged dom0 (every Unix-socket client).
+    pub const DOM0: Actor = Actor {
+        domid: 0,
+        privileged: true,
+        target: None,
+    };
+
+    /// The access this actor has to a node with `perms`.
+    pub fn access(&self, perms: &Perms) -> Access {
+        match self.privileged {
+            true => Access::Both,
+            false => perms.access_for(self.domid, self.target),
+        }
+    }
+}
+
+/// Per-domain limits (cxenstored `quota` defaults); applied to unprivileged domains only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// Nodes owned per domain.
+    pub nodes: u32,
+    /// Watches per domain.
+    pub watches: u32,
+    /// Open transactions per domain.
+    pub transactions: u32,
+    /// Outstanding requests per domain (enforced by the transport shell).
+    pub outstanding: u32,
+    /// Largest node value, bytes.
+    pub node_size: u32,
+    /// Longest path as sent, bytes.
+    pub path_max: u32,
+    /// Permission entries per node.
+    pub permissions: u32,
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Quota {
+            nodes: 1000,
+            watches: 128,
+            transactions: 10,
+            outstanding: 20,
+            node_size: 2048,
+            path_max: 2048,
+            permissions: 5,
+        }
+    }
+}
+
+/// What a successful modification did, for watch events and transaction bookkeeping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The node the request named (the event path).
+    pub path: String,
+    /// A recursive removal (watches below `path` fire too).
+    pub recursive: bool,
+    /// The node's permissions, to filter events by read access.
+    pub perms: Arc<Perms>,
+    /// The top of the changed region: the node itself, or the parent of the highest node
+    /// created or removed (its child list changed). Feeds the transaction's write prefix.
+    pub top: String,
+}
+
+/// One version of the database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    /// The trie.
+    pub root: Arc<Node>,
+    /// Nodes owned per domain (quota accounting).
+    pub owners: BTreeMap<u32, u32>,
+}
+
+impl Store {
+    /// An empty store: a root node owned by dom0 with perms `n0`.
+    pub fn new() -> Self {
+        let root = Node::leaf(b"", Arc::new(Perms::owned_by(0)), 0);
+        Store {
+            root: Arc::new(root),
+            owners: BTreeMap::from([(0, 1)]),
+        }
+    }
+
+    /// The node at an absolute path.
+    pub fn get(&self, path: &str) -> Option<&Arc<Node>> {
+        lookup(&self.root, &components(path))
+    }
+
+    /// The node at `path` if `actor` may read it: ENOENT when missing, EACCES when denied.
+    pub fn read(&self, actor: &Actor, path: &str) -> Result<&Arc<Node>, XsError> {
+        let node = self.get(path).ok_or(XsError::Enoent)?;
+        match actor.access(&node.perms).can_read() {
+            true => Ok(node),
+            false => Err(XsError::Eacces),
+        }
+    }
+
+    /// WRITE: set the value, creating the node and missing ancestors (empty values,
+    /// inherited permissions).
+    pub fn write(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        path: &str,
+        value: &[u8],
+        gen: u64,
+    ) -> Result<Change, XsError> {
+        if !actor.privileged && value.len() > quota.node_size as usize {
+            return Err(XsError::Enospc);
+        }
+        let comps = components(path);
+        match self.get(path) {
+            Some(node) => {
+                self.check_write(actor, node)?;
+                let mut new = Node::clone(node);
+                new.value = Arc::from(value);
+                new.gen = gen;
+                let change = self.change(path, false, new.perms.clone(), path);
+                self.root = replace_at(&self.root, &comps, Some(Arc::new(new)), gen);
+                Ok(change)
+            }
+            None => self.create(actor, quota, &comps, value, gen),
+        }
+    }
+
+    /// Create the missing tail of `comps`, the last node holding `value`.
+    fn create(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        comps: &[&str],
+        value: &[u8],
+        gen: u64,
+    ) -> Result<Change, XsError> {
+        let (depth, base) = self.deepest(comps);
+        self.check_write(actor, base)?;
+        let new_count = (comps.len() - depth) as u32;
+        let perms = match actor.privileged {
+            true => base.perms.clone(),
+            false => Arc::new(base.perms.with_owner(actor.domid)),
+        };
+        let owner = perms.owner();
+        self.check_nodes_quota(actor, quota, new_count)?;
+        let mut chain = Node::leaf(value, perms.clone(), gen);
+        for name in comps[depth + 1..].iter().rev() {
+            let mut up = Node::leaf(b"", perms.clone(), gen);
+            up.set_child(name, Arc::new(chain));
+            chain = up;
+        }
+        self.root = replace_at(&self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
+        *self.owners.entry(owner).or_default() += new_count;
+        let top = join(&comps[..depth]);
+        Ok(self.change(&join(comps), false, perms, &top))
+    }
+
+    /// The depth of the deepest existing node on `comps` and that node.
+    fn deepest(&self, comps: &[&str]) -> (usize, &Arc<Node>) {
+        let mut node = &self.root;
+        for (i, c) in comps.iter().enumerate() {
+            match node.child(c) {
+                Some(n) => node = n,
+                None => return (i, node),
+            }
+        }
+        (comps.len(), node)
+    }
+
+    /// MKDIR: create the node with an empty value; an existing node is left alone (`None`).
+    pub fn mkdir(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        path: &str,
+        gen: u64,
+    ) -> Result<Option<Change>, XsError> {
+        match self.get(path) {
+            Some(node) => self.check_write(actor, node).map(|_| None),
+            None => self
+                .create(actor, quota, &components(path), b"", gen)
+                .map(Some),
+        }
+    }
+
+    /// RM: remove the node and its subtree. A missing node is OK (`None`) when its parent
+    /// exists, ENOENT otherwise; the root cannot be removed (EINVAL, as cxenstored).
+    pub fn rm(&mut self, actor: &Actor, path: &str, gen: u64) -> Result<Option<Change>, XsError> {
+        if path == "/" {
+            return Err(XsError::Einval);
+        }
+        let Some(node) = self.get(path).cloned() else {
+            return match self.get(parent(path)) {
+                Some(_) => Ok(None),
+                None => Err(XsError::Enoent),
+            };
+        };
+        self.check_write(actor, &node)?;
+        node.walk(&mut |n| {
+            if let Some(c) = self.owners.get_mut(&n.perms.owner()) {
+                *c = c.saturating_sub(1);
+            }
+        });
+        self.root = replace_at(&self.root, &components(path), None, gen);
+        Ok(Some(self.change(
+            path,
+            true,
+            node.perms.clone(),
+            parent(path),
+        )))
+    }
+
+    /// SET_PERMS: only the owner (or dom0) may change permissions; only dom0 the owner.
+    pub fn set_perms(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        path: &str,
+        perms: Perms,
+        gen: u64,
+    ) -> Result<Change, XsError> {
+        let node = self.get(path).ok_or(XsError::Enoent)?;
+        if !actor.privileged {
+            let owner = node.perms.owner();
+            if owner != actor.domid && Some(owner) != actor.target {
+                return Err(XsError::Eacces);
+            }
+            if perms.owner() != owner {
+                return Err(XsError::Eperm);
+            }
+            if perms.entries().len() > quota.permissions as usize {
+                return Err(XsError::Enospc);
+            }
+        }
+        let (old_owner, new_owner) = (node.perms.owner(), perms.owner());
+        let mut new = Node::clone(node);
+        new.perms = Arc::new(perms);
+        new.gen = gen;
+        let change = self.change(path, false, new.perms.clone(), path);
+        self.root = replace_at(&self.root, &components(path), Some(Arc::new(new)), gen);
+        if old_owner != new_owner {
+            if let Some(c) = self.owners.get_mut(&old_owner) {
+                *c = c.saturating_sub(1);
+            }
+            *self.owners.entry(new_owner).or_default() += 1;
+        }
+        Ok(change)
+    }
+
+    /// EACCES unless `actor` may write `node`.
+    fn check_write(&self, actor: &Actor, node: &Node) -> Result<(), XsError> {
+        match actor.access(&node.perms).can_write() {
+            true => Ok(()),
+            false => Err(XsError::Eacces),
+        }
+    }
+
+    /// ENOSPC when an unprivileged actor would own more than its node quota.
+    fn check_nodes_quota(&self, actor: &Actor, quota: &Quota, extra: u32) -> Result<(), XsError> {
+        let owned = self.owners.get(&actor.domid).copied().unwrap_or(0);
+        match !actor.privileged && owned + extra > quota.nodes {
+            true => Err(XsError::Enospc),
+            false => Ok(()),
+        }
+    }
+
+    /// Build a [`Change`] record.
+    fn change(&self, path: &str, recursive: bool, perms: Arc<Perms>, top: &str) -> Change {
+        Change {
+            path: String::from(path),
+            recursive,
+            perms,
+            top: String::from(top),
+        }
+    }
+
+    /// Panic unless the trie is well formed and the owner counts match it.
+    pub fn check_invariants(&self) {
+        self.root.check_invariants();
+        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+        self.root
+            .walk(&mut |n| *counts.entry(n.perms.owner()).or_default() += 1);
+        let nonzero: BTreeMap<u32, u32> = self
+            .owners
+            .iter()
+            .filter(|(_, c)| **c > 0)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(counts, nonzero, "owner counts out of step with the trie");
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new()
+    }
+}
+
+/// `"/a/b"` from `["a", "b"]`; `"/"` from nothing.
+pub fn join(comps: &[&str]) -> String {
+    if comps.is_empty() {
+        return String::from("/");
+    }
+    let mut s = String::new();
+    for c in comps {
+        s.push('/');
+        s.push_str(c);
+    }
+    s
+}
+
+/// The names of a node's children.
+pub fn child_names(node: &Node) -> Vec<Vec<u8>> {
+    node.children
+        .iter()
+        .map(|(n, _)| n.as_bytes().to_vec())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_creates_parents_and_inherits() {
+        let mut s = Store::new();
+        let q = Quota::default();
+        let c = s.write(&Actor::DOM0, &q, "/a/b/c", b"v", 1).unwrap();
+        assert_eq!(c.top, "/");
+        assert_eq!(&*s.get("/a/b/c").unwrap().value, b"v");
+        assert_eq!(&*s.get("/a").unwrap().value, b"");
+        s.set_perms(
+            &Actor::DOM0,
+            &q,
+            "/a",
+            Perms::parse(&[b"n0", b"r0"]).unwrap(),
+            2,
+        )
+        .unwrap();
+        s.write(&Actor::DOM0, &q, "/a/x", b"", 3).unwrap();
+        assert_eq!(s.get("/a/x").unwrap().perms.to_strings(), ["n0", "r0"]);
+        s.check_invariants();
+        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 4).unwrap().unwrap().top, "/a");
+        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 5), Ok(None));
+        assert_eq!(s.rm(&Actor::DOM0, "/q/b", 5), Err(XsError::Enoent));
+        assert_eq!(s.rm(&Actor::DOM0, "/", 5), Err(XsError::Einval));
+        s.check_invariants();
+    }
+
+    #[test]
+    fn guests_need_permission_and_quota() {
+        let mut s = Store::new();
+        let q = Quota {
+            nodes: 2,
+            ..Quota::default()
+        };
+        let guest = Actor {
+            domid: 5,
+            privileged: false,
+            target: None,
+        };
+        s.write(&Actor::DOM0, &q, "/home", b"", 1).unwrap();
+        assert_eq!(s.write(&guest, &q, "/home/x", b"", 2), Err(XsError::Eacces));
+        s.set_perms(
+            &Actor::DOM0,
+            &q,
+            "/home",
+            Perms::parse(&[b"n5"]).unwrap(),
+            3,
+        )
+        .unwrap();
+        s.write(&guest, &q, "/home/x", b"", 4).unwrap();
+        assert_eq!(
+            s.write(&guest, &q, "/home/y/z", b"", 5),
+            Err(XsError::Enospc)
+        );
+        let big = [0u8; 2049];
+        assert_eq!(
+            s.write(&guest, &q, "/home/x", &big, 6),
+            Err(XsError::Enospc)
+        );
+        let p = Perms::parse(&[b"n0"]).unwrap();
+        assert_eq!(
+            s.set_perms(&guest, &q, "/home/x", p, 7),
+            Err(XsError::Eperm)
+        );
+        assert_eq!(s.read(&guest, "/").err(), Some(XsError::Eacces));
+        s.check_invariants();
+    }
+}

@@ -1,0 +1,487 @@
+//! Table-driven semantic tests: (connection/domain, transaction, operation, expected reply),
+//! with the expectations checked against cxenstored 4.17 where a socket client can reach them.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::*;
+use crate::Now;
+
+/// One step: connection name, transaction slot (0 = none), request, expected reply.
+struct Step(&'static str, u32, Op, Reply);
+
+/// Shorthands for building requests and replies.
+fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+fn read(p: &str) -> Op {
+    Op::Read(b(p))
+}
+fn write(p: &str, v: &str) -> Op {
+    Op::Write(b(p), b(v))
+}
+fn dir(p: &str) -> Op {
+    Op::Directory(b(p))
+}
+fn rm(p: &str) -> Op {
+    Op::Rm(b(p))
+}
+fn val(v: &str) -> Reply {
+    Reply::Value(b(v))
+}
+fn list(items: &[&str]) -> Reply {
+    Reply::List(items.iter().map(|s| b(s)).collect())
+}
+fn text(s: &str) -> Reply {
+    Reply::Text(String::from(s))
+}
+fn err(e: XsError) -> Reply {
+    Reply::Error(e)
+}
+const OK: Reply = Reply::Ok;
+
+/// Connections by name: `d0`, `d0b` are dom0; `gN` is domain N.
+fn conn_of(name: &str) -> (ConnId, u32) {
+    match name {
+        "d0" => (1, 0),
+        "d0b" => (2, 0),
+        g => (
+            100 + g[1..].parse::<u64>().unwrap(),
+            g[1..].parse().unwrap(),
+        ),
+    }
+}
+
+/// Run a table against a fresh daemon; the transaction slot in a step is a real tid
+/// (tids are per-connection counters from 1).
+fn run_table(policy: ConflictPolicy, steps: &[Step]) -> Xenstored {
+    let config = XsConfig {
+        policy,
+        ..XsConfig::default()
+    };
+    let mut xs = Xenstored::new(config);
+    for name in ["d0", "d0b", "g1", "g2", "g3"] {
+        let (id, dom) = conn_of(name);
+        xs.connect(id, dom);
+    }
+    for (i, Step(conn, tx, op, want)) in steps.iter().enumerate() {
+        let got = xs.handle(conn_of(conn).0, *tx, op, Now::from_ms(i as u64));
+        assert_eq!(&got, want, "step {i}: {conn} tx{tx} {op:?}");
+        xs.store().check_invariants();
+    }
+    xs
+}
+
+#[test]
+fn basic_nodes_and_paths() {
+    run_table(
+        ConflictPolicy::Coalesce,
+        &[
+            Step("d0", 0, dir("/"), list(&["local", "tool"])),
+            Step("d0", 0, read("/tool/xenstored"), val("")),
+            Step("d0", 0, write("/a/b/c", "v"), OK),
+            Step("d0", 0, read("/a/b"), val("")),
+            Step("d0", 0, read("/a/b/c"), val("v")),
+            Step("d0", 0, read("/a/b/c/d"), err(XsError::Enoent)),
+            Step("d0", 0, read(""), err(XsError::Einval)),
+            Step("d0", 0, read("/a/"), err(XsError::Einval)),
+            Step("d0", 0, read("/a//b"), err(XsError::Einval)),
+            Step("d0", 0, read("@introduceDomain"), err(XsError::Einval)),
+            Step("d0", 0, Op::Mkdir(b("/a/b")), OK),
+            Step("d0", 0, read("/a/b/c"), val("v")),
+            Step("d0", 0, write("rel/x", "1"), OK),
+            Step("d0", 0, dir("/local/domain/0"), list(&["rel"])),
+            Step("d0", 0, read("rel/x"), val("1")),
+            Step("d0", 0, rm("/a/zz"), OK),
+            Step("d0", 0, rm("/zz/yy"), err(XsError::Enoent)),
+            Step("d0", 0, rm("/"), err(XsError::Einval)),
+            Step("d0", 0, rm("/a"), OK),
+            Step("d0", 0, read("/a/b/c"), err(XsError::Enoent)),
+            Step("d0", 0, Op::GetPerms(b("/tool")), list(&["n0"])),
+            Step(
+                "d0",
+                0,
+                Op::SetPerms(b("/tool"), Vec::new()),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                Op::SetPerms(b("/tool"), alloc::vec![b("x0")]),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                Op::SetPerms(b("/tool"), alloc::vec![b("r0"), b("b9")]),
+                OK,
+            ),
+            Step("d0", 0, Op::GetPerms(b("/tool")), list(&["r0", "b9"])),
+            Step("d0", 0, Op::GetPerms(b("/tool/xenstored")), list(&["n0"])),
+            Step("d0", 0, Op::Invalid(XsError::Enosys), err(XsError::Enosys)),
+        ],
+    );
+}
+
+#[test]
+fn transactions_isolate_and_end() {
+    run_table(
+        ConflictPolicy::Coalesce,
+        &[
+            Step("d0", 0, Op::TransactionStart, text("1")),
+            Step("d0", 0, Op::TransactionStart, text("2")),
+            Step("d0", 1, Op::TransactionStart, err(XsError::Ebusy)),
+            Step("d0", 5, read("/tool"), err(XsError::Enoent)),
+            Step("d0", 1, write("/t/x", "1"), OK),
+            Step("d0", 1, read("/t/x"), val("1")),
+            Step("d0", 0, read("/t/x"), err(XsError::Enoent)),
+            Step("d0b", 0, read("/t/x"), err(XsError::Enoent)),
+            Step("d0", 1, Op::TransactionEnd(true), OK),
+            Step("d0", 1, Op::TransactionEnd(true), err(XsError::Enoent)),
+            Step("d0", 0, read("/t/x"), val("1")),
+            Step("d0", 2, write("/t/y", "2"), OK),
+            Step("d0", 2, Op::TransactionEnd(false), OK),
+            Step("d0", 0, read("/t/y"), err(XsError::Enoent)),
+            Step("d0", 0, Op::TransactionEnd(true), err(XsError::Enoent)),
+            Step("d0", 0, Op::TransactionStart, text("3")),
+            Step("d0", 0, Op::ResetWatches, OK),
+            Step("d0", 3, Op::TransactionEnd(true), err(XsError::Enoent)),
+        ],
+    );
+}
+
+/// The conflict table of the notes (two concurrent transactions, first commits first), for
+/// each policy: (setup, tx A ops, tx B ops, interleaved plain op, expected A, expected B).
+#[test]
+fn conflict_table() {
+    type Case = (
+        &'static str,
+        Vec<Op>,
+        Vec<Op>,
+        Vec<Op>,
+        [Reply; 3],
+        [Reply; 3],
+    );
+    let setup = || {
+        alloc::vec![
+            write("/s/shared", "0"),
+            write("/s/a", "0"),
+            write("/s/b", "0")
+        ]
+    };
+    let e = || err(XsError::Eagain);
+    let ok3 = || [OK, OK, OK];
+    let cases: Vec<Case> = alloc::vec![
+        (
+            "disjoint writes",
+            alloc::vec![write("/s/a", "1")],
+            alloc::vec![write("/s/b", "1")],
+            alloc::vec![],
+            ok3(),
+            [OK, OK, e()]
+        ),
+        (
+            "read shared, write own",
+            alloc::vec![read("/s/shared"), write("/s/a", "1")],
+            alloc::vec![read("/s/shared"), write("/s/b", "1")],
+            alloc::vec![],
+            ok3(),
+            [OK, OK, e()]
+        ),
+        (
+            "blind write same node",
+            alloc::vec![write("/s/a", "1")],
+            alloc::vec![write("/s/a", "2")],
+            alloc::vec![],
+            ok3(),
+            [OK, e(), e()]
+        ),
+        (
+            "sibling creation",
+            alloc::vec![write("/s/new/1", "x")],
+            alloc::vec![write("/s/new/2", "y")],
+            alloc::vec![],
+            ok3(),
+            [OK, e(), e()]
+        ),
+        (
+            "read then outside write",
+            alloc::vec![read("/s/a")],
+            alloc::vec![read("/s/b")],
+            alloc::vec![write("/s/a", "9")],
+            [e(), e(), e()],
+            [OK, OK, e()]
+        ),
+        (
+            "missing then created",
+            alloc::vec![read("/s/m")],
+            alloc::vec![read("/s/b")],
+            alloc::vec![write("/s/m", "1")],
+            [e(), e(), e()],
+            [OK, OK, e()]
+        ),
+        (
+            "directory then child created",
+            alloc::vec![dir("/s"), write("/s/c", "1")],
+            alloc::vec![read("/s/b")],
+            alloc::vec![write("/s/c", "0")],
+            [e(), e(), e()],
+            [OK, OK, e()]
+        ),
+    ];
+    for (name, a_ops, b_ops, outside, want_a, want_b) in cases {
+        for (pi, policy) in ConflictPolicy::ALL.into_iter().enumerate() {
+            let mut xs = Xenstored::new(XsConfig {
+                policy,
+                ..XsConfig::default()
+            });
+            xs.connect(1, 0);
+            xs.connect(2, 0);
+            for op in setup() {
+                assert_eq!(xs.handle(1, 0, &op, Now::default()), OK);
+            }
+            assert_eq!(
+                xs.handle(1, 0, &Op::TransactionStart, Now::default()),
+                text("1")
+            );
+            assert_eq!(
+                xs.handle(2, 0, &Op::TransactionStart, Now::default()),
+                text("1")
+            );
+            for op in &a_ops {
+                xs.handle(1, 1, op, Now::default());
+            }
+            for op in &b_ops {
+                xs.handle(2, 1, op, Now::default());
+            }
+            for op in &outside {
+                assert_eq!(xs.handle(1, 0, op, Now::default()), OK);
+            }
+            let a = xs.handle(1, 1, &Op::TransactionEnd(true), Now::default());
+            let b = xs.handle(2, 1, &Op::TransactionEnd(true), Now::default());
+            let want = (want_a[pi].clone(), want_b[pi].clone());
+            assert_eq!((a, b), want, "{name} under {}", policy.name());
+            xs.store().check_invariants();
+        }
+    }
+}
+
+/// The paper's Section 7.1 workload in miniature: every client's transaction reads one shared
+/// path and writes its own; all transactions are open at once, then commit in turn. Under
+/// `coalesce` none gets EAGAIN: with pre-created nodes by grafting, with nodes created inside
+/// the transaction (sibling creations under one parent) by replay.
+#[test]
+fn section_7_1_has_no_conflicts_under_coalesce() {
+    for precreate in [true, false] {
+        let mut xs = Xenstored::new(XsConfig::default());
+        let clients = 16u64;
+        xs.connect(0, 0);
+        xs.handle(0, 0, &write("/shared", "s"), Now::default());
+        for c in 1..=clients {
+            xs.connect(c, 0);
+            if precreate {
+                xs.handle(
+                    0,
+                    0,
+                    &write(&alloc::format!("/vm/{c}/state"), "0"),
+                    Now::default(),
+                );
+            }
+        }
+        for round in 0..5 {
+            for c in 1..=clients {
+                let tid = round + 1;
+                assert_eq!(
+                    xs.handle(c, 0, &Op::TransactionStart, Now::default()),
+                    text(&alloc::format!("{tid}"))
+                );
+                assert_eq!(
+                    xs.handle(c, tid, &read("/shared"), Now::default()),
+                    val("s")
+                );
+                let own = alloc::format!("/vm/{c}/state");
+                assert_eq!(xs.handle(c, tid, &write(&own, "1"), Now::default()), OK);
+            }
+            for c in 1..=clients {
+                let tid = round + 1;
+                assert_eq!(
+                    xs.handle(c, tid, &Op::TransactionEnd(true), Now::default()),
+                    OK
+                );
+            }
+        }
+        let s = xs.stats;
+        assert_eq!(s.conflicts, 0);
+        if precreate {
+            assert_eq!(s.replays, 0, "{s:?}");
+            assert!(s.grafts >= 5 * (clients - 1), "{s:?}");
+        } else {
+            assert!(s.replays > 0, "{s:?}");
+        }
+        xs.store().check_invariants();
+    }
+}
+
+#[test]
+fn watches_events_and_specials() {
+    let mut xs = run_table(
+        ConflictPolicy::Coalesce,
+        &[
+            Step("d0", 0, Op::Watch(b("/w"), b("t")), OK),
+            Step("d0", 0, Op::Watch(b("/w"), b("t")), err(XsError::Eexist)),
+            Step("d0", 0, Op::Watch(b("relw"), b("r")), OK),
+            Step("d0", 0, Op::Watch(b("@introduceDomain"), b("i")), OK),
+            Step("d0", 0, Op::Watch(b("@releaseDomain"), b("x")), OK),
+            Step(
+                "d0",
+                0,
+                Op::Unwatch(b("/nope"), b("t")),
+                err(XsError::Enoent),
+            ),
+            Step("d0b", 0, Op::TransactionStart, text("1")),
+            Step("d0b", 1, write("/w/a", "1"), OK),
+            Step("d0b", 0, write("relw/x", "1"), OK),
+            Step("d0b", 1, Op::TransactionEnd(true), OK),
+            Step("d0b", 0, Op::Introduce(b("7"), b("100"), b("5")), OK),
+            Step("d0b", 0, Op::IsDomainIntroduced(b("7")), text("T")),
+            Step("d0b", 0, Op::IsDomainIntroduced(b("8")), text("F")),
+            Step(
+                "d0b",
+                0,
+                Op::GetDomainPath(b("xx")),
+                text("/local/domain/0"),
+            ),
+            Step("d0b", 0, Op::Release(b("7")), OK),
+            Step("d0b", 0, Op::Release(b("7")), err(XsError::Enoent)),
+            Step("d0b", 0, Op::Release(b("0")), err(XsError::Einval)),
+            Step("d0b", 0, rm("/w"), OK),
+        ],
+    );
+    let evs: Vec<(u64, String, String)> = xs
+        .take_events()
+        .into_iter()
+        .map(|e| {
+            (
+                e.conn,
+                String::from_utf8(e.path).unwrap(),
+                String::from_utf8(e.token).unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(u64, String, String)> = [
+        ("/w", "t"),
+        ("relw", "r"),
+        ("@introduceDomain", "i"),
+        ("@releaseDomain", "x"),
+        ("relw/x", "r"),
+        ("/w/a", "t"),
+        ("@introduceDomain", "i"),
+        ("@releaseDomain", "x"),
+        ("/w", "t"),
+    ]
+    .iter()
+    .map(|(p, t)| (1, String::from(*p), String::from(*t)))
+    .collect();
+    assert_eq!(evs, want);
+}
+
+#[test]
+fn guest_permissions_quotas_and_targets() {
+    let q = Quota {
+        nodes: 4,
+        watches: 1,
+        transactions: 1,
+        ..Quota::default()
+    };
+    let mut xs = Xenstored::new(XsConfig {
+        quota: q,
+        ..XsConfig::default()
+    });
+    xs.connect(1, 0);
+    xs.connect(101, 1);
+    xs.connect(102, 2);
+    let h = |xs: &mut Xenstored, c: u64, op: Op| xs.handle(c, 0, &op, Now::default());
+    assert_eq!(
+        h(&mut xs, 101, Op::Introduce(b("1"), b("1"), b("1"))),
+        err(XsError::Eacces)
+    );
+    assert_eq!(h(&mut xs, 1, Op::Introduce(b("1"), b("1"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 1, Op::Introduce(b("2"), b("1"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 1, write("/local/domain/1", "")), OK);
+    let perms = alloc::vec![b("n1"), b("r2")];
+    assert_eq!(h(&mut xs, 1, Op::SetPerms(b("/local/domain/1"), perms)), OK);
+    // Relative paths resolve against the guest's home; it owns what it creates.
+    assert_eq!(h(&mut xs, 101, write("name", "g1")), OK);
+    assert_eq!(
+        h(&mut xs, 101, Op::GetPerms(b("name"))),
+        list(&["n1", "r2"])
+    );
+    assert_eq!(h(&mut xs, 102, read("/local/domain/1/name")), val("g1"));
+    assert_eq!(
+        h(&mut xs, 102, write("/local/domain/1/name", "x")),
+        err(XsError::Eacces)
+    );
+    assert_eq!(
+        h(&mut xs, 102, read("/tool/xenstored")),
+        err(XsError::Eacces)
+    );
+    assert_eq!(
+        h(&mut xs, 101, Op::SetPerms(b("name"), alloc::vec![b("n2")])),
+        err(XsError::Eperm)
+    );
+    let six = (0..6)
+        .map(|i| b(&alloc::format!("r{i}")))
+        .collect::<Vec<_>>();
+    let mut with_owner = alloc::vec![b("n1")];
+    with_owner.extend(six);
+    assert_eq!(
+        h(&mut xs, 101, Op::SetPerms(b("name"), with_owner)),
+        err(XsError::Enospc)
+    );
+    // Quotas: 4 nodes (home + name + 2 more), 1 watch, 1 transaction, node size.
+    assert_eq!(h(&mut xs, 101, write("a/b", "")), OK);
+    assert_eq!(h(&mut xs, 101, write("c", "")), err(XsError::Enospc));
+    assert_eq!(h(&mut xs, 101, Op::Watch(b("name"), b("t"))), OK);
+    assert_eq!(
+        h(&mut xs, 101, Op::Watch(b("a"), b("t"))),
+        err(XsError::E2big)
+    );
+    assert_eq!(h(&mut xs, 101, Op::TransactionStart), text("1"));
+    assert_eq!(h(&mut xs, 101, Op::TransactionStart), err(XsError::Enospc));
+    let big = alloc::vec![b'x'; 2049];
+    assert_eq!(
+        h(&mut xs, 101, Op::Write(b("name"), big)),
+        err(XsError::Enospc)
+    );
+    // SET_TARGET lets domain 2 act as domain 1's owner.
+    assert_eq!(
+        h(&mut xs, 1, Op::SetTarget(b("2"), b("9"))),
+        err(XsError::Enoent)
+    );
+    assert_eq!(h(&mut xs, 1, Op::SetTarget(b("2"), b("1"))), OK);
+    assert_eq!(h(&mut xs, 102, write("/local/domain/1/name", "x")), OK);
+    assert_eq!(h(&mut xs, 1, Op::Resume(b("2"))), OK);
+    assert_eq!(h(&mut xs, 1, Op::Resume(b("0"))), err(XsError::Einval));
+    assert_eq!(
+        h(&mut xs, 1, Op::GetQuota(alloc::vec![b("2"), b("nodes")])),
+        text("4")
+    );
+    assert_eq!(
+        h(
+            &mut xs,
+            1,
+            Op::SetQuota(alloc::vec![b("1"), b("nodes"), b("10")])
+        ),
+        OK
+    );
+    assert_eq!(h(&mut xs, 101, write("c", "")), OK);
+    assert_eq!(
+        h(&mut xs, 1, Op::Control(alloc::vec![b("nope")])),
+        err(XsError::Einval)
+    );
+    assert_eq!(
+        h(&mut xs, 1, Op::Control(alloc::vec![b("check")])),
+        text("OK")
+    );
+    xs.store().check_invariants();
+}

@@ -1,0 +1,234 @@
+//! Transactions and their commit (OXenstored paper, Algorithm 2 with the read/write prefix
+//! extension, plus oxenstored's replay since Xen 4.7), under three conflict policies.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::exec::{apply, Ctx, Effects};
+use super::node::{replace_at, Node};
+use super::op::{Op, Reply};
+use super::path::{common_prefix, components};
+use super::store::{Change, Store};
+
+/// How commits decide conflicts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConflictPolicy {
+    /// Swap roots when nothing changed; else graft when the read and write subtrees are the
+    /// same pointers; else replay and compare replies (oxenstored).
+    #[default]
+    Coalesce,
+    /// EAGAIN iff a node read or written was modified since the start (cxenstored >= 4.9).
+    PerNode,
+    /// EAGAIN iff anything was committed since the start (cxenstored <= 4.8, the 2009 baseline).
+    AbortOnAnyCommit,
+}
+
+impl ConflictPolicy {
+    /// Every policy, for benchmarks and tests.
+    pub const ALL: [ConflictPolicy; 3] = [
+        ConflictPolicy::Coalesce,
+        ConflictPolicy::PerNode,
+        ConflictPolicy::AbortOnAnyCommit,
+    ];
+
+    /// The option value naming this policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConflictPolicy::Coalesce => "coalesce",
+            ConflictPolicy::PerNode => "per-node",
+            ConflictPolicy::AbortOnAnyCommit => "abort-on-any-commit",
+        }
+    }
+
+    /// Parse an option value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// How a commit went through (counted in the daemon's statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitPath {
+    /// Nothing committed since the start: the private root became the root.
+    Swap,
+    /// The touched subtrees were unchanged: the written subtree was grafted in.
+    Graft,
+    /// Replayed against the current store with the same replies.
+    Replay,
+}
+
+/// An open transaction: (start root, private root, read and write prefixes, recorded requests).
+#[derive(Clone, Debug)]
+pub struct Txn {
+    /// The store when the transaction started.
+    pub start: Store,
+    /// The private store the transaction's requests run against.
+    pub store: Store,
+    /// The daemon's commit counter at the start (abort-on-any-commit).
+    pub start_commits: u64,
+    /// Longest common prefix of the paths read.
+    pub read_prefix: Option<String>,
+    /// Longest common prefix of the regions written.
+    pub write_prefix: Option<String>,
+    /// Every path read or written (per-node policy).
+    pub accessed: BTreeSet<String>,
+    /// Requests and their replies, in order, for replay.
+    pub log: Vec<(Op, Reply)>,
+    /// Changes made, for watch events on commit.
+    pub changes: Vec<Change>,
+    /// Start time, unix ms.
+    pub started_ms: u64,
+}
+
+/// Widen an optional prefix with one more path.
+fn widen(prefix: &mut Option<String>, path: &str) {
+    *prefix = Some(match prefix.take() {
+        None => String::from(path),
+        Some(p) => common_prefix(&p, path),
+    });
+}
+
+impl Txn {
+    /// A transaction starting from `store`.
+    pub fn new(store: &Store, commits: u64, now_ms: u64) -> Self {
+        Txn {
+            start: store.clone(),
+            store: store.clone(),
+            start_commits: commits,
+            read_prefix: None,
+            write_prefix: None,
+            accessed: BTreeSet::new(),
+            log: Vec::new(),
+            changes: Vec::new(),
+            started_ms: now_ms,
+        }
+    }
+
+    /// Run a store operation inside the transaction and record it (Algorithm 1).
+    pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
+        let mut fx = Effects::default();
+        let reply = apply(&mut self.store, cx, op, &mut fx);
+        for r in fx.reads {
+            widen(&mut self.read_prefix, &r);
+            self.accessed.insert(r);
+        }
+        for c in fx.changes {
+            widen(&mut self.write_prefix, &c.top);
+            self.accessed.insert(c.top.clone());
+            self.accessed.insert(c.path.clone());
+            self.changes.push(c);
+        }
+        self.log.push((op.clone(), reply.clone()));
+        reply
+    }
+
+    /// Commit against `current` under `policy`: the new store, the changes to announce and
+    /// how it went; `None` means EAGAIN.
+    pub fn commit(
+        self,
+        current: &Store,
+        commits: u64,
+        policy: ConflictPolicy,
+        cx: &mut Ctx<'_>,
+    ) -> Option<(Store, Vec<Change>, CommitPath)> {
+        match policy {
+            ConflictPolicy::AbortOnAnyCommit => {
+                let clean = commits == self.start_commits;
+                clean.then_some((self.store, self.changes, CommitPath::Swap))
+            }
+            ConflictPolicy::PerNode => {
+                let clean = self
+                    .accessed
+                    .iter()
+                    .all(|p| stamp(&self.start, p) == stamp(current, p));
+                clean.then(|| self.replay(current, cx)).flatten()
+            }
+            ConflictPolicy::Coalesce => {
+                if Arc::ptr_eq(&current.root, &self.start.root) {
+                    return Some((self.store, self.changes, CommitPath::Swap));
+                }
+                if let Some(store) = self.graft(current, cx) {
+                    return Some((store, self.changes, CommitPath::Graft));
+                }
+                self.replay(current, cx)
+            }
+        }
+    }
+
+    /// The coalescing test of Algorithm 2 with separate read and write prefixes: when the
+    /// subtrees at both are the same pointers in the start and current roots, graft the
+    /// private subtree at the write prefix into the current root.
+    fn graft(&self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+        if let Some(r) = &self.read_prefix {
+            if !same(self.start.get(r), current.get(r)) {
+                return None;
+            }
+        }
+        let Some(w) = &self.write_prefix else {
+            return Some(current.clone());
+        };
+        let (Some(s), Some(c)) = (self.start.get(w), current.get(w)) else {
+            return None;
+        };
+        if !Arc::ptr_eq(s, c) {
+            return None;
+        }
+        let mine = self.store.get(w)?.clone();
+        *cx.gen += 1;
+        let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
+        let mut owners = current.owners.clone();
+        for (d, n) in &self.store.owners {
+            *owners.entry(*d).or_default() += n;
+        }
+        for (d, n) in &self.start.owners {
+            let e = owners.entry(*d).or_default();
+            *e = e.saturating_sub(*n);
+        }
+        Some(Store { root, owners })
+    }
+
+    /// Run the recorded requests again against `current`; commit iff every reply is the same.
+    fn replay(self, current: &Store, cx: &mut Ctx<'_>) -> Option<(Store, Vec<Change>, CommitPath)> {
+        let mut store = current.clone();
+        let mut fx = Effects::default();
+        for (op, reply) in &self.log {
+            if apply(&mut store, cx, op, &mut fx) != *reply {
+                return None;
+            }
+        }
+        Some((store, fx.changes, CommitPath::Replay))
+    }
+}
+
+/// Both absent, or the same node by pointer.
+fn same(a: Option<&Arc<Node>>, b: Option<&Arc<Node>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+/// The own-content stamp of the node at `path`, if it exists.
+fn stamp(store: &Store, path: &str) -> Option<u64> {
+    store.get(path).map(|n| n.gen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_names() {
+        for p in ConflictPolicy::ALL {
+            assert_eq!(ConflictPolicy::parse(p.name()), Some(p));
+        }
+        assert_eq!(ConflictPolicy::parse("nope"), None);
+        let mut a = None;
+        widen(&mut a, "/a/b/c");
+        widen(&mut a, "/a/b/d");
+        assert_eq!(a.as_deref(), Some("/a/b"));
+    }
+}

@@ -1,0 +1,551 @@
+//! The Xenstore daemon as a sans-IO state machine: connections send [`Op`]s (with their
+//! transaction id and the time) and get a [`Reply`]; watch events queue up for the shell to
+//! collect with [`Xenstored::take_events`].
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::domain::Domains;
+use super::error::XsError;
+use super::exec::{Ctx, Effects};
+use super::op::{Op, Reply};
+use super::path::{canonicalize, domain_home, is_special};
+use super::perms::{parse_lenient, Perms};
+use super::store::{Actor, Change, Quota, Store};
+use super::txn::{CommitPath, ConflictPolicy, Txn};
+use super::watch::Watch;
+use crate::Now;
+
+/// A connection handle chosen by the shell.
+pub type ConnId = u64;
+
+/// The special watch path fired by INTRODUCE.
+pub const INTRODUCE_DOMAIN: &str = "@introduceDomain";
+/// The special watch path fired by RELEASE.
+pub const RELEASE_DOMAIN: &str = "@releaseDomain";
+
+/// Daemon settings (xenstored command-line options).
+#[derive(Clone, Debug, Default)]
+pub struct XsConfig {
+    /// Per-domain limits.
+    pub quota: Quota,
+    /// Transaction conflict policy.
+    pub policy: ConflictPolicy,
+    /// Skip creating the initial nodes (`--no-domain-init` keeps the tree empty but for `/`).
+    pub no_domain_init: bool,
+}
+
+/// An unsolicited WATCH_EVENT for a connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchEvent {
+    /// The connection to send it to.
+    pub conn: ConnId,
+    /// The event path (relative when the watch was).
+    pub path: Vec<u8>,
+    /// The watch's token.
+    pub token: Vec<u8>,
+}
+
+/// Counters for CONTROL and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XsStats {
+    /// Transactions committed by root swap.
+    pub swaps: u64,
+    /// Transactions committed by grafting.
+    pub grafts: u64,
+    /// Transactions committed by replay.
+    pub replays: u64,
+    /// Transactions refused with EAGAIN.
+    pub conflicts: u64,
+}
+
+/// One connection's state.
+#[derive(Clone, Debug)]
+struct Conn {
+    domid: u32,
+    watches: Vec<Watch>,
+    txns: BTreeMap<u32, Txn>,
+    next_tid: u32,
+}
+
+/// The daemon state.
+#[derive(Clone, Debug)]
+pub struct Xenstored {
+    store: Store,
+    conns: BTreeMap<ConnId, Conn>,
+    /// The domain table.
+    pub domains: Domains,
+    /// Settings.
+    pub config: XsConfig,
+    /// Who may watch the special paths (SET_PERMS on `@introduceDomain` / `@releaseDomain`).
+    special_perms: BTreeMap<String, Perms>,
+    gen: u64,
+    commits: u64,
+    events: Vec<WatchEvent>,
+    /// Commit statistics.
+    pub stats: XsStats,
+    /// `CONTROL log on|off`.
+    pub logging: bool,
+}
+
+impl Xenstored {
+    /// A daemon with the initial tree: `/tool/xenstored` and `/local` (as the reference
+    /// daemons create them), unless `no_domain_init`.
+    pub fn new(config: XsConfig) -> Self {
+        let mut xs = Xenstored {
+            store: Store::new(),
+            conns: BTreeMap::new(),
+            domains: Domains::default(),
+            config,
+            special_perms: BTreeMap::new(),
+            gen: 0,
+            commits: 0,
+            events: Vec::new(),
+            stats: XsStats::default(),
+            logging: false,
+        };
+        if !xs.config.no_domain_init {
+            for p in ["/tool/xenstored", "/local"] {
+                let q = xs.config.quota;
+                let mut cx = Ctx {
+                    actor: Actor::DOM0,
+                    quota: &q,
+                    gen: &mut xs.gen,
+                };
+                let op = Op::Mkdir(p.into());
+                super::exec::apply(&mut xs.store, &mut cx, &op, &mut Effects::default());
+            }
+        }
+        xs
+    }
+
+    /// The current store (a cheap snapshot).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A new connection from domain `domid` (0 = privileged; every Unix socket client).
+    pub fn connect(&mut self, conn: ConnId, domid: u32) {
+        let c = Conn {
+            domid,
+            watches: Vec::new(),
+            txns: BTreeMap::new(),
+            next_tid: 1,
+        };
+        self.conns.insert(conn, c);
+    }
+
+    /// The connection went away: its watches and transactions go with it.
+    pub fn disconnect(&mut self, conn: ConnId) {
+        self.conns.remove(&conn);
+    }
+
+    /// Watch events produced so far, in order.
+    pub fn take_events(&mut self) -> Vec<WatchEvent> {
+        core::mem::take(&mut self.events)
+    }
+
+    /// The acting identity of a connection.
+    fn actor(&self, domid: u32) -> Actor {
+        Actor {
+            domid,
+            privileged: domid == 0,
+            target: self.domains.target(domid),
+        }
+    }
+
+    /// Handle one request of `conn` in transaction `tx_id` (0 = none).
+    pub fn handle(&mut self, conn: ConnId, tx_id: u32, op: &Op, now: Now) -> Reply {
+        let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
+            return Reply::Error(XsError::Einval);
+        };
+        if tx_id != 0 && !self.conns[&conn].txns.contains_key(&tx_id) {
+            return Reply::Error(XsError::Enoent);
+        }
+        let result = match op {
+            Op::Invalid(e) => Err(*e),
+            Op::SetPerms(p, perms) if is_special(p) => self.set_special_perms(domid, p, perms),
+            o if o.is_transactional() => Ok(self.store_op(conn, domid, tx_id, o)),
+            Op::TransactionStart if tx_id != 0 => Err(XsError::Ebusy),
+            Op::TransactionStart => self.transaction_start(conn, domid, now),
+            Op::TransactionEnd(_) if tx_id == 0 => Err(XsError::Enoent),
+            Op::TransactionEnd(commit) => self.transaction_end(conn, domid, tx_id, *commit),
+            Op::Watch(p, t) => self.watch(conn, domid, p, t),
+            Op::Unwatch(p, t) => self.unwatch(conn, domid, p, t),
+            Op::ResetWatches => self.reset_watches(conn),
+            _ => self.domain_op(domid, op),
+        };
+        result.unwrap_or_else(Reply::Error)
+    }
+
+    /// A store operation, inside a transaction or directly.
+    fn store_op(&mut self, conn: ConnId, domid: u32, tx_id: u32, op: &Op) -> Reply {
+        let actor = self.actor(domid);
+        let quota = self.domains.quota(domid, &self.config.quota);
+        let mut cx = Ctx {
+            actor,
+            quota: &quota,
+            gen: &mut self.gen,
+        };
+        if tx_id != 0 {
+            let txn = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.txns.get_mut(&tx_id));
+            return txn.expect("checked by handle").run(&mut cx, op);
+        }
+        let mut fx = Effects::default();
+        let reply = super::exec::apply(&mut self.store, &mut cx, op, &mut fx);
+        if !fx.changes.is_empty() {
+            self.commits += 1;
+        }
+        for c in &fx.changes {
+            self.fire(c);
+        }
+        reply
+    }
+
+    /// TRANSACTION_START: a new per-connection id (1, 2, 3...).
+    fn transaction_start(&mut self, conn: ConnId, domid: u32, now: Now) -> Result<Reply, XsError> {
+        let quota = self.domains.quota(domid, &self.config.quota);
+        let txn = Txn::new(&self.store, self.commits, now.ms());
+        let c = self.conns.get_mut(&conn).expect("checked by handle");
+        if domid != 0 && c.txns.len() >= quota.transactions as usize {
+            return Err(XsError::Enospc);
+        }
+        let tid = c.next_tid;
+        c.next_tid = c.next_tid.wrapping_add(1).max(1);
+        c.txns.insert(tid, txn);
+        Ok(Reply::Text(alloc::format!("{tid}")))
+    }
+
+    /// TRANSACTION_END: commit (`T`) or abort (`F`); the id is gone either way.
+    fn transaction_end(
+        &mut self,
+        conn: ConnId,
+        domid: u32,
+        tid: u32,
+        commit: bool,
+    ) -> Result<Reply, XsError> {
+        let c = self.conns.get_mut(&conn).expect("checked by handle");
+        let txn = c.txns.remove(&tid).ok_or(XsError::Enoent)?;
+        if !commit {
+            return Ok(Reply::Ok);
+        }
+        let actor = self.actor(domid);
+        let quota = self.domains.quota(domid, &self.config.quota);
+        let mut cx = Ctx {
+            actor,
+            quota: &quota,
+            gen: &mut self.gen,
+        };
+        let policy = self.config.policy;
+        let Some((store, changes, how)) = txn.commit(&self.store, self.commits, policy, &mut cx)
+        else {
+            self.stats.conflicts += 1;
+            return Err(XsError::Eagain);
+        };
+        match how {
+            CommitPath::Swap => self.stats.swaps += 1,
+            CommitPath::Graft => self.stats.grafts += 1,
+            CommitPath::Replay => self.stats.replays += 1,
+        }
+        self.store = store;
+        if !changes.is_empty() {
+            self.commits += 1;
+        }
+        for c in &changes {
+            self.fire(c);
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// Queue the events `change` fires, filtered by the watcher's read access.
+    fn fire(&mut self, change: &Change) {
+        let mut out = Vec::new();
+        for (id, c) in &self.conns {
+            if !self.actor(c.domid).access(&change.perms).can_read() {
+                continue;
+            }
+            for w in &c.watches {
+                if let Some(path) = w.fires_for(change, c.domid) {
+                    out.push(WatchEvent {
+                        conn: *id,
+                        path,
+                        token: w.token.clone(),
+                    });
+                }
+            }
+        }
+        self.events.extend(out);
+    }
+
+    /// Queue `@introduceDomain` / `@releaseDomain` events for dom0 and permitted domains.
+    fn fire_special(&mut self, name: &str) {
+        let perms = self
+            .special_perms
+            .get(name)
+            .cloned()
+            .unwrap_or(Perms::owned_by(0));
+        let mut out = Vec::new();
+        for (id, c) in &self.conns {
+            if !self.actor(c.domid).access(&perms).can_read() {
+                continue;
+            }
+            for w in c.watches.iter().filter(|w| w.abs == name) {
+                out.push(WatchEvent {
+                    conn: *id,
+                    path: w.path.clone(),
+                    token: w.token.clone(),
+                });
+            }
+        }
+        self.events.extend(out);
+    }
+
+    /// SET_PERMS on a special path: who receives its events (cxenstored semantics).
+    fn set_special_perms(
+        &mut self,
+        domid: u32,
+        p: &[u8],
+        perms: &[Vec<u8>],
+    ) -> Result<Reply, XsError> {
+        let name = core::str::from_utf8(p).map_err(|_| XsError::Einval)?;
+        if name != INTRODUCE_DOMAIN && name != RELEASE_DOMAIN {
+            return Err(XsError::Einval);
+        }
+        if domid != 0 {
+            return Err(XsError::Eacces);
+        }
+        let args: Vec<&[u8]> = perms.iter().map(Vec::as_slice).collect();
+        self.special_perms
+            .insert(String::from(name), Perms::parse(&args)?);
+        Ok(Reply::Ok)
+    }
+
+    /// WATCH: register, then queue the immediate event.
+    fn watch(
+        &mut self,
+        conn: ConnId,
+        domid: u32,
+        p: &[u8],
+        token: &[u8],
+    ) -> Result<Reply, XsError> {
+        let quota = self.domains.quota(domid, &self.config.quota);
+        let w = self.make_watch(domid, p, token, &quota)?;
+        let c = self.conns.get_mut(&conn).expect("checked by handle");
+        if c.watches
+            .iter()
+            .any(|x| x.path == w.path && x.token == w.token)
+        {
+            return Err(XsError::Eexist);
+        }
+        if domid != 0 && c.watches.len() >= quota.watches as usize {
+            return Err(XsError::E2big);
+        }
+        let ev = WatchEvent {
+            conn,
+            path: w.path.clone(),
+            token: w.token.clone(),
+        };
+        c.watches.push(w);
+        self.events.push(ev);
+        Ok(Reply::Ok)
+    }
+
+    /// Validate a watch path (node path or any `@name`).
+    fn make_watch(&self, domid: u32, p: &[u8], token: &[u8], q: &Quota) -> Result<Watch, XsError> {
+        let abs = match is_special(p) {
+            true if p.len() <= q.path_max as usize => {
+                String::from(core::str::from_utf8(p).map_err(|_| XsError::Einval)?)
+            }
+            true => return Err(XsError::Einval),
+            false => canonicalize(p, domid, q.path_max as usize)?,
+        };
+        let relative = !p.starts_with(b"/") && !is_special(p);
+        Ok(Watch {
+            path: p.to_vec(),
+            token: token.to_vec(),
+            abs,
+            relative,
+        })
+    }
+
+    /// UNWATCH: ENOENT unless the exact (path, token) is registered.
+    fn unwatch(
+        &mut self,
+        conn: ConnId,
+        _domid: u32,
+        p: &[u8],
+        token: &[u8],
+    ) -> Result<Reply, XsError> {
+        let c = self.conns.get_mut(&conn).expect("checked by handle");
+        let i = c
+            .watches
+            .iter()
+            .position(|w| w.path == p && w.token == token);
+        c.watches.remove(i.ok_or(XsError::Enoent)?);
+        Ok(Reply::Ok)
+    }
+
+    /// RESET_WATCHES: drop all watches and transactions of the connection.
+    fn reset_watches(&mut self, conn: ConnId) -> Result<Reply, XsError> {
+        let c = self.conns.get_mut(&conn).expect("checked by handle");
+        c.watches.clear();
+        c.txns.clear();
+        Ok(Reply::Ok)
+    }
+
+    /// Domain management, features, quotas and CONTROL.
+    fn domain_op(&mut self, domid: u32, op: &Op) -> Result<Reply, XsError> {
+        match op {
+            Op::GetDomainPath(d) => Ok(Reply::Text(domain_home(parse_lenient(d)))),
+            Op::IsDomainIntroduced(d) => {
+                let yes = self.domains.exists(parse_lenient(d));
+                Ok(Reply::Text(String::from(if yes { "T" } else { "F" })))
+            }
+            Op::GetFeature(args) => self.get_feature(args),
+            Op::GetQuota(args) => self.get_quota(args),
+            _ if domid != 0 => Err(XsError::Eacces),
+            Op::Introduce(d, gfn, port) => Ok(self.introduce(d, gfn, port)),
+            Op::Release(d) => self.release(parse_lenient(d)),
+            Op::Resume(d) => self.resume(parse_lenient(d)),
+            Op::SetTarget(d, t) => self.set_target(parse_lenient(d), parse_lenient(t)),
+            Op::SetFeature(args) => self.set_feature(args),
+            Op::SetQuota(args) => self.set_quota(args),
+            Op::Control(args) => super::control::control(self, args),
+            _ => Err(XsError::Enosys),
+        }
+    }
+
+    /// INTRODUCE: record the domain; a new one fires `@introduceDomain`.
+    fn introduce(&mut self, d: &[u8], gfn: &[u8], port: &[u8]) -> Reply {
+        let (d, gfn, port) = (parse_lenient(d), parse_lenient(gfn), parse_lenient(port));
+        if self.domains.introduce(d, u64::from(gfn), port) {
+            self.fire_special(INTRODUCE_DOMAIN);
+        }
+        Reply::Ok
+    }
+
+    /// RELEASE: forget the domain (dom0: EINVAL; unknown: ENOENT) and fire `@releaseDomain`.
+    fn release(&mut self, d: u32) -> Result<Reply, XsError> {
+        if d == 0 {
+            return Err(XsError::Einval);
+        }
+        self.domains.table.remove(&d).ok_or(XsError::Enoent)?;
+        let dropped: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.domid == d)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dropped {
+            self.disconnect(id);
+        }
+        self.fire_special(RELEASE_DOMAIN);
+        Ok(Reply::Ok)
+    }
+
+    /// RESUME: dom0 EINVAL, unknown ENOENT, else OK.
+    fn resume(&mut self, d: u32) -> Result<Reply, XsError> {
+        if d == 0 {
+            return Err(XsError::Einval);
+        }
+        let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
+        dom.resumed += 1;
+        Ok(Reply::Ok)
+    }
+
+    /// SET_TARGET: `d` may act as the owner for nodes of `t`; both must exist.
+    fn set_target(&mut self, d: u32, t: u32) -> Result<Reply, XsError> {
+        if !self.domains.exists(t) {
+            return Err(XsError::Enoent);
+        }
+        let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
+        dom.target = Some(t);
+        Ok(Reply::Ok)
+    }
+
+    /// GET_FEATURE: the daemon's features (none of the ring features on a socket) or a
+    /// domain's.
+    fn get_feature(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+        let value = match args {
+            [] => 0,
+            [d] => {
+                self.domains
+                    .table
+                    .get(&parse_lenient(d))
+                    .ok_or(XsError::Enoent)?
+                    .features
+            }
+            _ => return Err(XsError::Einval),
+        };
+        Ok(Reply::Text(alloc::format!("{value}")))
+    }
+
+    /// SET_FEATURE: a domain's features; only the daemon's (none) may be set.
+    fn set_feature(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+        let [d, v] = args else {
+            return Err(XsError::Einval);
+        };
+        let v = super::perms::parse_u32(v).ok_or(XsError::Einval)?;
+        let dom = self
+            .domains
+            .table
+            .get_mut(&parse_lenient(d))
+            .ok_or(XsError::Enoent)?;
+        if v != 0 {
+            return Err(XsError::Einval);
+        }
+        dom.features = v;
+        Ok(Reply::Ok)
+    }
+
+    /// GET_QUOTA: names, a global value, or a domain's value.
+    fn get_quota(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+        let (q, name) = match args {
+            [] => return Ok(Reply::Text(super::control::QUOTA_NAMES.join(" "))),
+            [name] => (self.config.quota, name),
+            [d, name] => (self.domain_quota(d)?, name),
+            _ => return Err(XsError::Einval),
+        };
+        let v = super::control::quota_get(&q, name).ok_or(XsError::Einval)?;
+        Ok(Reply::Text(alloc::format!("{v}")))
+    }
+
+    /// The quota of an introduced domain (ENOENT otherwise).
+    fn domain_quota(&self, d: &[u8]) -> Result<Quota, XsError> {
+        let d = parse_lenient(d);
+        match self.domains.table.get(&d) {
+            Some(dom) => Ok(dom.quota.unwrap_or(self.config.quota)),
+            None => Err(XsError::Enoent),
+        }
+    }
+
+    /// SET_QUOTA: a global value, or a domain's.
+    fn set_quota(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+        match args {
+            [name, v] => super::control::quota_set(&mut self.config.quota, name, v)?,
+            [d, name, v] => {
+                let mut q = self.domain_quota(d)?;
+                super::control::quota_set(&mut q, name, v)?;
+                let dom = self
+                    .domains
+                    .table
+                    .get_mut(&parse_lenient(d))
+                    .expect("checked");
+                dom.quota = Some(q);
+            }
+            _ => return Err(XsError::Einval),
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// Connections, watches and open transactions, for CONTROL memreport.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let watches = self.conns.values().map(|c| c.watches.len()).sum();
+        let txns = self.conns.values().map(|c| c.txns.len()).sum();
+        (self.conns.len(), watches, txns)
+    }
+}

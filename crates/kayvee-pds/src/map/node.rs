@@ -1,0 +1,515 @@
+//! CHAMP trie nodes for `PMap`: one allocation per node holding a small header (two bitmaps,
+//! the subtree size, the children) followed by the node's entries inline.
+//!
+//! Layout (Steindorfer & Vinju, "Optimizing Hash-Array Mapped Tries", OOPSLA 2015):
+//! - Level `l` (0..=12) branches on 5 bits of the 64-bit hash, most significant first (level 12
+//!   uses the last 4 bits, shifted left), so in-order traversal follows numeric hash order.
+//! - `datamap` marks positions holding an entry (stored in `slice`, in position order);
+//!   `nodemap` marks positions holding a child (in `children`, in position order).
+//! - Level 13 ([`COLLISION_LEVEL`]) holds *collision nodes*: both bitmaps zero, every entry shares
+//!   one full 64-bit hash.
+//! - Canonical form: every node below the root holds at least two entries in its subtree; a
+//!   remove that leaves a child with a single entry and no children pulls that entry up.
+//!
+//! Writes go through [`make_unique`]: a node no snapshot shares is mutated in place; a shared node
+//! is copied first (path copying). Entries are `Option`s only so that an owned entry can be moved
+//! out of a node being rebuilt without `unsafe`; outside a rebuild every slot is `Some`.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::borrow::Borrow;
+use core::hash::{BuildHasher, Hash};
+use core::mem;
+use triomphe::{Arc, HeaderSlice};
+
+/// Bits of hash consumed per level.
+pub(super) const BITS: usize = 5;
+/// The level of collision nodes: every hash bit has been consumed above it.
+pub(super) const COLLISION_LEVEL: usize = 13;
+/// Frames an iterator needs: branching levels plus the collision level.
+pub(super) const DEPTH_MAX: usize = COLLISION_LEVEL + 1;
+
+/// One entry slot; `None` only transiently while a node is rebuilt.
+pub(super) type Slot<K, V> = Option<(K, V)>;
+
+/// The fixed part of a node.
+pub(super) struct NodeHeader<K, V> {
+    /// Positions holding an inline entry.
+    pub datamap: u32,
+    /// Positions holding a child node.
+    pub nodemap: u32,
+    /// Entries in this subtree (for O(depth) `random`).
+    pub size: usize,
+    /// Child nodes, in position order.
+    pub children: Box<[Node<K, V>]>,
+}
+
+impl<K: Clone, V: Clone> Clone for NodeHeader<K, V> {
+    fn clone(&self) -> Self {
+        NodeHeader {
+            datamap: self.datamap,
+            nodemap: self.nodemap,
+            size: self.size,
+            children: self.children.clone(),
+        }
+    }
+}
+
+/// A node's contents: header then entries, in one allocation.
+pub(super) type Inner<K, V> = HeaderSlice<NodeHeader<K, V>, [Slot<K, V>]>;
+/// A shared pointer to a node.
+pub(super) type Node<K, V> = Arc<Inner<K, V>>;
+
+/// The 5-bit position of `hash` at `level` (most significant bits first).
+#[inline]
+pub(super) fn frag(hash: u64, level: usize) -> u32 {
+    let chunk = if level < COLLISION_LEVEL - 1 {
+        hash >> (64 - BITS * (level + 1))
+    } else {
+        hash << 1
+    };
+    (chunk & 31) as u32
+}
+
+/// Index in a dense array of the position `bit` given the bitmap `map`.
+#[inline]
+pub(super) fn index(map: u32, bit: u32) -> usize {
+    (map & (bit - 1)).count_ones() as usize
+}
+
+/// Allocates a node from its header and its entries.
+fn build<K, V>(
+    header: NodeHeader<K, V>,
+    slots: impl ExactSizeIterator<Item = Slot<K, V>>,
+) -> Node<K, V> {
+    Arc::from_header_and_iter(header, slots)
+}
+
+/// An empty node (the root of an empty map).
+pub(super) fn empty<K, V>() -> Node<K, V> {
+    let header = NodeHeader {
+        datamap: 0,
+        nodemap: 0,
+        size: 0,
+        children: Box::default(),
+    };
+    build(header, core::iter::empty())
+}
+
+/// Mutable access to a node, copying it first when a snapshot shares it.
+pub(super) fn make_unique<K: Clone, V: Clone>(node: &mut Node<K, V>) -> &mut Inner<K, V> {
+    if !node.is_unique() {
+        *node = build(node.header.clone(), node.slice.iter().cloned());
+    }
+    Arc::get_mut(node).expect("node was just made unique")
+}
+
+/// Moves the header out of a node about to be rebuilt (its children are left empty).
+fn take_header<K, V>(n: &mut Inner<K, V>) -> NodeHeader<K, V> {
+    NodeHeader {
+        datamap: n.header.datamap,
+        nodemap: n.header.nodemap,
+        size: n.header.size,
+        children: mem::take(&mut n.header.children),
+    }
+}
+
+/// The slots of `old` with `new` inserted at `at` (moves the old entries out).
+fn slots_inserted<K, V>(
+    old: &mut [Slot<K, V>],
+    at: usize,
+    new: Slot<K, V>,
+) -> impl ExactSizeIterator<Item = Slot<K, V>> + '_ {
+    let mut new = new;
+    (0..old.len() + 1).map(move |i| match i.cmp(&at) {
+        core::cmp::Ordering::Less => old[i].take(),
+        core::cmp::Ordering::Equal => new.take(),
+        core::cmp::Ordering::Greater => old[i - 1].take(),
+    })
+}
+
+/// The slots of `old` without the one at `at` (moves the others out).
+fn slots_removed<K, V>(
+    old: &mut [Slot<K, V>],
+    at: usize,
+) -> impl ExactSizeIterator<Item = Slot<K, V>> + '_ {
+    (0..old.len() - 1).map(move |i| {
+        if i < at {
+            old[i].take()
+        } else {
+            old[i + 1].take()
+        }
+    })
+}
+
+/// `old` children with `new` inserted at `at` (exact-size allocation).
+fn children_inserted<T>(old: Box<[T]>, at: usize, new: T) -> Box<[T]> {
+    let mut v = Vec::with_capacity(old.len() + 1);
+    let mut it = old.into_vec().into_iter();
+    v.extend(it.by_ref().take(at));
+    v.push(new);
+    v.extend(it);
+    v.into_boxed_slice()
+}
+
+/// `old` children without the one at `at` (exact-size allocation).
+fn children_removed<T>(old: Box<[T]>, at: usize) -> Box<[T]> {
+    let mut v = Vec::with_capacity(old.len() - 1);
+    v.extend(
+        old.into_vec()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, c)| (i != at).then_some(c)),
+    );
+    v.into_boxed_slice()
+}
+
+/// Finds the entry for `k` (hash `hash`) below `node`. A loop, allocation-free.
+pub(super) fn get<'a, K, V, Q>(mut node: &'a Node<K, V>, hash: u64, k: &Q) -> Option<&'a (K, V)>
+where
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    for level in 0..COLLISION_LEVEL {
+        let h = &node.header;
+        let bit = 1u32 << frag(hash, level);
+        if h.datamap & bit != 0 {
+            let e = node.slice[index(h.datamap, bit)].as_ref()?;
+            return (e.0.borrow() == k).then_some(e);
+        }
+        if h.nodemap & bit == 0 {
+            return None;
+        }
+        node = &h.children[index(h.nodemap, bit)];
+    }
+    node.slice.iter().flatten().find(|e| e.0.borrow() == k)
+}
+
+/// Mutable access to the value of `k`, making the path unique. A loop.
+pub(super) fn get_mut<'a, K, V, Q>(
+    mut node: &'a mut Node<K, V>,
+    hash: u64,
+    k: &Q,
+) -> Option<&'a mut V>
+where
+    K: Borrow<Q> + Clone,
+    V: Clone,
+    Q: Eq + ?Sized,
+{
+    for level in 0..COLLISION_LEVEL {
+        let n = make_unique(node);
+        let bit = 1u32 << frag(hash, level);
+        if n.header.datamap & bit != 0 {
+            let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
+            return (e.0.borrow() == k).then_some(&mut e.1);
+        }
+        if n.header.nodemap & bit == 0 {
+            return None;
+        }
+        node = &mut n.header.children[index(n.header.nodemap, bit)];
+    }
+    let n = make_unique(node);
+    let e = n.slice.iter_mut().flatten().find(|e| e.0.borrow() == k)?;
+    Some(&mut e.1)
+}
+
+/// A subtree at `level` holding two entries with different keys.
+fn merge<K, V>(level: usize, a: (K, V), ha: u64, b: (K, V), hb: u64) -> Node<K, V> {
+    let mut header = NodeHeader {
+        datamap: 0,
+        nodemap: 0,
+        size: 2,
+        children: Box::default(),
+    };
+    if level == COLLISION_LEVEL {
+        return build(header, [Some(a), Some(b)].into_iter());
+    }
+    let (fa, fb) = (frag(ha, level), frag(hb, level));
+    if fa == fb {
+        header.nodemap = 1 << fa;
+        header.children = Box::new([merge(level + 1, a, ha, b, hb)]);
+        return build(header, core::iter::empty());
+    }
+    header.datamap = (1 << fa) | (1 << fb);
+    let pair = if fa < fb { [a, b] } else { [b, a] };
+    build(header, pair.into_iter().map(Some))
+}
+
+/// Inserts into a collision node; returns the previous value.
+fn insert_collision<K: Eq + Clone, V: Clone>(node: &mut Node<K, V>, k: K, v: V) -> Option<V> {
+    let n = make_unique(node);
+    if let Some(e) = n.slice.iter_mut().flatten().find(|e| e.0 == k) {
+        return Some(mem::replace(&mut e.1, v));
+    }
+    let at = n.slice.len();
+    let mut header = take_header(n);
+    header.size += 1;
+    *node = build(header, slots_inserted(&mut n.slice, at, Some((k, v))));
+    None
+}
+
+/// Inserts `k -> v` (hash `hash`) below `node` at `level`; returns the previous value.
+pub(super) fn insert<K, V, S>(
+    node: &mut Node<K, V>,
+    level: usize,
+    hash: u64,
+    k: K,
+    v: V,
+    hasher: &S,
+) -> Option<V>
+where
+    K: Hash + Eq + Clone,
+    V: Clone,
+    S: BuildHasher,
+{
+    if level == COLLISION_LEVEL {
+        return insert_collision(node, k, v);
+    }
+    let n = make_unique(node);
+    let bit = 1u32 << frag(hash, level);
+    if n.header.nodemap & bit != 0 {
+        let child = &mut n.header.children[index(n.header.nodemap, bit)];
+        let old = insert(child, level + 1, hash, k, v, hasher);
+        if old.is_none() {
+            n.header.size += 1;
+        }
+        return old;
+    }
+    let at = index(n.header.datamap, bit);
+    let mut header;
+    if n.header.datamap & bit == 0 {
+        header = take_header(n);
+        header.datamap |= bit;
+        header.size += 1;
+        *node = build(header, slots_inserted(&mut n.slice, at, Some((k, v))));
+        return None;
+    }
+    let e = n.slice[at].as_mut().expect("slot holds an entry");
+    if e.0 == k {
+        return Some(mem::replace(&mut e.1, v));
+    }
+    // Two different keys at one position: push both down into a new child.
+    let old = n.slice[at].take().expect("slot holds an entry");
+    let old_hash = hasher.hash_one(&old.0);
+    let child = merge(level + 1, old, old_hash, (k, v), hash);
+    header = take_header(n);
+    header.datamap ^= bit;
+    header.nodemap |= bit;
+    header.size += 1;
+    header.children = children_inserted(header.children, index(header.nodemap, bit), child);
+    *node = build(header, slots_removed(&mut n.slice, at));
+    None
+}
+
+/// Removes the entry at slot `at` of `node`, clearing `bit` from its datamap.
+fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -> Slot<K, V> {
+    let n = make_unique(node);
+    let kv = n.slice[at].take();
+    let mut header = take_header(n);
+    header.datamap &= !bit;
+    header.size -= 1;
+    *node = build(header, slots_removed(&mut n.slice, at));
+    kv
+}
+
+/// Removes `k` (hash `hash`) below `node` at `level`, keeping the trie canonical.
+/// The caller checked that the key is present (so an absent key copies nothing).
+pub(super) fn remove<K, V, Q>(node: &mut Node<K, V>, level: usize, hash: u64, k: &Q) -> Slot<K, V>
+where
+    K: Borrow<Q> + Clone,
+    V: Clone,
+    Q: Eq + ?Sized,
+{
+    let matches = |s: &Slot<K, V>| s.as_ref().is_some_and(|e| e.0.borrow() == k);
+    if level == COLLISION_LEVEL {
+        let at = node.slice.iter().position(matches)?;
+        return remove_slot(node, at, 0);
+    }
+    let bit = 1u32 << frag(hash, level);
+    if node.header.datamap & bit != 0 {
+        let at = index(node.header.datamap, bit);
+        return matches(&node.slice[at]).then(|| remove_slot(node, at, bit))?;
+    }
+    if node.header.nodemap & bit == 0 {
+        return None;
+    }
+    let n = make_unique(node);
+    let ci = index(n.header.nodemap, bit);
+    let kv = remove(&mut n.header.children[ci], level + 1, hash, k)?;
+    n.header.size -= 1;
+    let child = &mut n.header.children[ci];
+    if child.header.nodemap == 0 && child.slice.len() == 1 {
+        // Canonical form: a lone entry below us moves up into this node.
+        let entry = make_unique(child).slice[0].take();
+        let mut header = take_header(n);
+        header.nodemap ^= bit;
+        header.datamap |= bit;
+        header.children = children_removed(header.children, ci);
+        let at = index(header.datamap, bit);
+        *node = build(header, slots_inserted(&mut n.slice, at, entry));
+    }
+    Some(kv)
+}
+
+/// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32).
+pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
+    loop {
+        if r < node.slice.len() {
+            return node.slice[r].as_ref();
+        }
+        r -= node.slice.len();
+        let mut next = None;
+        for child in node.header.children.iter() {
+            if r < child.header.size {
+                next = Some(child);
+                break;
+            }
+            r -= child.header.size;
+        }
+        node = next?;
+    }
+}
+
+/// Structure bytes of the subtree (node allocations, excluding what keys/values own).
+pub(super) fn heap_size<K, V>(node: &Node<K, V>) -> usize {
+    let own = mem::size_of::<usize>()
+        + mem::size_of::<NodeHeader<K, V>>()
+        + mem::size_of_val(&node.slice)
+        + mem::size_of_val(&*node.header.children);
+    own + node.header.children.iter().map(heap_size).sum::<usize>()
+}
+
+/// Calls `f` with the address of every node of the subtree.
+pub(super) fn for_each_node<K, V>(node: &Node<K, V>, f: &mut impl FnMut(&Node<K, V>)) {
+    f(node);
+    for child in node.header.children.iter() {
+        for_each_node(child, f);
+    }
+}
+
+/// Checks one subtree's invariants; `path` holds the hash bits chosen above `level`.
+/// Returns the subtree's entry count.
+pub(super) fn check<K, V>(
+    node: &Node<K, V>,
+    level: usize,
+    path: u64,
+    hash: &impl Fn(&K) -> u64,
+) -> usize {
+    let h = &node.header;
+    assert!(node.slice.iter().all(Option::is_some), "vacant slot");
+    if level == COLLISION_LEVEL {
+        assert_eq!(h.datamap | h.nodemap, 0, "collision node with bitmaps");
+        assert!(h.children.is_empty(), "collision node with children");
+        assert!(node.slice.len() >= 2, "collision node with < 2 entries");
+        for (k, _) in node.slice.iter().flatten() {
+            assert_eq!(hash(k), path, "collision entry with another hash");
+        }
+        assert_eq!(h.size, node.slice.len(), "collision node size");
+        return h.size;
+    }
+    assert_eq!(h.datamap & h.nodemap, 0, "position both entry and child");
+    assert_eq!(
+        h.datamap.count_ones() as usize,
+        node.slice.len(),
+        "datamap vs entries"
+    );
+    assert_eq!(
+        h.nodemap.count_ones() as usize,
+        h.children.len(),
+        "nodemap vs children"
+    );
+    let prefix_mask = prefix_mask(level);
+    for (i, (k, _)) in node.slice.iter().flatten().enumerate() {
+        let kh = hash(k);
+        assert_eq!(kh & prefix_mask, path, "entry off its path");
+        let bit = 1u32 << frag(kh, level);
+        assert!(
+            h.datamap & bit != 0 && index(h.datamap, bit) == i,
+            "entry at wrong position"
+        );
+    }
+    let mut size = node.slice.len();
+    for (i, child) in h.children.iter().enumerate() {
+        let pos = nth_bit(h.nodemap, i);
+        let child_path = path | with_frag(pos, level);
+        let n = check(child, level + 1, child_path, hash);
+        assert!(n >= 2, "non-canonical: subtree below root with < 2 entries");
+        size += n;
+    }
+    assert_eq!(h.size, size, "subtree size out of sync");
+    size
+}
+
+/// The hash bits fixed by the path to a node at `level`.
+fn prefix_mask(level: usize) -> u64 {
+    if level == 0 {
+        0
+    } else if level >= COLLISION_LEVEL {
+        u64::MAX
+    } else {
+        !(u64::MAX >> (BITS * level))
+    }
+}
+
+/// The hash bits meaning "position `pos` at `level`".
+fn with_frag(pos: u32, level: usize) -> u64 {
+    if level < COLLISION_LEVEL - 1 {
+        u64::from(pos) << (64 - BITS * (level + 1))
+    } else {
+        u64::from(pos) >> 1
+    }
+}
+
+/// Position of the `i`-th set bit of `map`.
+fn nth_bit(mut map: u32, i: usize) -> u32 {
+    for _ in 0..i {
+        map &= map - 1;
+    }
+    map.trailing_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frag_follows_numeric_order() {
+        // Concatenating the fragments of all levels must rebuild the hash, MSB first.
+        for &h in &[
+            0u64,
+            1,
+            u64::MAX,
+            0x8000_0000_0000_0000,
+            0x0123_4567_89ab_cdef,
+        ] {
+            let mut rebuilt: u64 = 0;
+            for level in 0..COLLISION_LEVEL {
+                rebuilt |= with_frag(frag(h, level), level);
+            }
+            assert_eq!(rebuilt, h);
+            assert_eq!(
+                frag(h, COLLISION_LEVEL - 1) & 1,
+                0,
+                "last level uses 4 bits"
+            );
+        }
+        assert!(frag(0x8000_0000_0000_0000, 0) > frag(0x7fff_ffff_ffff_ffff, 0));
+    }
+
+    #[test]
+    fn prefix_mask_covers_consumed_bits() {
+        assert_eq!(prefix_mask(0), 0);
+        assert_eq!(prefix_mask(1), 0xf800_0000_0000_0000);
+        assert_eq!(prefix_mask(12), !0xf);
+        assert_eq!(prefix_mask(COLLISION_LEVEL), u64::MAX);
+    }
+
+    #[test]
+    fn index_and_nth_bit_agree() {
+        let map = 0b1011_0010u32;
+        for i in 0..4 {
+            let pos = nth_bit(map, i);
+            assert_eq!(index(map, 1 << pos), i);
+        }
+    }
+}

@@ -1,0 +1,665 @@
+//! The event loop: one thread owns the [`Engine`] and runs a mio (epoll) loop over the
+//! listeners, the client connections and the signal pipe, and runs the cron `hz` times a second.
+//!
+//! Per readable connection: read what is available, decode every complete command, run each
+//! through the engine with replies encoded straight into the connection's output buffer, then
+//! write that buffer with one `write`. Connections are registered once, edge-triggered, for
+//! READABLE and WRITABLE: the WRITABLE edge arrives when a full socket buffer drains, which
+//! replaces Redis's add/remove of a write handler and saves an `epoll_ctl` per blocked write.
+//!
+//! Time: the wall clock (`SystemTime`) is read once per wakeup; each command's [`Now`] is that
+//! reading plus the monotonic time elapsed since, taken from the same monotonic reading that
+//! starts the command's duration measurement. So a command costs two `clock_gettime` (vDSO, no
+//! syscall) and `now` stays exact across long pipelines and `DEBUG SLEEP`.
+
+use crate::conn::{Conn, FillEnd, OUTPUT_PAUSE};
+use crate::net::{self, Listener, Stream};
+use kayvee_engine::client::{ConnInfo, Transport};
+use kayvee_engine::{Engine, Handle, Now, Outcome};
+use kayvee_resp::{Decoder, Limits, RespWriter};
+use mio::{Events, Interest, Poll, Token};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook_mio::v1_0::Signals;
+use std::io::{self, Write};
+use std::time::{Duration, Instant, SystemTime};
+use tracing::{debug, warn};
+
+/// Token of the signal pipe.
+const SIGNAL_TOKEN: Token = Token(usize::MAX);
+/// Tokens of listeners are `LISTENER_BASE + index`; connections use their handle's slot.
+const LISTENER_BASE: usize = usize::MAX / 2;
+
+/// Size of the shared read buffer: one `read` takes up to this much.
+const SCRATCH_LEN: usize = 64 * 1024;
+
+/// Startup failures of the event loop.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A socket could not be bound.
+    #[error(transparent)]
+    Listen(#[from] net::ListenError),
+    /// The poller or the signal pipe failed.
+    #[error("event loop: {0}")]
+    Io(#[from] io::Error),
+    /// Neither TCP nor a Unix socket is configured.
+    #[error("Configured to not listen anywhere, exiting.")]
+    NowhereToListen,
+}
+
+/// The wall clock read at the last wakeup, and the monotonic clock at that moment.
+struct Clock {
+    unix_us: u64,
+    mono_us: u64,
+}
+
+impl Clock {
+    /// Reads both clocks.
+    fn read() -> Self {
+        let unix_us = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        Clock {
+            unix_us,
+            mono_us: monotonic_us(),
+        }
+    }
+
+    /// The wall time at monotonic time `t_us` (not before the reading).
+    #[inline]
+    fn at(&self, t_us: u64) -> Now {
+        Now {
+            unix_us: self.unix_us + t_us.saturating_sub(self.mono_us),
+        }
+    }
+
+    /// The wall time now.
+    fn now(&self) -> Now {
+        self.at(monotonic_us())
+    }
+}
+
+/// CLOCK_MONOTONIC in microseconds. Plain integers make the two readings per command cheap:
+/// `Instant` subtraction (checked `Timespec` arithmetic) cost ~65 instructions per command.
+#[inline]
+fn monotonic_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`; CLOCK_MONOTONIC always exists on Linux
+    // (a failure would leave zeros, which only makes a duration read as 0).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// What a batch of commands asked of the server beyond its own connection.
+#[derive(Default)]
+struct Batch {
+    /// CLIENT KILL marked clients.
+    kill: bool,
+    /// SHUTDOWN was requested.
+    shutdown: bool,
+}
+
+/// The server: engine, sockets and the loop's state.
+pub struct Server {
+    poll: Poll,
+    engine: Engine,
+    listeners: Vec<Listener>,
+    /// Connections by handle slot.
+    conns: Vec<Option<Conn>>,
+    signals: Signals,
+    limits: Limits,
+    clock: Clock,
+    next_cron: Instant,
+    shutdown: bool,
+    /// The shared read buffer (see [`Server::run_from_scratch`]).
+    scratch: Vec<u8>,
+    /// Whether each command's duration is measured for INFO commandstats.
+    pub time_commands: bool,
+}
+
+impl Server {
+    /// Binds every configured listener and sets up the poller and signals.
+    pub fn bind(engine: Engine) -> Result<Self, ServerError> {
+        let cfg = &engine.core.config;
+        let mut listeners = Vec::new();
+        if cfg.port != 0 {
+            for entry in &cfg.bind {
+                listeners.extend(net::bind_tcp(entry, cfg.port)?);
+            }
+        }
+        if !cfg.unixsocket.is_empty() {
+            listeners.push(net::bind_unix(&cfg.unixsocket, cfg.unixsocketperm)?);
+        }
+        if listeners.is_empty() {
+            return Err(ServerError::NowhereToListen);
+        }
+        let limits = Limits {
+            bulk_len_max: cfg.proto_max_bulk_len as usize,
+            query_buffer_max: cfg.client_query_buffer_limit as usize,
+        };
+        let poll = Poll::new()?;
+        for (i, l) in listeners.iter_mut().enumerate() {
+            l.register(poll.registry(), Token(LISTENER_BASE + i))?;
+        }
+        let mut signals = Signals::new([SIGTERM, SIGINT])?;
+        poll.registry()
+            .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        Ok(Server {
+            poll,
+            engine,
+            listeners,
+            conns: Vec::new(),
+            signals,
+            limits,
+            clock: Clock::read(),
+            next_cron: Instant::now(),
+            shutdown: false,
+            scratch: vec![0; SCRATCH_LEN],
+            time_commands: true,
+        })
+    }
+
+    /// Where the server listens, for the startup log.
+    pub fn listening(&self) -> Vec<String> {
+        self.listeners.iter().map(Listener::describe).collect()
+    }
+
+    /// Runs until SHUTDOWN or SIGTERM/SIGINT, then flushes the clients and returns.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        while !self.shutdown {
+            let timeout = self.next_cron.saturating_duration_since(Instant::now());
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            self.clock = Clock::read();
+            for event in events.iter() {
+                self.dispatch(event.token());
+                if self.shutdown {
+                    break;
+                }
+            }
+            if !self.shutdown && Instant::now() >= self.next_cron {
+                self.cron();
+            }
+        }
+        self.finish();
+        Ok(())
+    }
+
+    /// Routes one readiness event.
+    fn dispatch(&mut self, token: Token) {
+        match token {
+            SIGNAL_TOKEN => self.on_signal(),
+            Token(t) if t >= LISTENER_BASE => self.accept(t - LISTENER_BASE),
+            Token(slot) => self.service(slot),
+        }
+    }
+
+    /// SIGTERM / SIGINT: schedule a graceful shutdown.
+    fn on_signal(&mut self) {
+        for sig in self.signals.pending() {
+            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+            warn!("Received {name} scheduling shutdown...");
+            if !self.shutdown {
+                warn!("User requested shutdown...");
+            }
+            self.shutdown = true;
+        }
+    }
+
+    /// Accepts every pending connection on listener `li`.
+    fn accept(&mut self, li: usize) {
+        loop {
+            let accepted = match &self.listeners[li] {
+                Listener::Tcp(l, local) => l.accept().map(|(s, peer)| {
+                    let t = Transport::Tcp {
+                        addr: peer.to_string(),
+                        laddr: local.to_string(),
+                    };
+                    (Stream::Tcp(s), t)
+                }),
+                Listener::Unix(l, path) => l.accept().map(|(s, _)| {
+                    let t = Transport::Unix { path: path.clone() };
+                    (Stream::Unix(s), t)
+                }),
+            };
+            match accepted {
+                Ok((stream, transport)) => self.admit(stream, transport),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    warn!("Accepting client connection: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Registers an accepted connection, or refuses it when `maxclients` is reached.
+    fn admit(&mut self, mut stream: Stream, transport: Transport) {
+        let cfg = &self.engine.core.config;
+        if self.engine.clients.len() as u64 >= cfg.maxclients {
+            // A fresh socket's buffer takes this short line; nothing more is owed to it.
+            let _ = stream.write(b"-ERR max number of clients reached\r\n");
+            self.engine.core.stats.rejected_connections += 1;
+            debug!("Rejected a client: max number of clients reached");
+            return;
+        }
+        if let Stream::Tcp(s) = &stream {
+            if let Err(e) = net::configure_tcp(s, cfg.tcp_keepalive_s) {
+                debug!("Setting socket options on an accepted connection: {e}");
+            }
+        }
+        let info = ConnInfo {
+            fd: i64::from(stream.fd()),
+            transport,
+        };
+        let label = describe_transport(&info.transport);
+        let handle = self.engine.connect(info, self.clock.now());
+        let token = Token(handle.0);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+            warn!("Registering a client connection: {e}");
+            self.engine.disconnect(handle);
+            return;
+        }
+        if self.conns.len() <= handle.0 {
+            self.conns.resize_with(handle.0 + 1, || None);
+        }
+        let conn = Conn::new(stream, handle, Decoder::new(self.limits));
+        self.note_io(&conn);
+        self.conns[handle.0] = Some(conn);
+        debug!("Accepted {label}");
+    }
+
+    /// Handles readiness on connection `slot`: writes pending output, reads and runs commands.
+    fn service(&mut self, slot: usize) {
+        // The connection leaves its slot while it runs, so the loop can lend `self` and it.
+        let Some(mut conn) = self.conns.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let mut batch = Batch::default();
+        let keep = self.pump(&mut conn, &mut batch).unwrap_or_else(|e| {
+            debug!("Client connection error: {e}");
+            false
+        });
+        self.conns[slot] = Some(conn);
+        if !keep {
+            self.close(slot);
+        }
+        if batch.kill {
+            self.close_killed();
+        }
+        if batch.shutdown {
+            warn!("User requested shutdown...");
+            self.shutdown = true;
+        }
+    }
+
+    /// The read / run / write cycle of one connection. False: close it now.
+    fn pump(&mut self, conn: &mut Conn, batch: &mut Batch) -> io::Result<bool> {
+        self.write_out(conn)?;
+        if conn.closing {
+            return Ok(conn.out_pending() > 0);
+        }
+        if conn.out_pending() > OUTPUT_PAUSE {
+            conn.read_paused = true;
+            return Ok(true);
+        }
+        conn.read_paused = false;
+        let query_max = self.limits.query_buffer_max;
+        loop {
+            let (n, end) = if conn.pending_input() == 0 {
+                self.run_from_scratch(conn, batch)?
+            } else {
+                self.run_from_conn(conn, batch)?
+            };
+            self.engine.core.stats.total_net_input_bytes += n as u64;
+            self.write_out(conn)?;
+            if end == FillEnd::Eof {
+                conn.closing = true;
+            }
+            if conn.closing {
+                return Ok(conn.out_pending() > 0);
+            }
+            if batch.shutdown {
+                return Ok(true);
+            }
+            if conn.out_pending() > OUTPUT_PAUSE {
+                conn.read_paused = true;
+                return Ok(true);
+            }
+            if end == FillEnd::Drained {
+                self.note_io(conn);
+                return Ok(true);
+            }
+            if conn.input_stuck(query_max) {
+                warn!("Closing client that reached max query buffer length");
+                return Ok(false);
+            }
+        }
+    }
+
+    /// With nothing pending, reads into the server's shared buffer and runs the commands from
+    /// there; only an incomplete tail is copied into the connection's own buffer. So the many
+    /// clients that send whole requests hold no input memory of their own.
+    fn run_from_scratch(
+        &mut self,
+        conn: &mut Conn,
+        batch: &mut Batch,
+    ) -> io::Result<(usize, FillEnd)> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = conn.read_into(&mut scratch);
+        if let Ok((n, _)) = result {
+            let used = run_commands(
+                &mut self.engine,
+                conn,
+                &scratch[..n],
+                &self.clock,
+                self.time_commands,
+                batch,
+            );
+            conn.stash(&scratch[used..n]);
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// With a partial command pending, reads into the connection's buffer behind it and runs
+    /// the commands from there.
+    fn run_from_conn(
+        &mut self,
+        conn: &mut Conn,
+        batch: &mut Batch,
+    ) -> io::Result<(usize, FillEnd)> {
+        let result = conn.fill(self.limits.query_buffer_max)?;
+        // The buffer leaves the connection for the run (a move, not a copy) so that the
+        // decoder and the output buffer can be borrowed beside it.
+        let input = std::mem::take(&mut conn.input);
+        let pending = &input[conn.in_start..conn.in_end];
+        let used = run_commands(
+            &mut self.engine,
+            conn,
+            pending,
+            &self.clock,
+            self.time_commands,
+            batch,
+        );
+        conn.input = input;
+        conn.consume(used);
+        Ok(result)
+    }
+
+    /// One `write` of the connection's pending output, counted in the stats.
+    fn write_out(&mut self, conn: &mut Conn) -> io::Result<()> {
+        let n = conn.flush()?;
+        self.engine.core.stats.total_net_output_bytes += n as u64;
+        Ok(())
+    }
+
+    /// Copies a connection's buffer sizes into its engine client (for CLIENT LIST).
+    fn note_io(&mut self, conn: &Conn) {
+        if let Some(c) = self.engine.clients.get_mut(conn.handle) {
+            c.io = conn.io_stats();
+        }
+    }
+
+    /// Closes connection `slot` and unregisters its client.
+    fn close(&mut self, slot: usize) {
+        let Some(mut conn) = self.conns.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        if let Some(c) = self.engine.clients.get(conn.handle) {
+            debug!("Client closed connection id={}", c.id);
+        }
+        self.engine.disconnect(conn.handle);
+    }
+
+    /// Closes every client CLIENT KILL marked, after one last write of its output.
+    fn close_killed(&mut self) {
+        let killed: Vec<Handle> = self
+            .engine
+            .clients
+            .iter()
+            .filter(|(_, c)| c.killed)
+            .map(|(h, _)| h)
+            .collect();
+        for h in killed {
+            if let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) {
+                let _ = conn.flush();
+            }
+            self.close(h.0);
+        }
+    }
+
+    /// The periodic work: engine cron (active expiry), host facts, idle clients, buffer stats.
+    fn cron(&mut self) {
+        let now = self.clock.now();
+        self.engine.cron(now);
+        let core = &mut self.engine.core;
+        crate::host::refresh(&mut core.host);
+        core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);
+        self.clients_cron(now);
+        let hz = u64::from(self.engine.core.config.hz.clamp(1, 500));
+        let period = Duration::from_micros(1_000_000 / hz);
+        self.next_cron += period;
+        let now_i = Instant::now();
+        if self.next_cron <= now_i {
+            self.next_cron = now_i + period;
+        }
+    }
+
+    /// Closes clients idle past `timeout`, refreshes their IoStats, releases idle buffers.
+    fn clients_cron(&mut self, now: Now) {
+        let timeout_ms = self.engine.core.config.timeout_s.saturating_mul(1000);
+        let mut idle = Vec::new();
+        for conn in self.conns.iter_mut().flatten() {
+            conn.release_idle_buffers();
+            let Some(c) = self.engine.clients.get_mut(conn.handle) else {
+                continue;
+            };
+            c.io = conn.io_stats();
+            if timeout_ms > 0 && now.ms().saturating_sub(c.last_interaction_ms) > timeout_ms {
+                idle.push(conn.handle.0);
+            }
+        }
+        for slot in idle {
+            debug!("Closing idle client");
+            self.close(slot);
+        }
+    }
+
+    /// Graceful end: one last write to every client, then release the sockets' files.
+    fn finish(&mut self) {
+        for conn in self.conns.iter_mut().flatten() {
+            let _ = conn.flush();
+        }
+        let unix_paths: Vec<String> = self
+            .listeners
+            .iter()
+            .filter_map(|l| match l {
+                Listener::Unix(_, p) => Some(p.clone()),
+                Listener::Tcp(..) => None,
+            })
+            .collect();
+        self.listeners.clear();
+        for p in unix_paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Decodes and runs every complete command at the start of `input` (the connection's pending
+/// bytes), stopping early when the connection must close, the output is over the pause bound,
+/// or the server must act. Returns the bytes used.
+fn run_commands(
+    engine: &mut Engine,
+    conn: &mut Conn,
+    input: &[u8],
+    clock: &Clock,
+    timing: bool,
+    batch: &mut Batch,
+) -> usize {
+    let h = conn.handle;
+    let mut used = 0;
+    while used < input.len() && !conn.closing && conn.out_pending() <= OUTPUT_PAUSE {
+        let authenticated = engine.clients.get(h).is_some_and(|c| c.authenticated);
+        let frame = match conn.decoder.decode(&input[used..], authenticated) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(e) => {
+                debug!("Protocol error ({e}) from client");
+                let _ = write!(conn.out, "-ERR {e}\r\n");
+                conn.closing = true;
+                break;
+            }
+        };
+        used += frame.consumed;
+        let start_us = monotonic_us();
+        let protocol = engine.protocol(h);
+        let mut sink = RespWriter::new(&mut conn.out, protocol);
+        let outcome = engine.execute(h, &frame.argv, clock.at(start_us), &mut sink);
+        if timing {
+            if let Some(id) = engine.last_command() {
+                engine.record_usec(id, monotonic_us().saturating_sub(start_us));
+            }
+        }
+        if !apply_outcome(engine, conn, outcome, batch) {
+            break;
+        }
+    }
+    used
+}
+
+/// Acts on a command's [`Outcome`]; false stops the batch.
+fn apply_outcome(
+    engine: &mut Engine,
+    conn: &mut Conn,
+    outcome: Outcome,
+    batch: &mut Batch,
+) -> bool {
+    match outcome {
+        Outcome::Continue => true,
+        Outcome::Close => {
+            conn.closing = true;
+            false
+        }
+        Outcome::KillClients => {
+            // The others close after this batch; this one goes on unless it killed itself.
+            batch.kill = true;
+            let killed_self = engine.clients.get(conn.handle).is_some_and(|c| c.killed);
+            conn.closing |= killed_self;
+            !killed_self
+        }
+        Outcome::Shutdown { save } => {
+            if save == Some(true) {
+                warn!("SHUTDOWN SAVE requested, but persistence is not implemented: not saving");
+            }
+            batch.shutdown = true;
+            false
+        }
+        Outcome::Sleep(us) => {
+            // DEBUG SLEEP blocks the whole server, as in Redis.
+            std::thread::sleep(Duration::from_micros(us));
+            true
+        }
+        Outcome::RewriteConfig => {
+            rewrite_config(engine, conn);
+            true
+        }
+    }
+}
+
+/// CONFIG REWRITE: the engine rewrites the file's text, the shell writes it and replies.
+fn rewrite_config(engine: &mut Engine, conn: &mut Conn) {
+    use kayvee_engine::ReplySink;
+    let result = match engine.rewrite_config() {
+        Ok((path, text)) => write_atomically(&path, &text)
+            .map_err(|e| format!("ERR Rewriting config file: {}", os_error_text(&e))),
+        Err(e) => Err(e.to_string()),
+    };
+    let mut sink = RespWriter::new(&mut conn.out, engine.protocol(conn.handle));
+    match result {
+        Ok(()) => {
+            tracing::info!("CONFIG REWRITE executed with success.");
+            sink.ok();
+        }
+        Err(text) => {
+            warn!("CONFIG REWRITE failed: {text}");
+            engine.core.stats.count_error(&text);
+            sink.error(&text);
+        }
+    }
+}
+
+/// Replaces `path` with `text` atomically: a temporary file beside it, fsync, rename.
+fn write_atomically(path: &str, text: &str) -> io::Result<()> {
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// An OS error as `strerror` words it (`Permission denied`), without Rust's `(os error 13)`.
+fn os_error_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// `127.0.0.1:41358` or the socket path, for the log.
+fn describe_transport(t: &Transport) -> String {
+    match t {
+        Transport::Tcp { addr, .. } => addr.clone(),
+        Transport::Unix { path } => format!("connection on {path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_files_are_replaced_whole_and_errors_read_like_strerror() {
+        let path = std::env::temp_dir().join(format!("kv-rewrite-{}.conf", std::process::id()));
+        let p = path.to_str().unwrap();
+        std::fs::write(p, "port 1\nold line\n").unwrap();
+        write_atomically(p, "port 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(p).unwrap(), "port 2\n");
+        std::fs::remove_file(p).unwrap();
+        let e = write_atomically("/nonexistent-dir/k.conf", "x").unwrap_err();
+        assert_eq!(os_error_text(&e), "No such file or directory");
+    }
+
+    #[test]
+    fn clock_adds_monotonic_time_to_the_wall_reading() {
+        let c = Clock {
+            unix_us: 1_000_000,
+            mono_us: 50,
+        };
+        assert_eq!(c.at(5_050).unix_us, 1_005_000);
+        // A reading before the wakeup's does not move time backwards.
+        assert_eq!(c.at(10).unix_us, 1_000_000);
+        assert!(Clock::read().unix_us > 1_600_000_000_000_000);
+        let a = monotonic_us();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(monotonic_us() - a >= 2000);
+    }
+}

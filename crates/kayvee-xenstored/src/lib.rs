@@ -1,0 +1,7 @@
+//! kayvee-xenstored: the Linux shell around the engine's Xenstore state machine. Options as
+//! Xen's xenstored takes them ([`options`]), a byte-transport-independent protocol session
+//! per connection ([`session`]), and a mio event loop on the Unix socket ([`server`]).
+
+pub mod options;
+pub mod server;
+pub mod session;

@@ -1,0 +1,425 @@
+//! Real clients over real sockets against kayvee-server: the `redis` crate (redis-rs, sync API),
+//! redis-cli (including `--pipe`, `-3`, `--scan`, `-x`) and redis-benchmark, plus raw sockets for
+//! many concurrent connections. Expected outputs were taken from redis-server 7.0.15 with the same
+//! tools (`KAYVEE_TARGET=redis` runs this file against redis-server itself).
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kayvee_tests::{show, tool_available, Conn, Server};
+
+/// The server under test, or `None` (skip) when running against a missing redis.
+fn server() -> Option<Server> {
+    Server::kayvee(&[])
+}
+
+/// A redis-rs connection to `server`.
+fn rs_conn(server: &Server) -> redis::Connection {
+    let url = format!("redis://127.0.0.1:{}/", server.port());
+    let client = redis::Client::open(url).expect("redis client");
+    client
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .expect("redis-rs connect")
+}
+
+#[test]
+fn redis_rs_strings_and_expiry() {
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let ok: String = redis::cmd("SET")
+        .arg("greeting")
+        .arg("hello")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let got: Option<String> = redis::cmd("GET").arg("greeting").query(&mut con).unwrap();
+    assert_eq!(got.as_deref(), Some("hello"));
+    let missing: Option<String> = redis::cmd("GET").arg("nope").query(&mut con).unwrap();
+    assert_eq!(missing, None);
+    let () = redis::cmd("MSET")
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .arg("2")
+        .query(&mut con)
+        .unwrap();
+    let many: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["a", "nope", "b"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(many, vec![Some("1".into()), None, Some("2".into())]);
+    let n: i64 = redis::cmd("INCR").arg("a").query(&mut con).unwrap();
+    assert_eq!(n, 2);
+    let n: i64 = redis::cmd("INCRBY")
+        .arg("a")
+        .arg(40)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 42);
+    let set: i64 = redis::cmd("EXPIRE")
+        .arg("a")
+        .arg(1000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(set, 1);
+    let ttl: i64 = redis::cmd("TTL").arg("a").query(&mut con).unwrap();
+    assert!((999..=1000).contains(&ttl), "TTL {ttl}");
+    let ttl: i64 = redis::cmd("TTL").arg("b").query(&mut con).unwrap();
+    assert_eq!(ttl, -1);
+    let ttl: i64 = redis::cmd("TTL").arg("nope").query(&mut con).unwrap();
+    assert_eq!(ttl, -2);
+}
+
+#[test]
+fn redis_rs_errors_are_replies() {
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let () = redis::cmd("SET")
+        .arg("s")
+        .arg("abc")
+        .query(&mut con)
+        .unwrap();
+    let err = redis::cmd("INCR")
+        .arg("s")
+        .query::<i64>(&mut con)
+        .unwrap_err();
+    assert_eq!(
+        err.detail(),
+        Some("value is not an integer or out of range"),
+        "{err:?}"
+    );
+    // The connection stays usable after a user error.
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+#[test]
+fn redis_rs_pipeline() {
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let (ok, value, count): (String, String, i64) = redis::pipe()
+        .cmd("SET")
+        .arg("p")
+        .arg("v1")
+        .cmd("GET")
+        .arg("p")
+        .cmd("EXISTS")
+        .arg("p")
+        .arg("p")
+        .arg("q")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((ok.as_str(), value.as_str(), count), ("OK", "v1", 2));
+}
+
+#[test]
+fn redis_rs_pipeline_of_10000_commands() {
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let mut pipe = redis::pipe();
+    for i in 0..10_000 {
+        match i % 2 {
+            0 => pipe.cmd("INCR").arg("counter"),
+            _ => pipe
+                .cmd("SET")
+                .arg(format!("key:{i}"))
+                .arg(format!("value:{i}")),
+        };
+    }
+    let replies: Vec<redis::Value> = pipe.query(&mut con).unwrap();
+    assert_eq!(replies.len(), 10_000);
+    for (i, reply) in replies.iter().enumerate() {
+        let expected = match i % 2 {
+            0 => redis::Value::Int(i as i64 / 2 + 1),
+            _ => redis::Value::Okay,
+        };
+        assert_eq!(reply, &expected, "reply #{i}");
+    }
+    let value: String = redis::cmd("GET").arg("key:9999").query(&mut con).unwrap();
+    assert_eq!(value, "value:9999");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 5001);
+}
+
+/// Connections held open at the same time by `thousand_concurrent_connections`.
+const CONNECTIONS: usize = 1000;
+
+#[test]
+fn thousand_concurrent_connections() {
+    let Some(server) = server() else { return };
+    let started = Instant::now();
+    let mut conns: Vec<Conn> = (0..CONNECTIONS).map(|_| server.conn()).collect();
+    // Every connection sends before any reads, so all 1000 are in flight at once.
+    for (i, conn) in conns.iter_mut().enumerate() {
+        let cmd = format!("*3\r\n$3\r\nSET\r\n$6\r\nc:{i:04}\r\n$6\r\nv:{i:04}\r\n");
+        conn.send(cmd.as_bytes()).unwrap();
+    }
+    for (i, conn) in conns.iter_mut().enumerate() {
+        assert_eq!(
+            conn.read_reply().unwrap(),
+            b"+OK\r\n",
+            "SET on connection {i}"
+        );
+    }
+    for (i, conn) in conns.iter_mut().enumerate() {
+        conn.send(format!("*2\r\n$3\r\nGET\r\n$6\r\nc:{i:04}\r\n").as_bytes())
+            .unwrap();
+    }
+    for (i, conn) in conns.iter_mut().enumerate() {
+        let expected = format!("$6\r\nv:{i:04}\r\n");
+        assert_eq!(
+            show(&conn.read_reply().unwrap()),
+            show(expected.as_bytes()),
+            "GET on {i}"
+        );
+    }
+    let clients = server.conn().cmd_str(&["DBSIZE"]);
+    assert_eq!(clients, b":1000\r\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn threads_with_their_own_connections() {
+    let Some(server) = server() else { return };
+    let port = server.port();
+    let workers: Vec<_> = (0..50)
+        .map(|t| std::thread::spawn(move || thread_round_trips(port, t)))
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker panicked");
+    }
+}
+
+/// 20 SET/GET round trips with keys unique to thread `t`.
+fn thread_round_trips(port: u16, t: usize) {
+    let mut conn = Conn::connect(port).unwrap();
+    for i in 0..20 {
+        let (key, value) = (format!("t{t}:{i}"), format!("{t}-{i}"));
+        assert_eq!(conn.cmd_str(&["SET", &key, &value]), b"+OK\r\n");
+        let expected = format!("${}\r\n{value}\r\n", value.len());
+        assert_eq!(conn.cmd_str(&["GET", &key]), expected.as_bytes());
+    }
+}
+
+/// Runs redis-cli against `server` with `args` (and `stdin`), returning its output.
+fn cli(server: &Server, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["-p", &server.port().to_string()]).args(args);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn redis-cli");
+    if let Some(bytes) = stdin {
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    let out = child.wait_with_output().expect("redis-cli output");
+    assert!(
+        out.status.success(),
+        "redis-cli {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// redis-cli's standard output as text.
+fn cli_text(server: &Server, args: &[&str]) -> String {
+    String::from_utf8(cli(server, args, None).stdout).expect("utf-8 output")
+}
+
+/// The server, when redis-cli is installed too.
+fn server_with_cli() -> Option<Server> {
+    if !tool_available("redis-cli") {
+        return None;
+    }
+    server()
+}
+
+#[test]
+fn redis_cli_basics() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    assert_eq!(cli_text(&server, &["PING"]), "PONG\n");
+    assert_eq!(cli_text(&server, &["SET", "name", "kayvee"]), "OK\n");
+    assert_eq!(cli_text(&server, &["GET", "name"]), "kayvee\n");
+    assert_eq!(cli_text(&server, &["GET", "missing"]), "\n");
+    assert_eq!(cli_text(&server, &["-r", "3", "INCR", "n"]), "1\n2\n3\n");
+    assert_eq!(cli_text(&server, &["INCRBYFLOAT", "f", "1.5"]), "1.5\n");
+    assert_eq!(cli_text(&server, &["-n", "1", "SET", "in1", "x"]), "OK\n");
+    assert_eq!(cli_text(&server, &["-n", "1", "DBSIZE"]), "1\n");
+    assert_eq!(cli_text(&server, &["DBSIZE"]), "3\n");
+    let err = cli_text(&server, &["INCR", "name"]);
+    assert_eq!(err, "ERR value is not an integer or out of range\n\n");
+}
+
+#[test]
+fn redis_cli_stdin_argument() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    let out = cli(&server, &["-x", "SET", "fromstdin"], Some(b"hello\n"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "OK\n");
+    assert_eq!(
+        server.conn().cmd_str(&["GET", "fromstdin"]),
+        b"$6\r\nhello\n\r\n"
+    );
+}
+
+#[test]
+fn redis_cli_resp3() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    // In RESP3 a map prints as "key value" lines; in RESP2 the same reply is a flat list.
+    assert_eq!(
+        cli_text(&server, &["-3", "CONFIG", "GET", "appendonly"]),
+        "appendonly no\n"
+    );
+    assert_eq!(
+        cli_text(&server, &["CONFIG", "GET", "appendonly"]),
+        "appendonly\nno\n"
+    );
+    assert_eq!(cli_text(&server, &["-3", "SET", "k", "v"]), "OK\n");
+    assert_eq!(cli_text(&server, &["-3", "MGET", "missing", "k"]), "\nv\n");
+    let hello = cli_text(&server, &["-3", "HELLO", "3"]);
+    let lines: Vec<&str> = hello.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["server redis", "version 7.0.15", "proto 3"],
+        "{hello}"
+    );
+    assert!(lines[3].starts_with("id "), "{hello}");
+    assert_eq!(
+        lines[4..],
+        ["mode standalone", "role master", "modules "],
+        "{hello}"
+    );
+}
+
+#[test]
+fn redis_cli_info_and_config() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    let info = cli_text(&server, &["INFO", "server"]);
+    assert!(info.starts_with("# Server\r\n"), "{info}");
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::to_string)
+    };
+    assert_eq!(field("redis_version").as_deref(), Some("7.0.15"));
+    assert_eq!(field("redis_mode").as_deref(), Some("standalone"));
+    assert_eq!(field("tcp_port"), Some(server.port().to_string()));
+    assert_eq!(field("process_id"), Some(server.pid().to_string()));
+    let uptime: u64 = field("uptime_in_seconds")
+        .expect("uptime")
+        .parse()
+        .expect("uptime number");
+    assert!(uptime < 3600);
+    // What redis-benchmark asks on start: "save" with its value, and "appendonly".
+    let save = cli_text(&server, &["CONFIG", "GET", "save"]);
+    assert!(
+        save.starts_with("save\n") && save.lines().count() == 2,
+        "{save:?}"
+    );
+    assert_eq!(
+        cli_text(&server, &["CONFIG", "GET", "nosuchparameter"]),
+        "\n"
+    );
+}
+
+#[test]
+fn redis_cli_pipe_mass_insertion() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    let mut input = Vec::new();
+    for i in 0..10_000 {
+        let (k, v) = (format!("mass:{i}"), format!("v{i}"));
+        input.extend(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .bytes(),
+        );
+    }
+    let out = cli(&server, &["--pipe"], Some(&input));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("errors: 0, replies: 10000"),
+        "redis-cli --pipe said: {text}"
+    );
+    assert_eq!(cli_text(&server, &["DBSIZE"]), "10000\n");
+    assert_eq!(cli_text(&server, &["GET", "mass:9999"]), "v9999\n");
+}
+
+#[test]
+fn redis_cli_scan() {
+    let Some(server) = server_with_cli() else {
+        return;
+    };
+    let mut conn = server.conn();
+    let mut expected: Vec<String> = (0..300).map(|i| format!("scan:{i}")).collect();
+    for key in &expected {
+        assert_eq!(conn.cmd_str(&["SET", key, "x"]), b"+OK\r\n");
+    }
+    assert_eq!(conn.cmd_str(&["SET", "other", "x"]), b"+OK\r\n");
+    let listed = cli_text(&server, &["--scan", "--pattern", "scan:*"]);
+    let mut got: Vec<String> = listed.lines().map(str::to_string).collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    assert_eq!(cli_text(&server, &["--scan"]).lines().count(), 301);
+}
+
+#[test]
+fn redis_benchmark_set_get() {
+    if !tool_available("redis-benchmark") {
+        return;
+    }
+    let Some(server) = server() else { return };
+    let port = server.port().to_string();
+    let out = Command::new("redis-benchmark")
+        .args(["-p", &port, "-t", "set,get", "-n", "2000", "-q"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run redis-benchmark");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "redis-benchmark failed: {text}");
+    for test in ["SET", "GET"] {
+        let rate =
+            benchmark_rate(&text, test).unwrap_or_else(|| panic!("no {test} rate in {text:?}"));
+        assert!(rate > 0.0, "{test}: {rate} requests per second");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("WARNING"),
+        "redis-benchmark warned: {stderr}"
+    );
+}
+
+/// The requests per second redis-benchmark -q printed for `test` (after its last `\r`).
+fn benchmark_rate(output: &str, test: &str) -> Option<f64> {
+    output
+        .split(['\r', '\n'])
+        .filter_map(|l| l.trim().strip_prefix(&format!("{test}: ")))
+        .find_map(|rest| {
+            rest.strip_suffix(" msec")
+                .or(Some(rest))?
+                .split(" requests per second")
+                .next()?
+                .parse()
+                .ok()
+        })
+}

@@ -115,8 +115,14 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     println!("kayvee: ready: listening on TCP port {port}");
     let mut next_cron_us = 0u64;
     let mut next_stats_us = 0u64;
+    let mut last_us = clock.uptime_us();
     loop {
-        let ts = Instant::from_micros(clock.uptime_us() as i64);
+        let start_us = clock.uptime_us();
+        if start_us - last_us > 200_000 {
+            println!("kayvee: warning: one loop round took {} ms", (start_us - last_us) / 1000);
+        }
+        last_us = start_us;
+        let ts = Instant::from_micros(start_us as i64);
         for _ in 0..INGRESS_BUDGET {
             if iface.poll_ingress_single(ts, &mut dev, &mut sockets) == PollIngressSingleResult::None {
                 break;

@@ -53,7 +53,12 @@ impl Conn {
     }
 
     /// Reads what the socket has, runs every complete command, writes what fits.
-    pub fn service(&mut self, sock: &mut tcp::Socket<'_>, engine: &mut Engine, clock: &Clock) -> Event {
+    pub fn service(
+        &mut self,
+        sock: &mut tcp::Socket<'_>,
+        engine: &mut Engine,
+        clock: &Clock,
+    ) -> Event {
         let mut event = Event::None;
         while !self.closing {
             match self.run_commands(engine, clock) {
@@ -82,8 +87,13 @@ impl Conn {
         let mut used = 0;
         let mut event = Event::None;
         while !self.closing && self.pending() < OUT_HIGH_BYTES {
-            let authenticated = engine.clients.get(self.client).is_none_or(|c| c.authenticated);
-            let now = Now { unix_us: clock.unix_us() };
+            let authenticated = engine
+                .clients
+                .get(self.client)
+                .is_none_or(|c| c.authenticated);
+            let now = Now {
+                unix_us: clock.unix_us(),
+            };
             let protocol = engine.protocol(self.client);
             let frame = match self.decoder.decode(&self.input[used..], authenticated) {
                 Ok(Some(frame)) => frame,

@@ -37,7 +37,11 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     if heap_bytes == 0 {
         exit::fail("no usable RAM above the image in the PVH memory map");
     }
-    println!("kayvee: heap {} KiB, cmdline \"{}\"", heap_bytes / 1024, boot.cmdline());
+    println!(
+        "kayvee: heap {} KiB, cmdline \"{}\"",
+        heap_bytes / 1024,
+        boot.cmdline()
+    );
     let args = cmdline::parse(boot.cmdline()).unwrap_or_else(|e| bad_cmdline(&e));
     let config = build_config(&args.config);
     let (unix_base_us, source) = wall_clock_base(args.time_us);
@@ -47,7 +51,13 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         clock.tsc_hz() / 1_000_000
     );
     let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
-    let mut engine = Engine::new(config, seed, Now { unix_us: clock.unix_us() });
+    let mut engine = Engine::new(
+        config,
+        seed,
+        Now {
+            unix_us: clock.unix_us(),
+        },
+    );
     fill_host_info(&mut engine, heap_bytes);
     server::run(&mut engine, &clock, &args)
 }
@@ -76,7 +86,10 @@ fn wall_clock_base(time_us: Option<u64>) -> (u64, &'static str) {
     }
     match time::rtc_unix_seconds() {
         Some(s) => (s * 1_000_000, "the CMOS RTC"),
-        None => (0, "nothing (no time= and no RTC): starting at the unix epoch"),
+        None => (
+            0,
+            "nothing (no time= and no RTC): starting at the unix epoch",
+        ),
     }
 }
 

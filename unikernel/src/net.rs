@@ -152,7 +152,10 @@ impl Inner {
             .tx_free
             .pop()
             .unwrap_or_else(|| vec![0u8; BUF_BYTES].into_boxed_slice());
-        let hdr = self.raw.fill_buffer_header(&mut buf).expect("buffer holds a header");
+        let hdr = self
+            .raw
+            .fill_buffer_header(&mut buf)
+            .expect("buffer holds a header");
         let r = fill(&mut buf[hdr..hdr + len]);
         // SAFETY: the buffer stays in `tx_posted`, untouched, until `reclaim_tx` completes it.
         match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
@@ -179,7 +182,10 @@ pub struct NetDevice {
 
 impl NetDevice {
     /// Initialises the device and posts its receive buffers.
-    pub fn new(mmio_base: usize, transport: MmioTransport<'static>) -> Result<Self, virtio_drivers::Error> {
+    pub fn new(
+        mmio_base: usize,
+        transport: MmioTransport<'static>,
+    ) -> Result<Self, virtio_drivers::Error> {
         let raw = Raw::new(transport)?;
         let mac = raw.mac_address();
         let mut inner = Inner {
@@ -195,7 +201,11 @@ impl NetDevice {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
         }
         let notify_reg = (mmio_base + MMIO_QUEUE_NOTIFY) as *mut u32;
-        Ok(NetDevice { inner: RefCell::new(inner), mac, notify_reg })
+        Ok(NetDevice {
+            inner: RefCell::new(inner),
+            mac,
+            notify_reg,
+        })
     }
 
     /// Notifies the device once for everything posted since the last call.
@@ -249,7 +259,10 @@ pub struct TxToken<'a> {
 
 impl phy::RxToken for RxToken<'_> {
     fn consume<R, F: FnOnce(&[u8]) -> R>(mut self, f: F) -> R {
-        let buf = self.buf.take().expect("token holds its buffer until consumed");
+        let buf = self
+            .buf
+            .take()
+            .expect("token holds its buffer until consumed");
         let r = f(&buf[self.start..self.start + self.len]);
         self.inner.borrow_mut().post_rx(buf);
         r
@@ -287,7 +300,12 @@ impl phy::Device for NetDevice {
                 return None;
             }
         };
-        let rx = RxToken { inner: &self.inner, buf: Some(buf), start, len };
+        let rx = RxToken {
+            inner: &self.inner,
+            buf: Some(buf),
+            start,
+            len,
+        };
         Some((rx, TxToken { inner: &self.inner }))
     }
 

@@ -86,7 +86,10 @@ impl BootInfo {
                 // SAFETY: the loader provides `memmap_entries` entries at `memmap_paddr`.
                 let e = unsafe { ptr::read_unaligned(at) };
                 if e.kind == MEMMAP_TYPE_RAM && e.size > 0 {
-                    info.ram[info.ram_len] = Region { start: e.addr, end: e.addr + e.size };
+                    info.ram[info.ram_len] = Region {
+                        start: e.addr,
+                        end: e.addr + e.size,
+                    };
                     info.ram_len += 1;
                 }
             }

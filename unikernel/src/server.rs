@@ -13,7 +13,9 @@ use crate::{exit, heap, println};
 use alloc::vec;
 use alloc::vec::Vec;
 use kayvee_engine::{ConnInfo, Engine, Now, Transport};
-use smoltcp::iface::{Config as IfaceConfig, Interface, PollIngressSingleResult, SocketHandle, SocketSet};
+use smoltcp::iface::{
+    Config as IfaceConfig, Interface, PollIngressSingleResult, SocketHandle, SocketSet,
+};
 use smoltcp::socket::{dhcpv4, tcp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpCidr};
@@ -55,7 +57,10 @@ impl Pool {
         let mut i = 0;
         while i < self.listening.len() {
             let s = self.listening[i];
-            if sockets.get::<tcp::Socket>(self.slots[s].socket).is_listening() {
+            if sockets
+                .get::<tcp::Socket>(self.slots[s].socket)
+                .is_listening()
+            {
                 i += 1;
             } else {
                 self.active.push(self.listening.swap_remove(i));
@@ -119,12 +124,17 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
-            println!("kayvee: warning: one loop round took {} ms", (start_us - last_us) / 1000);
+            println!(
+                "kayvee: warning: one loop round took {} ms",
+                (start_us - last_us) / 1000
+            );
         }
         last_us = start_us;
         let ts = Instant::from_micros(start_us as i64);
         for _ in 0..INGRESS_BUDGET {
-            if iface.poll_ingress_single(ts, &mut dev, &mut sockets) == PollIngressSingleResult::None {
+            if iface.poll_ingress_single(ts, &mut dev, &mut sockets)
+                == PollIngressSingleResult::None
+            {
                 break;
             }
             pool.refill(&mut sockets);
@@ -151,19 +161,32 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             println!("kayvee: states {states:?}");
             for &a in &pool.active {
                 let sk = sockets.get::<tcp::Socket>(pool.slots[a].socket);
-                println!("  active slot {a}: {} conn={} recvq={} sendq={} remote={:?}", sk.state(), pool.slots[a].conn.is_some(), sk.recv_queue(), sk.send_queue(), sk.remote_endpoint());
+                println!(
+                    "  active slot {a}: {} conn={} recvq={} sendq={} remote={:?}",
+                    sk.state(),
+                    pool.slots[a].conn.is_some(),
+                    sk.recv_queue(),
+                    sk.send_queue(),
+                    sk.remote_endpoint()
+                );
             }
             next_stats_us = up + 2_000_000;
         }
         if up >= next_cron_us {
-            engine.cron(Now { unix_us: clock.unix_us() });
+            engine.cron(Now {
+                unix_us: clock.unix_us(),
+            });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
         }
     }
 }
 
 /// Static address from `ip=`/`gw=`, or a DHCP socket whose handle is returned.
-fn configure_ip(iface: &mut Interface, sockets: &mut SocketSet<'_>, args: &Args) -> Option<SocketHandle> {
+fn configure_ip(
+    iface: &mut Interface,
+    sockets: &mut SocketSet<'_>,
+    args: &Args,
+) -> Option<SocketHandle> {
     let Some(cidr) = args.ip else {
         println!("kayvee: no ip= given: using DHCP");
         return Some(sockets.add(dhcpv4::Socket::new()));
@@ -183,7 +206,10 @@ fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle
     match sockets.get_mut::<dhcpv4::Socket>(h).poll() {
         None => {}
         Some(dhcpv4::Event::Configured(cfg)) => {
-            println!("kayvee: DHCP address {}, router {:?}", cfg.address, cfg.router);
+            println!(
+                "kayvee: DHCP address {}, router {:?}",
+                cfg.address, cfg.router
+            );
             iface.update_ip_addrs(|a| {
                 a.clear();
                 let _ = a.push(IpCidr::Ipv4(cfg.address));
@@ -203,7 +229,12 @@ fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle
 }
 
 /// Runs every active connection once; attaches new ones, detaches and recycles closed ones.
-fn service_connections(pool: &mut Pool, sockets: &mut SocketSet<'_>, engine: &mut Engine, clock: &Clock) {
+fn service_connections(
+    pool: &mut Pool,
+    sockets: &mut SocketSet<'_>,
+    engine: &mut Engine,
+    clock: &Clock,
+) {
     let mut kill = false;
     let mut i = 0;
     while i < pool.active.len() {
@@ -224,7 +255,9 @@ fn service_connections(pool: &mut Pool, sockets: &mut SocketSet<'_>, engine: &mu
                 Event::None => {}
                 Event::KillClients => kill = true,
                 Event::Shutdown => {
-                    println!("kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)");
+                    println!(
+                        "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
+                    );
                     exit::success()
                 }
             }
@@ -261,13 +294,29 @@ fn service_connections(pool: &mut Pool, sockets: &mut SocketSet<'_>, engine: &mu
 }
 
 /// Registers a new connection with the engine.
-fn register(engine: &mut Engine, sock: &tcp::Socket<'_>, slot: usize, clock: &Clock) -> kayvee_engine::Handle {
-    let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(|e| alloc::format!("{}:{}", e.addr, e.port)).unwrap_or_default();
+fn register(
+    engine: &mut Engine,
+    sock: &tcp::Socket<'_>,
+    slot: usize,
+    clock: &Clock,
+) -> kayvee_engine::Handle {
+    let show = |e: Option<smoltcp::wire::IpEndpoint>| {
+        e.map(|e| alloc::format!("{}:{}", e.addr, e.port))
+            .unwrap_or_default()
+    };
     let conn = ConnInfo {
-        transport: Transport::Tcp { addr: show(sock.remote_endpoint()), laddr: show(sock.local_endpoint()) },
+        transport: Transport::Tcp {
+            addr: show(sock.remote_endpoint()),
+            laddr: show(sock.local_endpoint()),
+        },
         fd: slot as i64 + 8,
     };
-    engine.connect(conn, Now { unix_us: clock.unix_us() })
+    engine.connect(
+        conn,
+        Now {
+            unix_us: clock.unix_us(),
+        },
+    )
 }
 
 /// Marks the connections of killed clients for closing.

@@ -8,7 +8,9 @@ pub fn inb(port: u16) -> u8 {
     let v: u8;
     // SAFETY: port reads touch no memory; every port the image reads is a PC device register
     // (UART, PIT, CMOS) whose read side effects the callers expect.
-    unsafe { asm!("in al, dx", out("al") v, in("dx") port, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("in al, dx", out("al") v, in("dx") port, options(nomem, nostack, preserves_flags))
+    };
     v
 }
 
@@ -16,14 +18,18 @@ pub fn inb(port: u16) -> u8 {
 #[inline]
 pub fn outb(port: u16, v: u8) {
     // SAFETY: as for `inb`: a device register write with no effect on memory.
-    unsafe { asm!("out dx, al", in("dx") port, in("al") v, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("out dx, al", in("dx") port, in("al") v, options(nomem, nostack, preserves_flags))
+    };
 }
 
 /// Writes a 32-bit value to `port`.
 #[inline]
 pub fn outl(port: u16, v: u32) {
     // SAFETY: as for `inb`.
-    unsafe { asm!("out dx, eax", in("dx") port, in("eax") v, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("out dx, eax", in("dx") port, in("eax") v, options(nomem, nostack, preserves_flags))
+    };
 }
 
 /// The time stamp counter.
@@ -31,7 +37,9 @@ pub fn outl(port: u16, v: u32) {
 pub fn rdtsc() -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdtsc reads a counter; no memory effects.
-    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    };
     (u64::from(hi) << 32) | u64::from(lo)
 }
 

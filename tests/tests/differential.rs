@@ -26,6 +26,12 @@ use std::fmt::Write as _;
 use std::io;
 use std::time::Duration;
 
+// In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
+#[path = "diff_gen/list.rs"]
+mod diff_gen_list;
+#[path = "diff_gen/zset.rs"]
+mod diff_gen_zset;
+
 use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Server};
 
 /// Distinct mismatches printed in full per test (more are only counted).
@@ -157,6 +163,8 @@ const FAMILIES: &[(u64, Family)] = &[
     (25, Gen::key_command),
     (12, Gen::expire_command),
     (8, Gen::bad_command),
+    (30, Gen::list_command),
+    (40, Gen::zset_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -522,8 +530,40 @@ fn same_reply(cmd: &[Vec<u8>], a: &Reply, b: &Reply) -> bool {
         "PTTL" | "PEXPIRETIME" => within(a, b, 2000),
         "KEYS" => sorted_elements(a) == sorted_elements(b),
         "HELLO" => mask_hello_id(a) == mask_hello_id(b),
+        "ZRANDMEMBER" => same_shape(a, b),
+        "ZSCAN" => same_scan(cmd, a, b),
+        "SORT" | "SORT_RO" if has_arg(cmd, b"nosort") => sorted_elements(a) == sorted_elements(b),
         _ => false,
     }
+}
+
+/// Random replies: neither an error, same type and (for aggregates) the same length.
+fn same_shape(a: &[u8], b: &[u8]) -> bool {
+    let head = |r: &[u8]| split_aggregate(r).map(|(h, _)| h.to_vec());
+    a[0] == b[0] && a[0] != b'-' && head(a) == head(b)
+}
+
+/// ZSCAN of a skiplist walks a hash table: when a cursor (given or returned) is not 0 the
+/// batches legitimately differ (both must still be well-formed); complete scans must hold the
+/// same elements.
+fn same_scan(cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> bool {
+    let (Some((_, ia)), Some((_, ib))) = (split_aggregate(a), split_aggregate(b)) else {
+        return false;
+    };
+    if ia.len() != 2 || ib.len() != 2 {
+        return false;
+    }
+    let zero = b"$1\r\n0\r\n".as_slice();
+    if ia[0] != zero || ib[0] != zero || cmd[2] != b"0" {
+        return true;
+    }
+    sorted_elements(ia[1]) == sorted_elements(ib[1])
+}
+
+/// Whether an argument (after the name) equals `word`, ignoring case (a set sorted BY nosort
+/// comes back in hash order, which legitimately differs).
+fn has_arg(cmd: &[Vec<u8>], word: &[u8]) -> bool {
+    cmd[1..].iter().any(|a| a.eq_ignore_ascii_case(word))
 }
 
 /// Both are non-negative RESP integers at most `tolerance` apart.

@@ -101,6 +101,10 @@ pub struct Client {
     pub killed: bool,
     /// Buffer sizes, refreshed by the shell.
     pub io: IoStats,
+    /// Blocked on keys (BLPOP...): `CLIENT LIST flags=b`. See [`crate::blocking`].
+    pub blocked: bool,
+    /// Inside MULTI: blocking commands answer their timeout reply instead of blocking.
+    pub in_multi: bool,
 }
 
 /// The table of connected clients.
@@ -133,6 +137,8 @@ impl ClientTable {
             last_cmd_id: None,
             killed: false,
             io: IoStats::default(),
+            blocked: false,
+            in_multi: false,
         };
         self.len += 1;
         match self.free.pop() {

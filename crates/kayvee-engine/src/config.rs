@@ -66,6 +66,10 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// Slow log length.
     pub slowlog_max_len: u64,
+    /// Sorted sets stay `listpack` up to this many members (`zset-max-listpack-entries`).
+    pub zset_max_listpack_entries: u64,
+    /// ... and while every member is at most this many bytes (`zset-max-listpack-value`).
+    pub zset_max_listpack_value: u64,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -104,6 +108,8 @@ impl Default for Config {
             active_expire_effort: 1,
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
             config_file: None,
             config_file_text: None,
             save_loaded: false,

@@ -10,6 +10,7 @@
 extern crate alloc;
 
 pub mod argv;
+pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod command;
@@ -73,6 +74,10 @@ pub enum Outcome {
     /// Write the configuration back to its file (CONFIG REWRITE): the shell calls
     /// [`Engine::rewrite_config`], writes the file and sends the reply itself.
     RewriteConfig,
+    /// The client blocked (BLPOP and co. found nothing): it got no reply yet. The shell runs
+    /// none of its further commands until [`Engine::take_wakeups`] hands it its reply (see
+    /// [`blocking`]).
+    Blocked,
 }
 
 /// Facts about the host that INFO reports; the shell fills them in and refreshes them.
@@ -126,6 +131,8 @@ pub struct Core {
     pub used_memory_peak: u64,
     /// Set while a SHUTDOWN is under way.
     pub shutting_down: bool,
+    /// Clients blocked on keys, ready keys and the replies owed to woken clients.
+    pub blocking: blocking::Blocking,
 }
 
 pub use stats::Stats;
@@ -228,6 +235,7 @@ impl Engine {
             rng: Rng::new(seed),
             used_memory_peak: 0,
             shutting_down: false,
+            blocking: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -248,6 +256,7 @@ impl Engine {
 
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
+        self.core.blocking.remove(h);
         self.clients.remove(h);
     }
 
@@ -299,6 +308,23 @@ impl Engine {
             _ => false,
         };
         let protocol = client.protocol;
+        let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        if self.core.blocking.has_ready() {
+            blocking::serve_ready(&mut self.core, &mut self.clients, now);
+        }
+        outcome
+    }
+
+    /// `execute` without the serving of blocked clients afterwards.
+    fn execute_top(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        skip: bool,
+        protocol: Protocol,
+    ) -> Outcome {
         if skip {
             // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
             // RESET under OFF) still answers, as in Redis.
@@ -432,14 +458,42 @@ impl Engine {
         Ok((path, content))
     }
 
-    /// The background cycle the shell runs `hz` times a second: active expiry.
+    /// The background cycle the shell runs `hz` times a second: active expiry, and the
+    /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         cmd::expire::active_expire_cycle(&mut self.core, now);
+        self.expire_blocked(now);
+    }
+
+    /// Answers (with their timeout reply) and unblocks the blocked clients whose timeout has
+    /// passed; the replies come out of [`Engine::take_wakeups`]. The shell calls this on every
+    /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
+    pub fn expire_blocked(&mut self, now: Now) {
+        blocking::expire(&mut self.core, &mut self.clients, now);
+    }
+
+    /// The earliest unix ms at which a blocked client times out (it times out once the clock
+    /// is past it): the shell's poll should wake by then.
+    pub fn next_block_deadline(&self) -> Option<u64> {
+        self.core.blocking.next_deadline()
+    }
+
+    /// Replies owed to clients other than the one that ran the last command: blocked clients
+    /// that were served or timed out, in wake order. The shell encodes each client's replies
+    /// in that client's protocol ([`Engine::protocol`]) and then resumes running its buffered
+    /// commands (it is no longer blocked).
+    pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
+        self.core.blocking.take_wakeups()
+    }
+
+    /// Whether client `h` is blocked (waiting for a key or its timeout).
+    pub fn is_blocked(&self, h: Handle) -> bool {
+        self.core.blocking.is_blocked(h)
     }
 }
 
 /// Counts an error reply and sends it (raw bytes for [`Error::Bytes`], text otherwise).
-fn send_error(stats: &mut Stats, e: &Error, out: &mut dyn ReplySink) {
+pub(crate) fn send_error(stats: &mut Stats, e: &Error, out: &mut dyn ReplySink) {
     match e {
         Error::Bytes(b) => {
             stats.count_error(&String::from_utf8_lossy(b));

@@ -22,6 +22,88 @@ pub struct ZSet {
     pub order: POrdSet<ScoreMember>,
 }
 
+impl ZSet {
+    /// An empty sorted set whose member map hashes with `seed`.
+    pub fn new(seed: u64) -> Self {
+        ZSet {
+            scores: PMap::with_seed(seed),
+            order: POrdSet::new(),
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Whether there is no member.
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// A member's score.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.scores.get(member).copied()
+    }
+
+    /// Sets a member's score (adding it when new); returns the previous score.
+    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        let key = SmallBytes::from_slice(member);
+        let old = self.scores.insert(key.clone(), score);
+        if let Some(o) = old {
+            self.order.remove(&ScoreMember(o, key.clone()));
+        }
+        self.order.insert(ScoreMember(score, key));
+        old
+    }
+
+    /// Removes a member; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let (key, score) = self.scores.remove(member)?;
+        self.order.remove(&ScoreMember(score, key));
+        Some(score)
+    }
+
+    /// Removes the members with ranks `lo..hi` (clamped); returns how many.
+    pub fn remove_rank_range(&mut self, lo: usize, hi: usize) -> usize {
+        let gone: alloc::vec::Vec<SmallBytes> = self
+            .order
+            .range_by_rank(lo, hi)
+            .map(|e| e.1.clone())
+            .collect();
+        for m in &gone {
+            self.scores.remove(&m[..]);
+        }
+        self.order.remove_range_by_rank(lo, hi)
+    }
+
+    /// Members in (score, member) order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &ScoreMember> + ExactSizeIterator {
+        self.order.iter()
+    }
+
+    /// Panics when the member map and the order disagree.
+    pub fn check_invariants(&self) {
+        self.order.check_invariants();
+        assert_eq!(
+            self.order.len(),
+            self.scores.len(),
+            "map and order sizes differ"
+        );
+        for e in self.order.iter() {
+            let s = self
+                .scores
+                .get(&e.1[..])
+                .expect("ordered member missing from map");
+            assert!(
+                s.to_bits() == e.0.to_bits(),
+                "score differs between map and order"
+            );
+            assert!(!s.is_nan(), "NaN score");
+        }
+    }
+}
+
 /// A sorted-set element in Redis's order: by score, then by member bytes. Scores are never NaN,
 /// and `-0.0` equals `0.0` here as in Redis's comparisons (the stored score keeps its sign).
 #[derive(Clone, Debug)]

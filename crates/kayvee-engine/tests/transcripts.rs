@@ -14,7 +14,11 @@
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
-//! - `@cron` runs the engine's background cycle (active expiry) once.
+//! - `@cron` runs the engine's background cycle (active expiry, blocked clients' timeouts).
+//! - `@expire` runs only the blocked clients' timeouts (`Engine::expire_blocked`).
+//! - `@woken NAME` checks the replies a blocked client NAME got when it was served or timed
+//!   out (the `<` lines that follow); every such reply must be checked before the next
+//!   command's lines or the end of the file. A command that blocks shows no `<` line.
 //! - `@set KEY VALUE` stores a string in the current client's database through the `Db` API
 //!   (what `SET KEY VALUE` does on the real server, whose `+OK` is not shown), for groups
 //!   tested before the string commands exist.
@@ -32,6 +36,8 @@ struct Runner {
     clients: HashMap<String, Handle>,
     current: Handle,
     now_ms: u64,
+    /// Replies woken clients got, not yet checked by `@woken`.
+    woken: HashMap<Handle, Vec<String>>,
 }
 
 impl Runner {
@@ -46,6 +52,7 @@ impl Runner {
             clients,
             current,
             now_ms,
+            woken: HashMap::new(),
         }
     }
 
@@ -59,13 +66,27 @@ impl Runner {
             Now::from_ms(self.now_ms),
             &mut tree,
         );
-        let mut lines = Vec::new();
         let resp3 = tree.protocol() == Protocol::Resp3;
-        for r in tree.take() {
-            let r = if resp3 { r } else { to_resp2(r) };
-            render(&r, &mut lines);
-        }
+        let lines = render_all(tree.take(), resp3);
+        self.collect_wakeups();
         lines
+    }
+
+    /// Moves the engine's wakeup replies into `woken`, rendered.
+    fn collect_wakeups(&mut self) {
+        for (h, replies) in self.engine.take_wakeups() {
+            let resp3 = self.engine.protocol(h) == Protocol::Resp3;
+            let lines = render_all(replies, resp3);
+            self.woken.entry(h).or_default().extend(lines);
+        }
+    }
+
+    /// The unchecked wakeup replies, as an error text.
+    fn unchecked_wakeups(&self) -> Result<(), String> {
+        match self.woken.iter().find(|(_, l)| !l.is_empty()) {
+            Some((h, l)) => Err(format!("unchecked wakeup replies of {h:?}: {l:?}")),
+            None => Ok(()),
+        }
     }
 
     fn set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
@@ -102,6 +123,16 @@ fn conn(n: i64) -> ConnInfo {
     }
 }
 
+/// Renders replies as the client's protocol shows them.
+fn render_all(replies: Vec<Reply>, resp3: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in replies {
+        let r = if resp3 { r } else { to_resp2(r) };
+        render(&r, &mut lines);
+    }
+    lines
+}
+
 fn escape(b: &[u8]) -> String {
     let mut s = String::new();
     for &c in b {
@@ -131,8 +162,16 @@ fn to_resp2(r: Reply) -> Reply {
         Reply::Verbatim(_, text) => Reply::Bulk(text),
         Reply::Boolean(b) => Reply::Int(b as i64),
         Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
+        Reply::Double(d) => Reply::Bulk(g17(d).into_bytes()),
         other => other,
     }
+}
+
+/// A double as the codec sends it (`%.17g`, as Redis 7.0).
+fn g17(d: f64) -> String {
+    let mut b = Vec::new();
+    kayvee_engine::cmd::zset_num::format_g17(d, &mut b);
+    String::from_utf8(b).expect("ascii")
 }
 
 fn render(r: &Reply, out: &mut Vec<String>) {
@@ -159,7 +198,7 @@ fn render(r: &Reply, out: &mut Vec<String>) {
                 render(v, out);
             }
         }
-        Reply::Double(d) => out.push(format!(",{d}")),
+        Reply::Double(d) => out.push(format!(",{}", g17(*d))),
         Reply::Boolean(b) => out.push(if *b { "#t" } else { "#f" }.into()),
         Reply::Verbatim(f, t) => out.push(format!("={f}:{}", escape(t))),
         Reply::BigNumber(d) => out.push(format!("({d}")),
@@ -234,6 +273,8 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
         }
         if let Some(cmd) = line.strip_prefix("> ") {
             flush(&mut pending, &pending_cmd, lineno)?;
+            r.unchecked_wakeups()
+                .map_err(|e| format!("line {lineno}: {e}"))?;
             pending = r.run(&split_args(cmd));
             pending.reverse();
             pending_cmd = cmd.to_string();
@@ -277,11 +318,25 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
                 .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if line == "@cron" {
             r.engine.cron(Now::from_ms(r.now_ms));
+            r.collect_wakeups();
+        } else if line == "@expire" {
+            r.engine.expire_blocked(Now::from_ms(r.now_ms));
+            r.collect_wakeups();
+        } else if let Some(name) = line.strip_prefix("@woken ") {
+            flush(&mut pending, &pending_cmd, lineno)?;
+            let h = *r
+                .clients
+                .get(name.trim())
+                .ok_or(format!("line {lineno}: no client {name}"))?;
+            pending = r.woken.remove(&h).unwrap_or_default();
+            pending.reverse();
+            pending_cmd = format!("(woken {name})");
         } else {
             return Err(format!("line {lineno}: unknown directive `{line}`"));
         }
     }
     flush(&mut pending, &pending_cmd, usize::MAX)?;
+    r.unchecked_wakeups()?;
     Ok(checked)
 }
 

@@ -171,7 +171,7 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
-            let timeout = self.next_cron.saturating_duration_since(Instant::now());
+            let timeout = self.poll_timeout();
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -188,9 +188,55 @@ impl Server {
             if !self.shutdown && Instant::now() >= self.next_cron {
                 self.cron();
             }
+            self.expire_blocked();
         }
         self.finish();
         Ok(())
+    }
+
+    // ---- Blocked clients (BLPOP and co., see `kayvee_engine::blocking`) ----
+
+    /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
+    /// a blocked client (the engine times a client out once the clock is past its deadline).
+    fn poll_timeout(&self) -> Duration {
+        let cron = self.next_cron.saturating_duration_since(Instant::now());
+        match self.engine.next_block_deadline() {
+            Some(deadline_ms) => {
+                let due_us = (deadline_ms + 1) * 1000;
+                let wait = Duration::from_micros(due_us.saturating_sub(self.clock.now().unix_us));
+                cron.min(wait)
+            }
+            None => cron,
+        }
+    }
+
+    /// Answers the blocked clients whose timeout passed (here or in the engine's cron).
+    fn expire_blocked(&mut self) {
+        if self.engine.next_block_deadline().is_some() {
+            self.engine.expire_blocked(self.clock.now());
+        }
+        self.deliver_wakeups();
+    }
+
+    /// Sends woken clients (served or timed out) their replies, encoded in each client's
+    /// protocol, then runs the commands they pipelined behind the blocking one. That may wake
+    /// further clients: repeat until none is left.
+    fn deliver_wakeups(&mut self) {
+        loop {
+            let woken = self.engine.take_wakeups();
+            if woken.is_empty() {
+                return;
+            }
+            for (h, replies) in woken {
+                let protocol = self.engine.protocol(h);
+                let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
+                    continue;
+                };
+                let mut sink = RespWriter::new(&mut conn.out, protocol);
+                replies.iter().for_each(|r| r.write_to(&mut sink));
+                self.service_conn(h.0);
+            }
+        }
     }
 
     /// Routes one readiness event.
@@ -279,8 +325,15 @@ impl Server {
         debug!("Accepted {label}");
     }
 
-    /// Handles readiness on connection `slot`: writes pending output, reads and runs commands.
+    /// Handles readiness on connection `slot`: writes pending output, reads and runs commands,
+    /// then delivers the replies of the blocked clients those commands woke.
     fn service(&mut self, slot: usize) {
+        self.service_conn(slot);
+        self.deliver_wakeups();
+    }
+
+    /// [`Server::service`] without the wakeups.
+    fn service_conn(&mut self, slot: usize) {
         // The connection leaves its slot while it runs, so the loop can lend `self` and it.
         let Some(mut conn) = self.conns.get_mut(slot).and_then(Option::take) else {
             return;
@@ -510,7 +563,12 @@ fn run_commands(
 ) -> usize {
     let h = conn.handle;
     let mut used = 0;
-    while used < input.len() && !conn.closing && conn.out_pending() <= OUTPUT_PAUSE {
+    // A blocked client's further commands wait (buffered) until it is served or times out.
+    while used < input.len()
+        && !conn.closing
+        && conn.out_pending() <= OUTPUT_PAUSE
+        && !engine.is_blocked(h)
+    {
         let authenticated = engine.clients.get(h).is_some_and(|c| c.authenticated);
         let frame = match conn.decoder.decode(&input[used..], authenticated) {
             Ok(Some(frame)) => frame,
@@ -575,6 +633,8 @@ fn apply_outcome(
             rewrite_config(engine, conn);
             true
         }
+        // Its reply comes later, through `Engine::take_wakeups`.
+        Outcome::Blocked => false,
     }
 }
 

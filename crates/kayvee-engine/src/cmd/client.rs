@@ -298,9 +298,12 @@ fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
     let now = cx.now_ms();
     let io = &c.io;
     let name = c.name.as_ref().map(|n| n.as_bytes()).unwrap_or_default();
-    let flags = match c.conn.transport {
-        Transport::Tcp { .. } => "N",
-        Transport::Unix { .. } => "U",
+    let tcp = matches!(c.conn.transport, Transport::Tcp { .. });
+    let flags = match (tcp, c.blocked) {
+        (true, false) => "N",
+        (true, true) => "b",
+        (false, false) => "U",
+        (false, true) => "bU",
     };
     let cmd = match c.last_cmd_id {
         Some(id) => cx.core.commands.get(id).full_name.as_str(),

@@ -206,13 +206,12 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     let max_out = io().map(|i| i.omem).max().unwrap_or(0);
     field(s, "client_recent_max_input_buffer", max_in);
     field(s, "client_recent_max_output_buffer", max_out);
-    zeros(
+    field(s, "blocked_clients", cx.core.blocking.len());
+    field(s, "tracking_clients", 0);
+    field(
         s,
-        &[
-            "blocked_clients",
-            "tracking_clients",
-            "clients_in_timeout_table",
-        ],
+        "clients_in_timeout_table",
+        cx.core.blocking.with_timeout(),
     );
 }
 

@@ -253,6 +253,7 @@ fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<b
         return Err(Error::NoSuchKey);
     };
     db.insert_entry(dst, entry, ttl);
+    crate::blocking::signal_key_ready(cx, cx.db_index, dst);
     Ok(true)
 }
 
@@ -276,6 +277,7 @@ fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         return Ok(());
     }
     target.insert_entry(dst, value, ttl);
+    crate::blocking::signal_key_ready(cx, dst_db, dst);
     out.int(1);
     Ok(())
 }
@@ -287,6 +289,8 @@ fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
         let mut fresh = Entry::new(e.value.clone(), now_ms);
         fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
         fresh.meta.set_flag(Meta::EMBSTR, e.meta.has(Meta::EMBSTR));
+        // Redis duplicates a collection in its current encoding.
+        fresh.meta.set_flag(Meta::BIG, e.meta.has(Meta::BIG));
         fresh
     }
 }
@@ -327,6 +331,7 @@ fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Ok(());
     };
     cx.core.dbs[dst_db].insert_entry(key, entry, ttl);
+    crate::blocking::signal_key_ready(cx, dst_db, key);
     out.int(1);
     Ok(())
 }

@@ -108,6 +108,8 @@ fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         return Err(Error::DbIndexOutOfRange);
     };
     cx.core.dbs.swap(a, b);
+    cx.core.blocking.signal_db(a);
+    cx.core.blocking.signal_db(b);
     out.ok();
     Ok(())
 }

@@ -14,11 +14,20 @@ pub mod keys;
 pub mod keys_db;
 pub mod keys_object;
 pub mod keys_scan;
+pub mod list;
+pub(crate) mod list_block;
+pub mod list_spec;
 pub mod server;
+pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
+pub mod zset;
+pub mod zset_num;
+pub(crate) mod zset_pop;
+pub(crate) mod zset_range;
+pub(crate) mod zset_setops;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
@@ -35,4 +44,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     keys_db::COMMANDS,
     keys_object::COMMANDS,
     expire::COMMANDS,
+    list_spec::COMMANDS,
+    zset::COMMANDS,
+    sort::COMMANDS,
 ];

@@ -355,6 +355,26 @@ pub const PARAMS: &[Param] = &[
         get: |c| Val::Int(c.slowlog_max_len as i64),
         put: |c, v| c.slowlog_max_len = v.int() as u64,
     },
+    Param {
+        name: "zset-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.zset_max_listpack_entries as i64),
+        put: |c, v| c.zset_max_listpack_entries = v.int() as u64,
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.zset_max_listpack_value),
+        put: |c, v| c.zset_max_listpack_value = v.mem(),
+    },
 ];
 
 /// Finds a parameter by name, case-insensitively.

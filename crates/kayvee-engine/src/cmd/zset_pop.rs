@@ -1,0 +1,345 @@
+//! Sorted-set pops, random members and scanning: ZPOPMIN, ZPOPMAX, ZMPOP, ZRANDMEMBER and
+//! ZSCAN (Redis 7.0.15 semantics; the blocking forms are not here).
+//!
+//! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
+//! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
+
+use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
+use super::zset_num::format_g17;
+use crate::argv::Argv;
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::{glob_match, parse_i64};
+use crate::value::{Meta, Value};
+use crate::{Core, Cx};
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// Pops up to `count` members from the low (or high) end of the set at `key`; `None` when
+/// the key is missing, WRONGTYPE for another type. Deletes the key when emptied.
+fn pop(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    count: usize,
+    max: bool,
+) -> Result<Option<Vec<(SmallBytes, f64)>>, Error> {
+    let now = cx.now_ms();
+    let Some(entry) = cx.db().lookup_write(key, now) else {
+        return Ok(None);
+    };
+    let Value::ZSet(zs) = &mut entry.value else {
+        return Err(Error::WrongType);
+    };
+    let mut items = Vec::new();
+    while items.len() < count {
+        let e = if max {
+            zs.order.last()
+        } else {
+            zs.order.first()
+        };
+        let Some(e) = e.cloned() else { break };
+        zs.remove(&e.1);
+        items.push((e.1, e.0));
+    }
+    drop_if_empty(cx, key);
+    Ok(Some(items))
+}
+
+/// ZPOPMIN / ZPOPMAX key [count].
+fn zpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -> CmdResult {
+    if args.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let count = match args.try_get(2) {
+        Some(c) => Some(
+            parse_i64(c)
+                .filter(|v| *v >= 0)
+                .ok_or(Error::msg("ERR value is out of range, must be positive"))?,
+        ),
+        None => None,
+    };
+    let n = count.map_or(1, |c| usize::try_from(c).unwrap_or(usize::MAX));
+    let items = pop(cx, args.get(1), n, max)?.unwrap_or_default();
+    if count.is_some() {
+        reply_scored(out, &items, true);
+    } else {
+        out.array(items.len() * 2);
+        for (m, s) in &items {
+            out.bulk(m);
+            out.double(*s);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn zpopmin(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    zpop(cx, args, out, false)
+}
+
+pub(crate) fn zpopmax(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    zpop(cx, args, out, true)
+}
+
+/// ZMPOP's parsed arguments: keys, which end, how many.
+pub(crate) struct Mpop<'a> {
+    pub keys: Vec<&'a [u8]>,
+    pub max: bool,
+    pub count: usize,
+}
+
+/// Parses `numkeys key [key ...] MIN|MAX [COUNT count]` starting at `at` (shared with the
+/// blocking form, which has a timeout before it).
+pub(crate) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
+    let n = parse_i64(args.get(at))
+        .filter(|n| *n > 0)
+        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
+    if n as u64 >= (args.len() - at) as u64 - 1 {
+        return Err(Error::Syntax);
+    }
+    let n = n as usize;
+    let keys = (0..n).map(|i| args.get(at + 1 + i)).collect();
+    let mut j = at + 1 + n;
+    let max = match args.get(j).to_ascii_uppercase().as_slice() {
+        b"MIN" => false,
+        b"MAX" => true,
+        _ => return Err(Error::Syntax),
+    };
+    j += 1;
+    let mut count = None;
+    while j < args.len() {
+        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
+            let c = parse_i64(args.get(j + 1))
+                .filter(|c| *c > 0)
+                .ok_or(Error::msg("ERR count should be greater than 0"))?;
+            count = Some(c as usize);
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    Ok(Mpop {
+        keys,
+        max,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Pops from the first non-empty sorted set among `m.keys` and writes ZMPOP's reply (`[key,
+/// [[member, score], ...]]`); returns false (nothing written) when all are empty.
+pub(crate) fn mpop_first(
+    cx: &mut Cx<'_>,
+    m: &Mpop<'_>,
+    out: &mut dyn ReplySink,
+) -> Result<bool, Error> {
+    for key in &m.keys {
+        if let Some(items) = pop(cx, key, m.count, m.max)? {
+            out.array(2);
+            out.bulk(key);
+            out.array(items.len());
+            for (member, s) in &items {
+                out.array(2);
+                out.bulk(member);
+                out.double(*s);
+            }
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
+pub(crate) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let m = parse_mpop(args, 1)?;
+    if !mpop_first(cx, &m, out)? {
+        out.null_array();
+    }
+    Ok(())
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]].
+pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let scores = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHSCORES");
+    let count = match args.try_get(2) {
+        None => None,
+        Some(c) => Some(parse_rand_count(c, scores)?),
+    };
+    if args.len() > 4 || (args.len() == 4 && !scores) {
+        return Err(Error::Syntax);
+    }
+    let Some((zs, big)) = read_zset(cx, args.get(1))? else {
+        match count {
+            Some(_) => out.array(0),
+            None => out.null(),
+        }
+        return Ok(());
+    };
+    let rng = &mut cx.core.rng;
+    let Some(count) = count else {
+        let i = (rng.next_u64() % zs.len() as u64) as usize;
+        out.bulk(&zs.order.nth(i).expect("in range").1);
+        return Ok(());
+    };
+    let n = zs.len();
+    let picks: Vec<usize> = if count < 0 {
+        (0..count.unsigned_abs())
+            .map(|_| (rng.next_u64() % n as u64) as usize)
+            .collect()
+    } else if count as u64 >= n as u64 {
+        // The whole set: Redis walks a listpack from its tail here.
+        if big {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        }
+    } else {
+        sample_distinct(n, count as usize, &mut || rng.next_u64())
+    };
+    let items: Vec<(SmallBytes, f64)> = picks
+        .iter()
+        .map(|&i| {
+            let e = zs.order.nth(i).expect("in range");
+            (e.1.clone(), e.0)
+        })
+        .collect();
+    reply_scored(out, &items, scores);
+    Ok(())
+}
+
+/// ZRANDMEMBER's count, within Redis's bounds (halved when scores double the reply).
+fn parse_rand_count(c: &[u8], scores: bool) -> Result<i64, Error> {
+    let v = parse_i64(c).ok_or(Error::NotInteger)?;
+    if v == i64::MIN {
+        return Err(Error::msg("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+    }
+    if scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&v) {
+        return Err(Error::msg("ERR value is out of range"));
+    }
+    Ok(v)
+}
+
+/// `k` distinct indexes below `n` (a partial Fisher-Yates shuffle), in draw order.
+fn sample_distinct(n: usize, k: usize, rnd: &mut dyn FnMut() -> u64) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    for i in 0..k {
+        let j = i + (rnd() % (n - i) as u64) as usize;
+        idx.swap(i, j);
+    }
+    idx.truncate(k);
+    idx
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count].
+pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let cursor = parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))?;
+    let now = cx.now_ms();
+    let Core { dbs, .. } = &mut *cx.core;
+    let Some(entry) = dbs[cx.db_index].lookup_read(args.get(1), now) else {
+        out.array(2);
+        out.bulk(b"0");
+        out.array(0);
+        return Ok(());
+    };
+    let zs = as_zset(entry)?.clone();
+    let big = entry.meta.has(Meta::BIG);
+    let (pattern, count) = parse_scan_opts(args)?;
+    let mut found: Vec<(SmallBytes, f64)> = Vec::new();
+    let next = if big {
+        zs.scores
+            .scan(cursor, count, |m, s| found.push((m.clone(), *s)))
+    } else {
+        found.extend(zs.iter().map(|e| (e.1.clone(), e.0)));
+        0
+    };
+    if let Some(p) = pattern {
+        found.retain(|(m, _)| glob_match(p, m, false));
+    }
+    out.array(2);
+    out.bulk(alloc::format!("{next}").as_bytes());
+    out.array(found.len() * 2);
+    let mut buf = Vec::new();
+    for (m, s) in &found {
+        out.bulk(m);
+        buf.clear();
+        format_g17(*s, &mut buf);
+        out.bulk(&buf);
+    }
+    Ok(())
+}
+
+/// ZSCAN's MATCH and COUNT (COUNT below 1 is a syntax error, as in Redis).
+fn parse_scan_opts<'a>(args: &Argv<'a>) -> Result<(Option<&'a [u8]>, usize), Error> {
+    let (mut pattern, mut count) = (None, 10usize);
+    let mut i = 3;
+    while i < args.len() {
+        let value = args.try_get(i + 1).ok_or(Error::Syntax)?;
+        let opt = args.get(i);
+        if opt.eq_ignore_ascii_case(b"COUNT") {
+            let n = parse_i64(value).ok_or(Error::NotInteger)?;
+            if n < 1 {
+                return Err(Error::Syntax);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if opt.eq_ignore_ascii_case(b"MATCH") {
+            pattern = (value != b"*").then_some(value);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    Ok((pattern, count))
+}
+
+/// A scan cursor as C's `strtoul` reads it (as SCAN's): digits with an optional sign, the
+/// empty string being 0.
+fn parse_cursor(s: &[u8]) -> Option<u64> {
+    let (neg, digits) = match s {
+        [] => return Some(0),
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = digits.iter().try_fold(0u64, |v, &c| {
+        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+    })?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_samples_are_distinct() {
+        let mut x = 1u64;
+        let mut rnd = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x >> 11
+        };
+        let mut s = sample_distinct(10, 7, &mut rnd);
+        s.sort_unstable();
+        s.dedup();
+        assert_eq!(s.len(), 7);
+        assert!(s.iter().all(|&i| i < 10));
+    }
+
+    #[test]
+    fn rand_count_bounds() {
+        assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
+        assert!(parse_rand_count(b"4611686018427387904", true).is_err());
+        assert_eq!(
+            parse_rand_count(b"4611686018427387903", true),
+            Ok(4611686018427387903)
+        );
+        assert!(parse_rand_count(b"x", false).is_err());
+    }
+
+    #[test]
+    fn cursors() {
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"12"), Some(12));
+        assert_eq!(parse_cursor(b"x"), None);
+    }
+}

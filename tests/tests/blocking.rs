@@ -1,0 +1,172 @@
+//! Blocking list commands over real connections against kayvee-server: a BLPOP served by
+//! another client's RPUSH (with the blocked client's pipelined commands held until then),
+//! first-come first-served order, timeouts, a BLMOVE chain, RESP3 wakeups, and blocked clients
+//! that disconnect or are killed. Expected bytes are redis-server 7.0.15's
+//! (`KAYVEE_TARGET=redis` runs this file against it).
+
+use std::io;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use kayvee_tests::{encode_command, show, Conn, Server};
+
+/// The server under test.
+fn server() -> Option<Server> {
+    Server::kayvee(&[])
+}
+
+/// Sends a command without reading its reply (the client blocks).
+fn send(c: &mut Conn, args: &[&str]) {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    c.send(&encode_command(&args)).unwrap();
+}
+
+/// Asserts that no reply arrives within `ms`.
+fn assert_silent(c: &mut Conn, ms: u64) {
+    c.set_timeout(Duration::from_millis(ms));
+    match c.read_reply() {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) => {}
+        other => panic!("expected no reply, got {other:?}"),
+    }
+    c.set_timeout(Duration::from_secs(10));
+}
+
+/// Reads one reply as text.
+fn reply(c: &mut Conn) -> String {
+    show(&c.read_reply().unwrap())
+}
+
+/// `INFO clients`' blocked_clients once it settles at `want` (the server notices a closed
+/// socket asynchronously).
+fn wait_blocked(c: &mut Conn, want: usize) {
+    let line = format!("blocked_clients:{want}\r\n");
+    let start = Instant::now();
+    loop {
+        let info = String::from_utf8(c.cmd_str(&["INFO", "clients"])).unwrap();
+        if info.contains(&line) {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{info}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn blpop_is_served_by_another_clients_push_and_holds_its_pipeline() {
+    let Some(server) = server() else { return };
+    let (mut waiter, mut pusher) = (server.conn(), server.conn());
+    let mut cmds = encode_command(&[b"BLPOP", b"queue", b"0"]);
+    cmds.extend(encode_command(&[b"PING"]));
+    waiter.send(&cmds).unwrap();
+    assert_silent(&mut waiter, 200);
+    wait_blocked(&mut pusher, 1);
+    assert_eq!(pusher.cmd_str(&["RPUSH", "queue", "job"]), b":1\r\n");
+    assert_eq!(
+        reply(&mut waiter),
+        "*2\\r\\n$5\\r\\nqueue\\r\\n$3\\r\\njob\\r\\n"
+    );
+    assert_eq!(reply(&mut waiter), "+PONG\\r\\n");
+    assert_eq!(pusher.cmd_str(&["EXISTS", "queue"]), b":0\r\n");
+    wait_blocked(&mut pusher, 0);
+}
+
+#[test]
+fn three_waiters_are_served_first_come_first_served() {
+    let Some(server) = server() else { return };
+    let mut w: Vec<Conn> = (0..3).map(|_| server.conn()).collect();
+    let mut pusher = server.conn();
+    for (i, c) in w.iter_mut().enumerate() {
+        send(c, &["BRPOP", "k", "0"]);
+        wait_blocked(&mut pusher, i + 1);
+    }
+    assert_eq!(pusher.cmd_str(&["LPUSH", "k", "a", "b"]), b":2\r\n");
+    assert_eq!(reply(&mut w[0]), "*2\\r\\n$1\\r\\nk\\r\\n$1\\r\\na\\r\\n");
+    assert_eq!(reply(&mut w[1]), "*2\\r\\n$1\\r\\nk\\r\\n$1\\r\\nb\\r\\n");
+    assert_silent(&mut w[2], 100);
+    assert_eq!(pusher.cmd_str(&["RPUSH", "k", "c"]), b":1\r\n");
+    assert_eq!(reply(&mut w[2]), "*2\\r\\n$1\\r\\nk\\r\\n$1\\r\\nc\\r\\n");
+}
+
+#[test]
+fn timeouts_answer_the_null_array() {
+    let Some(server) = server() else { return };
+    let mut c = server.conn();
+    for cmd in [
+        &["BLPOP", "nokey", "0.2"][..],
+        &["BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0.2"],
+        &["BLMPOP", "0.2", "1", "nokey", "LEFT"],
+    ] {
+        let start = Instant::now();
+        send(&mut c, cmd);
+        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
+        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
+    }
+    c.cmd_str(&["HELLO", "3"]);
+    send(&mut c, &["BRPOPLPUSH", "nokey", "d", "0.1"]);
+    assert_eq!(reply(&mut c), "_\\r\\n");
+    assert_eq!(
+        c.cmd_str(&["BLPOP", "nokey", "-1"]),
+        b"-ERR timeout is negative\r\n"
+    );
+}
+
+#[test]
+fn a_served_blmove_serves_the_client_waiting_on_its_destination() {
+    let Some(server) = server() else { return };
+    let (mut mover, mut popper, mut pusher) = (server.conn(), server.conn(), server.conn());
+    send(&mut mover, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut pusher, 1);
+    popper.cmd_str(&["HELLO", "3"]);
+    send(
+        &mut popper,
+        &["BLMPOP", "0", "1", "dst", "LEFT", "COUNT", "5"],
+    );
+    wait_blocked(&mut pusher, 2);
+    assert_eq!(pusher.cmd_str(&["RPUSH", "src", "x"]), b":1\r\n");
+    assert_eq!(reply(&mut mover), "$1\\r\\nx\\r\\n");
+    assert_eq!(
+        reply(&mut popper),
+        "*2\\r\\n$3\\r\\ndst\\r\\n*1\\r\\n$1\\r\\nx\\r\\n"
+    );
+    assert_eq!(pusher.cmd_str(&["EXISTS", "src", "dst"]), b":0\r\n");
+}
+
+#[test]
+fn a_blocked_client_that_disconnects_takes_nothing() {
+    let Some(server) = server() else { return };
+    let mut other = server.conn();
+    {
+        let mut gone = server.conn();
+        send(&mut gone, &["BLPOP", "k", "0"]);
+        wait_blocked(&mut other, 1);
+    }
+    wait_blocked(&mut other, 0);
+    assert_eq!(other.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
+    assert_eq!(other.cmd_str(&["LLEN", "k"]), b":1\r\n");
+}
+
+#[test]
+fn client_kill_closes_a_blocked_client() {
+    let Some(server) = server() else { return };
+    let (mut victim, mut killer) = (server.conn(), server.conn());
+    let id = String::from_utf8(victim.cmd_str(&["CLIENT", "ID"])).unwrap();
+    let id = id.trim_start_matches(':').trim_end().to_string();
+    send(&mut victim, &["BLPOP", "k", "0"]);
+    wait_blocked(&mut killer, 1);
+    let list = String::from_utf8(killer.cmd_str(&["CLIENT", "LIST"])).unwrap();
+    assert!(
+        list.contains(" flags=b ") && list.contains(" cmd=blpop "),
+        "{list}"
+    );
+    assert_eq!(killer.cmd_str(&["CLIENT", "KILL", "ID", &id]), b":1\r\n");
+    assert!(victim.is_closed(Duration::from_secs(2)));
+    wait_blocked(&mut killer, 0);
+    assert_eq!(killer.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
+    assert_eq!(killer.cmd_str(&["LLEN", "k"]), b":1\r\n");
+}

@@ -86,7 +86,7 @@ impl Conn {
     fn run_commands(&mut self, engine: &mut Engine, clock: &Clock) -> Event {
         let mut used = 0;
         let mut event = Event::None;
-        while !self.closing && self.pending() < OUT_HIGH_BYTES {
+        while !self.closing && self.pending() < OUT_HIGH_BYTES && !engine.is_blocked(self.client) {
             let authenticated = engine
                 .clients
                 .get(self.client)
@@ -112,6 +112,9 @@ impl Conn {
                 Outcome::Close => self.closing = true,
                 Outcome::KillClients => event = Event::KillClients,
                 Outcome::Shutdown { .. } => return Event::Shutdown,
+                // No reply yet: it comes through `Engine::take_wakeups` (see `deliver`), and
+                // the loop condition holds the commands pipelined behind it.
+                Outcome::Blocked => {}
                 Outcome::Sleep(us) => clock.spin_us(us),
                 Outcome::RewriteConfig => match engine.rewrite_config() {
                     Err(e) => out.error(&alloc::format!("{e}")),
@@ -121,6 +124,13 @@ impl Conn {
         }
         self.input.drain(..used);
         event
+    }
+
+    /// Appends replies owed to this (formerly blocked) client; its buffered commands run on
+    /// the next service.
+    pub fn deliver(&mut self, replies: &[kayvee_engine::Reply], protocol: kayvee_engine::Protocol) {
+        let mut out = RespWriter::new(&mut self.output, protocol);
+        replies.iter().for_each(|r| r.write_to(&mut out));
     }
 
     /// Hands as much pending output to the socket as it takes.

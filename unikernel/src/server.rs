@@ -143,7 +143,13 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             poll_dhcp(&mut iface, &mut sockets, h);
         }
         engine.core.host.used_memory = heap::used_bytes();
+        if engine.next_block_deadline().is_some() {
+            engine.expire_blocked(Now {
+                unix_us: clock.unix_us(),
+            });
+        }
         service_connections(&mut pool, &mut sockets, engine, clock);
+        deliver_wakeups(&mut pool, engine);
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
         dev.kick();
         let up = clock.uptime_us();
@@ -290,6 +296,21 @@ fn service_connections(
     }
     if kill {
         close_killed(pool, engine);
+    }
+}
+
+/// Gives woken (served or timed out) blocked clients their replies; their pipelined commands
+/// run on the next round, which may wake others in turn.
+fn deliver_wakeups(pool: &mut Pool, engine: &mut Engine) {
+    for (h, replies) in engine.take_wakeups() {
+        let protocol = engine.protocol(h);
+        let found = pool.active.iter().find_map(|&s| {
+            let conn = pool.slots[s].conn.as_ref()?;
+            (conn.client == h).then_some(s)
+        });
+        if let Some(conn) = found.and_then(|s| pool.slots[s].conn.as_mut()) {
+            conn.deliver(&replies, protocol);
+        }
     }
 }
 

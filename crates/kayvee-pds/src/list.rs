@@ -274,3 +274,82 @@ impl<'a, T> IntoIterator for &'a PList<T> {
         self.tree.range(0, self.tree.len)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A four-level list of `n` elements built by pushes.
+    fn pushed(n: u32) -> PList<u32> {
+        let mut l = PList::new();
+        for i in 0..n {
+            l.push_back(i);
+        }
+        l
+    }
+
+    #[test]
+    fn unshared_writes_copy_nothing() {
+        let mut l = pushed(100_000);
+        assert_eq!(l.tree.height(), 4);
+        l.pop_back(); // the last chunk now has room
+        let before = l.tree.node_addrs();
+        assert!(l.set(50_000, 7));
+        *l.get_mut(123).unwrap() += 1;
+        l.push_back(1);
+        l.pop_front();
+        l.remove(70_000);
+        l.insert(70_000, 9); // into the chunk the remove left room in
+        l.push_front(3);
+        let after = l.tree.node_addrs();
+        assert!(after == before, "moved {} nodes", after.difference(&before).count());
+        l.check_invariants();
+    }
+
+    #[test]
+    fn write_after_snapshot_copies_only_the_path() {
+        let mut l = pushed(100_000);
+        let snap = l.clone();
+        let shared = snap.tree.node_addrs();
+        assert!(l.set(50_000, 7));
+        let copied: Vec<_> = l.tree.node_addrs().difference(&shared).copied().collect();
+        assert_eq!(copied.len(), l.tree.height(), "copied {copied:?}");
+        assert_eq!(snap.get(50_000), Some(&50_000));
+        assert_eq!(l.get(50_000), Some(&7));
+        // A second write on the same path copies nothing more.
+        let now = l.tree.node_addrs();
+        assert!(l.set(50_001, 8));
+        assert!(l.tree.node_addrs() == now, "second write copied");
+        assert!(snap.tree.node_addrs() == shared, "the snapshot changed");
+    }
+
+    #[test]
+    fn pushes_leave_full_chunks() {
+        let mut l = pushed(64 * 100);
+        for i in 0..64 * 100 {
+            l.push_front(i);
+        }
+        assert_eq!(l.tree.leaf_lens(), [tree::LEAF_MAX; 200]);
+        l.check_invariants();
+    }
+
+    #[test]
+    fn retain_range_cuts_along_one_path() {
+        let mut l = pushed(100_000);
+        let snap = l.clone();
+        l.retain_range(10_000, 10_003);
+        assert!(l.iter().copied().eq(10_000..10_003));
+        assert_eq!(l.tree.height(), 1, "collapsed to one chunk");
+        l.check_invariants();
+        l.retain_range(5, 1);
+        assert!(l.is_empty());
+        assert_eq!(snap.len(), 100_000);
+    }
+
+    #[test]
+    #[should_panic(expected = "index 1 > len 0")]
+    fn insert_past_len_panics() {
+        let mut l: PList<u32> = PList::new();
+        l.insert(1, 0);
+    }
+}

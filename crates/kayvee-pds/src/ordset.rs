@@ -286,3 +286,75 @@ impl<T: Ord + Clone> Extend<T> for POrdSet<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    /// Even numbers `0, 2, ..` (`n` of them) inserted in ascending order, plus one odd value so
+    /// the chunk holding 2 * (n / 2) + 1 has been split and has room.
+    fn evens(n: u32) -> POrdSet<u32> {
+        let mut s = POrdSet::new();
+        for i in 0..n {
+            s.insert(2 * i);
+        }
+        assert!(s.insert(n + 1));
+        s
+    }
+
+    #[test]
+    fn unshared_writes_copy_nothing() {
+        let n = 100_000;
+        let mut s = evens(n);
+        assert_eq!(s.tree.height(), 4);
+        let before = s.tree.node_addrs();
+        assert!(s.insert(n + 3));
+        assert!(!s.insert(n + 3));
+        assert!(s.remove(&(n + 4)));
+        assert!(!s.remove(&(n + 4)));
+        let after = s.tree.node_addrs();
+        assert!(after == before, "moved {} nodes", after.difference(&before).count());
+        s.check_invariants();
+    }
+
+    #[test]
+    fn write_after_snapshot_copies_only_the_path() {
+        let n = 100_000;
+        let mut s = evens(n);
+        let snap = s.clone();
+        let shared = snap.tree.node_addrs();
+        assert!(!s.insert(n + 2), "a failed insert copies nothing");
+        assert!(!s.remove(&(n + 3)), "a failed remove copies nothing");
+        assert!(s.tree.node_addrs() == shared, "a failed write copied");
+        assert!(s.insert(n + 3));
+        let copied: Vec<_> = s.tree.node_addrs().difference(&shared).copied().collect();
+        assert_eq!(copied.len(), s.tree.height(), "copied {copied:?}");
+        assert!(!snap.contains(&(n + 3)));
+        assert!(snap.tree.node_addrs() == shared, "the snapshot changed");
+        s.check_invariants();
+    }
+
+    #[test]
+    fn ranks_on_a_deep_tree() {
+        let s = evens(100_000);
+        assert_eq!(s.rank(&0), Some(0));
+        assert_eq!(s.rank(&2000), Some(1000));
+        assert_eq!(s.rank(&2001), None);
+        assert_eq!(s.count_less(&2001), 1001);
+        assert_eq!(s.count_less_eq(&2000), 1001);
+        assert_eq!(s.nth(1000), Some(&2000));
+        assert_eq!(s.count_less(&u32::MAX), s.len());
+        let top: Vec<u32> = s.range_by_rank(0, usize::MAX).rev().take(2).copied().collect();
+        assert_eq!(top, [199_998, 199_996]);
+    }
+
+    #[test]
+    fn ascending_inserts_leave_full_chunks() {
+        let mut s = POrdSet::new();
+        for i in 0..64 * 100u32 {
+            s.insert(i);
+        }
+        assert_eq!(s.tree.leaf_lens(), [crate::list::tree::LEAF_MAX; 100]);
+    }
+}

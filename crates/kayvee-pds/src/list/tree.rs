@@ -500,6 +500,46 @@ impl<T: Clone, S: Summary<T>> Tree<T, S> {
     }
 }
 
+#[cfg(test)]
+impl<T, S> Tree<T, S> {
+    /// Addresses of every node, root first (tests check what a write copied).
+    pub fn node_addrs(&self) -> alloc::collections::BTreeSet<usize> {
+        fn walk<T, S>(n: &Node<T, S>, out: &mut alloc::collections::BTreeSet<usize>) {
+            out.insert(n as *const Node<T, S> as usize);
+            if let Node::Branch(k) = n {
+                k.iter().for_each(|c| walk(&c.node, out));
+            }
+        }
+        let mut out = alloc::collections::BTreeSet::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
+    /// Every leaf's element count, in order.
+    pub fn leaf_lens(&self) -> alloc::vec::Vec<usize> {
+        fn walk<T, S>(n: &Node<T, S>, out: &mut alloc::vec::Vec<usize>) {
+            match n {
+                Node::Leaf(v) => out.push(v.len()),
+                Node::Branch(k) => k.iter().for_each(|c| walk(&c.node, out)),
+            }
+        }
+        let mut out = alloc::vec::Vec::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
+    /// Levels of nodes (1 for a lone leaf).
+    pub fn height(&self) -> usize {
+        let mut node = &*self.root;
+        let mut h = 1;
+        while let Node::Branch(k) = node {
+            node = &k[0].node;
+            h += 1;
+        }
+        h
+    }
+}
+
 /// A child entry for `node` (non-empty).
 fn child_of<T, S: Summary<T>>(node: Node<T, S>) -> Child<T, S> {
     let len = node.total();

@@ -38,7 +38,10 @@ impl<T: PartialEq> PartialEq for PList<T> {
     fn eq(&self, other: &Self) -> bool {
         self.tree.len == other.tree.len
             && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self.tree.range(0, self.tree.len).eq(other.tree.range(0, other.tree.len)))
+                || self
+                    .tree
+                    .range(0, self.tree.len)
+                    .eq(other.tree.range(0, other.tree.len)))
     }
 }
 
@@ -46,7 +49,9 @@ impl<T: Eq> Eq for PList<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for PList<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.tree.range(0, self.tree.len)).finish()
+        f.debug_list()
+            .entries(self.tree.range(0, self.tree.len))
+            .finish()
     }
 }
 
@@ -119,7 +124,11 @@ impl<T: Clone> PList<T> {
 
     /// Inserts before position `i` (`i == len` appends). Panics if `i > len`.
     pub fn insert(&mut self, i: usize, v: T) {
-        assert!(i <= self.len(), "PList::insert index {i} > len {}", self.len());
+        assert!(
+            i <= self.len(),
+            "PList::insert index {i} > len {}",
+            self.len()
+        );
         let path = self.tree.locate_index(i, true);
         self.tree.insert_at(&path, v);
     }
@@ -236,8 +245,17 @@ impl<T: Clone> PList<T> {
     }
 
     /// Elements from index `start` (clamped) to the tail.
-    pub fn iter_from(&self, start: usize) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+    pub fn iter_from(
+        &self,
+        start: usize,
+    ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.range(start, self.len())
+    }
+
+    /// Bytes the structure occupies on the heap, not counting what elements own themselves
+    /// (nodes shared with snapshots are counted as if owned). O(n / 64).
+    pub fn heap_size(&self) -> usize {
+        self.tree.heap_size()
     }
 
     /// Whether two lists are the same version.
@@ -302,7 +320,11 @@ mod tests {
         l.insert(70_000, 9); // into the chunk the remove left room in
         l.push_front(3);
         let after = l.tree.node_addrs();
-        assert!(after == before, "moved {} nodes", after.difference(&before).count());
+        assert!(
+            after == before,
+            "moved {} nodes",
+            after.difference(&before).count()
+        );
         l.check_invariants();
     }
 

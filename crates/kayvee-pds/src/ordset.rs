@@ -80,7 +80,10 @@ impl<T: PartialEq> PartialEq for POrdSet<T> {
     fn eq(&self, other: &Self) -> bool {
         self.tree.len == other.tree.len
             && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self.tree.range(0, self.tree.len).eq(other.tree.range(0, other.tree.len)))
+                || self
+                    .tree
+                    .range(0, self.tree.len)
+                    .eq(other.tree.range(0, other.tree.len)))
     }
 }
 
@@ -88,7 +91,9 @@ impl<T: Eq> Eq for POrdSet<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for POrdSet<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_set().entries(self.tree.range(0, self.tree.len)).finish()
+        f.debug_set()
+            .entries(self.tree.range(0, self.tree.len))
+            .finish()
     }
 }
 
@@ -211,7 +216,10 @@ impl<T: Ord + Clone> POrdSet<T> {
     }
 
     /// Elements from rank `start` (clamped) to the largest.
-    pub fn iter_from(&self, start: usize) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+    pub fn iter_from(
+        &self,
+        start: usize,
+    ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.range_by_rank(start, self.len())
     }
 
@@ -237,7 +245,11 @@ impl<T: Ord + Clone> POrdSet<T> {
                 self.tree.remove_at(&p);
             }
         } else {
-            let kept = self.tree.range(0, start).chain(self.tree.range(end, len)).cloned();
+            let kept = self
+                .tree
+                .range(0, start)
+                .chain(self.tree.range(end, len))
+                .cloned();
             self.tree = Tree::from_iter(kept.collect::<alloc::vec::Vec<_>>());
         }
         n
@@ -246,6 +258,12 @@ impl<T: Ord + Clone> POrdSet<T> {
     /// All elements ascending.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.tree.range(0, self.len())
+    }
+
+    /// Bytes the structure occupies on the heap, not counting what elements own themselves
+    /// (nodes shared with snapshots are counted as if owned). O(n / 64).
+    pub fn heap_size(&self) -> usize {
+        self.tree.heap_size()
     }
 
     /// Whether two sets are the same version.
@@ -314,7 +332,11 @@ mod tests {
         assert!(s.remove(&(n + 4)));
         assert!(!s.remove(&(n + 4)));
         let after = s.tree.node_addrs();
-        assert!(after == before, "moved {} nodes", after.difference(&before).count());
+        assert!(
+            after == before,
+            "moved {} nodes",
+            after.difference(&before).count()
+        );
         s.check_invariants();
     }
 
@@ -345,7 +367,12 @@ mod tests {
         assert_eq!(s.count_less_eq(&2000), 1001);
         assert_eq!(s.nth(1000), Some(&2000));
         assert_eq!(s.count_less(&u32::MAX), s.len());
-        let top: Vec<u32> = s.range_by_rank(0, usize::MAX).rev().take(2).copied().collect();
+        let top: Vec<u32> = s
+            .range_by_rank(0, usize::MAX)
+            .rev()
+            .take(2)
+            .copied()
+            .collect();
         assert_eq!(top, [199_998, 199_996]);
     }
 

@@ -65,13 +65,21 @@ fn at(f: u16, len: usize) -> usize {
 fn assert_same(list: &PList<u32>, model: &VecDeque<u32>) {
     assert_eq!(list.len(), model.len());
     assert!(list.iter().eq(model.iter()), "forward iteration");
-    assert!(list.iter().rev().eq(model.iter().rev()), "backward iteration");
+    assert!(
+        list.iter().rev().eq(model.iter().rev()),
+        "backward iteration"
+    );
     assert_eq!(list.front(), model.front());
     assert_eq!(list.back(), model.back());
 }
 
 /// Applies one op to both; checks its result.
-fn apply(list: &mut PList<u32>, model: &mut VecDeque<u32>, op: &Op, snaps: &mut Vec<(PList<u32>, VecDeque<u32>)>) {
+fn apply(
+    list: &mut PList<u32>,
+    model: &mut VecDeque<u32>,
+    op: &Op,
+    snaps: &mut Vec<(PList<u32>, VecDeque<u32>)>,
+) {
     let len = model.len();
     match op {
         Op::PushFront(v) => {
@@ -141,7 +149,11 @@ fn apply(list: &mut PList<u32>, model: &mut VecDeque<u32>, op: &Op, snaps: &mut 
         Op::Range(a, b) => {
             let (s, e) = (at(*a, len), at(*b, len));
             let (ms, me) = (s.min(len), e.min(len));
-            let want: Vec<u32> = if ms < me { model.range(ms..me).copied().collect() } else { vec![] };
+            let want: Vec<u32> = if ms < me {
+                model.range(ms..me).copied().collect()
+            } else {
+                vec![]
+            };
             let got: Vec<u32> = list.range(s, e).copied().collect();
             assert_eq!(got, want);
             let back: Vec<u32> = list.range(s, e).rev().copied().collect();
@@ -159,15 +171,23 @@ fn apply(list: &mut PList<u32>, model: &mut VecDeque<u32>, op: &Op, snaps: &mut 
             let got = list.remove_matching(|x| x % 4 == *v, limit, *from_back);
             let mut removed = 0;
             let mut keep: Vec<bool> = vec![true; len];
-            let order: Box<dyn Iterator<Item = usize>> =
-                if *from_back { Box::new((0..len).rev()) } else { Box::new(0..len) };
+            let order: Box<dyn Iterator<Item = usize>> = if *from_back {
+                Box::new((0..len).rev())
+            } else {
+                Box::new(0..len)
+            };
             for i in order {
                 if removed < limit && model[i] % 4 == *v {
                     keep[i] = false;
                     removed += 1;
                 }
             }
-            *model = model.iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| *x).collect();
+            *model = model
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(x, _)| *x)
+                .collect();
             assert_eq!(got, removed);
         }
         Op::SplitOff(f) => {

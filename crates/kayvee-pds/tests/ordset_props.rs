@@ -52,13 +52,21 @@ fn at(f: u16, len: usize) -> usize {
 fn assert_same(set: &POrdSet<u32>, model: &BTreeSet<u32>) {
     assert_eq!(set.len(), model.len());
     assert!(set.iter().eq(model.iter()), "forward iteration");
-    assert!(set.iter().rev().eq(model.iter().rev()), "backward iteration");
+    assert!(
+        set.iter().rev().eq(model.iter().rev()),
+        "backward iteration"
+    );
     assert_eq!(set.first(), model.first());
     assert_eq!(set.last(), model.last());
 }
 
 /// Applies one op to both; checks its result.
-fn apply(set: &mut POrdSet<u32>, model: &mut BTreeSet<u32>, op: &Op, snaps: &mut Vec<(POrdSet<u32>, BTreeSet<u32>)>) {
+fn apply(
+    set: &mut POrdSet<u32>,
+    model: &mut BTreeSet<u32>,
+    op: &Op,
+    snaps: &mut Vec<(POrdSet<u32>, BTreeSet<u32>)>,
+) {
     let len = model.len();
     match op {
         Op::Insert(v) => assert_eq!(set.insert(*v), model.insert(*v)),
@@ -77,7 +85,12 @@ fn apply(set: &mut POrdSet<u32>, model: &mut BTreeSet<u32>, op: &Op, snaps: &mut
         Op::RemoveRange(a, b) => {
             let (s, e) = (at(*a, len), at(*b, len));
             let (ms, me) = (s.min(e).min(len), e.min(len));
-            let doomed: Vec<u32> = model.iter().skip(ms).take(me.saturating_sub(ms)).copied().collect();
+            let doomed: Vec<u32> = model
+                .iter()
+                .skip(ms)
+                .take(me.saturating_sub(ms))
+                .copied()
+                .collect();
             for d in &doomed {
                 model.remove(d);
             }
@@ -106,7 +119,12 @@ fn apply(set: &mut POrdSet<u32>, model: &mut BTreeSet<u32>, op: &Op, snaps: &mut
         }
         Op::Range(a, b) => {
             let (s, e) = (at(*a, len), at(*b, len));
-            let want: Vec<u32> = model.iter().skip(s).take(e.saturating_sub(s)).copied().collect();
+            let want: Vec<u32> = model
+                .iter()
+                .skip(s)
+                .take(e.saturating_sub(s))
+                .copied()
+                .collect();
             let got: Vec<u32> = set.range_by_rank(s, e).copied().collect();
             assert_eq!(got, want);
             assert!(set.range_by_rank(s, e).rev().eq(want.iter().rev()));

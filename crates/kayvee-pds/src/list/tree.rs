@@ -218,7 +218,13 @@ fn grow_for<X>(v: &mut Vec<X>, extra: usize, max: usize) {
 /// Inserts `x` at `at` in a node's items; when the node is full, splits it and returns the new
 /// sibling's items and whether it goes before. Past a full spine end the sibling starts with
 /// just `x`; elsewhere the node splits in halves.
-fn vec_insert<X>(items: &mut Vec<X>, at: usize, x: X, max: usize, e: Edges) -> Option<(Vec<X>, bool)> {
+fn vec_insert<X>(
+    items: &mut Vec<X>,
+    at: usize,
+    x: X,
+    max: usize,
+    e: Edges,
+) -> Option<(Vec<X>, bool)> {
     if items.len() < max {
         grow_for(items, 1, max);
         items.insert(at, x);
@@ -337,7 +343,9 @@ impl<T: Clone, S: Summary<T>> Tree<T, S> {
                 Node::Branch(kids) => {
                     let mut c = 0;
                     let mut skipped = 0;
-                    while c + 1 < kids.len() && (rem > kids[c].len || (!insert && rem == kids[c].len)) {
+                    while c + 1 < kids.len()
+                        && (rem > kids[c].len || (!insert && rem == kids[c].len))
+                    {
                         rem -= kids[c].len;
                         skipped += kids[c].len;
                         c += 1;
@@ -487,6 +495,22 @@ impl<T: Clone, S: Summary<T>> Tree<T, S> {
             };
             self.root = next;
         }
+    }
+
+    /// Bytes the tree's nodes occupy on the heap (node allocations and chunk capacity; not what
+    /// elements own themselves; shared nodes counted as if owned).
+    pub fn heap_size(&self) -> usize {
+        fn walk<T, S>(n: &Node<T, S>) -> usize {
+            let own = core::mem::size_of::<usize>() + core::mem::size_of::<Node<T, S>>();
+            own + match n {
+                Node::Leaf(v) => v.capacity() * core::mem::size_of::<T>(),
+                Node::Branch(k) => {
+                    k.capacity() * core::mem::size_of::<Child<T, S>>()
+                        + k.iter().map(|c| walk(&c.node)).sum::<usize>()
+                }
+            }
+        }
+        walk(&self.root)
     }
 
     /// Panics when a structural invariant is broken: sizes, summaries, fill, equal depth.
@@ -814,7 +838,11 @@ impl<'a, T, S> Cursor<'a, T, S> {
     fn advance(&mut self, forwards: bool) -> bool {
         while self.depth > 0 {
             let top = &mut self.stack[self.depth - 1];
-            let next = if forwards { top.next() } else { top.next_back() };
+            let next = if forwards {
+                top.next()
+            } else {
+                top.next_back()
+            };
             let Some(child) = next else {
                 self.depth -= 1;
                 continue;

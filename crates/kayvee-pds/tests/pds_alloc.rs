@@ -49,13 +49,6 @@ fn counters() -> (isize, usize) {
     (LIVE_BYTES.with(Cell::get), ALLOCS.with(Cell::get))
 }
 
-/// A short key like the engine's (inline `SmallBytes`).
-fn key(i: u32) -> SmallBytes {
-    SmallBytes::from_slice(format!("key:{i:08}").as_bytes())
-}
-
-/// A 32-byte value: a short string plus a word of metadata, like the engine's `Entry`.
-
 /// A sorted-set element like the engine's `ScoreMember` (score bits, member).
 type Scored = (u64, SmallBytes);
 
@@ -163,7 +156,7 @@ fn ordset_bytes_per_element() {
 fn in_place_writes_allocate_nothing() {
     let m: Vec<SmallBytes> = (0..50_000).map(member).collect();
     let mut l: PList<SmallBytes> = m.iter().cloned().collect();
-    let mut s: POrdSet<Scored> = (0..50_000).map(|i| (i as u64 * 2, m[i].clone())).collect();
+    let s: POrdSet<Scored> = (0..50_000).map(|i| (i as u64 * 2, m[i].clone())).collect();
     let (_, bytes, calls) = measure(|| {
         for i in (0..50_000).step_by(97) {
             assert!(l.set(i, m[7].clone()));

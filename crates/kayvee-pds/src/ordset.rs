@@ -170,6 +170,20 @@ impl<T: Ord + Clone> POrdSet<T> {
         path.rank + usize::from(path.found)
     }
 
+    /// How many leading elements satisfy `pred`, which must hold for a prefix of the set and
+    /// fail for the rest (a monotone predicate, as `slice::partition_point`): a rank query by
+    /// a key other than `T`, such as "score below x" for sorted sets. O(log n).
+    pub fn partition_point(&self, pred: impl FnMut(&T) -> bool) -> usize {
+        // Both search steps call the one predicate, one after the other.
+        let pred = core::cell::RefCell::new(pred);
+        self.tree
+            .locate_by(
+                |kids| kids[..kids.len() - 1].partition_point(|c| (pred.borrow_mut())(&c.sum.0)),
+                |items| Err(items.partition_point(|x| (pred.borrow_mut())(x))),
+            )
+            .rank
+    }
+
     /// The element of rank `i`.
     pub fn nth(&self, i: usize) -> Option<&T> {
         self.tree.get(i)

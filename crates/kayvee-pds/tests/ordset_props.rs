@@ -111,6 +111,8 @@ fn apply(
             assert_eq!(set.rank(v), has.then_some(less));
             assert_eq!(set.count_less(v), less);
             assert_eq!(set.count_less_eq(v), less + usize::from(has));
+            assert_eq!(set.partition_point(|x| x < v), less);
+            assert_eq!(set.partition_point(|x| x <= v), less + usize::from(has));
             assert_eq!(set.get(v), model.get(v));
         }
         Op::Nth(f) => {

@@ -184,13 +184,6 @@ impl<T: Ord + Clone> POrdSet<T> {
             .rank
     }
 
-    /// How many leading elements satisfy `pred`, which must hold for a prefix of the set and
-    /// fail for the rest (a monotone predicate, as `slice::partition_point`): a rank query by
-    /// a key other than `T`, such as "score below x" for sorted sets.
-    pub fn partition_point(&self, pred: impl FnMut(&T) -> bool) -> usize {
-        self.items.partition_point(pred)
-    }
-
     /// The element of rank `i`.
     pub fn nth(&self, i: usize) -> Option<&T> {
         self.tree.get(i)

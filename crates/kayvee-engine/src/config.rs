@@ -66,6 +66,12 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// Slow log length.
     pub slowlog_max_len: u64,
+    /// `hash-max-listpack-entries`: a hash with more fields is reported as `hashtable`.
+    pub hash_max_listpack_entries: u64,
+    /// `hash-max-listpack-value`: a longer field or value makes a hash `hashtable`.
+    pub hash_max_listpack_value: u64,
+    /// `set-max-intset-entries`: an all-integer set with more members is `hashtable`.
+    pub set_max_intset_entries: u64,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -104,6 +110,10 @@ impl Default for Config {
             active_expire_effort: 1,
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
+            // Debian's redis-server 7.0.15 answers 512 (not the 128 of upstream's redis.conf).
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
             config_file: None,
             config_file_text: None,
             save_loaded: false,

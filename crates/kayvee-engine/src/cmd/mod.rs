@@ -5,9 +5,12 @@ use crate::command::CommandSpec;
 
 pub mod bits;
 pub mod client;
+pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
 pub mod expire;
+pub mod hash;
+pub(crate) mod hash_more;
 pub mod info;
 pub mod introspect;
 pub mod keys;
@@ -15,6 +18,9 @@ pub mod keys_db;
 pub mod keys_object;
 pub mod keys_scan;
 pub mod server;
+pub mod set;
+pub(crate) mod set_ops;
+pub(crate) mod set_rand;
 pub mod string;
 pub(crate) mod string_ld;
 pub(crate) mod string_num;
@@ -35,4 +41,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     keys_db::COMMANDS,
     keys_object::COMMANDS,
     expire::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
 ];

@@ -41,6 +41,14 @@ fn set_and_rng<'c>(
     }
 }
 
+/// Whether the value at `key` is a set Redis would hold as an intset (peeked: no stats).
+fn set_is_intset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    let now = cx.now_ms();
+    cx.db()
+        .peek(key, now)
+        .is_some_and(|e| matches!(e.value, Value::Set(_)) && !e.meta.has(Meta::BIG))
+}
+
 /// Deletes `key` when its set is empty (after SPOP took the last members).
 fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
     let now = cx.now_ms();
@@ -86,10 +94,19 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
 
 /// SPOP key count: up to `count` distinct random members, removed.
 fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink) -> CmdResult {
+    let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, true)? else {
         out.set(0);
         return Ok(());
     };
+    if count >= s.len() {
+        // The whole set, in its iteration order (numeric for an intset), as Redis answers.
+        let all: Vec<&SmallBytes> = s.iter().map(|(m, _)| m).collect();
+        write_members(out, &redis_order(all, intset));
+        let now = cx.now_ms();
+        cx.db().remove(key, now);
+        return Ok(());
+    }
     let picked: Vec<SmallBytes> = coll::sample_distinct(s, count, rng)
         .into_iter()
         .map(|(m, _)| m.clone())
@@ -120,11 +137,15 @@ pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         return Ok(());
     }
     let count = parse_rand_count(args.get(2))?;
+    let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
         out.array(0);
         return Ok(());
     };
-    let picked: Vec<&SmallBytes> = if count > 0 {
+    let picked: Vec<&SmallBytes> = if count > 0 && count as u64 >= s.len() as u64 {
+        // The whole set, in its iteration order (numeric for an intset), as Redis answers.
+        redis_order(s.iter().map(|(m, _)| m).collect(), intset)
+    } else if count > 0 {
         let n = usize::try_from(count).unwrap_or(usize::MAX);
         coll::sample_distinct(s, n, rng)
             .into_iter()

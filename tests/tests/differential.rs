@@ -26,6 +26,11 @@ use std::fmt::Write as _;
 use std::io;
 use std::time::Duration;
 
+#[path = "diff_gen_hash.rs"]
+mod diff_gen_hash;
+#[path = "diff_gen_set.rs"]
+mod diff_gen_set;
+
 use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Server};
 
 /// Distinct mismatches printed in full per test (more are only counted).
@@ -157,6 +162,8 @@ const FAMILIES: &[(u64, Family)] = &[
     (25, Gen::key_command),
     (12, Gen::expire_command),
     (8, Gen::bad_command),
+    (30, Gen::hash_command),
+    (30, Gen::set_family_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -522,8 +529,37 @@ fn same_reply(cmd: &[Vec<u8>], a: &Reply, b: &Reply) -> bool {
         "PTTL" | "PEXPIRETIME" => within(a, b, 2000),
         "KEYS" => sorted_elements(a) == sorted_elements(b),
         "HELLO" => mask_hello_id(a) == mask_hello_id(b),
+        _ => same_collection_reply(&name, cmd, a, b),
+    }
+}
+
+/// Hash and set replies whose order Redis leaves unspecified compare sorted; scans compare the
+/// cursor and the sorted batch; random picks that may differ compare by shape (a bulk for a
+/// single pick, the element count for picks with repeats).
+fn same_collection_reply(name: &str, cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> bool {
+    match name {
+        "HGETALL" | "HKEYS" | "HVALS" | "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" => {
+            sorted_elements(a) == sorted_elements(b)
+        }
+        "HSCAN" | "SSCAN" => sorted_scan(a) == sorted_scan(b),
+        "HRANDFIELD" | "SRANDMEMBER" | "SPOP" => match cmd.get(2) {
+            None => a.starts_with(b"$") && b.starts_with(b"$") && !a.starts_with(b"$-1"),
+            Some(count) if count.starts_with(b"-") && split_aggregate(a).is_some() => {
+                split_aggregate(a).map(|(h, _)| h) == split_aggregate(b).map(|(h, _)| h)
+            }
+            Some(_) => sorted_elements(a) == sorted_elements(b),
+        },
         _ => false,
     }
+}
+
+/// A scan reply's cursor and its batch sorted.
+fn sorted_scan(reply: &[u8]) -> Option<(Vec<u8>, (Vec<u8>, Vec<Vec<u8>>))> {
+    let (_, parts) = split_aggregate(reply)?;
+    let [cursor, batch] = parts.as_slice() else {
+        return None;
+    };
+    Some((cursor.to_vec(), sorted_elements(batch)))
 }
 
 /// Both are non-negative RESP integers at most `tolerance` apart.

@@ -287,6 +287,8 @@ fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
         let mut fresh = Entry::new(e.value.clone(), now_ms);
         fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
         fresh.meta.set_flag(Meta::EMBSTR, e.meta.has(Meta::EMBSTR));
+        // Redis duplicates a collection in its encoding, so a converted one stays converted.
+        fresh.meta.set_flag(Meta::BIG, e.meta.has(Meta::BIG));
         fresh
     }
 }

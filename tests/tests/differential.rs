@@ -553,8 +553,11 @@ fn same_collection_reply(name: &str, cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> boo
     }
 }
 
+/// An aggregate's header and its elements, sorted.
+type Sorted = (Vec<u8>, Vec<Vec<u8>>);
+
 /// A scan reply's cursor and its batch sorted.
-fn sorted_scan(reply: &[u8]) -> Option<(Vec<u8>, (Vec<u8>, Vec<Vec<u8>>))> {
+fn sorted_scan(reply: &[u8]) -> Option<(Vec<u8>, Sorted)> {
     let (_, parts) = split_aggregate(reply)?;
     let [cursor, batch] = parts.as_slice() else {
         return None;

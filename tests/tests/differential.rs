@@ -543,7 +543,9 @@ fn same_collection_reply(name: &str, cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> boo
         }
         "HSCAN" | "SSCAN" => sorted_scan(a) == sorted_scan(b),
         "HRANDFIELD" | "SRANDMEMBER" | "SPOP" => match cmd.get(2) {
-            None => a.starts_with(b"$") && b.starts_with(b"$") && !a.starts_with(b"$-1"),
+            None => [a, b]
+                .iter()
+                .all(|r| r.starts_with(b"$") && !r.starts_with(b"$-1")),
             Some(count) if count.starts_with(b"-") && split_aggregate(a).is_some() => {
                 split_aggregate(a).map(|(h, _)| h) == split_aggregate(b).map(|(h, _)| h)
             }
@@ -1085,6 +1087,37 @@ fn comparison_rules() {
     let ba = Ok(b"*2\r\n$1\r\nb\r\n$1\r\na\r\n".to_vec());
     assert!(same_reply(&keys, &ab, &ba));
     assert!(!same_reply(&args(&["MGET", "a", "b"]), &ab, &ba));
+    assert!(same_reply(&args(&["SMEMBERS", "s"]), &ab, &ba));
+    let scan = |batch: &str| Ok(format!("*2\r\n$1\r\n0\r\n{batch}").into_bytes());
+    let sscan = args(&["SSCAN", "s", "0"]);
+    assert!(same_reply(
+        &sscan,
+        &scan("*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+        &scan("*2\r\n$1\r\nb\r\n$1\r\na\r\n")
+    ));
+    assert!(!same_reply(
+        &sscan,
+        &scan("*1\r\n$1\r\na\r\n"),
+        &scan("*1\r\n$1\r\nb\r\n")
+    ));
+    let (one_a, one_b) = (Ok(b"$1\r\na\r\n".to_vec()), Ok(b"$1\r\nb\r\n".to_vec()));
+    assert!(same_reply(&args(&["SRANDMEMBER", "s"]), &one_a, &one_b));
+    assert!(!same_reply(
+        &args(&["SRANDMEMBER", "s"]),
+        &one_a,
+        &Ok(b"$-1\r\n".to_vec())
+    ));
+    let repeats = args(&["HRANDFIELD", "h", "-2"]);
+    assert!(same_reply(
+        &repeats,
+        &ab,
+        &Ok(b"*2\r\n$1\r\na\r\n$1\r\na\r\n".to_vec())
+    ));
+    assert!(!same_reply(
+        &repeats,
+        &ab,
+        &Ok(b"*1\r\n$1\r\na\r\n".to_vec())
+    ));
     let hello = args(&["HELLO", "3"]);
     let h1 = Ok(b"%2\r\n$2\r\nid\r\n:5\r\n$5\r\nproto\r\n:3\r\n".to_vec());
     let h2 = Ok(b"%2\r\n$2\r\nid\r\n:9\r\n$5\r\nproto\r\n:3\r\n".to_vec());

@@ -13,6 +13,12 @@
 //!   timing; absolute ones are far in the future or in the past.
 //! - KEYS: elements are sorted before comparing (hash order legitimately differs).
 //! - HELLO: the `id` field (connection id) is masked.
+//! - Unordered collection replies (SMEMBERS, HGETALL, ...) compare sorted; scans compare cursor and
+//!   sorted batch; random picks compare by shape.
+//! - SORT BY a pattern without `*` (no sorting): sorted elements, or the shape with LIMIT.
+//! - Lex ranges on sorted sets (ZRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE BYLEX) compare by
+//!   reply type only: when members have different scores Redis's own answer depends on its skip
+//!   list's random levels (seeded per process). Exact behaviour is covered by the transcripts.
 //!
 //! Left out because legitimately nondeterministic: RANDOMKEY, SCAN cursors, OBJECT IDLETIME/FREQ,
 //! TIME, CLIENT ID/LIST/INFO, INFO, DEBUG, short TTLs that could expire mid-run.
@@ -27,8 +33,12 @@ use std::io;
 use std::time::Duration;
 
 // In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
+#[path = "diff_gen/hash.rs"]
+mod diff_gen_hash;
 #[path = "diff_gen/list.rs"]
 mod diff_gen_list;
+#[path = "diff_gen/set.rs"]
+mod diff_gen_set;
 #[path = "diff_gen/zset.rs"]
 mod diff_gen_zset;
 
@@ -165,6 +175,8 @@ const FAMILIES: &[(u64, Family)] = &[
     (8, Gen::bad_command),
     (30, Gen::list_command),
     (40, Gen::zset_command),
+    (30, Gen::hash_command),
+    (30, Gen::set_family_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -532,7 +544,32 @@ fn same_reply(cmd: &[Vec<u8>], a: &Reply, b: &Reply) -> bool {
         "HELLO" => mask_hello_id(a) == mask_hello_id(b),
         "ZRANDMEMBER" => same_shape(a, b),
         "ZSCAN" => same_scan(cmd, a, b),
-        "SORT" | "SORT_RO" if has_arg(cmd, b"nosort") => sorted_elements(a) == sorted_elements(b),
+        "SORT" | "SORT_RO" if sorts_nothing(cmd) && has_arg(cmd, b"limit") => same_shape(a, b),
+        "SORT" | "SORT_RO" if sorts_nothing(cmd) => sorted_elements(a) == sorted_elements(b),
+        "ZRANGEBYLEX" | "ZREVRANGEBYLEX" | "ZLEXCOUNT" | "ZREMRANGEBYLEX" => same_shape(a, b),
+        "ZRANGE" | "ZRANGESTORE" if has_arg(cmd, b"bylex") => same_shape(a, b),
+        _ => same_collection_reply(&name, cmd, a, b),
+    }
+}
+
+/// Hash and set replies whose order Redis leaves unspecified compare sorted; scans compare the
+/// cursor and the sorted batch; random picks that may differ compare by shape (a bulk for a
+/// single pick, the element count for picks with repeats).
+fn same_collection_reply(name: &str, cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> bool {
+    match name {
+        "HGETALL" | "HKEYS" | "HVALS" | "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" => {
+            sorted_elements(a) == sorted_elements(b)
+        }
+        "HSCAN" | "SSCAN" => sorted_scan(a) == sorted_scan(b),
+        "HRANDFIELD" | "SRANDMEMBER" | "SPOP" => match cmd.get(2) {
+            None => [a, b]
+                .iter()
+                .all(|r| r.starts_with(b"$") && !r.starts_with(b"$-1")),
+            Some(count) if count.starts_with(b"-") && split_aggregate(a).is_some() => {
+                split_aggregate(a).map(|(h, _)| h) == split_aggregate(b).map(|(h, _)| h)
+            }
+            Some(_) => sorted_elements(a) == sorted_elements(b),
+        },
         _ => false,
     }
 }
@@ -560,10 +597,29 @@ fn same_scan(cmd: &[Vec<u8>], a: &[u8], b: &[u8]) -> bool {
     sorted_elements(ia[1]) == sorted_elements(ib[1])
 }
 
+/// SORT ... BY <pattern without '*'> does not sort: a set comes back in hash order, which
+/// legitimately differs (and with LIMIT, which elements are picked differs too).
+fn sorts_nothing(cmd: &[Vec<u8>]) -> bool {
+    cmd.windows(2)
+        .any(|w| w[0].eq_ignore_ascii_case(b"by") && !w[1].contains(&b'*'))
+}
+
 /// Whether an argument (after the name) equals `word`, ignoring case (a set sorted BY nosort
 /// comes back in hash order, which legitimately differs).
 fn has_arg(cmd: &[Vec<u8>], word: &[u8]) -> bool {
     cmd[1..].iter().any(|a| a.eq_ignore_ascii_case(word))
+}
+
+/// An aggregate's header and its elements, sorted.
+type Sorted = (Vec<u8>, Vec<Vec<u8>>);
+
+/// A scan reply's cursor and its batch sorted.
+fn sorted_scan(reply: &[u8]) -> Option<(Vec<u8>, Sorted)> {
+    let (_, parts) = split_aggregate(reply)?;
+    let [cursor, batch] = parts.as_slice() else {
+        return None;
+    };
+    Some((cursor.to_vec(), sorted_elements(batch)))
 }
 
 /// Both are non-negative RESP integers at most `tolerance` apart.
@@ -1086,6 +1142,37 @@ fn comparison_rules() {
     let ba = Ok(b"*2\r\n$1\r\nb\r\n$1\r\na\r\n".to_vec());
     assert!(same_reply(&keys, &ab, &ba));
     assert!(!same_reply(&args(&["MGET", "a", "b"]), &ab, &ba));
+    assert!(same_reply(&args(&["SMEMBERS", "s"]), &ab, &ba));
+    let scan = |batch: &str| Ok(format!("*2\r\n$1\r\n0\r\n{batch}").into_bytes());
+    let sscan = args(&["SSCAN", "s", "0"]);
+    assert!(same_reply(
+        &sscan,
+        &scan("*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+        &scan("*2\r\n$1\r\nb\r\n$1\r\na\r\n")
+    ));
+    assert!(!same_reply(
+        &sscan,
+        &scan("*1\r\n$1\r\na\r\n"),
+        &scan("*1\r\n$1\r\nb\r\n")
+    ));
+    let (one_a, one_b) = (Ok(b"$1\r\na\r\n".to_vec()), Ok(b"$1\r\nb\r\n".to_vec()));
+    assert!(same_reply(&args(&["SRANDMEMBER", "s"]), &one_a, &one_b));
+    assert!(!same_reply(
+        &args(&["SRANDMEMBER", "s"]),
+        &one_a,
+        &Ok(b"$-1\r\n".to_vec())
+    ));
+    let repeats = args(&["HRANDFIELD", "h", "-2"]);
+    assert!(same_reply(
+        &repeats,
+        &ab,
+        &Ok(b"*2\r\n$1\r\na\r\n$1\r\na\r\n".to_vec())
+    ));
+    assert!(!same_reply(
+        &repeats,
+        &ab,
+        &Ok(b"*1\r\n$1\r\na\r\n".to_vec())
+    ));
     let hello = args(&["HELLO", "3"]);
     let h1 = Ok(b"%2\r\n$2\r\nid\r\n:5\r\n$5\r\nproto\r\n:3\r\n".to_vec());
     let h2 = Ok(b"%2\r\n$2\r\nid\r\n:9\r\n$5\r\nproto\r\n:3\r\n".to_vec());

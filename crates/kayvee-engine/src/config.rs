@@ -70,6 +70,12 @@ pub struct Config {
     pub zset_max_listpack_entries: u64,
     /// ... and while every member is at most this many bytes (`zset-max-listpack-value`).
     pub zset_max_listpack_value: u64,
+    /// `hash-max-listpack-entries`: a hash with more fields is reported as `hashtable`.
+    pub hash_max_listpack_entries: u64,
+    /// `hash-max-listpack-value`: a longer field or value makes a hash `hashtable`.
+    pub hash_max_listpack_value: u64,
+    /// `set-max-intset-entries`: an all-integer set with more members is `hashtable`.
+    pub set_max_intset_entries: u64,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -110,6 +116,10 @@ impl Default for Config {
             slowlog_max_len: 128,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            // Debian's redis-server 7.0.15 answers 512 (not the 128 of upstream's redis.conf).
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
             config_file: None,
             config_file_text: None,
             save_loaded: false,

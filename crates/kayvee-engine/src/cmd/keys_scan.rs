@@ -132,7 +132,7 @@ fn parse_scan_options<'a>(args: &Argv<'a>) -> Result<ScanOptions<'a>, Error> {
 /// Parses a SCAN cursor as Redis does (C `strtoul`, base 10): optional sign (a minus negates
 /// modulo 2^64), digits, nothing else; no leading space; overflow is an error; the empty
 /// string is cursor 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(s: &[u8]) -> Option<u64> {
     let (neg, digits) = match s {
         [b'-', rest @ ..] => (true, rest),
         [b'+', rest @ ..] => (false, rest),

@@ -5,9 +5,12 @@ use crate::command::CommandSpec;
 
 pub mod bits;
 pub mod client;
+pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
 pub mod expire;
+pub mod hash;
+pub(crate) mod hash_more;
 pub mod info;
 pub mod introspect;
 pub mod keys;
@@ -18,6 +21,9 @@ pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
 pub mod server;
+pub mod set;
+pub(crate) mod set_ops;
+pub(crate) mod set_rand;
 pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
@@ -47,4 +53,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     list_spec::COMMANDS,
     zset::COMMANDS,
     sort::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
 ];

@@ -375,6 +375,36 @@ pub const PARAMS: &[Param] = &[
         get: |c| Val::Mem(c.zset_max_listpack_value),
         put: |c, v| c.zset_max_listpack_value = v.mem(),
     },
+    Param {
+        name: "hash-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.hash_max_listpack_entries as i64),
+        put: |c, v| c.hash_max_listpack_entries = v.int() as u64,
+    },
+    Param {
+        name: "hash-max-listpack-value",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.hash_max_listpack_value),
+        put: |c, v| c.hash_max_listpack_value = v.mem(),
+    },
+    Param {
+        name: "set-max-intset-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.set_max_intset_entries as i64),
+        put: |c, v| c.set_max_intset_entries = v.int() as u64,
+    },
 ];
 
 /// Finds a parameter by name, case-insensitively.

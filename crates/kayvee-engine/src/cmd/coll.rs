@@ -1,0 +1,172 @@
+//! Helpers the hash and set commands share: HSCAN/SSCAN argument parsing and cursor walks,
+//! the random-count argument of HRANDFIELD/SRANDMEMBER, and distinct random sampling.
+//!
+//! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
+//! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order
+//! with a [`kayvee_pds::PMap::scan`] cursor (values differ from Redis's, the guarantee is the same).
+
+use crate::error::Error;
+use crate::util::{glob_match, parse_i64};
+use crate::Rng;
+use alloc::vec::Vec;
+use kayvee_pds::{PMap, SmallBytes};
+
+/// HSCAN/SSCAN's default COUNT, as Redis's.
+const SCAN_COUNT_DEFAULT: usize = 10;
+
+/// Parsed `cursor [MATCH pattern] [COUNT count]`.
+pub(crate) struct ScanArgs<'a> {
+    /// Where to resume (a hash of the map's order).
+    pub cursor: u64,
+    /// Entries to visit at least (big encodings only).
+    pub count: usize,
+    /// Glob pattern the returned members or fields must match.
+    pub pattern: Option<&'a [u8]>,
+}
+
+impl ScanArgs<'_> {
+    /// Whether a member or field passes MATCH.
+    pub fn matches(&self, member: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| glob_match(p, member, false))
+    }
+}
+
+/// Parses the cursor (argument 2) as Redis does first of all: a bad one is `ERR invalid cursor`.
+pub(crate) fn parse_scan_cursor(args: &crate::Argv<'_>) -> Result<u64, Error> {
+    super::keys_scan::parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))
+}
+
+/// Parses the cursor and the options after it. Redis checks the options only once the key was
+/// found with the right type: COUNT not an integer is the integer error, below 1 a syntax
+/// error; an unknown option or one missing its value is a syntax error.
+pub(crate) fn parse_scan<'a>(args: &crate::Argv<'a>) -> Result<ScanArgs<'a>, Error> {
+    let mut scan = ScanArgs {
+        cursor: parse_scan_cursor(args)?,
+        count: SCAN_COUNT_DEFAULT,
+        pattern: None,
+    };
+    let mut i = 3;
+    while i < args.len() {
+        let (opt, value) = (args.get(i), args.try_get(i + 1).ok_or(Error::Syntax)?);
+        if opt.eq_ignore_ascii_case(b"COUNT") {
+            let n = parse_i64(value).ok_or(Error::NotInteger)?;
+            if n < 1 {
+                return Err(Error::Syntax);
+            }
+            scan.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if opt.eq_ignore_ascii_case(b"MATCH") {
+            scan.pattern = Some(value);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    Ok(scan)
+}
+
+/// Writes a scan reply: the cursor, then the elements `write` produces (`n` of them).
+pub(crate) fn write_scan_head(out: &mut dyn crate::ReplySink, cursor: u64, n: usize) {
+    out.array(2);
+    out.bulk(alloc::format!("{cursor}").as_bytes());
+    out.array(n);
+}
+
+/// One scan step over `map`: all entries at once with cursor 0 when `small`, else a batch in
+/// hash order from the cursor. Returns the next cursor and the visited entries (unfiltered).
+pub(crate) fn scan_step<'m, V: Clone>(
+    map: &'m PMap<SmallBytes, V>,
+    small: bool,
+    scan: &ScanArgs<'_>,
+) -> (u64, Vec<(&'m SmallBytes, &'m V)>) {
+    if small {
+        return (0, map.iter().collect());
+    }
+    let mut keys = Vec::new();
+    let next = map.scan(scan.cursor, scan.count, |k, _| keys.push(k.clone()));
+    let found = keys
+        .iter()
+        .filter_map(|k| map.get_key_value(&k[..]))
+        .collect();
+    (next, found)
+}
+
+/// The count argument of HRANDFIELD/SRANDMEMBER: an integer in -i64::MAX..=i64::MAX, with
+/// Redis's texts for a non-integer and for i64::MIN.
+pub(crate) fn parse_rand_count(arg: &[u8]) -> Result<i64, Error> {
+    let n = parse_i64(arg).ok_or(Error::NotInteger)?;
+    if n == i64::MIN {
+        return Err(Error::msg(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// `count` distinct entries of `map` chosen uniformly (a partial Fisher-Yates shuffle of the
+/// entries, O(len)); all of them when `count >= len`.
+pub(crate) fn sample_distinct<'m, V: Clone>(
+    map: &'m PMap<SmallBytes, V>,
+    count: usize,
+    rng: &mut Rng,
+) -> Vec<(&'m SmallBytes, &'m V)> {
+    let mut all: Vec<_> = map.iter().collect();
+    let count = count.min(all.len());
+    for i in 0..count {
+        let j = i + (rng.next_u64() % (all.len() - i) as u64) as usize;
+        all.swap(i, j);
+    }
+    all.truncate(count);
+    all
+}
+
+/// One uniformly random entry of a non-empty map.
+pub(crate) fn pick<'m, V: Clone>(
+    map: &'m PMap<SmallBytes, V>,
+    rng: &mut Rng,
+) -> Option<(&'m SmallBytes, &'m V)> {
+    map.random(rng.next_u64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ArgvBuf;
+
+    fn scan_of(line: &str) -> Result<(u64, usize, Option<Vec<u8>>), Error> {
+        let a = ArgvBuf::from_line(line);
+        let s = parse_scan(&a.argv())?;
+        Ok((s.cursor, s.count, s.pattern.map(<[u8]>::to_vec)))
+    }
+
+    #[test]
+    fn scan_arguments_parse_like_redis() {
+        assert_eq!(scan_of("SSCAN k 0"), Ok((0, 10, None)));
+        assert_eq!(
+            scan_of("SSCAN k 7 COUNT 3 match a* count 5"),
+            Ok((7, 5, Some(b"a*".to_vec())))
+        );
+        assert_eq!(scan_of("SSCAN k x"), Err(Error::msg("ERR invalid cursor")));
+        assert_eq!(scan_of("SSCAN k 0 COUNT 0"), Err(Error::Syntax));
+        assert_eq!(scan_of("SSCAN k 0 COUNT x"), Err(Error::NotInteger));
+        assert_eq!(scan_of("SSCAN k 0 MATCH"), Err(Error::Syntax));
+        assert_eq!(scan_of("SSCAN k 0 TYPE set"), Err(Error::Syntax));
+    }
+
+    #[test]
+    fn sampling_is_distinct_and_bounded() {
+        let mut m: PMap<SmallBytes, ()> = PMap::with_seed(1);
+        for i in 0..50u32 {
+            m.insert(SmallBytes::from(alloc::format!("{i}").as_str()), ());
+        }
+        let mut rng = Rng::new(9);
+        let picked = sample_distinct(&m, 20, &mut rng);
+        let mut keys: Vec<_> = picked.iter().map(|(k, _)| (*k).clone()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 20);
+        assert_eq!(sample_distinct(&m, 80, &mut rng).len(), 50);
+        assert_eq!(parse_rand_count(b"-5"), Ok(-5));
+        assert!(parse_rand_count(b"-9223372036854775808").is_err());
+        assert_eq!(parse_rand_count(b"x"), Err(Error::NotInteger));
+    }
+}

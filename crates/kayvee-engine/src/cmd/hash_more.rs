@@ -1,0 +1,166 @@
+//! Hash counters and walks: HINCRBY, HINCRBYFLOAT, HRANDFIELD, HSCAN.
+//!
+//! HINCRBYFLOAT computes in x87 extended precision and prints like Redis 7.0's `long double`
+//! path, through the same software arithmetic as INCRBYFLOAT (`string_ld`), so replies are
+//! byte-identical. HRANDFIELD draws from the engine's seeded random source.
+
+use super::coll::{self, parse_rand_count};
+use super::hash::{hash_put, read_hash, write_hash, HashLimits};
+use super::string_ld::{self, Ld};
+use super::string_num::format_i64;
+use crate::argv::Argv;
+use crate::error::{CmdResult, Error};
+use crate::reply::{Protocol, ReplySink};
+use crate::util::parse_i64;
+use crate::{Core, Cx};
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// HINCRBY key field increment: adds to the field's integer (0 when missing); the new value.
+pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let incr = parse_i64(args.get(3)).ok_or(Error::NotInteger)?;
+    let field = args.get(2);
+    let lim = HashLimits::of(cx);
+    let new = write_hash(cx, args.get(1), true, |h, meta| {
+        let old = match h.get(field) {
+            Some(v) => parse_i64(v).ok_or(Error::msg("ERR hash value is not an integer"))?,
+            None => 0,
+        };
+        let new = old.checked_add(incr).ok_or(Error::Overflow)?;
+        let mut buf = [0u8; 20];
+        hash_put(h, meta, lim, field, format_i64(new, &mut buf));
+        Ok(new)
+    })?;
+    out.int(new.expect("write_hash creates the hash"));
+    Ok(())
+}
+
+/// HINCRBYFLOAT key field increment: adds in extended precision; the new value as text.
+pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let incr = string_ld::parse(args.get(3)).ok_or(Error::NotFloat)?;
+    if incr.is_inf() {
+        return Err(Error::msg("ERR value is NaN or Infinity"));
+    }
+    let field = args.get(2);
+    let lim = HashLimits::of(cx);
+    let text = write_hash(cx, args.get(1), true, |h, meta| {
+        let old = match h.get(field) {
+            Some(v) => string_ld::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
+            None => Ld::Finite {
+                neg: false,
+                mant: 0,
+                exp: 0,
+            },
+        };
+        let sum = match old.add(incr) {
+            Some(sum) if !sum.is_inf() => sum,
+            _ => return Err(Error::msg("ERR increment would produce NaN or Infinity")),
+        };
+        let text = sum.to_human();
+        hash_put(h, meta, lim, field, text.as_bytes());
+        Ok(text)
+    })?;
+    out.bulk(text.expect("write_hash creates the hash").as_bytes());
+    Ok(())
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]: one random field (null when missing), or `count`
+/// fields: distinct when positive (at most all), with repeats when negative. The count is
+/// checked before the syntax, and with WITHVALUES must stay within +-i64::MAX/2.
+pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if args.len() == 2 {
+        return hrandfield_one(cx, args.get(1), out);
+    }
+    let count = parse_rand_count(args.get(2))?;
+    let withvalues = match args.try_get(3) {
+        None => false,
+        Some(w) if args.len() == 4 && w.eq_ignore_ascii_case(b"WITHVALUES") => true,
+        Some(_) => return Err(Error::Syntax),
+    };
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Error::msg("ERR value is out of range"));
+    }
+    let Cx {
+        core,
+        db_index,
+        now,
+        ..
+    } = cx;
+    let Core { dbs, rng, .. } = &mut **core;
+    let h = match dbs[*db_index].lookup_read(args.get(1), now.ms()) {
+        None => None,
+        Some(e) => Some(match &e.value {
+            crate::Value::Hash(h) => h,
+            _ => return Err(Error::WrongType),
+        }),
+    };
+    let Some(h) = h.filter(|_| count != 0) else {
+        out.array(0);
+        return Ok(());
+    };
+    let picked: Vec<(&SmallBytes, &SmallBytes)> = if count > 0 {
+        coll::sample_distinct(h, usize::try_from(count).unwrap_or(usize::MAX), rng)
+    } else {
+        (0..count.unsigned_abs())
+            .filter_map(|_| coll::pick(h, rng))
+            .collect()
+    };
+    write_fields(out, &picked, withvalues);
+    Ok(())
+}
+
+/// HRANDFIELD key: one random field, or null.
+fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
+    let Cx {
+        core,
+        db_index,
+        now,
+        ..
+    } = cx;
+    let Core { dbs, rng, .. } = &mut **core;
+    match dbs[*db_index].lookup_read(key, now.ms()).map(|e| &e.value) {
+        None => out.null(),
+        Some(crate::Value::Hash(h)) => match coll::pick(h, rng) {
+            Some((k, _)) => out.bulk(k),
+            None => out.null(),
+        },
+        Some(_) => return Err(Error::WrongType),
+    }
+    Ok(())
+}
+
+/// Fields (and values): WITHVALUES pairs are 2-element arrays in RESP3, flat in RESP2.
+fn write_fields(out: &mut dyn ReplySink, picked: &[(&SmallBytes, &SmallBytes)], values: bool) {
+    let nested = values && out.protocol() == Protocol::Resp3;
+    let flat_values = values && !nested;
+    out.array(picked.len() * if flat_values { 2 } else { 1 });
+    for (k, v) in picked {
+        if nested {
+            out.array(2);
+        }
+        out.bulk(k);
+        if values {
+            out.bulk(v);
+        }
+    }
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]: the next cursor and field/value pairs (a
+/// flat array in both protocols). Options are checked after the key, as Redis does.
+pub(crate) fn hscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    coll::parse_scan_cursor(args)?;
+    let Some((h, meta)) = read_hash(cx, args.get(1))? else {
+        coll::write_scan_head(out, 0, 0);
+        return Ok(());
+    };
+    let scan = coll::parse_scan(args)?;
+    let small = !meta.has(crate::value::Meta::BIG);
+    let (next, found) = coll::scan_step(h, small, &scan);
+    let found: Vec<_> = found.into_iter().filter(|(k, _)| scan.matches(k)).collect();
+    coll::write_scan_head(out, next, found.len() * 2);
+    for (k, v) in found {
+        out.bulk(k);
+        out.bulk(v);
+    }
+    Ok(())
+}

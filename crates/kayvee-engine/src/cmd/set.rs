@@ -1,0 +1,528 @@
+//! Set commands (Redis "set" group): SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD,
+//! SMOVE. The algebra (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) lives in
+//! `set_ops`; SPOP, SRANDMEMBER and SSCAN in `set_rand`.
+//!
+//! A set is a [`Set`] (persistent map to `()`) whatever its members; `OBJECT ENCODING` reports
+//! `intset` while every member reads as an integer (Redis's `string2ll`) and there are at most
+//! `set-max-intset-entries`, then `hashtable` for good ([`Meta::BIG`]); Redis 7.0 has no
+//! listpack sets. An intset-encoded set answers in ascending numeric order as Redis's does;
+//! a big one in the map's hash order (Redis leaves it unspecified). Replies follow Redis
+//! 7.0.15 (transcripts in `tests/transcripts/set*.txt` were recorded from it).
+
+use super::set_ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
+use super::set_rand::{spop, srandmember, sscan};
+use crate::argv::Argv;
+use crate::command::{acl, flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::value::{Entry, Meta, Set, Value};
+use crate::Cx;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// This group's commands.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "sadd",
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::FAST,
+        summary: "Add one or more members to a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        tips: &[],
+        key_flags: &["RW", "insert"],
+        handler: sadd,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "srem",
+        arity: -3,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::FAST,
+        summary: "Remove one or more members from a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the number of members to be removed.",
+        tips: &[],
+        key_flags: &["RW", "delete"],
+        handler: srem,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "smembers",
+        arity: 2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Get all the members in a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the set cardinality.",
+        tips: &["nondeterministic_output_order"],
+        key_flags: &["RO", "access"],
+        handler: smembers,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sismember",
+        arity: 3,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::FAST,
+        summary: "Determine if a given value is a member of a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(1)",
+        tips: &[],
+        key_flags: &["RO"],
+        handler: sismember,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "smismember",
+        arity: -3,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::FAST,
+        summary: "Returns the membership associated with the given elements for a set",
+        since: "6.2.0",
+        group: "set",
+        complexity: "O(N) where N is the number of elements being checked for membership",
+        tips: &[],
+        key_flags: &["RO", "access"],
+        handler: smismember,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "scard",
+        arity: 2,
+        flags: flags::READONLY | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::FAST,
+        summary: "Get the number of members in a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(1)",
+        tips: &[],
+        key_flags: &["RO"],
+        handler: scard,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "spop",
+        arity: -2,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::FAST,
+        summary: "Remove and return one or multiple random members from a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+        tips: &["nondeterministic_output"],
+        key_flags: &["RW", "access", "delete"],
+        handler: spop,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "srandmember",
+        arity: -2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Get one or multiple random members from a set",
+        since: "1.0.0",
+        group: "set",
+        complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+        tips: &["nondeterministic_output"],
+        key_flags: &["RO", "access"],
+        handler: srandmember,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "smove",
+        arity: 4,
+        flags: flags::WRITE | flags::FAST,
+        first_key: 1,
+        last_key: 2,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::FAST,
+        summary: "Move a member from one set to another",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(1)",
+        tips: &[],
+        key_flags: &["RW", "access", "delete"],
+        handler: smove,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sinter",
+        arity: -2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Intersect multiple sets",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        tips: &["nondeterministic_output_order"],
+        key_flags: &["RO", "access"],
+        handler: sinter,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sunion",
+        arity: -2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Add multiple sets",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        tips: &["nondeterministic_output_order"],
+        key_flags: &["RO", "access"],
+        handler: sunion,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sdiff",
+        arity: -2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Subtract multiple sets",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        tips: &["nondeterministic_output_order"],
+        key_flags: &["RO", "access"],
+        handler: sdiff,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sinterstore",
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::SLOW,
+        summary: "Intersect multiple sets and store the resulting set in a key",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        tips: &[],
+        key_flags: &["RW", "update"],
+        handler: sinterstore,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sunionstore",
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::SLOW,
+        summary: "Add multiple sets and store the resulting set in a key",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        tips: &[],
+        key_flags: &["OW", "update"],
+        handler: sunionstore,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sdiffstore",
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::WRITE | acl::SET | acl::SLOW,
+        summary: "Subtract multiple sets and store the resulting set in a key",
+        since: "1.0.0",
+        group: "set",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        tips: &[],
+        key_flags: &["OW", "update"],
+        handler: sdiffstore,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sintercard",
+        arity: -3,
+        flags: flags::READONLY | flags::MOVABLEKEYS,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Intersect multiple sets and return the cardinality of the result",
+        since: "7.0.0",
+        group: "set",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        tips: &[],
+        key_flags: &["RO", "access"],
+        handler: sintercard,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sscan",
+        arity: -3,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary: "Incrementally iterate Set elements",
+        since: "2.8.0",
+        group: "set",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+        tips: &["nondeterministic_output"],
+        key_flags: &["RO", "access"],
+        handler: sscan,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// Adds `member`; returns whether it is new. Marks the set [`Meta::BIG`] when Redis would
+/// convert its intset: a non-integer member, or more than `intset_max` members.
+pub(crate) fn set_add(s: &mut Set, meta: &mut Meta, intset_max: u64, member: &[u8]) -> bool {
+    if s.contains_key(member) {
+        return false;
+    }
+    s.insert(SmallBytes::from_slice(member), ());
+    if !meta.has(Meta::BIG) && (parse_i64(member).is_none() || s.len() as u64 > intset_max) {
+        meta.set_flag(Meta::BIG, true);
+    }
+    true
+}
+
+/// The set at `key` for reading (counting a hit or miss), with its metadata; `None` when
+/// missing, WRONGTYPE for another type.
+pub(crate) fn read_set<'c>(
+    cx: &'c mut Cx<'_>,
+    key: &[u8],
+) -> Result<Option<(&'c Set, Meta)>, Error> {
+    let now = cx.now_ms();
+    match cx.db().lookup_read(key, now) {
+        None => Ok(None),
+        Some(Entry {
+            value: Value::Set(s),
+            meta,
+        }) => Ok(Some((s, *meta))),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// Runs `f` on the set at `key` for writing, as [`super::hash::write_hash`] does for hashes:
+/// a missing key is `Ok(None)` unless `create`; an emptied set is deleted; `f` validates
+/// before it mutates.
+pub(crate) fn write_set<R>(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    create: bool,
+    f: impl FnOnce(&mut Set, &mut Meta) -> Result<R, Error>,
+) -> Result<Option<R>, Error> {
+    let (now, seed) = (cx.now_ms(), cx.core.seed);
+    let db = cx.db();
+    if let Some(e) = db.lookup_write(key, now) {
+        let Value::Set(s) = &mut e.value else {
+            return Err(Error::WrongType);
+        };
+        let r = f(s, &mut e.meta)?;
+        if s.is_empty() {
+            db.remove(key, now);
+        }
+        return Ok(Some(r));
+    }
+    if !create {
+        return Ok(None);
+    }
+    let mut s = Set::with_seed(seed);
+    let mut meta = Meta::default();
+    let r = f(&mut s, &mut meta)?;
+    if !s.is_empty() {
+        db.insert_entry(key, set_entry(s, meta, now), None);
+    }
+    Ok(Some(r))
+}
+
+/// A new entry holding `s`, keeping the BIG flag of `meta`.
+pub(crate) fn set_entry(s: Set, meta: Meta, now_ms: u64) -> Entry {
+    let mut e = Entry::new(Value::Set(Box::new(s)), now_ms);
+    e.meta.set_flag(Meta::BIG, meta.has(Meta::BIG));
+    e
+}
+
+/// Members in the order Redis answers: ascending numeric for an intset (`intset` true),
+/// the given order otherwise.
+pub(crate) fn redis_order(mut members: Vec<&SmallBytes>, intset: bool) -> Vec<&SmallBytes> {
+    if intset {
+        members.sort_by_key(|m| parse_i64(m).unwrap_or(0));
+    }
+    members
+}
+
+/// Writes members as a set reply (an array in RESP2).
+pub(crate) fn write_members(out: &mut dyn ReplySink, members: &[&SmallBytes]) {
+    out.set(members.len());
+    members.iter().for_each(|m| out.bulk(m));
+}
+
+/// SADD key member [member ...]: the number of members added.
+fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let max = cx.core.config.set_max_intset_entries;
+    let added = write_set(cx, args.get(1), true, |s, meta| {
+        Ok(args
+            .iter()
+            .skip(2)
+            .filter(|m| set_add(s, meta, max, m))
+            .count())
+    })?;
+    out.int(added.unwrap_or(0) as i64);
+    Ok(())
+}
+
+/// SREM key member [member ...]: the number removed; an emptied set is deleted.
+fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let removed = write_set(cx, args.get(1), false, |s, _| {
+        Ok(args
+            .iter()
+            .skip(2)
+            .filter(|m| s.remove(*m).is_some())
+            .count())
+    })?;
+    out.int(removed.unwrap_or(0) as i64);
+    Ok(())
+}
+
+/// SMEMBERS key: every member (a set reply; empty for a missing key).
+fn smembers(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let Some((s, meta)) = read_set(cx, args.get(1))? else {
+        out.set(0);
+        return Ok(());
+    };
+    let members = redis_order(s.iter().map(|(m, _)| m).collect(), !meta.has(Meta::BIG));
+    write_members(out, &members);
+    Ok(())
+}
+
+/// SISMEMBER key member: 1 or 0.
+fn sismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let found = read_set(cx, args.get(1))?.is_some_and(|(s, _)| s.contains_key(args.get(2)));
+    out.int(i64::from(found));
+    Ok(())
+}
+
+/// SMISMEMBER key member [member ...]: 1 or 0 per member.
+fn smismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let s = read_set(cx, args.get(1))?.map(|(s, _)| s);
+    out.array(args.len() - 2);
+    for m in args.iter().skip(2) {
+        out.int(i64::from(s.is_some_and(|s| s.contains_key(m))));
+    }
+    Ok(())
+}
+
+/// SCARD key: the number of members.
+fn scard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let n = read_set(cx, args.get(1))?.map_or(0, |(s, _)| s.len());
+    out.int(n as i64);
+    Ok(())
+}
+
+/// The type of the value at `key` for writing: `Some(is_set)`, or `None` when missing.
+fn probe_set(cx: &mut Cx<'_>, key: &[u8]) -> Option<bool> {
+    let now = cx.now_ms();
+    let e = cx.db().lookup_write(key, now)?;
+    Some(matches!(e.value, Value::Set(_)))
+}
+
+/// SMOVE source destination member: moves the member; 1 if it was in source, else 0. As in
+/// Redis, a missing source answers 0 before the destination's type is checked, and a move onto
+/// the same set only tests membership.
+fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let (src, dst, member) = (args.get(1), args.get(2), args.get(3));
+    let Some(src_is_set) = probe_set(cx, src) else {
+        out.int(0);
+        return Ok(());
+    };
+    if !src_is_set || probe_set(cx, dst) == Some(false) {
+        return Err(Error::WrongType);
+    }
+    if src == dst {
+        let found = read_set(cx, src)?.is_some_and(|(s, _)| s.contains_key(member));
+        out.int(i64::from(found));
+        return Ok(());
+    }
+    let moved = write_set(cx, src, false, |s, _| Ok(s.remove(member).is_some()))?;
+    if moved != Some(true) {
+        out.int(0);
+        return Ok(());
+    }
+    let max = cx.core.config.set_max_intset_entries;
+    write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    out.int(1);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_marks_big_like_an_intset_conversion() {
+        let (mut s, mut meta) = (Set::with_seed(1), Meta::default());
+        assert!(set_add(&mut s, &mut meta, 3, b"-5"));
+        assert!(!set_add(&mut s, &mut meta, 3, b"-5"));
+        set_add(&mut s, &mut meta, 3, b"9223372036854775807");
+        set_add(&mut s, &mut meta, 3, b"0");
+        assert!(!meta.has(Meta::BIG), "three integers fit the intset");
+        set_add(&mut s, &mut meta, 3, b"1");
+        assert!(meta.has(Meta::BIG), "a fourth member converts");
+        for not_int in [&b"007"[..], b"+1", b"-0", b"1.0", b"a", b""] {
+            let (mut s, mut meta) = (Set::with_seed(1), Meta::default());
+            set_add(&mut s, &mut meta, 512, not_int);
+            assert!(meta.has(Meta::BIG), "{not_int:?}");
+        }
+    }
+
+    #[test]
+    fn intset_order_is_numeric() {
+        let v: Vec<SmallBytes> = ["10", "-3", "2"].iter().map(|s| (*s).into()).collect();
+        let got = redis_order(v.iter().collect(), true);
+        let got: Vec<&[u8]> = got.iter().map(|m| &m[..]).collect();
+        assert_eq!(got, [&b"-3"[..], b"2", b"10"]);
+    }
+}

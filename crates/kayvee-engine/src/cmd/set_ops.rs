@@ -1,0 +1,256 @@
+//! Set algebra: SINTER, SUNION, SDIFF, their STORE forms, and SINTERCARD.
+//!
+//! Every source key is looked up and type-checked first (one WRONGTYPE fails the command even
+//! when an earlier key is missing, as in Redis). Sources are O(1) snapshots of the stored maps,
+//! so a destination that is also a source is safe. A result that is all integers and small
+//! enough is an intset in Redis, answered (and stored) in ascending numeric order.
+
+use super::set::{redis_order, set_add, set_entry, write_members};
+use crate::argv::Argv;
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::value::{Meta, Set, Value};
+use crate::Cx;
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// Which operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Snapshots of the sets at `keys` (`None` for missing ones), or WRONGTYPE. Store forms look
+/// keys up for writing (no hit/miss counts), as Redis does.
+fn sources<'a>(
+    cx: &mut Cx<'_>,
+    keys: impl Iterator<Item = &'a [u8]>,
+    write: bool,
+) -> Result<Vec<Option<Set>>, Error> {
+    let now = cx.now_ms();
+    let db = cx.db();
+    keys.map(|k| {
+        let e = if write {
+            db.lookup_write(k, now).map(|e| &*e)
+        } else {
+            db.lookup_read(k, now)
+        };
+        match e.map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::Set(s)) => Ok(Some((**s).clone())),
+            Some(_) => Err(Error::WrongType),
+        }
+    })
+    .collect()
+}
+
+/// Members of the intersection, iterating the smallest set; empty when any set is missing.
+/// Stops after `limit` members when given (SINTERCARD).
+fn intersect(sets: &[Option<Set>], limit: Option<usize>) -> Vec<SmallBytes> {
+    let Some(mut sets) = sets
+        .iter()
+        .map(Option::as_ref)
+        .collect::<Option<Vec<&Set>>>()
+    else {
+        return Vec::new();
+    };
+    sets.sort_by_key(|s| s.len());
+    let mut out = Vec::new();
+    for (m, _) in sets[0].iter() {
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
+        if sets[1..].iter().all(|s| s.contains_key(&m[..])) {
+            out.push(m.clone());
+        }
+    }
+    out
+}
+
+/// The result of `op` over `sets` (missing sets are empty).
+fn compute(op: Op, sets: &[Option<Set>], seed: u64) -> Vec<SmallBytes> {
+    match op {
+        Op::Inter => intersect(sets, None),
+        Op::Union => {
+            let mut acc = Set::with_seed(seed);
+            for (m, _) in sets.iter().flatten().flat_map(|s| s.iter()) {
+                acc.insert(m.clone(), ());
+            }
+            acc.iter().map(|(m, _)| m.clone()).collect()
+        }
+        Op::Diff => {
+            let Some(Some(first)) = sets.first() else {
+                return Vec::new();
+            };
+            first
+                .iter()
+                .filter(|(m, _)| !sets[1..].iter().flatten().any(|s| s.contains_key(&m[..])))
+                .map(|(m, _)| m.clone())
+                .collect()
+        }
+    }
+}
+
+/// Whether Redis would hold `members` as an intset.
+fn is_intset(members: &[SmallBytes], intset_max: u64) -> bool {
+    members.len() as u64 <= intset_max && members.iter().all(|m| parse_i64(m).is_some())
+}
+
+/// SINTER / SUNION / SDIFF key [key ...]: the resulting members.
+fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
+    let sets = sources(cx, args.iter().skip(1), false)?;
+    let result = compute(op, &sets, cx.core.seed);
+    let intset = is_intset(&result, cx.core.config.set_max_intset_entries);
+    write_members(out, &redis_order(result.iter().collect(), intset));
+    Ok(())
+}
+
+/// SINTERSTORE / SUNIONSTORE / SDIFFSTORE destination key [key ...]: stores the result
+/// (replacing any value and its TTL) and answers its size; an empty result deletes the
+/// destination.
+fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
+    let sets = sources(cx, args.iter().skip(2), true)?;
+    let (seed, max, now) = (
+        cx.core.seed,
+        cx.core.config.set_max_intset_entries,
+        cx.now_ms(),
+    );
+    let result = compute(op, &sets, seed);
+    let dst = args.get(1);
+    if result.is_empty() {
+        cx.db().remove(dst, now);
+        out.int(0);
+        return Ok(());
+    }
+    let (mut s, mut meta) = (Set::with_seed(seed), Meta::default());
+    for m in &result {
+        set_add(&mut s, &mut meta, max, m);
+    }
+    cx.db().insert_entry(dst, set_entry(s, meta, now), None);
+    out.int(result.len() as i64);
+    Ok(())
+}
+
+/// SINTER key [key ...]
+pub(crate) fn sinter(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    reply_op(cx, args, Op::Inter, out)
+}
+
+/// SUNION key [key ...]
+pub(crate) fn sunion(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    reply_op(cx, args, Op::Union, out)
+}
+
+/// SDIFF key [key ...]
+pub(crate) fn sdiff(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    reply_op(cx, args, Op::Diff, out)
+}
+
+/// SINTERSTORE destination key [key ...]
+pub(crate) fn sinterstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    store_op(cx, args, Op::Inter, out)
+}
+
+/// SUNIONSTORE destination key [key ...]
+pub(crate) fn sunionstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    store_op(cx, args, Op::Union, out)
+}
+
+/// SDIFFSTORE destination key [key ...]
+pub(crate) fn sdiffstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    store_op(cx, args, Op::Diff, out)
+}
+
+/// SINTERCARD's arguments: (number of keys, limit or None), with Redis's texts.
+fn parse_sintercard(args: &Argv<'_>) -> Result<(usize, Option<usize>), Error> {
+    let numkeys = parse_i64(args.get(1))
+        .filter(|&n| n >= 1)
+        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
+    if numkeys > (args.len() - 2) as i64 {
+        return Err(Error::msg(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let numkeys = numkeys as usize;
+    let mut limit = None;
+    let mut i = 2 + numkeys;
+    while i < args.len() {
+        let value = args
+            .try_get(i + 1)
+            .filter(|_| args.get(i).eq_ignore_ascii_case(b"LIMIT"));
+        let value = value.ok_or(Error::Syntax)?;
+        let l = parse_i64(value)
+            .filter(|&l| l >= 0)
+            .ok_or(Error::msg("ERR LIMIT can't be negative"))?;
+        limit = (l > 0).then(|| usize::try_from(l).unwrap_or(usize::MAX));
+        i += 2;
+    }
+    Ok((numkeys, limit))
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]: the intersection's size, stopping at
+/// `limit` when nonzero.
+pub(crate) fn sintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let (numkeys, limit) = parse_sintercard(args)?;
+    let sets = sources(cx, args.iter().skip(2).take(numkeys), false)?;
+    out.int(intersect(&sets, limit).len() as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ArgvBuf;
+
+    fn set_of(items: &[&str]) -> Option<Set> {
+        let mut s = Set::with_seed(3);
+        items.iter().for_each(|m| {
+            s.insert((*m).into(), ());
+        });
+        Some(s)
+    }
+
+    fn sorted(mut v: Vec<SmallBytes>) -> Vec<SmallBytes> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn algebra_matches_set_semantics() {
+        let sets = [set_of(&["a", "b", "c"]), set_of(&["b", "c", "d"]), None];
+        let b = |s: &[&str]| s.iter().map(|m| SmallBytes::from(*m)).collect::<Vec<_>>();
+        assert_eq!(sorted(compute(Op::Inter, &sets[..2], 1)), b(&["b", "c"]));
+        assert!(
+            compute(Op::Inter, &sets, 1).is_empty(),
+            "a missing key empties it"
+        );
+        assert_eq!(
+            sorted(compute(Op::Union, &sets, 1)),
+            b(&["a", "b", "c", "d"])
+        );
+        assert_eq!(sorted(compute(Op::Diff, &sets, 1)), b(&["a"]));
+        assert!(compute(Op::Diff, &[None, set_of(&["a"])], 1).is_empty());
+        assert_eq!(intersect(&sets[..2], Some(1)).len(), 1);
+    }
+
+    #[test]
+    fn sintercard_arguments() {
+        let p = |l: &str| parse_sintercard(&ArgvBuf::from_line(l).argv());
+        assert_eq!(p("SINTERCARD 2 a b"), Ok((2, None)));
+        assert_eq!(p("SINTERCARD 1 a LIMIT 3 limit 0"), Ok((1, None)));
+        assert_eq!(p("SINTERCARD 1 a LIMIT 3"), Ok((1, Some(3))));
+        let numkeys = Err(Error::msg("ERR numkeys should be greater than 0"));
+        assert_eq!(p("SINTERCARD 0 a"), numkeys);
+        assert_eq!(p("SINTERCARD x a"), numkeys);
+        assert!(p("SINTERCARD 3 a b").is_err());
+        assert_eq!(p("SINTERCARD 1 a LIMIT"), Err(Error::Syntax));
+        assert_eq!(p("SINTERCARD 1 a FOO 1"), Err(Error::Syntax));
+        assert_eq!(
+            p("SINTERCARD 1 a LIMIT -1"),
+            Err(Error::msg("ERR LIMIT can't be negative"))
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Random and incremental set access: SPOP, SRANDMEMBER, SSCAN.
+//!
+//! Randomness comes from the engine's seeded source (`Core::rng`), so a run is replayable.
+//! Argument checks come in Redis's order: the count before the key, the key's type before a
+//! zero count is served.
+
+use super::coll::{self, parse_rand_count};
+use super::set::{read_set, redis_order, write_members};
+use crate::argv::Argv;
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::util::parse_i64;
+use crate::value::{Meta, Set, Value};
+use crate::{Core, Cx};
+use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
+
+/// The set at `key` for reading through split borrows (so the caller can use the random
+/// source too): `Ok(None)` when missing, WRONGTYPE for another type.
+fn set_and_rng<'c>(
+    cx: &'c mut Cx<'_>,
+    key: &[u8],
+    write: bool,
+) -> Result<Option<(&'c mut Set, &'c mut crate::Rng)>, Error> {
+    let (db_index, now) = (cx.db_index, cx.now_ms());
+    let Core { dbs, rng, .. } = &mut *cx.core;
+    let db = &mut dbs[db_index];
+    let e = if write {
+        db.lookup_write(key, now)
+    } else {
+        // A read counts a hit or a miss; the entry is then taken for the borrow below.
+        if db.lookup_read(key, now).is_none() {
+            return Ok(None);
+        }
+        db.keys.get_mut(key)
+    };
+    match e.map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some((&mut **s, rng))),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// Whether the value at `key` is a set Redis would hold as an intset (peeked: no stats).
+fn set_is_intset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    let now = cx.now_ms();
+    cx.db()
+        .peek(key, now)
+        .is_some_and(|e| matches!(e.value, Value::Set(_)) && !e.meta.has(Meta::BIG))
+}
+
+/// Deletes `key` when its set is empty (after SPOP took the last members).
+fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
+    let now = cx.now_ms();
+    let db = cx.db();
+    let empty = matches!(db.keys.get(key).map(|e| &e.value), Some(Value::Set(s)) if s.is_empty());
+    if empty {
+        db.remove(key, now);
+    }
+}
+
+/// SPOP key [count]: removes and returns one random member (null when missing), or up to
+/// `count` distinct ones as a set reply.
+pub(crate) fn spop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let key = args.get(1);
+    match args.len() {
+        2 => spop_one(cx, key, out),
+        3 => {
+            let count = parse_i64(args.get(2))
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or(Error::msg("ERR value is out of range, must be positive"))?;
+            spop_count(cx, key, count, out)
+        }
+        _ => Err(Error::Syntax),
+    }
+}
+
+/// SPOP key: one random member, or null.
+fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
+    let Some((s, rng)) = set_and_rng(cx, key, true)? else {
+        out.null();
+        return Ok(());
+    };
+    let m = coll::pick(s, rng).map(|(m, _)| m.clone());
+    if let Some(m) = &m {
+        s.remove(&m[..]);
+        out.bulk(m);
+    } else {
+        out.null();
+    }
+    drop_if_empty(cx, key);
+    Ok(())
+}
+
+/// SPOP key count: up to `count` distinct random members, removed.
+fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink) -> CmdResult {
+    let intset = set_is_intset(cx, key);
+    let Some((s, rng)) = set_and_rng(cx, key, true)? else {
+        out.set(0);
+        return Ok(());
+    };
+    if count >= s.len() {
+        // The whole set, in its iteration order (numeric for an intset), as Redis answers.
+        let all: Vec<&SmallBytes> = s.iter().map(|(m, _)| m).collect();
+        write_members(out, &redis_order(all, intset));
+        let now = cx.now_ms();
+        cx.db().remove(key, now);
+        return Ok(());
+    }
+    let picked: Vec<SmallBytes> = coll::sample_distinct(s, count, rng)
+        .into_iter()
+        .map(|(m, _)| m.clone())
+        .collect();
+    for m in &picked {
+        s.remove(&m[..]);
+    }
+    write_members(out, &picked.iter().collect::<Vec<_>>());
+    drop_if_empty(cx, key);
+    Ok(())
+}
+
+/// SRANDMEMBER key [count]: one random member (null when missing), or `count` members:
+/// distinct when positive (at most all), with repeats when negative.
+pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let key = args.get(1);
+    if args.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    if args.len() == 2 {
+        match set_and_rng(cx, key, false)? {
+            Some((s, rng)) => match coll::pick(s, rng) {
+                Some((m, _)) => out.bulk(m),
+                None => out.null(),
+            },
+            None => out.null(),
+        }
+        return Ok(());
+    }
+    let count = parse_rand_count(args.get(2))?;
+    let intset = set_is_intset(cx, key);
+    let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
+        out.array(0);
+        return Ok(());
+    };
+    let picked: Vec<&SmallBytes> = if count > 0 && count as u64 >= s.len() as u64 {
+        // The whole set, in its iteration order (numeric for an intset), as Redis answers.
+        redis_order(s.iter().map(|(m, _)| m).collect(), intset)
+    } else if count > 0 {
+        let n = usize::try_from(count).unwrap_or(usize::MAX);
+        coll::sample_distinct(s, n, rng)
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect()
+    } else {
+        (0..count.unsigned_abs())
+            .filter_map(|_| coll::pick(s, rng).map(|(m, _)| m))
+            .collect()
+    };
+    out.array(picked.len());
+    picked.iter().for_each(|m| out.bulk(m));
+    Ok(())
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count]: the next cursor and a batch of members (an
+/// intset answers everything at once, in numeric order, with cursor 0).
+pub(crate) fn sscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    coll::parse_scan_cursor(args)?;
+    let Some((s, meta)) = read_set(cx, args.get(1))? else {
+        coll::write_scan_head(out, 0, 0);
+        return Ok(());
+    };
+    let scan = coll::parse_scan(args)?;
+    let small = !meta.has(Meta::BIG);
+    let (next, found) = coll::scan_step(s, small, &scan);
+    let found: Vec<&SmallBytes> = found
+        .into_iter()
+        .map(|(m, _)| m)
+        .filter(|m| scan.matches(m))
+        .collect();
+    let found = redis_order(found, small);
+    coll::write_scan_head(out, next, found.len());
+    found.iter().for_each(|m| out.bulk(m));
+    Ok(())
+}

@@ -24,6 +24,7 @@ pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
 pub mod zset;
+pub(crate) mod zset_block;
 pub mod zset_num;
 pub(crate) mod zset_pop;
 pub(crate) mod zset_range;
@@ -46,5 +47,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     expire::COMMANDS,
     list_spec::COMMANDS,
     zset::COMMANDS,
+    zset_block::COMMANDS,
     sort::COMMANDS,
 ];

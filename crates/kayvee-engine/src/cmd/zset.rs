@@ -1,4 +1,4 @@
-//! Sorted-set commands (Redis "sorted_set" group): the command table, the shared helpers
+//! Sorted-set commands (Redis "sorted-set" group): the command table, the shared helpers
 //! (typed lookups, the listpack/skiplist encoding rule, scored replies) and the point commands
 //! ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD, ZRANK, ZREVRANK. Ranges live in `zset_range`,
 //! set algebra in `zset_setops`, pops/random/scan in `zset_pop`, number parsing in `zset_num`.
@@ -43,7 +43,7 @@ const fn spec(
         acl,
         summary,
         since,
-        group: "sorted_set",
+        group: "sorted-set",
         complexity,
         handler,
         ..CommandSpec::DEFAULT
@@ -246,7 +246,15 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let mut entry = Entry::new(Value::ZSet(Box::new(zs)), now);
     entry.meta.set_flag(Meta::BIG, big);
     cx.db().insert_entry(key, entry, None);
+    signal_zset_ready(cx, key);
     len
+}
+
+/// Tells clients blocked on `key` (BZPOPMIN, BZMPOP...) that it may hold members now: cheap
+/// when nobody waits, and a waiter re-checks the key when served.
+fn signal_zset_ready(cx: &mut Cx<'_>, key: &[u8]) {
+    let db = cx.db_index;
+    crate::blocking::signal_key_ready(cx, db, key);
 }
 
 /// Deletes the key when its sorted set became empty (Redis never keeps empty collections).
@@ -459,6 +467,7 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         out.int(if f.ch { added + changed } else { added });
     }
     drop_if_empty(cx, key);
+    signal_zset_ready(cx, key);
     Ok(())
 }
 
@@ -501,6 +510,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len());
     }
     out.double(new);
+    signal_zset_ready(cx, key);
     Ok(())
 }
 

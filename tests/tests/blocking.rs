@@ -170,3 +170,93 @@ fn client_kill_closes_a_blocked_client() {
     assert_eq!(killer.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
     assert_eq!(killer.cmd_str(&["LLEN", "k"]), b":1\r\n");
 }
+
+#[test]
+fn bzpopmin_is_served_by_zadd_and_holds_its_pipeline() {
+    let Some(server) = server() else { return };
+    let (mut waiter, mut adder) = (server.conn(), server.conn());
+    let mut cmds = encode_command(&[b"BZPOPMIN", b"nokey", b"zs", b"0"]);
+    cmds.extend(encode_command(&[b"PING"]));
+    waiter.send(&cmds).unwrap();
+    assert_silent(&mut waiter, 200);
+    wait_blocked(&mut adder, 1);
+    assert_eq!(
+        adder.cmd_str(&["ZADD", "zs", "2", "b", "1.5", "a"]),
+        b":2\r\n"
+    );
+    assert_eq!(
+        reply(&mut waiter),
+        "*3\\r\\n$2\\r\\nzs\\r\\n$1\\r\\na\\r\\n$3\\r\\n1.5\\r\\n"
+    );
+    assert_eq!(reply(&mut waiter), "+PONG\\r\\n");
+    assert_eq!(adder.cmd_str(&["ZCARD", "zs"]), b":1\r\n");
+    wait_blocked(&mut adder, 0);
+}
+
+#[test]
+fn sorted_set_waiters_are_served_in_order_in_their_own_protocol() {
+    let Some(server) = server() else { return };
+    let (mut max, mut mpop, mut adder) = (server.conn(), server.conn(), server.conn());
+    max.cmd_str(&["HELLO", "3"]);
+    send(&mut max, &["BZPOPMAX", "z", "0"]);
+    wait_blocked(&mut adder, 1);
+    send(
+        &mut mpop,
+        &["BZMPOP", "0", "2", "y", "z", "MIN", "COUNT", "5"],
+    );
+    wait_blocked(&mut adder, 2);
+    assert_eq!(
+        adder.cmd_str(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]),
+        b":3\r\n"
+    );
+    assert_eq!(
+        reply(&mut max),
+        "*3\\r\\n$1\\r\\nz\\r\\n$1\\r\\nc\\r\\n,3\\r\\n"
+    );
+    assert_eq!(
+        reply(&mut mpop),
+        "*2\\r\\n$1\\r\\nz\\r\\n*2\\r\\n*2\\r\\n$1\\r\\na\\r\\n$1\\r\\n1\\r\\n*2\\r\\n$1\\r\\nb\\r\\n$1\\r\\n2\\r\\n"
+    );
+    assert_eq!(adder.cmd_str(&["EXISTS", "z"]), b":0\r\n");
+}
+
+#[test]
+fn a_list_push_leaves_a_sorted_set_waiter_waiting() {
+    let Some(server) = server() else { return };
+    let (mut zwaiter, mut writer) = (server.conn(), server.conn());
+    send(&mut zwaiter, &["BZPOPMIN", "k", "0"]);
+    wait_blocked(&mut writer, 1);
+    assert_eq!(writer.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
+    assert_silent(&mut zwaiter, 200);
+    assert_eq!(writer.cmd_str(&["DEL", "k"]), b":1\r\n");
+    assert_eq!(writer.cmd_str(&["ZINCRBY", "k", "4", "m"]), b"$1\r\n4\r\n");
+    assert_eq!(
+        reply(&mut zwaiter),
+        "*3\\r\\n$1\\r\\nk\\r\\n$1\\r\\nm\\r\\n$1\\r\\n4\\r\\n"
+    );
+}
+
+#[test]
+fn sorted_set_pops_time_out_with_the_null_array() {
+    let Some(server) = server() else { return };
+    let mut c = server.conn();
+    for cmd in [
+        &["BZPOPMIN", "nokey", "0.2"][..],
+        &["BZPOPMAX", "a", "b", "0.2"],
+        &["BZMPOP", "0.2", "1", "nokey", "MAX"],
+    ] {
+        let start = Instant::now();
+        send(&mut c, cmd);
+        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
+        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
+    }
+    c.cmd_str(&["HELLO", "3"]);
+    send(&mut c, &["BZMPOP", "0.1", "1", "nokey", "MIN"]);
+    assert_eq!(reply(&mut c), "_\\r\\n");
+    assert_eq!(
+        c.cmd_str(&["BZMPOP", "0", "0", "k", "MIN"]),
+        b"-ERR numkeys should be greater than 0\r\n"
+    );
+}

@@ -11,6 +11,10 @@ use crate::reply::ReplySink;
 use crate::Cx;
 use alloc::vec::Vec;
 
+pub use crate::keyspec::{
+    BeginSearch, FindKeys, FoundKey, InvalidKeyArgs, KeyFlags, KeySpec, KeysFn,
+};
+
 /// A command handler. It validates everything before writing any reply; on `Err` it has
 /// written nothing and the dispatcher sends the error.
 pub type Handler = fn(&mut Cx<'_>, &Argv<'_>, &mut dyn ReplySink) -> CmdResult;
@@ -162,6 +166,12 @@ pub struct CommandSpec {
     /// Key-spec flags `COMMAND INFO` shows (`RO`, `access`; `RW`, `update`; `OW`; `RM`,
     /// `delete`...). Empty: derived from the command flags (see [`CommandSpec::key_spec_flags`]).
     pub key_flags: &'static [&'static str],
+    /// Key specifications as Redis 7.0 describes them. Empty: one range spec derived from
+    /// first/last/step and [`CommandSpec::key_spec_flags`] (see [`CommandSpec::specs`]).
+    pub key_specs: &'static [KeySpec],
+    /// The command's own key finder for `COMMAND GETKEYS`, when its specs cannot find all its
+    /// keys (`unknown` specs) or its key flags depend on the arguments (`variable_flags`).
+    pub get_keys: Option<KeysFn>,
 }
 
 fn unimplemented_handler(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
@@ -186,6 +196,8 @@ impl CommandSpec {
         handler: unimplemented_handler,
         subcommands: &[],
         key_flags: &[],
+        key_specs: &[],
+        get_keys: None,
     };
 
     /// Whether `argc` arguments (name included) satisfy the arity.
@@ -215,6 +227,38 @@ impl CommandSpec {
             &["RW", "update"]
         } else {
             &["RW", "access", "update"]
+        }
+    }
+
+    /// The key specs: `key_specs`, or the one range spec derived from the legacy first/last/step
+    /// fields (none for commands without keys).
+    pub fn specs(&self) -> Vec<KeySpec> {
+        if !self.key_specs.is_empty() {
+            return self.key_specs.to_vec();
+        }
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let lastkey = if self.last_key < 0 {
+            self.last_key
+        } else {
+            self.last_key - self.first_key
+        };
+        alloc::vec![KeySpec::range(
+            self.key_spec_flags(),
+            self.first_key,
+            lastkey,
+            self.key_step
+        )]
+    }
+
+    /// The keys in `args` (a full command line for this command) with their flags, as `COMMAND
+    /// GETKEYS` finds them: the command's own finder, else its specs. `Err(InvalidKeyArgs)`: the arguments
+    /// cannot hold the keys the specs announce.
+    pub fn find_keys(&self, args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+        match self.get_keys {
+            Some(f) => f(args),
+            None => crate::keyspec::find_keys(&self.specs(), args),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod command;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod keyspec;
 pub mod reply;
 pub mod stats;
 pub mod util;

@@ -80,6 +80,7 @@ impl Gen {
             ]),
             19 => self.legacy_range(),
             20 => args(&[self.rng.pick(&["ZRANK", "ZREVRANK"]), k, self.member()]),
+            21 if self.rng.chance(40) => self.zset_blocking_pop(),
             21 | 22 => {
                 let name = self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]);
                 match self.rng.below(3) {
@@ -227,6 +228,26 @@ impl Gen {
                 self.rng.pick(&["1", "2", "-1"]),
             ]));
         }
+        c
+    }
+
+    /// BZPOPMIN/BZPOPMAX over 1-3 keys, or BZMPOP, with a short or invalid timeout (never 0:
+    /// they answer at once or time out, the same on both servers).
+    fn zset_blocking_pop(&mut self) -> Args {
+        let t = self
+            .rng
+            .pick(&["0.01", "0.01", "-1", "abc", "nan", "inf", "0.001"]);
+        if self.rng.chance(40) {
+            let mut c = self.zmpop_command();
+            c[0] = b"BZMPOP".to_vec();
+            c.insert(1, t.as_bytes().to_vec());
+            return c;
+        }
+        let mut c = args(&[self.rng.pick(&["BZPOPMIN", "BZPOPMAX"])]);
+        for _ in 0..1 + self.rng.below(3) {
+            c.push(self.key().into());
+        }
+        c.push(t.into());
         c
     }
 

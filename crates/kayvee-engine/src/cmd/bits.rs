@@ -9,6 +9,7 @@ use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};
@@ -45,15 +46,18 @@ const fn spec(
 
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        "setbit",
-        4,
-        flags::WRITE | flags::DENYOOM,
-        acl::WRITE | acl::BITMAP | acl::SLOW,
-        "Sets or clears the bit at offset in the string value stored at key",
-        "2.2.0",
-        setbit,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "setbit",
+            4,
+            flags::WRITE | flags::DENYOOM,
+            acl::WRITE | acl::BITMAP | acl::SLOW,
+            "Sets or clears the bit at offset in the string value stored at key",
+            "2.2.0",
+            setbit,
+        )
+    },
     spec(
         "getbit",
         3,
@@ -91,6 +95,10 @@ pub const COMMANDS: &[CommandSpec] = &[
         first_key: 2,
         last_key: -1,
         complexity: "O(N)",
+        key_specs: &[
+            KeySpec::range(kf::OW_UPDATE, 2, 0, 1),
+            KeySpec::range(kf::RO_ACCESS, 3, -1, 1),
+        ],
         ..spec(
             "bitop",
             -4,

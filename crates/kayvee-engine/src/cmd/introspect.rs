@@ -1,12 +1,14 @@
 //! COMMAND and its subcommands (COUNT, DOCS, GETKEYS, GETKEYSANDFLAGS, INFO, LIST, HELP), all
 //! generated from the one command table, shaped as Redis 7.0 shapes them: per command a
 //! 10-element array (name, arity, flags, first key, last key, step, ACL categories, tips, key
-//! specs, subcommands). Key specs are derived from first/last/step; `COMMAND DOCS` has no
-//! `arguments` or `history` since the table does not describe them.
+//! specs, subcommands). Key specs come from the table (or are derived from first/last/step);
+//! `COMMAND DOCS` has no `arguments` or `history` since the table does not describe them.
 
 use super::config_cmd::help_reply;
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandId, CommandSpec, CommandTable};
+use crate::command::{
+    acl, flags, BeginSearch, CommandId, CommandSpec, CommandTable, FindKeys, FoundKey,
+};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::glob_match;
@@ -209,45 +211,86 @@ fn write_info(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     }
 }
 
-/// The key specs derived from first/last/step: one `index` begin-search and one `range`
-/// find-keys whose `lastkey` is relative to the first key (negative counts from the end).
+/// The key specs, each a map as Redis 7.0 shows it: `notes` (when any), `flags`,
+/// `begin_search` and `find_keys`, each of the last two a `type` and its `spec` map.
 fn write_key_specs(spec: &CommandSpec, out: &mut dyn ReplySink) {
-    if spec.first_key <= 0 {
-        out.set(0);
-        return;
+    let specs = spec.specs();
+    out.set(specs.len());
+    for ks in &specs {
+        let notes = !ks.notes.is_empty();
+        out.map(if notes { 4 } else { 3 });
+        if notes {
+            out.bulk_str("notes");
+            out.bulk_str(ks.notes);
+        }
+        out.bulk_str("flags");
+        out.set(ks.flags.len());
+        ks.flags.iter().for_each(|f| out.simple(f));
+        out.bulk_str("begin_search");
+        write_begin_search(&ks.begin_search, out);
+        out.bulk_str("find_keys");
+        write_find_keys(&ks.find_keys, out);
     }
-    let lastkey = if spec.last_key < 0 {
-        spec.last_key
-    } else {
-        spec.last_key - spec.first_key
-    };
-    out.set(1);
-    out.map(3);
-    out.bulk_str("flags");
-    let kf = spec.key_spec_flags();
-    out.set(kf.len());
-    kf.iter().for_each(|f| out.simple(f));
-    out.bulk_str("begin_search");
+}
+
+/// A `{type, spec}` map whose spec holds integer fields.
+fn write_typed(kind: &str, fields: &[(&str, i32)], out: &mut dyn ReplySink) {
     out.map(2);
     out.bulk_str("type");
-    out.bulk_str("index");
+    out.bulk_str(kind);
     out.bulk_str("spec");
-    out.map(1);
-    out.bulk_str("index");
-    out.int(spec.first_key.into());
-    out.bulk_str("find_keys");
-    out.map(2);
-    out.bulk_str("type");
-    out.bulk_str("range");
-    out.bulk_str("spec");
-    out.map(3);
-    for (k, v) in [
-        ("lastkey", lastkey),
-        ("keystep", spec.key_step),
-        ("limit", 0),
-    ] {
+    out.map(fields.len());
+    for (k, v) in fields {
         out.bulk_str(k);
-        out.int(v.into());
+        out.int((*v).into());
+    }
+}
+
+/// A key spec's `begin_search` map.
+fn write_begin_search(b: &BeginSearch, out: &mut dyn ReplySink) {
+    match *b {
+        BeginSearch::Index(i) => write_typed("index", &[("index", i)], out),
+        BeginSearch::Keyword { keyword, startfrom } => {
+            out.map(2);
+            out.bulk_str("type");
+            out.bulk_str("keyword");
+            out.bulk_str("spec");
+            out.map(2);
+            out.bulk_str("keyword");
+            out.bulk_str(keyword);
+            out.bulk_str("startfrom");
+            out.int(startfrom.into());
+        }
+        BeginSearch::Unknown => write_typed("unknown", &[], out),
+    }
+}
+
+/// A key spec's `find_keys` map.
+fn write_find_keys(f: &FindKeys, out: &mut dyn ReplySink) {
+    match *f {
+        FindKeys::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => write_typed(
+            "range",
+            &[("lastkey", lastkey), ("keystep", keystep), ("limit", limit)],
+            out,
+        ),
+        FindKeys::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => write_typed(
+            "keynum",
+            &[
+                ("keynumidx", keynumidx),
+                ("firstkey", firstkey),
+                ("keystep", keystep),
+            ],
+            out,
+        ),
+        FindKeys::Unknown => write_typed("unknown", &[], out),
     }
 }
 
@@ -295,16 +338,18 @@ fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     }
 }
 
-/// Resolves the command that COMMAND GETKEYS[ANDFLAGS] is asked about and its key positions.
-/// As in Redis, a command without keys is reported before a wrong argument count.
-fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<(CommandId, Vec<usize>), Error> {
+/// Resolves the command that COMMAND GETKEYS[ANDFLAGS] is asked about and finds its keys. As
+/// in Redis: a command without keys is reported before a wrong argument count, and arguments
+/// that hold no key (or fewer than a `numkeys` announces) are invalid unless the command may
+/// run without keys.
+fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<Vec<FoundKey>, Error> {
     let invalid = || Error::msg("ERR Invalid command specified");
     let mut id = table.lookup(target.get(0)).ok_or_else(invalid)?;
     if !table.get(id).spec.subcommands.is_empty() && target.len() >= 2 {
         id = table.lookup_sub(id, target.get(1)).ok_or_else(invalid)?;
     }
     let spec = table.get(id).spec;
-    if spec.first_key <= 0 {
+    if spec.get_keys.is_none() && spec.specs().is_empty() {
         return Err(Error::msg("ERR The command has no key arguments"));
     }
     if !spec.arity_ok(target.len()) {
@@ -312,30 +357,31 @@ fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<(CommandId, Ve
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    Ok((id, spec.key_positions(target.len()).collect()))
+    match spec.find_keys(target) {
+        Ok(keys) if !keys.is_empty() || spec.has(flags::NO_MANDATORY_KEYS) => Ok(keys),
+        _ => Err(Error::msg("ERR Invalid arguments specified for command")),
+    }
 }
 
 /// COMMAND GETKEYS cmd arg...: the key arguments.
 fn getkeys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let target = args.slice_from(2);
-    let (_, keys) = target_keys(&cx.core.commands, &target)?;
+    let keys = target_keys(&cx.core.commands, &target)?;
     out.array(keys.len());
-    keys.iter().for_each(|&i| out.bulk(target.get(i)));
+    keys.iter().for_each(|k| out.bulk(target.get(k.index)));
     Ok(())
 }
 
 /// COMMAND GETKEYSANDFLAGS cmd arg...: each key with its key-spec flags.
 fn getkeysandflags(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let target = args.slice_from(2);
-    let table = &cx.core.commands;
-    let (id, keys) = target_keys(table, &target)?;
-    let kf = table.get(id).spec.key_spec_flags();
+    let keys = target_keys(&cx.core.commands, &target)?;
     out.array(keys.len());
-    for &i in &keys {
+    for k in &keys {
         out.array(2);
-        out.bulk(target.get(i));
-        out.set(kf.len());
-        kf.iter().for_each(|f| out.simple(f));
+        out.bulk(target.get(k.index));
+        out.set(k.flags.len());
+        k.flags.iter().for_each(|f| out.simple(f));
     }
     Ok(())
 }
@@ -515,11 +561,11 @@ mod tests {
     }
 
     #[test]
-    fn getkeys_uses_key_positions() {
+    fn getkeys_uses_key_specs() {
         let table = CommandTable::new(&[TEST_GROUP]);
         let keys = |line: &str| {
             let a = crate::ArgvBuf::from_line(line);
-            target_keys(&table, &a.argv()).map(|(_, k)| k)
+            target_keys(&table, &a.argv()).map(|k| k.iter().map(|k| k.index).collect::<Vec<_>>())
         };
         assert_eq!(keys("mset a b c d"), Ok(alloc::vec![1, 3]));
         assert_eq!(keys("mset a b c"), Ok(alloc::vec![1, 3]));
@@ -532,5 +578,31 @@ mod tests {
         );
         let e = keys("nosuch a").unwrap_err();
         assert_eq!(alloc::format!("{e}"), "ERR Invalid command specified");
+    }
+
+    /// Redis's invariants between key specs, the legacy key fields and `movablekeys`, for every
+    /// command of the real table: movable iff some spec is not an index+range; a command with
+    /// movable keys only (numkeys) has 0,0,0; otherwise the first key is the first spec's.
+    #[test]
+    fn legacy_key_fields_agree_with_the_key_specs() {
+        let table = CommandTable::new(crate::cmd::GROUPS);
+        for reg in table.all() {
+            let spec = reg.spec;
+            let specs = spec.specs();
+            let movable = specs.iter().any(|s| s.is_movable());
+            let name = &reg.full_name;
+            assert_eq!(spec.has(flags::MOVABLEKEYS), movable, "{name}");
+            match specs.first().map(|s| s.begin_search) {
+                Some(BeginSearch::Index(i)) if !specs[0].is_movable() => {
+                    assert_eq!(spec.first_key, i, "{name}")
+                }
+                Some(_) => assert_eq!(
+                    (spec.first_key, spec.last_key, spec.key_step),
+                    (0, 0, 0),
+                    "{name}"
+                ),
+                None => assert_eq!(spec.first_key, 0, "{name}"),
+            }
+        }
     }
 }

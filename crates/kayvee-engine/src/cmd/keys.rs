@@ -9,6 +9,7 @@
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};
@@ -18,6 +19,7 @@ use crate::Cx;
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "del",
+        key_specs: &[KeySpec::range(kf::RM_DELETE, 1, -1, 1)],
         arity: -2,
         flags: flags::WRITE,
         first_key: 1,
@@ -32,6 +34,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unlink",
+        key_specs: &[KeySpec::range(kf::RM_DELETE, 1, -1, 1)],
         arity: -2,
         flags: flags::WRITE | flags::FAST,
         first_key: 1,
@@ -47,6 +50,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exists",
+        key_specs: &[KeySpec::range(kf::RO, 1, -1, 1)],
         arity: -2,
         flags: flags::READONLY | flags::FAST,
         first_key: 1,
@@ -61,6 +65,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "type",
+        key_specs: &[KeySpec::range(kf::RO, 1, 0, 1)],
         arity: 2,
         flags: flags::READONLY | flags::FAST,
         first_key: 1,
@@ -73,6 +78,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "touch",
+        key_specs: &[KeySpec::range(kf::RO, 1, -1, 1)],
         arity: -2,
         flags: flags::READONLY | flags::FAST,
         first_key: 1,
@@ -88,6 +94,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rename",
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::OW_UPDATE, 2, 0, 1)],
         arity: 3,
         flags: flags::WRITE,
         first_key: 1,
@@ -100,6 +107,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "renamenx",
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::OW_INSERT, 2, 0, 1)],
         arity: 3,
         flags: flags::WRITE | flags::FAST,
         first_key: 1,
@@ -112,6 +120,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "copy",
+        key_specs: &[KeySpec::range(kf::RO_ACCESS, 1, 0, 1), KeySpec::range(kf::OW_UPDATE, 2, 0, 1)],
         arity: -3,
         flags: flags::WRITE | flags::DENYOOM,
         first_key: 1,
@@ -126,6 +135,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "move",
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
         arity: 3,
         flags: flags::WRITE | flags::FAST,
         first_key: 1,

@@ -8,6 +8,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Value};
@@ -50,18 +51,24 @@ const fn key_sub(
 
 /// OBJECT's subcommands.
 const SUBCOMMANDS: &[CommandSpec] = &[
-    key_sub(
-        "encoding",
-        "Inspect the internal encoding of a Redis object",
-        "2.2.3",
-        object_encoding,
-    ),
-    key_sub(
-        "freq",
-        "Get the logarithmic access frequency counter of a Redis object",
-        "4.0.0",
-        object_freq,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
+        ..key_sub(
+            "encoding",
+            "Inspect the internal encoding of a Redis object",
+            "2.2.3",
+            object_encoding,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
+        ..key_sub(
+            "freq",
+            "Get the logarithmic access frequency counter of a Redis object",
+            "4.0.0",
+            object_freq,
+        )
+    },
     CommandSpec {
         name: "help",
         arity: 2,
@@ -72,18 +79,24 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: object_help,
         ..CommandSpec::DEFAULT
     },
-    key_sub(
-        "idletime",
-        "Get the time since a Redis object was last accessed",
-        "2.2.3",
-        object_idletime,
-    ),
-    key_sub(
-        "refcount",
-        "Get the number of references to the value of the key",
-        "2.2.3",
-        object_refcount,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
+        ..key_sub(
+            "idletime",
+            "Get the time since a Redis object was last accessed",
+            "2.2.3",
+            object_idletime,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
+        ..key_sub(
+            "refcount",
+            "Get the number of references to the value of the key",
+            "2.2.3",
+            object_refcount,
+        )
+    },
 ];
 
 /// Redis's `OBJ_SHARED_REFCOUNT`: the refcount it reports for shared integer objects.

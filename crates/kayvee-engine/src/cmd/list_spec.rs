@@ -3,6 +3,7 @@
 
 use super::{list as l, list_block as b};
 use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::keyspec::{kf, KeySpec};
 
 /// A list command spec with one key at position 1.
 #[allow(clippy::too_many_arguments)]
@@ -111,11 +112,13 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
         ..spec("lmove", 5, W_OOM, ACL_W_SLOW, "Pop an element from a list, push it to another list and return it", "6.2.0", "O(1)", l::lmove)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
         ..spec("rpoplpush", 3, W_OOM, ACL_W_SLOW, "Remove the last element in a list, prepend it to another list and return it", "1.2.0", "O(1)", l::rpoplpush)
     },
     CommandSpec {
@@ -123,6 +126,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         last_key: 0,
         key_step: 0,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 1)],
         ..spec("lmpop", -4, flags::WRITE | flags::MOVABLEKEYS, ACL_W_SLOW, "Pop elements from a list", "7.0.0", MPOP_CX, l::lmpop)
     },
     CommandSpec {
@@ -138,11 +142,13 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
         ..spec("blmove", 6, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", b::blmove)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
         ..spec("brpoplpush", 4, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", b::brpoplpush)
     },
     CommandSpec {
@@ -150,6 +156,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         last_key: 0,
         key_step: 0,
         key_flags: POP_KEY,
+        key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 2)],
         ..spec("blmpop", -5, flags::WRITE | flags::BLOCKING | flags::MOVABLEKEYS, ACL_W_BLOCK, "Pop elements from a list, or block until one is available", "7.0.0", MPOP_CX, b::blmpop)
     },
 ];

@@ -30,6 +30,7 @@ pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
 pub mod zset;
+pub(crate) mod zset_block;
 pub mod zset_num;
 pub(crate) mod zset_pop;
 pub(crate) mod zset_range;
@@ -52,6 +53,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     expire::COMMANDS,
     list_spec::COMMANDS,
     zset::COMMANDS,
+    zset_block::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,

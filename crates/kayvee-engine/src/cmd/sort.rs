@@ -13,6 +13,7 @@ use super::zset_num::parse_sort_weight;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Meta, Value};
@@ -23,10 +24,58 @@ use kayvee_pds::SmallBytes;
 
 const SORT_COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
 
+/// SORT's key specs: the sorted key, then the BY/GET and STORE keys only [`sort_keys`] finds.
+const SORT_KEYS: &[KeySpec] = &[
+    KeySpec::range(kf::RO_ACCESS, 1, 0, 1),
+    KeySpec::unknown(
+        kf::RO_ACCESS,
+        "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive \
+         from the content of the key we sort",
+    ),
+    KeySpec::unknown(
+        kf::OW_UPDATE,
+        "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear \
+         anywhere in the argument array",
+    ),
+];
+
+/// SORT's keys for COMMAND GETKEYS, as Redis finds them: the sorted key, then the argument of
+/// the last STORE that has one. The walk skips LIMIT's two arguments and GET's and BY's one,
+/// so a STORE in those places is not a keyword.
+fn sort_keys(args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+    let mut keys = alloc::vec![FoundKey {
+        index: 1,
+        flags: kf::RO_ACCESS,
+    }];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if a.eq_ignore_ascii_case(b"LIMIT") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"GET") || a.eq_ignore_ascii_case(b"BY") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"STORE") && i + 1 < args.len() {
+            store = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    if let Some(index) = store {
+        keys.push(FoundKey {
+            index,
+            flags: kf::OW_UPDATE,
+        });
+    }
+    Ok(keys)
+}
+
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "sort",
+        key_specs: SORT_KEYS,
+        get_keys: Some(sort_keys),
         arity: -2,
         flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS,
         first_key: 1,
@@ -36,11 +85,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Sort the elements in a list, set or sorted set",
         complexity: SORT_COMPLEXITY,
         handler: sort,
-        key_flags: &["RO", "access"],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
         name: "sort_ro",
+        key_specs: &[SORT_KEYS[0], SORT_KEYS[1]],
         arity: -2,
         flags: flags::READONLY | flags::MOVABLEKEYS,
         first_key: 1,

@@ -10,6 +10,7 @@ use super::string_opts::{expire_at_ms, ExpireUnit, Mode, SetOpts};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Meta, Value};
 use crate::{util, Cx};
@@ -97,42 +98,56 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         get,
     ),
-    spec(
-        "set",
-        -3,
-        W_OOM,
-        ACL_W_SLOW,
-        "Set the string value of a key",
-        "1.0.0",
-        set,
-    ),
-    spec(
-        "setnx",
-        3,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Set the value of a key, only if the key does not exist",
-        "1.0.0",
-        setnx,
-    ),
-    spec(
-        "setex",
-        4,
-        W_OOM,
-        ACL_W_SLOW,
-        "Set the value and expiration of a key",
-        "2.0.0",
-        setex,
-    ),
-    spec(
-        "psetex",
-        4,
-        W_OOM,
-        ACL_W_SLOW,
-        "Set the value and expiration in milliseconds of a key",
-        "2.6.0",
-        psetex,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE_VARIABLE_FLAGS, 1, 0, 1)
+            .with_notes("RW and ACCESS due to the optional `GET` argument")],
+        get_keys: Some(set_keys),
+        ..spec(
+            "set",
+            -3,
+            W_OOM,
+            ACL_W_SLOW,
+            "Set the string value of a key",
+            "1.0.0",
+            set,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::OW_INSERT, 1, 0, 1)],
+        ..spec(
+            "setnx",
+            3,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Set the value of a key, only if the key does not exist",
+            "1.0.0",
+            setnx,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1)],
+        ..spec(
+            "setex",
+            4,
+            W_OOM,
+            ACL_W_SLOW,
+            "Set the value and expiration of a key",
+            "2.0.0",
+            setex,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1)],
+        ..spec(
+            "psetex",
+            4,
+            W_OOM,
+            ACL_W_SLOW,
+            "Set the value and expiration in milliseconds of a key",
+            "2.6.0",
+            psetex,
+        )
+    },
     CommandSpec {
         last_key: -1,
         complexity: "O(N) where N is the number of keys to retrieve.",
@@ -155,6 +170,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "request_policy:multi_shard",
             "response_policy:all_succeeded",
         ],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, -1, 2)],
         ..spec(
             "mset",
             -3,
@@ -170,6 +186,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 2,
         complexity: "O(N) where N is the number of keys to set.",
         tips: &["request_policy:multi_shard", "response_policy:agg_min"],
+        key_specs: &[KeySpec::range(kf::OW_INSERT, 1, -1, 2)],
         ..spec(
             "msetnx",
             -3,
@@ -180,37 +197,48 @@ pub const COMMANDS: &[CommandSpec] = &[
             msetnx,
         )
     },
-    spec(
-        "getset",
-        3,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Set the string value of a key and return its old value",
-        "1.0.0",
-        getset,
-    ),
-    spec(
-        "getdel",
-        2,
-        W_FAST,
-        ACL_W_FAST,
-        "Get the value of a key and delete the key",
-        "6.2.0",
-        getdel,
-    ),
-    spec(
-        "getex",
-        -2,
-        W_FAST,
-        ACL_W_FAST,
-        "Get the value of a key and optionally set its expiration",
-        "6.2.0",
-        getex,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "getset",
+            3,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Set the string value of a key and return its old value",
+            "1.0.0",
+            getset,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1)],
+        ..spec(
+            "getdel",
+            2,
+            W_FAST,
+            ACL_W_FAST,
+            "Get the value of a key and delete the key",
+            "6.2.0",
+            getdel,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)
+            .with_notes("RW and UPDATE because it changes the TTL")],
+        ..spec(
+            "getex",
+            -2,
+            W_FAST,
+            ACL_W_FAST,
+            "Get the value of a key and optionally set its expiration",
+            "6.2.0",
+            getex,
+        )
+    },
     CommandSpec {
         complexity: "O(1). The amortized time complexity is O(1) assuming the appended value \
 is small and the already present value is of any size, since the dynamic string library used \
 by Redis will double the free space available on every reallocation.",
+        key_specs: &[KeySpec::range(kf::RW_INSERT, 1, 0, 1)],
         ..spec(
             "append",
             3,
@@ -221,15 +249,18 @@ by Redis will double the free space available on every reallocation.",
             append,
         )
     },
-    spec(
-        "strlen",
-        2,
-        RO_FAST,
-        ACL_R_FAST,
-        "Get the length of the value stored in a key",
-        "2.2.0",
-        strlen,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RO, 1, 0, 1)],
+        ..spec(
+            "strlen",
+            2,
+            RO_FAST,
+            ACL_R_FAST,
+            "Get the length of the value stored in a key",
+            "2.2.0",
+            strlen,
+        )
+    },
     CommandSpec {
         complexity: GETRANGE_COMPLEXITY,
         ..spec(
@@ -268,54 +299,81 @@ is O(M) with M being the length of the value argument.",
             setrange,
         )
     },
-    spec(
-        "incr",
-        2,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Increment the integer value of a key by one",
-        "1.0.0",
-        string_num::incr,
-    ),
-    spec(
-        "decr",
-        2,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Decrement the integer value of a key by one",
-        "1.0.0",
-        string_num::decr,
-    ),
-    spec(
-        "incrby",
-        3,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Increment the integer value of a key by the given amount",
-        "1.0.0",
-        string_num::incrby,
-    ),
-    spec(
-        "decrby",
-        3,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Decrement the integer value of a key by the given number",
-        "1.0.0",
-        string_num::decrby,
-    ),
-    spec(
-        "incrbyfloat",
-        3,
-        W_OOM_FAST,
-        ACL_W_FAST,
-        "Increment the float value of a key by the given amount",
-        "2.6.0",
-        string_num::incrbyfloat,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "incr",
+            2,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Increment the integer value of a key by one",
+            "1.0.0",
+            string_num::incr,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "decr",
+            2,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Decrement the integer value of a key by one",
+            "1.0.0",
+            string_num::decr,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "incrby",
+            3,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Increment the integer value of a key by the given amount",
+            "1.0.0",
+            string_num::incrby,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "decrby",
+            3,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Decrement the integer value of a key by the given number",
+            "1.0.0",
+            string_num::decrby,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
+        ..spec(
+            "incrbyfloat",
+            3,
+            W_OOM_FAST,
+            ACL_W_FAST,
+            "Increment the float value of a key by the given amount",
+            "2.6.0",
+            string_num::incrbyfloat,
+        )
+    },
 ];
 
 /// GET key: the hot path, one hash lookup and no allocation.
+/// SET's key for COMMAND GETKEYSANDFLAGS: read and updated with a GET anywhere among the
+/// options, else overwritten (Redis's `variable_flags`).
+fn set_keys(args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+    let get = (3..args.len()).any(|i| args.get(i).eq_ignore_ascii_case(b"GET"));
+    let flags = if get {
+        kf::RW_ACCESS_UPDATE
+    } else {
+        kf::OW_UPDATE
+    };
+    Ok(alloc::vec![FoundKey { index: 1, flags }])
+}
+
 fn get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     match cx.db().lookup_read(args.get(1), now) {

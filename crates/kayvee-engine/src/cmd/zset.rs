@@ -1,4 +1,4 @@
-//! Sorted-set commands (Redis "sorted_set" group): the command table, the shared helpers
+//! Sorted-set commands (Redis "sorted-set" group): the command table, the shared helpers
 //! (typed lookups, the listpack/skiplist encoding rule, scored replies) and the point commands
 //! ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD, ZRANK, ZREVRANK. Ranges live in `zset_range`,
 //! set algebra in `zset_setops`, pops/random/scan in `zset_pop`, number parsing in `zset_num`.
@@ -12,6 +12,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec, Handler};
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, KeySpec};
 use crate::reply::{Protocol, ReplySink};
 use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;
@@ -42,7 +43,7 @@ const fn spec(
         acl,
         summary,
         since,
-        group: "sorted_set",
+        group: "sorted-set",
         complexity,
         handler,
         ..CommandSpec::DEFAULT
@@ -108,6 +109,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         last_key: 2,
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, 0, 1)],
         ..spec("zrangestore", -5, W_OOM, A_W_SLOW, "Store a range of members from sorted set into another key", "6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.", zset_range::zrangestore)
     },
     spec("zrevrange", -4, RO, A_R_SLOW, "Return a range of members in a sorted set, by index, with scores ordered from high to low", "1.2.0", C_RANGE, zset_range::zrevrange),
@@ -127,6 +129,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     numkeys_spec(CommandSpec {
         key_flags: &["RW", "access", "delete"],
+        key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 1)],
         ..spec("zmpop", -4, flags::WRITE | flags::MOVABLEKEYS, A_W_SLOW, "Remove and return members with scores in a sorted set", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", zset_pop::zmpop)
     }),
     CommandSpec {
@@ -141,22 +144,37 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_flags: &["RW", "delete"],
         ..spec("zremrangebylex", 4, W, A_W_SLOW, "Remove all members in a sorted set between the given lexicographical range", "2.8.9", C_REM_RANGE, zset_range::zremrangebylex)
     },
-    numkeys_spec(spec("zunion", -3, RO_MOVE, A_R_SLOW, "Add multiple sorted sets", "6.2.0", C_UNION, zset_setops::zunion)),
-    numkeys_spec(spec("zinter", -3, RO_MOVE, A_R_SLOW, "Intersect multiple sorted sets", "6.2.0", C_INTER, zset_setops::zinter)),
-    numkeys_spec(spec("zdiff", -3, RO_MOVE, A_R_SLOW, "Subtract multiple sorted sets", "6.2.0", C_DIFF, zset_setops::zdiff)),
+    numkeys_spec(CommandSpec {
+        key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],
+        ..spec("zunion", -3, RO_MOVE, A_R_SLOW, "Add multiple sorted sets", "6.2.0", C_UNION, zset_setops::zunion)
+    }),
+    numkeys_spec(CommandSpec {
+        key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],
+        ..spec("zinter", -3, RO_MOVE, A_R_SLOW, "Intersect multiple sorted sets", "6.2.0", C_INTER, zset_setops::zinter)
+    }),
+    numkeys_spec(CommandSpec {
+        key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],
+        ..spec("zdiff", -3, RO_MOVE, A_R_SLOW, "Subtract multiple sorted sets", "6.2.0", C_DIFF, zset_setops::zdiff)
+    }),
     CommandSpec {
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::keynum(kf::RO_ACCESS, 2)],
         ..spec("zunionstore", -4, W_OOM_MOVE, A_W_SLOW, "Add multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", C_UNIONSTORE, zset_setops::zunionstore)
     },
     CommandSpec {
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::keynum(kf::RO_ACCESS, 2)],
         ..spec("zinterstore", -4, W_OOM_MOVE, A_W_SLOW, "Intersect multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", C_INTER, zset_setops::zinterstore)
     },
     CommandSpec {
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::keynum(kf::RO_ACCESS, 2)],
         ..spec("zdiffstore", -4, W_OOM_MOVE, A_W_SLOW, "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0", C_DIFF, zset_setops::zdiffstore)
     },
-    numkeys_spec(spec("zintercard", -3, RO_MOVE, A_R_SLOW, "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.", zset_setops::zintercard)),
+    numkeys_spec(CommandSpec {
+        key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],
+        ..spec("zintercard", -3, RO_MOVE, A_R_SLOW, "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.", zset_setops::zintercard)
+    }),
     CommandSpec {
         tips: &["nondeterministic_output"],
         ..spec("zrandmember", -2, RO, A_R_SLOW, "Get one or multiple random elements from a sorted set", "6.2.0", "O(N) where N is the number of elements returned", zset_pop::zrandmember)
@@ -228,7 +246,15 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let mut entry = Entry::new(Value::ZSet(Box::new(zs)), now);
     entry.meta.set_flag(Meta::BIG, big);
     cx.db().insert_entry(key, entry, None);
+    signal_zset_ready(cx, key);
     len
+}
+
+/// Tells clients blocked on `key` (BZPOPMIN, BZMPOP...) that it may hold members now: cheap
+/// when nobody waits, and a waiter re-checks the key when served.
+fn signal_zset_ready(cx: &mut Cx<'_>, key: &[u8]) {
+    let db = cx.db_index;
+    crate::blocking::signal_key_ready(cx, db, key);
 }
 
 /// Deletes the key when its sorted set became empty (Redis never keeps empty collections).
@@ -441,6 +467,7 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         out.int(if f.ch { added + changed } else { added });
     }
     drop_if_empty(cx, key);
+    signal_zset_ready(cx, key);
     Ok(())
 }
 
@@ -483,6 +510,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len());
     }
     out.double(new);
+    signal_zset_ready(cx, key);
     Ok(())
 }
 

@@ -1,5 +1,5 @@
 //! Sorted-set pops, random members and scanning: ZPOPMIN, ZPOPMAX, ZMPOP, ZRANDMEMBER and
-//! ZSCAN (Redis 7.0.15 semantics; the blocking forms are not here).
+//! ZSCAN (Redis 7.0.15 semantics; the blocking forms, in `zset_block`, reuse the pops).
 //!
 //! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
@@ -17,7 +17,7 @@ use kayvee_pds::SmallBytes;
 
 /// Pops up to `count` members from the low (or high) end of the set at `key`; `None` when
 /// the key is missing, WRONGTYPE for another type. Deletes the key when emptied.
-fn pop(
+pub(crate) fn pop(
     cx: &mut Cx<'_>,
     key: &[u8],
     count: usize,

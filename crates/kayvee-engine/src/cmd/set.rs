@@ -14,6 +14,7 @@ use super::set_rand::{spop, srandmember, sscan};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Set, Value};
@@ -174,6 +175,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         tips: &[],
         key_flags: &["RW", "access", "delete"],
+        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
         handler: smove,
         ..CommandSpec::DEFAULT
     },
@@ -242,6 +244,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
         tips: &[],
         key_flags: &["RW", "update"],
+        key_specs: &[KeySpec::range(kf::RW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
         handler: sinterstore,
         ..CommandSpec::DEFAULT
     },
@@ -259,6 +262,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(N) where N is the total number of elements in all given sets.",
         tips: &[],
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
         handler: sunionstore,
         ..CommandSpec::DEFAULT
     },
@@ -276,6 +280,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(N) where N is the total number of elements in all given sets.",
         tips: &[],
         key_flags: &["OW", "update"],
+        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
         handler: sdiffstore,
         ..CommandSpec::DEFAULT
     },
@@ -293,6 +298,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
         tips: &[],
         key_flags: &["RO", "access"],
+        key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],
         handler: sintercard,
         ..CommandSpec::DEFAULT
     },

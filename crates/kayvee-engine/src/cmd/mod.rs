@@ -17,12 +17,14 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod pubsub;
 pub mod server;
 pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
+pub mod txn;
 pub mod zset;
 pub mod zset_num;
 pub(crate) mod zset_pop;
@@ -47,4 +49,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     list_spec::COMMANDS,
     zset::COMMANDS,
     sort::COMMANDS,
+    txn::COMMANDS,
+    pubsub::COMMANDS,
 ];

@@ -29,6 +29,8 @@ use std::time::Duration;
 // In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
 #[path = "diff_gen/list.rs"]
 mod diff_gen_list;
+#[path = "diff_gen/txn.rs"]
+mod diff_gen_txn;
 #[path = "diff_gen/zset.rs"]
 mod diff_gen_zset;
 
@@ -151,6 +153,8 @@ impl Rng {
 struct Gen {
     rng: Rng,
     step: u64,
+    /// Commands of a scripted sequence still to emit (transactions), one per step.
+    pending: std::collections::VecDeque<Args>,
 }
 
 /// A generator of one family of commands.
@@ -165,6 +169,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (8, Gen::bad_command),
     (30, Gen::list_command),
     (40, Gen::zset_command),
+    (12, Gen::txn_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -237,6 +242,9 @@ impl Gen {
 
     /// One random command, from a family chosen by weight (see [`FAMILIES`]).
     fn command(&mut self) -> Args {
+        if let Some(next) = self.pending.pop_front() {
+            return next;
+        }
         let total: u64 = FAMILIES.iter().map(|(w, _)| *w).sum();
         let mut pick = self.rng.below(total as usize) as u64;
         let mut family = FAMILIES[0].1;
@@ -801,6 +809,7 @@ fn run_seed(
     let mut gen = Gen {
         rng: Rng(seed),
         step: 0,
+        pending: Default::default(),
     };
     let mut history: Vec<(usize, Args, String)> = Vec::new();
     for i in 0..count {
@@ -809,6 +818,11 @@ fn run_seed(
         let (r, k) = pair.both(&cmd);
         findings.count(&cmd, &r);
         if !same_reply(&cmd, &r, &k) {
+            if std::env::var("TXN_DEBUG").is_ok() {
+                for (j, c, rep) in history.iter().rev().take(14).rev() {
+                    eprintln!("DBG #{j} {} -> {rep}", show_args(c));
+                }
+            }
             let context =
                 format!("seed {seed} RESP{proto} command #{i} (rerun: KAYVEE_DIFF_SEED={seed})");
             let mut history_lines = key_history(&history, &cmd);
@@ -1047,6 +1061,7 @@ fn generator_is_deterministic_and_varied() {
         let mut gen = Gen {
             rng: Rng(seed),
             step: 0,
+            pending: Default::default(),
         };
         (0..500).map(|_| gen.command()).collect::<Vec<_>>()
     };

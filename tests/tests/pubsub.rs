@@ -82,7 +82,10 @@ fn messages_reach_channel_pattern_and_shard_subscribers() {
     drop(sub);
     let start = Instant::now();
     while run(&mut publisher, &["PUBLISH", "news", "gone"]) != ":0\\r\\n" {
-        assert!(start.elapsed() < Duration::from_secs(5), "subscriber not removed");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "subscriber not removed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -132,7 +135,12 @@ fn slow_subscriber_is_dropped_and_memory_stays_bounded() {
     assert_eq!(
         run(
             &mut publisher,
-            &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 256kb 1"]
+            &[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 1mb 256kb 1"
+            ]
         ),
         "+OK\\r\\n"
     );
@@ -148,7 +156,10 @@ fn slow_subscriber_is_dropped_and_memory_stays_bounded() {
         if n == b":0\r\n" {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "flood took too long");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "flood took too long"
+        );
     }
     assert!(published < 4096, "the subscriber was never dropped");
     assert_eq!(

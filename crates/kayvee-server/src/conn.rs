@@ -10,9 +10,9 @@
 
 use crate::net::Stream;
 use kayvee_engine::client::IoStats;
+use kayvee_engine::config::OutputLimit;
 use kayvee_engine::Handle;
 use kayvee_resp::Decoder;
-use kayvee_engine::config::OutputLimit;
 use std::io::{self, Read, Write};
 use std::time::Instant;
 

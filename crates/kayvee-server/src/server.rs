@@ -298,9 +298,7 @@ impl Server {
             return false;
         }
         let id = self.engine.clients.get(h).map_or(0, |c| c.id);
-        warn!(
-            "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
-        );
+        warn!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits.");
         true
     }
 

@@ -524,7 +524,9 @@ fn parse_buffer_limits(words: &[&[u8]]) -> Result<Val, String> {
         let bad = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
         let hard = parse_memory(g[1]).ok_or(bad)?;
         let soft = parse_memory(g[2]).ok_or(bad)?;
-        let secs = crate::util::parse_i64(g[3]).filter(|v| *v >= 0).ok_or(bad)?;
+        let secs = crate::util::parse_i64(g[3])
+            .filter(|v| *v >= 0)
+            .ok_or(bad)?;
         out.push(String::from(crate::config::OUTPUT_CLASSES[class]));
         out.extend([hard, soft, secs as u64].map(|v| alloc::format!("{v}")));
     }
@@ -541,7 +543,9 @@ fn render_buffer_limits(limits: &[crate::config::OutputLimit; 3]) -> String {
         let class = crate::config::OUTPUT_CLASSES[i];
         s.push_str(&alloc::format!(
             "{class} {} {} {}",
-            l.hard_bytes, l.soft_bytes, l.soft_s
+            l.hard_bytes,
+            l.soft_bytes,
+            l.soft_s
         ));
     }
     s

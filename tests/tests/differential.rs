@@ -818,14 +818,21 @@ fn run_seed(
         let (r, k) = pair.both(&cmd);
         findings.count(&cmd, &r);
         if !same_reply(&cmd, &r, &k) {
-            if std::env::var("TXN_DEBUG").is_ok() {
-                for (j, c, rep) in history.iter().rev().take(14).rev() {
-                    eprintln!("DBG #{j} {} -> {rep}", show_args(c));
-                }
-            }
             let context =
                 format!("seed {seed} RESP{proto} command #{i} (rerun: KAYVEE_DIFF_SEED={seed})");
             let mut history_lines = key_history(&history, &cmd);
+            if cmd.len() == 1 {
+                // A command without arguments (EXEC): the commands just before it tell the story.
+                history_lines.clear();
+                history_lines.extend(
+                    history
+                        .iter()
+                        .rev()
+                        .take(12)
+                        .rev()
+                        .map(|(j, c, rep)| format!("    #{j} {} -> {rep}", show_args(c))),
+                );
+            }
             let broken = k.is_err() || r.is_err();
             if !broken {
                 history_lines.extend(key_states(&mut pair, &cmd));

@@ -11,7 +11,9 @@ impl Gen {
     /// One transaction-related command (the first of a sequence; the rest follow in `pending`).
     pub(crate) fn txn_command(&mut self) -> Args {
         match self.rng.below(10) {
-            0 => args(&[self.rng.pick(&["EXEC", "DISCARD", "UNWATCH", "MULTI"])]),
+            // Never a lone MULTI: the commands of other families it would queue include some
+            // with unordered replies (KEYS), which EXEC's array could not compare.
+            0 => args(&[self.rng.pick(&["EXEC", "DISCARD", "UNWATCH"])]),
             1 => args(&[self.rng.pick(&["EXEC", "DISCARD", "WATCH", "UNWATCH"]), "x"]),
             _ => {
                 self.script_transaction();

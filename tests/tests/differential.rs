@@ -39,6 +39,8 @@ mod diff_gen_hash;
 mod diff_gen_list;
 #[path = "diff_gen/set.rs"]
 mod diff_gen_set;
+#[path = "diff_gen/txn.rs"]
+mod diff_gen_txn;
 #[path = "diff_gen/zset.rs"]
 mod diff_gen_zset;
 
@@ -161,6 +163,8 @@ impl Rng {
 struct Gen {
     rng: Rng,
     step: u64,
+    /// Commands of a scripted sequence still to emit (transactions), one per step.
+    pending: std::collections::VecDeque<Args>,
 }
 
 /// A generator of one family of commands.
@@ -177,6 +181,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (40, Gen::zset_command),
     (30, Gen::hash_command),
     (30, Gen::set_family_command),
+    (12, Gen::txn_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -249,6 +254,9 @@ impl Gen {
 
     /// One random command, from a family chosen by weight (see [`FAMILIES`]).
     fn command(&mut self) -> Args {
+        if let Some(next) = self.pending.pop_front() {
+            return next;
+        }
         let total: u64 = FAMILIES.iter().map(|(w, _)| *w).sum();
         let mut pick = self.rng.below(total as usize) as u64;
         let mut family = FAMILIES[0].1;
@@ -857,6 +865,7 @@ fn run_seed(
     let mut gen = Gen {
         rng: Rng(seed),
         step: 0,
+        pending: Default::default(),
     };
     let mut history: Vec<(usize, Args, String)> = Vec::new();
     for i in 0..count {
@@ -868,6 +877,18 @@ fn run_seed(
             let context =
                 format!("seed {seed} RESP{proto} command #{i} (rerun: KAYVEE_DIFF_SEED={seed})");
             let mut history_lines = key_history(&history, &cmd);
+            if cmd.len() == 1 {
+                // A command without arguments (EXEC): the commands just before it tell the story.
+                history_lines.clear();
+                history_lines.extend(
+                    history
+                        .iter()
+                        .rev()
+                        .take(12)
+                        .rev()
+                        .map(|(j, c, rep)| format!("    #{j} {} -> {rep}", show_args(c))),
+                );
+            }
             let broken = k.is_err() || r.is_err();
             if !broken {
                 history_lines.extend(key_states(&mut pair, &cmd));
@@ -1103,6 +1124,7 @@ fn generator_is_deterministic_and_varied() {
         let mut gen = Gen {
             rng: Rng(seed),
             step: 0,
+            pending: Default::default(),
         };
         (0..500).map(|_| gen.command()).collect::<Vec<_>>()
     };

@@ -105,6 +105,10 @@ pub struct Client {
     pub blocked: bool,
     /// Inside MULTI: blocking commands answer their timeout reply instead of blocking.
     pub in_multi: bool,
+    /// The MULTI queue and the WATCHed keys (see [`crate::txn`]).
+    pub txn: crate::txn::ClientTxn,
+    /// Channel, pattern and shard-channel subscriptions (see [`crate::pubsub`]).
+    pub subs: crate::pubsub::ClientSubs,
 }
 
 /// The table of connected clients.
@@ -139,6 +143,8 @@ impl ClientTable {
             io: IoStats::default(),
             blocked: false,
             in_multi: false,
+            txn: Default::default(),
+            subs: Default::default(),
         };
         self.len += 1;
         match self.free.pop() {

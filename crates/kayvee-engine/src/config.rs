@@ -44,6 +44,9 @@ pub struct Config {
     pub proto_max_bulk_len: u64,
     /// Largest query buffer per client.
     pub client_query_buffer_limit: u64,
+    /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds) for the `normal`,
+    /// `replica` and `pubsub` classes, in that order; 0 disables a limit.
+    pub client_output_buffer_limit: [OutputLimit; 3],
     /// Memory limit in bytes (0 = none).
     pub maxmemory: u64,
     /// Eviction policy name.
@@ -103,6 +106,19 @@ impl Default for Config {
             hz: 10,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
+            client_output_buffer_limit: [
+                OutputLimit::default(),
+                OutputLimit {
+                    hard_bytes: 256 << 20,
+                    soft_bytes: 64 << 20,
+                    soft_s: 60,
+                },
+                OutputLimit {
+                    hard_bytes: 32 << 20,
+                    soft_bytes: 8 << 20,
+                    soft_s: 60,
+                },
+            ],
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
             dir: ".".into(),
@@ -130,6 +146,21 @@ impl Default for Config {
 /// A rejected configuration value or file line; Display is the message for the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError(pub String);
+
+/// One class of `client-output-buffer-limit`: a client is disconnected once its pending output
+/// exceeds `hard_bytes`, or stays above `soft_bytes` for more than `soft_s` seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Hard limit in bytes (0 = none).
+    pub hard_bytes: u64,
+    /// Soft limit in bytes (0 = none).
+    pub soft_bytes: u64,
+    /// How long the soft limit may be exceeded, in seconds.
+    pub soft_s: u64,
+}
+
+/// The class names of `client-output-buffer-limit`, by index (`slave` is `replica`'s alias).
+pub const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
 
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -19,6 +19,8 @@ pub struct Db {
     pub(crate) stats: DbStats,
     /// Where the next active-expiry step resumes in `expires` (a [`PMap::scan`] cursor).
     pub(crate) expire_cursor: u64,
+    /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
+    pub(crate) watch: crate::txn::DbWatch,
 }
 
 /// Counters a database keeps for INFO.
@@ -49,6 +51,7 @@ impl Db {
             expires: PMap::with_seed(seed),
             stats: DbStats::default(),
             expire_cursor: 0,
+            watch: Default::default(),
         }
     }
 
@@ -87,6 +90,7 @@ impl Db {
                 self.keys.remove(key);
                 self.expires.remove(key);
                 self.stats.expired += 1;
+                self.watch.note_expired(key);
                 true
             }
             _ => false,
@@ -136,6 +140,7 @@ impl Db {
         }
         let e = self.keys.get_mut(key)?;
         e.meta.access_s = (now_ms / 1000) as u32;
+        self.watch.probe(key, &e.value);
         Some(e)
     }
 
@@ -143,6 +148,7 @@ impl Db {
     /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
         let entry = Entry::new(value, now_ms);
+        self.watch.note_write(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             return;
         };
@@ -160,6 +166,7 @@ impl Db {
 
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
+        self.watch.note_write(key);
         entry
             .meta
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
@@ -180,6 +187,7 @@ impl Db {
             return None;
         }
         let (_, entry) = self.keys.remove(key)?;
+        self.watch.note_write(key);
         let ttl = if entry.meta.has(Meta::HAS_EXPIRE) {
             self.expires.remove(key).map(|(_, at)| at)
         } else {
@@ -195,6 +203,7 @@ impl Db {
         };
         e.meta.set_flag(Meta::HAS_EXPIRE, true);
         self.expires.insert(Key::from_slice(key), at_ms);
+        self.watch.note_write(key);
         true
     }
 
@@ -208,11 +217,13 @@ impl Db {
         }
         e.meta.set_flag(Meta::HAS_EXPIRE, false);
         self.expires.remove(key);
+        self.watch.note_write(key);
         true
     }
 
     /// Drops every key (O(1): the old version is freed when no snapshot holds it).
     pub fn clear(&mut self) {
+        crate::txn::touch_existing(self);
         self.keys.clear();
         self.expires.clear();
     }
@@ -237,6 +248,7 @@ impl Db {
                 self.keys.remove(&k[..]);
                 self.expires.remove(&k[..]);
                 self.stats.expired += 1;
+                self.watch.note_expired(&k[..]);
                 expired += 1;
             }
         }
@@ -323,6 +335,7 @@ impl Db {
         for k in &due {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
+            self.watch.note_expired(&k[..]);
         }
         self.stats.expired += due.len() as u64;
         (checked, due.len())

@@ -18,8 +18,10 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod pubsub;
 pub mod reply;
 pub mod stats;
+pub mod txn;
 pub mod util;
 pub mod value;
 pub mod xenstore;
@@ -134,6 +136,10 @@ pub struct Core {
     pub shutting_down: bool,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
+    /// Number of clients that WATCH at least one key (see [`txn`]).
+    pub watching: usize,
+    /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
+    pub pubsub: pubsub::PubSub,
 }
 
 pub use stats::Stats;
@@ -213,6 +219,8 @@ pub struct Engine {
     /// Connected clients.
     pub clients: ClientTable,
     last_cmd: Option<CommandId>,
+    /// EXEC's id: dispatch runs it itself (it runs other commands).
+    exec_id: Option<CommandId>,
 }
 
 impl Engine {
@@ -237,14 +245,18 @@ impl Engine {
             used_memory_peak: 0,
             shutting_down: false,
             blocking: Default::default(),
+            watching: 0,
+            pubsub: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
+        let exec_id = core.commands.lookup(b"exec");
         Engine {
             core,
             clients: ClientTable::default(),
             last_cmd: None,
+            exec_id,
         }
     }
 
@@ -258,6 +270,8 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
+        txn::discard(&mut self.core, &mut self.clients, h);
+        pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
         self.clients.remove(h);
     }
 
@@ -313,6 +327,7 @@ impl Engine {
         if self.core.blocking.has_ready() {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
+        txn::settle(&mut self.core, &mut self.clients);
         outcome
     }
 
@@ -350,7 +365,8 @@ impl Engine {
         }
     }
 
-    /// Looks the command up, checks arity and auth, runs it and counts it.
+    /// Looks the command up, checks arity, auth and the client's mode (subscribed, MULTI), then
+    /// runs it (or queues it inside MULTI) and counts it.
     fn dispatch(
         &mut self,
         h: Handle,
@@ -360,23 +376,51 @@ impl Engine {
     ) -> Outcome {
         let id = match self.resolve(argv) {
             Ok(id) => id,
-            Err((id, e)) => {
-                if let Some(id) = id {
-                    self.core.stats.commands[id.0 as usize].rejected_calls += 1;
-                }
-                return self.reject(&e, out);
-            }
+            Err((id, e)) => return self.reject(h, id, &e, out),
         };
-        let reg = self.core.commands.get(id);
-        let spec = reg.spec;
+        let spec = self.core.commands.get(id).spec;
         let client = self.clients.get_mut(h).expect("checked by execute");
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
         let auth_required = self.core.config.requirepass.is_some();
         if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
-            self.core.stats.commands[id.0 as usize].rejected_calls += 1;
-            return self.reject(&Error::NoAuth, out);
+            return self.reject(h, Some(id), &Error::NoAuth, out);
         }
+        if client.protocol == Protocol::Resp2
+            && client.subs.active()
+            && !pubsub::allowed_when_subscribed(spec.name)
+        {
+            let name = &self.core.commands.get(id).full_name;
+            return self.reject(h, Some(id), &pubsub::subscribed_context_error(name), out);
+        }
+        if client.in_multi {
+            if spec.has(command::flags::NO_MULTI) {
+                let e = Error::msg("ERR Command not allowed inside a transaction");
+                return self.reject(h, Some(id), &e, out);
+            }
+            if !txn::runs_in_multi(spec.name) {
+                txn::queue(&mut self.clients, h, argv);
+                out.simple("QUEUED");
+                return Outcome::Continue;
+            }
+        }
+        if Some(id) == self.exec_id {
+            return self.exec(h, id, now, out);
+        }
+        self.run(h, id, argv, now, out)
+    }
+
+    /// Runs a resolved, admitted command and counts it.
+    fn run(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        let spec = self.core.commands.get(id).spec;
+        let client = self.clients.get_mut(h).expect("checked by execute");
         client.last_cmd = spec.name;
         client.last_cmd_id = Some(id);
         let db_index = client.db;
@@ -405,6 +449,49 @@ impl Engine {
                 send_error(&mut self.core.stats, &e, out);
             }
         }
+        outcome
+    }
+
+    /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
+    /// the queued commands run back to back (nothing else runs in between) and their replies
+    /// form one array. Run-time errors are elements of the array and do not stop the rest.
+    fn exec(&mut self, h: Handle, id: CommandId, now: Now, out: &mut dyn ReplySink) -> Outcome {
+        let client = self.clients.get_mut(h).expect("checked by execute");
+        if !client.in_multi {
+            let e = Error::msg("ERR EXEC without MULTI");
+            self.core.stats.commands[id.0 as usize].failed_calls += 1;
+            self.core.stats.commands[id.0 as usize].calls += 1;
+            return self.reject(h, None, &e, out);
+        }
+        let errored = client.txn.errored;
+        let dirty =
+            client.txn.dirty || txn::watched_key_expired(&self.core, &self.clients, h, now.ms());
+        let client = self.clients.get_mut(h).expect("checked by execute");
+        let queue = core::mem::take(&mut client.txn.queue);
+        txn::unwatch_all(&mut self.core, &mut self.clients, h);
+        self.core.stats.commands[id.0 as usize].calls += 1;
+        let mut outcome = Outcome::Continue;
+        if errored {
+            let e = Error::msg("EXECABORT Transaction discarded because of previous errors.");
+            send_error(&mut self.core.stats, &e, out);
+        } else if dirty {
+            out.null_array();
+        } else {
+            out.array(queue.len());
+            for args in &queue {
+                let argv = args.argv();
+                let step = match self.resolve(&argv) {
+                    Ok(cmd) => self.run(h, cmd, &argv, now, out),
+                    Err((_, e)) => self.reject(h, None, &e, out),
+                };
+                txn::settle(&mut self.core, &mut self.clients);
+                if step != Outcome::Continue {
+                    outcome = step;
+                }
+            }
+        }
+        txn::discard(&mut self.core, &mut self.clients, h);
+        self.last_cmd = Some(id);
         outcome
     }
 
@@ -439,8 +526,30 @@ impl Engine {
         Ok(sub)
     }
 
-    fn reject(&mut self, e: &Error, out: &mut dyn ReplySink) -> Outcome {
-        send_error(&mut self.core.stats, e, out);
+    /// Refuses a command before it runs, as Redis's `rejectCommand`: counts it, fails the
+    /// transaction being queued, and for EXEC itself aborts the transaction.
+    fn reject(
+        &mut self,
+        h: Handle,
+        id: Option<CommandId>,
+        e: &Error,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        if let Some(id) = id {
+            self.core.stats.commands[id.0 as usize].rejected_calls += 1;
+        }
+        txn::flag_error(&mut self.clients, h);
+        if id.is_some() && id == self.exec_id {
+            txn::discard(&mut self.core, &mut self.clients, h);
+            let text = alloc::format!("{e}");
+            let why = text.strip_prefix("ERR ").unwrap_or(&text);
+            let e = Error::msg(alloc::format!(
+                "EXECABORT Transaction discarded because of: {why}"
+            ));
+            send_error(&mut self.core.stats, &e, out);
+        } else {
+            send_error(&mut self.core.stats, e, out);
+        }
         Outcome::Continue
     }
 
@@ -463,6 +572,7 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         cmd::expire::active_expire_cycle(&mut self.core, now);
+        txn::settle(&mut self.core, &mut self.clients);
         self.expire_blocked(now);
     }
 
@@ -485,6 +595,18 @@ impl Engine {
     /// commands (it is no longer blocked).
     pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
         self.core.blocking.take_wakeups()
+    }
+
+    /// Pub/sub messages owed to clients other than the one that ran the last command, in
+    /// publish order; the shell encodes each in its receiver's protocol ([`Engine::protocol`]).
+    pub fn take_messages(&mut self) -> Vec<(Handle, alloc::rc::Rc<Reply>)> {
+        self.core.pubsub.take_messages()
+    }
+
+    /// Whether client `h` has a pub/sub subscription (its output buffer falls under the
+    /// `pubsub` class of `client-output-buffer-limit`).
+    pub fn is_subscriber(&self, h: Handle) -> bool {
+        self.clients.get(h).is_some_and(|c| c.subs.active())
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

@@ -17,7 +17,7 @@
 //! - `@cron` runs the engine's background cycle (active expiry, blocked clients' timeouts).
 //! - `@expire` runs only the blocked clients' timeouts (`Engine::expire_blocked`).
 //! - `@woken NAME` checks the replies a blocked client NAME got when it was served or timed
-//!   out (the `<` lines that follow); every such reply must be checked before the next
+//!   out, and the pub/sub messages it received (the `<` lines that follow); every such reply must be checked before the next
 //!   command's lines or the end of the file. A command that blocks shows no `<` line.
 //! - `@set KEY VALUE` stores a string in the current client's database through the `Db` API
 //!   (what `SET KEY VALUE` does on the real server, whose `+OK` is not shown), for groups
@@ -77,6 +77,11 @@ impl Runner {
         for (h, replies) in self.engine.take_wakeups() {
             let resp3 = self.engine.protocol(h) == Protocol::Resp3;
             let lines = render_all(replies, resp3);
+            self.woken.entry(h).or_default().extend(lines);
+        }
+        for (h, message) in self.engine.take_messages() {
+            let resp3 = self.engine.protocol(h) == Protocol::Resp3;
+            let lines = render_all(vec![(*message).clone()], resp3);
             self.woken.entry(h).or_default().extend(lines);
         }
     }

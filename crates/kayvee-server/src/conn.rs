@@ -10,9 +10,11 @@
 
 use crate::net::Stream;
 use kayvee_engine::client::IoStats;
+use kayvee_engine::config::OutputLimit;
 use kayvee_engine::Handle;
 use kayvee_resp::Decoder;
 use std::io::{self, Read, Write};
+use std::time::Instant;
 
 /// First size of an input buffer (Redis's `PROTO_IOBUF_LEN`).
 pub const INPUT_INITIAL: usize = 16 * 1024;
@@ -58,6 +60,8 @@ pub struct Conn {
     pub read_paused: bool,
     /// Whether the cron saw no traffic since its last run (for releasing buffers).
     pub idle_since_cron: bool,
+    /// Since when the pending output has been above the soft `client-output-buffer-limit`.
+    pub soft_since: Option<std::time::Instant>,
 }
 
 impl Conn {
@@ -75,6 +79,7 @@ impl Conn {
             closing: false,
             read_paused: false,
             idle_since_cron: false,
+            soft_since: None,
         }
     }
 
@@ -211,8 +216,34 @@ impl Conn {
         if self.out_sent == self.out.len() {
             self.out.clear();
             self.out_sent = 0;
+        } else if self.out_sent >= OUTPUT_KEEP && self.out_sent * 2 >= self.out.len() {
+            // A reader that keeps up only partly: drop the written front so the buffer's
+            // memory follows the pending bytes, not everything ever queued.
+            self.out.drain(..self.out_sent);
+            self.out_sent = 0;
         }
         Ok(n)
+    }
+
+    /// Whether the pending output breaks `limit` at `now`: above the hard limit, or above the
+    /// soft limit for longer than its seconds (the soft clock starts the first time it is
+    /// seen above, and stops when the output falls back below).
+    pub fn over_output_limit(&mut self, limit: OutputLimit, now: Instant) -> bool {
+        let pending = self.out_pending() as u64;
+        if limit.hard_bytes > 0 && pending >= limit.hard_bytes {
+            return true;
+        }
+        if limit.soft_bytes == 0 || pending < limit.soft_bytes {
+            self.soft_since = None;
+            return false;
+        }
+        match self.soft_since {
+            None => {
+                self.soft_since = Some(now);
+                false
+            }
+            Some(since) => now.duration_since(since) > std::time::Duration::from_secs(limit.soft_s),
+        }
     }
 
     /// Buffer sizes for `CLIENT LIST`.

@@ -223,6 +223,7 @@ impl Server {
     /// further clients: repeat until none is left.
     fn deliver_wakeups(&mut self) {
         loop {
+            self.deliver_messages();
             let woken = self.engine.take_wakeups();
             if woken.is_empty() {
                 return;
@@ -237,6 +238,68 @@ impl Server {
                 self.service_conn(h.0);
             }
         }
+    }
+
+    // ---- Pub/sub messages and output buffer limits ----
+
+    /// Appends the pub/sub messages the engine queued to each receiver's output (encoded in
+    /// its protocol), writes each receiver's output once, and drops receivers over their
+    /// `client-output-buffer-limit` (a subscriber that does not read cannot grow without bound).
+    fn deliver_messages(&mut self) {
+        let messages = self.engine.take_messages();
+        if messages.is_empty() {
+            return;
+        }
+        let mut touched = Vec::new();
+        for (h, msg) in messages {
+            let protocol = self.engine.protocol(h);
+            let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
+                continue;
+            };
+            if conn.closing {
+                continue;
+            }
+            msg.write_to(&mut RespWriter::new(&mut conn.out, protocol));
+            if touched.last() != Some(&h.0) {
+                touched.push(h.0);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for slot in touched {
+            self.flush_and_check(slot);
+        }
+    }
+
+    /// One write of connection `slot`'s output, then the output limit check: closes it when
+    /// over its class's limit or when the write failed.
+    fn flush_and_check(&mut self, slot: usize) {
+        let Some(mut conn) = self.conns.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let ok = self.write_out(&mut conn).is_ok();
+        let over = self.over_limit(&mut conn);
+        self.conns[slot] = Some(conn);
+        if over || !ok {
+            self.close(slot);
+        }
+    }
+
+    /// Whether a connection's pending output breaks the limit of its class (`pubsub` for a
+    /// subscriber, `normal` otherwise), logging as Redis does when it does.
+    fn over_limit(&mut self, conn: &mut Conn) -> bool {
+        let h = conn.handle;
+        let class = if self.engine.is_subscriber(h) { 2 } else { 0 };
+        let limit = self.engine.core.config.client_output_buffer_limit[class];
+        if limit.hard_bytes == 0 && limit.soft_bytes == 0 {
+            return false;
+        }
+        if !conn.over_output_limit(limit, Instant::now()) {
+            return false;
+        }
+        let id = self.engine.clients.get(h).map_or(0, |c| c.id);
+        warn!("Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits.");
+        true
     }
 
     /// Routes one readiness event.
@@ -343,8 +406,9 @@ impl Server {
             debug!("Client connection error: {e}");
             false
         });
+        let over = keep && self.over_limit(&mut conn);
         self.conns[slot] = Some(conn);
-        if !keep {
+        if !keep || over {
             self.close(slot);
         }
         if batch.kill {

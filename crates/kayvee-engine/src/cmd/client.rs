@@ -299,12 +299,7 @@ fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
     let io = &c.io;
     let name = c.name.as_ref().map(|n| n.as_bytes()).unwrap_or_default();
     let tcp = matches!(c.conn.transport, Transport::Tcp { .. });
-    let flags = match (tcp, c.blocked) {
-        (true, false) => "N",
-        (true, true) => "b",
-        (false, false) => "U",
-        (false, true) => "bU",
-    };
+    let flags = client_flags(c, tcp);
     let cmd = match c.last_cmd_id {
         Some(id) => cx.core.commands.get(id).full_name.as_str(),
         None => "NULL",
@@ -312,7 +307,7 @@ fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
     let _ = writeln!(
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} \
-         sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem=0 \
+         sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem={} \
          rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={cmd} user={} redir=-1 \
          resp={}",
         c.id,
@@ -323,14 +318,44 @@ fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
         now.saturating_sub(c.created_ms) / 1000,
         now.saturating_sub(c.last_interaction_ms) / 1000,
         c.db,
+        c.subs.channels.len(),
+        c.subs.patterns.len(),
+        c.subs.shard.len(),
+        if c.in_multi {
+            c.txn.queue.len() as i64
+        } else {
+            -1
+        },
         io.qbuf,
         io.qbuf_free,
+        c.txn.queued_bytes,
         io.obl,
         io.omem,
         io.tot_mem,
         String::from_utf8_lossy(&c.user),
         c.protocol.number(),
     );
+}
+
+/// The `flags=` letters in Redis's order: P (subscriber), x (in MULTI), b (blocked), d (a
+/// watched key was modified), U (Unix socket); `N` when none applies.
+fn client_flags(c: &Client, tcp: bool) -> String {
+    let mut f = String::new();
+    for (on, letter) in [
+        (c.subs.active(), 'P'),
+        (c.in_multi, 'x'),
+        (c.blocked, 'b'),
+        (c.txn.dirty, 'd'),
+        (!tcp, 'U'),
+    ] {
+        if on {
+            f.push(letter);
+        }
+    }
+    if f.is_empty() {
+        f.push('N');
+    }
+    f
 }
 
 /// Bytes of the arguments of the running command (`argv-mem=`).

@@ -94,8 +94,17 @@ pub const REDIS_VERSION: &str = "7.0.15";
 /// `WRONGPASS`, for AUTH and HELLO AUTH.
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// PING [message]
-fn ping(_cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+/// PING [message]. A RESP2 client in subscribed mode gets `["pong", message or ""]`.
+fn ping(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if args.len() > 2 {
+        return Err(Error::WrongArity("ping".into()));
+    }
+    if out.protocol() == Protocol::Resp2 && cx.client().subs.active() {
+        out.array(2);
+        out.bulk(b"pong");
+        out.bulk(args.try_get(1).unwrap_or_default());
+        return Ok(());
+    }
     match args.len() {
         1 => out.simple("PONG"),
         2 => out.bulk(args.get(1)),
@@ -121,6 +130,8 @@ fn quit(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 /// authenticated when a password is required), then `+RESET`.
 fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let need_auth = cx.core.config.requirepass.is_some();
+    crate::txn::discard(cx.core, cx.clients, cx.me);
+    crate::pubsub::unsubscribe_all(cx.core, cx.clients, cx.me);
     cx.db_index = 0;
     let client = cx.client();
     client.db = 0;

@@ -407,12 +407,14 @@ fn stats(cx: &Cx<'_>, s: &mut String) {
 
 /// The Stats section after the keyspace counters.
 fn stats_tail(cx: &Cx<'_>, s: &mut String) {
+    use crate::pubsub::Kind;
+    let ps = &cx.core.pubsub;
+    field(s, "pubsub_channels", ps.channel_count(Kind::Channel));
+    field(s, "pubsub_patterns", ps.pattern_count());
+    field(s, "pubsubshard_channels", ps.channel_count(Kind::Shard));
     zeros(
         s,
         &[
-            "pubsub_channels",
-            "pubsub_patterns",
-            "pubsubshard_channels",
             "latest_fork_usec",
             "total_forks",
             "migrate_cached_sockets",

@@ -107,7 +107,15 @@ fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
+    crate::txn::touch_swap(&mut cx.core.dbs, a, b);
     cx.core.dbs.swap(a, b);
+    // Watches stay with the index: a client watching a key of db `a` still does.
+    let (wa, wb) = (
+        core::mem::take(&mut cx.core.dbs[a].watch),
+        core::mem::take(&mut cx.core.dbs[b].watch),
+    );
+    cx.core.dbs[a].watch = wb;
+    cx.core.dbs[b].watch = wa;
     cx.core.blocking.signal_db(a);
     cx.core.blocking.signal_db(b);
     out.ok();

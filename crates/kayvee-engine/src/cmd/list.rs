@@ -270,6 +270,8 @@ pub(crate) fn lset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     let i = parse_int(args.get(2))?;
     let i = index(i, l.len()).ok_or(Error::IndexOutOfRange)?;
     l.set(i, SmallBytes::from_slice(args.get(3)));
+    // A modification for WATCH even when the element is the same, as in Redis.
+    crate::txn::touch(cx.db(), args.get(1));
     out.ok();
     Ok(())
 }

@@ -128,6 +128,8 @@ fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     let deadline = parse_timeout(args.get(args.len() - 1), cx.now_ms())?;
     match move_one(cx, args.get(1), args.get(2), from, to)? {
         Some(v) => out.bulk(&v),
+        // Inside MULTI, Redis answers a null bulk here (not the null array of a timeout).
+        None if !crate::blocking::may_block(cx) => out.null(),
         None => wait(cx, args, 1..2, deadline, serve_bmove, out),
     }
     Ok(())

@@ -20,6 +20,7 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub(crate) mod set_ops;
@@ -29,6 +30,7 @@ pub mod string;
 pub(crate) mod string_ld;
 pub(crate) mod string_num;
 pub(crate) mod string_opts;
+pub mod txn;
 pub mod zset;
 pub(crate) mod zset_block;
 pub mod zset_num;
@@ -57,4 +59,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    txn::COMMANDS,
+    pubsub::COMMANDS,
 ];

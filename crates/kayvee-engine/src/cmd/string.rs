@@ -610,6 +610,8 @@ fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     bytes.reserve_exact(val.len());
     bytes.extend_from_slice(val);
     store_raw(entry, bytes);
+    // A modification for WATCH even when nothing was appended, as in Redis.
+    crate::txn::touch(db, key);
     out.int(total as i64);
     Ok(())
 }
@@ -689,6 +691,8 @@ fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     let bytes = overwrite(take_str(entry)?, offset, val, max)?;
     out.int(bytes.len() as i64);
     store_raw(entry, bytes);
+    // A modification for WATCH even when the bytes are the same, as in Redis.
+    crate::txn::touch(db, key);
     Ok(())
 }
 

@@ -45,6 +45,8 @@ pub enum Kind {
     Save,
     /// `daemonize`: only `no`, since Kayvee never forks into the background.
     DaemonizeNo,
+    /// `client-output-buffer-limit`: `class hard soft seconds` groups.
+    BufferLimits,
 }
 
 /// Who may change a parameter after startup.
@@ -290,6 +292,25 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.dbfilename = v.string(),
     },
     Param {
+        name: "client-output-buffer-limit",
+        kind: Kind::BufferLimits,
+        access: Access::Mutable,
+        get: |c| Val::Str(render_buffer_limits(&c.client_output_buffer_limit).into_bytes()),
+        put: |c, v| {
+            if let Val::Words(w) = v {
+                for g in w.chunks(4) {
+                    let class = class_index(g[0].as_bytes()).unwrap_or(0);
+                    let n = |i: usize| g[i].parse::<u64>().unwrap_or(0);
+                    c.client_output_buffer_limit[class] = crate::config::OutputLimit {
+                        hard_bytes: n(1),
+                        soft_bytes: n(2),
+                        soft_s: n(3),
+                    };
+                }
+            }
+        },
+    },
+    Param {
         name: "save",
         kind: Kind::Save,
         access: Access::Mutable,
@@ -420,7 +441,7 @@ const BIND_MAX: usize = 16;
 impl Kind {
     /// Whether the kind takes a list of words rather than exactly one value.
     pub fn is_multi(self) -> bool {
-        matches!(self, Kind::Words | Kind::Save)
+        matches!(self, Kind::Words | Kind::Save | Kind::BufferLimits)
     }
 
     /// Parses a value from its words (exactly one for single-valued kinds), giving Redis's
@@ -431,6 +452,7 @@ impl Kind {
             Kind::Save => parse_save(words)
                 .map(Val::Save)
                 .ok_or_else(|| "Invalid save parameters".into()),
+            Kind::BufferLimits => parse_buffer_limits(words),
             _ => match words {
                 [one] => self.parse_one(one),
                 _ => Err("wrong number of arguments".into()),
@@ -473,7 +495,9 @@ impl Kind {
                     )
                 }),
             Kind::Str => Ok(Val::Str(s.into())),
-            Kind::Words | Kind::Save => unreachable!("multi-valued kinds parse in parse()"),
+            Kind::Words | Kind::Save | Kind::BufferLimits => {
+                unreachable!("multi-valued kinds parse in parse()")
+            }
         }
     }
 
@@ -504,6 +528,57 @@ impl Kind {
             _ => alloc::vec![String::from_utf8_lossy(&self.render(v)).into_owned()],
         }
     }
+}
+
+/// The class index of a `client-output-buffer-limit` class name (`replica` = `slave`).
+fn class_index(name: &[u8]) -> Option<usize> {
+    let name = name.to_ascii_lowercase();
+    match name.as_slice() {
+        b"normal" => Some(0),
+        b"slave" | b"replica" => Some(1),
+        b"pubsub" => Some(2),
+        _ => None,
+    }
+}
+
+/// Parses `class hard soft seconds` groups (memory units allowed) into normalized words (class
+/// name, then the three numbers in bytes and seconds), with Redis 7.0's error texts.
+fn parse_buffer_limits(words: &[&[u8]]) -> Result<Val, String> {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut out = Vec::with_capacity(words.len());
+    for g in words.chunks(4) {
+        let class = class_index(g[0])
+            .ok_or("Invalid client class specified in buffer limit configuration.")?;
+        let bad = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+        let hard = parse_memory(g[1]).ok_or(bad)?;
+        let soft = parse_memory(g[2]).ok_or(bad)?;
+        let secs = crate::util::parse_i64(g[3])
+            .filter(|v| *v >= 0)
+            .ok_or(bad)?;
+        out.push(String::from(crate::config::OUTPUT_CLASSES[class]));
+        out.extend([hard, soft, secs as u64].map(|v| alloc::format!("{v}")));
+    }
+    Ok(Val::Words(out))
+}
+
+/// `normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60`, as CONFIG GET shows.
+fn render_buffer_limits(limits: &[crate::config::OutputLimit; 3]) -> String {
+    let mut s = String::new();
+    for (i, l) in limits.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let class = crate::config::OUTPUT_CLASSES[i];
+        s.push_str(&alloc::format!(
+            "{class} {} {} {}",
+            l.hard_bytes,
+            l.soft_bytes,
+            l.soft_s
+        ));
+    }
+    s
 }
 
 /// `argument must be 'yes' or 'no'`.

@@ -407,6 +407,9 @@ fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error>
         }
         Ok(added)
     })?;
+    // A modification for WATCH even when every value was already there, as in Redis.
+    let db = cx.db();
+    crate::txn::touch(db, args.get(1));
     Ok(added.unwrap_or(0))
 }
 

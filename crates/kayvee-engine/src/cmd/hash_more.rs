@@ -31,6 +31,8 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         hash_put(h, meta, lim, field, format_i64(new, &mut buf));
         Ok(new)
     })?;
+    // A modification for WATCH even for an increment of 0, as in Redis.
+    crate::txn::touch(cx.db(), args.get(1));
     out.int(new.expect("write_hash creates the hash"));
     Ok(())
 }
@@ -60,6 +62,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
         hash_put(h, meta, lim, field, text.as_bytes());
         Ok(text)
     })?;
+    crate::txn::touch(cx.db(), args.get(1));
     out.bulk(text.expect("write_hash creates the hash").as_bytes());
     Ok(())
 }

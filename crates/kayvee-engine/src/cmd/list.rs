@@ -309,6 +309,8 @@ pub(crate) fn ltrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
             None => l.retain_range(0, 0),
         }
         delete_if_empty(db, key, now);
+        // A modification for WATCH even when nothing was trimmed, as in Redis.
+        crate::txn::touch(db, key);
     }
     out.ok();
     Ok(())

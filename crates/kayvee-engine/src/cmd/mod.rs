@@ -17,6 +17,7 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod persist;
 pub mod server;
 pub mod sort;
 pub mod string;
@@ -47,4 +48,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     list_spec::COMMANDS,
     zset::COMMANDS,
     sort::COMMANDS,
+    persist::COMMANDS,
 ];

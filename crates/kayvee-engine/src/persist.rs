@@ -83,12 +83,12 @@ impl Persistence {
 
 /// Whether Redis would hold this value in its big encoding (`hashtable`, `skiplist`) after
 /// loading it: more entries or longer elements than the listpack / intset limits allow.
-/// Hash and set limits are Redis's defaults (128 entries / 64 bytes, 512 integers); the sorted
+/// Hash and set limits are Redis 7.0.15's compiled-in defaults (512 entries / 64 bytes; 512 integers); the sorted
 /// set limits come from the configuration.
 pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
     match value {
         Value::Str(_) | Value::List(_) => false,
-        Value::Hash(h) => h.len() > 128 || h.iter().any(|(f, v)| f.len() > 64 || v.len() > 64),
+        Value::Hash(h) => h.len() > 512 || h.iter().any(|(f, v)| f.len() > 64 || v.len() > 64),
         Value::Set(s) => {
             s.len() > 512 || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
         }

@@ -688,7 +688,7 @@ fn apply_outcome(
         }
         Outcome::Shutdown { save } => {
             batch.shutdown = true;
-            batch.shutdown_save = save.unwrap_or_else(|| !engine.core.config.save.is_empty());
+            batch.shutdown_save = save.unwrap_or(!engine.core.config.save.is_empty());
             false
         }
         Outcome::Save { background: false } => {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Kayvee test on a fresh Debian machine: installs what the tests need (redis-server
 # and redis-tools 7.0.15 as the differential oracle and the real clients; xenstore-utils as the
-# real Xenstore clients), then `cargo xtask ci`
+# real Xenstore clients; qemu-system-x86 to boot the unikernel), then `cargo xtask ci`
 # (format check, clippy, build, unit/property/transcript tests, end-to-end tests with real
-# clients, the differential test against redis-server).
+# clients, the differential test against redis-server), then `cargo xtask uk-test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -23,4 +24,6 @@ fi
 
 export KAYVEE_REQUIRE_REDIS=1
 export KAYVEE_REQUIRE_XENSTORE=1
-exec cargo xtask ci "$@"
+cargo xtask ci "$@"
+# The unikernel: build the image, boot it under QEMU TCG, real clients through the port forward.
+cargo xtask uk-test

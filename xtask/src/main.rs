@@ -1,6 +1,8 @@
 //! Project tooling beyond cargo: `cargo xtask ci` (what CI runs) and `cargo xtask bench`
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
+mod unikernel;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -12,6 +14,10 @@ tasks:
   ci               fmt check, clippy -D warnings, build, all tests with KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
+  image            build the unikernel image (unikernel/README.md); print its path and size
+  run [--port N] [--accel tcg|kvm] [key=value...]
+                   boot the unikernel under QEMU microvm, 127.0.0.1:N (6379) -> guest; Ctrl-C stops
+  uk-test          boot the unikernel under TCG, test it with redis-cli/redis-benchmark, SHUTDOWN
 ";
 
 fn main() -> ExitCode {
@@ -19,6 +25,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(&args[1..]),
+        Some("image") => unikernel::image(),
+        Some("run") => unikernel::run(&args[1..]),
+        Some("uk-test") => unikernel::uk_test(),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())

@@ -252,8 +252,29 @@ pub struct Registered {
 /// All commands, indexed.
 pub struct CommandTable {
     all: Vec<Registered>,
-    /// Top-level commands sorted by name, for lookup.
+    /// Top-level commands sorted by name (`COMMAND` listings, `COMMAND COUNT`).
     by_name: Vec<(&'static str, CommandId)>,
+    /// Open-addressing hash index over `by_name` (slot = position in `by_name`, or
+    /// [`EMPTY_SLOT`]): an O(1) lookup on every command dispatched.
+    slots: Vec<u16>,
+    /// Length of the longest top-level name: longer names cannot match.
+    max_len: usize,
+}
+
+/// A free slot of [`CommandTable::slots`].
+const EMPTY_SLOT: u16 = u16::MAX;
+
+/// A hash of a name's length and its first, middle and last bytes, each with its 0x20 bit set
+/// so that upper- and lower-case spellings hash alike (a fixed cost whatever the length; other
+/// names may collide, the probe compares exactly). `name` is not empty.
+#[inline]
+fn name_hash(name: &[u8]) -> u32 {
+    let n = name.len();
+    let key = u32::from(name[0] | 0x20)
+        | u32::from(name[n / 2] | 0x20) << 8
+        | u32::from(name[n - 1] | 0x20) << 16
+        | (n as u32) << 24;
+    key.wrapping_mul(0x9e37_79b1) >> 16
 }
 
 impl CommandTable {
@@ -284,15 +305,41 @@ impl CommandTable {
             by_name.windows(2).all(|w| w[0].0 != w[1].0),
             "duplicate command"
         );
-        CommandTable { all, by_name }
+        let max_len = by_name.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        // At most 1/4 full, so probe chains stay short.
+        let size = (by_name.len() * 4).next_power_of_two().max(16);
+        let mut slots = alloc::vec![EMPTY_SLOT; size];
+        for (pos, (name, _)) in by_name.iter().enumerate() {
+            let mut i = name_hash(name.as_bytes()) as usize & (size - 1);
+            while slots[i] != EMPTY_SLOT {
+                i = (i + 1) & (size - 1);
+            }
+            slots[i] = pos as u16;
+        }
+        CommandTable {
+            all,
+            by_name,
+            slots,
+            max_len,
+        }
     }
 
-    /// Finds a top-level command by name, case-insensitively, without allocating.
+    /// Finds a top-level command by name, case-insensitively, without allocating: one hash of
+    /// the name and (usually) one probe of the index.
+    #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<CommandId> {
-        self.by_name
-            .binary_search_by(|(n, _)| cmp_ignore_case(n.as_bytes(), name))
-            .ok()
-            .map(|i| self.by_name[i].1)
+        if name.is_empty() || name.len() > self.max_len {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = name_hash(name) as usize & mask;
+        loop {
+            let (n, id) = *self.by_name.get(usize::from(self.slots[i]))?;
+            if n.len() == name.len() && eq_lower(n.as_bytes(), name) {
+                return Some(id);
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// Finds a subcommand of `parent` by name, case-insensitively.
@@ -326,14 +373,87 @@ impl CommandTable {
     }
 }
 
-/// Compares `a` (lower case) with `b` (any case) as lower-case byte strings.
-fn cmp_ignore_case(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
-    let n = a.len().min(b.len());
-    for i in 0..n {
-        let (x, y) = (a[i], b[i].to_ascii_lowercase());
-        if x != y {
-            return x.cmp(&y);
-        }
+/// Whether `name` (any case) equals `lower` (lower case); the lengths are equal.
+#[inline]
+fn eq_lower(lower: &[u8], name: &[u8]) -> bool {
+    lower
+        .iter()
+        .zip(name)
+        .all(|(&l, &b)| l == b.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+        Ok(())
     }
-    a.len().cmp(&b.len())
+
+    const SUBS: &[CommandSpec] = &[
+        CommandSpec {
+            name: "list",
+            handler: ok,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "kill",
+            handler: ok,
+            ..CommandSpec::DEFAULT
+        },
+    ];
+    const GROUP: &[CommandSpec] = &[
+        CommandSpec {
+            name: "get",
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "client",
+            subcommands: SUBS,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "set",
+            ..CommandSpec::DEFAULT
+        },
+    ];
+
+    #[test]
+    fn lookup_is_case_insensitive_and_exact() {
+        let t = CommandTable::new(&[GROUP]);
+        let get = t.lookup(b"get").expect("get");
+        assert_eq!(t.get(get).spec.name, "get");
+        assert_eq!(t.lookup(b"GeT"), Some(get));
+        let client = t.lookup(b"CLIENT").expect("client");
+        assert_eq!(t.get(client).spec.name, "client");
+        assert_eq!(t.get(t.lookup(b"Set").unwrap()).spec.name, "set");
+        for absent in [
+            &b""[..],
+            b"ge",
+            b"gett",
+            b"g\xc5t",
+            b"clientclientclientclientclientclient",
+        ] {
+            assert_eq!(t.lookup(absent), None, "{absent:?}");
+        }
+        let kill = t.lookup_sub(client, b"KILL").expect("kill");
+        assert_eq!(t.get(kill).full_name, "client|kill");
+        assert_eq!(t.get(kill).parent, Some(client));
+        assert_eq!(t.lookup_sub(client, b"nope"), None);
+        assert_eq!(t.count(), 3);
+    }
+
+    #[test]
+    fn every_real_command_is_found_by_its_name() {
+        let t = CommandTable::new(crate::cmd::GROUPS);
+        let mut found = 0;
+        for id in t.top_level() {
+            let name = t.get(id).spec.name;
+            assert_eq!(t.lookup(name.as_bytes()), Some(id), "{name}");
+            assert_eq!(t.lookup(name.to_ascii_uppercase().as_bytes()), Some(id));
+            found += 1;
+        }
+        assert_eq!(found, t.count());
+        assert!(found > 50, "{found} commands");
+    }
 }

@@ -112,17 +112,19 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        match self.keys.get_mut(key) {
-            Some(e) => {
-                self.stats.hits += 1;
-                e.meta.access_s = (now_ms / 1000) as u32;
-                Some(e)
-            }
-            None => {
-                self.stats.misses += 1;
-                None
-            }
+        // The access time is written only when its second changed: most reads write nothing,
+        // and a read copies no node a snapshot shares within the same second.
+        let access_s = (now_ms / 1000) as u32;
+        let found = self.keys.get_touch(
+            key,
+            |e: &Entry| e.meta.access_s != access_s,
+            |e| e.meta.access_s = access_s,
+        );
+        match found {
+            Some(_) => self.stats.hits += 1,
+            None => self.stats.misses += 1,
         }
+        found
     }
 
     /// A write lookup, as Redis's `lookupKeyWrite`: expires lazily and records the access, but

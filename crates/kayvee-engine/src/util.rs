@@ -15,12 +15,14 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if digits.is_empty() || digits.len() > 19 || !(b'1'..=b'9').contains(&digits[0]) {
         return None;
     }
+    // At most 19 digits: below 10^19 < 2^64, so the u64 cannot overflow.
     let mut v: u64 = 0;
     for &c in digits {
-        if !c.is_ascii_digit() {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+        v = v * 10 + u64::from(d);
     }
     if neg {
         if v > i64::MAX as u64 + 1 {

@@ -1,22 +1,29 @@
 //! `PList`: a persistent sequence (deque) for Redis lists.
 //!
-//! Placeholder implementation (one shared `VecDeque`, copied whole on the first write after a
-//! snapshot); a chunked persistent tree replaces it with the same API and contract:
+//! A counted B+tree of chunks ([`tree`]): up to 64 elements inline per leaf chunk, branches
+//! keeping their children's sizes. Contract:
 //! - `clone()` is O(1) and is a snapshot; later writes never show through.
-//! - Writes to an unshared list mutate in place.
+//! - Writes to an unshared list mutate in place; a write after a snapshot copies only the
+//!   root-to-chunk path it touches.
+//! - `push_*`/`pop_*` are amortised O(1) (they touch the end chunk; pushing past a full end chunk
+//!   starts a new one, so pushed lists are made of full chunks); `get`, `set`, `insert`, `remove`
+//!   are O(log n); `retain_range` (LTRIM) is O(log n) plus freeing what it cuts; `range` costs
+//!   O(log n) to start, O(1) per element.
 
-use alloc::collections::VecDeque;
-use triomphe::Arc;
+pub(crate) mod tree;
+
+use alloc::vec::Vec;
+use tree::Tree;
 
 /// A persistent sequence.
 pub struct PList<T> {
-    items: Arc<VecDeque<T>>,
+    tree: Tree<T, ()>,
 }
 
 impl<T> Clone for PList<T> {
     fn clone(&self) -> Self {
         PList {
-            items: self.items.clone(),
+            tree: self.tree.clone(),
         }
     }
 }
@@ -29,167 +36,342 @@ impl<T: Clone> Default for PList<T> {
 
 impl<T: PartialEq> PartialEq for PList<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.items == other.items
+        self.tree.len == other.tree.len
+            && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
+                || self
+                    .tree
+                    .range(0, self.tree.len)
+                    .eq(other.tree.range(0, other.tree.len)))
     }
 }
 
+impl<T: Eq> Eq for PList<T> {}
+
 impl<T: core::fmt::Debug> core::fmt::Debug for PList<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.items.iter()).finish()
+        f.debug_list()
+            .entries(self.tree.range(0, self.tree.len))
+            .finish()
     }
 }
 
 impl<T: Clone> PList<T> {
     /// Empty.
     pub fn new() -> Self {
-        PList {
-            items: Arc::new(VecDeque::new()),
-        }
+        PList { tree: Tree::new() }
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.tree.len
     }
 
     /// Whether empty.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.tree.len == 0
     }
 
     /// Element `i` (0 = head).
     pub fn get(&self, i: usize) -> Option<&T> {
-        self.items.get(i)
+        self.tree.get(i)
+    }
+
+    /// Element `i`, mutably (copies the shared nodes of its path first).
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.tree.get_mut(i)
     }
 
     /// The first element.
     pub fn front(&self) -> Option<&T> {
-        self.items.front()
+        self.get(0)
     }
 
     /// The last element.
     pub fn back(&self) -> Option<&T> {
-        self.items.back()
+        self.get(self.len().checked_sub(1)?)
     }
 
     /// Adds at the head.
     pub fn push_front(&mut self, v: T) {
-        Arc::make_mut(&mut self.items).push_front(v)
+        self.insert(0, v)
     }
 
     /// Adds at the tail.
     pub fn push_back(&mut self, v: T) {
-        Arc::make_mut(&mut self.items).push_back(v)
+        self.insert(self.len(), v)
     }
 
     /// Removes the head.
     pub fn pop_front(&mut self) -> Option<T> {
-        if self.items.is_empty() {
-            return None;
-        }
-        Arc::make_mut(&mut self.items).pop_front()
+        self.remove(0)
     }
 
     /// Removes the tail.
     pub fn pop_back(&mut self) -> Option<T> {
-        if self.items.is_empty() {
-            return None;
-        }
-        Arc::make_mut(&mut self.items).pop_back()
+        self.remove(self.len().checked_sub(1)?)
     }
 
     /// Replaces element `i`; returns false when out of range.
     pub fn set(&mut self, i: usize, v: T) -> bool {
-        if i >= self.items.len() {
-            return false;
+        match self.get_mut(i) {
+            Some(slot) => {
+                *slot = v;
+                true
+            }
+            None => false,
         }
-        Arc::make_mut(&mut self.items)[i] = v;
-        true
     }
 
     /// Inserts before position `i` (`i == len` appends). Panics if `i > len`.
     pub fn insert(&mut self, i: usize, v: T) {
-        Arc::make_mut(&mut self.items).insert(i, v)
+        assert!(
+            i <= self.len(),
+            "PList::insert index {i} > len {}",
+            self.len()
+        );
+        let path = self.tree.locate_index(i, true);
+        self.tree.insert_at(&path, v);
     }
 
     /// Removes element `i`.
     pub fn remove(&mut self, i: usize) -> Option<T> {
-        if i >= self.items.len() {
+        if i >= self.len() {
             return None;
         }
-        Arc::make_mut(&mut self.items).remove(i)
+        let path = self.tree.locate_index(i, false);
+        Some(self.tree.remove_at(&path))
     }
 
-    /// Keeps only the elements in `start..end` (clamped).
+    /// Keeps only the elements in `start..end` (clamped). O(log n) plus freeing what is cut.
     pub fn retain_range(&mut self, start: usize, end: usize) {
-        let len = self.items.len();
-        let end = end.min(len);
+        let end = end.min(self.len());
         let start = start.min(end);
-        if start == 0 && end == len {
+        self.tree.truncate(end);
+        self.tree.drop_front(start);
+    }
+
+    /// Keeps the first `n` elements.
+    pub fn truncate(&mut self, n: usize) {
+        self.tree.truncate(n);
+    }
+
+    /// Removes the first `n` elements (all when `n >= len`).
+    pub fn drop_front(&mut self, n: usize) {
+        self.tree.drop_front(n);
+    }
+
+    /// Splits off and returns the elements from index `at` on (clamped); `self` keeps `..at`.
+    /// O(log n): both halves share the untouched chunks.
+    pub fn split_off(&mut self, at: usize) -> Self {
+        let mut tail = self.clone();
+        tail.drop_front(at);
+        self.truncate(at);
+        tail
+    }
+
+    /// Appends every element of `iter` at the tail.
+    pub fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        if self.is_empty() {
+            *self = iter.into_iter().collect();
             return;
         }
-        let d = Arc::make_mut(&mut self.items);
-        d.truncate(end);
-        d.drain(..start);
+        for v in iter {
+            self.push_back(v);
+        }
     }
 
     /// Removes the elements for which `drop` says true, at most `limit` of them, scanning from
     /// the head (or from the tail when `from_back`); returns how many were removed (LREM).
+    /// Reads everything once; removes few matches one by one (O(log n) each) and many by
+    /// rebuilding in one O(n) pass; leaves the list untouched (still shared) when none match.
     pub fn remove_matching(
         &mut self,
         mut drop: impl FnMut(&T) -> bool,
         limit: usize,
         from_back: bool,
     ) -> usize {
-        let idx: alloc::vec::Vec<usize> = if from_back {
-            (0..self.items.len())
+        let mut idx: Vec<usize> = if from_back {
+            let n = self.len();
+            self.iter()
                 .rev()
-                .filter(|&i| drop(&self.items[i]))
+                .enumerate()
+                .filter(|(_, v)| drop(v))
+                .map(|(i, _)| n - 1 - i)
                 .take(limit)
                 .collect()
         } else {
-            (0..self.items.len())
-                .filter(|&i| drop(&self.items[i]))
+            self.iter()
+                .enumerate()
+                .filter(|(_, v)| drop(v))
+                .map(|(i, _)| i)
                 .take(limit)
                 .collect()
         };
-        if idx.is_empty() {
-            return 0;
+        let removed = idx.len();
+        if from_back {
+            idx.reverse();
         }
-        let d = Arc::make_mut(&mut self.items);
-        let mut sorted = idx.clone();
-        sorted.sort_unstable();
-        for &i in sorted.iter().rev() {
-            d.remove(i);
+        if removed * 8 <= self.len() {
+            for &i in idx.iter().rev() {
+                self.remove(i);
+            }
+        } else {
+            let mut next = idx.iter().peekable();
+            let kept: PList<T> = self
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| next.next_if_eq(&i).is_none())
+                .map(|(_, v)| v.clone())
+                .collect();
+            *self = kept;
         }
-        idx.len()
+        removed
     }
 
     /// Elements from head to tail.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.items.iter()
+        self.tree.range(0, self.len())
     }
 
     /// Elements with indexes in `start..end` (clamped), head to tail.
-    pub fn range(&self, start: usize, end: usize) -> impl DoubleEndedIterator<Item = &T> {
-        let end = end.min(self.items.len());
+    pub fn range(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        let end = end.min(self.len());
         let start = start.min(end);
-        self.items.range(start..end)
+        self.tree.range(start, end)
+    }
+
+    /// Elements from index `start` (clamped) to the tail.
+    pub fn iter_from(
+        &self,
+        start: usize,
+    ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        self.range(start, self.len())
+    }
+
+    /// Bytes the structure occupies on the heap, not counting what elements own themselves
+    /// (nodes shared with snapshots are counted as if owned). O(n / 64).
+    pub fn heap_size(&self) -> usize {
+        self.tree.heap_size()
     }
 
     /// Whether two lists are the same version.
     pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.items, &other.items)
+        triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
     }
 
-    /// Panics when an invariant is broken (none beyond VecDeque's own here).
-    pub fn check_invariants(&self) {}
+    /// Panics when an invariant is broken: cached sizes, chunk fill and capacity, root shape,
+    /// equal leaf depth.
+    pub fn check_invariants(&self) {
+        self.tree.check();
+    }
 }
 
 impl<T: Clone> FromIterator<T> for PList<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         PList {
-            items: Arc::new(iter.into_iter().collect()),
+            tree: Tree::from_iter(iter),
         }
+    }
+}
+
+impl<T: Clone> Extend<T> for PList<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        PList::extend(self, iter)
+    }
+}
+
+impl<'a, T> IntoIterator for &'a PList<T> {
+    type Item = &'a T;
+    type IntoIter = tree::Iter<'a, T, ()>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.tree.range(0, self.tree.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A four-level list of `n` elements built by pushes.
+    fn pushed(n: u32) -> PList<u32> {
+        let mut l = PList::new();
+        for i in 0..n {
+            l.push_back(i);
+        }
+        l
+    }
+
+    #[test]
+    fn unshared_writes_copy_nothing() {
+        let mut l = pushed(100_000);
+        assert_eq!(l.tree.height(), 4);
+        l.pop_back(); // the last chunk now has room
+        let before = l.tree.node_addrs();
+        assert!(l.set(50_000, 7));
+        *l.get_mut(123).unwrap() += 1;
+        l.push_back(1);
+        l.pop_front();
+        l.remove(70_000);
+        l.insert(70_000, 9); // into the chunk the remove left room in
+        l.push_front(3);
+        let after = l.tree.node_addrs();
+        assert!(
+            after == before,
+            "moved {} nodes",
+            after.difference(&before).count()
+        );
+        l.check_invariants();
+    }
+
+    #[test]
+    fn write_after_snapshot_copies_only_the_path() {
+        let mut l = pushed(100_000);
+        let snap = l.clone();
+        let shared = snap.tree.node_addrs();
+        assert!(l.set(50_000, 7));
+        let copied: Vec<_> = l.tree.node_addrs().difference(&shared).copied().collect();
+        assert_eq!(copied.len(), l.tree.height(), "copied {copied:?}");
+        assert_eq!(snap.get(50_000), Some(&50_000));
+        assert_eq!(l.get(50_000), Some(&7));
+        // A second write on the same path copies nothing more.
+        let now = l.tree.node_addrs();
+        assert!(l.set(50_001, 8));
+        assert!(l.tree.node_addrs() == now, "second write copied");
+        assert!(snap.tree.node_addrs() == shared, "the snapshot changed");
+    }
+
+    #[test]
+    fn pushes_leave_full_chunks() {
+        let mut l = pushed(64 * 100);
+        for i in 0..64 * 100 {
+            l.push_front(i);
+        }
+        assert_eq!(l.tree.leaf_lens(), [tree::LEAF_MAX; 200]);
+        l.check_invariants();
+    }
+
+    #[test]
+    fn retain_range_cuts_along_one_path() {
+        let mut l = pushed(100_000);
+        let snap = l.clone();
+        l.retain_range(10_000, 10_003);
+        assert!(l.iter().copied().eq(10_000..10_003));
+        assert_eq!(l.tree.height(), 1, "collapsed to one chunk");
+        l.check_invariants();
+        l.retain_range(5, 1);
+        assert!(l.is_empty());
+        assert_eq!(snap.len(), 100_000);
+    }
+
+    #[test]
+    #[should_panic(expected = "index 1 > len 0")]
+    fn insert_past_len_panics() {
+        let mut l: PList<u32> = PList::new();
+        l.insert(1, 0);
     }
 }

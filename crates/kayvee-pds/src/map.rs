@@ -97,15 +97,34 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
     }
 
     /// Mutable access; copies the shared nodes on the path (only those, and only when the key
-    /// is present).
+    /// is present). One pass down the trie when no snapshot shares the path.
+    #[inline]
     pub fn get_mut<Q>(&mut self, k: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         let h = self.hash_of(k);
-        node::get(&self.root, h, k)?;
         node::get_mut(&mut self.root, h, k)
+    }
+
+    /// Looks a key up and, when `needs(value)`, applies `touch` to the value first (a read that
+    /// records something, such as an access time). Unshared nodes are written in place; a path a
+    /// snapshot shares is copied only when the touch is needed. One pass down the trie except in
+    /// that copying case.
+    #[inline]
+    pub fn get_touch<Q>(
+        &mut self,
+        k: &Q,
+        needs: impl Fn(&V) -> bool,
+        touch: impl FnOnce(&mut V),
+    ) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let h = self.hash_of(k);
+        node::get_touch(&mut self.root, h, k, needs, touch)
     }
 
     /// Inserts, returning the previous value. Replacing the value of a present key in an
@@ -122,8 +141,7 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         Q: Hash + Eq + ?Sized,
     {
         let h = self.hash_of(k);
-        node::get(&self.root, h, k)?;
-        node::remove(&mut self.root, 0, h, k)
+        node::remove(&mut self.root, 0, h, k, false)
     }
 
     /// Removes everything (O(1): drops this version's root).
@@ -337,6 +355,74 @@ mod tests {
         assert!(m.get_mut(&1000).is_none());
         assert!(m.remove(&1000).is_none());
         assert!(m.ptr_eq(&snap));
+    }
+
+    #[test]
+    fn partly_shared_path_copies_only_for_present_keys() {
+        let mut m = filled(3000);
+        let snap = m.clone();
+        // Unshares the root (and one path) only: the other subtrees stay shared with `snap`.
+        m.insert(0, 1);
+        let before = m.node_addrs();
+        for absent in 5000..5200 {
+            assert!(m.get_mut(&absent).is_none());
+            assert!(m.remove(&absent).is_none());
+        }
+        assert_eq!(m.node_addrs(), before, "absent keys copy nothing");
+        for k in (1..3000).step_by(7) {
+            *m.get_mut(&k).unwrap() += 1;
+        }
+        for k in (2..3000).step_by(11) {
+            assert_eq!(m.remove(&k).map(|(k, _)| k), Some(k));
+        }
+        for k in 0..3000 {
+            assert_eq!(snap.get(&k), Some(&(k * 2)), "snapshot unchanged");
+            let want = match k {
+                0 => Some(1),
+                k if k % 11 == 2 => None,
+                k if k % 7 == 1 => Some(k * 2 + 1),
+                k => Some(k * 2),
+            };
+            assert_eq!(m.get(&k).copied(), want, "{k}");
+        }
+        m.check_invariants();
+        snap.check_invariants();
+    }
+
+    #[test]
+    fn get_touch_copies_only_when_touching_a_shared_path() {
+        let mut m = filled(3000);
+        assert_eq!(m.get_touch(&10, |_| true, |v| *v += 1), Some(&21));
+        assert_eq!(m.get_touch(&10, |_| false, |v| *v += 1), Some(&21));
+        assert_eq!(m.get_touch(&9999, |_| true, |v| *v += 1), None);
+        let snap = m.clone();
+        let before = m.node_addrs();
+        assert_eq!(m.get_touch(&11, |&v| v != 22, |v| *v = 0), Some(&22));
+        assert_eq!(m.get_touch(&9999, |_| true, |v| *v = 0), None);
+        assert!(m.ptr_eq(&snap), "no touch needed: nothing copied");
+        assert_eq!(m.node_addrs(), before);
+        assert_eq!(m.get_touch(&12, |_| true, |v| *v = 5), Some(&5));
+        assert!(!m.ptr_eq(&snap));
+        assert_eq!(snap.get(&12), Some(&24));
+        assert_eq!(m.get(&12), Some(&5));
+        // Full collisions reach the collision level.
+        let mut c: PMap<Colliding, u32> = PMap::with_seed(1);
+        for i in 0..8 {
+            c.insert(Colliding(i, 8), i);
+        }
+        let csnap = c.clone();
+        assert_eq!(
+            c.get_touch(&Colliding(3, 8), |_| true, |v| *v = 30),
+            Some(&30)
+        );
+        assert_eq!(
+            c.get_touch(&Colliding(3, 8), |_| true, |v| *v += 1),
+            Some(&31)
+        );
+        assert_eq!(c.get_touch(&Colliding(9, 8), |_| true, |v| *v += 1), None);
+        assert_eq!(csnap.get(&Colliding(3, 8)), Some(&3));
+        c.check_invariants();
+        m.check_invariants();
     }
 
     #[test]

@@ -307,16 +307,28 @@ impl Decoder {
     /// Continues a multibulk command: its count line, then each `$len` header and payload.
     fn multibulk(&mut self, buf: &[u8], auth: bool) -> Result<Option<Done>, ProtocolError> {
         if self.pos == 0 {
-            let Some(cr) = self.header_line(buf, 0, ProtocolError::TooBigMbulkCount)? else {
-                return Ok(None);
+            let (n, cr) = match quick_header(buf, 0) {
+                Some((n, cr)) => {
+                    self.scan = cr + 2;
+                    (check_multibulk_len(n as i64, auth)?, cr)
+                }
+                None => {
+                    let Some(cr) = self.header_line(buf, 0, ProtocolError::TooBigMbulkCount)?
+                    else {
+                        return Ok(None);
+                    };
+                    (multibulk_len(&buf[1..cr], auth)?, cr)
+                }
             };
-            let n = multibulk_len(&buf[1..cr], auth)?;
             self.pos = cr + 2;
             if n == 0 {
                 return Ok(Some((self.pos, Source::Input)));
             }
             self.args_left = n;
             self.spans.reserve(n.min(SPANS_PREALLOC_MAX));
+        }
+        if self.bulk_len.is_none() {
+            self.complete_args(buf, auth);
         }
         while self.args_left > 0 {
             let len = match self.bulk_len {
@@ -338,17 +350,57 @@ impl Decoder {
         Ok(Some((self.pos, Source::Input)))
     }
 
+    /// The fast path of [`Decoder::multibulk`]: takes the arguments that are complete and have
+    /// plain headers within the limits, with the position in locals. Stops at the first other
+    /// one, which the general loop then reads (and reports, if it is an error).
+    #[inline]
+    fn complete_args(&mut self, buf: &[u8], auth: bool) {
+        let (mut pos, mut left) = (self.pos, self.args_left);
+        let max = if auth {
+            self.limits.bulk_len_max
+        } else {
+            self.limits.bulk_len_max.min(UNAUTH_BULK_LEN_MAX as usize)
+        };
+        while left > 0 {
+            let Some((len, cr)) = quick_header(buf, pos) else {
+                break;
+            };
+            if buf[pos] != b'$' || len > max {
+                break;
+            }
+            let start = cr + 2;
+            let end = start.saturating_add(len);
+            if buf.len().saturating_sub(end) < 2 {
+                break;
+            }
+            self.spans.push(start..end);
+            pos = end + 2;
+            left -= 1;
+        }
+        self.pos = pos;
+        self.args_left = left;
+    }
+
     /// Reads a `$len` line at `pos`: the bulk's length, or `None` when the line is incomplete.
     fn bulk_header(&mut self, buf: &[u8], auth: bool) -> Result<Option<usize>, ProtocolError> {
         let start = self.pos;
-        let Some(cr) = self.header_line(buf, start, ProtocolError::TooBigBulkCount)? else {
-            return Ok(None);
+        let (len, cr) = match quick_header(buf, start).filter(|_| buf[start] == b'$') {
+            Some((len, cr)) => {
+                self.scan = cr + 2;
+                (Some(len), cr)
+            }
+            None => {
+                let Some(cr) = self.header_line(buf, start, ProtocolError::TooBigBulkCount)? else {
+                    return Ok(None);
+                };
+                if buf[start] != b'$' {
+                    return Err(ProtocolError::ExpectedDollar(buf[start]));
+                }
+                let len = parse_i64(&buf[start + 1..cr]).and_then(|n| usize::try_from(n).ok());
+                (len, cr)
+            }
         };
-        if buf[start] != b'$' {
-            return Err(ProtocolError::ExpectedDollar(buf[start]));
-        }
-        let len = parse_i64(&buf[start + 1..cr])
-            .and_then(|n| usize::try_from(n).ok())
+        let len = len
             .filter(|&n| n <= self.limits.bulk_len_max)
             .ok_or(ProtocolError::InvalidBulkLength)?;
         if !auth && len as u64 > UNAUTH_BULK_LEN_MAX as u64 {
@@ -397,11 +449,39 @@ fn find_cr_or_nul(b: &[u8]) -> Option<usize> {
     memchr::memchr2(b'\r', 0, &b[SHORT..]).map(|i| i + SHORT)
 }
 
+/// The fast path of header lines: a complete, plain `*n` or `$n` line at `start` (1 to 18
+/// digits, no leading zero, then `\r` and one more byte, as [`Decoder::header_line`] requires)
+/// gives `(n, index of the \r)` in one pass. Anything else (`0`, signs, long or incomplete lines,
+/// NULs, junk) is `None` and left to the general path, which reads these lines alike.
+#[inline]
+fn quick_header(buf: &[u8], start: usize) -> Option<(usize, usize)> {
+    let digits = buf.get(start + 1..)?;
+    let (&first, rest) = digits.split_first()?;
+    if !(b'1'..=b'9').contains(&first) {
+        return None;
+    }
+    let mut n = u64::from(first - b'0');
+    for (i, &c) in rest.iter().enumerate().take(18) {
+        match c {
+            b'0'..=b'9' if i < 17 => n = n * 10 + u64::from(c - b'0'),
+            b'\r' if i + 1 < rest.len() => return Some((usize::try_from(n).ok()?, start + 2 + i)),
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Checks a multibulk count as Redis does; counts <= 0 become 0 (an empty command).
 fn multibulk_len(digits: &[u8], auth: bool) -> Result<usize, ProtocolError> {
-    let n = parse_i64(digits)
-        .filter(|&n| n <= MULTIBULK_LEN_MAX)
-        .ok_or(ProtocolError::InvalidMultibulkLength)?;
+    let n = parse_i64(digits).ok_or(ProtocolError::InvalidMultibulkLength)?;
+    check_multibulk_len(n, auth)
+}
+
+/// The limits on a parsed multibulk count.
+fn check_multibulk_len(n: i64, auth: bool) -> Result<usize, ProtocolError> {
+    if n > MULTIBULK_LEN_MAX {
+        return Err(ProtocolError::InvalidMultibulkLength);
+    }
     if !auth && n > UNAUTH_MULTIBULK_LEN_MAX {
         return Err(ProtocolError::UnauthenticatedMultibulkLength);
     }
@@ -552,6 +632,54 @@ fn hex(b: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn quick_header_agrees_with_the_general_path() {
+        let lines: &[&[u8]] = &[
+            b"$3\r\n",
+            b"*2\r\n",
+            b"$16\r\nx",
+            b"$0\r\n",
+            b"$-1\r\n",
+            b"$+1\r\n",
+            b"$01\r\n",
+            b"$3\r",
+            b"$3",
+            b"$",
+            b"$3x\r\n",
+            b"$3\0\r\n",
+            b"$123456789012345678\r\n",
+            b"$1234567890123456789\r\n",
+            b"$99999999999999999999\r\n",
+            b"$ 3\r\n",
+        ];
+        for &line in lines {
+            let want = line
+                .iter()
+                .position(|&c| c == b'\r' || c == 0)
+                .and_then(|cr| {
+                    let ok = line[cr] == b'\r' && cr + 1 < line.len();
+                    let n = parse_i64(&line[1..cr]).and_then(|n| usize::try_from(n).ok());
+                    ok.then_some(n.map(|n| (n, cr))).flatten()
+                });
+            match quick_header(line, 0) {
+                Some(got) => assert_eq!(Some(got), want, "{line:?}"),
+                // Declined lines go to the general path; the common short ones must not be.
+                None => assert!(
+                    !matches!(line, b"$3\r\n" | b"*2\r\n" | b"$16\r\nx"),
+                    "{line:?}"
+                ),
+            }
+        }
+        let mut framed = b"xx*2\r\n".to_vec();
+        assert_eq!(quick_header(&framed, 2), Some((2, 4)));
+        framed.truncate(5);
+        assert_eq!(
+            quick_header(&framed, 2),
+            None,
+            "the byte after \\r is needed"
+        );
+    }
     use super::*;
     use crate::fuzzing::{decode_in_pieces, Run};
     use alloc::string::ToString;

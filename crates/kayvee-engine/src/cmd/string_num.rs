@@ -62,17 +62,27 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
     Ok(())
 }
 
+/// "00" to "99", for [`format_i64`].
+const DIGIT_PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
 /// Writes `v` in decimal into `buf` (20 bytes hold any i64) without allocating.
 pub(crate) fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut n = v.unsigned_abs();
     let mut i = buf.len();
-    loop {
+    // Two digits per division.
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     if v < 0 {
         i -= 1;
@@ -125,8 +135,19 @@ mod tests {
     #[test]
     fn format_i64_covers_extremes() {
         let mut buf = [0u8; 20];
-        for v in [0, 7, -7, 10, 1234567890, i64::MAX, i64::MIN] {
+        for v in [0, 7, -7, 10, 99, 100, -100, 1234567890, i64::MAX, i64::MIN] {
             assert_eq!(format_i64(v, &mut buf), alloc::format!("{v}").as_bytes());
+        }
+        let mut x = 1i64;
+        for _ in 0..19 {
+            for v in [x - 1, x, x + 1, -x, 9 * x] {
+                assert_eq!(format_i64(v, &mut buf), alloc::format!("{v}").as_bytes());
+                assert_eq!(
+                    crate::util::parse_i64(alloc::format!("{v}").as_bytes()),
+                    Some(v)
+                );
+            }
+            x = x.saturating_mul(10);
         }
     }
 }

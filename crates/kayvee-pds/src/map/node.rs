@@ -165,12 +165,28 @@ fn children_removed<T>(old: Box<[T]>, at: usize) -> Box<[T]> {
 }
 
 /// Finds the entry for `k` (hash `hash`) below `node`. A loop, allocation-free.
-pub(super) fn get<'a, K, V, Q>(mut node: &'a Node<K, V>, hash: u64, k: &Q) -> Option<&'a (K, V)>
+#[inline]
+pub(super) fn get<'a, K, V, Q>(node: &'a Node<K, V>, hash: u64, k: &Q) -> Option<&'a (K, V)>
 where
     K: Borrow<Q>,
     Q: Eq + ?Sized,
 {
-    for level in 0..COLLISION_LEVEL {
+    get_from(node, 0, hash, k)
+}
+
+/// [`get`] starting below `node` at `level` (`node` is on the path of `hash` at that level).
+#[inline]
+fn get_from<'a, K, V, Q>(
+    mut node: &'a Node<K, V>,
+    start: usize,
+    hash: u64,
+    k: &Q,
+) -> Option<&'a (K, V)>
+where
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    for level in start..COLLISION_LEVEL {
         let h = &node.header;
         let bit = 1u32 << frag(hash, level);
         if h.datamap & bit != 0 {
@@ -185,7 +201,9 @@ where
     node.slice.iter().flatten().find(|e| e.0.borrow() == k)
 }
 
-/// Mutable access to the value of `k`, making the path unique. A loop.
+/// Mutable access to the value of `k`, in one pass while the nodes are unshared (mutating
+/// nothing, so an absent key costs nothing either). At the first node a snapshot shares, the
+/// key's presence is checked read-only from there, and only then is the rest of the path copied.
 pub(super) fn get_mut<'a, K, V, Q>(
     mut node: &'a mut Node<K, V>,
     hash: u64,
@@ -197,6 +215,94 @@ where
     Q: Eq + ?Sized,
 {
     for level in 0..COLLISION_LEVEL {
+        if !node.is_unique() {
+            get_from(node, level, hash, k)?;
+            return get_mut_copying(node, level, hash, k);
+        }
+        let n = Arc::get_mut(node).expect("checked unique");
+        let bit = 1u32 << frag(hash, level);
+        if n.header.datamap & bit != 0 {
+            let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
+            return (e.0.borrow() == k).then_some(&mut e.1);
+        }
+        if n.header.nodemap & bit == 0 {
+            return None;
+        }
+        node = &mut n.header.children[index(n.header.nodemap, bit)];
+    }
+    if !node.is_unique() {
+        get_from(node, COLLISION_LEVEL, hash, k)?;
+    }
+    let n = make_unique(node);
+    let e = n.slice.iter_mut().flatten().find(|e| e.0.borrow() == k)?;
+    Some(&mut e.1)
+}
+
+/// Finds the entry of `k` and applies `touch` to its value when `needs(value)`: in place while
+/// the path is unshared; from the first shared node on, read-only, the path being copied only
+/// when `needs` asks for the touch. One pass unless a copy is needed.
+pub(super) fn get_touch<'a, K, V, Q>(
+    mut node: &'a mut Node<K, V>,
+    hash: u64,
+    k: &Q,
+    needs: impl Fn(&V) -> bool,
+    touch: impl FnOnce(&mut V),
+) -> Option<&'a V>
+where
+    K: Borrow<Q> + Clone,
+    V: Clone,
+    Q: Eq + ?Sized,
+{
+    for level in 0..=COLLISION_LEVEL {
+        if !node.is_unique() {
+            if !needs(&get_from(node, level, hash, k)?.1) {
+                return get_from(node, level, hash, k).map(|e| &e.1);
+            }
+            let v = get_mut_copying(node, level, hash, k)?;
+            touch(v);
+            return Some(v);
+        }
+        let n = Arc::get_mut(node).expect("checked unique");
+        let e = if level == COLLISION_LEVEL {
+            n.slice.iter_mut().flatten().find(|e| e.0.borrow() == k)?
+        } else {
+            let bit = 1u32 << frag(hash, level);
+            if n.header.datamap & bit != 0 {
+                let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
+                if e.0.borrow() != k {
+                    return None;
+                }
+                e
+            } else if n.header.nodemap & bit == 0 {
+                return None;
+            } else {
+                node = &mut n.header.children[index(n.header.nodemap, bit)];
+                continue;
+            }
+        };
+        if needs(&e.1) {
+            touch(&mut e.1);
+        }
+        return Some(&e.1);
+    }
+    unreachable!("the collision level ends the walk")
+}
+
+/// Mutable access to the value of `k` below `node` at `start`, copying every shared node on the
+/// path. The caller checked that the key is present.
+#[cold]
+fn get_mut_copying<'a, K, V, Q>(
+    mut node: &'a mut Node<K, V>,
+    start: usize,
+    hash: u64,
+    k: &Q,
+) -> Option<&'a mut V>
+where
+    K: Borrow<Q> + Clone,
+    V: Clone,
+    Q: Eq + ?Sized,
+{
+    for level in start..COLLISION_LEVEL {
         let n = make_unique(node);
         let bit = 1u32 << frag(hash, level);
         if n.header.datamap & bit != 0 {
@@ -312,14 +418,25 @@ fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -
     kv
 }
 
-/// Removes `k` (hash `hash`) below `node` at `level`, keeping the trie canonical.
-/// The caller checked that the key is present (so an absent key copies nothing).
-pub(super) fn remove<K, V, Q>(node: &mut Node<K, V>, level: usize, hash: u64, k: &Q) -> Slot<K, V>
+/// Removes `k` (hash `hash`) below `node` at `level`, keeping the trie canonical. One pass
+/// while the nodes are unshared; at the first shared node the key's presence is checked
+/// read-only (`present` records that it was), so an absent key copies nothing.
+pub(super) fn remove<K, V, Q>(
+    node: &mut Node<K, V>,
+    level: usize,
+    hash: u64,
+    k: &Q,
+    mut present: bool,
+) -> Slot<K, V>
 where
     K: Borrow<Q> + Clone,
     V: Clone,
     Q: Eq + ?Sized,
 {
+    if !present && !node.is_unique() {
+        get_from(node, level, hash, k)?;
+        present = true;
+    }
     let matches = |s: &Slot<K, V>| s.as_ref().is_some_and(|e| e.0.borrow() == k);
     if level == COLLISION_LEVEL {
         let at = node.slice.iter().position(matches)?;
@@ -335,7 +452,7 @@ where
     }
     let n = make_unique(node);
     let ci = index(n.header.nodemap, bit);
-    let kv = remove(&mut n.header.children[ci], level + 1, hash, k)?;
+    let kv = remove(&mut n.header.children[ci], level + 1, hash, k, present)?;
     n.header.size -= 1;
     let child = &mut n.header.children[ci];
     if child.header.nodemap == 0 && child.slice.len() == 1 {

@@ -1,0 +1,111 @@
+//! Kayvee as a unikernel: a PVH-bootable image running the Kayvee engine and RESP codec over
+//! virtio-net and smoltcp, with no operating system under it.
+//!
+//! Boot order: the stub in `arch::boot` enters [`kmain`] in long mode; we bring up the serial
+//! console, read the PVH start info (command line, memory map), claim the heap, calibrate the
+//! clock, apply the command line to the configuration and run the network server loop.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod arch;
+mod cmdline;
+mod conn;
+mod exit;
+mod heap;
+mod net;
+mod pvh;
+mod serial;
+mod server;
+mod time;
+
+use alloc::string::String;
+use kayvee_engine::{Config, Engine, Now};
+
+/// Entered from the boot stub with the physical address of the PVH start info.
+#[no_mangle]
+pub extern "C" fn kmain(start_info: u64) -> ! {
+    serial::init();
+    println!("kayvee unikernel {} booting", env!("CARGO_PKG_VERSION"));
+    // SAFETY: `start_info` is the `ebx` the PVH loader passed, forwarded by the boot stub.
+    let boot = match unsafe { pvh::BootInfo::read(start_info) } {
+        Ok(b) => b,
+        Err(e) => exit::fail(e),
+    };
+    let heap_bytes = heap::init(boot.ram());
+    if heap_bytes == 0 {
+        exit::fail("no usable RAM above the image in the PVH memory map");
+    }
+    println!(
+        "kayvee: heap {} KiB, cmdline \"{}\"",
+        heap_bytes / 1024,
+        boot.cmdline()
+    );
+    let args = cmdline::parse(boot.cmdline()).unwrap_or_else(|e| bad_cmdline(&e));
+    let config = build_config(&args.config);
+    let (unix_base_us, source) = wall_clock_base(args.time_us);
+    let clock = time::Clock::new(unix_base_us);
+    println!(
+        "kayvee: TSC {} MHz, wall clock from {source}; persistence: off",
+        clock.tsc_hz() / 1_000_000
+    );
+    let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
+    let mut engine = Engine::new(
+        config,
+        seed,
+        Now {
+            unix_us: clock.unix_us(),
+        },
+    );
+    fill_host_info(&mut engine, heap_bytes);
+    server::run(&mut engine, &clock, &args)
+}
+
+/// Applies the Redis directives from the command line; any bad one stops the boot.
+fn build_config(pairs: &[(String, String)]) -> Config {
+    let mut config = Config::default();
+    for (name, value) in pairs {
+        if let Err(e) = config.apply(name, &[value.as_str()]) {
+            bad_cmdline(&alloc::format!("{name}={value}: {e}"));
+        }
+    }
+    config
+}
+
+/// Prints a command-line error and stops with a failure status.
+fn bad_cmdline(why: &str) -> ! {
+    println!("kayvee: bad command line: {why}");
+    exit::fail("refusing to start with a bad configuration")
+}
+
+/// The wall-clock base in unix microseconds and where it came from.
+fn wall_clock_base(time_us: Option<u64>) -> (u64, &'static str) {
+    if let Some(t) = time_us {
+        return (t, "the time= parameter");
+    }
+    match time::rtc_unix_seconds() {
+        Some(s) => (s * 1_000_000, "the CMOS RTC"),
+        None => (
+            0,
+            "nothing (no time= and no RTC): starting at the unix epoch",
+        ),
+    }
+}
+
+/// What INFO reports about the "host".
+fn fill_host_info(engine: &mut Engine, heap_bytes: u64) {
+    let host = &mut engine.core.host;
+    host.os = "Kayvee unikernel x86_64".into();
+    host.arch_bits = 64;
+    host.multiplexing_api = "polling".into();
+    host.executable = "kayvee-unikernel".into();
+    host.total_system_memory = heap_bytes;
+    host.tcp_port = engine.core.config.port;
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    println!("kayvee: PANIC: {info}");
+    exit::fail("panic")
+}

@@ -1,0 +1,327 @@
+//! The network device: virtio-net over virtio-mmio (QEMU microvm, Firecracker), driven through
+//! virtio-drivers' raw API and exposed to smoltcp as a `phy::Device`.
+//!
+//! Frames are sent asynchronously: a transmit posts the buffer and returns; finished buffers
+//! are reclaimed on later calls (virtio-drivers' `VirtIONet::send` would spin for every frame).
+//! Receive buffers are posted up front and reposted as soon as smoltcp has consumed them.
+
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::alloc::Layout;
+use core::cell::RefCell;
+use core::ptr::NonNull;
+use smoltcp::phy::{self, DeviceCapabilities, Medium};
+use smoltcp::time::Instant;
+use virtio_drivers::device::net::VirtIONetRaw;
+use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
+use virtio_drivers::transport::{DeviceType, Transport};
+use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
+
+/// Descriptors per virtqueue (QEMU's virtio-net default ring size).
+const QUEUE_SIZE: usize = 256;
+/// Bytes per packet buffer: virtio-net header + a 1514-byte Ethernet frame, rounded up.
+const BUF_BYTES: usize = 2048;
+/// Largest Ethernet frame (MTU 1500 + header).
+const FRAME_MAX: usize = 1514;
+/// QEMU microvm's virtio-mmio window: slot i at `MMIO_BASE + i * MMIO_SLOT_BYTES`.
+const MMIO_BASE: usize = 0xfeb0_0000;
+/// Size of one virtio-mmio slot.
+const MMIO_SLOT_BYTES: usize = 0x200;
+/// Number of slots in the window.
+const MMIO_SLOTS: usize = 32;
+/// Offset of the QueueNotify register in a virtio-mmio slot (v1 and v2).
+const MMIO_QUEUE_NOTIFY: usize = 0x50;
+/// virtio-net queue indexes.
+const QUEUE_RECEIVE: u32 = 0;
+/// The transmit queue.
+const QUEUE_TRANSMIT: u32 = 1;
+/// "virt" little-endian: the virtio-mmio magic.
+const MMIO_MAGIC: u32 = 0x7472_6976;
+
+/// DMA for virtio-drivers with the identity mapping the boot stub sets up: physical address ==
+/// virtual address, memory from the heap.
+pub struct IdentityHal;
+
+// SAFETY: `dma_alloc` returns zeroed, page-aligned heap memory owned by the caller until
+// `dma_dealloc`; addresses are identity mapped, so the physical address the device uses is the
+// pointer itself; `share` hands out the buffer's own address (no bounce buffer).
+unsafe impl Hal for IdentityHal {
+    fn dma_alloc(pages: usize, _dir: BufferDirection) -> (PhysAddr, NonNull<u8>) {
+        let layout = Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE).expect("DMA layout");
+        // SAFETY: the layout has a non-zero size (virtio-drivers never asks for 0 pages).
+        let p = unsafe { alloc::alloc::alloc_zeroed(layout) };
+        let p = NonNull::new(p).unwrap_or_else(|| crate::exit::fail("out of memory for DMA"));
+        (p.as_ptr() as PhysAddr, p)
+    }
+
+    unsafe fn dma_dealloc(_paddr: PhysAddr, vaddr: NonNull<u8>, pages: usize) -> i32 {
+        let layout = Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE).expect("DMA layout");
+        // SAFETY: the caller passes back what `dma_alloc` returned for the same page count.
+        unsafe { alloc::alloc::dealloc(vaddr.as_ptr(), layout) };
+        0
+    }
+
+    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, _size: usize) -> NonNull<u8> {
+        NonNull::new(paddr as *mut u8).expect("MMIO address is not null")
+    }
+
+    unsafe fn share(buffer: NonNull<[u8]>, _dir: BufferDirection) -> PhysAddr {
+        buffer.as_ptr() as *mut u8 as PhysAddr
+    }
+
+    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _dir: BufferDirection) {}
+}
+
+type Raw = VirtIONetRaw<IdentityHal, MmioTransport<'static>, QUEUE_SIZE>;
+
+/// Finds the first virtio-net device in the microvm virtio-mmio window.
+pub fn probe_mmio() -> Option<(usize, MmioTransport<'static>)> {
+    for slot in 0..MMIO_SLOTS {
+        let addr = MMIO_BASE + slot * MMIO_SLOT_BYTES;
+        // SAFETY: the window is identity mapped (uncached) by the boot stub and every slot
+        // starts with the 32-bit magic register, readable without side effects.
+        let magic = unsafe { core::ptr::read_volatile(addr as *const u32) };
+        if magic != MMIO_MAGIC {
+            continue;
+        }
+        let header = NonNull::new(addr as *mut VirtIOHeader)?;
+        // SAFETY: a virtio-mmio register block (magic checked) of `MMIO_SLOT_BYTES`, used by
+        // this transport only, for the life of the program.
+        let Ok(t) = (unsafe { MmioTransport::new(header, MMIO_SLOT_BYTES) }) else {
+            continue;
+        };
+        if t.device_type() == DeviceType::Network {
+            return Some((addr, t));
+        }
+    }
+    None
+}
+
+/// Driver state shared by the device and the tokens it lends smoltcp.
+struct Inner {
+    raw: Raw,
+    /// Receive buffers posted to the device, by descriptor token.
+    rx_posted: Vec<Option<Box<[u8]>>>,
+    /// Transmit buffers in flight (and their used length), by descriptor token.
+    tx_posted: Vec<Option<(Box<[u8]>, usize)>>,
+    /// Transmit buffers ready for reuse.
+    tx_free: Vec<Box<[u8]>>,
+    /// Frames dropped because the transmit ring was full.
+    pub tx_dropped: u64,
+    /// Frames posted since the last [`NetDevice::kick`].
+    tx_unkicked: bool,
+    /// Receive buffers posted since the last kick.
+    rx_unkicked: bool,
+}
+
+impl Inner {
+    /// Posts a receive buffer.
+    fn post_rx(&mut self, mut buf: Box<[u8]>) {
+        // SAFETY: the buffer is kept in `rx_posted` (not touched) until the device returns it
+        // through `receive_complete` with the same token.
+        match unsafe { self.raw.receive_begin(&mut buf) } {
+            Ok(token) => {
+                self.rx_posted[usize::from(token)] = Some(buf);
+                self.rx_unkicked = true;
+            }
+            Err(e) => crate::println!("kayvee: net: cannot post receive buffer: {e:?}"),
+        }
+    }
+
+    /// Takes back every transmit buffer the device has finished with.
+    fn reclaim_tx(&mut self) {
+        while let Some(token) = self.raw.poll_transmit() {
+            let Some((buf, len)) = self.rx_take_tx(token) else {
+                break;
+            };
+            // SAFETY: the same buffer (and length) that `transmit_begin` got for this token.
+            let _ = unsafe { self.raw.transmit_complete(token, &buf[..len]) };
+            self.tx_free.push(buf);
+        }
+    }
+
+    fn rx_take_tx(&mut self, token: u16) -> Option<(Box<[u8]>, usize)> {
+        self.tx_posted.get_mut(usize::from(token))?.take()
+    }
+
+    /// Sends `len` bytes that `fill` writes, without waiting for the device.
+    fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
+        self.reclaim_tx();
+        let mut buf = self
+            .tx_free
+            .pop()
+            .unwrap_or_else(|| vec![0u8; BUF_BYTES].into_boxed_slice());
+        let hdr = self
+            .raw
+            .fill_buffer_header(&mut buf)
+            .expect("buffer holds a header");
+        let r = fill(&mut buf[hdr..hdr + len]);
+        // SAFETY: the buffer stays in `tx_posted`, untouched, until `reclaim_tx` completes it.
+        match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
+            Ok(token) => {
+                self.tx_posted[usize::from(token)] = Some((buf, hdr + len));
+                self.tx_unkicked = true;
+            }
+            Err(_) => {
+                self.tx_dropped += 1;
+                self.tx_free.push(buf);
+            }
+        }
+        r
+    }
+}
+
+/// The NIC as smoltcp sees it.
+pub struct NetDevice {
+    inner: RefCell<Inner>,
+    mac: [u8; 6],
+    /// The virtio-mmio QueueNotify register.
+    notify_reg: *mut u32,
+}
+
+impl NetDevice {
+    /// Initialises the device and posts its receive buffers.
+    pub fn new(
+        mmio_base: usize,
+        transport: MmioTransport<'static>,
+    ) -> Result<Self, virtio_drivers::Error> {
+        let raw = Raw::new(transport)?;
+        let mac = raw.mac_address();
+        let mut inner = Inner {
+            raw,
+            rx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
+            tx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
+            tx_free: Vec::new(),
+            tx_dropped: 0,
+            tx_unkicked: false,
+            rx_unkicked: false,
+        };
+        for _ in 0..QUEUE_SIZE {
+            inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
+        }
+        let notify_reg = (mmio_base + MMIO_QUEUE_NOTIFY) as *mut u32;
+        Ok(NetDevice {
+            inner: RefCell::new(inner),
+            mac,
+            notify_reg,
+        })
+    }
+
+    /// Notifies the device once for everything posted since the last call.
+    ///
+    /// virtio-drivers 0.13 also notifies per buffer when it thinks the device asked for it,
+    /// but its EVENT_IDX test (`avail_idx >= avail_event + 1`) is not wrap-safe: once the
+    /// 16-bit ring index wraps (after 65,536 frames) it stops notifying and the queue stalls.
+    /// One notification per poll round covers that and costs one VM exit per batch.
+    pub fn kick(&mut self) {
+        let inner = self.inner.get_mut();
+        if inner.tx_unkicked {
+            inner.tx_unkicked = false;
+            // SAFETY: the QueueNotify register of this device's virtio-mmio slot (identity
+            // mapped, uncached); writing a queue index only tells the device to look at it.
+            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_TRANSMIT) };
+        }
+        if inner.rx_unkicked {
+            inner.rx_unkicked = false;
+            // SAFETY: as above.
+            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_RECEIVE) };
+        }
+    }
+
+    /// (receive buffers posted, transmits in flight, frames dropped on a full ring).
+    pub fn stats(&self) -> (usize, usize, u64) {
+        let inner = self.inner.borrow();
+        let posted = inner.rx_posted.iter().filter(|b| b.is_some()).count();
+        let inflight = inner.tx_posted.iter().filter(|b| b.is_some()).count();
+        (posted, inflight, inner.tx_dropped)
+    }
+
+    /// The device's MAC address.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+}
+
+/// A received frame lent to smoltcp; its buffer is reposted after use.
+pub struct RxToken<'a> {
+    inner: &'a RefCell<Inner>,
+    /// Always `Some` until consumed or dropped (then reposted either way).
+    buf: Option<Box<[u8]>>,
+    start: usize,
+    len: usize,
+}
+
+/// Permission to send one frame.
+pub struct TxToken<'a> {
+    inner: &'a RefCell<Inner>,
+}
+
+impl phy::RxToken for RxToken<'_> {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(mut self, f: F) -> R {
+        let buf = self
+            .buf
+            .take()
+            .expect("token holds its buffer until consumed");
+        let r = f(&buf[self.start..self.start + self.len]);
+        self.inner.borrow_mut().post_rx(buf);
+        r
+    }
+}
+
+impl Drop for RxToken<'_> {
+    /// A token smoltcp drops unused still gives its buffer back to the device.
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            self.inner.borrow_mut().post_rx(buf);
+        }
+    }
+}
+
+impl phy::TxToken for TxToken<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        self.inner.borrow_mut().send(len.min(FRAME_MAX), f)
+    }
+}
+
+impl phy::Device for NetDevice {
+    type RxToken<'a> = RxToken<'a>;
+    type TxToken<'a> = TxToken<'a>;
+
+    fn receive(&mut self, _now: Instant) -> Option<(RxToken<'_>, TxToken<'_>)> {
+        let inner = self.inner.get_mut();
+        let token = inner.raw.poll_receive()?;
+        let mut buf = inner.rx_posted[usize::from(token)].take()?;
+        // SAFETY: `buf` is the buffer posted with this token.
+        let (start, len) = match unsafe { inner.raw.receive_complete(token, &mut buf) } {
+            Ok(v) => v,
+            Err(_) => {
+                inner.post_rx(buf);
+                return None;
+            }
+        };
+        let rx = RxToken {
+            inner: &self.inner,
+            buf: Some(buf),
+            start,
+            len,
+        };
+        Some((rx, TxToken { inner: &self.inner }))
+    }
+
+    fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_>> {
+        let inner = self.inner.get_mut();
+        inner.reclaim_tx();
+        if !inner.raw.can_send() {
+            return None;
+        }
+        Some(TxToken { inner: &self.inner })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = FRAME_MAX;
+        caps
+    }
+}

@@ -1,0 +1,352 @@
+//! The server loop: one polled event loop driving the NIC, smoltcp and every connection, with
+//! the engine's cron at `hz`.
+//!
+//! Listening sockets form a dynamic pool: smoltcp's TCP socket serves one connection, so the
+//! loop keeps at least [`LISTENERS_MIN`] sockets listening, topping the pool up after every
+//! received frame (a burst of SYNs must find listeners), and reuses sockets once closed.
+
+use crate::cmdline::Args;
+use crate::conn::{Conn, Event};
+use crate::net::{self, NetDevice};
+use crate::time::Clock;
+use crate::{exit, heap, println};
+use alloc::vec;
+use alloc::vec::Vec;
+use kayvee_engine::{ConnInfo, Engine, Now, Transport};
+use smoltcp::iface::{
+    Config as IfaceConfig, Interface, PollIngressSingleResult, SocketHandle, SocketSet,
+};
+use smoltcp::socket::{dhcpv4, tcp};
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpCidr};
+
+/// Print driver and pool counters every 2 s (debugging aid).
+const DEBUG_STATS: bool = false;
+/// Sockets kept listening for new connections.
+const LISTENERS_MIN: usize = 32;
+/// Receive buffer per TCP socket.
+const SOCK_RX_BYTES: usize = 16 * 1024;
+/// Send buffer per TCP socket.
+const SOCK_TX_BYTES: usize = 32 * 1024;
+/// Frames taken in before the connections are serviced again.
+const INGRESS_BUDGET: usize = 512;
+
+/// A TCP socket of the pool and the connection on it, if any.
+struct Slot {
+    socket: SocketHandle,
+    conn: Option<Conn>,
+}
+
+/// The socket pool.
+struct Pool {
+    port: u16,
+    slots: Vec<Slot>,
+    /// Slots whose socket is listening.
+    listening: Vec<usize>,
+    /// Slots with a connection, or one being set up or torn down.
+    active: Vec<usize>,
+    /// Slots whose socket is closed, ready to listen again.
+    free: Vec<usize>,
+    /// Upper bound on sockets (maxclients + the listeners).
+    sockets_max: usize,
+}
+
+impl Pool {
+    /// Moves listeners that got a SYN to `active`, then tops the listeners up.
+    fn refill(&mut self, sockets: &mut SocketSet<'_>) {
+        let mut i = 0;
+        while i < self.listening.len() {
+            let s = self.listening[i];
+            if sockets
+                .get::<tcp::Socket>(self.slots[s].socket)
+                .is_listening()
+            {
+                i += 1;
+            } else {
+                self.active.push(self.listening.swap_remove(i));
+            }
+        }
+        while self.listening.len() < LISTENERS_MIN {
+            let Some(s) = self.free.pop().or_else(|| self.grow(sockets)) else {
+                break;
+            };
+            let sock = sockets.get_mut::<tcp::Socket>(self.slots[s].socket);
+            if sock.listen(self.port).is_ok() {
+                self.listening.push(s);
+            }
+        }
+    }
+
+    /// Adds a new socket to the pool (bounded by `sockets_max`).
+    fn grow(&mut self, sockets: &mut SocketSet<'_>) -> Option<usize> {
+        if self.slots.len() >= self.sockets_max {
+            return None;
+        }
+        let rx = tcp::SocketBuffer::new(vec![0u8; SOCK_RX_BYTES]);
+        let tx = tcp::SocketBuffer::new(vec![0u8; SOCK_TX_BYTES]);
+        let mut sock = tcp::Socket::new(rx, tx);
+        sock.set_nagle_enabled(false);
+        let socket = sockets.add(sock);
+        self.slots.push(Slot { socket, conn: None });
+        Some(self.slots.len() - 1)
+    }
+}
+
+/// Brings up the network and serves clients until SHUTDOWN.
+pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
+    let Some((addr, transport)) = net::probe_mmio() else {
+        exit::fail("no virtio-net device found in the virtio-mmio window (microvm)")
+    };
+    let mut dev = NetDevice::new(addr, transport).unwrap_or_else(|e| {
+        println!("kayvee: virtio-net init failed: {e:?}");
+        exit::fail("network device")
+    });
+    let mac = EthernetAddress(dev.mac());
+    println!("kayvee: virtio-net at {addr:#x}, MAC {mac}");
+    let now = Instant::from_micros(clock.uptime_us() as i64);
+    let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
+    let mut sockets = SocketSet::new(vec![]);
+    let dhcp = configure_ip(&mut iface, &mut sockets, args);
+    let port = engine.core.config.port;
+    let mut pool = Pool {
+        port,
+        slots: Vec::new(),
+        listening: Vec::new(),
+        active: Vec::new(),
+        free: Vec::new(),
+        sockets_max: engine.core.config.maxclients as usize + LISTENERS_MIN,
+    };
+    pool.refill(&mut sockets);
+    println!("kayvee: ready: listening on TCP port {port}");
+    let mut next_cron_us = 0u64;
+    let mut next_stats_us = 0u64;
+    let mut last_us = clock.uptime_us();
+    loop {
+        let start_us = clock.uptime_us();
+        if start_us - last_us > 200_000 {
+            println!(
+                "kayvee: warning: one loop round took {} ms",
+                (start_us - last_us) / 1000
+            );
+        }
+        last_us = start_us;
+        let ts = Instant::from_micros(start_us as i64);
+        for _ in 0..INGRESS_BUDGET {
+            if iface.poll_ingress_single(ts, &mut dev, &mut sockets)
+                == PollIngressSingleResult::None
+            {
+                break;
+            }
+            pool.refill(&mut sockets);
+        }
+        if let Some(h) = dhcp {
+            poll_dhcp(&mut iface, &mut sockets, h);
+        }
+        engine.core.host.used_memory = heap::used_bytes();
+        if engine.next_block_deadline().is_some() {
+            engine.expire_blocked(Now {
+                unix_us: clock.unix_us(),
+            });
+        }
+        service_connections(&mut pool, &mut sockets, engine, clock);
+        deliver_wakeups(&mut pool, engine);
+        while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
+        dev.kick();
+        let up = clock.uptime_us();
+        if DEBUG_STATS && up >= next_stats_us {
+            let (rx, tx, dropped) = dev.stats();
+            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
+            let mut states: Vec<(tcp::State, usize)> = Vec::new();
+            for slot in &pool.slots {
+                let st = sockets.get::<tcp::Socket>(slot.socket).state();
+                match states.iter_mut().find(|(s, _)| *s == st) {
+                    Some((_, n)) => *n += 1,
+                    None => states.push((st, 1)),
+                }
+            }
+            println!("kayvee: states {states:?}");
+            for &a in &pool.active {
+                let sk = sockets.get::<tcp::Socket>(pool.slots[a].socket);
+                println!(
+                    "  active slot {a}: {} conn={} recvq={} sendq={} remote={:?}",
+                    sk.state(),
+                    pool.slots[a].conn.is_some(),
+                    sk.recv_queue(),
+                    sk.send_queue(),
+                    sk.remote_endpoint()
+                );
+            }
+            next_stats_us = up + 2_000_000;
+        }
+        if up >= next_cron_us {
+            engine.cron(Now {
+                unix_us: clock.unix_us(),
+            });
+            next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
+        }
+    }
+}
+
+/// Static address from `ip=`/`gw=`, or a DHCP socket whose handle is returned.
+fn configure_ip(
+    iface: &mut Interface,
+    sockets: &mut SocketSet<'_>,
+    args: &Args,
+) -> Option<SocketHandle> {
+    let Some(cidr) = args.ip else {
+        println!("kayvee: no ip= given: using DHCP");
+        return Some(sockets.add(dhcpv4::Socket::new()));
+    };
+    iface.update_ip_addrs(|a| {
+        let _ = a.push(IpCidr::Ipv4(cidr));
+    });
+    if let Some(gw) = args.gw {
+        let _ = iface.routes_mut().add_default_ipv4_route(gw);
+    }
+    println!("kayvee: address {cidr}, gateway {:?}", args.gw);
+    None
+}
+
+/// Applies DHCP leases as they come and go.
+fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle) {
+    match sockets.get_mut::<dhcpv4::Socket>(h).poll() {
+        None => {}
+        Some(dhcpv4::Event::Configured(cfg)) => {
+            println!(
+                "kayvee: DHCP address {}, router {:?}",
+                cfg.address, cfg.router
+            );
+            iface.update_ip_addrs(|a| {
+                a.clear();
+                let _ = a.push(IpCidr::Ipv4(cfg.address));
+            });
+            if let Some(r) = cfg.router {
+                let _ = iface.routes_mut().add_default_ipv4_route(r);
+            } else {
+                iface.routes_mut().remove_default_ipv4_route();
+            }
+        }
+        Some(dhcpv4::Event::Deconfigured) => {
+            println!("kayvee: DHCP lease lost");
+            iface.update_ip_addrs(|a| a.clear());
+            iface.routes_mut().remove_default_ipv4_route();
+        }
+    }
+}
+
+/// Runs every active connection once; attaches new ones, detaches and recycles closed ones.
+fn service_connections(
+    pool: &mut Pool,
+    sockets: &mut SocketSet<'_>,
+    engine: &mut Engine,
+    clock: &Clock,
+) {
+    let mut kill = false;
+    let mut i = 0;
+    while i < pool.active.len() {
+        let s = pool.active[i];
+        let slot = &mut pool.slots[s];
+        let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+        if slot.conn.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
+            sock.close(); // the peer connected and left without a word
+        }
+        if slot.conn.is_none() && sock.may_recv() {
+            slot.conn = Some(Conn::new(register(engine, sock, s, clock)));
+            if DEBUG_STATS {
+                println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
+            }
+        }
+        if let Some(conn) = slot.conn.as_mut() {
+            match conn.service(sock, engine, clock) {
+                Event::None => {}
+                Event::KillClients => kill = true,
+                Event::Shutdown => {
+                    println!(
+                        "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
+                    );
+                    exit::success()
+                }
+            }
+            if !sock.may_recv() && !conn.closing {
+                conn.closing = true; // the peer closed its side
+                sock.close();
+            }
+        }
+        match sock.state() {
+            tcp::State::Closed | tcp::State::TimeWait => {
+                if let Some(conn) = slot.conn.take() {
+                    engine.disconnect(conn.client);
+                    if DEBUG_STATS {
+                        println!("kayvee: closed slot {s} ({})", sock.state());
+                    }
+                }
+                if sock.state() == tcp::State::Closed {
+                    pool.free.push(pool.active.swap_remove(i));
+                    continue;
+                }
+            }
+            tcp::State::Listen => {
+                // A half-open connection was reset: the socket listens again.
+                pool.listening.push(pool.active.swap_remove(i));
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if kill {
+        close_killed(pool, engine);
+    }
+}
+
+/// Gives woken (served or timed out) blocked clients their replies; their pipelined commands
+/// run on the next round, which may wake others in turn.
+fn deliver_wakeups(pool: &mut Pool, engine: &mut Engine) {
+    for (h, replies) in engine.take_wakeups() {
+        let protocol = engine.protocol(h);
+        let found = pool.active.iter().find_map(|&s| {
+            let conn = pool.slots[s].conn.as_ref()?;
+            (conn.client == h).then_some(s)
+        });
+        if let Some(conn) = found.and_then(|s| pool.slots[s].conn.as_mut()) {
+            conn.deliver(&replies, protocol);
+        }
+    }
+}
+
+/// Registers a new connection with the engine.
+fn register(
+    engine: &mut Engine,
+    sock: &tcp::Socket<'_>,
+    slot: usize,
+    clock: &Clock,
+) -> kayvee_engine::Handle {
+    let show = |e: Option<smoltcp::wire::IpEndpoint>| {
+        e.map(|e| alloc::format!("{}:{}", e.addr, e.port))
+            .unwrap_or_default()
+    };
+    let conn = ConnInfo {
+        transport: Transport::Tcp {
+            addr: show(sock.remote_endpoint()),
+            laddr: show(sock.local_endpoint()),
+        },
+        fd: slot as i64 + 8,
+    };
+    engine.connect(
+        conn,
+        Now {
+            unix_us: clock.unix_us(),
+        },
+    )
+}
+
+/// Marks the connections of killed clients for closing.
+fn close_killed(pool: &mut Pool, engine: &Engine) {
+    for &s in &pool.active {
+        if let Some(conn) = pool.slots[s].conn.as_mut() {
+            if engine.clients.get(conn.client).is_some_and(|c| c.killed) {
+                conn.closing = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Unikernel tasks: `image` (build the PVH image), `run` (boot it under QEMU microvm with a
+//! host port forward) and `uk-test` (boot it under TCG, wait for a real PONG, drive it with
+//! redis-cli and redis-benchmark, SHUTDOWN it and check QEMU's exit status). Uses only std.
+//!
+//! The image is built in `unikernel/` (a workspace of its own whose `.cargo/config.toml` holds
+//! the image-only flags), so cargo runs with that directory as its working directory.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// QEMU's exit status when the image wrote the success value to isa-debug-exit.
+const EXIT_SUCCESS: i32 = 33;
+/// QEMU's exit status when the image failed (panic, bad command line).
+const EXIT_FAILURE: i32 = 35;
+/// How long `uk-test` waits for the first PONG.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long any client command of `uk-test` may take.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The unikernel's directory.
+fn dir() -> PathBuf {
+    super::root().join("unikernel")
+}
+
+/// Path of the built image.
+fn image_path() -> PathBuf {
+    dir().join("target/x86_64-unknown-linux-gnu/release/kayvee-unikernel")
+}
+
+/// Builds the image; returns its path and size in bytes.
+fn build() -> Result<(PathBuf, u64), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    eprintln!("xtask: (in unikernel/) cargo build --release");
+    let status = Command::new(cargo)
+        .current_dir(dir())
+        .args(["build", "--release"])
+        // Outer flags would replace the image's own (see unikernel/.cargo/config.toml).
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR")
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the unikernel failed ({status})"));
+    }
+    let path = image_path();
+    let size = std::fs::metadata(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    Ok((path, size))
+}
+
+/// `cargo xtask image`: builds and prints the path and size.
+pub fn image() -> Result<(), String> {
+    let (path, size) = build()?;
+    println!(
+        "{} ({size} bytes, {:.1} KiB, stripped)",
+        path.display(),
+        size as f64 / 1024.0
+    );
+    Ok(())
+}
+
+/// The host's unix time as `SECONDS.MICROS`, for the image's `time=` parameter.
+fn unix_time_param() -> String {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:06}", t.as_secs(), t.subsec_micros())
+}
+
+/// KVM only when it is real hardware virtualization: this project's CI machines expose a
+/// nested "PVM" /dev/kvm that aborts the ring-0 image on its first SSE instruction.
+fn accel(requested: Option<&str>) -> &'static str {
+    match requested {
+        Some("kvm") => "kvm",
+        Some(_) => "tcg",
+        None => {
+            let kvm = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/kvm")
+                .is_ok();
+            let pvm = std::path::Path::new("/sys/module/kvm_pvm").exists();
+            if kvm && !pvm {
+                "kvm"
+            } else {
+                "tcg"
+            }
+        }
+    }
+}
+
+/// The QEMU microvm command for `image`, forwarding `host_port` to the guest's 6379.
+fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) -> Command {
+    let mut cmdline = format!(
+        "ip=10.0.2.15/24 gw=10.0.2.2 port=6379 time={}",
+        unix_time_param()
+    );
+    for a in extra_cmdline {
+        cmdline.push(' ');
+        cmdline.push_str(a);
+    }
+    let mut c = Command::new("qemu-system-x86_64");
+    c.args([
+        "-M",
+        "microvm,pic=off,rtc=off",
+        "-accel",
+        accel,
+        "-m",
+        "256M",
+    ])
+    .args([
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+    ])
+    .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+    .args(["-netdev"])
+    .arg(format!(
+        "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
+    ))
+    .args(["-device", "virtio-net-device,netdev=n0", "-kernel"])
+    .arg(image)
+    .arg("-append")
+    .arg(cmdline);
+    c
+}
+
+/// Maps QEMU's exit status to the image's meaning.
+fn describe(status: ExitStatus) -> String {
+    match status.code() {
+        Some(EXIT_SUCCESS) => "clean shutdown".into(),
+        Some(EXIT_FAILURE) => "the unikernel reported a failure (see its console)".into(),
+        _ => format!("QEMU ended with {status}"),
+    }
+}
+
+/// `cargo xtask run [--port N] [--accel tcg|kvm] [key=value...]`: boots the image with its
+/// console on stdio; Ctrl-C stops it.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut port = 6379u16;
+    let mut requested_accel = None;
+    let mut extra = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--port" => {
+                let v = it.next().ok_or("--port needs a value")?;
+                port = v.parse().map_err(|_| format!("bad port '{v}'"))?;
+            }
+            "--accel" => requested_accel = Some(it.next().ok_or("--accel needs a value")?.as_str()),
+            other => extra.push(other.to_string()),
+        }
+    }
+    let (path, _) = build()?;
+    let accel = accel(requested_accel);
+    eprintln!(
+        "xtask: booting {} under QEMU microvm ({accel}), 127.0.0.1:{port} -> guest 6379",
+        path.display()
+    );
+    let status = qemu(&path, accel, port, &extra).status().map_err(|e| {
+        format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+    })?;
+    eprintln!("xtask: {}", describe(status));
+    match status.code() {
+        Some(EXIT_SUCCESS) => Ok(()),
+        _ => Err(describe(status)),
+    }
+}
+
+/// A free TCP port on 127.0.0.1.
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// One PING over a fresh connection: true on a real `+PONG` (a forwarded connect succeeds
+/// before the guest is up, so only the reply counts).
+fn ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 7];
+    s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
+/// Waits for `child` up to `limit`; kills it on timeout.
+fn wait_bounded(child: &mut Child, limit: Duration) -> Result<ExitStatus, String> {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(st);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("timed out after {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs a client program with `stdin` bytes, bounded in time; returns its stdout.
+fn client(program: &str, args: &[&str], stdin: &[u8]) -> Result<String, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let mut input = child.stdin.take().expect("piped");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let mut out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let st =
+        wait_bounded(&mut child, CLIENT_TIMEOUT).map_err(|e| format!("{program} {args:?}: {e}"))?;
+    let _ = writer.join();
+    let text = reader.join().unwrap_or_default();
+    if !st.success() {
+        return Err(format!("{program} {args:?} failed ({st}): {text}"));
+    }
+    Ok(text)
+}
+
+/// `redis-cli -p port args...` whose trimmed output must be `want`.
+fn expect_cli(port: u16, args: &[&str], want: &str) -> Result<(), String> {
+    let p = port.to_string();
+    let mut all = vec!["-p", p.as_str()];
+    all.extend_from_slice(args);
+    let got = client("redis-cli", &all, b"")?;
+    if got.trim() != want {
+        return Err(format!(
+            "redis-cli {args:?}: want {want:?}, got {:?}",
+            got.trim()
+        ));
+    }
+    println!("uk-test: redis-cli {} -> {}", args.join(" "), got.trim());
+    Ok(())
+}
+
+/// Starts a relay on a free port that forwards each accepted client to `target` (QEMU's
+/// hostfwd port), opening the forwarded connections one at a time.
+///
+/// Why: libslirp listens on a hostfwd port with a backlog of 1, so when a client such as
+/// redis-benchmark opens 20 connections at once the host kernel drops all but two SYNs, and the
+/// clients retry with exponential backoff (1, 3, 7, 15, 31 s...). The relay's own listen queue
+/// is deep, and it connects to slirp serially with a short pause.
+fn start_relay(target: u16) -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("relay bind: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue;
+            };
+            let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
+            pipe(&client, &upstream);
+            pipe(&upstream, &client);
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    });
+    Ok(port)
+}
+
+/// Copies `from` into `to` on a thread until EOF, then half-closes `to`.
+fn pipe(from: &TcpStream, to: &TcpStream) {
+    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    });
+}
+
+/// The client checks of `uk-test`; returns the redis-benchmark summary lines.
+fn exercise(port: u16) -> Result<Vec<String>, String> {
+    expect_cli(port, &["SET", "k", "v"], "OK")?;
+    expect_cli(port, &["GET", "k"], "v")?;
+    expect_cli(port, &["INCR", "n"], "1")?;
+    expect_cli(port, &["INCR", "n"], "2")?;
+    expect_cli(port, &["DBSIZE"], "2")?;
+    let mut pipe = Vec::new();
+    for i in 0..1000 {
+        let (k, v) = (format!("key:{i}"), format!("value:{i}"));
+        pipe.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let p = port.to_string();
+    let out = client("redis-cli", &["-p", &p, "--pipe"], &pipe)?;
+    if !out.contains("errors: 0, replies: 1000") {
+        return Err(format!("redis-cli --pipe: {out}"));
+    }
+    println!("uk-test: redis-cli --pipe: 1000 SETs, errors: 0, replies: 1000");
+    expect_cli(port, &["DBSIZE"], "1002")?;
+    expect_cli(port, &["GET", "key:999"], "value:999")?;
+    let relay = start_relay(port)?.to_string();
+    let bench = client(
+        "redis-benchmark",
+        &[
+            "-p",
+            &relay,
+            "-t",
+            "ping,set,get",
+            "-n",
+            "5000",
+            "-c",
+            "20",
+            "-q",
+        ],
+        b"",
+    )?;
+    let lines: Vec<String> = bench
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("requests per second"))
+        .map(str::to_string)
+        .collect();
+    if lines.len() < 4 {
+        return Err(format!("redis-benchmark gave no full summary: {bench}"));
+    }
+    Ok(lines)
+}
+
+/// `cargo xtask uk-test`: the boot-to-shutdown test under TCG.
+pub fn uk_test() -> Result<(), String> {
+    let (path, size) = build()?;
+    let port = free_port()?;
+    let log_path = dir().join("target/uk-test-console.log");
+    let log =
+        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let mut qemu = qemu(&path, "tcg", port, &[])
+        .stdout(log)
+        .stderr(log2)
+        .spawn()
+        .map_err(|e| {
+            format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+        })?;
+    let result = drive(&mut qemu, port, start);
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+        let console = std::fs::read_to_string(&log_path).unwrap_or_default();
+        eprintln!("uk-test: guest console:\n{console}");
+    }
+    let (first_pong, bench, status) = result?;
+    println!(
+        "uk-test: image {} bytes ({:.1} KiB, stripped)",
+        size,
+        size as f64 / 1024.0
+    );
+    println!(
+        "uk-test: QEMU start to first PONG: {:.1} ms (TCG, microvm)",
+        first_pong.as_secs_f64() * 1e3
+    );
+    for l in &bench {
+        println!(
+            "uk-test: redis-benchmark -c 20 -n 5000 via relay + hostfwd: {}",
+            l.trim()
+        );
+    }
+    println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
+    println!("uk-test: 1 passed, 0 failed");
+    Ok(())
+}
+
+/// Waits for the first PONG, runs the clients, shuts the guest down; returns the time to the
+/// first PONG, the benchmark lines and QEMU's exit status.
+fn drive(
+    qemu: &mut Child,
+    port: u16,
+    start: Instant,
+) -> Result<(Duration, Vec<String>, ExitStatus), String> {
+    let first_pong = loop {
+        if ping(port) {
+            break start.elapsed();
+        }
+        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!(
+                "QEMU exited before answering PING: {}",
+                describe(st)
+            ));
+        }
+        if start.elapsed() > BOOT_TIMEOUT {
+            return Err("no PONG within the boot timeout".into());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let bench = exercise(port)?;
+    let p = port.to_string();
+    // redis-cli reports the closed connection of a successful SHUTDOWN; its status is not the test.
+    let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
+    let status = wait_bounded(qemu, Duration::from_secs(20))
+        .map_err(|e| format!("QEMU after SHUTDOWN: {e}"))?;
+    if status.code() != Some(EXIT_SUCCESS) {
+        return Err(format!("after SHUTDOWN NOSAVE: {}", describe(status)));
+    }
+    Ok((first_pong, bench, status))
+}

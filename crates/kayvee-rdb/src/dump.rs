@@ -14,7 +14,8 @@ const FOOTER_LEN: usize = 10;
 /// The DUMP payload of a value.
 pub fn dump(value: &Value, compress: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    write_value(&mut out, value, compress);
+    let mut lzf = compress.then(crate::lzf::Lzf::new);
+    write_value(&mut out, value, lzf.as_mut());
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());

@@ -1,6 +1,7 @@
 //! Encoding of RDB primitives and objects: lengths, strings (integer and LZF encodings as
 //! Redis 7.0 chooses them) and values in the plain object types.
 
+use crate::lzf::Lzf;
 use crate::types;
 use alloc::vec::Vec;
 use kayvee_engine::util::parse_i64;
@@ -45,7 +46,7 @@ fn int_encoding(v: i64, out: &mut Vec<u8>) -> bool {
 /// Appends a string as Redis does: a canonical integer that fits 32 bits as an integer
 /// encoding; with `compress`, a string over 20 bytes that LZF shrinks by 4 bytes or more as
 /// `0xC3`; otherwise length and bytes.
-pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
     if s.len() <= INT_MAX_LEN {
         if let Some(v) = parse_i64(s) {
             if int_encoding(v, out) {
@@ -53,8 +54,8 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
             }
         }
     }
-    if compress && s.len() > LZF_MIN_LEN {
-        if let Some(z) = crate::lzf::compress(s, s.len() - 4) {
+    if let Some(lzf) = compress.filter(|_| s.len() > LZF_MIN_LEN) {
+        if let Some(z) = lzf.compress(s, s.len() - 4) {
             out.push(0xC3);
             write_len(out, z.len() as u64);
             write_len(out, s.len() as u64);
@@ -79,35 +80,37 @@ pub fn type_of(v: &Value) -> u8 {
 }
 
 /// Appends a value's type byte and body ([`type_of`], [`write_body`]).
-pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: bool) {
+pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: Option<&mut Lzf>) {
     out.push(type_of(v));
     write_body(out, v, compress);
 }
 
 /// Appends a value's body in its plain type (zset members highest first, as Redis writes
 /// its skiplists).
-pub fn write_body(out: &mut Vec<u8>, v: &Value, compress: bool) {
+pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) {
     match v {
         Value::Str(s) => write_string(out, s, compress),
         Value::List(l) => {
             write_len(out, l.len() as u64);
-            l.iter().for_each(|e| write_string(out, e, compress));
+            l.iter()
+                .for_each(|e| write_string(out, e, compress.as_deref_mut()));
         }
         Value::Set(s) => {
             write_len(out, s.len() as u64);
-            s.iter().for_each(|(m, _)| write_string(out, m, compress));
+            s.iter()
+                .for_each(|(m, _)| write_string(out, m, compress.as_deref_mut()));
         }
         Value::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, val) in h.iter() {
-                write_string(out, f, compress);
-                write_string(out, val, compress);
+                write_string(out, f, compress.as_deref_mut());
+                write_string(out, val, compress.as_deref_mut());
             }
         }
         Value::ZSet(z) => {
             write_len(out, z.len() as u64);
             for e in z.iter().rev() {
-                write_string(out, &e.1, compress);
+                write_string(out, &e.1, compress.as_deref_mut());
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }
@@ -120,7 +123,8 @@ mod tests {
 
     fn enc(s: &[u8], compress: bool) -> Vec<u8> {
         let mut out = Vec::new();
-        write_string(&mut out, s, compress);
+        let mut lzf = Lzf::new();
+        write_string(&mut out, s, compress.then_some(&mut lzf));
         out
     }
 

@@ -24,15 +24,66 @@ fn idx(h: u32) -> usize {
     ((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5)) & ((1 << HLOG) - 1)) as usize
 }
 
-/// Compresses `input` into at most `out_max` bytes; None when it does not fit (Redis then
-/// stores the string plain). Empty input gives None, as liblzf's 0.
+/// Compresses `input` into at most `out_max` bytes with a fresh table (see [`Lzf`]).
 pub fn compress(input: &[u8], out_max: usize) -> Option<Vec<u8>> {
+    Lzf::new().compress(input, out_max)
+}
+
+/// A compressor whose hash table is reused across calls: each call bumps a generation, and
+/// slots of older generations read as empty, so output does not depend on earlier inputs
+/// (as with a freshly zeroed table) without zeroing 512 KiB per string.
+pub struct Lzf {
+    htab: Vec<u64>,
+    generation: u32,
+}
+
+impl Default for Lzf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Lzf {
+    /// A compressor (allocates its table once).
+    pub fn new() -> Self {
+        Lzf {
+            htab: vec![0; 1 << HLOG],
+            generation: 0,
+        }
+    }
+
+    /// Compresses `input` into at most `out_max` bytes; None when it does not fit (Redis
+    /// then stores the string plain). Empty input gives None, as liblzf's 0.
+    pub fn compress(&mut self, input: &[u8], out_max: usize) -> Option<Vec<u8>> {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.htab.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
+        compress_with(input, out_max, &mut self.htab, self.generation)
+    }
+}
+
+/// liblzf's compression loop over a generation-stamped table (`generation << 32 | pos + 1`).
+fn compress_with(
+    input: &[u8],
+    out_max: usize,
+    htab: &mut [u64],
+    generation: u32,
+) -> Option<Vec<u8>> {
     let n = input.len();
     if n == 0 || out_max == 0 {
         return None;
     }
+    let stamp = u64::from(generation) << 32;
+    let slot_pos = |v: u64| {
+        if v >> 32 == u64::from(generation) {
+            (v & 0xFFFF_FFFF) as usize
+        } else {
+            0
+        }
+    };
     // Slots hold position + 1; 0 means empty (liblzf compares against the buffer start).
-    let mut htab = vec![0u32; 1 << HLOG];
     let mut out: Vec<u8> = Vec::with_capacity(out_max + 1);
     let mut lit: usize = 0;
     out.push(0); // start a literal run
@@ -43,8 +94,8 @@ pub fn compress(input: &[u8], out_max: usize) -> Option<Vec<u8>> {
     while n >= 3 && ip < n - 2 {
         hval = next(hval, ip);
         let slot = idx(hval);
-        let r = htab[slot] as usize;
-        htab[slot] = ip as u32 + 1;
+        let r = slot_pos(htab[slot]);
+        htab[slot] = stamp | (ip as u64 + 1);
         let matched = r > 1 && {
             let rp = r - 1;
             let off = ip - rp - 1;
@@ -98,10 +149,10 @@ pub fn compress(input: &[u8], out_max: usize) -> Option<Vec<u8>> {
         ip -= 2;
         hval = first(ip);
         hval = next(hval, ip);
-        htab[idx(hval)] = ip as u32 + 1;
+        htab[idx(hval)] = stamp | (ip as u64 + 1);
         ip += 1;
         hval = next(hval, ip);
-        htab[idx(hval)] = ip as u32 + 1;
+        htab[idx(hval)] = stamp | (ip as u64 + 1);
         ip += 1;
     }
     if out.len() + 3 > out_max {
@@ -213,6 +264,15 @@ mod tests {
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
         assert_eq!(compress(&noise, noise.len() - 4), None);
+    }
+
+    #[test]
+    fn a_reused_compressor_gives_the_fresh_output() {
+        let mut z = Lzf::new();
+        let a: Vec<u8> = b"abcabcabcXYZabcabc".repeat(20);
+        let b: Vec<u8> = b"XYZabcQQQabcXYZ".repeat(20);
+        z.compress(&a, a.len());
+        assert_eq!(z.compress(&b, b.len()), compress(&b, b.len()));
     }
 
     #[test]

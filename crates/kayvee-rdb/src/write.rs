@@ -6,6 +6,7 @@
 //! on another thread while the engine goes on changing its own (copy-on-write) databases.
 
 use crate::encode::{type_of, write_body, write_len, write_string};
+use crate::lzf::Lzf;
 use crate::{opcode, CRC64, RDB_VERSION};
 use alloc::vec::Vec;
 use kayvee_engine::Snapshot;
@@ -58,6 +59,8 @@ pub struct RdbWriter {
     stage: Stage,
     digest: crc::Digest<'static, u64>,
     keys_written: u64,
+    /// The LZF compressor (its table is reused across strings), when compressing.
+    lzf: Option<Lzf>,
 }
 
 impl RdbWriter {
@@ -65,10 +68,11 @@ impl RdbWriter {
     pub fn new(snapshot: Snapshot, opts: WriteOptions) -> Self {
         RdbWriter {
             snapshot,
-            opts,
+            opts: opts.clone(),
             stage: Stage::Header,
             digest: CRC64.digest(),
             keys_written: 0,
+            lzf: opts.compress.then(Lzf::new),
         }
     }
 
@@ -142,8 +146,8 @@ impl RdbWriter {
         ];
         for (k, v) in aux {
             out.push(opcode::AUX);
-            write_string(out, k, false);
-            write_string(out, v, false);
+            write_string(out, k, None);
+            write_string(out, v, None);
         }
     }
 
@@ -169,7 +173,7 @@ impl RdbWriter {
             write_len(out, snap.keys.len() as u64);
             write_len(out, snap.expires.len() as u64);
         }
-        let compress = self.opts.compress;
+        let lzf = &mut self.lzf;
         let mut n = 0;
         let batch = (self.opts.chunk_len / 64).clamp(1, 1024);
         let next = snap.keys.scan(cursor, batch, |k, e| {
@@ -178,8 +182,8 @@ impl RdbWriter {
                 out.extend_from_slice(&at.to_le_bytes());
             }
             out.push(type_of(&e.value));
-            write_string(out, k, compress);
-            write_body(out, &e.value, compress);
+            write_string(out, k, lzf.as_mut());
+            write_body(out, &e.value, lzf.as_mut());
             n += 1;
         });
         self.keys_written += n;

@@ -116,6 +116,15 @@ impl Conn {
                 // the loop condition holds the commands pipelined behind it.
                 Outcome::Blocked => {}
                 Outcome::Sleep(us) => clock.spin_us(us),
+                // No file system: a save fails at once (SAVE answers the error; BGSAVE's
+                // start was already answered, and INFO reports the failure).
+                Outcome::Save { background } => {
+                    engine.save_started(background, now);
+                    engine.save_finished(false, background, now);
+                    if !background {
+                        out.error("ERR");
+                    }
+                }
                 Outcome::RewriteConfig => match engine.rewrite_config() {
                     Err(e) => out.error(&alloc::format!("{e}")),
                     Ok(_) => out.error("ERR the unikernel has no file system to rewrite to"),

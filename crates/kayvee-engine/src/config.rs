@@ -59,6 +59,12 @@ pub struct Config {
     pub save: String,
     /// Append-only file.
     pub appendonly: bool,
+    /// LZF-compress long strings in RDB files and DUMP payloads (`rdbcompression`).
+    pub rdbcompression: bool,
+    /// End RDB files with a CRC-64 (`rdbchecksum`; 0 when off).
+    pub rdbchecksum: bool,
+    /// Refuse writes while the last background save failed (`stop-writes-on-bgsave-error`).
+    pub stop_writes_on_bgsave_error: bool,
     /// Refuse non-loopback clients when no password is set and bound beyond loopback.
     pub protected_mode: bool,
     /// PID file (empty = none).
@@ -125,6 +131,9 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             save: String::new(),
             appendonly: false,
+            rdbcompression: true,
+            rdbchecksum: true,
+            stop_writes_on_bgsave_error: true,
             protected_mode: true,
             pidfile: String::new(),
             active_expire_effort: 1,

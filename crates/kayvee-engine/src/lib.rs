@@ -18,6 +18,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod persist;
 pub mod pubsub;
 pub mod reply;
 pub mod stats;
@@ -81,6 +82,14 @@ pub enum Outcome {
     /// none of its further commands until [`Engine::take_wakeups`] hands it its reply (see
     /// [`blocking`]).
     Blocked,
+    /// Write an RDB snapshot (SAVE, BGSAVE, a save point): the shell takes
+    /// [`Engine::snapshot`] now, writes it (on a thread when `background`) and reports with
+    /// [`Engine::save_finished`]. For SAVE (`background` false) the shell sends the reply
+    /// itself, `+OK` or `-ERR`, once the file is written.
+    Save {
+        /// BGSAVE (the reply was sent) or SAVE (the shell replies after writing).
+        background: bool,
+    },
 }
 
 /// Facts about the host that INFO reports; the shell fills them in and refreshes them.
@@ -140,6 +149,8 @@ pub struct Core {
     pub watching: usize,
     /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
     pub pubsub: pubsub::PubSub,
+    /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
+    pub persist: persist::Persistence,
 }
 
 pub use stats::Stats;
@@ -247,6 +258,7 @@ impl Engine {
             blocking: Default::default(),
             watching: 0,
             pubsub: Default::default(),
+            persist: persist::Persistence::new(now.ms()),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -386,6 +398,14 @@ impl Engine {
         if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
             return self.reject(h, Some(id), &Error::NoAuth, out);
         }
+        if self.core.config.stop_writes_on_bgsave_error
+            && self.core.persist.last_bgsave_failed
+            && !self.core.config.save.is_empty()
+            && (spec.has(command::flags::WRITE) || spec.name == "ping")
+        {
+            return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
+        }
+        let client = self.clients.get(h).expect("checked by execute");
         if client.protocol == Protocol::Resp2
             && client.subs.active()
             && !pubsub::allowed_when_subscribed(spec.name)
@@ -607,6 +627,73 @@ impl Engine {
     /// `pubsub` class of `client-output-buffer-limit`).
     pub fn is_subscriber(&self, h: Handle) -> bool {
         self.clients.get(h).is_some_and(|c| c.subs.active())
+    }
+
+    /// Installs the codec DUMP and RESTORE use (the shell passes `kayvee-rdb`'s).
+    pub fn set_codec(&mut self, codec: &'static dyn persist::ValueCodec) {
+        self.core.persist.codec = Some(codec);
+    }
+
+    /// Notes that a save starts now (SAVE, BGSAVE, a save point, SHUTDOWN): counts it and
+    /// remembers the dirty counter a success will subtract.
+    pub fn save_started(&mut self, background: bool, now: Now) {
+        let p = &mut self.core.persist;
+        p.saves += 1;
+        p.dirty_at_start = self.core.stats.dirty;
+        if background {
+            p.bgsave_started_ms = Some(now.ms());
+            p.last_bgsave_try_ms = now.ms();
+        }
+    }
+
+    /// The shell reports the end of a save: on success the changes made before it started
+    /// no longer count as unsaved and LASTSAVE moves; a failed background save turns on
+    /// MISCONF (with `stop-writes-on-bgsave-error` and save points).
+    pub fn save_finished(&mut self, ok: bool, background: bool, now: Now) {
+        let p = &mut self.core.persist;
+        if let Some(start) = p.bgsave_started_ms.take().filter(|_| background) {
+            p.last_bgsave_time_s = (now.ms().saturating_sub(start) / 1000) as i64;
+        }
+        if ok {
+            self.core.stats.dirty = self.core.stats.dirty.saturating_sub(p.dirty_at_start);
+            p.last_save_ms = now.ms();
+            p.last_bgsave_failed = false;
+        } else if background {
+            p.last_bgsave_failed = true;
+        }
+    }
+
+    /// Whether a background save should start now (a BGSAVE SCHEDULE waiting, or a `save`
+    /// point reached); if so it is marked started and the shell must run it like BGSAVE's
+    /// [`Outcome::Save`]. The shell asks in its cron.
+    pub fn take_due_save(&mut self, now: Now) -> bool {
+        let p = &self.core.persist;
+        if p.bgsave_in_progress() {
+            return false;
+        }
+        let due = p.bgsave_scheduled
+            || persist::save_point_due(
+                &self.core.config.save_points(),
+                p,
+                self.core.stats.dirty,
+                now.ms(),
+            );
+        if due {
+            self.core.persist.bgsave_scheduled = false;
+            self.save_started(true, now);
+        }
+        due
+    }
+
+    /// Replaces the databases with loaded ones (startup loading): the last save is the load.
+    pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {
+        for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
+            *slot = db;
+        }
+        let p = &mut self.core.persist;
+        p.last_save_ms = now.ms();
+        p.last_load_keys_loaded = loaded;
+        p.last_load_keys_expired = expired;
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

@@ -11,6 +11,7 @@ mod conn;
 mod host;
 mod log;
 mod net;
+mod persist;
 mod server;
 
 use anyhow::Context;
@@ -77,6 +78,8 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     };
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
+    engine.set_codec(&kayvee_rdb::CODEC);
+    persist::load_at_startup(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
     if !pidfile.is_empty() {

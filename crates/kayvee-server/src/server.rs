@@ -100,6 +100,10 @@ struct Batch {
     kill: bool,
     /// SHUTDOWN was requested.
     shutdown: bool,
+    /// ... and it must save first (SAVE, or save points configured).
+    shutdown_save: bool,
+    /// BGSAVE started a background save.
+    bgsave: Option<crate::persist::BgSave>,
 }
 
 /// The server: engine, sockets and the loop's state.
@@ -118,6 +122,10 @@ pub struct Server {
     scratch: Vec<u8>,
     /// Whether each command's duration is measured for INFO commandstats.
     pub time_commands: bool,
+    /// The background save under way (BGSAVE, save points).
+    bgsave: Option<crate::persist::BgSave>,
+    /// A signal asked for the shutdown and save points are configured: save before exiting.
+    signal_save: bool,
 }
 
 impl Server {
@@ -159,6 +167,8 @@ impl Server {
             shutdown: false,
             scratch: vec![0; SCRATCH_LEN],
             time_commands: true,
+            bgsave: None,
+            signal_save: false,
         })
     }
 
@@ -189,6 +199,10 @@ impl Server {
                 self.cron();
             }
             self.expire_blocked();
+        }
+        if self.signal_save {
+            self.wait_bgsave();
+            let _ = crate::persist::save_sync(&mut self.engine, self.clock.now());
         }
         self.finish();
         Ok(())
@@ -320,6 +334,7 @@ impl Server {
                 warn!("User requested shutdown...");
             }
             self.shutdown = true;
+            self.signal_save = !self.engine.core.config.save.is_empty();
         }
     }
 
@@ -414,9 +429,61 @@ impl Server {
         if batch.kill {
             self.close_killed();
         }
+        if let Some(bg) = batch.bgsave.take() {
+            self.bgsave = Some(bg);
+        }
         if batch.shutdown {
-            warn!("User requested shutdown...");
-            self.shutdown = true;
+            self.shutdown_from_command(slot, batch.shutdown_save);
+        }
+    }
+
+    /// SHUTDOWN: saves first when asked (after the running background save, so an older
+    /// snapshot cannot land last); a failed save cancels the shutdown with Redis's error.
+    fn shutdown_from_command(&mut self, slot: usize, save: bool) {
+        warn!("User requested shutdown...");
+        if save {
+            self.wait_bgsave();
+            warn!("Saving the final RDB snapshot before exiting.");
+            if crate::persist::save_sync(&mut self.engine, self.clock.now()).is_err() {
+                warn!("Error trying to save the DB, can't exit.");
+                self.engine.core.shutting_down = false;
+                if let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) {
+                    let text = "ERR Errors trying to SHUTDOWN. Check logs.";
+                    self.engine.core.stats.count_error(text);
+                    let _ = write!(conn.out, "-{text}\r\n");
+                    let _ = conn.flush();
+                }
+                return;
+            }
+        }
+        self.shutdown = true;
+    }
+
+    /// Waits for the running background save, if any, and reports it to the engine.
+    fn wait_bgsave(&mut self) {
+        if let Some(bg) = self.bgsave.take() {
+            bg.finish(&mut self.engine, self.clock.now());
+        }
+    }
+
+    /// Cron part of persistence: reports a finished background save, then starts the one a
+    /// save point or BGSAVE SCHEDULE asks for.
+    fn persistence_cron(&mut self, now: Now) {
+        if self
+            .bgsave
+            .as_ref()
+            .is_some_and(crate::persist::BgSave::is_finished)
+        {
+            self.wait_bgsave();
+        }
+        if self.bgsave.is_none() && self.engine.take_due_save(now) {
+            match crate::persist::BgSave::start(&self.engine, now) {
+                Ok(bg) => self.bgsave = Some(bg),
+                Err(e) => {
+                    warn!("Can't start the background save: {e}");
+                    self.engine.save_finished(false, true, now);
+                }
+            }
         }
     }
 
@@ -561,6 +628,7 @@ impl Server {
     fn cron(&mut self) {
         let now = self.clock.now();
         self.engine.cron(now);
+        self.persistence_cron(now);
         let core = &mut self.engine.core;
         crate::host::refresh(&mut core.host);
         core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);
@@ -654,7 +722,7 @@ fn run_commands(
                 engine.record_usec(id, monotonic_us().saturating_sub(start_us));
             }
         }
-        if !apply_outcome(engine, conn, outcome, batch) {
+        if !apply_outcome(engine, conn, outcome, batch, clock.now()) {
             break;
         }
     }
@@ -667,6 +735,7 @@ fn apply_outcome(
     conn: &mut Conn,
     outcome: Outcome,
     batch: &mut Batch,
+    now: Now,
 ) -> bool {
     match outcome {
         Outcome::Continue => true,
@@ -682,11 +751,24 @@ fn apply_outcome(
             !killed_self
         }
         Outcome::Shutdown { save } => {
-            if save == Some(true) {
-                warn!("SHUTDOWN SAVE requested, but persistence is not implemented: not saving");
-            }
             batch.shutdown = true;
+            batch.shutdown_save = save.unwrap_or(!engine.core.config.save.is_empty());
             false
+        }
+        Outcome::Save { background: false } => {
+            save_command(engine, conn, now);
+            true
+        }
+        Outcome::Save { background: true } => {
+            engine.save_started(true, now);
+            match crate::persist::BgSave::start(engine, now) {
+                Ok(bg) => batch.bgsave = Some(bg),
+                Err(e) => {
+                    warn!("Can't start the background save: {e}");
+                    engine.save_finished(false, true, now);
+                }
+            }
+            true
         }
         Outcome::Sleep(us) => {
             // DEBUG SLEEP blocks the whole server, as in Redis.
@@ -699,6 +781,19 @@ fn apply_outcome(
         }
         // Its reply comes later, through `Engine::take_wakeups`.
         Outcome::Blocked => false,
+    }
+}
+
+/// SAVE: writes the snapshot now and replies `+OK`, or `-ERR` (the reason goes to the log).
+fn save_command(engine: &mut Engine, conn: &mut Conn, now: Now) {
+    use kayvee_engine::ReplySink;
+    let ok = crate::persist::save_sync(engine, now).is_ok();
+    let mut sink = RespWriter::new(&mut conn.out, engine.protocol(conn.handle));
+    if ok {
+        sink.ok();
+    } else {
+        engine.core.stats.count_error("ERR");
+        sink.error("ERR");
     }
 }
 

@@ -301,10 +301,12 @@ pub fn percent(a: u64, b: u64) -> String {
     alloc::format!("{:.2}%", a as f64 * 100.0 / b as f64)
 }
 
-/// The Persistence section: no RDB or AOF runs yet, so nothing is in progress, the last
-/// "save" is the start time and the dirty counter only grows.
+/// The Persistence section: RDB state from [`crate::persist::Persistence`] (loading is
+/// synchronous before the first client, so `loading` is always 0 when a client can ask); no
+/// AOF yet.
 fn persistence(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
+    let p = &core.persist;
     zeros(
         s,
         &[
@@ -321,18 +323,26 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         &["current_save_keys_processed", "current_save_keys_total"],
     );
     field(s, "rdb_changes_since_last_save", core.stats.dirty);
-    field(s, "rdb_bgsave_in_progress", 0);
-    field(s, "rdb_last_save_time", core.start_ms / 1000);
-    field(s, "rdb_last_bgsave_status", "ok");
-    field(s, "rdb_last_bgsave_time_sec", -1);
-    field(s, "rdb_current_bgsave_time_sec", -1);
+    field(
+        s,
+        "rdb_bgsave_in_progress",
+        u8::from(p.bgsave_in_progress()),
+    );
+    field(s, "rdb_last_save_time", p.last_save_ms / 1000);
+    let status = if p.last_bgsave_failed { "err" } else { "ok" };
+    field(s, "rdb_last_bgsave_status", status);
+    field(s, "rdb_last_bgsave_time_sec", p.last_bgsave_time_s);
+    let current = p
+        .bgsave_started_ms
+        .map_or(-1, |t| (cx.now.ms().saturating_sub(t) / 1000) as i64);
+    field(s, "rdb_current_bgsave_time_sec", current);
+    field(s, "rdb_saves", p.saves);
+    field(s, "rdb_last_cow_size", 0);
+    field(s, "rdb_last_load_keys_expired", p.last_load_keys_expired);
+    field(s, "rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     zeros(
         s,
         &[
-            "rdb_saves",
-            "rdb_last_cow_size",
-            "rdb_last_load_keys_expired",
-            "rdb_last_load_keys_loaded",
             "aof_enabled",
             "aof_rewrite_in_progress",
             "aof_rewrite_scheduled",

@@ -20,6 +20,7 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod set;
@@ -61,4 +62,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     set::COMMANDS,
     txn::COMMANDS,
     pubsub::COMMANDS,
+    persist::COMMANDS,
 ];

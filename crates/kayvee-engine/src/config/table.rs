@@ -322,6 +322,27 @@ pub const PARAMS: &[Param] = &[
         },
     },
     Param {
+        name: "rdbcompression",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.rdbcompression),
+        put: |c, v| c.rdbcompression = v.bool(),
+    },
+    Param {
+        name: "rdbchecksum",
+        kind: Kind::Bool,
+        access: Access::Immutable,
+        get: |c| Val::Bool(c.rdbchecksum),
+        put: |c, v| c.rdbchecksum = v.bool(),
+    },
+    Param {
+        name: "stop-writes-on-bgsave-error",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.stop_writes_on_bgsave_error),
+        put: |c, v| c.stop_writes_on_bgsave_error = v.bool(),
+    },
+    Param {
         name: "appendonly",
         kind: Kind::Bool,
         access: Access::Mutable,

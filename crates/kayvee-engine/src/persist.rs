@@ -1,0 +1,134 @@
+//! Persistence state the engine keeps for SAVE, BGSAVE, LASTSAVE, save points, INFO
+//! persistence and MISCONF, and the seam to the value codec DUMP and RESTORE use.
+//!
+//! The engine writes no file: SAVE and BGSAVE answer with [`crate::Outcome::Save`], the shell
+//! takes an O(1) [`crate::Snapshot`], serialises it (on a thread for BGSAVE) and reports the
+//! end with [`crate::Engine::save_finished`]. The RDB format lives in the `kayvee-rdb` crate,
+//! which depends on this one; it reaches DUMP and RESTORE through [`ValueCodec`], installed by
+//! the shell with [`crate::Engine::set_codec`].
+
+use crate::value::Value;
+use alloc::vec::Vec;
+
+/// Seconds a failed background save waits before a save point may retry it, as Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`.
+pub const BGSAVE_RETRY_DELAY_MS: u64 = 5_000;
+
+/// The error write commands (and PING) get while the last background save failed, with
+/// `stop-writes-on-bgsave-error yes` and save points configured (Redis 7.0.15's text).
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently \
+unable to persist to disk. Commands that may modify the data set are disabled, because this \
+instance is configured to report errors during writes if RDB snapshotting fails \
+(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Why a DUMP payload was refused by RESTORE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreError {
+    /// Too short, a newer RDB version, or a wrong CRC-64.
+    VersionOrChecksum,
+    /// The checksum matched but the object inside does not parse.
+    BadFormat,
+}
+
+/// Serialises single values as DUMP payloads (RDB object, RDB version, CRC-64) and back.
+pub trait ValueCodec: Send + Sync {
+    /// The DUMP payload of `value`; `compress` is `rdbcompression` (LZF for long strings).
+    fn dump(&self, value: &Value, compress: bool) -> Vec<u8>;
+    /// The value in a DUMP payload; `seed` keys the hash maps of collections.
+    fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError>;
+}
+
+/// What the engine remembers about saves (Redis's `server.lastsave`, `rdb_child_pid`...).
+#[derive(Default)]
+pub struct Persistence {
+    /// DUMP / RESTORE's codec (None: those commands answer an error).
+    pub codec: Option<&'static dyn ValueCodec>,
+    /// Unix ms of the last successful save (or of the start / load).
+    pub last_save_ms: u64,
+    /// Unix ms at which the running background save started.
+    pub bgsave_started_ms: Option<u64>,
+    /// BGSAVE SCHEDULE asked for a save once the running one ends.
+    pub bgsave_scheduled: bool,
+    /// Whether the last background save failed.
+    pub last_bgsave_failed: bool,
+    /// Duration of the last background save in seconds (-1 = none yet).
+    pub last_bgsave_time_s: i64,
+    /// Unix ms of the last background save attempt (for the retry delay).
+    pub last_bgsave_try_ms: u64,
+    /// Saves started (INFO `rdb_saves`).
+    pub saves: u64,
+    /// `stats.dirty` when the running save started: what a success subtracts.
+    pub dirty_at_start: u64,
+    /// Keys the last load read, and the expired ones it dropped.
+    pub last_load_keys_loaded: u64,
+    /// Expired keys the last load dropped.
+    pub last_load_keys_expired: u64,
+}
+
+impl Persistence {
+    /// Fresh state at startup: the last save is "now", as Redis sets `lastsave` at boot.
+    pub fn new(now_ms: u64) -> Self {
+        Persistence {
+            last_save_ms: now_ms,
+            last_bgsave_time_s: -1,
+            ..Default::default()
+        }
+    }
+
+    /// Whether a background save runs.
+    pub fn bgsave_in_progress(&self) -> bool {
+        self.bgsave_started_ms.is_some()
+    }
+}
+
+/// Whether Redis would hold this value in its big encoding (`hashtable`, `skiplist`) after
+/// loading it: more entries or longer elements than the listpack / intset limits allow.
+/// Hash and set limits are Redis 7.0.15's compiled-in defaults (512 entries / 64 bytes; 512 integers); the sorted
+/// set limits come from the configuration.
+pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
+    match value {
+        Value::Str(_) | Value::List(_) => false,
+        Value::Hash(h) => h.len() > 512 || h.iter().any(|(f, v)| f.len() > 64 || v.len() > 64),
+        Value::Set(s) => {
+            s.len() > 512 || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
+        }
+        Value::ZSet(z) => {
+            z.len() as u64 > config.zset_max_listpack_entries
+                || z.iter()
+                    .any(|e| e.1.len() as u64 > config.zset_max_listpack_value)
+        }
+    }
+}
+
+/// Whether one of the `save` points asks for a background save now, as Redis's cron checks
+/// them: enough changes, enough time since the last save, and no failure in the last
+/// [`BGSAVE_RETRY_DELAY_MS`].
+pub fn save_point_due(points: &[(i64, i64)], p: &Persistence, dirty: u64, now_ms: u64) -> bool {
+    let since_ms = now_ms.saturating_sub(p.last_save_ms);
+    let retry_ok = !p.last_bgsave_failed
+        || now_ms.saturating_sub(p.last_bgsave_try_ms) > BGSAVE_RETRY_DELAY_MS;
+    retry_ok
+        && points.iter().any(|&(secs, changes)| {
+            dirty >= changes.max(0) as u64 && since_ms > secs.max(0) as u64 * 1000
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_points_need_changes_time_and_retry_delay() {
+        let mut p = Persistence::new(1_000_000);
+        let points = [(3600, 1), (60, 100)];
+        assert!(!save_point_due(&points, &p, 0, 1_000_000 + 4_000_000));
+        assert!(save_point_due(&points, &p, 1, 1_000_000 + 3_601_000));
+        assert!(!save_point_due(&points, &p, 99, 1_000_000 + 61_000));
+        assert!(save_point_due(&points, &p, 100, 1_000_000 + 61_000));
+        p.last_bgsave_failed = true;
+        p.last_bgsave_try_ms = 1_058_000;
+        assert!(!save_point_due(&points, &p, 100, 1_061_000));
+        assert!(save_point_due(&points, &p, 100, 1_063_001));
+        assert!(!save_point_due(&[], &p, 1000, 9_000_000));
+    }
+}

@@ -1,0 +1,160 @@
+//! Encoding of RDB primitives and objects: lengths, strings (integer and LZF encodings as
+//! Redis 7.0 chooses them) and values in the plain object types.
+
+use crate::lzf::Lzf;
+use crate::types;
+use alloc::vec::Vec;
+use kayvee_engine::util::parse_i64;
+use kayvee_engine::Value;
+
+/// Strings longer than this are tried with LZF (Redis's rule).
+const LZF_MIN_LEN: usize = 20;
+/// Strings up to this long are tried as integers.
+const INT_MAX_LEN: usize = 11;
+
+/// Appends an RDB length: 6 bits, 14 bits, 32 or 64 bits big-endian.
+pub fn write_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// The integer encoding of `v` (`0xC0`..`0xC2` + little-endian bytes) when it fits 32 bits.
+fn int_encoding(v: i64, out: &mut Vec<u8>) -> bool {
+    if let Ok(b) = i8::try_from(v) {
+        out.extend_from_slice(&[0xC0, b as u8]);
+    } else if let Ok(h) = i16::try_from(v) {
+        out.push(0xC1);
+        out.extend_from_slice(&h.to_le_bytes());
+    } else if let Ok(w) = i32::try_from(v) {
+        out.push(0xC2);
+        out.extend_from_slice(&w.to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
+/// Appends a string as Redis does: a canonical integer that fits 32 bits as an integer
+/// encoding; with `compress`, a string over 20 bytes that LZF shrinks by 4 bytes or more as
+/// `0xC3`; otherwise length and bytes.
+pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
+    if s.len() <= INT_MAX_LEN {
+        if let Some(v) = parse_i64(s) {
+            if int_encoding(v, out) {
+                return;
+            }
+        }
+    }
+    if let Some(lzf) = compress.filter(|_| s.len() > LZF_MIN_LEN) {
+        if let Some(z) = lzf.compress(s, s.len() - 4) {
+            out.push(0xC3);
+            write_len(out, z.len() as u64);
+            write_len(out, s.len() as u64);
+            out.extend_from_slice(&z);
+            return;
+        }
+    }
+    write_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+/// The plain type a value is written as: 0 string, 1 list, 2 set, 4 hash, 5 zset (binary
+/// scores).
+pub fn type_of(v: &Value) -> u8 {
+    match v {
+        Value::Str(_) => types::STRING,
+        Value::List(_) => types::LIST,
+        Value::Set(_) => types::SET,
+        Value::Hash(_) => types::HASH,
+        Value::ZSet(_) => types::ZSET_2,
+    }
+}
+
+/// Appends a value's type byte and body ([`type_of`], [`write_body`]).
+pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: Option<&mut Lzf>) {
+    out.push(type_of(v));
+    write_body(out, v, compress);
+}
+
+/// Appends a value's body in its plain type (zset members highest first, as Redis writes
+/// its skiplists).
+pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) {
+    match v {
+        Value::Str(s) => write_string(out, s, compress),
+        Value::List(l) => {
+            write_len(out, l.len() as u64);
+            l.iter()
+                .for_each(|e| write_string(out, e, compress.as_deref_mut()));
+        }
+        Value::Set(s) => {
+            write_len(out, s.len() as u64);
+            s.iter()
+                .for_each(|(m, _)| write_string(out, m, compress.as_deref_mut()));
+        }
+        Value::Hash(h) => {
+            write_len(out, h.len() as u64);
+            for (f, val) in h.iter() {
+                write_string(out, f, compress.as_deref_mut());
+                write_string(out, val, compress.as_deref_mut());
+            }
+        }
+        Value::ZSet(z) => {
+            write_len(out, z.len() as u64);
+            for e in z.iter().rev() {
+                write_string(out, &e.1, compress.as_deref_mut());
+                out.extend_from_slice(&e.0.to_le_bytes());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(s: &[u8], compress: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut lzf = Lzf::new();
+        write_string(&mut out, s, compress.then_some(&mut lzf));
+        out
+    }
+
+    #[test]
+    fn strings_encode_as_redis_7_dumps_them() {
+        // Bodies of `DUMP` replies from redis-server 7.0.15.
+        assert_eq!(enc(b"hello", true), b"\x05hello");
+        assert_eq!(enc(b"12345", true), b"\xc190");
+        assert_eq!(enc(b"-7", true), b"\xc0\xf9");
+        assert_eq!(enc(b"3000000000", true), b"\x0a3000000000");
+        assert_eq!(enc(b"007", true), b"\x03007");
+        let a100 = [b'a'; 100];
+        assert_eq!(
+            enc(&a100, true),
+            b"\xc3\x09\x40\x64\x01aa\xe0\x57\x00\x01aa"
+        );
+        assert_eq!(enc(&a100, false)[..2], [0x40, 100]);
+    }
+
+    #[test]
+    fn lengths_use_the_smallest_form() {
+        let len = |n| {
+            let mut o = Vec::new();
+            write_len(&mut o, n);
+            o
+        };
+        assert_eq!(len(63), [63]);
+        assert_eq!(len(64), [0x40, 64]);
+        assert_eq!(len(16383), [0x7f, 0xff]);
+        assert_eq!(len(16384), [0x80, 0, 0, 0x40, 0]);
+        assert_eq!(len(1 << 32), [0x81, 0, 0, 0, 1, 0, 0, 0, 0]);
+    }
+}

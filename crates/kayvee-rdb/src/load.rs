@@ -1,0 +1,201 @@
+//! The RDB loader: reads a whole file (Redis 7.0's dumps, Kayvee's own, versions 1 to 10)
+//! into engine databases. Keys already expired are dropped (as a Redis master does), empty
+//! collections skipped; the CRC-64 is checked unless it is zero (`rdbchecksum no`).
+
+use crate::read::Reader;
+use crate::{opcode, Error, Result, CRC64, RDB_VERSION};
+use alloc::vec::Vec;
+use kayvee_engine::value::{Entry, Meta};
+use kayvee_engine::{Config, Db, Value};
+
+/// Module serialisation opcodes (what a module aux record holds), to skip them.
+const MODULE_OPCODE_EOF: u64 = 0;
+const MODULE_OPCODE_SINT: u64 = 1;
+const MODULE_OPCODE_UINT: u64 = 2;
+const MODULE_OPCODE_FLOAT: u64 = 3;
+const MODULE_OPCODE_DOUBLE: u64 = 4;
+const MODULE_OPCODE_STRING: u64 = 5;
+
+/// What loading needs from the server.
+pub struct LoadOptions<'a> {
+    /// `databases` and the encoding thresholds (for `OBJECT ENCODING` after the load).
+    pub config: &'a Config,
+    /// Hash seed of the databases.
+    pub seed: u64,
+    /// The current time (keys expired by then are dropped).
+    pub now_ms: u64,
+}
+
+/// A loaded file.
+pub struct Loaded {
+    /// One database per configured database.
+    pub dbs: Vec<Db>,
+    /// Keys loaded.
+    pub keys_loaded: u64,
+    /// Keys dropped because they had expired.
+    pub keys_expired: u64,
+    /// The AUX fields (`redis-ver`, `ctime`...).
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Per-key modifiers that precede a key.
+#[derive(Default)]
+struct Pending {
+    expire_ms: Option<u64>,
+    freq: Option<u8>,
+    idle_s: Option<u64>,
+}
+
+/// Loads a whole RDB file.
+pub fn load(buf: &[u8], opts: &LoadOptions<'_>) -> Result<Loaded> {
+    let version = check_header(buf)?;
+    if version >= 5 {
+        verify_checksum(buf)?;
+    }
+    let mut r = Reader::new(&buf[9..]);
+    let mut out = Loaded {
+        dbs: (0..opts.config.databases)
+            .map(|_| Db::new(opts.seed))
+            .collect(),
+        keys_loaded: 0,
+        keys_expired: 0,
+        aux: Vec::new(),
+    };
+    let mut db = 0usize;
+    let mut pending = Pending::default();
+    loop {
+        let op = r.u8()?;
+        match op {
+            opcode::EOF => return Ok(out),
+            opcode::AUX => {
+                let k = r.string()?.into_owned();
+                out.aux.push((k, r.string()?.into_owned()));
+            }
+            opcode::SELECTDB => {
+                let n = r.len()?;
+                if n >= out.dbs.len() as u64 {
+                    return Err(Error::DbOutOfRange(out.dbs.len() as u64));
+                }
+                db = n as usize;
+            }
+            opcode::RESIZEDB => {
+                r.len()?;
+                r.len()?;
+            }
+            opcode::EXPIRETIME_MS => pending.expire_ms = Some(r.u64_le()?),
+            opcode::EXPIRETIME => pending.expire_ms = Some(u64::from(r.u32_le()?) * 1000),
+            opcode::FREQ => pending.freq = Some(r.u8()?),
+            opcode::IDLE => pending.idle_s = Some(r.len()?),
+            opcode::MODULE_AUX => skip_module_aux(&mut r)?,
+            opcode::FUNCTION2 => {
+                // Kayvee has no functions: the library code is read and dropped.
+                r.string()?;
+            }
+            opcode::FUNCTION_PRE_GA => return Err(Error::UnsupportedType(op)),
+            ty => {
+                let p = core::mem::take(&mut pending);
+                load_key(&mut r, ty, p, &mut out, db, opts)?;
+            }
+        }
+    }
+}
+
+/// `REDIS` and four digits; returns the version (1..=10).
+fn check_header(buf: &[u8]) -> Result<u16> {
+    let head = buf.get(..9).ok_or(Error::Truncated)?;
+    if &head[..5] != b"REDIS" || !head[5..].iter().all(u8::is_ascii_digit) {
+        return Err(Error::BadMagic);
+    }
+    let v = head[5..]
+        .iter()
+        .fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
+    if v == 0 || v > RDB_VERSION {
+        return Err(Error::UnsupportedVersion(v));
+    }
+    Ok(v)
+}
+
+/// Checks the trailing CRC-64 (zero = not computed). The checksum covers everything up to
+/// and including the EOF byte; loading then parses up to that EOF.
+fn verify_checksum(buf: &[u8]) -> Result<()> {
+    if buf.len() < 9 + 1 + 8 {
+        return Err(Error::Truncated);
+    }
+    let (body, tail) = buf.split_at(buf.len() - 8);
+    let stored = u64::from_le_bytes(tail.try_into().map_err(|_| Error::Truncated)?);
+    if stored != 0 && stored != CRC64.checksum(body) {
+        return Err(Error::BadChecksum);
+    }
+    Ok(())
+}
+
+/// Reads one key and its value and stores it unless expired or empty.
+fn load_key(
+    r: &mut Reader<'_>,
+    ty: u8,
+    p: Pending,
+    out: &mut Loaded,
+    db: usize,
+    opts: &LoadOptions<'_>,
+) -> Result<()> {
+    let key = r.string()?;
+    let value = crate::object::read_value(r, ty, opts.seed)?;
+    if p.expire_ms.is_some_and(|at| at <= opts.now_ms) {
+        out.keys_expired += 1;
+        return Ok(());
+    }
+    if is_empty(&value) {
+        return Ok(());
+    }
+    let big = kayvee_engine::persist::loads_big(&value, opts.config);
+    let mut entry = Entry::new(value, opts.now_ms);
+    entry.meta.set_flag(Meta::BIG, big);
+    if let Some(f) = p.freq {
+        entry.meta.freq = f;
+    }
+    if let Some(idle) = p.idle_s {
+        entry.meta.access_s = (opts.now_ms / 1000).saturating_sub(idle) as u32;
+    }
+    out.dbs[db].insert_entry(&key, entry, p.expire_ms);
+    out.keys_loaded += 1;
+    Ok(())
+}
+
+/// Whether a collection has no element (Redis skips such keys when loading).
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Str(_) => false,
+        Value::List(l) => l.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::Hash(h) => h.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+    }
+}
+
+/// Skips a module aux record: module id, `when` opcode and value, then the module's values
+/// up to its EOF opcode.
+fn skip_module_aux(r: &mut Reader<'_>) -> Result<()> {
+    r.len()?;
+    if r.len()? != MODULE_OPCODE_UINT {
+        return Err(Error::Corrupt("module aux when-opcode"));
+    }
+    r.len()?;
+    loop {
+        match r.len()? {
+            MODULE_OPCODE_EOF => return Ok(()),
+            MODULE_OPCODE_SINT | MODULE_OPCODE_UINT => {
+                r.len()?;
+            }
+            MODULE_OPCODE_FLOAT => {
+                r.take(4)?;
+            }
+            MODULE_OPCODE_DOUBLE => {
+                r.take(8)?;
+            }
+            MODULE_OPCODE_STRING => {
+                r.string()?;
+            }
+            _ => return Err(Error::Corrupt("module opcode")),
+        }
+    }
+}

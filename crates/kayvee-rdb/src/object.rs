@@ -1,0 +1,372 @@
+//! Decoding of object bodies by type into engine values: the plain types, and the compact
+//! encodings Redis 7.0 writes (listpack, quicklist 2, intset) or older versions wrote
+//! (ziplist, quicklist 1). Each blob is checked against its own header and terminator.
+
+use crate::read::{decimal, parse_f64, Reader};
+use crate::{types, Error, Result};
+use alloc::borrow::Cow;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use kayvee_engine::value::{List, ZSet};
+use kayvee_engine::Value;
+use kayvee_pds::{PMap, SmallBytes};
+
+/// Quicklist 2 node containers.
+const QUICKLIST_NODE_PLAIN: u64 = 1;
+const QUICKLIST_NODE_PACKED: u64 = 2;
+
+/// Reads the body of an object of type `ty`; `seed` keys the hash maps.
+pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
+    Ok(match ty {
+        types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
+        types::LIST => {
+            let n = r.count()?;
+            let items = (0..n).map(|_| r.string().map(|s| SmallBytes::from_slice(&s)));
+            Value::List(Box::new(items.collect::<Result<List>>()?))
+        }
+        types::SET => {
+            let n = r.count()?;
+            let mut set = PMap::with_seed(seed);
+            for _ in 0..n {
+                set.insert(SmallBytes::from_slice(&r.string()?), ());
+            }
+            Value::Set(Box::new(set))
+        }
+        types::ZSET | types::ZSET_2 => read_zset(r, ty == types::ZSET_2, seed)?,
+        types::HASH => {
+            let n = r.count()?;
+            let mut h = PMap::with_seed(seed);
+            for _ in 0..n {
+                let f = SmallBytes::from_slice(&r.string()?);
+                h.insert(f, SmallBytes::from_slice(&r.string()?));
+            }
+            Value::Hash(Box::new(h))
+        }
+        types::SET_INTSET => intset(&r.string()?, seed)?,
+        types::LIST_ZIPLIST => list_from(ziplist(&r.string()?)?),
+        types::HASH_ZIPLIST => hash_from(ziplist(&r.string()?)?, seed)?,
+        types::ZSET_ZIPLIST => zset_from(ziplist(&r.string()?)?, seed)?,
+        types::HASH_LISTPACK => hash_from(listpack(&r.string()?)?, seed)?,
+        types::ZSET_LISTPACK => zset_from(listpack(&r.string()?)?, seed)?,
+        types::LIST_QUICKLIST => quicklist(r, false)?,
+        types::LIST_QUICKLIST_2 => quicklist(r, true)?,
+        types::MODULE_PRE_GA
+        | types::MODULE_2
+        | types::HASH_ZIPMAP
+        | types::STREAM_LISTPACKS
+        | types::STREAM_LISTPACKS_2 => return Err(Error::UnsupportedType(ty)),
+        _ => return Err(Error::BadType(ty)),
+    })
+}
+
+/// ZSET (text scores) or ZSET_2 (binary scores).
+fn read_zset(r: &mut Reader<'_>, binary: bool, seed: u64) -> Result<Value> {
+    let n = r.count()?;
+    let mut z = ZSet::new(seed);
+    for _ in 0..n {
+        let m = r.string()?;
+        let score = if binary {
+            r.f64_le()?
+        } else {
+            r.double_text()?
+        };
+        if score.is_nan() {
+            return Err(Error::Corrupt("NaN score"));
+        }
+        z.insert(&m, score);
+    }
+    Ok(Value::ZSet(Box::new(z)))
+}
+
+/// A list from decoded elements.
+fn list_from(items: Vec<Vec<u8>>) -> Value {
+    Value::List(Box::new(
+        items.iter().map(|e| SmallBytes::from_slice(e)).collect(),
+    ))
+}
+
+/// A hash from alternating fields and values.
+fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
+    if !items.len().is_multiple_of(2) {
+        return Err(Error::Corrupt("odd hash listpack"));
+    }
+    let mut h = PMap::with_seed(seed);
+    for pair in items.chunks(2) {
+        h.insert(
+            SmallBytes::from_slice(&pair[0]),
+            SmallBytes::from_slice(&pair[1]),
+        );
+    }
+    Ok(Value::Hash(Box::new(h)))
+}
+
+/// A sorted set from alternating members and scores (scores as text or integers).
+fn zset_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
+    if !items.len().is_multiple_of(2) {
+        return Err(Error::Corrupt("odd zset listpack"));
+    }
+    let mut z = ZSet::new(seed);
+    for pair in items.chunks(2) {
+        let score = parse_f64(&pair[1])?;
+        if score.is_nan() {
+            return Err(Error::Corrupt("NaN score"));
+        }
+        z.insert(&pair[0], score);
+    }
+    Ok(Value::ZSet(Box::new(z)))
+}
+
+/// A quicklist: nodes that are ziplists (version 1) or, in version 2, listpacks (PACKED) or
+/// single elements (PLAIN).
+fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value> {
+    let nodes = r.count()?;
+    let mut list = List::new();
+    for _ in 0..nodes {
+        let container = if v2 { r.len()? } else { QUICKLIST_NODE_PACKED };
+        let blob = r.string()?;
+        let items = match container {
+            QUICKLIST_NODE_PLAIN => alloc::vec![blob.into_owned()],
+            QUICKLIST_NODE_PACKED if v2 => listpack(&blob)?,
+            QUICKLIST_NODE_PACKED => ziplist(&blob)?,
+            _ => return Err(Error::Corrupt("quicklist container")),
+        };
+        if items.is_empty() {
+            return Err(Error::Corrupt("empty quicklist node"));
+        }
+        items
+            .iter()
+            .for_each(|e| list.push_back(SmallBytes::from_slice(e)));
+    }
+    Ok(Value::List(Box::new(list)))
+}
+
+/// An intset: encoding width (2, 4, 8), count, sorted little-endian integers.
+fn intset(blob: &[u8], seed: u64) -> Result<Value> {
+    let mut r = Reader::new(blob);
+    let width = r.u32_le()? as usize;
+    let n = r.u32_le()? as usize;
+    if !matches!(width, 2 | 4 | 8) || blob.len() != 8 + width.saturating_mul(n) {
+        return Err(Error::Corrupt("intset header"));
+    }
+    let mut set = PMap::with_seed(seed);
+    for chunk in blob[8..].chunks(width) {
+        let mut b = [0u8; 8];
+        b[..width].copy_from_slice(chunk);
+        let shift = 64 - 8 * width as u32;
+        let v = (i64::from_le_bytes(b) << shift) >> shift;
+        set.insert(SmallBytes::from_vec(decimal(v)), ());
+    }
+    Ok(Value::Set(Box::new(set)))
+}
+
+/// A listpack's elements, integers as decimal text. Layout: total bytes (u32), count (u16,
+/// 65535 = unknown), entries (encoding, data, back-length), `0xFF`.
+pub fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut r = Reader::new(blob);
+    let total = r.u32_le()? as usize;
+    let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
+    if total != blob.len() || blob.last() != Some(&0xFF) {
+        return Err(Error::Corrupt("listpack header"));
+    }
+    let mut out = Vec::new();
+    loop {
+        let start = r.pos();
+        let b = r.u8()?;
+        if b == 0xFF {
+            break;
+        }
+        out.push(listpack_entry(&mut r, b)?.into_owned());
+        let entry_len = r.pos() - start;
+        let back = backlen_size(entry_len);
+        r.take(back)?;
+    }
+    if !r.is_empty() || (count != 65535 && count != out.len()) {
+        return Err(Error::Corrupt("listpack count"));
+    }
+    Ok(out)
+}
+
+/// Bytes of a listpack back-length for an entry of `len` bytes.
+fn backlen_size(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16383 => 2,
+        16384..=2097151 => 3,
+        2097152..=268435455 => 4,
+        _ => 5,
+    }
+}
+
+/// One listpack entry after its first byte `b`.
+fn listpack_entry<'a>(r: &mut Reader<'a>, b: u8) -> Result<Cow<'a, [u8]>> {
+    let sign = |v: u64, bits: u32| ((v << (64 - bits)) as i64) >> (64 - bits);
+    let int = |v: i64| Ok(Cow::Owned(decimal(v)));
+    match b {
+        0x00..=0x7F => int(i64::from(b)),
+        0x80..=0xBF => Ok(Cow::Borrowed(r.take(usize::from(b & 0x3F))?)),
+        0xC0..=0xDF => int(sign(u64::from(b & 0x1F) << 8 | u64::from(r.u8()?), 13)),
+        0xE0..=0xEF => {
+            let n = usize::from(b & 0x0F) << 8 | usize::from(r.u8()?);
+            Ok(Cow::Borrowed(r.take(n)?))
+        }
+        0xF0 => {
+            let n = r.u32_le()? as usize;
+            Ok(Cow::Borrowed(r.take(n)?))
+        }
+        0xF1 => int(sign(le(r.take(2)?), 16)),
+        0xF2 => int(sign(le(r.take(3)?), 24)),
+        0xF3 => int(sign(le(r.take(4)?), 32)),
+        0xF4 => int(le(r.take(8)?) as i64),
+        _ => Err(Error::Corrupt("listpack entry encoding")),
+    }
+}
+
+/// A little-endian unsigned integer of up to 8 bytes.
+fn le(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0, |acc, &x| acc << 8 | u64::from(x))
+}
+
+/// A ziplist's elements. Layout: total bytes (u32), tail offset (u32), count (u16), entries
+/// (previous length, encoding, data), `0xFF`.
+pub fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut r = Reader::new(blob);
+    let total = r.u32_le()? as usize;
+    let _tail = r.u32_le()?;
+    let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
+    if total != blob.len() || blob.last() != Some(&0xFF) {
+        return Err(Error::Corrupt("ziplist header"));
+    }
+    let mut out = Vec::new();
+    loop {
+        let b = r.u8()?;
+        if b == 0xFF {
+            break;
+        }
+        if b == 0xFE {
+            r.take(4)?;
+        }
+        out.push(ziplist_entry(&mut r)?.into_owned());
+    }
+    if !r.is_empty() || (count != 65535 && count != out.len()) {
+        return Err(Error::Corrupt("ziplist count"));
+    }
+    Ok(out)
+}
+
+/// One ziplist entry after its previous-length field.
+fn ziplist_entry<'a>(r: &mut Reader<'a>) -> Result<Cow<'a, [u8]>> {
+    let b = r.u8()?;
+    let int = |v: i64| Ok(Cow::Owned(decimal(v)));
+    match b >> 6 {
+        0 => return Ok(Cow::Borrowed(r.take(usize::from(b & 0x3F))?)),
+        1 => {
+            let n = usize::from(b & 0x3F) << 8 | usize::from(r.u8()?);
+            return Ok(Cow::Borrowed(r.take(n)?));
+        }
+        2 => {
+            let n = u32::from_be_bytes([r.u8()?, r.u8()?, r.u8()?, r.u8()?]) as usize;
+            return Ok(Cow::Borrowed(r.take(n)?));
+        }
+        _ => {}
+    }
+    match b {
+        0xC0 => int(i64::from(i16::from_le_bytes([r.u8()?, r.u8()?]))),
+        0xD0 => int(i64::from(r.u32_le()? as i32)),
+        0xE0 => int(r.u64_le()? as i64),
+        0xF0 => int(((le(r.take(3)?) << 40) as i64) >> 40),
+        0xFE => int(i64::from(r.u8()? as i8)),
+        0xF1..=0xFD => int(i64::from(b & 0x0F) - 1),
+        _ => Err(Error::Corrupt("ziplist entry encoding")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Object bodies from redis-server 7.0.15 DUMP replies (type byte first, footer cut).
+    fn body(payload: &[u8]) -> Value {
+        let mut r = Reader::new(&payload[1..]);
+        let v = read_value(&mut r, payload[0], 7).unwrap();
+        assert!(r.is_empty(), "trailing bytes");
+        v
+    }
+
+    fn items(v: &Value) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = match v {
+            Value::List(l) => return l.iter().map(|e| e.to_vec()).collect(),
+            Value::Set(s) => s.iter().map(|(m, _)| m.to_vec()).collect(),
+            Value::Hash(h) => h
+                .iter()
+                .map(|(f, v)| [&f[..], b"=", &v[..]].concat())
+                .collect(),
+            Value::ZSet(z) => {
+                return z
+                    .iter()
+                    .map(|e| {
+                        alloc::format!("{}:{}", e.0, core::str::from_utf8(&e.1).unwrap())
+                            .into_bytes()
+                    })
+                    .collect()
+            }
+            Value::Str(s) => alloc::vec![s.to_vec()],
+        };
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn redis_7_compact_encodings_decode() {
+        let l =
+            body(b"\x12\x01\x02\x11\x11\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x01\x01\x02\x01\xff");
+        assert_eq!(items(&l), [&b"a"[..], b"b", b"1", b"2"]);
+        let s = body(b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00");
+        assert_eq!(items(&s), [&b"1"[..], b"2", b"3"]);
+        let h = body(b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03\x02\x01\xff");
+        assert_eq!(items(&h), [&b"f2=2"[..], b"f=v"]);
+        let z = body(b"\x11\x14\x14\x00\x00\x00\x04\x00\x81a\x02\x831.5\x04\x81b\x02\x02\x01\xff");
+        assert_eq!(items(&z), [&b"1.5:a"[..], b"2:b"]);
+        let plain = body(b"\x02\x02\x01b\x01a");
+        assert_eq!(items(&plain), [&b"a"[..], b"b"]);
+    }
+
+    #[test]
+    fn listpack_integers_of_every_width() {
+        let mut lp = alloc::vec![0, 0, 0, 0, 0, 0];
+        let entries: &[&[u8]] = &[
+            b"\x7f",
+            b"\xdf\xff",
+            b"\xf1\x00\x80",
+            b"\xf2\xff\xff\x7f",
+            b"\xf3\x00\x00\x00\x80",
+            b"\xf4\xff\xff\xff\xff\xff\xff\xff\xff",
+        ];
+        for e in entries {
+            lp.extend_from_slice(e);
+            lp.push(e.len() as u8);
+        }
+        lp.push(0xFF);
+        let n = lp.len() as u32;
+        lp[..4].copy_from_slice(&n.to_le_bytes());
+        lp[4] = entries.len() as u8;
+        let got = listpack(&lp).unwrap();
+        let want: [&[u8]; 6] = [b"127", b"-1", b"-32768", b"8388607", b"-2147483648", b"-1"];
+        assert_eq!(got, want);
+        lp[4] = 9;
+        assert!(listpack(&lp).is_err());
+    }
+
+    #[test]
+    fn ziplists_decode() {
+        // A ziplist of "ab", 5 (immediate), -2 (int8), 300 (int16).
+        let mut zl = alloc::vec![0u8; 10];
+        zl.extend_from_slice(b"\x00\x02ab\x04\xf6\x02\xfe\xfe\x03\xc0\x2c\x01\xff");
+        let n = zl.len() as u32;
+        zl[..4].copy_from_slice(&n.to_le_bytes());
+        zl[8] = 4;
+        let got = ziplist(&zl).unwrap();
+        let want: [&[u8]; 4] = [b"ab", b"5", b"-2", b"300"];
+        assert_eq!(got, want);
+        assert!(ziplist(&zl[..zl.len() - 1]).is_err());
+    }
+}

@@ -1,0 +1,177 @@
+//! Engine -> RDB -> engine round trips as a property: every value type, TTLs, several
+//! databases, compression on and off, any chunk size; the loaded databases equal the saved
+//! ones key by key (value, TTL, and the big-encoding flag Redis would choose).
+
+use kayvee_engine::value::{Entry, ZSet};
+use kayvee_engine::{Config, Db, Snapshot, Value};
+use kayvee_pds::{PList, PMap, SmallBytes};
+use kayvee_rdb::{load, LoadOptions, RdbWriter, WriteOptions};
+use proptest::prelude::*;
+
+const SEED: u64 = 42;
+const NOW_MS: u64 = 1_700_000_000_000;
+
+/// Short byte strings that are often integers (to exercise the integer encodings) and
+/// sometimes long and repetitive (LZF).
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        any::<i64>().prop_map(|v| v.to_string().into_bytes()),
+        (-200i64..70000).prop_map(|v| v.to_string().into_bytes()),
+        proptest::collection::vec(any::<u8>(), 0..30),
+        (1usize..400, any::<u8>()).prop_map(|(n, b)| vec![b'a' + b % 3; n]),
+    ]
+}
+
+fn score() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>().prop_filter("no NaN", |f| !f.is_nan()),
+        (-1000i32..1000).prop_map(f64::from),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(-0.0),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let small = || proptest::collection::vec(bytes(), 1..12);
+    prop_oneof![
+        bytes().prop_map(|b| Value::Str(SmallBytes::from_vec(b))),
+        small().prop_map(|v| {
+            Value::List(Box::new(
+                v.into_iter()
+                    .map(SmallBytes::from_vec)
+                    .collect::<PList<_>>(),
+            ))
+        }),
+        small().prop_map(|v| {
+            let mut m = PMap::with_seed(SEED);
+            v.into_iter().for_each(|b| {
+                m.insert(SmallBytes::from_vec(b), ());
+            });
+            Value::Set(Box::new(m))
+        }),
+        proptest::collection::vec((bytes(), bytes()), 1..12).prop_map(|v| {
+            let mut m = PMap::with_seed(SEED);
+            v.into_iter().for_each(|(f, x)| {
+                m.insert(SmallBytes::from_vec(f), SmallBytes::from_vec(x));
+            });
+            Value::Hash(Box::new(m))
+        }),
+        proptest::collection::vec((bytes(), score()), 1..12).prop_map(|v| {
+            let mut z = ZSet::new(SEED);
+            v.into_iter().for_each(|(m, s)| {
+                z.insert(&m, s);
+            });
+            Value::ZSet(Box::new(z))
+        }),
+    ]
+}
+
+/// A key with its value, optional TTL (some already past) and database.
+fn keyspace() -> impl Strategy<Value = Vec<(usize, Vec<u8>, Value, Option<u64>)>> {
+    let ttl = prop_oneof![
+        3 => Just(None),
+        1 => (NOW_MS - 5000..NOW_MS + 5_000_000).prop_map(Some),
+    ];
+    proptest::collection::vec((0usize..3, bytes(), value(), ttl), 0..40)
+}
+
+fn build(keys: &[(usize, Vec<u8>, Value, Option<u64>)]) -> Vec<Db> {
+    let mut dbs: Vec<Db> = (0..16).map(|_| Db::new(SEED)).collect();
+    for (db, k, v, ttl) in keys {
+        dbs[*db].insert_entry(k, Entry::new(v.clone(), NOW_MS), *ttl);
+    }
+    dbs
+}
+
+fn save(dbs: &[Db], compress: bool, chunk_len: usize) -> Vec<u8> {
+    let snapshot = Snapshot {
+        dbs: dbs.iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+    };
+    let opts = WriteOptions {
+        compress,
+        chunk_len,
+        ..WriteOptions::default()
+    };
+    let mut w = RdbWriter::new(snapshot, opts);
+    let mut out = Vec::new();
+    let mut chunk = Vec::new();
+    while w.next_chunk(&mut chunk) {
+        assert!(!chunk.is_empty() || chunk_len == 0);
+        out.extend_from_slice(&chunk);
+        chunk.clear();
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn engine_rdb_engine(keys in keyspace(), compress in any::<bool>(), chunk in 1usize..5000) {
+        let mut dbs = build(&keys);
+        let file = save(&dbs, compress, chunk);
+        let config = Config::default();
+        let opts = LoadOptions { config: &config, seed: SEED, now_ms: NOW_MS };
+        let loaded = load(&file, &opts).unwrap();
+        let mut expired = 0;
+        for (i, db) in dbs.iter_mut().enumerate() {
+            let got = &loaded.dbs[i];
+            got.check_invariants();
+            let live = db.keys_matching(NOW_MS, |_| true);
+            expired += db.len() - live.len();
+            prop_assert_eq!(got.len(), live.len());
+            for k in live {
+                let want = db.peek(&k, NOW_MS).unwrap().clone();
+                let mut got_db = got.clone();
+                let e = got_db.peek(&k, NOW_MS).unwrap();
+                prop_assert_eq!(&e.value, &want.value);
+                prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
+                let big = kayvee_engine::persist::loads_big(&want.value, &config);
+                prop_assert_eq!(e.meta.has(kayvee_engine::value::Meta::BIG), big);
+            }
+        }
+        prop_assert_eq!(loaded.keys_expired as usize, expired);
+        // The same snapshot gives the same bytes whatever the chunking.
+        prop_assert_eq!(save(&dbs, compress, 1 << 20), file);
+    }
+}
+
+#[test]
+fn empty_keyspace_is_header_aux_eof_and_checksum() {
+    let file = save(&build(&[]), true, 100);
+    assert!(file.starts_with(b"REDIS0010\xfa\x09redis-ver\x067.0.15"));
+    assert_eq!(file[file.len() - 9], 0xFF);
+    let crc = kayvee_rdb::CRC64.checksum(&file[..file.len() - 8]);
+    assert_eq!(file[file.len() - 8..], crc.to_le_bytes());
+    let config = Config::default();
+    let opts = LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: NOW_MS,
+    };
+    assert_eq!(load(&file, &opts).unwrap().keys_loaded, 0);
+}
+
+#[test]
+fn checksum_off_writes_zero_and_loads() {
+    let dbs = build(&[(0, b"k".to_vec(), Value::Str(SmallBytes::from("v")), None)]);
+    let snapshot = Snapshot {
+        dbs: dbs.iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+    };
+    let opts = WriteOptions {
+        checksum: false,
+        ..WriteOptions::default()
+    };
+    let file = RdbWriter::new(snapshot, opts).write_all();
+    assert_eq!(file[file.len() - 8..], [0; 8]);
+    let config = Config::default();
+    let opts = LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: NOW_MS,
+    };
+    assert_eq!(load(&file, &opts).unwrap().keys_loaded, 1);
+}

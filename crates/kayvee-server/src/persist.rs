@@ -1,0 +1,165 @@
+//! RDB files on disk: loading `dir/dbfilename` at startup, SAVE (synchronous), background
+//! saves on a thread (BGSAVE, save points) and crash-safe writing.
+//!
+//! A background save needs no fork: the engine's snapshot is O(1) (persistent structures), the
+//! thread serialises it with `kayvee_rdb::RdbWriter` while the loop keeps serving, and the
+//! loop's cron notices the end and reports it to the engine.
+//!
+//! Crash safety: the file is written to `temp-<pid>-<n>.rdb` in `dir`, fsynced, renamed over
+//! `dbfilename`, then the directory is fsynced. A failure removes the temporary file and
+//! leaves the previous snapshot intact.
+
+use kayvee_engine::{Engine, Now, Snapshot};
+use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
+use tracing::{info, warn};
+
+/// Distinguishes temporary files of saves started by one process.
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Where the RDB file lives.
+pub fn rdb_path(engine: &Engine) -> PathBuf {
+    let cfg = &engine.core.config;
+    Path::new(&cfg.dir).join(&cfg.dbfilename)
+}
+
+/// The writer options from the configuration (and the memory figure for `used-mem`).
+fn write_options(engine: &Engine) -> WriteOptions {
+    let cfg = &engine.core.config;
+    WriteOptions {
+        compress: cfg.rdbcompression,
+        checksum: cfg.rdbchecksum,
+        used_mem: engine.core.host.used_memory,
+        ..WriteOptions::default()
+    }
+}
+
+/// Loads the RDB file into the engine at startup. A missing file is an empty dataset; an
+/// unreadable or corrupt one is an error (the server must not start on a silently empty
+/// database).
+pub fn load_at_startup(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
+    let path = rdb_path(engine);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => anyhow::bail!(
+            "Fatal error loading the DB from {}: {e}. Exiting.",
+            path.display()
+        ),
+    };
+    let start = Instant::now();
+    let opts = LoadOptions {
+        config: &engine.core.config,
+        seed: engine.core.seed,
+        now_ms: now.ms(),
+    };
+    let loaded = kayvee_rdb::load(&bytes, &opts).map_err(|e| {
+        anyhow::anyhow!(
+            "Fatal error loading the DB from {}: {e}. Exiting.",
+            path.display()
+        )
+    })?;
+    info!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        loaded.keys_loaded, loaded.keys_expired
+    );
+    engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+    info!(
+        "DB loaded from disk: {:.3} seconds",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Serialises `snapshot` into `path` crash-safely (see the module doc).
+pub fn write_rdb(snapshot: Snapshot, opts: WriteOptions, path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!("temp-{}-{seq}.rdb", std::process::id()));
+    let result = write_file(snapshot, opts, &tmp).and_then(|()| {
+        std::fs::rename(&tmp, path)?;
+        File::open(&dir)?.sync_all()
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes the whole file at `tmp` and fsyncs it.
+fn write_file(snapshot: Snapshot, opts: WriteOptions, tmp: &Path) -> io::Result<()> {
+    let mut file = File::create(tmp)?;
+    let mut writer = RdbWriter::new(snapshot, opts);
+    let mut buf = Vec::with_capacity(128 * 1024);
+    while writer.next_chunk(&mut buf) {
+        file.write_all(&buf)?;
+        buf.clear();
+    }
+    file.sync_all()
+}
+
+/// SAVE and the save on shutdown: snapshot and write now, on the loop's thread.
+pub fn save_sync(engine: &mut Engine, now: Now) -> io::Result<()> {
+    engine.save_started(false, now);
+    let path = rdb_path(engine);
+    let result = write_rdb(engine.snapshot(now), write_options(engine), &path);
+    engine.save_finished(result.is_ok(), false, now);
+    match &result {
+        Ok(()) => info!("DB saved on disk"),
+        Err(e) => warn!("Failed saving the DB to {}: {e}", path.display()),
+    }
+    result
+}
+
+/// A background save under way.
+pub struct BgSave {
+    thread: JoinHandle<io::Result<()>>,
+    started: Instant,
+}
+
+impl BgSave {
+    /// Takes the snapshot now and starts the writing thread. The engine must already count the
+    /// save as started (BGSAVE's outcome, [`Engine::take_due_save`]).
+    pub fn start(engine: &Engine, now: Now) -> io::Result<Self> {
+        let snapshot = engine.snapshot(now);
+        let opts = write_options(engine);
+        let path = rdb_path(engine);
+        let thread = std::thread::Builder::new()
+            .name("kayvee-bgsave".into())
+            .spawn(move || write_rdb(snapshot, opts, &path))?;
+        info!("Background saving started");
+        Ok(BgSave {
+            thread,
+            started: Instant::now(),
+        })
+    }
+
+    /// Whether the thread is done.
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Waits for the thread and reports the result to the engine.
+    pub fn finish(self, engine: &mut Engine, now: Now) {
+        let result = self
+            .thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the save thread panicked")));
+        match &result {
+            Ok(()) => info!(
+                "Background saving terminated with success ({:.3} s)",
+                self.started.elapsed().as_secs_f64()
+            ),
+            Err(e) => warn!("Background saving error: {e}"),
+        }
+        engine.save_finished(result.is_ok(), true, now);
+    }
+}

@@ -1,0 +1,374 @@
+//! End-to-end persistence: Kayvee's RDB files pass `redis-check-rdb` and load into
+//! redis-server 7.0.15 with the same data; Redis 7.0's dumps (every encoding) load into
+//! Kayvee; DUMP/RESTORE payloads cross between the two; BGSAVE writes the state of the moment
+//! it started while a client keeps writing; SHUTDOWN SAVE and restart; corrupt files stop the
+//! start; a failing background save turns on MISCONF.
+
+use kayvee_tests::{redis_required, tool_available, Conn, Server};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A fresh empty directory for one test.
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kayvee-persist-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Whether redis-server and redis-check-rdb are here (skip otherwise, unless required).
+fn have_redis() -> bool {
+    let ok = tool_available("redis-server") && tool_available("redis-check-rdb");
+    assert!(
+        ok || !redis_required(),
+        "redis-server / redis-check-rdb missing"
+    );
+    ok
+}
+
+/// The payload of a bulk string reply.
+fn bulk(reply: &[u8]) -> Vec<u8> {
+    assert_eq!(reply[0], b'$', "not a bulk: {}", kayvee_tests::show(reply));
+    let nl = reply.iter().position(|&b| b == b'\n').unwrap();
+    let n: usize = std::str::from_utf8(&reply[1..nl - 1])
+        .unwrap()
+        .parse()
+        .unwrap();
+    reply[nl + 1..nl + 1 + n].to_vec()
+}
+
+/// A key's type and content in a comparable form (unordered replies sorted).
+fn canon(c: &mut Conn, key: &str) -> String {
+    let ty = String::from_utf8(c.cmd_str(&["TYPE", key])).unwrap();
+    let (cmd, sort): (&[&str], bool) = match ty.trim() {
+        "+string" => (&["GET"], false),
+        "+list" => (&["LRANGE", "$", "0", "-1"], false),
+        "+set" => (&["SMEMBERS"], true),
+        "+hash" => (&["HGETALL"], true),
+        "+zset" => (&["ZRANGE", "$", "0", "-1", "WITHSCORES"], false),
+        other => return other.to_string(),
+    };
+    let mut args: Vec<&str> = vec![cmd[0], key];
+    args.extend(cmd.iter().skip(2));
+    let reply = c.cmd_str(&args);
+    let mut parts: Vec<&[u8]> = reply.split(|&b| b == b'\n').collect();
+    if sort {
+        parts.sort();
+    }
+    format!("{ty} {}", kayvee_tests::show(&parts.concat()))
+}
+
+/// Fills a redis-server with every type in every encoding 7.0 has, plus TTLs.
+fn fill_reference(c: &mut Conn) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut run = |args: Vec<String>| {
+        keys.push(args[1].clone());
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = c.cmd_str(&a);
+        assert!(!r.starts_with(b"-"), "{args:?}: {}", kayvee_tests::show(&r));
+    };
+    let nums = |n: u32, p: &str| (1..=n).map(|i| format!("{p}{i}")).collect::<Vec<_>>();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    run(s(&["SET", "str", "hello"]));
+    run(s(&["SET", "int", "12345"]));
+    run(s(&["SET", "bigint", "3000000000"]));
+    run([s(&["SET", "long"]), vec!["abc".repeat(300)]].concat());
+    run(s(&["SET", "ttl", "v", "PX", "900000"]));
+    run(s(&["RPUSH", "list", "a", "b", "1", "2"]));
+    run([s(&["RPUSH", "biglist"]), nums(3000, "")].concat());
+    run([
+        s(&["RPUSH", "hugeelem"]),
+        vec!["L".repeat(9000), "x".into()],
+    ]
+    .concat());
+    run(s(&["SADD", "iset", "1", "2", "3"]));
+    run([s(&["SADD", "bigset"]), nums(700, "")].concat());
+    run(s(&["SADD", "strset", "a", "b", "c"]));
+    run(s(&["HSET", "hash", "f", "v", "n", "7"]));
+    let pairs: Vec<String> = (1..=600)
+        .flat_map(|i| [format!("f{i}"), format!("v{i}")])
+        .collect();
+    run([s(&["HSET", "bighash"]), pairs].concat());
+    run([s(&["HSET", "longhash", "f"]), vec!["q".repeat(100)]].concat());
+    run(s(&["ZADD", "zset", "1.5", "a", "2", "b", "-inf", "c"]));
+    let members: Vec<String> = (1..=300)
+        .flat_map(|i| [format!("{}.25", i), format!("m{i}")])
+        .collect();
+    run([s(&["ZADD", "bigzset"]), members].concat());
+    run(s(&["EXPIRE", "bigzset", "5000"]));
+    keys.pop();
+    keys
+}
+
+/// Waits until INFO persistence says no background save runs.
+fn wait_bgsave(c: &mut Conn) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while String::from_utf8_lossy(&c.cmd_str(&["INFO", "persistence"]))
+        .contains("rdb_bgsave_in_progress:1")
+    {
+        assert!(Instant::now() < deadline, "BGSAVE never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn check_rdb(path: &std::path::Path) {
+    let out = Command::new("redis-check-rdb").arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "redis-check-rdb: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn redis_dump_loads_into_kayvee_and_kayvee_rdb_loads_into_redis() {
+    if !have_redis() {
+        return;
+    }
+    let rdir = tmpdir("redis-src");
+    let rd = rdir.to_str().unwrap();
+    let reference = Server::redis(&["--dir", rd, "--dbfilename", "dump.rdb"]).unwrap();
+    let mut r = reference.conn();
+    let keys = fill_reference(&mut r);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    // Kayvee starts from Redis's own dump.
+    let kdir = tmpdir("kayvee");
+    std::fs::copy(rdir.join("dump.rdb"), kdir.join("dump.rdb")).unwrap();
+    let kd = kdir.to_str().unwrap();
+    let kayvee = Server::kayvee(&["--dir", kd, "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    assert_eq!(k.cmd_str(&["DBSIZE"]), r.cmd_str(&["DBSIZE"]));
+    for key in &keys {
+        // Kayvee's DUMP restored into Redis must equal Redis's own key (any type).
+        let payload = bulk(&k.cmd_str(&["DUMP", key]));
+        let copy = format!("copy:{key}");
+        let reply = r
+            .cmd(&[b"RESTORE", copy.as_bytes(), b"0", &payload])
+            .unwrap();
+        assert_eq!(reply, b"+OK\r\n", "{key}");
+        assert_eq!(canon(&mut r, key), canon(&mut r, &copy), "{key}");
+        r.cmd_str(&["DEL", &copy]);
+        let ttl = |c: &mut Conn| String::from_utf8(c.cmd_str(&["TTL", key])).unwrap();
+        let (kt, rt) = (ttl(&mut k), ttl(&mut r));
+        assert_eq!(kt == ":-1\r\n", rt == ":-1\r\n", "{key} TTL {kt} vs {rt}");
+        let enc = |c: &mut Conn| c.cmd_str(&["OBJECT", "ENCODING", key]);
+        assert_eq!(enc(&mut k), enc(&mut r), "{key} encoding");
+    }
+    // Strings DUMP byte for byte as Redis does.
+    for key in ["str", "int", "bigint", "long"] {
+        assert_eq!(
+            k.cmd_str(&["DUMP", key]),
+            r.cmd_str(&["DUMP", key]),
+            "{key}"
+        );
+    }
+    // Kayvee saves; the file passes redis-check-rdb and a fresh Redis loads the same data.
+    k.cmd_str(&["SELECT", "5"]);
+    k.cmd_str(&["SET", "in5", "five"]);
+    assert_eq!(k.cmd_str(&["SAVE"]), b"+OK\r\n");
+    check_rdb(&kdir.join("dump.rdb"));
+    let bdir = tmpdir("redis-back");
+    std::fs::copy(kdir.join("dump.rdb"), bdir.join("dump.rdb")).unwrap();
+    let back =
+        Server::redis(&["--dir", bdir.to_str().unwrap(), "--dbfilename", "dump.rdb"]).unwrap();
+    let mut b = back.conn();
+    for key in &keys {
+        assert_eq!(
+            canon(&mut b, key),
+            canon(&mut r, key),
+            "{key} after the round trip"
+        );
+    }
+    assert_eq!(
+        b.cmd_str(&["TTL", "ttl"]).len(),
+        r.cmd_str(&["TTL", "ttl"]).len()
+    );
+    b.cmd_str(&["SELECT", "5"]);
+    assert_eq!(b.cmd_str(&["GET", "in5"]), b"$4\r\nfive\r\n");
+    for d in [rdir, kdir, bdir] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn restore_checks_like_redis() {
+    let kayvee = Server::kayvee(&["--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    let good: &[u8] = b"\x00\x05hello\n\x00cr\xdfve4 \n";
+    assert_eq!(k.cmd(&[b"RESTORE", b"a", b"0", good]).unwrap(), b"+OK\r\n");
+    assert_eq!(
+        k.cmd(&[b"RESTORE", b"a", b"0", good]).unwrap(),
+        b"-BUSYKEY Target key name already exists.\r\n"
+    );
+    let mut bad = good.to_vec();
+    bad[3] ^= 1;
+    assert_eq!(
+        k.cmd(&[b"RESTORE", b"b", b"0", &bad]).unwrap(),
+        b"-ERR DUMP payload version or checksum are wrong\r\n"
+    );
+    assert_eq!(
+        k.cmd(&[
+            b"RESTORE",
+            b"a",
+            b"5000",
+            good,
+            b"REPLACE",
+            b"IDLETIME",
+            b"100"
+        ])
+        .unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(k.cmd_str(&["OBJECT", "IDLETIME", "a"]), b":100\r\n");
+    let pttl = String::from_utf8(k.cmd_str(&["PTTL", "a"])).unwrap();
+    assert!(pttl.starts_with(":4") || pttl.starts_with(":5"), "{pttl}");
+    assert_eq!(
+        k.cmd(&[
+            b"RESTORE",
+            b"c",
+            b"0",
+            good,
+            b"IDLETIME",
+            b"1",
+            b"FREQ",
+            b"2"
+        ])
+        .unwrap(),
+        b"-ERR syntax error\r\n"
+    );
+    assert_eq!(
+        k.cmd(&[b"RESTORE", b"c", b"-1", good]).unwrap(),
+        b"-ERR Invalid TTL value, must be >= 0\r\n"
+    );
+    assert_eq!(
+        k.cmd(&[b"RESTORE", b"c", b"1000", good, b"ABSTTL"])
+            .unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(k.cmd_str(&["EXISTS", "c"]), b":0\r\n");
+    assert_eq!(k.cmd_str(&["DUMP", "nokey"]), b"$-1\r\n");
+}
+
+#[test]
+fn bgsave_writes_the_state_of_its_start_while_clients_write() {
+    let dir = tmpdir("bgsave");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    const N: usize = 50_000;
+    let mut batch = Vec::new();
+    for i in 0..N {
+        batch.extend(kayvee_tests::encode_command(&[
+            b"SET",
+            format!("key:{i}").as_bytes(),
+            b"old",
+        ]));
+    }
+    k.send(&batch).unwrap();
+    for _ in 0..N {
+        k.read_reply().unwrap();
+    }
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    // Overwrite everything right behind the BGSAVE, on the same connection.
+    let mut batch = Vec::new();
+    for i in 0..N {
+        batch.extend(kayvee_tests::encode_command(&[
+            b"SET",
+            format!("key:{i}").as_bytes(),
+            b"new",
+        ]));
+    }
+    batch.extend(kayvee_tests::encode_command(&[b"SET", b"late", b"x"]));
+    k.send(&batch).unwrap();
+    for _ in 0..=N {
+        k.read_reply().unwrap();
+    }
+    wait_bgsave(&mut k);
+    let info = String::from_utf8(k.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    assert!(
+        info.contains(&format!("rdb_changes_since_last_save:{}", N + 1)),
+        "{info}"
+    );
+    let file = std::fs::read(dir.join("dump.rdb")).unwrap();
+    let config = kayvee_engine::Config::default();
+    let opts = kayvee_rdb::LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: 0,
+    };
+    let loaded = kayvee_rdb::load(&file, &opts).unwrap();
+    assert_eq!(loaded.keys_loaded as usize, N);
+    let mut db = loaded.dbs[0].clone();
+    for i in (0..N).step_by(997) {
+        let e = db.peek(format!("key:{i}").as_bytes(), 0).unwrap();
+        assert_eq!(e.value, kayvee_engine::Value::Str("old".into()));
+    }
+    assert!(db.peek(b"late", 0).is_none());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn shutdown_save_restart_and_corrupt_files() {
+    let dir = tmpdir("restart");
+    let d = dir.to_str().unwrap();
+    {
+        let kayvee = Server::kayvee(&["--dir", d, "--save", ""]).unwrap();
+        let mut k = kayvee.conn();
+        k.cmd_str(&["RPUSH", "l", "a", "b"]);
+        k.cmd_str(&["SET", "t", "v", "EX", "1000"]);
+        k.send(&kayvee_tests::encode_command(&[b"SHUTDOWN", b"SAVE"]))
+            .unwrap();
+        assert!(k.is_closed(Duration::from_secs(10)));
+    }
+    let kayvee = Server::kayvee(&["--dir", d, "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    assert_eq!(
+        k.cmd_str(&["LRANGE", "l", "0", "-1"]),
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+    let ttl = String::from_utf8(k.cmd_str(&["TTL", "t"])).unwrap();
+    assert!(ttl.starts_with(":99") || ttl == ":1000\r\n", "{ttl}");
+    let info = String::from_utf8(k.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(info.contains("rdb_last_load_keys_loaded:2"), "{info}");
+    drop(kayvee);
+    // A corrupt file stops the start with a message and exit code 1.
+    let path = dir.join("dump.rdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x55;
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(kayvee_tests::kayvee_bin())
+        .args(["--port", "0", "--dir", d, "--save", ""])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Wrong RDB checksum"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn failed_bgsave_turns_on_misconf() {
+    let dir = tmpdir("misconf");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", "3600", "1"]).unwrap();
+    let mut k = kayvee.conn();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    wait_bgsave(&mut k);
+    let info = String::from_utf8(k.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(info.contains("rdb_last_bgsave_status:err"), "{info}");
+    let misconf = k.cmd_str(&["SET", "a", "b"]);
+    assert!(misconf.starts_with(b"-MISCONF Redis is configured to save RDB snapshots"));
+    assert_eq!(k.cmd_str(&["PING"]), misconf);
+    assert_eq!(k.cmd_str(&["GET", "a"]), b"$-1\r\n");
+    assert_eq!(k.cmd_str(&["SAVE"]), b"-ERR\r\n");
+    k.cmd_str(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"]);
+    assert_eq!(k.cmd_str(&["SET", "a", "b"]), b"+OK\r\n");
+    // Once the directory is back, a save succeeds and clears the error.
+    std::fs::create_dir_all(&dir).unwrap();
+    k.cmd_str(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"]);
+    assert_eq!(k.cmd_str(&["SAVE"]), b"+OK\r\n");
+    assert_eq!(k.cmd_str(&["SET", "a", "c"]), b"+OK\r\n");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -57,6 +57,8 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 16;
     /// May run with no key.
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Refused while a replica loads asynchronously.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 
     /// Names in `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -75,6 +77,7 @@ pub mod flags {
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),

@@ -22,7 +22,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "save",
         arity: 1,
-        flags: flags::ADMIN | flags::NOSCRIPT | flags::NO_MULTI,
+        flags: flags::ADMIN | flags::NOSCRIPT | flags::NO_ASYNC_LOADING | flags::NO_MULTI,
         acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
         summary: "Synchronously save the dataset to disk",
         group: "server",
@@ -33,7 +33,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "bgsave",
         arity: -1,
-        flags: flags::ADMIN | flags::NOSCRIPT,
+        flags: flags::ADMIN | flags::NOSCRIPT | flags::NO_ASYNC_LOADING,
         acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
         summary: "Asynchronously save the dataset to disk",
         group: "server",

@@ -5,6 +5,7 @@
 //! are reclaimed on later calls (virtio-drivers' `VirtIONet::send` would spin for every frame).
 //! Receive buffers are posted up front and reposted as soon as smoltcp has consumed them.
 
+use crate::batched::{self, Batched, Notifier};
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -13,9 +14,13 @@ use core::cell::RefCell;
 use core::ptr::NonNull;
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+    EthernetRepr, Ipv4Address,
+};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceType, Transport};
+use virtio_drivers::transport::{DeviceType, SomeTransport, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 /// Descriptors per virtqueue (QEMU's virtio-net default ring size).
@@ -30,12 +35,6 @@ const MMIO_BASE: usize = 0xfeb0_0000;
 const MMIO_SLOT_BYTES: usize = 0x200;
 /// Number of slots in the window.
 const MMIO_SLOTS: usize = 32;
-/// Offset of the QueueNotify register in a virtio-mmio slot (v1 and v2).
-const MMIO_QUEUE_NOTIFY: usize = 0x50;
-/// virtio-net queue indexes.
-const QUEUE_RECEIVE: u32 = 0;
-/// The transmit queue.
-const QUEUE_TRANSMIT: u32 = 1;
 /// "virt" little-endian: the virtio-mmio magic.
 const MMIO_MAGIC: u32 = 0x7472_6976;
 
@@ -73,10 +72,13 @@ unsafe impl Hal for IdentityHal {
     unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _dir: BufferDirection) {}
 }
 
-type Raw = VirtIONetRaw<IdentityHal, MmioTransport<'static>, QUEUE_SIZE>;
+/// The device transport: virtio-mmio or PCI.
+pub type AnyTransport = SomeTransport<'static>;
+
+type Raw = VirtIONetRaw<IdentityHal, Batched<AnyTransport>, QUEUE_SIZE>;
 
 /// Finds the first virtio-net device in the microvm virtio-mmio window.
-pub fn probe_mmio() -> Option<(usize, MmioTransport<'static>)> {
+pub fn probe_mmio() -> Option<(usize, AnyTransport)> {
     for slot in 0..MMIO_SLOTS {
         let addr = MMIO_BASE + slot * MMIO_SLOT_BYTES;
         // SAFETY: the window is identity mapped (uncached) by the boot stub and every slot
@@ -92,7 +94,7 @@ pub fn probe_mmio() -> Option<(usize, MmioTransport<'static>)> {
             continue;
         };
         if t.device_type() == DeviceType::Network {
-            return Some((addr, t));
+            return Some((addr, t.into()));
         }
     }
     None
@@ -109,10 +111,8 @@ struct Inner {
     tx_free: Vec<Box<[u8]>>,
     /// Frames dropped because the transmit ring was full.
     pub tx_dropped: u64,
-    /// Frames posted since the last [`NetDevice::kick`].
-    tx_unkicked: bool,
-    /// Receive buffers posted since the last kick.
-    rx_unkicked: bool,
+    /// Frames sent (for the notifications-per-frame figure).
+    tx_frames: u64,
 }
 
 impl Inner {
@@ -123,7 +123,6 @@ impl Inner {
         match unsafe { self.raw.receive_begin(&mut buf) } {
             Ok(token) => {
                 self.rx_posted[usize::from(token)] = Some(buf);
-                self.rx_unkicked = true;
             }
             Err(e) => crate::println!("kayvee: net: cannot post receive buffer: {e:?}"),
         }
@@ -161,7 +160,7 @@ impl Inner {
         match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
             Ok(token) => {
                 self.tx_posted[usize::from(token)] = Some((buf, hdr + len));
-                self.tx_unkicked = true;
+                self.tx_frames += 1;
             }
             Err(_) => {
                 self.tx_dropped += 1;
@@ -176,17 +175,17 @@ impl Inner {
 pub struct NetDevice {
     inner: RefCell<Inner>,
     mac: [u8; 6],
-    /// The virtio-mmio QueueNotify register.
-    notify_reg: *mut u32,
+    /// Notifies the device once per batch.
+    notifier: Notifier<AnyTransport>,
+    /// Notifications sent.
+    kicks: u64,
 }
 
 impl NetDevice {
     /// Initialises the device and posts its receive buffers.
-    pub fn new(
-        mmio_base: usize,
-        transport: MmioTransport<'static>,
-    ) -> Result<Self, virtio_drivers::Error> {
-        let raw = Raw::new(transport)?;
+    pub fn new(transport: AnyTransport) -> Result<Self, virtio_drivers::Error> {
+        let (batched, notifier) = batched::wrap(transport, 0);
+        let raw = Raw::new(batched)?;
         let mac = raw.mac_address();
         let mut inner = Inner {
             raw,
@@ -194,47 +193,70 @@ impl NetDevice {
             tx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
             tx_free: Vec::new(),
             tx_dropped: 0,
-            tx_unkicked: false,
-            rx_unkicked: false,
+            tx_frames: 0,
         };
         for _ in 0..QUEUE_SIZE {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
         }
-        let notify_reg = (mmio_base + MMIO_QUEUE_NOTIFY) as *mut u32;
-        Ok(NetDevice {
+        let mut dev = NetDevice {
             inner: RefCell::new(inner),
             mac,
-            notify_reg,
-        })
+            notifier,
+            kicks: 0,
+        };
+        dev.kick();
+        Ok(dev)
     }
 
-    /// Notifies the device once for everything posted since the last call.
-    ///
-    /// virtio-drivers 0.13 also notifies per buffer when it thinks the device asked for it,
-    /// but its EVENT_IDX test (`avail_idx >= avail_event + 1`) is not wrap-safe: once the
-    /// 16-bit ring index wraps (after 65,536 frames) it stops notifying and the queue stalls.
-    /// One notification per poll round covers that and costs one VM exit per batch.
+    /// Notifies the device once for each queue that got buffers since the last call: one VM
+    /// exit per batch of frames (a loop round), not one per frame. See `batched`.
     pub fn kick(&mut self) {
-        let inner = self.inner.get_mut();
-        if inner.tx_unkicked {
-            inner.tx_unkicked = false;
-            // SAFETY: the QueueNotify register of this device's virtio-mmio slot (identity
-            // mapped, uncached); writing a queue index only tells the device to look at it.
-            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_TRANSMIT) };
-        }
-        if inner.rx_unkicked {
-            inner.rx_unkicked = false;
-            // SAFETY: as above.
-            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_RECEIVE) };
-        }
+        self.kicks += u64::from(self.notifier.flush());
     }
 
-    /// (receive buffers posted, transmits in flight, frames dropped on a full ring).
-    pub fn stats(&self) -> (usize, usize, u64) {
+    /// Sends an ARP request for `target` from `addr`: the network (QEMU's slirp in particular)
+    /// learns our MAC at boot, so the first connection forwarded to us needs no ARP round
+    /// trip first (slirp queues a frame for an unresolved guest and resolves lazily).
+    pub fn announce(&mut self, addr: Ipv4Address, target: Ipv4Address) {
+        let arp = ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: EthernetAddress(self.mac),
+            source_protocol_addr: addr,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: target,
+        };
+        let eth = EthernetRepr {
+            src_addr: EthernetAddress(self.mac),
+            dst_addr: EthernetAddress::BROADCAST,
+            ethertype: EthernetProtocol::Arp,
+        };
+        let len = eth.buffer_len() + arp.buffer_len();
+        self.inner.get_mut().send(len, |buf| {
+            let mut frame = EthernetFrame::new_unchecked(buf);
+            eth.emit(&mut frame);
+            arp.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        });
+        self.kick();
+    }
+
+    /// (receive buffers posted, transmits in flight, frames dropped on a full ring, frames
+    /// sent, notifications sent).
+    pub fn stats(&self) -> (usize, usize, u64, u64, u64) {
         let inner = self.inner.borrow();
         let posted = inner.rx_posted.iter().filter(|b| b.is_some()).count();
         let inflight = inner.tx_posted.iter().filter(|b| b.is_some()).count();
-        (posted, inflight, inner.tx_dropped)
+        (
+            posted,
+            inflight,
+            inner.tx_dropped,
+            inner.tx_frames,
+            self.kicks,
+        )
+    }
+
+    /// The feature bits negotiated with the device.
+    pub fn features(&self) -> u64 {
+        self.notifier.negotiated()
     }
 
     /// The device's MAC address.

@@ -97,16 +97,23 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let Some((addr, transport)) = net::probe_mmio() else {
         exit::fail("no virtio-net device found in the virtio-mmio window (microvm)")
     };
-    let mut dev = NetDevice::new(addr, transport).unwrap_or_else(|e| {
+    let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
         println!("kayvee: virtio-net init failed: {e:?}");
         exit::fail("network device")
     });
+    crate::boottime::stamp("virtio-net");
     let mac = EthernetAddress(dev.mac());
-    println!("kayvee: virtio-net at {addr:#x}, MAC {mac}");
+    println!(
+        "kayvee: virtio-net at {addr:#x}, MAC {mac}, features {:#x}",
+        dev.features()
+    );
     let now = Instant::from_micros(clock.uptime_us() as i64);
     let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
     let mut sockets = SocketSet::new(vec![]);
     let dhcp = configure_ip(&mut iface, &mut sockets, args);
+    if let (Some(cidr), Some(gw)) = (args.ip, args.gw) {
+        dev.announce(cidr.address(), gw);
+    }
     let port = engine.core.config.port;
     let mut pool = Pool {
         port,
@@ -117,6 +124,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         sockets_max: engine.core.config.maxclients as usize + LISTENERS_MIN,
     };
     pool.refill(&mut sockets);
+    crate::boottime::stamp("smoltcp+listeners");
+    crate::boottime::report(clock.tsc_hz());
     println!("kayvee: ready: listening on TCP port {port}");
     let mut next_cron_us = 0u64;
     let mut next_stats_us = 0u64;
@@ -154,8 +163,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         dev.kick();
         let up = clock.uptime_us();
         if DEBUG_STATS && up >= next_stats_us {
-            let (rx, tx, dropped) = dev.stats();
-            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
+            let (rx, tx, dropped, frames, kicks) = dev.stats();
+            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} tx_frames={frames} kicks={kicks} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
             let mut states: Vec<(tcp::State, usize)> = Vec::new();
             for slot in &pool.slots {
                 let st = sockets.get::<tcp::Socket>(slot.socket).state();

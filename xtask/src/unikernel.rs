@@ -347,6 +347,43 @@ fn exercise(port: u16) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
+/// Console lines of a running guest, each with the time since QEMU was started.
+type ConsoleLines = std::sync::Arc<std::sync::Mutex<Vec<(Duration, String)>>>;
+
+/// Reads the guest console (QEMU's stdout) on a thread: every line goes to `log` prefixed with
+/// the milliseconds since `start`, and into the returned list (for boot timing).
+fn capture_console(
+    out: std::process::ChildStdout,
+    mut log: std::fs::File,
+    start: Instant,
+) -> ConsoleLines {
+    let lines: ConsoleLines = Default::default();
+    let shared = lines.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let t = start.elapsed();
+            let _ = writeln!(
+                log,
+                "[{:9.3} ms] {}",
+                t.as_secs_f64() * 1e3,
+                line.trim_end()
+            );
+            if let Ok(mut v) = shared.lock() {
+                v.push((t, line));
+            }
+        }
+    });
+    lines
+}
+
+/// When the first console line containing `needle` arrived.
+fn console_time(lines: &ConsoleLines, needle: &str) -> Option<Duration> {
+    let v = lines.lock().ok()?;
+    v.iter().find(|(_, l)| l.contains(needle)).map(|(t, _)| *t)
+}
+
 /// `cargo xtask uk-test`: the boot-to-shutdown test under TCG.
 pub fn uk_test() -> Result<(), String> {
     let (path, size) = build()?;
@@ -357,18 +394,20 @@ pub fn uk_test() -> Result<(), String> {
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let start = Instant::now();
     let mut qemu = qemu(&path, "tcg", port, &[])
-        .stdout(log)
+        .stdout(Stdio::piped())
         .stderr(log2)
         .spawn()
         .map_err(|e| {
             format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
         })?;
+    let console = capture_console(qemu.stdout.take().expect("piped"), log, start);
     let result = drive(&mut qemu, port, start);
     if result.is_err() {
         let _ = qemu.kill();
         let _ = qemu.wait();
-        let console = std::fs::read_to_string(&log_path).unwrap_or_default();
-        eprintln!("uk-test: guest console:\n{console}");
+        std::thread::sleep(Duration::from_millis(100));
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        eprintln!("uk-test: guest console:\n{text}");
     }
     let (first_pong, bench, status) = result?;
     println!(
@@ -376,10 +415,16 @@ pub fn uk_test() -> Result<(), String> {
         size,
         size as f64 / 1024.0
     );
+    let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     println!(
-        "uk-test: QEMU start to first PONG: {:.1} ms (TCG, microvm)",
-        first_pong.as_secs_f64() * 1e3
+        "uk-test: QEMU start to first console line {:.1} ms, to \"ready\" {:.1} ms, to first PONG {:.1} ms (TCG, microvm)",
+        ms(console_time(&console, "booting")),
+        ms(console_time(&console, "ready:")),
+        ms(Some(first_pong)),
     );
+    if let Some(phases) = console_time_line(&console, "boot phases") {
+        println!("uk-test: guest {}", phases.trim_start_matches("kayvee: "));
+    }
     for l in &bench {
         println!(
             "uk-test: redis-benchmark -c 20 -n 5000 via relay + hostfwd: {}",
@@ -389,6 +434,14 @@ pub fn uk_test() -> Result<(), String> {
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
     println!("uk-test: 1 passed, 0 failed");
     Ok(())
+}
+
+/// The first console line containing `needle`.
+fn console_time_line(lines: &ConsoleLines, needle: &str) -> Option<String> {
+    let v = lines.lock().ok()?;
+    v.iter()
+        .find(|(_, l)| l.contains(needle))
+        .map(|(_, l)| l.trim_end().to_string())
 }
 
 /// Waits for the first PONG, runs the clients, shuts the guest down; returns the time to the

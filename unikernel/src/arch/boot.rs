@@ -31,6 +31,11 @@ static mut BOOT_PAGE_TABLES: PageTables = PageTables {
     pd: [[0; 512]; 4],
 };
 
+/// TSC stamps the stub takes: at entry and after zeroing `.bss`. A non-zero initialiser keeps
+/// them in `.data`, which the zeroing does not touch; `crate::boottime` reads them.
+#[no_mangle]
+pub static mut BOOT_TSC: [u64; 2] = [1, 1];
+
 /// The stack Rust runs on.
 #[no_mangle]
 static mut BOOT_STACK: Stack = Stack([0; STACK_BYTES]);
@@ -54,13 +59,20 @@ pvh_start:
     cli
     cld
     movl %ebx, %esi                      /* keep hvm_start_info; rep stos spares esi */
+    rdtsc                                /* boot phase stamp: entry (in .data, not zeroed) */
+    movl %eax, BOOT_TSC
+    movl %edx, BOOT_TSC + 4
 
     /* zero .bss (page tables and stack included) */
     movl $__bss_start, %edi
     movl $__bss_end, %ecx
     subl %edi, %ecx
+    shrl $2, %ecx                        /* .bss is page aligned: whole dwords */
     xorl %eax, %eax
-    rep stosb
+    rep stosl
+    rdtsc                                /* boot phase stamp: .bss zeroed */
+    movl %eax, BOOT_TSC + 8
+    movl %edx, BOOT_TSC + 12
 
     /* PML4[0] -> PDPT; PDPT[0..4] -> PD0..PD3 */
     movl $BOOT_PAGE_TABLES, %edi

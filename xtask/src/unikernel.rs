@@ -108,7 +108,7 @@ fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) 
     let mut c = Command::new("qemu-system-x86_64");
     c.args([
         "-M",
-        "microvm,pic=off,rtc=off",
+        "microvm,pic=off,rtc=off,acpi=off,auto-kernel-cmdline=off",
         "-accel",
         accel,
         "-m",
@@ -182,18 +182,40 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// One PING over a fresh connection: true on a real `+PONG` (a forwarded connect succeeds
-/// before the guest is up, so only the reply counts).
-fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
+/// Readiness probe: a PING on a fresh connection every [`PROBE_EVERY`], each kept open (and
+/// polled) for up to [`PROBE_PATIENCE`]; true at the first real `+PONG` (a forwarded connect
+/// succeeds before the guest is up, so only the reply counts). Overlapping probes keep the
+/// reaction time to a few ms without cutting off a slow first answer; `give_up` ends it.
+fn wait_pong(port: u16, mut give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
+    const PROBE_EVERY: Duration = Duration::from_millis(4);
+    const PROBE_PATIENCE: Duration = Duration::from_millis(300);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
+    let mut last_open: Option<Instant> = None;
+    loop {
+        if last_open.is_none_or(|t| t.elapsed() >= PROBE_EVERY) {
+            last_open = Some(Instant::now());
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, PROBE_EVERY) {
+                if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
+                    probes.push((Instant::now(), s, Vec::new()));
+                }
+            }
+        }
+        for (_, s, got) in probes.iter_mut() {
+            let mut buf = [0u8; 16];
+            if let Ok(n) = s.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.starts_with(b"+PONG\r\n") {
+                return Ok(true);
+            }
+        }
+        probes.retain(|(t, _, _)| t.elapsed() < PROBE_PATIENCE);
+        if give_up()? {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
-    let mut buf = [0u8; 7];
-    s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
 /// Waits for `child` up to `limit`; kills it on timeout.
@@ -451,21 +473,19 @@ fn drive(
     port: u16,
     start: Instant,
 ) -> Result<(Duration, Vec<String>, ExitStatus), String> {
-    let first_pong = loop {
-        if ping(port) {
-            break start.elapsed();
-        }
+    let ponged = wait_pong(port, || {
         if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
             return Err(format!(
                 "QEMU exited before answering PING: {}",
                 describe(st)
             ));
         }
-        if start.elapsed() > BOOT_TIMEOUT {
-            return Err("no PONG within the boot timeout".into());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+        Ok(start.elapsed() > BOOT_TIMEOUT)
+    })?;
+    if !ponged {
+        return Err("no PONG within the boot timeout".into());
+    }
+    let first_pong = start.elapsed();
     let bench = exercise(port)?;
     let p = port.to_string();
     // redis-cli reports the closed connection of a successful SHUTDOWN; its status is not the test.

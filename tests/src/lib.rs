@@ -7,8 +7,8 @@
 //! - `KAYVEE_TARGET=unikernel` with `KAYVEE_UNIKERNEL_IMAGE=/path`: `Server::kayvee` boots the
 //!   unikernel image under QEMU TCG (microvm) with a host port forward to a free port, translating
 //!   `--name value` options to its `name=value` command line (`cargo xtask uk-test` runs
-//!   the differential and client tests this way). Tests that cannot apply (Unix sockets, signals,
-//!   process ids) skip in this mode with a message.
+//!   the differential, blocking and client tests this way). `Server::port` is then a relay in
+//!   front of QEMU's forward (see `Relay`); assertions on the process id are skipped.
 //! - `KAYVEE_SERVER_BIN=/path`: use this kayvee-server binary instead of building one.
 //! - `KAYVEE_REQUIRE_REDIS=1`: a missing redis-server / redis-cli / redis-benchmark fails the test
 //!   instead of skipping it (CI sets it).
@@ -136,15 +136,6 @@ pub fn target_is_redis() -> bool {
 /// True when `KAYVEE_TARGET=unikernel` asks for the unikernel image under QEMU.
 pub fn target_is_unikernel() -> bool {
     std::env::var("KAYVEE_TARGET").is_ok_and(|v| v == "unikernel")
-}
-
-/// In unikernel mode, prints why the calling test does not apply and returns true (the test
-/// then returns early); false otherwise.
-pub fn skip_on_unikernel(why: &str) -> bool {
-    if target_is_unikernel() {
-        eprintln!("SKIPPED under KAYVEE_TARGET=unikernel: {why}");
-    }
-    target_is_unikernel()
 }
 
 /// How long the unikernel gets to answer its first PING (TCG on a busy machine).

@@ -17,7 +17,8 @@ tasks:
   image            build the unikernel image (unikernel/README.md); print its path and size
   run [--port N] [--accel tcg|kvm] [key=value...]
                    boot the unikernel under QEMU microvm, 127.0.0.1:N (6379) -> guest; Ctrl-C stops
-  uk-test          boot the unikernel under TCG, test it with redis-cli/redis-benchmark, SHUTDOWN
+  uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, then
+                   the differential/clients/blocking suites against it (KAYVEE_TARGET=unikernel)
 ";
 
 fn main() -> ExitCode {

@@ -454,7 +454,39 @@ pub fn uk_test() -> Result<(), String> {
         );
     }
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
-    println!("uk-test: 1 passed, 0 failed");
+    run_suites(&path)?;
+    println!("uk-test: boot test and the end-to-end suites passed");
+    Ok(())
+}
+
+/// Differential seeds run against the image (the Linux server runs 20).
+const UK_DIFF_SEEDS: &str = "10";
+
+/// Runs the end-to-end suites of the tests crate (differential against redis-server, real
+/// clients, blocking commands) against the image: `KAYVEE_TARGET=unikernel` makes
+/// `Server::kayvee` boot it under QEMU TCG behind the port forward.
+fn run_suites(image: &std::path::Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let suites = ["differential", "clients", "blocking"];
+    eprintln!("uk-test: end-to-end suites against the image: {suites:?} (KAYVEE_TARGET=unikernel)");
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(super::root())
+        .args(["test", "-p", "kayvee-tests"]);
+    for s in suites {
+        cmd.args(["--test", s]);
+    }
+    let status = cmd
+        .env("KAYVEE_TARGET", "unikernel")
+        .env("KAYVEE_UNIKERNEL_IMAGE", image)
+        .env("KAYVEE_REQUIRE_REDIS", "1")
+        .env("KAYVEE_DIFF_SEEDS", UK_DIFF_SEEDS)
+        .status()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "end-to-end suites against the unikernel failed ({status})"
+        ));
+    }
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::cell::RefCell;
 use core::ptr::NonNull;
-use smoltcp::phy::{self, DeviceCapabilities, Medium};
+use smoltcp::phy::{self, Checksum, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
@@ -35,6 +35,16 @@ const MMIO_BASE: usize = 0xfeb0_0000;
 const MMIO_SLOT_BYTES: usize = 0x200;
 /// Number of slots in the window.
 const MMIO_SLOTS: usize = 32;
+/// virtio-net feature: the device completes partial transmit checksums (virtio 1.2, 5.1.3).
+const F_CSUM: u64 = 1 << 0;
+/// virtio-net feature: the driver accepts received frames with partial or pre-validated
+/// checksums.
+const F_GUEST_CSUM: u64 = 1 << 1;
+/// `virtio_net_hdr.flags`: the checksum from `csum_start` on is partial (the device, or for
+/// received frames the host that sent them, completes it).
+const HDR_F_NEEDS_CSUM: u8 = 1;
+/// `virtio_net_hdr.flags` on receive: the host validated the checksum.
+const HDR_F_DATA_VALID: u8 = 2;
 /// "virt" little-endian: the virtio-mmio magic.
 const MMIO_MAGIC: u32 = 0x7472_6976;
 
@@ -113,6 +123,13 @@ struct Inner {
     pub tx_dropped: u64,
     /// Frames sent (for the notifications-per-frame figure).
     tx_frames: u64,
+    /// The device completes TCP checksums of frames we send (`VIRTIO_NET_F_CSUM`).
+    tx_csum: bool,
+    /// Received frames may carry partial or validated checksums (`VIRTIO_NET_F_GUEST_CSUM`):
+    /// smoltcp's verification is off and the driver checks the frames the host did not.
+    rx_csum: bool,
+    /// Received frames dropped for a bad TCP/UDP checksum (checked by the driver).
+    rx_bad_csum: u64,
 }
 
 impl Inner {
@@ -156,6 +173,10 @@ impl Inner {
             .fill_buffer_header(&mut buf)
             .expect("buffer holds a header");
         let r = fill(&mut buf[hdr..hdr + len]);
+        if self.tx_csum {
+            let (header, frame) = buf.split_at_mut(hdr);
+            offload_tcp_checksum(header, &mut frame[..len]);
+        }
         // SAFETY: the buffer stays in `tx_posted`, untouched, until `reclaim_tx` completes it.
         match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
             Ok(token) => {
@@ -184,9 +205,10 @@ pub struct NetDevice {
 impl NetDevice {
     /// Initialises the device and posts its receive buffers.
     pub fn new(transport: AnyTransport) -> Result<Self, virtio_drivers::Error> {
-        let (batched, notifier) = batched::wrap(transport, 0);
+        let (batched, notifier) = batched::wrap(transport, F_CSUM | F_GUEST_CSUM);
         let raw = Raw::new(batched)?;
         let mac = raw.mac_address();
+        let features = notifier.negotiated();
         let mut inner = Inner {
             raw,
             rx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
@@ -194,6 +216,9 @@ impl NetDevice {
             tx_free: Vec::new(),
             tx_dropped: 0,
             tx_frames: 0,
+            tx_csum: features & F_CSUM != 0,
+            rx_csum: features & F_GUEST_CSUM != 0,
+            rx_bad_csum: 0,
         };
         for _ in 0..QUEUE_SIZE {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
@@ -239,8 +264,8 @@ impl NetDevice {
         self.kick();
     }
 
-    /// (receive buffers posted, transmits in flight, frames dropped on a full ring, frames
-    /// sent, notifications sent).
+    /// (receive buffers posted, transmits in flight, frames dropped (full transmit ring or a
+    /// bad checksum), frames sent, notifications sent).
     pub fn stats(&self) -> (usize, usize, u64, u64, u64) {
         let inner = self.inner.borrow();
         let posted = inner.rx_posted.iter().filter(|b| b.is_some()).count();
@@ -322,6 +347,12 @@ impl phy::Device for NetDevice {
                 return None;
             }
         };
+        let trusted = buf[0] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0;
+        if inner.rx_csum && !trusted && !transport_checksum_ok(&buf[start..start + len]) {
+            inner.rx_bad_csum += 1;
+            inner.post_rx(buf);
+            return None;
+        }
         let rx = RxToken {
             inner: &self.inner,
             buf: Some(buf),
@@ -344,6 +375,101 @@ impl phy::Device for NetDevice {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = FRAME_MAX;
+        let inner = self.inner.borrow();
+        let offloaded = match (inner.rx_csum, inner.tx_csum) {
+            (false, false) => Checksum::Both,
+            (false, true) => Checksum::Rx,
+            (true, false) => Checksum::Tx,
+            (true, true) => Checksum::None,
+        };
+        caps.checksum.tcp = offloaded;
+        caps.checksum.udp = match offloaded {
+            Checksum::Rx => Checksum::Both, // transmit offload is for TCP only
+            Checksum::None => Checksum::Tx,
+            other => other,
+        };
         caps
     }
+}
+
+/// Ethernet header bytes.
+const ETH_HDR: usize = 14;
+/// IPv4 protocol numbers.
+const IP_TCP: u8 = 6;
+/// UDP.
+const IP_UDP: u8 = 17;
+
+/// The IPv4 header and transport segment of an Ethernet frame: (IP header, segment, protocol),
+/// or `None` when the frame is not a whole, unfragmented IPv4 packet.
+fn ipv4_segment(frame: &[u8]) -> Option<(&[u8], &[u8], u8)> {
+    if frame.len() < ETH_HDR + 20 || frame[12..14] != [0x08, 0x00] {
+        return None;
+    }
+    let ip = &frame[ETH_HDR..];
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let fragmented = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+    if ip[0] >> 4 != 4 || ihl < 20 || total < ihl || total > ip.len() || fragmented {
+        return None;
+    }
+    Some((&ip[..ihl], &ip[ihl..total], ip[9]))
+}
+
+/// Adds `data` as big-endian 16-bit words to a one's-complement running sum.
+fn sum16(mut acc: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for w in &mut chunks {
+        acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        acc += u32::from(*last) << 8;
+    }
+    acc
+}
+
+/// Folds a running sum to 16 bits.
+fn fold(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The IPv4 pseudo-header sum for a segment of `len` bytes of protocol `proto`.
+fn pseudo_header_sum(ip: &[u8], proto: u8, len: usize) -> u32 {
+    sum16(0, &ip[12..20]) + u32::from(proto) + len as u32
+}
+
+/// Marks an outgoing IPv4 TCP frame for checksum completion by the device: the checksum field
+/// gets the pseudo-header sum and the virtio-net header says where to sum from and store.
+fn offload_tcp_checksum(header: &mut [u8], frame: &mut [u8]) {
+    let Some((ip, seg, proto)) = ipv4_segment(frame) else {
+        return;
+    };
+    if proto != IP_TCP || seg.len() < 20 {
+        return;
+    }
+    let csum_start = ETH_HDR + ip.len();
+    let partial = fold(pseudo_header_sum(ip, proto, seg.len()));
+    frame[csum_start + 16..csum_start + 18].copy_from_slice(&partial.to_be_bytes());
+    header[0] = HDR_F_NEEDS_CSUM;
+    header[6..8].copy_from_slice(&(csum_start as u16).to_le_bytes());
+    header[8..10].copy_from_slice(&16u16.to_le_bytes());
+}
+
+/// Whether a received frame's TCP or UDP checksum is right (other frames: true; smoltcp still
+/// checks IPv4 header checksums itself). Used for frames the host neither validated nor left
+/// partial, when GUEST_CSUM turned smoltcp's own verification off.
+fn transport_checksum_ok(frame: &[u8]) -> bool {
+    let Some((ip, seg, proto)) = ipv4_segment(frame) else {
+        return true;
+    };
+    match proto {
+        IP_TCP if seg.len() < 20 => return false,
+        IP_UDP if seg.len() < 8 => return false,
+        IP_UDP if seg[6..8] == [0, 0] => return true, // sent without a checksum
+        IP_TCP | IP_UDP => {}
+        _ => return true,
+    }
+    fold(sum16(pseudo_header_sum(ip, proto, seg.len()), seg)) == 0xffff
 }

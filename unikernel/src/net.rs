@@ -20,6 +20,8 @@ use smoltcp::wire::{
 };
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
+use virtio_drivers::transport::pci::bus::{BarInfo, Cam, Command, MmioCam, PciRoot};
+use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
 use virtio_drivers::transport::{DeviceType, SomeTransport, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
@@ -108,6 +110,40 @@ pub fn probe_mmio() -> Option<(usize, AnyTransport)> {
         }
     }
     None
+}
+
+/// QEMU q35's PCIe ECAM base (256 MiB, buses 0-255; identity mapped uncached).
+const PCI_ECAM_BASE: usize = 0xb000_0000;
+
+/// Finds the first virtio-net PCI function on bus 0 behind the ECAM at [`PCI_ECAM_BASE`]
+/// (q35): enables memory decoding and bus mastering and returns its transport, with the
+/// function's `bus:dev.fn` for the log. BARs are taken as the firmware (SeaBIOS) assigned them.
+pub fn probe_pci() -> Result<(alloc::string::String, AnyTransport), &'static str> {
+    // SAFETY: the ECAM window is identity mapped uncached by the boot stub and used only
+    // through this root, for the life of the program.
+    let cam = unsafe { MmioCam::new(PCI_ECAM_BASE as *mut u8, Cam::Ecam) };
+    let mut root = PciRoot::new(cam);
+    let found = root
+        .enumerate_bus(0)
+        .find(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network));
+    let Some((df, _)) = found else {
+        return Err("no virtio-net device on PCI bus 0 (ECAM at 0xb0000000)");
+    };
+    let bars = root
+        .bars(df)
+        .map_err(|_| "cannot read the virtio-net PCI BARs")?;
+    for bar in bars.iter().flatten() {
+        if let BarInfo::Memory { address, size, .. } = bar {
+            if *size > 0 && address + size > 1 << 32 {
+                return Err("a virtio-net PCI BAR lies above 4 GiB, which the image does not map");
+            }
+        }
+    }
+    let (_, command) = root.get_status_command(df);
+    root.set_command(df, command | Command::MEMORY_SPACE | Command::BUS_MASTER);
+    let t = PciTransport::new::<IdentityHal, _>(&mut root, df)
+        .map_err(|_| "the virtio-net PCI function is not a usable virtio 1.0 device")?;
+    Ok((alloc::format!("PCI {df}"), t.into()))
 }
 
 /// Driver state shared by the device and the tokens it lends smoltcp.

@@ -102,8 +102,12 @@ impl Pool {
 
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
-    let Some((addr, transport)) = net::probe_mmio() else {
-        exit::fail("no virtio-net device found in the virtio-mmio window (microvm)")
+    let (addr, transport) = match net::probe_mmio() {
+        Some((addr, t)) => (alloc::format!("virtio-mmio {addr:#x}"), t),
+        None => net::probe_pci().unwrap_or_else(|why| {
+            println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
+            exit::fail("no network device")
+        }),
     };
     let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
         println!("kayvee: virtio-net init failed: {e:?}");
@@ -112,7 +116,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     crate::boottime::stamp("virtio-net");
     let mac = EthernetAddress(dev.mac());
     println!(
-        "kayvee: virtio-net at {addr:#x}, MAC {mac}, features {:#x}",
+        "kayvee: virtio-net at {addr}, MAC {mac}, features {:#x}",
         dev.features()
     );
     let now = Instant::from_micros(clock.uptime_us() as i64);

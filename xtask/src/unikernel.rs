@@ -95,8 +95,50 @@ fn accel(requested: Option<&str>) -> &'static str {
     }
 }
 
-/// The QEMU microvm command for `image`, forwarding `host_port` to the guest's 6379.
-fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) -> Command {
+/// The machines the image boots on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Machine {
+    /// QEMU microvm: no firmware, virtio-mmio (the default; Firecracker-like).
+    Microvm,
+    /// QEMU q35: SeaBIOS, PCIe, virtio-net-pci (modern only; no option ROM).
+    Q35,
+}
+
+impl Machine {
+    /// Parses `--machine`'s value.
+    fn parse(name: &str) -> Result<Machine, String> {
+        match name {
+            "microvm" => Ok(Machine::Microvm),
+            "q35" => Ok(Machine::Q35),
+            other => Err(format!("unknown machine '{other}' (microvm or q35)")),
+        }
+    }
+
+    /// QEMU's `-M` value.
+    fn qemu_name(self) -> &'static str {
+        match self {
+            Machine::Microvm => "microvm,pic=off,rtc=off,acpi=off,auto-kernel-cmdline=off",
+            Machine::Q35 => "q35",
+        }
+    }
+
+    /// The virtio-net device for netdev `n0`.
+    fn nic(self) -> &'static str {
+        match self {
+            Machine::Microvm => "virtio-net-device,netdev=n0",
+            Machine::Q35 => "virtio-net-pci,netdev=n0,disable-legacy=on,romfile=",
+        }
+    }
+}
+
+/// The QEMU command for `image` on `machine`, forwarding `host_port` to the guest's 6379.
+fn qemu(
+    image: &PathBuf,
+    machine: Machine,
+    accel: &str,
+    host_port: u16,
+    extra_cmdline: &[String],
+) -> Command {
     let mut cmdline = format!(
         "ip=10.0.2.15/24 gw=10.0.2.2 port=6379 time={}",
         unix_time_param()
@@ -106,31 +148,24 @@ fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) 
         cmdline.push_str(a);
     }
     let mut c = Command::new("qemu-system-x86_64");
-    c.args([
-        "-M",
-        "microvm,pic=off,rtc=off,acpi=off,auto-kernel-cmdline=off",
-        "-accel",
-        accel,
-        "-m",
-        "256M",
-    ])
-    .args([
-        "-nodefaults",
-        "-no-user-config",
-        "-display",
-        "none",
-        "-serial",
-        "stdio",
-    ])
-    .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
-    .args(["-netdev"])
-    .arg(format!(
-        "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
-    ))
-    .args(["-device", "virtio-net-device,netdev=n0", "-kernel"])
-    .arg(image)
-    .arg("-append")
-    .arg(cmdline);
+    c.args(["-M", machine.qemu_name(), "-accel", accel, "-m", "256M"])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+        ])
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+        .args(["-netdev"])
+        .arg(format!(
+            "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
+        ))
+        .args(["-device", machine.nic(), "-kernel"])
+        .arg(image)
+        .arg("-append")
+        .arg(cmdline);
     c
 }
 
@@ -143,11 +178,12 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// `cargo xtask run [--port N] [--accel tcg|kvm] [key=value...]`: boots the image with its
+/// `cargo xtask run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]`: boots the image with its
 /// console on stdio; Ctrl-C stops it.
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut port = 6379u16;
     let mut requested_accel = None;
+    let mut machine = Machine::Microvm;
     let mut extra = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -157,18 +193,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 port = v.parse().map_err(|_| format!("bad port '{v}'"))?;
             }
             "--accel" => requested_accel = Some(it.next().ok_or("--accel needs a value")?.as_str()),
+            "--machine" => machine = Machine::parse(it.next().ok_or("--machine needs a value")?)?,
             other => extra.push(other.to_string()),
         }
     }
     let (path, _) = build()?;
     let accel = accel(requested_accel);
     eprintln!(
-        "xtask: booting {} under QEMU microvm ({accel}), 127.0.0.1:{port} -> guest 6379",
+        "xtask: booting {} under QEMU {machine:?} ({accel}), 127.0.0.1:{port} -> guest 6379",
         path.display()
     );
-    let status = qemu(&path, accel, port, &extra).status().map_err(|e| {
-        format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
-    })?;
+    let status = qemu(&path, machine, accel, port, &extra)
+        .status()
+        .map_err(|e| {
+            format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+        })?;
     eprintln!("xtask: {}", describe(status));
     match status.code() {
         Some(EXIT_SUCCESS) => Ok(()),
@@ -415,7 +454,7 @@ pub fn uk_test() -> Result<(), String> {
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let mut qemu = qemu(&path, "tcg", port, &[])
+    let mut qemu = qemu(&path, Machine::Microvm, "tcg", port, &[])
         .stdout(Stdio::piped())
         .stderr(log2)
         .spawn()
@@ -454,8 +493,60 @@ pub fn uk_test() -> Result<(), String> {
         );
     }
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
+    q35_smoke(&path)?;
     run_suites(&path)?;
     println!("uk-test: boot test and the end-to-end suites passed");
+    Ok(())
+}
+
+/// Boots the image on q35 (virtio-net over PCI), checks PONG, a SET/GET and a clean
+/// SHUTDOWN.
+fn q35_smoke(image: &PathBuf) -> Result<(), String> {
+    let port = free_port()?;
+    let start = Instant::now();
+    let mut qemu = qemu(image, Machine::Q35, "tcg", port, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let console = capture_console(
+        qemu.stdout.take().expect("piped"),
+        std::fs::File::create(dir().join("target/uk-test-q35-console.log"))
+            .map_err(|e| e.to_string())?,
+        start,
+    );
+    let result = (|| {
+        let ponged = wait_pong(port, || {
+            if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+                return Err(format!("q35: QEMU exited before PONG: {}", describe(st)));
+            }
+            Ok(start.elapsed() > BOOT_TIMEOUT)
+        })?;
+        if !ponged {
+            return Err("q35: no PONG within the boot timeout".to_string());
+        }
+        let first_pong = start.elapsed();
+        expect_cli(port, &["SET", "q35", "pci"], "OK")?;
+        expect_cli(port, &["GET", "q35"], "pci")?;
+        let p = port.to_string();
+        let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
+        let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
+        if status.code() != Some(EXIT_SUCCESS) {
+            return Err(format!("q35: after SHUTDOWN NOSAVE: {}", describe(status)));
+        }
+        Ok(first_pong)
+    })();
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+    }
+    let first_pong = result?;
+    let nic = console_time_line(&console, "virtio-net at").unwrap_or_default();
+    println!(
+        "uk-test: q35 (SeaBIOS, {}): first PONG {:.1} ms, SET/GET, clean shutdown",
+        nic.trim_start_matches("kayvee: "),
+        first_pong.as_secs_f64() * 1e3
+    );
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //!
 //! The stub zeroes `.bss`, builds page tables identity mapping the first 4 GiB with 2 MiB pages
 //! (RAM, the virtio-mmio window at 0xfeb00000, PCI ECAM at 0xb0000000 and the LAPIC all lie
-//! there; the top GiB is mapped uncached), enables PAE, long mode and SSE (the prebuilt `core`
+//! there; everything from 0xb0000000 up is mapped uncached), enables PAE, long mode and SSE (the prebuilt `core`
 //! uses SSE2), loads a 64-bit GDT, switches to its own stack and calls
 //! `kmain(start_info_paddr)`.
 
@@ -88,14 +88,15 @@ pvh_start:
     cmpl $4, %ecx
     jne 1b
 
-    /* 2048 PD entries: 2 MiB pages, identity; the 4th GiB (MMIO) cache-disabled */
+    /* 2048 PD entries: 2 MiB pages, identity; from 0xB0000000 (PCI ECAM, then the 32-bit
+       MMIO window, virtio-mmio, the LAPIC) cache-disabled */
     leal 0x2000(%edi), %ebx              /* ebx = pd0 */
     xorl %ecx, %ecx
 2:
     movl %ecx, %eax
     shll $21, %eax
     orl $0x83, %eax                      /* present | writable | page size */
-    cmpl $1536, %ecx
+    cmpl $1408, %ecx                     /* 0xB0000000 >> 21 */
     jb 3f
     orl $0x18, %eax                      /* PWT | PCD */
 3:

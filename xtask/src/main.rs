@@ -19,8 +19,8 @@ tasks:
                    boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
                    127.0.0.1:N (6379) -> guest; Ctrl-C stops
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
-                   (PCI) boot, then
-                   the differential/clients/blocking suites against it (KAYVEE_TARGET=unikernel)
+                   (PCI) boot, then the differential/clients/blocking suites against it
+                   (KAYVEE_TARGET=unikernel)
 ";
 
 fn main() -> ExitCode {

@@ -55,8 +55,9 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
     println!(
-        "kayvee: TSC {} MHz, wall clock from {source}; persistence: off",
-        clock.tsc_hz() / 1_000_000
+        "kayvee: TSC {} MHz, wall clock from {source}; ring {}; persistence: off",
+        clock.tsc_hz() / 1_000_000,
+        arch::port::cpl()
     );
     boottime::stamp("log");
     let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;

@@ -32,11 +32,20 @@ fn image_path() -> PathBuf {
 
 /// Builds the image; returns its path and size in bytes.
 fn build() -> Result<(PathBuf, u64), String> {
+    build_with(&[])
+}
+
+/// Builds the image with extra cargo arguments (`--features ring3`).
+fn build_with(extra: &[&str]) -> Result<(PathBuf, u64), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    eprintln!("xtask: (in unikernel/) cargo build --release");
+    eprintln!(
+        "xtask: (in unikernel/) cargo build --release {}",
+        extra.join(" ")
+    );
     let status = Command::new(cargo)
         .current_dir(dir())
         .args(["build", "--release"])
+        .args(extra)
         // Outer flags would replace the image's own (see unikernel/.cargo/config.toml).
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -493,46 +502,58 @@ pub fn uk_test() -> Result<(), String> {
         );
     }
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
-    q35_smoke(&path)?;
+    smoke(&path, Machine::Q35, "q35 (SeaBIOS, virtio-net-pci)")?;
     run_suites(&path)?;
+    ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
     Ok(())
 }
 
-/// Boots the image on q35 (virtio-net over PCI), checks PONG, a SET/GET and a clean
-/// SHUTDOWN.
-fn q35_smoke(image: &PathBuf) -> Result<(), String> {
+/// Builds the ring-3 variant (`--features ring3`, for nested-PVM KVM hosts) into its own
+/// file and boots it under TCG like the q35 check, on microvm, so the mode keeps working.
+fn ring3_smoke() -> Result<(), String> {
+    let (path, _) = build_with(&["--features", "ring3"])?;
+    let ring3 = dir().join("target/kayvee-unikernel-ring3");
+    std::fs::copy(&path, &ring3).map_err(|e| format!("{}: {e}", ring3.display()))?;
+    smoke(&ring3, Machine::Microvm, "ring-3 mode (microvm)")
+}
+
+/// Boots `image` on `machine` under TCG, checks PONG, a SET/GET and a clean SHUTDOWN.
+fn smoke(image: &PathBuf, machine: Machine, what: &str) -> Result<(), String> {
     let port = free_port()?;
     let start = Instant::now();
-    let mut qemu = qemu(image, Machine::Q35, "tcg", port, &[])
+    let mut qemu = qemu(image, machine, "tcg", port, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
     let console = capture_console(
         qemu.stdout.take().expect("piped"),
-        std::fs::File::create(dir().join("target/uk-test-q35-console.log"))
+        std::fs::File::create(dir().join(format!("target/uk-test-{machine:?}-console.log")))
             .map_err(|e| e.to_string())?,
         start,
     );
     let result = (|| {
         let ponged = wait_pong(port, || {
             if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-                return Err(format!("q35: QEMU exited before PONG: {}", describe(st)));
+                return Err(format!("{what}: QEMU exited before PONG: {}", describe(st)));
             }
             Ok(start.elapsed() > BOOT_TIMEOUT)
         })?;
         if !ponged {
-            return Err("q35: no PONG within the boot timeout".to_string());
+            return Err(format!("{what}: no PONG within the boot timeout"));
         }
         let first_pong = start.elapsed();
-        expect_cli(port, &["SET", "q35", "pci"], "OK")?;
-        expect_cli(port, &["GET", "q35"], "pci")?;
+        expect_cli(port, &["SET", "smoke", "ok"], "OK")?;
+        expect_cli(port, &["GET", "smoke"], "ok")?;
         let p = port.to_string();
         let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
         let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
         if status.code() != Some(EXIT_SUCCESS) {
-            return Err(format!("q35: after SHUTDOWN NOSAVE: {}", describe(status)));
+            return Err(format!(
+                "{what}: after SHUTDOWN NOSAVE: {}",
+                describe(status)
+            ));
         }
         Ok(first_pong)
     })();
@@ -542,8 +563,13 @@ fn q35_smoke(image: &PathBuf) -> Result<(), String> {
     }
     let first_pong = result?;
     let nic = console_time_line(&console, "virtio-net at").unwrap_or_default();
+    let ring = console_time_line(&console, "ring").unwrap_or_default();
+    let ring = ring
+        .split("; ")
+        .find(|p| p.starts_with("ring "))
+        .unwrap_or("ring ?");
     println!(
-        "uk-test: q35 (SeaBIOS, {}): first PONG {:.1} ms, SET/GET, clean shutdown",
+        "uk-test: {what}: {ring}, {}: first PONG {:.1} ms, SET/GET, clean shutdown",
         nic.trim_start_matches("kayvee: "),
         first_pong.as_secs_f64() * 1e3
     );

@@ -4,6 +4,11 @@
 //! Environment variables:
 //! - `KAYVEE_TARGET=redis`: `Server::kayvee` starts a second redis-server instead of kayvee-server
 //!   (to check the harnesses themselves: redis against redis must give no mismatch).
+//! - `KAYVEE_TARGET=unikernel` with `KAYVEE_UNIKERNEL_IMAGE=/path`: `Server::kayvee` boots the
+//!   unikernel image under QEMU TCG (microvm) with a host port forward to a free port, translating
+//!   `--name value` options to its `name=value` command line (`cargo xtask uk-test` runs
+//!   the differential, blocking and client tests this way). `Server::port` is then a relay in
+//!   front of QEMU's forward (see `Relay`); assertions on the process id are skipped.
 //! - `KAYVEE_SERVER_BIN=/path`: use this kayvee-server binary instead of building one.
 //! - `KAYVEE_REQUIRE_REDIS=1`: a missing redis-server / redis-cli / redis-benchmark fails the test
 //!   instead of skipping it (CI sets it).
@@ -35,6 +40,8 @@ pub const REPLY_WAIT_MAX: Duration = Duration::from_secs(10);
 pub enum Kind {
     /// The system under test.
     Kayvee,
+    /// The system under test as the unikernel image under QEMU (`KAYVEE_TARGET=unikernel`).
+    Unikernel,
     /// The reference: Debian's redis-server 7.0.15.
     Redis,
 }
@@ -45,6 +52,8 @@ pub struct Server {
     port: u16,
     kind: Kind,
     log_path: PathBuf,
+    /// The unikernel's connection relay (see [`Relay`]), stopped on drop.
+    relay: Option<Relay>,
 }
 
 impl Server {
@@ -54,6 +63,9 @@ impl Server {
     pub fn kayvee(args: &[&str]) -> Option<Server> {
         if target_is_redis() {
             return Server::redis(args);
+        }
+        if target_is_unikernel() {
+            return Some(start_unikernel(args));
         }
         let bin = kayvee_bin();
         Some(start_with_retries(Kind::Kayvee, |port| {
@@ -89,7 +101,7 @@ impl Server {
         self.kind
     }
 
-    /// The server's process id (for /proc readings).
+    /// The server's process id (for /proc readings; QEMU's under `KAYVEE_TARGET=unikernel`).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -107,6 +119,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if let Some(relay) = self.relay.take() {
+            relay.stop();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log_path);
@@ -116,6 +131,187 @@ impl Drop for Server {
 /// True when `KAYVEE_TARGET=redis` asks for redis-server in place of kayvee-server.
 pub fn target_is_redis() -> bool {
     std::env::var("KAYVEE_TARGET").is_ok_and(|v| v == "redis")
+}
+
+/// True when `KAYVEE_TARGET=unikernel` asks for the unikernel image under QEMU.
+pub fn target_is_unikernel() -> bool {
+    std::env::var("KAYVEE_TARGET").is_ok_and(|v| v == "unikernel")
+}
+
+/// How long the unikernel gets to answer its first PING (TCG on a busy machine).
+const UNIKERNEL_BOOT_MAX: Duration = Duration::from_secs(60);
+
+/// The QEMU command booting `KAYVEE_UNIKERNEL_IMAGE` under TCG (microvm) listening on
+/// `guest_port`, with 127.0.0.1:`host_port` forwarded to it. Server options `--name value`
+/// become the image's `name=value` command-line words (a bare `--flag` becomes `flag=yes`).
+fn unikernel_command(host_port: u16, guest_port: u16, args: &[&str]) -> Command {
+    let image = std::env::var_os("KAYVEE_UNIKERNEL_IMAGE")
+        .expect("KAYVEE_TARGET=unikernel needs KAYVEE_UNIKERNEL_IMAGE=/path/to/kayvee-unikernel");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut cmdline = format!(
+        "ip=10.0.2.15/24 gw=10.0.2.2 port={guest_port} time={}.{:06}",
+        now.as_secs(),
+        now.subsec_micros()
+    );
+    for word in unikernel_cmdline(args) {
+        cmdline.push(' ');
+        cmdline.push_str(&word);
+    }
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args([
+        "-M",
+        "microvm,pic=off,rtc=off,acpi=off,auto-kernel-cmdline=off",
+    ])
+    .args([
+        "-accel",
+        "tcg",
+        "-m",
+        "256M",
+        "-nodefaults",
+        "-no-user-config",
+    ])
+    .args(["-display", "none", "-serial", "stdio"])
+    .args([
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-netdev",
+    ])
+    .arg(format!(
+        "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"
+    ))
+    .args(["-device", "virtio-net-device,netdev=n0", "-kernel"])
+    .arg(image)
+    .arg("-append")
+    .arg(cmdline);
+    cmd
+}
+
+/// Boots the unikernel (retrying a failed boot a few times) and puts a [`Relay`] in front of
+/// its port forward. The guest listens on the relay's port, so what INFO reports as
+/// `tcp_port` is the port clients use.
+fn start_unikernel(args: &[&str]) -> Server {
+    let mut last_log = String::new();
+    for _ in 0..START_ATTEMPTS_MAX / 2 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the relay");
+        let port = listener.local_addr().expect("relay address").port();
+        let forward = free_port();
+        let log_path = std::env::temp_dir().join(format!("kayvee-tests-unikernel-{port}.log"));
+        let log = std::fs::File::create(&log_path).expect("create console log");
+        let err_log = log.try_clone().expect("clone log handle");
+        let child = unikernel_command(forward, port, args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err_log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("spawn qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+            });
+        let mut server = Server {
+            child,
+            port: forward,
+            kind: Kind::Unikernel,
+            log_path,
+            relay: None,
+        };
+        match wait_for_pong(&mut server) {
+            Ok(()) => {
+                server.relay = Some(Relay::start(listener, forward));
+                server.port = port;
+                return server;
+            }
+            Err(why) => last_log = format!("{why}\n--- console ---\n{}", server.log_tail()),
+        }
+    }
+    panic!("could not boot the unikernel: {last_log}");
+}
+
+/// A loopback relay in front of QEMU's port forward. libslirp listens on a hostfwd port with
+/// a backlog of 1: when many clients connect at once (50 threads, 1,000 connections) the host
+/// kernel drops their SYNs or final ACKs and they stall for seconds. The relay accepts with a
+/// deep backlog and opens the forwarded connections one at a time, then copies bytes both
+/// ways (a thread per direction).
+struct Relay {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    /// Pause after each forwarded connect, so slirp's one-deep accept queue never overflows.
+    const CONNECT_GAP: Duration = Duration::from_millis(2);
+
+    /// Relays every connection accepted on `listener` to 127.0.0.1:`target`.
+    fn start(listener: TcpListener, target: u16) -> Relay {
+        let port = listener.local_addr().expect("relay address").port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
+                copy_half(&client, &upstream);
+                copy_half(&upstream, &client);
+                std::thread::sleep(Self::CONNECT_GAP);
+            }
+        });
+        Relay { port, stop }
+    }
+
+    /// Stops accepting (wakes the accept loop with one last connection).
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Copies `from` into `to` on a thread until EOF or an error, then closes both directions
+/// that belong to this copy (the peer sees EOF; a reset ends the other copy too).
+fn copy_half(from: &TcpStream, to: &TcpStream) {
+    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+        return;
+    };
+    std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let _ = io::copy(&mut from, &mut to);
+            let _ = to.shutdown(Shutdown::Write);
+            let _ = from.shutdown(Shutdown::Read);
+        })
+        .ok();
+}
+
+/// Server options (`--name value`, `--flag`) as the unikernel's `name=value` words; values
+/// with spaces are double-quoted (the image's command-line syntax).
+pub fn unikernel_cmdline(args: &[&str]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let name = args[i].trim_start_matches("--");
+        let value = args.get(i + 1).filter(|v| !v.starts_with("--"));
+        let value = match value {
+            Some(v) => {
+                i += 2;
+                v.to_string()
+            }
+            None => {
+                i += 1;
+                "yes".to_string()
+            }
+        };
+        if value.contains(' ') || value.is_empty() {
+            words.push(format!("{name}=\"{value}\""));
+        } else {
+            words.push(format!("{name}={value}"));
+        }
+    }
+    words
 }
 
 /// True when missing Redis tools must fail tests instead of skipping them.
@@ -224,6 +420,7 @@ fn start_with_retries(kind: Kind, make: impl Fn(u16) -> Command) -> Server {
             port,
             kind,
             log_path,
+            relay: None,
         };
         match wait_for_pong(&mut server) {
             Ok(()) => return server,
@@ -235,6 +432,9 @@ fn start_with_retries(kind: Kind, make: impl Fn(u16) -> Command) -> Server {
 
 /// Waits (bounded) until the server answers `PING` with exactly `+PONG\r\n`.
 fn wait_for_pong(server: &mut Server) -> Result<(), String> {
+    if server.kind == Kind::Unikernel {
+        return wait_for_forwarded_pong(server);
+    }
     let deadline = Instant::now() + START_WAIT_MAX;
     let mut last = String::from("no connection yet");
     while Instant::now() < deadline {
@@ -249,6 +449,43 @@ fn wait_for_pong(server: &mut Server) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Err(format!("no +PONG within {START_WAIT_MAX:?} ({last})"))
+}
+
+/// The unikernel's readiness probe: QEMU's port forward accepts connections before the guest
+/// is up (they then hang), so a fresh connection sends PING every few ms, each kept and polled
+/// for a while; only a real `+PONG` counts.
+fn wait_for_forwarded_pong(server: &mut Server) -> Result<(), String> {
+    const PROBE_EVERY: Duration = Duration::from_millis(4);
+    const PROBE_PATIENCE: Duration = Duration::from_millis(500);
+    let start = Instant::now();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port));
+    let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
+    let mut last_open: Option<Instant> = None;
+    while start.elapsed() < UNIKERNEL_BOOT_MAX {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("QEMU exited early: {status}"));
+        }
+        if last_open.is_none_or(|t| t.elapsed() >= PROBE_EVERY) {
+            last_open = Some(Instant::now());
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, PROBE_EVERY) {
+                if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
+                    probes.push((Instant::now(), s, Vec::new()));
+                }
+            }
+        }
+        for (_, s, got) in probes.iter_mut() {
+            let mut buf = [0u8; 16];
+            if let Ok(n) = s.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.starts_with(b"+PONG\r\n") {
+                return Ok(());
+            }
+        }
+        probes.retain(|(t, _, _)| t.elapsed() < PROBE_PATIENCE);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Err(format!("no +PONG within {UNIKERNEL_BOOT_MAX:?}"))
 }
 
 /// One connection, one PING, one reply.
@@ -408,5 +645,22 @@ fn show_arg(arg: &[u8]) -> String {
         show(arg)
     } else {
         format!("\"{}\"", show(arg).replace('"', "\\\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unikernel_cmdline;
+
+    #[test]
+    fn server_options_become_unikernel_words() {
+        assert_eq!(
+            unikernel_cmdline(&["--requirepass", "s3cret", "--maxmemory", "64mb"]),
+            ["requirepass=s3cret", "maxmemory=64mb"]
+        );
+        assert_eq!(
+            unikernel_cmdline(&["--appendonly", "--save", "", "--notify", "a b"]),
+            ["appendonly=yes", "save=\"\"", "notify=\"a b\""]
+        );
     }
 }

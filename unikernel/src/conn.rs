@@ -47,6 +47,11 @@ impl Conn {
         }
     }
 
+    /// True once the connection is closing and its last reply is in the socket.
+    pub fn finished(&self) -> bool {
+        self.closing && self.pending() == 0
+    }
+
     /// Bytes of replies not yet handed to the socket.
     fn pending(&self) -> usize {
         self.output.len() - self.output_sent

@@ -8,8 +8,9 @@ use talc::TalcLock;
 #[global_allocator]
 static ALLOCATOR: TalcLock<RawSpinlock, Manual> = TalcLock::new(Manual);
 
-/// RAM the boot page tables map write-back (the 4th GiB is mapped uncached for MMIO).
-const MAPPED_END: u64 = 0xC000_0000;
+/// RAM the boot page tables map write-back (from 0xB0000000 up is mapped uncached: PCI ECAM
+/// and MMIO; QEMU q35 keeps low RAM below it).
+const MAPPED_END: u64 = 0xB000_0000;
 
 extern "C" {
     static __image_end: u8;

@@ -10,6 +10,8 @@
 extern crate alloc;
 
 mod arch;
+mod batched;
+mod boottime;
 mod cmdline;
 mod conn;
 mod exit;
@@ -26,8 +28,10 @@ use kayvee_engine::{Config, Engine, Now};
 /// Entered from the boot stub with the physical address of the PVH start info.
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
+    boottime::stamp("paging+long-mode");
     serial::init();
     println!("kayvee unikernel {} booting", env!("CARGO_PKG_VERSION"));
+    boottime::stamp("serial");
     // SAFETY: `start_info` is the `ebx` the PVH loader passed, forwarded by the boot stub.
     let boot = match unsafe { pvh::BootInfo::read(start_info) } {
         Ok(b) => b,
@@ -37,19 +41,25 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     if heap_bytes == 0 {
         exit::fail("no usable RAM above the image in the PVH memory map");
     }
+    boottime::stamp("start-info+heap");
     println!(
         "kayvee: heap {} KiB, cmdline \"{}\"",
         heap_bytes / 1024,
         boot.cmdline()
     );
+    boottime::stamp("log");
     let args = cmdline::parse(boot.cmdline()).unwrap_or_else(|e| bad_cmdline(&e));
     let config = build_config(&args.config);
+    boottime::stamp("cmdline+config");
     let (unix_base_us, source) = wall_clock_base(args.time_us);
     let clock = time::Clock::new(unix_base_us);
+    boottime::stamp("tsc-calibration");
     println!(
-        "kayvee: TSC {} MHz, wall clock from {source}; persistence: off",
-        clock.tsc_hz() / 1_000_000
+        "kayvee: TSC {} MHz, wall clock from {source}; ring {}; persistence: off",
+        clock.tsc_hz() / 1_000_000,
+        arch::port::cpl()
     );
+    boottime::stamp("log");
     let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
     let mut engine = Engine::new(
         config,
@@ -59,6 +69,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         },
     );
     fill_host_info(&mut engine, heap_bytes);
+    boottime::stamp("engine");
     server::run(&mut engine, &clock, &args)
 }
 

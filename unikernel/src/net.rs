@@ -5,17 +5,24 @@
 //! are reclaimed on later calls (virtio-drivers' `VirtIONet::send` would spin for every frame).
 //! Receive buffers are posted up front and reposted as soon as smoltcp has consumed them.
 
+use crate::batched::{self, Batched, Notifier};
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::cell::RefCell;
 use core::ptr::NonNull;
-use smoltcp::phy::{self, DeviceCapabilities, Medium};
+use smoltcp::phy::{self, Checksum, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+    EthernetRepr, Ipv4Address,
+};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceType, Transport};
+use virtio_drivers::transport::pci::bus::{BarInfo, Cam, Command, MmioCam, PciRoot};
+use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
+use virtio_drivers::transport::{DeviceType, SomeTransport, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 /// Descriptors per virtqueue (QEMU's virtio-net default ring size).
@@ -30,12 +37,16 @@ const MMIO_BASE: usize = 0xfeb0_0000;
 const MMIO_SLOT_BYTES: usize = 0x200;
 /// Number of slots in the window.
 const MMIO_SLOTS: usize = 32;
-/// Offset of the QueueNotify register in a virtio-mmio slot (v1 and v2).
-const MMIO_QUEUE_NOTIFY: usize = 0x50;
-/// virtio-net queue indexes.
-const QUEUE_RECEIVE: u32 = 0;
-/// The transmit queue.
-const QUEUE_TRANSMIT: u32 = 1;
+/// virtio-net feature: the device completes partial transmit checksums (virtio 1.2, 5.1.3).
+const F_CSUM: u64 = 1 << 0;
+/// virtio-net feature: the driver accepts received frames with partial or pre-validated
+/// checksums.
+const F_GUEST_CSUM: u64 = 1 << 1;
+/// `virtio_net_hdr.flags`: the checksum from `csum_start` on is partial (the device, or for
+/// received frames the host that sent them, completes it).
+const HDR_F_NEEDS_CSUM: u8 = 1;
+/// `virtio_net_hdr.flags` on receive: the host validated the checksum.
+const HDR_F_DATA_VALID: u8 = 2;
 /// "virt" little-endian: the virtio-mmio magic.
 const MMIO_MAGIC: u32 = 0x7472_6976;
 
@@ -73,10 +84,13 @@ unsafe impl Hal for IdentityHal {
     unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _dir: BufferDirection) {}
 }
 
-type Raw = VirtIONetRaw<IdentityHal, MmioTransport<'static>, QUEUE_SIZE>;
+/// The device transport: virtio-mmio or PCI.
+pub type AnyTransport = SomeTransport<'static>;
+
+type Raw = VirtIONetRaw<IdentityHal, Batched<AnyTransport>, QUEUE_SIZE>;
 
 /// Finds the first virtio-net device in the microvm virtio-mmio window.
-pub fn probe_mmio() -> Option<(usize, MmioTransport<'static>)> {
+pub fn probe_mmio() -> Option<(usize, AnyTransport)> {
     for slot in 0..MMIO_SLOTS {
         let addr = MMIO_BASE + slot * MMIO_SLOT_BYTES;
         // SAFETY: the window is identity mapped (uncached) by the boot stub and every slot
@@ -92,10 +106,44 @@ pub fn probe_mmio() -> Option<(usize, MmioTransport<'static>)> {
             continue;
         };
         if t.device_type() == DeviceType::Network {
-            return Some((addr, t));
+            return Some((addr, t.into()));
         }
     }
     None
+}
+
+/// QEMU q35's PCIe ECAM base (256 MiB, buses 0-255; identity mapped uncached).
+const PCI_ECAM_BASE: usize = 0xb000_0000;
+
+/// Finds the first virtio-net PCI function on bus 0 behind the ECAM at [`PCI_ECAM_BASE`]
+/// (q35): enables memory decoding and bus mastering and returns its transport, with the
+/// function's `bus:dev.fn` for the log. BARs are taken as the firmware (SeaBIOS) assigned them.
+pub fn probe_pci() -> Result<(alloc::string::String, AnyTransport), &'static str> {
+    // SAFETY: the ECAM window is identity mapped uncached by the boot stub and used only
+    // through this root, for the life of the program.
+    let cam = unsafe { MmioCam::new(PCI_ECAM_BASE as *mut u8, Cam::Ecam) };
+    let mut root = PciRoot::new(cam);
+    let found = root
+        .enumerate_bus(0)
+        .find(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network));
+    let Some((df, _)) = found else {
+        return Err("no virtio-net device on PCI bus 0 (ECAM at 0xb0000000)");
+    };
+    let bars = root
+        .bars(df)
+        .map_err(|_| "cannot read the virtio-net PCI BARs")?;
+    for bar in bars.iter().flatten() {
+        if let BarInfo::Memory { address, size, .. } = bar {
+            if *size > 0 && address + size > 1 << 32 {
+                return Err("a virtio-net PCI BAR lies above 4 GiB, which the image does not map");
+            }
+        }
+    }
+    let (_, command) = root.get_status_command(df);
+    root.set_command(df, command | Command::MEMORY_SPACE | Command::BUS_MASTER);
+    let t = PciTransport::new::<IdentityHal, _>(&mut root, df)
+        .map_err(|_| "the virtio-net PCI function is not a usable virtio 1.0 device")?;
+    Ok((alloc::format!("PCI {df}"), t.into()))
 }
 
 /// Driver state shared by the device and the tokens it lends smoltcp.
@@ -109,10 +157,15 @@ struct Inner {
     tx_free: Vec<Box<[u8]>>,
     /// Frames dropped because the transmit ring was full.
     pub tx_dropped: u64,
-    /// Frames posted since the last [`NetDevice::kick`].
-    tx_unkicked: bool,
-    /// Receive buffers posted since the last kick.
-    rx_unkicked: bool,
+    /// Frames sent (for the notifications-per-frame figure).
+    tx_frames: u64,
+    /// The device completes TCP checksums of frames we send (`VIRTIO_NET_F_CSUM`).
+    tx_csum: bool,
+    /// Received frames may carry partial or validated checksums (`VIRTIO_NET_F_GUEST_CSUM`):
+    /// smoltcp's verification is off and the driver checks the frames the host did not.
+    rx_csum: bool,
+    /// Received frames dropped for a bad TCP/UDP checksum (checked by the driver).
+    rx_bad_csum: u64,
 }
 
 impl Inner {
@@ -123,7 +176,6 @@ impl Inner {
         match unsafe { self.raw.receive_begin(&mut buf) } {
             Ok(token) => {
                 self.rx_posted[usize::from(token)] = Some(buf);
-                self.rx_unkicked = true;
             }
             Err(e) => crate::println!("kayvee: net: cannot post receive buffer: {e:?}"),
         }
@@ -157,11 +209,15 @@ impl Inner {
             .fill_buffer_header(&mut buf)
             .expect("buffer holds a header");
         let r = fill(&mut buf[hdr..hdr + len]);
+        if self.tx_csum {
+            let (header, frame) = buf.split_at_mut(hdr);
+            offload_tcp_checksum(header, &mut frame[..len]);
+        }
         // SAFETY: the buffer stays in `tx_posted`, untouched, until `reclaim_tx` completes it.
         match unsafe { self.raw.transmit_begin(&buf[..hdr + len]) } {
             Ok(token) => {
                 self.tx_posted[usize::from(token)] = Some((buf, hdr + len));
-                self.tx_unkicked = true;
+                self.tx_frames += 1;
             }
             Err(_) => {
                 self.tx_dropped += 1;
@@ -176,65 +232,92 @@ impl Inner {
 pub struct NetDevice {
     inner: RefCell<Inner>,
     mac: [u8; 6],
-    /// The virtio-mmio QueueNotify register.
-    notify_reg: *mut u32,
+    /// Notifies the device once per batch.
+    notifier: Notifier<AnyTransport>,
+    /// Notifications sent.
+    kicks: u64,
 }
 
 impl NetDevice {
     /// Initialises the device and posts its receive buffers.
-    pub fn new(
-        mmio_base: usize,
-        transport: MmioTransport<'static>,
-    ) -> Result<Self, virtio_drivers::Error> {
-        let raw = Raw::new(transport)?;
+    pub fn new(transport: AnyTransport) -> Result<Self, virtio_drivers::Error> {
+        let (batched, notifier) = batched::wrap(transport, F_CSUM | F_GUEST_CSUM);
+        let raw = Raw::new(batched)?;
         let mac = raw.mac_address();
+        let features = notifier.negotiated();
         let mut inner = Inner {
             raw,
             rx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
             tx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
             tx_free: Vec::new(),
             tx_dropped: 0,
-            tx_unkicked: false,
-            rx_unkicked: false,
+            tx_frames: 0,
+            tx_csum: features & F_CSUM != 0,
+            rx_csum: features & F_GUEST_CSUM != 0,
+            rx_bad_csum: 0,
         };
         for _ in 0..QUEUE_SIZE {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
         }
-        let notify_reg = (mmio_base + MMIO_QUEUE_NOTIFY) as *mut u32;
-        Ok(NetDevice {
+        let mut dev = NetDevice {
             inner: RefCell::new(inner),
             mac,
-            notify_reg,
-        })
+            notifier,
+            kicks: 0,
+        };
+        dev.kick();
+        Ok(dev)
     }
 
-    /// Notifies the device once for everything posted since the last call.
-    ///
-    /// virtio-drivers 0.13 also notifies per buffer when it thinks the device asked for it,
-    /// but its EVENT_IDX test (`avail_idx >= avail_event + 1`) is not wrap-safe: once the
-    /// 16-bit ring index wraps (after 65,536 frames) it stops notifying and the queue stalls.
-    /// One notification per poll round covers that and costs one VM exit per batch.
+    /// Notifies the device once for each queue that got buffers since the last call: one VM
+    /// exit per batch of frames (a loop round), not one per frame. See `batched`.
     pub fn kick(&mut self) {
-        let inner = self.inner.get_mut();
-        if inner.tx_unkicked {
-            inner.tx_unkicked = false;
-            // SAFETY: the QueueNotify register of this device's virtio-mmio slot (identity
-            // mapped, uncached); writing a queue index only tells the device to look at it.
-            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_TRANSMIT) };
-        }
-        if inner.rx_unkicked {
-            inner.rx_unkicked = false;
-            // SAFETY: as above.
-            unsafe { core::ptr::write_volatile(self.notify_reg, QUEUE_RECEIVE) };
-        }
+        self.kicks += u64::from(self.notifier.flush());
     }
 
-    /// (receive buffers posted, transmits in flight, frames dropped on a full ring).
-    pub fn stats(&self) -> (usize, usize, u64) {
+    /// Sends an ARP request for `target` from `addr`: the network (QEMU's slirp in particular)
+    /// learns our MAC at boot, so the first connection forwarded to us needs no ARP round
+    /// trip first (slirp queues a frame for an unresolved guest and resolves lazily).
+    pub fn announce(&mut self, addr: Ipv4Address, target: Ipv4Address) {
+        let arp = ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: EthernetAddress(self.mac),
+            source_protocol_addr: addr,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: target,
+        };
+        let eth = EthernetRepr {
+            src_addr: EthernetAddress(self.mac),
+            dst_addr: EthernetAddress::BROADCAST,
+            ethertype: EthernetProtocol::Arp,
+        };
+        let len = eth.buffer_len() + arp.buffer_len();
+        self.inner.get_mut().send(len, |buf| {
+            let mut frame = EthernetFrame::new_unchecked(buf);
+            eth.emit(&mut frame);
+            arp.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        });
+        self.kick();
+    }
+
+    /// (receive buffers posted, transmits in flight, frames dropped (full transmit ring or a
+    /// bad checksum), frames sent, notifications sent).
+    pub fn stats(&self) -> (usize, usize, u64, u64, u64) {
         let inner = self.inner.borrow();
         let posted = inner.rx_posted.iter().filter(|b| b.is_some()).count();
         let inflight = inner.tx_posted.iter().filter(|b| b.is_some()).count();
-        (posted, inflight, inner.tx_dropped)
+        (
+            posted,
+            inflight,
+            inner.tx_dropped,
+            inner.tx_frames,
+            self.kicks,
+        )
+    }
+
+    /// The feature bits negotiated with the device.
+    pub fn features(&self) -> u64 {
+        self.notifier.negotiated()
     }
 
     /// The device's MAC address.
@@ -300,6 +383,12 @@ impl phy::Device for NetDevice {
                 return None;
             }
         };
+        let trusted = buf[0] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0;
+        if inner.rx_csum && !trusted && !transport_checksum_ok(&buf[start..start + len]) {
+            inner.rx_bad_csum += 1;
+            inner.post_rx(buf);
+            return None;
+        }
         let rx = RxToken {
             inner: &self.inner,
             buf: Some(buf),
@@ -322,6 +411,101 @@ impl phy::Device for NetDevice {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = FRAME_MAX;
+        let inner = self.inner.borrow();
+        let offloaded = match (inner.rx_csum, inner.tx_csum) {
+            (false, false) => Checksum::Both,
+            (false, true) => Checksum::Rx,
+            (true, false) => Checksum::Tx,
+            (true, true) => Checksum::None,
+        };
+        caps.checksum.tcp = offloaded;
+        caps.checksum.udp = match offloaded {
+            Checksum::Rx => Checksum::Both, // transmit offload is for TCP only
+            Checksum::None => Checksum::Tx,
+            other => other,
+        };
         caps
     }
+}
+
+/// Ethernet header bytes.
+const ETH_HDR: usize = 14;
+/// IPv4 protocol numbers.
+const IP_TCP: u8 = 6;
+/// UDP.
+const IP_UDP: u8 = 17;
+
+/// The IPv4 header and transport segment of an Ethernet frame: (IP header, segment, protocol),
+/// or `None` when the frame is not a whole, unfragmented IPv4 packet.
+fn ipv4_segment(frame: &[u8]) -> Option<(&[u8], &[u8], u8)> {
+    if frame.len() < ETH_HDR + 20 || frame[12..14] != [0x08, 0x00] {
+        return None;
+    }
+    let ip = &frame[ETH_HDR..];
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let fragmented = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+    if ip[0] >> 4 != 4 || ihl < 20 || total < ihl || total > ip.len() || fragmented {
+        return None;
+    }
+    Some((&ip[..ihl], &ip[ihl..total], ip[9]))
+}
+
+/// Adds `data` as big-endian 16-bit words to a one's-complement running sum.
+fn sum16(mut acc: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for w in &mut chunks {
+        acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        acc += u32::from(*last) << 8;
+    }
+    acc
+}
+
+/// Folds a running sum to 16 bits.
+fn fold(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The IPv4 pseudo-header sum for a segment of `len` bytes of protocol `proto`.
+fn pseudo_header_sum(ip: &[u8], proto: u8, len: usize) -> u32 {
+    sum16(0, &ip[12..20]) + u32::from(proto) + len as u32
+}
+
+/// Marks an outgoing IPv4 TCP frame for checksum completion by the device: the checksum field
+/// gets the pseudo-header sum and the virtio-net header says where to sum from and store.
+fn offload_tcp_checksum(header: &mut [u8], frame: &mut [u8]) {
+    let Some((ip, seg, proto)) = ipv4_segment(frame) else {
+        return;
+    };
+    if proto != IP_TCP || seg.len() < 20 {
+        return;
+    }
+    let csum_start = ETH_HDR + ip.len();
+    let partial = fold(pseudo_header_sum(ip, proto, seg.len()));
+    frame[csum_start + 16..csum_start + 18].copy_from_slice(&partial.to_be_bytes());
+    header[0] = HDR_F_NEEDS_CSUM;
+    header[6..8].copy_from_slice(&(csum_start as u16).to_le_bytes());
+    header[8..10].copy_from_slice(&16u16.to_le_bytes());
+}
+
+/// Whether a received frame's TCP or UDP checksum is right (other frames: true; smoltcp still
+/// checks IPv4 header checksums itself). Used for frames the host neither validated nor left
+/// partial, when GUEST_CSUM turned smoltcp's own verification off.
+fn transport_checksum_ok(frame: &[u8]) -> bool {
+    let Some((ip, seg, proto)) = ipv4_segment(frame) else {
+        return true;
+    };
+    match proto {
+        IP_TCP if seg.len() < 20 => return false,
+        IP_UDP if seg.len() < 8 => return false,
+        IP_UDP if seg[6..8] == [0, 0] => return true, // sent without a checksum
+        IP_TCP | IP_UDP => {}
+        _ => return true,
+    }
+    fold(sum16(pseudo_header_sum(ip, proto, seg.len()), seg)) == 0xffff
 }

@@ -35,6 +35,10 @@ const INGRESS_BUDGET: usize = 512;
 struct Slot {
     socket: SocketHandle,
     conn: Option<Conn>,
+    /// The server closed this connection (QUIT, CLIENT KILL, protocol error, peer gone): the
+    /// client is disconnected from the engine already while the socket finishes its TCP close;
+    /// no new connection may attach to it until it listens again.
+    retired: bool,
 }
 
 /// The socket pool.
@@ -87,26 +91,41 @@ impl Pool {
         let mut sock = tcp::Socket::new(rx, tx);
         sock.set_nagle_enabled(false);
         let socket = sockets.add(sock);
-        self.slots.push(Slot { socket, conn: None });
+        self.slots.push(Slot {
+            socket,
+            conn: None,
+            retired: false,
+        });
         Some(self.slots.len() - 1)
     }
 }
 
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
-    let Some((addr, transport)) = net::probe_mmio() else {
-        exit::fail("no virtio-net device found in the virtio-mmio window (microvm)")
+    let (addr, transport) = match net::probe_mmio() {
+        Some((addr, t)) => (alloc::format!("virtio-mmio {addr:#x}"), t),
+        None => net::probe_pci().unwrap_or_else(|why| {
+            println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
+            exit::fail("no network device")
+        }),
     };
-    let mut dev = NetDevice::new(addr, transport).unwrap_or_else(|e| {
+    let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
         println!("kayvee: virtio-net init failed: {e:?}");
         exit::fail("network device")
     });
+    crate::boottime::stamp("virtio-net");
     let mac = EthernetAddress(dev.mac());
-    println!("kayvee: virtio-net at {addr:#x}, MAC {mac}");
+    println!(
+        "kayvee: virtio-net at {addr}, MAC {mac}, features {:#x}",
+        dev.features()
+    );
     let now = Instant::from_micros(clock.uptime_us() as i64);
     let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
     let mut sockets = SocketSet::new(vec![]);
     let dhcp = configure_ip(&mut iface, &mut sockets, args);
+    if let (Some(cidr), Some(gw)) = (args.ip, args.gw) {
+        dev.announce(cidr.address(), gw);
+    }
     let port = engine.core.config.port;
     let mut pool = Pool {
         port,
@@ -117,6 +136,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         sockets_max: engine.core.config.maxclients as usize + LISTENERS_MIN,
     };
     pool.refill(&mut sockets);
+    crate::boottime::stamp("smoltcp+listeners");
+    crate::boottime::report(clock.tsc_hz());
     println!("kayvee: ready: listening on TCP port {port}");
     let mut next_cron_us = 0u64;
     let mut next_stats_us = 0u64;
@@ -147,6 +168,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             engine.expire_blocked(Now {
                 unix_us: clock.unix_us(),
             });
+            deliver_wakeups(&mut pool, engine);
         }
         service_connections(&mut pool, &mut sockets, engine, clock);
         deliver_wakeups(&mut pool, engine);
@@ -154,8 +176,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         dev.kick();
         let up = clock.uptime_us();
         if DEBUG_STATS && up >= next_stats_us {
-            let (rx, tx, dropped) = dev.stats();
-            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
+            let (rx, tx, dropped, frames, kicks) = dev.stats();
+            println!("kayvee: stats rx_posted={rx} tx_inflight={tx} tx_dropped={dropped} tx_frames={frames} kicks={kicks} sockets={} listening={} active={} free={}", pool.slots.len(), pool.listening.len(), pool.active.len(), pool.free.len());
             let mut states: Vec<(tcp::State, usize)> = Vec::new();
             for slot in &pool.slots {
                 let st = sockets.get::<tcp::Socket>(slot.socket).state();
@@ -235,6 +257,8 @@ fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle
 }
 
 /// Runs every active connection once; attaches new ones, detaches and recycles closed ones.
+/// Wakeups a connection's commands cause are delivered at once, so a woken client's reply
+/// goes out before the commands it pipelined behind the blocking one run.
 fn service_connections(
     pool: &mut Pool,
     sockets: &mut SocketSet<'_>,
@@ -245,48 +269,34 @@ fn service_connections(
     let mut i = 0;
     while i < pool.active.len() {
         let s = pool.active[i];
+        let event = service_slot(&mut pool.slots[s], s, sockets, engine, clock);
+        match event {
+            Event::None => {}
+            Event::KillClients => kill = true,
+            Event::Shutdown => {
+                println!(
+                    "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
+                );
+                exit::success()
+            }
+        }
+        deliver_wakeups(pool, engine);
         let slot = &mut pool.slots[s];
         let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
-        if slot.conn.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
-            sock.close(); // the peer connected and left without a word
-        }
-        if slot.conn.is_none() && sock.may_recv() {
-            slot.conn = Some(Conn::new(register(engine, sock, s, clock)));
-            if DEBUG_STATS {
-                println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
-            }
-        }
-        if let Some(conn) = slot.conn.as_mut() {
-            match conn.service(sock, engine, clock) {
-                Event::None => {}
-                Event::KillClients => kill = true,
-                Event::Shutdown => {
-                    println!(
-                        "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
-                    );
-                    exit::success()
-                }
-            }
-            if !sock.may_recv() && !conn.closing {
-                conn.closing = true; // the peer closed its side
-                sock.close();
-            }
-        }
         match sock.state() {
             tcp::State::Closed | tcp::State::TimeWait => {
                 if let Some(conn) = slot.conn.take() {
                     engine.disconnect(conn.client);
-                    if DEBUG_STATS {
-                        println!("kayvee: closed slot {s} ({})", sock.state());
-                    }
                 }
                 if sock.state() == tcp::State::Closed {
+                    slot.retired = false;
                     pool.free.push(pool.active.swap_remove(i));
                     continue;
                 }
             }
             tcp::State::Listen => {
                 // A half-open connection was reset: the socket listens again.
+                slot.retired = false;
                 pool.listening.push(pool.active.swap_remove(i));
                 continue;
             }
@@ -297,6 +307,45 @@ fn service_connections(
     if kill {
         close_killed(pool, engine);
     }
+}
+
+/// Attaches, runs and (once it is done) retires the connection on one slot.
+fn service_slot(
+    slot: &mut Slot,
+    s: usize,
+    sockets: &mut SocketSet<'_>,
+    engine: &mut Engine,
+    clock: &Clock,
+) -> Event {
+    let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+    if slot.conn.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
+        sock.close(); // the peer connected and left without a word
+    }
+    if slot.conn.is_none() && !slot.retired && sock.may_recv() {
+        slot.conn = Some(Conn::new(register(engine, sock, s, clock)));
+        if DEBUG_STATS {
+            println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
+        }
+    }
+    let Some(conn) = slot.conn.as_mut() else {
+        return Event::None;
+    };
+    let event = conn.service(sock, engine, clock);
+    if !sock.may_recv() && !conn.closing {
+        conn.closing = true; // the peer closed its side
+        sock.close();
+    }
+    if conn.finished() {
+        // Closed by the server with everything sent: the client is gone now (a blocked
+        // client stops counting at once), whatever the peer does with its half.
+        engine.disconnect(conn.client);
+        slot.conn = None;
+        slot.retired = true;
+        if DEBUG_STATS {
+            println!("kayvee: retired slot {s} ({})", sock.state());
+        }
+    }
+    event
 }
 
 /// Gives woken (served or timed out) blocked clients their replies; their pipelined commands

@@ -15,9 +15,12 @@ tasks:
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
   image            build the unikernel image (unikernel/README.md); print its path and size
-  run [--port N] [--accel tcg|kvm] [key=value...]
-                   boot the unikernel under QEMU microvm, 127.0.0.1:N (6379) -> guest; Ctrl-C stops
-  uk-test          boot the unikernel under TCG, test it with redis-cli/redis-benchmark, SHUTDOWN
+  run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]
+                   boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
+                   127.0.0.1:N (6379) -> guest; Ctrl-C stops
+  uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
+                   (PCI) boot, then the differential/clients/blocking suites against it
+                   (KAYVEE_TARGET=unikernel)
 ";
 
 fn main() -> ExitCode {

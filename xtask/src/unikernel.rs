@@ -32,11 +32,20 @@ fn image_path() -> PathBuf {
 
 /// Builds the image; returns its path and size in bytes.
 fn build() -> Result<(PathBuf, u64), String> {
+    build_with(&[])
+}
+
+/// Builds the image with extra cargo arguments (`--features ring3`).
+fn build_with(extra: &[&str]) -> Result<(PathBuf, u64), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    eprintln!("xtask: (in unikernel/) cargo build --release");
+    eprintln!(
+        "xtask: (in unikernel/) cargo build --release {}",
+        extra.join(" ")
+    );
     let status = Command::new(cargo)
         .current_dir(dir())
         .args(["build", "--release"])
+        .args(extra)
         // Outer flags would replace the image's own (see unikernel/.cargo/config.toml).
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -95,8 +104,50 @@ fn accel(requested: Option<&str>) -> &'static str {
     }
 }
 
-/// The QEMU microvm command for `image`, forwarding `host_port` to the guest's 6379.
-fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) -> Command {
+/// The machines the image boots on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Machine {
+    /// QEMU microvm: no firmware, virtio-mmio (the default; Firecracker-like).
+    Microvm,
+    /// QEMU q35: SeaBIOS, PCIe, virtio-net-pci (modern only; no option ROM).
+    Q35,
+}
+
+impl Machine {
+    /// Parses `--machine`'s value.
+    fn parse(name: &str) -> Result<Machine, String> {
+        match name {
+            "microvm" => Ok(Machine::Microvm),
+            "q35" => Ok(Machine::Q35),
+            other => Err(format!("unknown machine '{other}' (microvm or q35)")),
+        }
+    }
+
+    /// QEMU's `-M` value.
+    fn qemu_name(self) -> &'static str {
+        match self {
+            Machine::Microvm => "microvm,pic=off,rtc=off,acpi=off,auto-kernel-cmdline=off",
+            Machine::Q35 => "q35",
+        }
+    }
+
+    /// The virtio-net device for netdev `n0`.
+    fn nic(self) -> &'static str {
+        match self {
+            Machine::Microvm => "virtio-net-device,netdev=n0",
+            Machine::Q35 => "virtio-net-pci,netdev=n0,disable-legacy=on,romfile=",
+        }
+    }
+}
+
+/// The QEMU command for `image` on `machine`, forwarding `host_port` to the guest's 6379.
+fn qemu(
+    image: &PathBuf,
+    machine: Machine,
+    accel: &str,
+    host_port: u16,
+    extra_cmdline: &[String],
+) -> Command {
     let mut cmdline = format!(
         "ip=10.0.2.15/24 gw=10.0.2.2 port=6379 time={}",
         unix_time_param()
@@ -106,31 +157,24 @@ fn qemu(image: &PathBuf, accel: &str, host_port: u16, extra_cmdline: &[String]) 
         cmdline.push_str(a);
     }
     let mut c = Command::new("qemu-system-x86_64");
-    c.args([
-        "-M",
-        "microvm,pic=off,rtc=off",
-        "-accel",
-        accel,
-        "-m",
-        "256M",
-    ])
-    .args([
-        "-nodefaults",
-        "-no-user-config",
-        "-display",
-        "none",
-        "-serial",
-        "stdio",
-    ])
-    .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
-    .args(["-netdev"])
-    .arg(format!(
-        "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
-    ))
-    .args(["-device", "virtio-net-device,netdev=n0", "-kernel"])
-    .arg(image)
-    .arg("-append")
-    .arg(cmdline);
+    c.args(["-M", machine.qemu_name(), "-accel", accel, "-m", "256M"])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+        ])
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+        .args(["-netdev"])
+        .arg(format!(
+            "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
+        ))
+        .args(["-device", machine.nic(), "-kernel"])
+        .arg(image)
+        .arg("-append")
+        .arg(cmdline);
     c
 }
 
@@ -143,11 +187,12 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// `cargo xtask run [--port N] [--accel tcg|kvm] [key=value...]`: boots the image with its
+/// `cargo xtask run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]`: boots the image with its
 /// console on stdio; Ctrl-C stops it.
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut port = 6379u16;
     let mut requested_accel = None;
+    let mut machine = Machine::Microvm;
     let mut extra = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -157,18 +202,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 port = v.parse().map_err(|_| format!("bad port '{v}'"))?;
             }
             "--accel" => requested_accel = Some(it.next().ok_or("--accel needs a value")?.as_str()),
+            "--machine" => machine = Machine::parse(it.next().ok_or("--machine needs a value")?)?,
             other => extra.push(other.to_string()),
         }
     }
     let (path, _) = build()?;
     let accel = accel(requested_accel);
     eprintln!(
-        "xtask: booting {} under QEMU microvm ({accel}), 127.0.0.1:{port} -> guest 6379",
+        "xtask: booting {} under QEMU {machine:?} ({accel}), 127.0.0.1:{port} -> guest 6379",
         path.display()
     );
-    let status = qemu(&path, accel, port, &extra).status().map_err(|e| {
-        format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
-    })?;
+    let status = qemu(&path, machine, accel, port, &extra)
+        .status()
+        .map_err(|e| {
+            format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+        })?;
     eprintln!("xtask: {}", describe(status));
     match status.code() {
         Some(EXIT_SUCCESS) => Ok(()),
@@ -182,18 +230,40 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// One PING over a fresh connection: true on a real `+PONG` (a forwarded connect succeeds
-/// before the guest is up, so only the reply counts).
-fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
+/// Readiness probe: a PING on a fresh connection every [`PROBE_EVERY`], each kept open (and
+/// polled) for up to [`PROBE_PATIENCE`]; true at the first real `+PONG` (a forwarded connect
+/// succeeds before the guest is up, so only the reply counts). Overlapping probes keep the
+/// reaction time to a few ms without cutting off a slow first answer; `give_up` ends it.
+fn wait_pong(port: u16, mut give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
+    const PROBE_EVERY: Duration = Duration::from_millis(4);
+    const PROBE_PATIENCE: Duration = Duration::from_millis(300);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
+    let mut last_open: Option<Instant> = None;
+    loop {
+        if last_open.is_none_or(|t| t.elapsed() >= PROBE_EVERY) {
+            last_open = Some(Instant::now());
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, PROBE_EVERY) {
+                if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
+                    probes.push((Instant::now(), s, Vec::new()));
+                }
+            }
+        }
+        for (_, s, got) in probes.iter_mut() {
+            let mut buf = [0u8; 16];
+            if let Ok(n) = s.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.starts_with(b"+PONG\r\n") {
+                return Ok(true);
+            }
+        }
+        probes.retain(|(t, _, _)| t.elapsed() < PROBE_PATIENCE);
+        if give_up()? {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
-    let mut buf = [0u8; 7];
-    s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
 /// Waits for `child` up to `limit`; kills it on timeout.
@@ -347,6 +417,43 @@ fn exercise(port: u16) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
+/// Console lines of a running guest, each with the time since QEMU was started.
+type ConsoleLines = std::sync::Arc<std::sync::Mutex<Vec<(Duration, String)>>>;
+
+/// Reads the guest console (QEMU's stdout) on a thread: every line goes to `log` prefixed with
+/// the milliseconds since `start`, and into the returned list (for boot timing).
+fn capture_console(
+    out: std::process::ChildStdout,
+    mut log: std::fs::File,
+    start: Instant,
+) -> ConsoleLines {
+    let lines: ConsoleLines = Default::default();
+    let shared = lines.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let t = start.elapsed();
+            let _ = writeln!(
+                log,
+                "[{:9.3} ms] {}",
+                t.as_secs_f64() * 1e3,
+                line.trim_end()
+            );
+            if let Ok(mut v) = shared.lock() {
+                v.push((t, line));
+            }
+        }
+    });
+    lines
+}
+
+/// When the first console line containing `needle` arrived.
+fn console_time(lines: &ConsoleLines, needle: &str) -> Option<Duration> {
+    let v = lines.lock().ok()?;
+    v.iter().find(|(_, l)| l.contains(needle)).map(|(t, _)| *t)
+}
+
 /// `cargo xtask uk-test`: the boot-to-shutdown test under TCG.
 pub fn uk_test() -> Result<(), String> {
     let (path, size) = build()?;
@@ -356,19 +463,21 @@ pub fn uk_test() -> Result<(), String> {
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let mut qemu = qemu(&path, "tcg", port, &[])
-        .stdout(log)
+    let mut qemu = qemu(&path, Machine::Microvm, "tcg", port, &[])
+        .stdout(Stdio::piped())
         .stderr(log2)
         .spawn()
         .map_err(|e| {
             format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
         })?;
+    let console = capture_console(qemu.stdout.take().expect("piped"), log, start);
     let result = drive(&mut qemu, port, start);
     if result.is_err() {
         let _ = qemu.kill();
         let _ = qemu.wait();
-        let console = std::fs::read_to_string(&log_path).unwrap_or_default();
-        eprintln!("uk-test: guest console:\n{console}");
+        std::thread::sleep(Duration::from_millis(100));
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        eprintln!("uk-test: guest console:\n{text}");
     }
     let (first_pong, bench, status) = result?;
     println!(
@@ -376,10 +485,16 @@ pub fn uk_test() -> Result<(), String> {
         size,
         size as f64 / 1024.0
     );
+    let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     println!(
-        "uk-test: QEMU start to first PONG: {:.1} ms (TCG, microvm)",
-        first_pong.as_secs_f64() * 1e3
+        "uk-test: QEMU start to first console line {:.1} ms, to \"ready\" {:.1} ms, to first PONG {:.1} ms (TCG, microvm)",
+        ms(console_time(&console, "booting")),
+        ms(console_time(&console, "ready:")),
+        ms(Some(first_pong)),
     );
+    if let Some(phases) = console_time_line(&console, "boot phases") {
+        println!("uk-test: guest {}", phases.trim_start_matches("kayvee: "));
+    }
     for l in &bench {
         println!(
             "uk-test: redis-benchmark -c 20 -n 5000 via relay + hostfwd: {}",
@@ -387,8 +502,117 @@ pub fn uk_test() -> Result<(), String> {
         );
     }
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
-    println!("uk-test: 1 passed, 0 failed");
+    smoke(&path, Machine::Q35, "q35 (SeaBIOS, virtio-net-pci)")?;
+    run_suites(&path)?;
+    ring3_smoke()?;
+    println!("uk-test: boot test and the end-to-end suites passed");
     Ok(())
+}
+
+/// Builds the ring-3 variant (`--features ring3`, for nested-PVM KVM hosts) into its own
+/// file and boots it under TCG like the q35 check, on microvm, so the mode keeps working.
+fn ring3_smoke() -> Result<(), String> {
+    let (path, _) = build_with(&["--features", "ring3"])?;
+    let ring3 = dir().join("target/kayvee-unikernel-ring3");
+    std::fs::copy(&path, &ring3).map_err(|e| format!("{}: {e}", ring3.display()))?;
+    smoke(&ring3, Machine::Microvm, "ring-3 mode (microvm)")
+}
+
+/// Boots `image` on `machine` under TCG, checks PONG, a SET/GET and a clean SHUTDOWN.
+fn smoke(image: &PathBuf, machine: Machine, what: &str) -> Result<(), String> {
+    let port = free_port()?;
+    let start = Instant::now();
+    let mut qemu = qemu(image, machine, "tcg", port, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let console = capture_console(
+        qemu.stdout.take().expect("piped"),
+        std::fs::File::create(dir().join(format!("target/uk-test-{machine:?}-console.log")))
+            .map_err(|e| e.to_string())?,
+        start,
+    );
+    let result = (|| {
+        let ponged = wait_pong(port, || {
+            if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+                return Err(format!("{what}: QEMU exited before PONG: {}", describe(st)));
+            }
+            Ok(start.elapsed() > BOOT_TIMEOUT)
+        })?;
+        if !ponged {
+            return Err(format!("{what}: no PONG within the boot timeout"));
+        }
+        let first_pong = start.elapsed();
+        expect_cli(port, &["SET", "smoke", "ok"], "OK")?;
+        expect_cli(port, &["GET", "smoke"], "ok")?;
+        let p = port.to_string();
+        let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
+        let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
+        if status.code() != Some(EXIT_SUCCESS) {
+            return Err(format!(
+                "{what}: after SHUTDOWN NOSAVE: {}",
+                describe(status)
+            ));
+        }
+        Ok(first_pong)
+    })();
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+    }
+    let first_pong = result?;
+    let nic = console_time_line(&console, "virtio-net at").unwrap_or_default();
+    let ring = console_time_line(&console, "ring").unwrap_or_default();
+    let ring = ring
+        .split("; ")
+        .find(|p| p.starts_with("ring "))
+        .unwrap_or("ring ?");
+    println!(
+        "uk-test: {what}: {ring}, {}: first PONG {:.1} ms, SET/GET, clean shutdown",
+        nic.trim_start_matches("kayvee: "),
+        first_pong.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// Differential seeds run against the image (the Linux server runs 20).
+const UK_DIFF_SEEDS: &str = "10";
+
+/// Runs the end-to-end suites of the tests crate (differential against redis-server, real
+/// clients, blocking commands) against the image: `KAYVEE_TARGET=unikernel` makes
+/// `Server::kayvee` boot it under QEMU TCG behind the port forward.
+fn run_suites(image: &std::path::Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let suites = ["differential", "clients", "blocking"];
+    eprintln!("uk-test: end-to-end suites against the image: {suites:?} (KAYVEE_TARGET=unikernel)");
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(super::root())
+        .args(["test", "-p", "kayvee-tests"]);
+    for s in suites {
+        cmd.args(["--test", s]);
+    }
+    let status = cmd
+        .env("KAYVEE_TARGET", "unikernel")
+        .env("KAYVEE_UNIKERNEL_IMAGE", image)
+        .env("KAYVEE_REQUIRE_REDIS", "1")
+        .env("KAYVEE_DIFF_SEEDS", UK_DIFF_SEEDS)
+        .status()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "end-to-end suites against the unikernel failed ({status})"
+        ));
+    }
+    Ok(())
+}
+
+/// The first console line containing `needle`.
+fn console_time_line(lines: &ConsoleLines, needle: &str) -> Option<String> {
+    let v = lines.lock().ok()?;
+    v.iter()
+        .find(|(_, l)| l.contains(needle))
+        .map(|(_, l)| l.trim_end().to_string())
 }
 
 /// Waits for the first PONG, runs the clients, shuts the guest down; returns the time to the
@@ -398,21 +622,19 @@ fn drive(
     port: u16,
     start: Instant,
 ) -> Result<(Duration, Vec<String>, ExitStatus), String> {
-    let first_pong = loop {
-        if ping(port) {
-            break start.elapsed();
-        }
+    let ponged = wait_pong(port, || {
         if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
             return Err(format!(
                 "QEMU exited before answering PING: {}",
                 describe(st)
             ));
         }
-        if start.elapsed() > BOOT_TIMEOUT {
-            return Err("no PONG within the boot timeout".into());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+        Ok(start.elapsed() > BOOT_TIMEOUT)
+    })?;
+    if !ponged {
+        return Err("no PONG within the boot timeout".into());
+    }
+    let first_pong = start.elapsed();
     let bench = exercise(port)?;
     let p = port.to_string();
     // redis-cli reports the closed connection of a successful SHUTDOWN; its status is not the test.

@@ -2,15 +2,15 @@
 //! Rust. Follows the PVH boot ABI (Xen's `docs/misc/pvh.pandoc`): 32-bit protected mode, paging
 //! off, `ebx` = physical address of `hvm_start_info`, no stack.
 //!
-//! The stub zeroes `.bss`, builds page tables identity mapping the first 4 GiB with 2 MiB pages
+//! The stub zeroes `.bss` (not the stack), builds page tables identity mapping the first 4 GiB with 2 MiB pages
 //! (RAM, the virtio-mmio window at 0xfeb00000, PCI ECAM at 0xb0000000 and the LAPIC all lie
-//! there; the top GiB is mapped uncached), enables PAE, long mode and SSE (the prebuilt `core`
+//! there; everything from 0xb0000000 up is mapped uncached), enables PAE, long mode and SSE (the prebuilt `core`
 //! uses SSE2), loads a 64-bit GDT, switches to its own stack and calls
 //! `kmain(start_info_paddr)`.
 
 use core::arch::global_asm;
 
-/// Bytes of the boot stack (in `.bss`: it costs no file size).
+/// Bytes of the boot stack (NOLOAD, like `.bss`: it costs no file size).
 pub const STACK_BYTES: usize = 512 * 1024;
 
 #[repr(C, align(4096))]
@@ -31,8 +31,14 @@ static mut BOOT_PAGE_TABLES: PageTables = PageTables {
     pd: [[0; 512]; 4],
 };
 
-/// The stack Rust runs on.
+/// TSC stamps the stub takes: at entry and after zeroing `.bss`. A non-zero initialiser keeps
+/// them in `.data`, which the zeroing does not touch; `crate::boottime` reads them.
 #[no_mangle]
+pub static mut BOOT_TSC: [u64; 2] = [1, 1];
+
+/// The stack Rust runs on (in a section of its own that the stub does not zero: see link.ld).
+#[no_mangle]
+#[link_section = ".bss.boot_stack"]
 static mut BOOT_STACK: Stack = Stack([0; STACK_BYTES]);
 
 global_asm!(
@@ -54,20 +60,27 @@ pvh_start:
     cli
     cld
     movl %ebx, %esi                      /* keep hvm_start_info; rep stos spares esi */
+    rdtsc                                /* boot phase stamp: entry (in .data, not zeroed) */
+    movl %eax, BOOT_TSC
+    movl %edx, BOOT_TSC + 4
 
-    /* zero .bss (page tables and stack included) */
+    /* zero .bss (page tables included; the stack lives in .stack, not zeroed) */
     movl $__bss_start, %edi
     movl $__bss_end, %ecx
     subl %edi, %ecx
+    shrl $2, %ecx                        /* .bss is page aligned: whole dwords */
     xorl %eax, %eax
-    rep stosb
+    rep stosl
+    rdtsc                                /* boot phase stamp: .bss zeroed */
+    movl %eax, BOOT_TSC + 8
+    movl %edx, BOOT_TSC + 12
 
     /* PML4[0] -> PDPT; PDPT[0..4] -> PD0..PD3 */
     movl $BOOT_PAGE_TABLES, %edi
-    leal 0x1003(%edi), %eax              /* pdpt | present | writable */
+    leal 0x1007(%edi), %eax              /* pdpt | present | writable | user (ring-3 mode) */
     movl %eax, (%edi)
     leal 0x1000(%edi), %ebx              /* ebx = pdpt */
-    leal 0x2003(%edi), %eax              /* pd0 | present | writable */
+    leal 0x2007(%edi), %eax              /* pd0 | present | writable | user */
     xorl %ecx, %ecx
 1:
     movl %eax, (%ebx,%ecx,8)
@@ -76,14 +89,15 @@ pvh_start:
     cmpl $4, %ecx
     jne 1b
 
-    /* 2048 PD entries: 2 MiB pages, identity; the 4th GiB (MMIO) cache-disabled */
+    /* 2048 PD entries: 2 MiB pages, identity; from 0xB0000000 (PCI ECAM, then the 32-bit
+       MMIO window, virtio-mmio, the LAPIC) cache-disabled */
     leal 0x2000(%edi), %ebx              /* ebx = pd0 */
     xorl %ecx, %ecx
 2:
     movl %ecx, %eax
     shll $21, %eax
-    orl $0x83, %eax                      /* present | writable | page size */
-    cmpl $1536, %ecx
+    orl $0x87, %eax                      /* present | writable | user | page size */
+    cmpl $1408, %ecx                     /* 0xB0000000 >> 21 */
     jb 3f
     orl $0x18, %eax                      /* PWT | PCD */
 3:
@@ -123,10 +137,7 @@ long_entry:
     movq $BOOT_STACK + {stack_bytes}, %rsp
     movl %esi, %edi                      /* zero-extends: rdi = hvm_start_info */
     xorl %ebp, %ebp
-    call kmain
-4:
-    hlt
-    jmp 4b
+    jmp enter_kmain                      /* ring 0: call kmain; ring-3 mode: drop first */
 
     .section .rodata.boot, "a"
     .p2align 3
@@ -142,3 +153,107 @@ boot_gdt_ptr:
     stack_bytes = const STACK_BYTES,
     options(att_syntax)
 );
+
+// Ring 0 (the default): `kmain` is called as is.
+#[cfg(not(feature = "ring3"))]
+global_asm!(
+    r#"
+    .section .text.boot, "ax"
+    .code64
+enter_kmain:
+    call kmain
+4:
+    hlt
+    jmp 4b
+"#,
+    options(att_syntax)
+);
+
+/// Ring-3 mode (cargo feature `ring3`), for hosts whose /dev/kvm is nested PVM: there ring-0
+/// guest code goes through KVM's instruction emulator (about 1000x slower, and it aborts on
+/// SSE), while ring-3 code runs natively. The stub loads a GDT with ring-3 segments and a TSS
+/// (all-zero I/O bitmap), then `iretq`s to `kmain` at CPL 3 with IOPL 3 (port I/O stays
+/// allowed) and IF set. Every page carries the U bit (set in both modes: harmless at ring 0
+/// without SMEP/SMAP). Afterwards nothing privileged runs: no `hlt` (the idle halt spins), no
+/// MSR or control-register access.
+#[cfg(feature = "ring3")]
+mod ring3 {
+    /// Bytes of the TSS proper (the I/O bitmap follows it).
+    const TSS_BYTES: usize = 104;
+
+    /// The 64-bit TSS followed by its I/O bitmap (all zero: every port allowed) and the
+    /// terminating 0xff byte.
+    #[repr(C, align(16))]
+    pub struct Tss([u8; TSS_BYTES + 8192 + 1]);
+
+    /// The TSS (the stub fills `iomap_base`).
+    #[no_mangle]
+    pub static mut BOOT_TSS: Tss = Tss([0; TSS_BYTES + 8192 + 1]);
+
+    core::arch::global_asm!(
+        r#"
+    .section .data.ring3, "aw"
+    .p2align 3
+ring3_gdt:
+    .quad 0
+    .quad 0x00af9a000000ffff             /* 0x08: 64-bit code, ring 0 */
+    .quad 0x00cf92000000ffff             /* 0x10: data, ring 0 */
+    .quad 0x00cff2000000ffff             /* 0x18: data, ring 3 */
+    .quad 0x00affa000000ffff             /* 0x20: 64-bit code, ring 3 */
+ring3_gdt_tss:
+    .quad 0                              /* 0x28: TSS (16 bytes), filled at run time */
+    .quad 0
+ring3_gdt_end:
+ring3_gdt_ptr:
+    .word ring3_gdt_end - ring3_gdt - 1
+    .quad ring3_gdt
+
+    .section .text.boot, "ax"
+    .code64
+enter_kmain:
+    movq %rdi, %r12                      /* hvm_start_info */
+    /* TSS: iomap_base = 104 (the bitmap right after it), rsp0 = the boot stack top */
+    movq $BOOT_TSS, %rbx
+    movw ${tss_bytes}, 102(%rbx)
+    movb $0xff, {tss_bytes} + 8192(%rbx)
+    movq %rsp, 4(%rbx)
+    /* TSS descriptor: limit = 104 + 8192, base = BOOT_TSS (below 4 GiB), type 0x89 */
+    movq $ring3_gdt_tss, %rdi
+    movl $({tss_bytes} + 8192), %eax     /* limit 15:0 */
+    movl %ebx, %ecx
+    shll $16, %ecx
+    orl %ecx, %eax                       /* base 15:0 */
+    movl %eax, (%rdi)
+    movl %ebx, %eax
+    shrl $16, %eax
+    andl $0xff, %eax                     /* base 23:16 */
+    orl $0x8900, %eax                    /* present, DPL 0, 64-bit TSS available */
+    movl %ebx, %ecx
+    andl $0xff000000, %ecx               /* base 31:24 */
+    orl %ecx, %eax
+    movl %eax, 4(%rdi)
+    lgdt ring3_gdt_ptr
+    movw $0x28, %ax
+    ltr %ax
+    /* iretq to ring 3: SS, RSP, RFLAGS (IOPL 3, IF), CS, RIP */
+    pushq $0x1b
+    pushq %rsp
+    addq $8, (%rsp)                      /* the RSP before this push */
+    pushq $0x3202
+    pushq $0x23
+    leaq ring3_entry(%rip), %rax
+    pushq %rax
+    iretq
+ring3_entry:
+    movw $0x1b, %ax
+    movw %ax, %ds
+    movw %ax, %es
+    movq %r12, %rdi
+    call kmain
+5:
+    jmp 5b
+"#,
+        tss_bytes = const TSS_BYTES,
+        options(att_syntax)
+    );
+}

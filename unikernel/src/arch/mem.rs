@@ -53,7 +53,8 @@ pub unsafe extern "C" fn memmove(dst: *mut u8, src: *const u8, n: usize) -> *mut
     dst
 }
 
-/// Fills `n` bytes with the low byte of `c`.
+/// Fills `n` bytes with the low byte of `c`, 8 at a time then the tail (under QEMU TCG each
+/// string-instruction iteration costs about the same whatever its width).
 ///
 /// # Safety
 /// `dst` valid for `n` bytes.
@@ -62,10 +63,13 @@ pub unsafe extern "C" fn memset(dst: *mut u8, c: i32, n: usize) -> *mut u8 {
     // SAFETY: the caller guarantees the range is valid; DF is clear.
     unsafe {
         asm!(
+            "rep stosq",
+            "mov ecx, {tail:e}",
             "rep stosb",
-            inout("rcx") n => _,
+            tail = in(reg) n & 7,
+            inout("rcx") n >> 3 => _,
             inout("rdi") dst => _,
-            in("al") c as u8,
+            in("rax") u64::from(c as u8) * 0x0101_0101_0101_0101,
             options(nostack, preserves_flags)
         );
     }

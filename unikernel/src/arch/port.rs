@@ -43,10 +43,24 @@ pub fn rdtsc() -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
-/// Stops the CPU for good (interrupts off, `hlt` forever).
+/// Stops the CPU for good (interrupts off, `hlt` forever; ring-3 mode spins, `hlt` being
+/// privileged there).
 pub fn halt_forever() -> ! {
     loop {
+        #[cfg(not(feature = "ring3"))]
         // SAFETY: cli/hlt only stop this CPU, which is what the caller wants.
-        unsafe { asm!("cli", "hlt", options(nomem, nostack)) };
+        unsafe {
+            asm!("cli", "hlt", options(nomem, nostack))
+        };
+        #[cfg(feature = "ring3")]
+        core::hint::spin_loop();
     }
+}
+
+/// The current privilege level (0, or 3 in the `ring3` mode), from CS.
+pub fn cpl() -> u16 {
+    let cs: u16;
+    // SAFETY: reading CS has no effects; allowed at any privilege level.
+    unsafe { asm!("mov {0:x}, cs", out(reg) cs, options(nomem, nostack, preserves_flags)) };
+    cs & 3
 }

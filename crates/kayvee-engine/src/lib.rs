@@ -117,6 +117,9 @@ pub struct HostInfo {
     pub used_cpu_sys: f64,
     /// CPU seconds (user) consumed by the process.
     pub used_cpu_user: f64,
+    /// Whether the shell can write snapshots (a file system or a disk). Without it SAVE and
+    /// BGSAVE answer [`cmd::persist::NO_STORAGE`] instead of pretending.
+    pub storage: bool,
 }
 
 /// Everything but the client table (split so handlers can borrow both).

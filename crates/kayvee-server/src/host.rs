@@ -20,6 +20,7 @@ pub fn initial(tcp_port: u16) -> HostInfo {
             .unwrap_or_default(),
         tcp_port,
         total_system_memory: total_system_memory(),
+        storage: true,
         ..HostInfo::default()
     };
     refresh(&mut host);

@@ -361,6 +361,13 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
             "module_fork_last_cow_size",
         ],
     );
+    // Kayvee's own line: whether this shell can write snapshots at all (the unikernel has no
+    // disk yet), so tools need not infer it from failed saves.
+    field(
+        s,
+        "kayvee_persistence",
+        if core.host.storage { "on" } else { "off" },
+    );
 }
 
 /// The Stats section.

@@ -17,6 +17,9 @@ use crate::{Cx, Outcome};
 /// The error while a background save runs.
 const IN_PROGRESS: &str = "ERR Background save already in progress";
 
+/// SAVE and BGSAVE on a shell without storage (the unikernel until it has a disk).
+pub const NO_STORAGE: &str = "ERR Persistence is off: this server has no storage to save to";
+
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -94,6 +97,9 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// SAVE: refused while a BGSAVE runs; otherwise the shell writes the file and replies.
 fn save(cx: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+    if !cx.core.host.storage {
+        return Err(Error::msg(NO_STORAGE));
+    }
     if cx.core.persist.bgsave_in_progress() {
         return Err(Error::msg(IN_PROGRESS));
     }
@@ -108,6 +114,9 @@ fn bgsave(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         2 if args.get(1).eq_ignore_ascii_case(b"schedule") => true,
         _ => return Err(Error::Syntax),
     };
+    if !cx.core.host.storage {
+        return Err(Error::msg(NO_STORAGE));
+    }
     let p = &mut cx.core.persist;
     if p.bgsave_in_progress() {
         if !schedule {
@@ -240,4 +249,44 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     crate::blocking::signal_key_ready(cx, db_index, key);
     out.ok();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Now, Outcome, Reply, ReplyTree, Transport};
+
+    /// Runs one command on a fresh client; the outcome and the replies.
+    fn run(e: &mut Engine, args: &[&str]) -> (Outcome, alloc::vec::Vec<Reply>) {
+        let conn = ConnInfo {
+            transport: Transport::Unix { path: "/s".into() },
+            fd: 1,
+        };
+        let h = e.connect(conn, Now::from_ms(5000));
+        let argv = ArgvBuf::from_args(args.iter().map(|a| a.as_bytes()));
+        let mut t = ReplyTree::new(e.protocol(h));
+        let outcome = e.execute(h, &argv.argv(), Now::from_ms(5000), &mut t);
+        (outcome, t.take())
+    }
+
+    #[test]
+    fn without_storage_saves_are_refused_not_pretended() {
+        let mut e = Engine::new(Config::default(), 1, Now::from_ms(1000));
+        for cmd in [&["SAVE"][..], &["BGSAVE"], &["BGSAVE", "SCHEDULE"]] {
+            let (outcome, replies) = run(&mut e, cmd);
+            assert_eq!(outcome, Outcome::Continue, "{cmd:?}");
+            assert_eq!(replies, [Reply::Error(super::NO_STORAGE.into())], "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn with_storage_the_shell_is_asked_to_save() {
+        let mut e = Engine::new(Config::default(), 1, Now::from_ms(1000));
+        e.core.host.storage = true;
+        let (outcome, replies) = run(&mut e, &["SAVE"]);
+        assert_eq!(outcome, Outcome::Save { background: false });
+        assert!(replies.is_empty());
+        let (outcome, replies) = run(&mut e, &["BGSAVE"]);
+        assert_eq!(outcome, Outcome::Save { background: true });
+        assert_eq!(replies, [Reply::Simple("Background saving started".into())]);
+    }
 }

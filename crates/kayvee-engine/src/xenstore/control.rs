@@ -1,5 +1,5 @@
-//! CONTROL (xenstore-control): help, check, log, print, quota, memreport, following
-//! cxenstored 4.17's command set and texts where Kayvee has the matching feature.
+//! CONTROL (xenstore-control): help, check, log, logfile, print, quota, quota-soft, memreport,
+//! following cxenstored 4.17's command set and texts where Kayvee has the matching feature.
 
 use alloc::format;
 use alloc::string::String;

@@ -36,7 +36,8 @@ pub const USAGE: &str = "Usage: kayvee-xenstored [options]
   -A, --perm-nb <nb>         permissions per node (default 5)
   -M, --path-max <chars>     longest path (default 2048)
   -Q, --quota <what>=<nb>    set a quota: nodes, watches, transactions, outstanding,
-                             node-size, path-max, permissions
+                             transaction-nodes, memory, node-size, path-max, permissions
+  -q, --quota-soft memory=<nb>  soft memory quota (only reported when crossed)
   -V, --verbose              log to stderr
       --conflict-policy <p>  coalesce (default), per-node, abort-on-any-commit
   -h, --help                 this text
@@ -95,6 +96,13 @@ pub fn parse(args: &[String], socket: PathBuf) -> Result<Option<Options>, String
                     .ok_or(format!("--quota needs what=nb: {v}"))?;
                 set(&mut o, name, n)?;
             }
+            "-q" | "--quota-soft" => {
+                let v = value()?;
+                let n = v
+                    .strip_prefix("memory=")
+                    .ok_or(format!("--quota-soft takes memory=nb: {v}"))?;
+                o.config.quota.memory_soft = n.parse().map_err(|_| format!("bad value {n}"))?;
+            }
             "--conflict-policy" => {
                 let v = value()?;
                 o.config.policy = ConflictPolicy::parse(&v).ok_or(format!("unknown policy {v}"))?;
@@ -116,7 +124,10 @@ mod tests {
     #[test]
     fn options_as_xenstored() {
         let o = parse(
-            &args("-N --entry-nb 5 -W 3 --quota node-size=99 --conflict-policy=per-node -D"),
+            &args(
+                "-N --entry-nb 5 -W 3 --quota node-size=99 --conflict-policy=per-node -D \
+                -Q transaction-nodes=9 -Q memory=4096 -q memory=2048",
+            ),
             PathBuf::new(),
         )
         .unwrap()
@@ -131,6 +142,12 @@ mod tests {
             (5, 3, 99)
         );
         assert_eq!(o.config.policy, ConflictPolicy::PerNode);
+        let q = o.config.quota;
+        assert_eq!(
+            (q.transaction_nodes, q.memory, q.memory_soft),
+            (9, 4096, 2048)
+        );
+        assert!(parse(&args("-q nodes=5"), PathBuf::new()).is_err());
         assert!(parse(&args("--bogus"), PathBuf::new()).is_err());
         assert!(parse(&args("--entry-nb x"), PathBuf::new()).is_err());
         assert!(parse(&args("--help"), PathBuf::new()).unwrap().is_none());

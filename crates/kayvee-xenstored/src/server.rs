@@ -162,7 +162,25 @@ impl Server {
                 let _ = writeln!(f, "{l}");
             }
         }
+        if let Some(name) = self.xs.take_logfile() {
+            self.reopen_trace(&name);
+        }
         r.is_ok()
+    }
+
+    /// `CONTROL logfile <file>`: trace to `file` from now on (appending, mode 0600, as
+    /// cxenstored); when it cannot be opened, tracing stops and a line goes to stderr.
+    fn reopen_trace(&mut self, name: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name));
+        self.trace = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| eprintln!("kayvee-xenstored: could not open tracefile: {e}"))
+            .ok();
     }
 
     /// Write pending output of every session; wait for writability where the socket is full.
@@ -196,7 +214,14 @@ impl Server {
                 Err(_) => return false,
             }
         }
-        s.out.drain(..done);
+        s.sent(done);
+        if s.held && done > 0 && !self.feed(id, &[]) {
+            return false;
+        }
+        let (Some(s), Some(stream)) = (self.sessions.get_mut(&id), self.streams.get_mut(&id))
+        else {
+            return true;
+        };
         // Re-register only when the interest changes: one epoll_ctl per backlog, not per reply.
         let backed_up = !s.out.is_empty();
         if backed_up == self.waiting.contains(&id) {

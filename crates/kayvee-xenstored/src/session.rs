@@ -1,7 +1,7 @@
 //! One client session, independent of its byte transport (Unix socket today, a Xen shared
 //! ring later): bytes in, decoded requests run on the engine, reply bytes out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use kayvee_engine::xenstore::{ConnId, Op, Xenstored};
 use kayvee_engine::Now;
@@ -13,6 +13,11 @@ pub struct Session {
     decoder: Decoder,
     /// Bytes waiting to be sent.
     pub out: Vec<u8>,
+    /// End offsets in `out` of the replies not yet sent (outstanding requests).
+    replies: VecDeque<usize>,
+    /// Requests are waiting in the decoder because the engine said not to read
+    /// (outstanding or memory quota); run them again once output drains.
+    pub held: bool,
 }
 
 /// A line for the trace file.
@@ -38,6 +43,10 @@ impl Session {
         me.decoder.push(bytes);
         loop {
             let me = sessions.get_mut(&conn).expect("session exists");
+            me.held = !xs.may_read(conn, me.replies.len());
+            if me.held {
+                return Ok(());
+            }
             let Some(msg) = me.decoder.next_message()? else {
                 return Ok(());
             };
@@ -55,14 +64,39 @@ impl Session {
             // cxenstored sends the events a request fires before its reply, except WATCH's
             // immediate event, which follows the OK.
             if matches!(op, Op::Watch(..)) {
-                encode_reply(&mut me.out, &msg.header, &reply);
+                me.reply(&msg.header, &reply);
                 deliver_events(xs, sessions);
             } else {
                 deliver_events(xs, sessions);
                 let me = sessions.get_mut(&conn).expect("session exists");
-                encode_reply(&mut me.out, &msg.header, &reply);
+                me.reply(&msg.header, &reply);
             }
         }
+    }
+}
+
+impl Session {
+    /// Queue a reply and remember where it ends (it is outstanding until sent).
+    fn reply(&mut self, header: &kayvee_xswire::Header, reply: &kayvee_engine::xenstore::Reply) {
+        encode_reply(&mut self.out, header, reply);
+        self.replies.push_back(self.out.len());
+    }
+
+    /// The transport sent the first `n` bytes of `out`: drop them and the replies they
+    /// completed.
+    pub fn sent(&mut self, n: usize) {
+        self.out.drain(..n);
+        while self.replies.front().is_some_and(|&end| end <= n) {
+            self.replies.pop_front();
+        }
+        for end in self.replies.iter_mut() {
+            *end -= n;
+        }
+    }
+
+    /// Replies queued and not yet sent.
+    pub fn outstanding(&self) -> usize {
+        self.replies.len()
     }
 }
 
@@ -116,5 +150,61 @@ mod tests {
         encode(&mut big, 11, 0, 0, &[b'a'; 4097]);
         let r = Session::received(1, &big, &mut xs, &mut sessions, Now::default(), &mut None);
         assert!(r.is_err());
+    }
+
+    /// Replies in `out`, counted by their headers.
+    fn replies_in(out: &[u8]) -> usize {
+        let (mut n, mut at) = (0, 0);
+        while at + 16 <= out.len() {
+            let len = u32::from_le_bytes(out[at + 12..at + 16].try_into().unwrap()) as usize;
+            at += 16 + len;
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn guest_at_outstanding_quota_is_held_until_replies_are_sent() {
+        use kayvee_engine::xenstore::Quota;
+        let quota = Quota {
+            outstanding: 2,
+            ..Quota::default()
+        };
+        let mut xs = Xenstored::new(XsConfig {
+            quota,
+            ..XsConfig::default()
+        });
+        let mut sessions = HashMap::new();
+        // (connection, domain): a guest and dom0, each sending three READs in one chunk.
+        for (id, dom, want_first) in [(7, 3, 2), (1, 0, 3)] {
+            xs.connect(id, dom);
+            sessions.insert(id, Session::new());
+            let mut wire = Vec::new();
+            for i in 0..3 {
+                encode(&mut wire, 2, i, 0, b"/nope\0");
+            }
+            Session::received(id, &wire, &mut xs, &mut sessions, Now::default(), &mut None)
+                .unwrap();
+            let s = &sessions[&id];
+            assert_eq!(replies_in(&s.out), want_first, "conn {id}");
+            assert_eq!(s.outstanding(), want_first);
+            assert_eq!(s.held, dom != 0);
+        }
+        // Sending part of the first reply completes nothing; sending it all frees one slot.
+        let g = sessions.get_mut(&7).unwrap();
+        g.sent(10);
+        assert_eq!(g.outstanding(), 2);
+        let first = 16 + b"ENOENT\0".len() - 10;
+        g.sent(first);
+        assert_eq!(g.outstanding(), 1);
+        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        let g = &sessions[&7];
+        assert_eq!((replies_in(&g.out), g.outstanding(), g.held), (2, 2, true));
+        let all = g.out.len();
+        let g = sessions.get_mut(&7).unwrap();
+        g.sent(all);
+        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        assert_eq!(sessions[&7].outstanding(), 0);
+        assert!(!sessions[&7].held);
     }
 }

@@ -281,3 +281,58 @@ fn forks_by_default_and_writes_pid() {
     assert!(Command::new("kill").arg(&pid).status().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn control_logfile_switches_the_trace_file() {
+    // cxenstored 4.17: `logfile <file>` answers OK and traces to <file> from then on; no
+    // trace file before it here (no --trace-file).
+    let dir = std::env::temp_dir().join(format!("kv-xs-logfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log");
+    let d = start(&[]);
+    let mut s = UnixStream::connect(&d.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut cmd = b"logfile\0".to_vec();
+    cmd.extend_from_slice(log.to_str().unwrap().as_bytes());
+    cmd.push(0);
+    let replies = raw(&mut s, &[(0, 0, b"logfile\0"), (0, 0, &cmd)], 2);
+    assert_eq!(replies[0], (16, b"EINVAL\0".to_vec()));
+    assert_eq!(replies[1], (0, b"OK\0".to_vec()));
+    assert_eq!(raw(&mut s, &[(2, 0, b"/tool/xenstored\0")], 1)[0].0, 2);
+    drop(d);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("XS_READ tx0 \"/tool/xenstored|\""), "{text}");
+    assert!(
+        !text.contains("logfile"),
+        "requests before the switch are not traced: {text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn xenstore_control_quota_soft_and_logfile() {
+    if !tools_present() {
+        return;
+    }
+    let xc = "/usr/lib/xen-4.17/bin/xenstore-control";
+    if !std::path::Path::new(xc).exists() {
+        eprintln!("SKIPPED: {xc} not installed");
+        return;
+    }
+    let d = start(&[]);
+    let soft = d.ok(xc, &["quota-soft"]);
+    assert_eq!(
+        soft,
+        "Quota settings:\nmemory           :  2097152 Total Xenstore memory per domain (warning level)\n\n"
+    );
+    let q = d.ok(xc, &["quota"]);
+    assert!(
+        q.contains("transaction-nodes:     1024 Max. number of accessed nodes per transaction\n"),
+        "{q}"
+    );
+    assert!(
+        q.contains("memory           :  2621440 Total Xenstore memory per domain (error level)\n"),
+        "{q}"
+    );
+    assert!(!d.tool(xc, &["logfile"]).status.success());
+}

@@ -77,6 +77,23 @@ impl Op {
                 | Op::DirectoryPart(..)
         )
     }
+
+    /// True for dom0-only operations (cxenstored 4.17's XS_FLAG_PRIV: CONTROL, INTRODUCE,
+    /// RELEASE, IS_DOMAIN_INTRODUCED, RESUME, SET_TARGET; plus SET_FEATURE and SET_QUOTA of
+    /// newer Xen). A guest gets EACCES for them.
+    pub fn is_privileged(&self) -> bool {
+        matches!(
+            self,
+            Op::Control(_)
+                | Op::Introduce(..)
+                | Op::Release(_)
+                | Op::IsDomainIntroduced(_)
+                | Op::Resume(_)
+                | Op::SetTarget(..)
+                | Op::SetFeature(_)
+                | Op::SetQuota(_)
+        )
+    }
 }
 
 /// A reply; the codec writes it with the request's type, req_id and tx_id.

@@ -49,8 +49,17 @@ pub struct Quota {
     pub watches: u32,
     /// Open transactions per domain.
     pub transactions: u32,
-    /// Outstanding requests per domain (enforced by the transport shell).
+    /// Outstanding requests per domain: replies not yet delivered. At the limit the daemon
+    /// stops reading the domain's requests (no error), as cxenstored 4.17.
     pub outstanding: u32,
+    /// Distinct nodes a transaction may touch; the request crossing it gets ENOSPC and the
+    /// transaction's commit ENOMEM (cxenstored 4.17). 0 = unlimited.
+    pub transaction_nodes: u32,
+    /// Accounted bytes per domain (cxenstored's hard `memory` quota): at or over it the daemon
+    /// stops reading the domain's requests (no error). 0 = unlimited.
+    pub memory: u32,
+    /// Soft memory quota (`quota-soft`): crossing it is only reported. 0 = never reported.
+    pub memory_soft: u32,
     /// Largest node value, bytes.
     pub node_size: u32,
     /// Longest path as sent, bytes.
@@ -66,6 +75,9 @@ impl Default for Quota {
             watches: 128,
             transactions: 10,
             outstanding: 20,
+            transaction_nodes: 1024,
+            memory: 2621440,
+            memory_soft: 2097152,
             node_size: 2048,
             path_max: 2048,
             permissions: 5,
@@ -287,6 +299,32 @@ impl Store {
         }
     }
 
+    /// Bytes of store memory charged to `domid`, by cxenstored 4.17's formula (measured with
+    /// `xenstore-control quota 0`): per owned node 24, plus 8 per permission entry, path length,
+    /// value length and the child list (each name and its NUL). Walks the whole trie: only
+    /// reports and unprivileged domains' flow control ask for it.
+    pub fn memory_of(&self, domid: u32) -> u64 {
+        fn walk(n: &Node, path_len: usize, domid: u32, sum: &mut u64) {
+            if n.perms.owner() == domid {
+                let kids: usize = n.children.iter().map(|(k, _)| k.len() + 1).sum();
+                let size = 24 + 8 * n.perms.entries().len() + path_len + n.value.len() + kids;
+                *sum += size as u64;
+            }
+            for (name, c) in &n.children {
+                // "/" + name at the root, else path + "/" + name.
+                let len = if path_len == 1 {
+                    1 + name.len()
+                } else {
+                    path_len + 1 + name.len()
+                };
+                walk(c, len, domid, sum);
+            }
+        }
+        let mut sum = 0;
+        walk(&self.root, 1, domid, &mut sum);
+        sum
+    }
+
     /// Build a [`Change`] record.
     fn change(&self, path: &str, recursive: bool, perms: Arc<Perms>, top: &str) -> Change {
         Change {
@@ -409,5 +447,28 @@ mod tests {
         );
         assert_eq!(s.read(&guest, "/").err(), Some(XsError::Eacces));
         s.check_invariants();
+    }
+
+    #[test]
+    fn memory_matches_cxenstored_accounting() {
+        // Figures read from cxenstored 4.17 (`xenstore-control quota 0`) after the same steps.
+        let mut s = Store::new();
+        let q = Quota::default();
+        let mut gen = 0;
+        let d0 = Actor::DOM0;
+        for (step, expect) in [
+            ("/tool/xenstored", 132u64),
+            ("/a", 168),
+            ("/bb", 206),
+            ("/a/c", 244),
+        ] {
+            gen += 1;
+            s.write(&d0, &q, step, b"", gen).unwrap();
+            assert_eq!(s.memory_of(0), expect, "after {step}");
+        }
+        gen += 1;
+        s.write(&d0, &q, "/a", b"xyz", gen).unwrap();
+        assert_eq!(s.memory_of(0), 247);
+        assert_eq!(s.memory_of(5), 0);
     }
 }

@@ -485,3 +485,282 @@ fn guest_permissions_quotas_and_targets() {
     );
     xs.store().check_invariants();
 }
+
+/// A daemon with `quota`, dom0 on connection 1 and guests 1 and 2 (introduced) on 101, 102.
+fn with_quota(quota: Quota) -> Xenstored {
+    let mut xs = Xenstored::new(XsConfig {
+        quota,
+        ..XsConfig::default()
+    });
+    for name in ["d0", "g1", "g2"] {
+        let (id, dom) = conn_of(name);
+        xs.connect(id, dom);
+    }
+    for d in ["1", "2"] {
+        let op = Op::Introduce(b(d), b("1"), b("1"));
+        assert_eq!(xs.handle(1, 0, &op, Now::default()), OK);
+    }
+    let home = |d| {
+        Op::SetPerms(
+            b(&alloc::format!("/local/domain/{d}")),
+            alloc::vec![b(&alloc::format!("n{d}"))],
+        )
+    };
+    for d in [1, 2] {
+        let p = alloc::format!("/local/domain/{d}");
+        assert_eq!(xs.handle(1, 0, &write(&p, ""), Now::default()), OK);
+        assert_eq!(xs.handle(1, 0, &home(d), Now::default()), OK);
+    }
+    xs
+}
+
+/// Run steps (connection name, tid, op, expected) against `xs`.
+fn run_on(xs: &mut Xenstored, steps: &[Step]) {
+    for (i, Step(conn, tx, op, want)) in steps.iter().enumerate() {
+        let got = xs.handle(conn_of(conn).0, *tx, op, Now::from_ms(i as u64));
+        assert_eq!(&got, want, "step {i}: {conn} tx{tx} {op:?}");
+        xs.store().check_invariants();
+    }
+}
+
+#[test]
+fn transaction_nodes_quota() {
+    // cxenstored 4.17: the request that would make a guest's transaction touch more than
+    // `transaction-nodes` distinct nodes fails with ENOSPC and changes nothing; the
+    // transaction is then doomed: commit answers ENOMEM, abort OK. Dom0 has no limit.
+    let q = Quota {
+        transaction_nodes: 3,
+        ..Quota::default()
+    };
+    let mut xs = with_quota(q);
+    run_on(
+        &mut xs,
+        &[
+            Step("g1", 0, Op::TransactionStart, text("1")),
+            Step("g1", 1, write("a", "1"), OK),
+            Step("g1", 1, read("a"), val("1")),
+            Step("g1", 1, write("b", "2"), OK),
+            Step("g1", 1, read("a"), val("1")),
+            Step("g1", 1, read("b"), val("2")),
+            Step("g1", 1, write("c", "3"), err(XsError::Enospc)),
+            Step("g1", 1, read("c"), err(XsError::Enospc)),
+            Step("g1", 1, Op::TransactionEnd(true), err(XsError::Enomem)),
+            Step("g1", 0, read("a"), err(XsError::Enoent)),
+            // Aborting a failed transaction is fine.
+            Step("g1", 0, Op::TransactionStart, text("2")),
+            Step("g1", 2, write("a", "1"), OK),
+            Step("g1", 2, write("b", "1"), OK),
+            Step("g1", 2, write("c", "1"), err(XsError::Enospc)),
+            Step("g1", 2, Op::TransactionEnd(false), OK),
+            // Exactly at the limit commits; outside a transaction there is no limit.
+            Step("g1", 0, Op::TransactionStart, text("3")),
+            Step("g1", 3, write("x", "1"), OK),
+            Step("g1", 3, read("x"), val("1")),
+            Step("g1", 3, Op::TransactionEnd(true), OK),
+            Step("g1", 0, write("p", "1"), OK),
+            Step("g1", 0, write("q", "1"), OK),
+            Step("g1", 0, write("r", "1"), OK),
+            // Dom0 is not limited.
+            Step("d0", 0, Op::TransactionStart, text("1")),
+            Step("d0", 1, write("/d/1", ""), OK),
+            Step("d0", 1, write("/d/2", ""), OK),
+            Step("d0", 1, write("/d/3", ""), OK),
+            Step("d0", 1, write("/d/4", ""), OK),
+            Step("d0", 1, Op::TransactionEnd(true), OK),
+        ],
+    );
+    assert!(xs.store().get("/local/domain/1/x").is_some());
+}
+
+/// A 48-byte watch token (watches count towards a domain's memory).
+const TOKEN: &str = "tttttttttttttttttttttttttttttttttttttttttttttttt";
+
+#[test]
+fn outstanding_and_memory_quotas_hold_back_reading() {
+    // cxenstored 4.17 `domain_can_read`: a guest at its outstanding-request quota, or at or
+    // over its hard memory quota, is not read from (no error); dom0 always is.
+    let q = Quota {
+        outstanding: 2,
+        memory: 400,
+        ..Quota::default()
+    };
+    let mut xs = with_quota(q);
+    let (g1, g2) = (conn_of("g1").0, conn_of("g2").0);
+    // (connection, its undelivered replies, may read?)
+    let table: &[(ConnId, usize, bool)] = &[
+        (1, 0, true),
+        (1, 1000, true),
+        (g1, 0, true),
+        (g1, 1, true),
+        (g1, 2, false),
+        (g1, 5, false),
+        (g1, 1, true),
+        (g2, 0, true),
+    ];
+    for (i, (c, n, want)) in table.iter().enumerate() {
+        assert_eq!(xs.may_read(*c, *n), *want, "row {i}");
+    }
+    // The count is per domain: a second connection of domain 1 adds to it.
+    xs.connect(201, 1);
+    assert!(!xs.may_read(201, 1), "1 + 1 outstanding for domain 1");
+    assert!(xs.may_read(201, 0));
+    // Memory: home node (24 + 8 + 16 bytes of path) + children. Fill towards 400 bytes.
+    let before = xs.memory_of(1);
+    assert_eq!(before, 24 + 8 + "/local/domain/1".len() as u64);
+    let v = alloc::vec![b'v'; 250];
+    let h = |xs: &mut Xenstored, op: Op| xs.handle(g1, 0, &op, Now::default());
+    assert_eq!(h(&mut xs, Op::Write(b("big"), v)), OK);
+    // 51 (home with child "big") + 24 + 8 + 19 + 250 = 352.
+    assert_eq!(xs.memory_of(1), 352);
+    assert!(xs.may_read(g1, 0));
+    assert_eq!(h(&mut xs, Op::Watch(b("big"), b(TOKEN))), OK);
+    assert_eq!(xs.memory_of(1), 352 + 3 + 48);
+    assert!(!xs.may_read(g1, 0));
+    assert!(xs.may_read(g2, 0), "other domains are unaffected");
+    assert_eq!(h(&mut xs, Op::Unwatch(b("big"), b(TOKEN))), OK);
+    assert!(xs.may_read(g1, 0));
+    // Memory 0 means unlimited (SET_QUOTA of newer Xen).
+    let set = Op::SetQuota(alloc::vec![b("memory"), b("0")]);
+    assert_eq!(xs.handle(1, 0, &set, Now::default()), OK);
+    assert_eq!(h(&mut xs, Op::Watch(b("big"), b(TOKEN))), OK);
+    assert!(xs.may_read(g1, 0));
+}
+
+#[test]
+fn dom0_only_operations_from_a_guest() {
+    // cxenstored 4.17 process_message: XS_FLAG_PRIV types from an unprivileged domain get
+    // EACCES, checked before the transaction id (so a bogus tid still gets EACCES).
+    let mut xs = with_quota(Quota::default());
+    let ops = [
+        Op::Control(alloc::vec![b("help")]),
+        Op::Introduce(b("5"), b("1"), b("1")),
+        Op::Release(b("9")),
+        Op::IsDomainIntroduced(b("2")),
+        Op::Resume(b("2")),
+        Op::SetTarget(b("1"), b("2")),
+        Op::SetQuota(alloc::vec![b("nodes"), b("5")]),
+        Op::SetFeature(alloc::vec![b("1"), b("0")]),
+    ];
+    for op in &ops {
+        for tx in [0, 77] {
+            let got = xs.handle(conn_of("g1").0, tx, op, Now::default());
+            assert_eq!(got, err(XsError::Eacces), "guest tx{tx} {op:?}");
+        }
+        let got = xs.handle(1, 0, op, Now::default());
+        assert!(!matches!(got, Reply::Error(XsError::Eacces)), "dom0 {op:?}");
+    }
+    // Not dom0-only: GET_DOMAIN_PATH, and a guest's own node operations.
+    run_on(
+        &mut xs,
+        &[
+            Step("g2", 0, Op::GetDomainPath(b("7")), text("/local/domain/7")),
+            Step("g2", 0, read("/local/domain/2"), val("")),
+            Step("g2", 77, read("/local/domain/2"), err(XsError::Enoent)),
+        ],
+    );
+}
+
+#[test]
+fn control_logfile_quota_soft_and_domain_report() {
+    // Replies checked against cxenstored 4.17 over its socket (raw CONTROL messages).
+    let mut xs = with_quota(Quota::default());
+    let c = |args: &[&str]| Op::Control(args.iter().map(|a| b(a)).collect());
+    let soft = "Quota settings:\nmemory           :  2097152 Total Xenstore memory per domain (warning level)\n";
+    let soft100 = "Quota settings:\nmemory           :      100 Total Xenstore memory per domain (warning level)\n";
+    run_on(
+        &mut xs,
+        &[
+            Step("d0", 0, c(&["logfile"]), err(XsError::Einval)),
+            Step("d0", 0, c(&["logfile", "a", "b"]), err(XsError::Einval)),
+            Step("d0", 0, c(&["logfile", "/tmp/t"]), text("OK")),
+            Step("d0", 0, c(&["quota-soft"]), text(soft)),
+            Step(
+                "d0",
+                0,
+                c(&["quota-soft", "set", "memory", "100"]),
+                text("OK"),
+            ),
+            Step("d0", 0, c(&["quota-soft"]), text(soft100)),
+            Step(
+                "d0",
+                0,
+                c(&["quota-soft", "set", "nodes", "5"]),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                c(&["quota-soft", "set", "memory", "0"]),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                c(&["quota-soft", "set", "memory"]),
+                err(XsError::Einval),
+            ),
+            Step("d0", 0, c(&["quota-soft", "x"]), err(XsError::Einval)),
+            Step(
+                "d0",
+                0,
+                c(&["quota", "set", "nodes", "0"]),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                c(&["quota", "set", "nodes", "-1"]),
+                err(XsError::Einval),
+            ),
+            Step(
+                "d0",
+                0,
+                c(&["quota", "set", "memory", "x"]),
+                err(XsError::Einval),
+            ),
+            Step("d0", 0, c(&["quota", "set", "nodes", "5x"]), text("OK")),
+            Step(
+                "d0",
+                0,
+                c(&["quota", "set", "transaction-nodes", "7"]),
+                text("OK"),
+            ),
+            Step("d0", 0, c(&["quota", "5"]), err(XsError::Enoent)),
+        ],
+    );
+    assert_eq!(xs.take_logfile(), Some(b("/tmp/t")));
+    assert_eq!(xs.take_logfile(), None);
+    assert_eq!(xs.config.quota.nodes, 5);
+    assert_eq!(xs.config.quota.transaction_nodes, 7);
+    assert_eq!(xs.config.quota.memory_soft, 100);
+    let Reply::Text(all) = xs.handle(1, 0, &c(&["quota"]), Now::default()) else {
+        panic!("quota report");
+    };
+    assert!(all.contains(
+        "outstanding      :       20 Outstanding requests per domain\n\
+         transaction-nodes:        7 Max. number of accessed nodes per transaction\n\
+         memory           :  2621440 Total Xenstore memory per domain (error level)\n"
+    ));
+    let Reply::Text(help) = xs.handle(1, 0, &c(&["help"]), Now::default()) else {
+        panic!("help");
+    };
+    assert!(
+        help.contains("logfile\t<file>\n") && help.contains("quota-soft\t[set <name> <val>]\n")
+    );
+    // Per-domain report: cxenstored's rows and layout.
+    assert_eq!(xs.handle(102, 0, &write("w", "xyz"), Now::default()), OK);
+    assert_eq!(
+        xs.handle(102, 0, &Op::Watch(b("w"), b("t")), Now::default()),
+        OK
+    );
+    xs.may_read(102, 1);
+    let mem = 24 + 8 + 15 + 2 + (24 + 8 + 17 + 3) + 2;
+    let want = alloc::format!(
+        "Domain 2:\nnodes           :        2\nwatches         :        1\n\
+         transactions    :        0\noutstanding     :        1\nmemory          : {mem:>8}\n"
+    );
+    assert_eq!(
+        xs.handle(1, 0, &c(&["quota", "2"]), Now::default()),
+        text(&want)
+    );
+}

@@ -6,6 +6,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use super::error::XsError;
 use super::exec::{apply, Ctx, Effects};
 use super::node::{replace_at, Node};
 use super::op::{Op, Reply};
@@ -80,6 +81,8 @@ pub struct Txn {
     pub changes: Vec<Change>,
     /// Start time, unix ms.
     pub started_ms: u64,
+    /// A request went over the transaction-nodes quota: the commit answers ENOMEM.
+    pub failed: bool,
 }
 
 /// Widen an optional prefix with one more path.
@@ -103,13 +106,26 @@ impl Txn {
             log: Vec::new(),
             changes: Vec::new(),
             started_ms: now_ms,
+            failed: false,
         }
     }
 
     /// Run a store operation inside the transaction and record it (Algorithm 1).
+    /// For an unprivileged actor, a request that would make the transaction touch more than
+    /// `transaction-nodes` distinct nodes is undone, answers ENOSPC and marks the transaction
+    /// failed (cxenstored 4.17: its commit then answers ENOMEM).
     pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
         let mut fx = Effects::default();
+        let before =
+            (!cx.actor.privileged && cx.quota.transaction_nodes != 0).then(|| self.store.clone());
         let reply = apply(&mut self.store, cx, op, &mut fx);
+        if let Some(before) = before {
+            if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
+                self.store = before;
+                self.failed = true;
+                return Reply::Error(XsError::Enospc);
+            }
+        }
         for r in fx.reads {
             widen(&mut self.read_prefix, &r);
             self.accessed.insert(r);
@@ -122,6 +138,22 @@ impl Txn {
         }
         self.log.push((op.clone(), reply.clone()));
         reply
+    }
+
+    /// How many distinct nodes the transaction has touched once `fx` is added.
+    fn touched_after(&self, fx: &Effects) -> usize {
+        let mut fresh: BTreeSet<&str> = BTreeSet::new();
+        let paths = fx.reads.iter().map(String::as_str);
+        let changed = fx
+            .changes
+            .iter()
+            .flat_map(|c| [c.top.as_str(), c.path.as_str()]);
+        for p in paths.chain(changed) {
+            if !self.accessed.contains(p) {
+                fresh.insert(p);
+            }
+        }
+        self.accessed.len() + fresh.len()
     }
 
     /// Commit against `current` under `policy`: the new store, the changes to announce and

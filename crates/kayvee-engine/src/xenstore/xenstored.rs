@@ -67,6 +67,8 @@ struct Conn {
     watches: Vec<Watch>,
     txns: BTreeMap<u32, Txn>,
     next_tid: u32,
+    /// Replies queued but not yet delivered, as the transport last reported.
+    outstanding: usize,
 }
 
 /// The daemon state.
@@ -87,6 +89,9 @@ pub struct Xenstored {
     pub stats: XsStats,
     /// `CONTROL log on|off`.
     pub logging: bool,
+    /// `CONTROL logfile <file>`: the trace file the shell should switch to (taken with
+    /// [`Xenstored::take_logfile`]).
+    pub logfile: Option<Vec<u8>>,
 }
 
 impl Xenstored {
@@ -104,6 +109,7 @@ impl Xenstored {
             events: Vec::new(),
             stats: XsStats::default(),
             logging: false,
+            logfile: None,
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -132,6 +138,7 @@ impl Xenstored {
             watches: Vec::new(),
             txns: BTreeMap::new(),
             next_tid: 1,
+            outstanding: 0,
         };
         self.conns.insert(conn, c);
     }
@@ -139,6 +146,57 @@ impl Xenstored {
     /// The connection went away: its watches and transactions go with it.
     pub fn disconnect(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
+    }
+
+    /// Flow control, asked by the transport before it decodes the next request of `conn`,
+    /// with the number of its replies still undelivered. False (stop reading; no error) when
+    /// an unprivileged domain is at its `outstanding` quota or at or over its hard `memory`
+    /// quota, as cxenstored 4.17's `domain_can_read`. Dom0 is never held back.
+    pub fn may_read(&mut self, conn: ConnId, outstanding: usize) -> bool {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
+        c.outstanding = outstanding;
+        let domid = c.domid;
+        if domid == 0 {
+            return true;
+        }
+        let q = self.domains.quota(domid, &self.config.quota);
+        let busy: usize = self.domain_conns(domid).map(|c| c.outstanding).sum();
+        if busy >= q.outstanding as usize {
+            return false;
+        }
+        q.memory == 0 || self.memory_of(domid) < u64::from(q.memory)
+    }
+
+    /// The connections of a domain.
+    fn domain_conns(&self, domid: u32) -> impl Iterator<Item = &Conn> {
+        self.conns.values().filter(move |c| c.domid == domid)
+    }
+
+    /// Accounted memory of a domain: its nodes (cxenstored's formula, see
+    /// [`Store::memory_of`]) plus its watches (path and token bytes).
+    pub fn memory_of(&self, domid: u32) -> u64 {
+        let watches: usize = self
+            .domain_conns(domid)
+            .flat_map(|c| c.watches.iter())
+            .map(|w| w.path.len() + w.token.len())
+            .sum();
+        self.store.memory_of(domid) + watches as u64
+    }
+
+    /// A domain's usage for `CONTROL quota <domid>`: watches, transactions, outstanding.
+    pub fn domain_usage(&self, domid: u32) -> (usize, usize, usize) {
+        let conns = || self.domain_conns(domid);
+        let watches = conns().map(|c| c.watches.len()).sum();
+        let txns = conns().map(|c| c.txns.len()).sum();
+        let outstanding = conns().map(|c| c.outstanding).sum();
+        (watches, txns, outstanding)
+    }
+
+    /// The trace file a `CONTROL logfile` asked for since the last call.
+    pub fn take_logfile(&mut self) -> Option<Vec<u8>> {
+        self.logfile.take()
     }
 
     /// Watch events produced so far, in order.
@@ -160,6 +218,10 @@ impl Xenstored {
         let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
             return Reply::Error(XsError::Einval);
         };
+        // cxenstored 4.17 checks XS_FLAG_PRIV before the transaction id, answering EACCES.
+        if domid != 0 && op.is_privileged() {
+            return Reply::Error(XsError::Eacces);
+        }
         if tx_id != 0 && !self.conns[&conn].txns.contains_key(&tx_id) {
             return Reply::Error(XsError::Enoent);
         }
@@ -232,6 +294,9 @@ impl Xenstored {
         let txn = c.txns.remove(&tid).ok_or(XsError::Enoent)?;
         if !commit {
             return Ok(Reply::Ok);
+        }
+        if txn.failed {
+            return Err(XsError::Enomem);
         }
         let actor = self.actor(domid);
         let quota = self.domains.quota(domid, &self.config.quota);
@@ -401,13 +466,13 @@ impl Xenstored {
     fn domain_op(&mut self, domid: u32, op: &Op) -> Result<Reply, XsError> {
         match op {
             Op::GetDomainPath(d) => Ok(Reply::Text(domain_home(parse_lenient(d)))),
+            Op::GetFeature(args) => self.get_feature(args),
+            Op::GetQuota(args) => self.get_quota(args),
+            _ if domid != 0 => Err(XsError::Eacces),
             Op::IsDomainIntroduced(d) => {
                 let yes = self.domains.exists(parse_lenient(d));
                 Ok(Reply::Text(String::from(if yes { "T" } else { "F" })))
             }
-            Op::GetFeature(args) => self.get_feature(args),
-            Op::GetQuota(args) => self.get_quota(args),
-            _ if domid != 0 => Err(XsError::Eacces),
             Op::Introduce(d, gfn, port) => Ok(self.introduce(d, gfn, port)),
             Op::Release(d) => self.release(parse_lenient(d)),
             Op::Resume(d) => self.resume(parse_lenient(d)),

@@ -4,7 +4,10 @@
 #
 #   bench/xenstore/run.sh [clients] [txs]      (defaults: 128 500, the paper's Section 7.1)
 #
-# Builds in release mode. Each daemon gets a fresh socket under a temp dir.
+# Builds in release mode. Each daemon gets a fresh socket under a temp dir. Every workload runs
+# twice per daemon: with xs-bench (Rust, wire protocol, one thread per client) and with
+# libxs-bench (C, libxenstore, one forked process per client), built here with `cc -O2` when
+# <xenstore.h> is installed (libxen-dev). CLIENT=xs|libxs runs only one of them.
 set -e
 CLIENTS=${1:-128}
 TXS=${2:-500}
@@ -16,16 +19,32 @@ BIN=$ROOT/target/release
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
+LIBXS=
+if [ "${CLIENT:-}" != xs ]; then
+    if [ -f /usr/include/xenstore.h ] &&
+        cc -O2 -o "$TMP/libxs-bench" "$ROOT/bench/xenstore/libxs-bench.c" -lxenstore; then
+        LIBXS=$TMP/libxs-bench
+    else
+        echo "# libxs-bench skipped: <xenstore.h>/libxenstore missing (apt-get install libxen-dev)"
+    fi
+fi
+
 LIMIT=${LIMIT:-120}
-one() { # label socket workload clients txs [extra...]
-    label=$1; sock=$2; w=$3; c=$4; t=$5; shift 5
-    timeout "$LIMIT" "$BIN/xs-bench" --socket "$sock" --label "$label" --workload "$w" \
-        --clients "$c" --txs "$t" "$@" || echo "$label workload=$w clients=$c txs=$t TIMEOUT after ${LIMIT}s (live-lock)"
+one() { # tool label socket workload clients txs [extra...]
+    tool=$1; label=$2; sock=$3; w=$4; c=$5; t=$6; shift 6
+    XENSTORED_PATH=$sock timeout "$LIMIT" "$tool" --label "$label" --workload "$w" \
+        --clients "$c" --txs "$t" "$@" || echo "$label workload=$w clients=$c txs=$t TIMEOUT or failure after <= ${LIMIT}s (live-lock?)"
+}
+both() { # label socket workload clients txs [extra...]: xs-bench, then libxs-bench
+    label=$1; shift
+    [ "${CLIENT:-}" = libxs ] || one "$BIN/xs-bench" "$label" "$@"
+    [ -z "$LIBXS" ] || one "$LIBXS" "$label+libxs" "$@"
 }
 workloads() { # label socket
-    one "$1" "$2" 7.1 "$CLIENTS" "$TXS"
-    one "$1" "$2" 7.1-create "$CLIENTS" "$TXS"
-    one "$1" "$2" 7.3 32 20 --sleep-ms 10
+    both "$1" "$2" 7.1 "$CLIENTS" "$TXS"
+    both "$1" "$2" 7.1-create "$CLIENTS" "$TXS"
+    both "$1" "$2" 7.3 32 20 --sleep-ms 10
+    echo "# load: $(cut -d' ' -f1-3 /proc/loadavg) $(date -u +%H:%M:%SZ)"
 }
 
 for policy in coalesce per-node abort-on-any-commit; do

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Interleaved A/B: kayvee-xenstored (one conflict policy) against Debian's C xenstored, both
+# running at once and driven alternately by the libxenstore client, so machine-load swings hit
+# both sides alike (run.sh measures the daemons one after the other, minutes apart).
+#
+#   bench/xenstore/ab.sh [rounds] [workload] [clients] [txs]   (defaults: 3 7.1 128 500)
+#   POLICY=coalesce (default) | per-node | abort-on-any-commit
+#
+# Prints one libxs-bench line per run, and the load average after each round.
+set -e
+ROUNDS=${1:-3}
+W=${2:-7.1}
+CLIENTS=${3:-128}
+TXS=${4:-500}
+POLICY=${POLICY:-coalesce}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PEERS=${PEERS:-/work/shared/peers/xenstored}
+cargo build --release -q -p kayvee-xenstored --manifest-path "$ROOT/Cargo.toml"
+TMP=$(mktemp -d)
+cc -O2 -o "$TMP/libxs-bench" "$ROOT/bench/xenstore/libxs-bench.c" -lxenstore
+S=$TMP/kv.sock
+XENSTORED_PATH=$S "$ROOT/target/release/kayvee-xenstored" --no-fork --conflict-policy "$POLICY" &
+KV=$!
+sh "$PEERS/start.sh" cxenstored "$TMP/cx" >/dev/null
+trap 'kill $KV; sh "$PEERS/stop.sh" "$TMP/cx" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+while [ ! -S "$S" ]; do sleep 0.05; done
+echo "# ab $(date -u +%Y-%m-%dT%H:%M:%SZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+    XENSTORED_PATH=$S "$TMP/libxs-bench" --label "kayvee/$POLICY+libxs" --workload "$W" \
+        --clients "$CLIENTS" --txs "$TXS"
+    XENSTORED_PATH=$TMP/cx/socket "$TMP/libxs-bench" --label "cxenstored+libxs" --workload "$W" \
+        --clients "$CLIENTS" --txs "$TXS"
+    echo "# load: $(cut -d' ' -f1-3 /proc/loadavg) $(date -u +%H:%M:%SZ)"
+    r=$((r + 1))
+done

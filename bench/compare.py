@@ -48,10 +48,10 @@ TYPE_TESTS += [(f"LRANGE_{n}", ["LRANGE", "mylist", "0", str(n - 1)], f"LRANGE m
                for n in [100, 300, 500, 600]]
 LRANGE_FILL = 1000
 # --quick request counts at -P 1 (times 4 at -P 16), per test; the default is QUICK_REQUESTS.
-QUICK_REQUESTS = 30000
-QUICK_SMALL = {"LRANGE_100": 10000, "LRANGE_300": 5000, "LRANGE_500": 4000, "LRANGE_600": 3000}
+QUICK_REQUESTS = 15000
+QUICK_SMALL = {"LRANGE_100": 4000, "LRANGE_300": 2000, "LRANGE_500": 1500, "LRANGE_600": 1500}
 SUBSCRIBERS = [1, 10, 100]
-QUICK_PUBLISH = {1: 20000, 10: 10000, 100: 2000}
+QUICK_PUBLISH = {1: 15000, 10: 5000, 100: 1500}
 CHANNEL, PAYLOAD = "chan", "payload"
 TXN_COMMANDS = 10
 PIPELINES = [1, 16]
@@ -319,8 +319,8 @@ def zset_commands(i):
 # (dataset, what one item is, how many in a full / quick run (None: --keys), its commands, shape)
 DATASETS = [
     ("strings", "key", None, string_commands, "SET key:N, 16-byte value"),
-    ("hashes", "hash", (100_000, 100_000), hash_commands, "HSET hash:N, 10 fields of 16 B"),
-    ("zsets", "zset", (100_000, 100_000), zset_commands, "ZADD zset:N, 10 members"),
+    ("hashes", "hash", (100_000, 20_000), hash_commands, "HSET hash:N, 10 fields of 16 B"),
+    ("zsets", "zset", (100_000, 20_000), zset_commands, "ZADD zset:N, 10 members"),
 ]
 
 
@@ -408,7 +408,7 @@ def default_kayvee_bin():
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: fixed small -n, 100k keys")
+    p.add_argument("--quick", action="store_true", help="smoke run: fixed small -n, 100k keys, 20k hashes and zsets")
     p.add_argument("--only", default=",".join(GROUPS),
                    help=f"comma-separated groups to run, of: {' '.join(GROUPS)}")
     p.add_argument("--kayvee-bin", help="kayvee-server binary (default: release build)")

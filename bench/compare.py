@@ -383,16 +383,16 @@ def run_memory(binaries, keys, quick):
 
 def print_memory(mem):
     print("\nMemory, VmRSS above the empty server's, per item (redis-cli --pipe load):")
-    print(f"{'dataset':<34}{'server':<8}{'empty KiB':>11}{'loaded KiB':>12}{'bytes/item':>12}")
+    print(f"{'dataset':<36}{'server':<8}{'empty KiB':>11}{'loaded KiB':>12}{'bytes/item':>12}")
     for name, item, _, _, shape in DATASETS:
         if name not in mem:
             continue
         what = f"{mem[name]['redis']['count']} {name}"
         for kind, m in mem[name].items():
-            print(f"{what:<34}{kind:<8}{m['empty_kib']:>11}{m['loaded_kib']:>12}"
+            print(f"{what:<36}{kind:<8}{m['empty_kib']:>11}{m['loaded_kib']:>12}"
                   f"{m['bytes_per_item']:>12.1f}")
             what = f"  ({shape})"
-        print(f"{'':<34}kayvee/redis bytes per {item}: "
+        print(f"{'':<36}kayvee/redis bytes per {item}: "
               f"{ratio(mem[name]['kayvee']['bytes_per_item'], mem[name]['redis']['bytes_per_item']):.2f}")
 
 

@@ -230,8 +230,9 @@ def measure_publish(server, subscribers, pipeline, requests):
         cpu_before = server.cpu_seconds()
         rps = benchmark(server.port, ["PUBLISH", CHANNEL, PAYLOAD], f"PUBLISH {CHANNEL} {PAYLOAD}",
                         pipeline, requests)
-        subs.wait_for(requests * len(rawload.published_message(CHANNEL, PAYLOAD)))
-        return cpu_result(requests, rps, server.cpu_seconds() - cpu_before)
+        size = len(rawload.published_message(CHANNEL, PAYLOAD))
+        got = subs.wait_for(requests * size, CLIENTS * pipeline * size)
+        return cpu_result(got // size, rps, server.cpu_seconds() - cpu_before)
     finally:
         subs.close()
 

@@ -71,19 +71,27 @@ class Subscribers:
                 self.received[key.fileobj.fileno()] += n
         sel.close()
 
-    def wait_for(self, total_bytes, timeout_s=60):
-        """Waits until every subscriber has `total_bytes`; raises if one was dropped or is late."""
+    def wait_for(self, total_bytes, slack_bytes, timeout_s=60):
+        """Waits until every subscriber has `total_bytes` and no more arrive; returns the bytes
+        each got. All must get the same, at most `slack_bytes` more (redis-benchmark with -P can
+        send a few requests beyond -n); raises if one was dropped or is short."""
         deadline = time.time() + timeout_s
-        while min(self.received.values()) < total_bytes:
+        last, stable_since = None, time.time()
+        while True:
+            counts = sorted(self.received.values())
             if self.closed:
                 raise RuntimeError(f"{len(self.closed)} subscriber(s) disconnected by the server")
+            if counts != last:
+                last, stable_since = counts, time.time()
+            elif counts[0] >= total_bytes and time.time() - stable_since > 0.2:
+                break
             if time.time() > deadline:
-                raise RuntimeError(f"subscribers got {min(self.received.values())} of "
-                                   f"{total_bytes} bytes")
+                raise RuntimeError(f"subscribers got {counts[0]} of {total_bytes} bytes")
             time.sleep(0.01)
-        if max(self.received.values()) != total_bytes:
-            raise RuntimeError(f"a subscriber got {max(self.received.values())} bytes, "
-                               f"expected {total_bytes}")
+        if counts[0] != counts[-1] or counts[-1] > total_bytes + slack_bytes:
+            raise RuntimeError(f"subscribers got {counts[0]}..{counts[-1]} bytes, expected "
+                               f"{total_bytes} (+ at most {slack_bytes})")
+        return counts[0]
 
     def close(self):
         self.stop_flag = True

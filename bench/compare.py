@@ -355,7 +355,7 @@ def load_and_measure(kind, binary, path, count):
                                   str(server.port), "--pipe"], stdin=f,
                                  capture_output=True, text=True, timeout=900)
         if f"errors: 0, replies: {count}" not in out.stdout:
-            raise RuntimeError(f"{kind}: redis-cli --pipe said {out.stdout!r}")
+            raise RuntimeError(f"{kind}: redis-cli --pipe said {out.stdout!r} {out.stderr[-500:]!r}")
         keys = dbsize(server.port)
         if keys != count:
             raise RuntimeError(f"{kind}: DBSIZE {keys}, expected {count}")

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Side-by-side benchmark: redis-server 7.0.15 and kayvee-server, started the same way, pinned to
-CPU 0, driven by redis-benchmark pinned to CPU 1. Prints requests/s and requests per server-CPU-second
-for both with Kayvee/Redis ratios, then the resident memory per key after loading N keys.
+CPU 0, driven by redis-benchmark (and this script's raw-socket load) pinned to CPU 1. Prints
+requests/s and requests per server-CPU-second for both with Kayvee/Redis ratios, then resident memory
+per string key, per hash and per sorted set.
+
+Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
+hash and zset tests), pubsub (PUBLISH to 1, 10, 100 subscribers), multi (MULTI + 10 commands + EXEC),
+memory (RSS per key / hash / zset).
 
 Standard library only. See bench/README.md. Usage:
-    python3 bench/compare.py [--quick] [--kayvee-bin PATH] [--seconds S] [--keys N] [--json FILE]
+    python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--seconds S]
+                             [--keys N] [--json FILE]
 With KAYVEE_TARGET=redis (or --kayvee-bin redis-server) the "kayvee" side is a second redis-server:
 a check of the harness itself, whose ratios should all be close to 1.
 """
@@ -20,16 +26,34 @@ import sys
 import tempfile
 import time
 
+import rawload
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# (redis-benchmark -t name, the name its CSV output uses)
-TESTS = [
-    ("ping_inline", "PING_INLINE"),
-    ("ping_mbulk", "PING_MBULK"),
-    ("set", "SET"),
-    ("get", "GET"),
-    ("incr", "INCR"),
-    ("mset", "MSET (10 keys)"),
+GROUPS = ["strings", "types", "pubsub", "multi", "memory"]
+# (name shown, redis-benchmark arguments: ["-t", test] or a custom command, the CSV label it prints)
+STRING_TESTS = [
+    ("PING_INLINE", ["-t", "ping_inline"], "PING_INLINE"),
+    ("PING_MBULK", ["-t", "ping_mbulk"], "PING_MBULK"),
+    ("SET", ["-t", "set"], "SET"),
+    ("GET", ["-t", "get"], "GET"),
+    ("INCR", ["-t", "incr"], "INCR"),
+    ("MSET", ["-t", "mset"], "MSET (10 keys)"),
 ]
+# Run in this order on a flushed server, so the pops find what the pushes left. LRANGE_N is
+# redis-benchmark's `LRANGE mylist 0 N-1` given as a custom command on a list this script prefilled:
+# `-t lrange_N` would first run N LPUSHes inside the same measurement of server CPU time.
+TYPE_TESTS = [(t.upper(), ["-t", t], t.upper())
+              for t in ["lpush", "rpush", "lpop", "rpop", "sadd", "spop", "hset", "zadd", "zpopmin"]]
+TYPE_TESTS += [(f"LRANGE_{n}", ["LRANGE", "mylist", "0", str(n - 1)], f"LRANGE mylist 0 {n - 1}")
+               for n in [100, 300, 500, 600]]
+LRANGE_FILL = 1000
+# --quick request counts at -P 1 (times 4 at -P 16), per test; the default is QUICK_REQUESTS.
+QUICK_REQUESTS = 15000
+QUICK_SMALL = {"LRANGE_100": 4000, "LRANGE_300": 2000, "LRANGE_500": 1500, "LRANGE_600": 1500}
+SUBSCRIBERS = [1, 10, 100]
+QUICK_PUBLISH = {1: 15000, 10: 5000, 100: 1500}
+CHANNEL, PAYLOAD = "chan", "payload"
+TXN_COMMANDS = 10
 PIPELINES = [1, 16]
 CLIENTS = 50
 SERVER_CPU = "0"
@@ -105,49 +129,151 @@ class Server:
             self.proc.wait()
 
 
-def benchmark(port, test, pipeline, requests):
-    """Runs one redis-benchmark test; returns requests per second from its CSV output."""
+def command(port, *args):
+    """Sends one command over a fresh connection; returns the first reply bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(rawload.resp(*args))
+        return s.recv(4096)
+
+
+def benchmark(port, bench_args, label, pipeline, requests):
+    """Runs one redis-benchmark test; returns requests per second from its CSV row `label`."""
     cmd = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-p", str(port), "-c", str(CLIENTS),
-           "-n", str(requests), "-P", str(pipeline), "-t", test, "--csv"]
+           "-n", str(requests), "-P", str(pipeline), "--csv"] + bench_args
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr}")
-    rows = list(csv.reader(io.StringIO(out.stdout)))
-    for row in rows[1:]:
-        if row and row[0] != "test":
+    for row in csv.reader(io.StringIO(out.stdout)):
+        if row and row[0] == label:
             return float(row[1])
-    raise RuntimeError(f"no CSV row in redis-benchmark output: {out.stdout!r}")
+    raise RuntimeError(f"no CSV row {label!r} in redis-benchmark output: {out.stdout!r}")
+
+
+def cpu_result(requests, rps, cpu):
+    """A measurement: requests/s and requests per server-CPU-second."""
+    return {"rps": rps, "cpu_s": cpu, "per_cpu_s": requests / cpu if cpu > 0 else float("inf")}
 
 
 def measure(server, test, pipeline, requests):
     """rps and requests per server-CPU-second for one test against one server."""
+    _, bench_args, label = test
     cpu_before = server.cpu_seconds()
-    rps = benchmark(server.port, test, pipeline, requests)
-    cpu = server.cpu_seconds() - cpu_before
-    return {"rps": rps, "cpu_s": cpu, "per_cpu_s": requests / cpu if cpu > 0 else float("inf")}
+    rps = benchmark(server.port, bench_args, label, pipeline, requests)
+    return cpu_result(requests, rps, server.cpu_seconds() - cpu_before)
 
 
 def calibrate(server, test, pipeline, seconds):
     """A request count that makes the test last about `seconds` against `server`."""
-    rps = benchmark(server.port, test, pipeline, 20000 * pipeline)
-    return max(20000, int(rps * seconds))
+    _, bench_args, label = test
+    rps = benchmark(server.port, bench_args, label, pipeline, 10000 * pipeline)
+    return max(10000, int(rps * seconds))
 
 
-def run_throughput(servers, quick, seconds):
-    """Every test at every pipeline depth on both servers; returns result rows."""
+def request_counts(redis, tests, pipeline, quick, seconds):
+    """Requests per test: fixed with --quick, else calibrated on redis-server (then flushed)."""
+    counts = {}
+    for test in tests:
+        name = test[0]
+        if quick:
+            counts[name] = QUICK_SMALL.get(name, QUICK_REQUESTS) * (4 if pipeline > 1 else 1)
+        else:
+            prepare(redis, name)
+            counts[name] = calibrate(redis, test, pipeline, seconds)
+    command(redis.port, "FLUSHALL")
+    # A pop must not outnumber what the pushes before it left, or it measures empty-list replies.
+    pushed = counts.get("LPUSH", 0) + counts.get("RPUSH", 0)
+    for pop in ("LPOP", "RPOP"):
+        if pop in counts:
+            counts[pop] = min(counts[pop], pushed // 2)
+    return counts
+
+
+def prepare(server, name):
+    """Puts the data a test reads in place: the LRANGE tests' list of LRANGE_FILL elements."""
+    if name == "LRANGE_100":
+        command(server.port, "DEL", "mylist")
+        command(server.port, "RPUSH", "mylist", *(["xxx"] * LRANGE_FILL))
+
+
+def log_row(row):
+    log(f"  {row['test']} -P {row['pipeline']}: redis {row['redis']['rps']:.0f}/s "
+        f"kayvee {row['kayvee']['rps']:.0f}/s")
+
+
+def run_benchmark_tests(servers, tests, quick, seconds):
+    """Every test at every pipeline depth on both servers, each server flushed before the
+    sequence; returns result rows."""
     rows = []
-    for test, label in TESTS:
-        for pipeline in PIPELINES:
-            if quick:
-                requests = 30000 * (4 if pipeline > 1 else 1)
-            else:
-                requests = calibrate(servers["redis"], test, pipeline, seconds)
-            row = {"test": label, "pipeline": pipeline, "requests": requests}
-            for kind, server in servers.items():
-                row[kind] = measure(server, test, pipeline, requests)
-            log(f"  {label} -P {pipeline}: redis {row['redis']['rps']:.0f}/s "
-                f"kayvee {row['kayvee']['rps']:.0f}/s")
+    for pipeline in PIPELINES:
+        counts = request_counts(servers["redis"], tests, pipeline, quick, seconds)
+        results = {}
+        for kind, server in servers.items():
+            command(server.port, "FLUSHALL")
+            for test in tests:
+                prepare(server, test[0])
+                results[kind, test[0]] = measure(server, test, pipeline, counts[test[0]])
+        for name, _, _ in tests:
+            row = {"test": name, "pipeline": pipeline, "requests": counts[name]}
+            for kind in servers:
+                row[kind] = results[kind, name]
+            log_row(row)
             rows.append(row)
+    rows.sort(key=lambda r: [t[0] for t in tests].index(r["test"]))
+    return rows
+
+
+def measure_publish(server, subscribers, pipeline, requests):
+    """PUBLISH chan payload via redis-benchmark with `subscribers` raw-socket subscribers; server
+    CPU is counted until every subscriber has received every message."""
+    subs = rawload.Subscribers(server.port, CHANNEL, subscribers)
+    try:
+        cpu_before = server.cpu_seconds()
+        rps = benchmark(server.port, ["PUBLISH", CHANNEL, PAYLOAD], f"PUBLISH {CHANNEL} {PAYLOAD}",
+                        pipeline, requests)
+        size = len(rawload.published_message(CHANNEL, PAYLOAD))
+        got = subs.wait_for(requests * size, CLIENTS * pipeline * size)
+        return cpu_result(got // size, rps, server.cpu_seconds() - cpu_before)
+    finally:
+        subs.close()
+
+
+def run_pubsub(servers, quick, seconds):
+    """PUBLISH with 1, 10 and 100 subscribers at every pipeline depth on both servers."""
+    rows = []
+    for subscribers in SUBSCRIBERS:
+        for pipeline in PIPELINES:
+            requests = QUICK_PUBLISH[subscribers] * (4 if pipeline > 1 else 1)
+            if not quick:
+                rps = measure_publish(servers["redis"], subscribers, pipeline, 10000 * pipeline)
+                requests = max(10000, int(rps["rps"] * seconds))
+            row = {"test": f"PUBLISH {subscribers} sub", "pipeline": pipeline,
+                   "requests": requests}
+            for kind, server in servers.items():
+                row[kind] = measure_publish(server, subscribers, pipeline, requests)
+            log_row(row)
+            rows.append(row)
+    return rows
+
+
+def measure_multi(server, pipeline, seconds):
+    """Time-bounded MULTI + TXN_COMMANDS + EXEC load; rates count transactions."""
+    cpu_before = server.cpu_seconds()
+    done, elapsed = rawload.multi_exec_load(server.port, CLIENTS, pipeline, TXN_COMMANDS, seconds)
+    result = cpu_result(done, done / elapsed, server.cpu_seconds() - cpu_before)
+    result["transactions"] = done
+    return result
+
+
+def run_multi(servers, quick, seconds):
+    """MULTI/EXEC transactions of TXN_COMMANDS commands at every pipeline depth on both servers."""
+    rows = []
+    for pipeline in PIPELINES:
+        row = {"test": f"MULTI/EXEC {TXN_COMMANDS}", "pipeline": pipeline}
+        for kind, server in servers.items():
+            command(server.port, "FLUSHALL")
+            row[kind] = measure_multi(server, pipeline, 1.0 if quick else seconds)
+        log_row(row)
+        rows.append(row)
     return rows
 
 
@@ -156,28 +282,59 @@ def ratio(a, b):
 
 
 def print_throughput(rows):
-    head = (f"{'test':<16}{'P':>3} {'redis req/s':>13}{'kayvee req/s':>14}{'ratio':>7}"
+    head = (f"{'test':<18}{'P':>3} {'redis req/s':>13}{'kayvee req/s':>14}{'ratio':>7}"
             f" {'redis req/cpu-s':>16}{'kayvee req/cpu-s':>17}{'ratio':>7}")
     print(head)
     print("-" * len(head))
     for r in rows:
         red, kay = r["redis"], r["kayvee"]
-        print(f"{r['test']:<16}{r['pipeline']:>3} {red['rps']:>13.0f}{kay['rps']:>14.0f}"
+        print(f"{r['test']:<18}{r['pipeline']:>3} {red['rps']:>13.0f}{kay['rps']:>14.0f}"
               f"{ratio(kay['rps'], red['rps']):>7.2f} {red['per_cpu_s']:>16.0f}"
               f"{kay['per_cpu_s']:>17.0f}{ratio(kay['per_cpu_s'], red['per_cpu_s']):>7.2f}")
+    if any(r["test"].startswith("MULTI") for r in rows):
+        print(f"(MULTI/EXEC rows count transactions of {TXN_COMMANDS + 2} commands, not commands;"
+              f" -P is transactions per write)")
 
 
-def mass_insert_file(keys):
-    """A temporary file of `keys` RESP `SET key:N <16-byte value>` commands."""
+def string_commands(i):
+    """`SET key:N <16-byte value>`."""
+    return [("SET", f"key:{i}", f"{i:016d}")]
+
+
+def hash_commands(i):
+    """`HSET hash:N field:0 <16-byte value> ... field:9 <16-byte value>`: 10 fields."""
+    args = ["HSET", f"hash:{i}"]
+    for j in range(10):
+        args += [f"field:{j}", f"{i:014d}:{j}"]
+    return [tuple(args)]
+
+
+def zset_commands(i):
+    """`ZADD zset:N 0.5 member:0 ... 9.5 member:9`: 10 members."""
+    args = ["ZADD", f"zset:{i}"]
+    for j in range(10):
+        args += [f"{j}.5", f"member:{j}"]
+    return [tuple(args)]
+
+
+# (dataset, what one item is, how many in a full / quick run (None: --keys), its commands, shape)
+DATASETS = [
+    ("strings", "key", None, string_commands, "SET key:N, 16-byte value"),
+    ("hashes", "hash", (100_000, 20_000), hash_commands, "HSET hash:N, 10 fields of 16 B"),
+    ("zsets", "zset", (100_000, 20_000), zset_commands, "ZADD zset:N, 10 members"),
+]
+
+
+def mass_insert_file(count, generate):
+    """A temporary file of the RESP commands `generate(i)` for i in 0..count."""
     f = tempfile.NamedTemporaryFile(prefix="kayvee-bench-", suffix=".resp", delete=False)
     chunk = []
-    for i in range(keys):
-        k = f"key:{i}"
-        chunk.append(f"*3\r\n$3\r\nSET\r\n${len(k)}\r\n{k}\r\n$16\r\n{i:016d}\r\n")
-        if len(chunk) == 100000:
-            f.write("".join(chunk).encode())
+    for i in range(count):
+        chunk += [rawload.resp(*c) for c in generate(i)]
+        if len(chunk) >= 100000:
+            f.write(b"".join(chunk))
             chunk = []
-    f.write("".join(chunk).encode())
+    f.write(b"".join(chunk))
     f.close()
     return f.name
 
@@ -187,42 +344,57 @@ def dbsize(port):
     return int(out.stdout.strip())
 
 
-def run_memory(binaries, keys):
-    """Loads `keys` keys into a fresh server of each kind; returns RSS figures."""
-    path = mass_insert_file(keys)
-    results = {}
+def load_and_measure(kind, binary, path, count):
+    """A fresh server loaded from `path` by redis-cli --pipe; its RSS before and after."""
+    server = Server(kind, binary, 31000)
     try:
-        for kind, binary in binaries.items():
-            server = Server(kind, binary, 31000)
-            try:
-                time.sleep(0.2)
-                empty = server.rss_kib()
-                with open(path, "rb") as f:
-                    out = subprocess.run(["taskset", "-c", CLIENT_CPU, "redis-cli", "-p",
-                                          str(server.port), "--pipe"], stdin=f,
-                                         capture_output=True, text=True, timeout=900)
-                if f"errors: 0, replies: {keys}" not in out.stdout:
-                    raise RuntimeError(f"{kind}: redis-cli --pipe said {out.stdout!r}")
-                count = dbsize(server.port)
-                if count != keys:
-                    raise RuntimeError(f"{kind}: DBSIZE {count}, expected {keys}")
-                loaded = server.rss_kib()
-                results[kind] = {"empty_kib": empty, "loaded_kib": loaded,
-                                 "bytes_per_key": (loaded - empty) * 1024 / keys}
-            finally:
-                server.stop()
+        time.sleep(0.2)
+        empty = server.rss_kib()
+        with open(path, "rb") as f:
+            out = subprocess.run(["taskset", "-c", CLIENT_CPU, "redis-cli", "-p",
+                                  str(server.port), "--pipe"], stdin=f,
+                                 capture_output=True, text=True, timeout=900)
+        if f"errors: 0, replies: {count}" not in out.stdout:
+            raise RuntimeError(f"{kind}: redis-cli --pipe said {out.stdout!r} {out.stderr[-500:]!r}")
+        keys = dbsize(server.port)
+        if keys != count:
+            raise RuntimeError(f"{kind}: DBSIZE {keys}, expected {count}")
+        loaded = server.rss_kib()
+        return {"empty_kib": empty, "loaded_kib": loaded, "count": count,
+                "bytes_per_item": (loaded - empty) * 1024 / count}
     finally:
-        os.unlink(path)
+        server.stop()
+
+
+def run_memory(binaries, keys, quick):
+    """Loads each dataset into a fresh server of each kind; returns RSS figures per dataset."""
+    results = {}
+    for name, _, counts, generate, _ in DATASETS:
+        count = keys if counts is None else counts[1 if quick else 0]
+        path = mass_insert_file(count, generate)
+        try:
+            results[name] = {kind: load_and_measure(kind, binary, path, count)
+                             for kind, binary in binaries.items()}
+        finally:
+            os.unlink(path)
+        log(f"  memory {name}: " + " ".join(f"{k} {m['bytes_per_item']:.1f} B"
+                                            for k, m in results[name].items()))
     return results
 
 
-def print_memory(mem, keys):
-    print(f"\nMemory after loading {keys} keys (key:N, 16-byte values), VmRSS:")
-    print(f"{'server':<8}{'empty KiB':>11}{'loaded KiB':>12}{'bytes/key':>11}")
-    for kind, m in mem.items():
-        print(f"{kind:<8}{m['empty_kib']:>11}{m['loaded_kib']:>12}{m['bytes_per_key']:>11.1f}")
-    print(f"kayvee/redis bytes per key: "
-          f"{ratio(mem['kayvee']['bytes_per_key'], mem['redis']['bytes_per_key']):.2f}")
+def print_memory(mem):
+    print("\nMemory, VmRSS above the empty server's, per item (redis-cli --pipe load):")
+    print(f"{'dataset':<36}{'server':<8}{'empty KiB':>11}{'loaded KiB':>12}{'bytes/item':>12}")
+    for name, item, _, _, shape in DATASETS:
+        if name not in mem:
+            continue
+        what = f"{mem[name]['redis']['count']} {name}"
+        for kind, m in mem[name].items():
+            print(f"{what:<36}{kind:<8}{m['empty_kib']:>11}{m['loaded_kib']:>12}"
+                  f"{m['bytes_per_item']:>12.1f}")
+            what = f"  ({shape})"
+        print(f"{'':<36}kayvee/redis bytes per {item}: "
+              f"{ratio(mem[name]['kayvee']['bytes_per_item'], mem[name]['redis']['bytes_per_item']):.2f}")
 
 
 def default_kayvee_bin():
@@ -235,33 +407,69 @@ def default_kayvee_bin():
     return binary
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: fixed small -n, 100k keys")
+    p.add_argument("--quick", action="store_true", help="smoke run: fixed small -n, 100k keys, 20k hashes and zsets")
+    p.add_argument("--only", default=",".join(GROUPS),
+                   help=f"comma-separated groups to run, of: {' '.join(GROUPS)}")
     p.add_argument("--kayvee-bin", help="kayvee-server binary (default: release build)")
-    p.add_argument("--seconds", type=float, default=6.0, help="target duration per test")
-    p.add_argument("--keys", type=int, help="keys for the memory test (default 1000000)")
+    p.add_argument("--seconds", type=float, default=4.0, help="target duration per test")
+    p.add_argument("--keys", type=int, help="string keys for the memory test (default 1000000)")
     p.add_argument("--json", help="also write the results as JSON to this file")
-    p.add_argument("--no-memory", action="store_true", help="skip the memory test")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory group")
     args = p.parse_args()
-    keys = args.keys or (100_000 if args.quick else 1_000_000)
-    binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin()}
-    log(f"redis: {binaries['redis']}  kayvee: {binaries['kayvee']}  (servers on CPU {SERVER_CPU},"
-        f" redis-benchmark on CPU {CLIENT_CPU}, -c {CLIENTS})")
+    args.only = [g.strip() for g in args.only.split(",") if g.strip()]
+    unknown = [g for g in args.only if g not in GROUPS]
+    if unknown:
+        p.error(f"unknown group(s) {unknown}; groups are {GROUPS}")
+    if args.no_memory and "memory" in args.only:
+        args.only.remove("memory")
+    return args
+
+
+def run_throughput(binaries, args):
+    """The throughput groups in `args.only`, with one server of each kind; returns rows."""
+    groups = {
+        "strings": lambda sv: run_benchmark_tests(sv, STRING_TESTS, args.quick, args.seconds),
+        "types": lambda sv: run_benchmark_tests(sv, TYPE_TESTS, args.quick, args.seconds),
+        "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
+        "multi": lambda sv: run_multi(sv, args.quick, args.seconds),
+    }
+    rows = []
     servers = {}
     try:
         servers["redis"] = Server("redis", binaries["redis"], 31000)
         servers["kayvee"] = Server("kayvee", binaries["kayvee"], 32000)
-        rows = run_throughput(servers, args.quick, args.seconds)
+        for group, run in groups.items():
+            if group in args.only:
+                log(f"{group}:")
+                rows += run(servers)
     finally:
         for s in servers.values():
             s.stop()
-    print_throughput(rows)
-    result = {"throughput": rows, "quick": args.quick}
-    if not args.no_memory:
-        result["memory"] = run_memory(binaries, keys)
-        result["keys"] = keys
-        print_memory(result["memory"], keys)
+    return rows
+
+
+def main():
+    args = parse_args()
+    keys = args.keys or (100_000 if args.quick else 1_000_000)
+    binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin()}
+    # This script's own load (subscribers, MULTI/EXEC) runs on the client CPU, like redis-benchmark.
+    os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    log(f"redis: {binaries['redis']}  kayvee: {binaries['kayvee']}  (servers on CPU {SERVER_CPU},"
+        f" clients on CPU {CLIENT_CPU}, -c {CLIENTS}); load average {os.getloadavg()}")
+    started = time.time()
+    result = {"quick": args.quick, "groups": args.only}
+    rows = run_throughput(binaries, args)
+    if rows:
+        print_throughput(rows)
+        result["throughput"] = rows
+    if "memory" in args.only:
+        log("memory:")
+        result["memory"] = run_memory(binaries, keys, args.quick)
+        print_memory(result["memory"])
+    print(f"\n({time.time() - started:.0f} s; load average at the end "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

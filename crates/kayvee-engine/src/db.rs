@@ -228,33 +228,6 @@ impl Db {
         self.expires.clear();
     }
 
-    /// One pass of active expiry: samples up to `samples` keys with a TTL (using `rnd` as the
-    /// random source) and deletes the expired ones. Returns (sampled, expired); the caller repeats
-    /// while more than a quarter of the sample had expired, as Redis's cycle does.
-    pub fn active_expire(
-        &mut self,
-        now_ms: u64,
-        samples: usize,
-        rnd: &mut impl FnMut() -> u64,
-    ) -> (usize, usize) {
-        let n = samples.min(self.expires.len());
-        let mut expired = 0;
-        for _ in 0..n {
-            let Some((k, &at)) = self.expires.random(rnd()) else {
-                break;
-            };
-            if at <= now_ms {
-                let k = k.clone();
-                self.keys.remove(&k[..]);
-                self.expires.remove(&k[..]);
-                self.stats.expired += 1;
-                self.watch.note_expired(&k[..]);
-                expired += 1;
-            }
-        }
-        (n, expired)
-    }
-
     /// A read lookup that leaves the access time alone (Redis's `LOOKUP_NOTOUCH`, as EXISTS,
     /// TYPE, TTL and OBJECT use): expires lazily and counts a hit or a miss.
     pub fn lookup_notouch(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {

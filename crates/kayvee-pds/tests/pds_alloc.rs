@@ -3,51 +3,10 @@
 //! beyond `size_of::<T>()`), `heap_size()` agreeing with the allocator, and in-place writes
 //! allocating nothing.
 use kayvee_pds::{PList, POrdSet, SmallBytes};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
-/// Counts this thread's live bytes and allocation calls.
-struct Counting;
-
-thread_local! {
-    static LIVE_BYTES: Cell<isize> = const { Cell::new(0) };
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Adds `delta` live bytes (and one call when `call`) to this thread's counters.
-fn note(delta: isize, call: bool) {
-    let _ = LIVE_BYTES.try_with(|b| b.set(b.get() + delta));
-    if call {
-        let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-    }
-}
-
-// SAFETY: forwards every call to `System` unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size() as isize, true);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        note(-(layout.size() as isize), false);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size as isize - layout.size() as isize, true);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// (live bytes, allocation calls) of this thread so far.
-fn counters() -> (isize, usize) {
-    (LIVE_BYTES.with(Cell::get), ALLOCS.with(Cell::get))
-}
+#[path = "common/alloc.rs"]
+mod alloc;
+use alloc::counters;
 
 /// A sorted-set element like the engine's `ScoreMember` (score bits, member).
 type Scored = (u64, SmallBytes);

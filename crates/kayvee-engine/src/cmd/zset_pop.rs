@@ -174,7 +174,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let rng = &mut cx.core.rng;
     let Some(count) = count else {
         let i = (rng.next_u64() % zs.len() as u64) as usize;
-        out.bulk(&zs.nth(i).expect("in range").1);
+        out.bulk(zs.nth(i).expect("in range").1);
         return Ok(());
     };
     let n = zs.len();

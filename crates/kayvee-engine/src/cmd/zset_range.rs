@@ -145,7 +145,7 @@ impl LexRange {
     fn may_overlap(&self, zs: &ZSet) -> bool {
         match (zs.first(), zs.last()) {
             (Some(first), Some(last)) => {
-                !self.is_void() && self.gte_min(&last.1) && self.lte_max(&first.1)
+                !self.is_void() && self.gte_min(last.1) && self.lte_max(first.1)
             }
             _ => false,
         }

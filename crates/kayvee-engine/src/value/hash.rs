@@ -27,6 +27,9 @@ enum Repr {
     Map(Box<HashMap>),
 }
 
+/// Field/value pairs borrowed from a hash.
+pub type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
 /// Iterates a flat buffer's pairs.
 pub struct FlatPairs<'a> {
     buf: &'a [u8],
@@ -45,7 +48,9 @@ impl<'a> Iterator for FlatPairs<'a> {
     }
 }
 
-/// A hash's pairs, whatever its form.
+/// A hash's pairs, whatever its form. Lives on the stack for one walk, so the size difference
+/// between the variants costs nothing worth an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum HashIter<'a> {
     /// Over a flat buffer.
     Flat(FlatPairs<'a>),
@@ -221,7 +226,7 @@ impl Hash {
 
     /// One scan step: a flat hash gives every pair and cursor 0 (as Redis answers listpacks);
     /// a map gives a batch of at least `count` in hash order from `cursor`.
-    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<(&[u8], &[u8])>) {
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Pairs<'_>) {
         match &self.0 {
             Repr::Flat(_) => (0, self.iter().collect()),
             Repr::Map(m) => {

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 /// Entries past which a collection converts (Redis's listpack limit, shrunk to reach it).
 const LIMIT: usize = 12;
 
+/// A hash's model.
+type HModel = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// One step on a hash.
 #[derive(Clone, Debug)]
 enum HOp {
@@ -32,7 +35,7 @@ fn hop() -> impl Strategy<Value = HOp> {
 }
 
 /// The hash must equal the model through every read.
-fn check_hash(h: &Hash, m: &BTreeMap<Vec<u8>, Vec<u8>>) {
+fn check_hash(h: &Hash, m: &HModel) {
     h.check_invariants();
     assert_eq!(h.len(), m.len());
     assert_eq!(h.is_empty(), m.is_empty());
@@ -115,7 +118,7 @@ proptest! {
     #[test]
     fn hash_matches_model_across_conversion_and_snapshots(ops in proptest::collection::vec(hop(), 1..80)) {
         let (mut h, mut model) = (Hash::new(), BTreeMap::new());
-        let mut snaps: Vec<(Hash, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+        let mut snaps: Vec<(Hash, HModel)> = Vec::new();
         for op in ops {
             match op {
                 HOp::Set(f, v) => {

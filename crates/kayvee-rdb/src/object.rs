@@ -295,7 +295,7 @@ mod tests {
             Value::Set(s) => s.iter().map(|(m, _)| m.to_vec()).collect(),
             Value::Hash(h) => h
                 .iter()
-                .map(|(f, v)| [&f[..], b"=", &v[..]].concat())
+                .map(|(f, v)| [f, b"=", v].concat())
                 .collect(),
             Value::ZSet(z) => {
                 return z

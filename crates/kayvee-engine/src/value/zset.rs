@@ -213,6 +213,9 @@ impl ZSet {
         match &mut self.0 {
             Repr::Flat(buf) => {
                 let old = walk(buf).find(|e| e.3 == member).map(|e| (e.0, e.1, e.2));
+                if let Some((_, _, o)) = old.filter(|o| o.2.to_bits() == score.to_bits()) {
+                    return Some(o); // same score: nothing moves (ZADD of an unchanged member)
+                }
                 if let Some((from, to, _)) = old {
                     splice(buf, from, to, &[]);
                 }

@@ -128,8 +128,10 @@ pub const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
 
 /// Builds the configuration: defaults, then the file, then stdin, then the options.
 pub fn load(startup: &Startup) -> Result<Config, ConfigLoadError> {
-    let mut config = Config::default();
-    config.save = DEFAULT_SAVE.into();
+    let mut config = Config {
+        save: DEFAULT_SAVE.into(),
+        ..Config::default()
+    };
     if let Some(path) = &startup.file {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigLoadError::OpenFile {
             path: path.clone(),

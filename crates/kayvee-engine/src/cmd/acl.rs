@@ -343,7 +343,7 @@ fn whoami(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 /// ACL CAT [category]: the categories, or the commands (and subcommands) in one.
 fn cat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if args.len() > 3 {
-        return Err(subcommand_syntax("cat"));
+        return Err(subcommand_syntax(args.get(1)));
     }
     if args.len() == 2 {
         out.array(acl::NAMES.len());
@@ -369,8 +369,10 @@ fn cat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     Ok(())
 }
 
-/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try ACL HELP.`
-fn subcommand_syntax(sub: &str) -> Error {
+/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try ACL HELP.`, with
+/// the subcommand as the client spelled it.
+fn subcommand_syntax(sub: &[u8]) -> Error {
+    let sub = crate::util::sanitize(sub, 128);
     Error::msg(alloc::format!(
         "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try ACL HELP."
     ))
@@ -379,7 +381,7 @@ fn subcommand_syntax(sub: &str) -> Error {
 /// ACL LOG [count | RESET]
 fn log_cmd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if args.len() > 3 {
-        return Err(subcommand_syntax("log"));
+        return Err(subcommand_syntax(args.get(1)));
     }
     let mut count = 10;
     if args.len() == 3 {
@@ -399,7 +401,7 @@ fn log_cmd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 /// ACL GENPASS [bits]: `bits` random bits (default 256) as hex, rounded up to a digit.
 fn genpass(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if args.len() > 3 {
-        return Err(subcommand_syntax("genpass"));
+        return Err(subcommand_syntax(args.get(1)));
     }
     let bits = match args.try_get(2) {
         None => 256,

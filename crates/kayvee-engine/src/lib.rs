@@ -605,6 +605,16 @@ impl Engine {
         Some(Error::msg(denied.error_text(&name)))
     }
 
+    /// The bytes to send (then close) when protected mode refuses a new connection, checked
+    /// by the shell on accept before [`Engine::connect`] (see [`acl::Acl::protected_mode_denies`]).
+    pub fn protected_mode_refusal(&self, t: &Transport) -> Option<&'static str> {
+        let protected = self.core.config.protected_mode;
+        self.core
+            .acl
+            .protected_mode_denies(protected, t)
+            .then_some(acl::PROTECTED_MODE_DENIED)
+    }
+
     /// The configured ACL file (`aclfile`), if any: ACL LOAD and SAVE read and write it.
     pub fn acl_file(&self) -> Option<String> {
         let f = &self.core.config.aclfile;

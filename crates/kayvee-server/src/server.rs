@@ -376,6 +376,14 @@ impl Server {
             debug!("Rejected a client: max number of clients reached");
             return;
         }
+        if let Some(denied) = self.engine.protected_mode_refusal(&transport) {
+            // Redis sends its explanation to the fresh socket and closes it.
+            let _ = stream.write(denied.as_bytes());
+            self.engine.core.stats.total_connections_received += 1;
+            debug!("Refused a non-loopback client: protected mode");
+            return;
+        }
+        let cfg = &self.engine.core.config;
         if let Stream::Tcp(s) = &stream {
             if let Err(e) = net::configure_tcp(s, cfg.tcp_keepalive_s) {
                 debug!("Setting socket options on an accepted connection: {e}");

@@ -396,6 +396,43 @@ fn channel_allowed(s: &Selector, channel: &[u8], is_pattern: bool) -> bool {
     })
 }
 
+/// The reply redis-server 7.0.15 sends a refused client in protected mode, before closing.
+pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because \
+    protected mode is enabled and no password is set for the default user. In this mode \
+    connections are only accepted from the loopback interface. If you want to connect from \
+    external computers to Redis you may adopt one of the following solutions: 1) Just disable \
+    protected mode sending the command 'CONFIG SET protected-mode no' from the loopback \
+    interface by connecting to Redis from the same host the server is running, however MAKE \
+    SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to \
+    make this change permanent. 2) Alternatively you can just disable the protected mode by \
+    editing the Redis configuration file, and setting the protected mode option to 'no', and \
+    then restarting the server. 3) If you started the server manually just for testing, \
+    restart it with the '--protected-mode no' option. 4) Setup a an authentication password \
+    for the default user. NOTE: You only need to do one of the above things in order for the \
+    server to start accepting connections from the outside.\r\n";
+
+/// Whether a peer address (`ip:port`, `[ip]:port`) is a loopback one: `127.*`, `::1`, or
+/// `::ffff:127.*`.
+pub fn is_loopback(addr: &str) -> bool {
+    let ip = addr.rsplit_once(':').map_or(addr, |(ip, _)| ip);
+    let ip = ip.trim_start_matches('[').trim_end_matches(']');
+    let ip = ip.strip_prefix("::ffff:").unwrap_or(ip);
+    ip.starts_with("127.") || ip == "::1"
+}
+
+impl Acl {
+    /// Protected mode as Redis 7.0 applies it on accept, whatever `bind` says: with
+    /// `protected-mode yes` and a default user without password, a TCP client from a
+    /// non-loopback address gets [`PROTECTED_MODE_DENIED`] and is closed. Unix sockets pass.
+    pub fn protected_mode_denies(&self, protected_mode: bool, t: &crate::Transport) -> bool {
+        let nopass = self.users.get(DEFAULT_USER).is_some_and(|u| u.nopass);
+        match t {
+            crate::Transport::Tcp { addr, .. } => protected_mode && nopass && !is_loopback(addr),
+            crate::Transport::Unix { .. } => false,
+        }
+    }
+}
+
 /// `default` as Redis starts it: on, nopass, `~* &* +@all`.
 fn default_user(n: usize) -> User {
     let mut u = User::new(DEFAULT_USER, n);
@@ -418,6 +455,29 @@ mod tests {
             hex(&sha256(b"foo")),
             "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
         );
+    }
+
+    #[test]
+    fn protected_mode_refuses_only_remote_peers_without_password() {
+        let table = CommandTable::new(crate::cmd::GROUPS);
+        let mut acl = Acl::new(&table, None);
+        let tcp = |a: &str| crate::Transport::Tcp {
+            addr: a.into(),
+            laddr: "0.0.0.0:6379".into(),
+        };
+        assert!(acl.protected_mode_denies(true, &tcp("192.0.2.2:5000")));
+        assert!(acl.protected_mode_denies(true, &tcp("[fd00::2]:5000")));
+        assert!(!acl.protected_mode_denies(false, &tcp("192.0.2.2:5000")));
+        for local in ["127.0.0.1:5000", "127.1.2.3:1", "[::1]:5000", "::1:5000"] {
+            assert!(!acl.protected_mode_denies(true, &tcp(local)), "{local}");
+        }
+        let unix = crate::Transport::Unix {
+            path: "/tmp/s".into(),
+        };
+        assert!(!acl.protected_mode_denies(true, &unix));
+        acl.set_requirepass(Some(b"pw"));
+        assert!(!acl.protected_mode_denies(true, &tcp("192.0.2.2:5000")));
+        assert!(PROTECTED_MODE_DENIED.ends_with("from the outside.\r\n"));
     }
 
     #[test]

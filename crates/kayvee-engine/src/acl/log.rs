@@ -11,6 +11,8 @@ pub const LOG_LEN_MAX: usize = 128;
 
 /// Denials of the same kind closer than this merge into one entry (Redis's grouping window).
 const GROUPING_MS: u64 = 60_000;
+/// How many of the newest entries a new denial may merge into (Redis looks no further).
+const MERGE_SCAN_MAX: usize = 10;
 
 /// One entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,9 +40,10 @@ pub struct AclLog {
 }
 
 impl AclLog {
-    /// Records a denial, merging it into a recent similar entry.
+    /// Records a denial, merging it into a similar one among the 10 newest entries (moved to
+    /// the front), as Redis does.
     pub fn add(&mut self, e: Entry) {
-        let similar = self.entries.iter().position(|o| {
+        let similar = self.entries.iter().take(MERGE_SCAN_MAX).position(|o| {
             o.reason == e.reason
                 && o.context == e.context
                 && o.object == e.object
@@ -124,6 +127,12 @@ mod tests {
         assert_eq!(log.entries[0].count, 2);
         log.add(entry(b"a", 70_000));
         assert_eq!(log.len(), 3);
+        // Only the 10 newest entries are candidates for merging.
+        for i in 0..10 {
+            log.add(entry(alloc::format!("f{i}").as_bytes(), 70_000));
+        }
+        log.add(entry(b"a", 70_001));
+        assert_eq!(log.len(), 14);
         for i in 0..200 {
             log.add(entry(alloc::format!("k{i}").as_bytes(), 0));
         }

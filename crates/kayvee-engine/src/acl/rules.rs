@@ -191,6 +191,10 @@ pub fn apply_selector(s: &mut Selector, op: &[u8], table: &CommandTable) -> Resu
         s.set_all(false);
     } else {
         match op.first() {
+            // Patterns with spaces could not be written back to an ACL file.
+            Some(b'~') | Some(b'%') | Some(b'&') if op.contains(&b' ') => {
+                return Err(RuleError::Syntax)
+            }
             Some(b'~') | Some(b'%') => add_key_pattern(s, op)?,
             Some(b'&') => add_channel(s, &op[1..])?,
             Some(b'+') | Some(b'-') => command_rule(s, op, table)?,
@@ -557,6 +561,8 @@ mod tests {
             ("<nope", RuleError::NoSuchPassword),
             ("+config|get|x", RuleError::SubcommandFirstArg),
             ("+config|nosub", RuleError::UnknownCommand),
+            ("~a b", RuleError::Syntax),
+            ("&a b", RuleError::Syntax),
         ] {
             assert_eq!(apply_user(&mut u, op.as_bytes(), &table), Err(e), "{op}");
         }

@@ -142,9 +142,7 @@ fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     if client.reply_mode != ReplyMode::SkipThis {
         client.reply_mode = ReplyMode::On;
     }
-    if need_auth {
-        client.authenticated = false;
-    }
+    client.authenticated = !need_auth;
     client.user = SmallBytes::from_slice(b"default");
     out.set_protocol(Protocol::Resp2);
     out.simple("RESET");

@@ -551,3 +551,35 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
     };
     cx.core.acl.log.add(entry);
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, Engine, Now};
+
+    fn engine_with(conf: &str) -> Engine {
+        let mut config = Config::default();
+        config.apply_file(conf).unwrap();
+        Engine::new(config, 1, Now::from_ms(0))
+    }
+
+    #[test]
+    fn config_file_user_lines_define_users() {
+        let mut e = engine_with("user alice on >pw ~a* +get\nuser default on nopass ~* +@all\n");
+        e.acl_apply_config_users().unwrap();
+        assert!(e.core.acl.authenticate(b"alice", b"pw"));
+        assert!(!e.core.acl.authenticate(b"alice", b"px"));
+        assert!(!e.core.acl.users[&b"default"[..]].root.all_channels);
+        let mut e = engine_with("user bob on +nosuch\n");
+        let err = e.acl_apply_config_users().unwrap_err();
+        assert_eq!(
+            err,
+            "Error in user declaration 'bob': Error in applying operation '+nosuch': Unknown \
+             command or category name in ACL"
+        );
+        let mut e = engine_with("user bob on\naclfile /tmp/x.acl\n");
+        assert_eq!(
+            e.acl_apply_config_users().unwrap_err(),
+            crate::acl::file::BOTH_CONFIGURED
+        );
+    }
+}

@@ -5,8 +5,11 @@
 #
 #   bench/xenstore/ab.sh [rounds] [workload] [clients] [txs]   (defaults: 3 7.1 128 500)
 #   POLICY=coalesce (default) | per-node | abort-on-any-commit
+#   KV_BASE=/path/to/an/older/kayvee-xenstored  also runs that binary each round (label
+#                                               kayvee-base), to compare builds under one load
 #
-# Prints one libxs-bench line per run, and the load average after each round.
+# Prints one libxs-bench line per run (with CPU ms per 1000 transactions of the clients and of
+# the daemon, from /proc/PID/stat), and the load average after each round.
 set -e
 ROUNDS=${1:-3}
 W=${2:-7.1}
@@ -22,15 +25,26 @@ S=$TMP/kv.sock
 XENSTORED_PATH=$S "$ROOT/target/release/kayvee-xenstored" --no-fork --conflict-policy "$POLICY" &
 KV=$!
 sh "$PEERS/start.sh" cxenstored "$TMP/cx" >/dev/null
-trap 'kill $KV; sh "$PEERS/stop.sh" "$TMP/cx" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+CX=$(cat "$TMP/cx/daemon.pid")
+BASE=
+if [ -n "${KV_BASE:-}" ]; then
+    XENSTORED_PATH=$TMP/base.sock "$KV_BASE" --no-fork --conflict-policy "$POLICY" &
+    BASE=$!
+    while [ ! -S "$TMP/base.sock" ]; do sleep 0.05; done
+fi
+trap 'kill $KV $BASE; sh "$PEERS/stop.sh" "$TMP/cx" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 while [ ! -S "$S" ]; do sleep 0.05; done
 echo "# ab $(date -u +%Y-%m-%dT%H:%M:%SZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"
 r=0
 while [ $r -lt "$ROUNDS" ]; do
     XENSTORED_PATH=$S "$TMP/libxs-bench" --label "kayvee/$POLICY+libxs" --workload "$W" \
-        --clients "$CLIENTS" --txs "$TXS"
+        --clients "$CLIENTS" --txs "$TXS" --daemon-pid "$KV"
+    if [ -n "$BASE" ]; then
+        XENSTORED_PATH=$TMP/base.sock "$TMP/libxs-bench" --label "kayvee-base/$POLICY+libxs" \
+            --workload "$W" --clients "$CLIENTS" --txs "$TXS" --daemon-pid "$BASE"
+    fi
     XENSTORED_PATH=$TMP/cx/socket "$TMP/libxs-bench" --label "cxenstored+libxs" --workload "$W" \
-        --clients "$CLIENTS" --txs "$TXS"
+        --clients "$CLIENTS" --txs "$TXS" --daemon-pid "$CX"
     echo "# load: $(cut -d' ' -f1-3 /proc/loadavg) $(date -u +%H:%M:%SZ)"
     r=$((r + 1))
 done

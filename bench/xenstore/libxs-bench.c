@@ -6,17 +6,24 @@
  *
  *   cc -O2 -o libxs-bench libxs-bench.c -lxenstore
  *   XENSTORED_PATH=/path/socket ./libxs-bench --label L --workload 7.1|7.1-create|7.3 \
- *       --clients 128 --txs 500 [--sleep-ms 10]
+ *       --clients 128 --txs 500 [--sleep-ms 10] [--daemon-pid PID]
  *
  * A transaction that ends with EAGAIN is retried from xs_transaction_start; its latency runs
  * from the first start to the successful end, and each retry counts one EAGAIN. Children store
  * their latencies in a shared anonymous mapping; the parent reports after reaping them all.
+ *
+ * CPU cost: `cpu_ms/ktx client=` is the user+system CPU of all client processes (getrusage of
+ * the reaped children) per 1000 transactions; with --daemon-pid, `daemon=` is the daemon's
+ * utime+stime from /proc/PID/stat over the run (clock-tick resolution) per 1000 transactions,
+ * then split into user and system time.
+ * On a loaded machine these are steadier than tx/s, which depends on how much CPU was free.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,8 +31,38 @@
 
 struct args {
 	const char *label, *workload;
-	int clients, txs, sleep_ms;
+	int clients, txs, sleep_ms, daemon_pid;
 };
+
+/* CPU seconds used so far by process pid, from /proc/PID/stat: user in *usr, returns user +
+ * system; -1 if unknown. */
+static double proc_cpu_s(int pid, double *usr)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* Fields after the command name (which may hold spaces) start at the last ')'. */
+	char *p = strrchr(buf, ')');
+	unsigned long ut, st;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	*usr = (double)ut / sysconf(_SC_CLK_TCK);
+	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds (user + system) of the reaped child processes. */
+static double children_cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
 
 /* Monotonic time in microseconds. */
 static double now_us(void)
@@ -109,7 +146,8 @@ static int cmp(const void *x, const void *y)
 }
 
 /* Print the xs-bench result line: tx/s, EAGAINs, latency min/avg/p99/max, client-average spread. */
-static void report(const struct args *a, double *lat, const long *eagain, double wall_us)
+static void report(const struct args *a, double *lat, const long *eagain, double wall_us,
+		   double client_cpu_s, double daemon_cpu_s, double daemon_usr_s)
 {
 	long n = (long)a->clients * a->txs, retries = 0;
 	double sum = 0, best = 1e300, worst = 0;
@@ -127,9 +165,13 @@ static void report(const struct args *a, double *lat, const long *eagain, double
 		sum += lat[k];
 	long p = n * 99 / 100;
 	printf("%-28s workload=%-10s clients=%d txs=%d tx/s=%.0f eagain=%ld lat_us min=%.0f avg=%.0f "
-	       "p99=%.0f max=%.0f client_avg_us %.0f..%.0f\n",
+	       "p99=%.0f max=%.0f client_avg_us %.0f..%.0f cpu_ms/ktx client=%.0f",
 	       a->label, a->workload, a->clients, a->txs, n / (wall_us / 1e6), retries, lat[0],
-	       sum / n, lat[p < n ? p : n - 1], lat[n - 1], best, worst);
+	       sum / n, lat[p < n ? p : n - 1], lat[n - 1], best, worst, client_cpu_s * 1e6 / n);
+	if (daemon_cpu_s >= 0)
+		printf(" daemon=%.0f (usr %.0f sys %.0f)", daemon_cpu_s * 1e6 / n,
+		       daemon_usr_s * 1e6 / n, (daemon_cpu_s - daemon_usr_s) * 1e6 / n);
+	printf("\n");
 }
 
 /* Parse --option value pairs (same names as xs-bench; the socket comes from XENSTORED_PATH). */
@@ -147,6 +189,8 @@ static void parse(int argc, char **argv, struct args *a)
 			a->txs = atoi(v);
 		else if (!strcmp(o, "--sleep-ms"))
 			a->sleep_ms = atoi(v);
+		else if (!strcmp(o, "--daemon-pid"))
+			a->daemon_pid = atoi(v);
 		else if (!strcmp(o, "--socket"))
 			setenv("XENSTORED_PATH", v, 1);
 		else {
@@ -162,7 +206,7 @@ static void parse(int argc, char **argv, struct args *a)
 
 int main(int argc, char **argv)
 {
-	struct args a = { "daemon", "7.1", 128, 500, 10 };
+	struct args a = { "daemon", "7.1", 128, 500, 10, 0 };
 	parse(argc, argv, &a);
 	struct xs_handle *h = xs_open(0);
 	if (!h)
@@ -182,6 +226,9 @@ int main(int argc, char **argv)
 	long *eagain = (long *)((char *)shm + lat_bytes);
 
 	fflush(stdout);
+	double u0 = 0, u1 = 0;
+	double d0 = a.daemon_pid ? proc_cpu_s(a.daemon_pid, &u0) : -1;
+	double c0 = children_cpu_s();
 	double t0 = now_us();
 	for (int i = 0; i < a.clients; i++) {
 		pid_t pid = fork();
@@ -196,10 +243,13 @@ int main(int argc, char **argv)
 	while (wait(&status) > 0)
 		failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 	double wall = now_us() - t0;
+	double ccpu = children_cpu_s() - c0;
+	double d1 = a.daemon_pid ? proc_cpu_s(a.daemon_pid, &u1) : -1;
+	double dcpu = d0 >= 0 && d1 >= 0 ? d1 - d0 : -1;
 	if (failed) {
 		fprintf(stderr, "libxs-bench: a client failed\n");
 		return 1;
 	}
-	report(&a, lat, eagain, wall);
+	report(&a, lat, eagain, wall, ccpu, dcpu, u1 - u0);
 	return 0;
 }

@@ -5,3 +5,4 @@
 pub mod options;
 pub mod server;
 pub mod session;
+pub mod syslog;

@@ -1,7 +1,6 @@
 //! The mio event loop: accept Unix-socket clients (all privileged dom0), move bytes between
 //! sockets and [`Session`]s, write the trace file.
 
-use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -15,7 +14,8 @@ use kayvee_engine::xenstore::{ConnId, Xenstored};
 use kayvee_engine::Now;
 
 use crate::options::Options;
-use crate::session::Session;
+use crate::session::{Session, Sessions};
+use crate::syslog::{Syslog, DEV_LOG};
 
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
@@ -49,13 +49,17 @@ pub struct Server {
     xs: Xenstored,
     poll: Poll,
     listener: UnixListener,
-    streams: HashMap<ConnId, UnixStream>,
-    sessions: HashMap<ConnId, Session>,
-    /// Connections currently registered for writability (output is backed up).
-    waiting: std::collections::HashSet<ConnId>,
-    next_id: ConnId,
+    /// Sockets by connection id (= mio token = slot; see [`Sessions`]).
+    streams: Vec<Option<UnixStream>>,
+    sessions: Sessions,
+    /// Connections currently registered for writability (output is backed up), by id.
+    waiting: Vec<bool>,
+    /// Scratch list of connections to flush in this loop pass.
+    to_flush: Vec<ConnId>,
     trace: Option<File>,
     verbose: bool,
+    /// Where the engine's log lines (memory-quota reports) go.
+    syslog: Syslog,
 }
 
 impl Server {
@@ -73,12 +77,13 @@ impl Server {
             xs: Xenstored::new(opts.config.clone()),
             poll,
             listener,
-            streams: HashMap::new(),
-            sessions: HashMap::new(),
-            waiting: std::collections::HashSet::new(),
-            next_id: 1,
+            streams: Vec::new(),
+            sessions: Sessions::new(),
+            waiting: Vec::new(),
+            to_flush: Vec::new(),
             trace,
             verbose: opts.verbose,
+            syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
         })
     }
 
@@ -93,7 +98,13 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept()?,
-                    Token(t) => self.service(t as ConnId, ev.is_readable()),
+                    Token(t) => {
+                        let id = t as ConnId;
+                        if ev.is_writable() {
+                            self.sessions.mark_dirty(id);
+                        }
+                        self.service(id, ev.is_readable());
+                    }
                 }
             }
             self.flush_all();
@@ -105,13 +116,20 @@ impl Server {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
-                    let id = self.next_id;
-                    self.next_id += 1;
+                    // The lowest free slot: ids are reused once a connection is gone (its
+                    // engine state went with it).
+                    let id = self.sessions.free_id();
                     let token = Token(id as usize);
                     self.poll
                         .registry()
                         .register(&mut stream, token, Interest::READABLE)?;
-                    self.streams.insert(id, stream);
+                    let slot = id as usize;
+                    if self.streams.len() <= slot {
+                        self.streams.resize_with(slot + 1, || None);
+                        self.waiting.resize(slot + 1, false);
+                    }
+                    self.streams[slot] = Some(stream);
+                    self.waiting[slot] = false;
                     self.sessions.insert(id, Session::new());
                     self.xs.connect(id, 0);
                     self.log(format_args!("connection {id} opened"));
@@ -129,7 +147,7 @@ impl Server {
         }
         let mut buf = [0u8; 16384];
         loop {
-            let Some(stream) = self.streams.get_mut(&id) else {
+            let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
                 return;
             };
             match stream.read(&mut buf) {
@@ -171,6 +189,9 @@ impl Server {
         if let Some(name) = self.xs.take_logfile() {
             self.reopen_trace(&name);
         }
+        for line in self.xs.take_log() {
+            self.syslog.log(&line);
+        }
         r.is_ok()
     }
 
@@ -189,25 +210,28 @@ impl Server {
             .ok();
     }
 
-    /// Write pending output of every session; wait for writability where the socket is full.
+    /// Write the pending output of the sessions that got some in this loop pass (or whose
+    /// socket became writable); wait for writability where the socket is full.
     fn flush_all(&mut self) {
-        let ids: Vec<ConnId> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| !s.out.is_empty())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+        let mut ids = std::mem::take(&mut self.to_flush);
+        self.sessions.take_dirty(&mut ids);
+        for &id in &ids {
             if !self.flush(id) {
                 self.close(id, "write error");
             }
         }
+        self.to_flush = ids;
+    }
+
+    /// The socket and session of `id`.
+    fn conn_mut(&mut self, id: ConnId) -> Option<(&mut Session, &mut UnixStream)> {
+        let stream = self.streams.get_mut(id as usize)?.as_mut()?;
+        Some((self.sessions.get_mut(&id)?, stream))
     }
 
     /// Write as much of a session's output as the socket takes; false on error.
     fn flush(&mut self, id: ConnId) -> bool {
-        let (Some(s), Some(stream)) = (self.sessions.get_mut(&id), self.streams.get_mut(&id))
-        else {
+        let Some((s, stream)) = self.conn_mut(id) else {
             return true;
         };
         let mut done = 0;
@@ -224,36 +248,38 @@ impl Server {
         if s.held && done > 0 && !self.feed(id, &[]) {
             return false;
         }
-        let (Some(s), Some(stream)) = (self.sessions.get_mut(&id), self.streams.get_mut(&id))
-        else {
+        let Some((s, _)) = self.conn_mut(id) else {
             return true;
         };
         // Re-register only when the interest changes: one epoll_ctl per backlog, not per reply.
         let backed_up = !s.out.is_empty();
-        if backed_up == self.waiting.contains(&id) {
+        let slot = id as usize;
+        if backed_up == self.waiting[slot] {
             return true;
         }
         let interest = match backed_up {
             true => Interest::READABLE | Interest::WRITABLE,
             false => Interest::READABLE,
         };
-        match backed_up {
-            true => self.waiting.insert(id),
-            false => self.waiting.remove(&id),
+        self.waiting[slot] = backed_up;
+        let Some(Some(stream)) = self.streams.get_mut(slot) else {
+            return true;
         };
         self.poll
             .registry()
-            .reregister(stream, Token(id as usize), interest)
+            .reregister(stream, Token(slot), interest)
             .is_ok()
     }
 
     /// Drop a connection and everything it held.
     fn close(&mut self, id: ConnId, why: &str) {
-        if let Some(mut s) = self.streams.remove(&id) {
+        if let Some(mut s) = self.streams.get_mut(id as usize).and_then(Option::take) {
             let _ = self.poll.registry().deregister(&mut s);
         }
-        self.sessions.remove(&id);
-        self.waiting.remove(&id);
+        self.sessions.remove(id);
+        if let Some(w) = self.waiting.get_mut(id as usize) {
+            *w = false;
+        }
         self.xs.disconnect(id);
         self.log(format_args!("connection {id} {why}"));
     }

@@ -1,7 +1,8 @@
 //! One client session, independent of its byte transport (Unix socket today, a Xen shared
 //! ring later): bytes in, decoded requests run on the engine, reply bytes out.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::ops::Index;
 
 use kayvee_engine::xenstore::{ConnId, Op, Xenstored};
 use kayvee_engine::Now;
@@ -20,6 +21,74 @@ pub struct Session {
     pub held: bool,
 }
 
+/// The sessions of a daemon in a slab indexed by connection id (the id is the slot, so the
+/// event loop finds a session without hashing), and the list of sessions whose output went
+/// from empty to pending since the shell last flushed (so it writes only those, not every
+/// connection per loop pass).
+#[derive(Debug, Default)]
+pub struct Sessions {
+    slots: Vec<Option<Session>>,
+    /// Connections with output to send, each once.
+    dirty: Vec<ConnId>,
+}
+
+impl Sessions {
+    /// An empty table.
+    pub fn new() -> Self {
+        Sessions::default()
+    }
+
+    /// The lowest free id (never 0: that is the listener's token).
+    pub fn free_id(&self) -> ConnId {
+        let free = self.slots.iter().skip(1).position(Option::is_none);
+        free.map_or(self.slots.len().max(1), |i| i + 1) as ConnId
+    }
+
+    /// Put a session at `id`.
+    pub fn insert(&mut self, id: ConnId, s: Session) {
+        let i = id as usize;
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(s);
+    }
+
+    /// Drop the session at `id`.
+    pub fn remove(&mut self, id: ConnId) -> Option<Session> {
+        self.slots.get_mut(id as usize)?.take()
+    }
+
+    /// The session at `id`.
+    pub fn get(&self, id: &ConnId) -> Option<&Session> {
+        self.slots.get(*id as usize)?.as_ref()
+    }
+
+    /// The session at `id`, mutably.
+    pub fn get_mut(&mut self, id: &ConnId) -> Option<&mut Session> {
+        self.slots.get_mut(*id as usize)?.as_mut()
+    }
+
+    /// Take the connections that got output since the last call.
+    pub fn take_dirty(&mut self, into: &mut Vec<ConnId>) {
+        into.clear();
+        std::mem::swap(into, &mut self.dirty);
+    }
+
+    /// Note that `id` has output waiting (the transport flushes it on writability).
+    pub fn mark_dirty(&mut self, id: ConnId) {
+        self.dirty.push(id);
+    }
+}
+
+impl Index<&ConnId> for Sessions {
+    type Output = Session;
+
+    /// The session at `id`; panics when there is none.
+    fn index(&self, id: &ConnId) -> &Session {
+        self.get(id).expect("session exists")
+    }
+}
+
 /// A line for the trace file.
 pub type TraceLine = String;
 
@@ -35,7 +104,7 @@ impl Session {
         conn: ConnId,
         bytes: &[u8],
         xs: &mut Xenstored,
-        sessions: &mut HashMap<ConnId, Session>,
+        sessions: &mut Sessions,
         now: Now,
         trace: &mut Option<Vec<TraceLine>>,
     ) -> Result<(), DecodeError> {
@@ -64,12 +133,11 @@ impl Session {
             // cxenstored sends the events a request fires before its reply, except WATCH's
             // immediate event, which follows the OK.
             if matches!(op, Op::Watch(..)) {
-                me.reply(&msg.header, &reply);
+                reply_to(sessions, conn, &msg.header, &reply);
                 deliver_events(xs, sessions);
             } else {
                 deliver_events(xs, sessions);
-                let me = sessions.get_mut(&conn).expect("session exists");
-                me.reply(&msg.header, &reply);
+                reply_to(sessions, conn, &msg.header, &reply);
             }
         }
     }
@@ -100,11 +168,30 @@ impl Session {
     }
 }
 
+/// Queue a reply for `conn`, marking it dirty when its output was empty.
+fn reply_to(
+    sessions: &mut Sessions,
+    conn: ConnId,
+    header: &kayvee_xswire::Header,
+    reply: &kayvee_engine::xenstore::Reply,
+) {
+    let me = sessions.get_mut(&conn).expect("session exists");
+    let was_empty = me.out.is_empty();
+    me.reply(header, reply);
+    if was_empty {
+        sessions.mark_dirty(conn);
+    }
+}
+
 /// Move queued watch events into their sessions' output.
-pub fn deliver_events(xs: &mut Xenstored, sessions: &mut HashMap<ConnId, Session>) {
+pub fn deliver_events(xs: &mut Xenstored, sessions: &mut Sessions) {
     for ev in xs.take_events() {
         if let Some(s) = sessions.get_mut(&ev.conn) {
+            let was_empty = s.out.is_empty();
             encode_event(&mut s.out, &ev.path, &ev.token);
+            if was_empty {
+                sessions.mark_dirty(ev.conn);
+            }
         }
     }
 }
@@ -118,7 +205,7 @@ mod tests {
     #[test]
     fn watch_reply_then_event_then_oversize_closes() {
         let mut xs = Xenstored::new(XsConfig::default());
-        let mut sessions = HashMap::new();
+        let mut sessions = Sessions::new();
         xs.connect(1, 0);
         sessions.insert(1, Session::new());
         let mut wire = Vec::new();
@@ -174,7 +261,7 @@ mod tests {
             quota,
             ..XsConfig::default()
         });
-        let mut sessions = HashMap::new();
+        let mut sessions = Sessions::new();
         // (connection, domain): a guest and dom0, each sending three READs in one chunk.
         for (id, dom, want_first) in [(7, 3, 2), (1, 0, 3)] {
             xs.connect(id, dom);

@@ -33,4 +33,4 @@ pub use error::XsError;
 pub use op::{Op, Reply};
 pub use store::{Actor, Quota, Store};
 pub use txn::ConflictPolicy;
-pub use xenstored::{ConnId, WatchEvent, Xenstored, XsConfig, XsStats};
+pub use xenstored::{ConnId, LogLine, Severity, WatchEvent, Xenstored, XsConfig, XsStats};

@@ -4,7 +4,83 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use kayvee_pds::PMap;
+
 use super::perms::Perms;
+
+/// Seed of the child maps' hash. Fixed: iteration order never leaks (listings are sorted) and
+/// a domain can only crowd its own directories, whose size the node quota bounds.
+const CHILD_SEED: u64 = 0x6b61_7976_6565_7873;
+
+/// A node's children: nothing for a leaf (most nodes; no allocation), else a persistent hash
+/// map, so that copying a node on the update path is O(1) whatever its fan-out (a wide
+/// directory such as /local/domain used to cost a copy of its whole child list per write).
+#[derive(Clone, Debug, Default)]
+pub struct Children(Option<PMap<Arc<str>, Arc<Node>>>);
+
+impl Children {
+    /// The child called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Node>> {
+        self.0.as_ref()?.get(name)
+    }
+
+    /// Number of children.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, PMap::len)
+    }
+
+    /// No children.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Insert or replace a child; returns true when the name is new.
+    pub fn insert(&mut self, name: &str, node: Arc<Node>) -> bool {
+        let map = self.0.get_or_insert_with(|| PMap::with_seed(CHILD_SEED));
+        match map.get_mut(name) {
+            Some(slot) => {
+                *slot = node;
+                false
+            }
+            None => {
+                map.insert(Arc::from(name), node);
+                true
+            }
+        }
+    }
+
+    /// Remove a child, returning it; the last removal frees the map.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<Node>> {
+        let map = self.0.as_mut()?;
+        let (_, node) = map.remove(name)?;
+        if map.is_empty() {
+            self.0 = None;
+        }
+        Some(node)
+    }
+
+    /// The children in hash order (cheap; for walks whose order does not matter).
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Node>)> {
+        self.0.iter().flat_map(PMap::iter)
+    }
+
+    /// The children sorted by name (listings: oxenstored lists them sorted).
+    pub fn sorted(&self) -> Vec<(&Arc<str>, &Arc<Node>)> {
+        let mut v: Vec<_> = self.iter().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = (&'a Arc<str>, &'a Arc<Node>);
+    type IntoIter = alloc::boxed::Box<dyn Iterator<Item = Self::Item> + 'a>;
+
+    /// The children in hash order, as [`Children::iter`].
+    fn into_iter(self) -> Self::IntoIter {
+        alloc::boxed::Box::new(self.iter())
+    }
+}
 
 /// One node of the trie. Updating a node copies it and the path to the root; every other
 /// node is shared, so `Arc::ptr_eq` on a subtree says "unchanged since that version".
@@ -14,8 +90,8 @@ pub struct Node {
     pub value: Arc<[u8]>,
     /// Its permissions.
     pub perms: Arc<Perms>,
-    /// Children sorted by name (oxenstored lists them sorted).
-    pub children: Vec<(Arc<str>, Arc<Node>)>,
+    /// Its children by name (a persistent map: cloning a node is O(1)).
+    pub children: Children,
     /// Stamp of the last change to this node's own content (value, perms or child names);
     /// a descendant's change does not touch it. Per-node conflict checks and the DIRECTORY_PART
     /// generation count read it.
@@ -28,38 +104,24 @@ impl Node {
         Node {
             value: Arc::from(value),
             perms,
-            children: Vec::new(),
+            children: Children::default(),
             gen,
         }
     }
 
-    /// Position of `name` among the children (Ok) or where it would go (Err).
-    fn position(&self, name: &str) -> Result<usize, usize> {
-        self.children.binary_search_by(|(n, _)| (**n).cmp(name))
-    }
-
     /// The child called `name`.
     pub fn child(&self, name: &str) -> Option<&Arc<Node>> {
-        self.position(name).ok().map(|i| &self.children[i].1)
+        self.children.get(name)
     }
 
     /// Insert or replace a child; returns true when the name is new.
     pub fn set_child(&mut self, name: &str, node: Arc<Node>) -> bool {
-        match self.position(name) {
-            Ok(i) => {
-                self.children[i].1 = node;
-                false
-            }
-            Err(i) => {
-                self.children.insert(i, (Arc::from(name), node));
-                true
-            }
-        }
+        self.children.insert(name, node)
     }
 
     /// Remove a child, returning it.
     pub fn remove_child(&mut self, name: &str) -> Option<Arc<Node>> {
-        self.position(name).ok().map(|i| self.children.remove(i).1)
+        self.children.remove(name)
     }
 
     /// Visit this node and all its descendants.
@@ -77,10 +139,12 @@ impl Node {
         n
     }
 
-    /// Panic unless children are strictly sorted with valid names, recursively.
+    /// Panic unless the child maps are sound with valid names, recursively.
     pub fn check_invariants(&self) {
-        for w in self.children.windows(2) {
-            assert!(w[0].0 < w[1].0, "children not strictly sorted");
+        let map = self.children.0.as_ref();
+        assert!(map.is_none_or(|m| !m.is_empty()), "empty child map kept");
+        if let Some(m) = map {
+            m.check_invariants();
         }
         for (name, c) in &self.children {
             assert!(!name.is_empty() && !name.contains('/'), "bad child name");

@@ -373,7 +373,8 @@ pub fn join(comps: &[&str]) -> String {
 /// The names of a node's children.
 pub fn child_names(node: &Node) -> Vec<Vec<u8>> {
     node.children
-        .iter()
+        .sorted()
+        .into_iter()
         .map(|(n, _)| n.as_bytes().to_vec())
         .collect()
 }

@@ -627,6 +627,77 @@ fn outstanding_and_memory_quotas_hold_back_reading() {
 }
 
 #[test]
+fn memory_quota_reports_as_cxenstored_syslog_lines() {
+    // cxenstored 4.17 domain_chk_quota: memory is the only quota with a soft limit; crossing
+    // it (or the hard one) is logged once per state change, to syslog, at most once per 10 s
+    // per domain except the hard-quota error; dom0 is never reported.
+    let q = Quota {
+        memory: 400,
+        memory_soft: 300,
+        ..Quota::default()
+    };
+    let mut xs = with_quota(q);
+    let g1 = conn_of("g1").0;
+    let at = |s: u64| Now {
+        unix_us: s * 1_000_000,
+    };
+    // A request at second `t` from g1, then the flow-control check the transport makes.
+    let step = |xs: &mut Xenstored, t: u64, op: Op| {
+        xs.handle(g1, 0, &op, at(t));
+        xs.may_read(g1, 0)
+    };
+    let line = |severity, text: &str| LogLine {
+        severity,
+        text: String::from(text),
+    };
+    let big = Op::Write(b("big"), alloc::vec![b'v'; 250]);
+    assert!(
+        step(&mut xs, 100, big.clone()),
+        "352 bytes: over soft, under hard"
+    );
+    assert_eq!(
+        xs.take_log(),
+        [line(
+            Severity::Warning,
+            "Domain 1 exceeds soft memory quota"
+        )]
+    );
+    assert!(step(&mut xs, 101, read("big")));
+    assert_eq!(xs.take_log(), [], "reported once");
+    assert!(!step(&mut xs, 102, Op::Watch(b("big"), b(TOKEN))));
+    let stalled = "Domain 1 exceeds hard memory quota, Xenstore interface to domain stalled";
+    assert_eq!(
+        xs.take_log(),
+        [line(Severity::Err, stalled)],
+        "not rate limited"
+    );
+    assert!(step(&mut xs, 105, Op::Unwatch(b("big"), b(TOKEN))));
+    assert_eq!(xs.take_log(), [], "within 10 s of the last line");
+    assert!(step(&mut xs, 112, read("big")));
+    assert_eq!(
+        xs.take_log(),
+        [line(
+            Severity::Info,
+            "Domain 1 below hard memory quota again"
+        )]
+    );
+    assert!(step(&mut xs, 113, rm("big")));
+    assert_eq!(xs.take_log(), []);
+    assert!(step(&mut xs, 122, read("big")));
+    assert_eq!(
+        xs.take_log(),
+        [line(
+            Severity::Info,
+            "Domain 1 below soft memory quota again"
+        )]
+    );
+    // Dom0 is exempt however much it stores.
+    xs.handle(1, 0, &write("/d0", &"x".repeat(2000)), at(200));
+    assert!(xs.may_read(1, 0));
+    assert_eq!(xs.take_log(), []);
+}
+
+#[test]
 fn dom0_only_operations_from_a_guest() {
     // cxenstored 4.17 process_message: XS_FLAG_PRIV types from an unprivileged domain get
     // EACCES, checked before the transaction id (so a bogus tid still gets EACCES).

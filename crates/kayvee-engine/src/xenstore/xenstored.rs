@@ -92,6 +92,45 @@ pub struct Xenstored {
     /// `CONTROL logfile <file>`: the trace file the shell should switch to (taken with
     /// [`Xenstored::take_logfile`]).
     pub logfile: Option<Vec<u8>>,
+    /// Memory-quota report state per unprivileged domain.
+    mem_reports: BTreeMap<u32, MemReport>,
+    /// Log lines for the shell (syslog in cxenstored), taken with [`Xenstored::take_log`].
+    log: Vec<LogLine>,
+    /// Seconds of the time the last request came with (the clock for report rate limits).
+    now_s: u64,
+}
+
+/// Minimum seconds between two memory-quota reports of one domain (cxenstored 4.17's
+/// `MEM_WARN_MINTIME_SEC`); the first report is never held back.
+pub const MEM_WARN_MINTIME_SEC: u64 = 10;
+
+/// Syslog severity of a [`LogLine`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// `LOG_ERR`.
+    Err,
+    /// `LOG_WARNING`.
+    Warning,
+    /// `LOG_INFO`.
+    Info,
+}
+
+/// A line the shell should log (cxenstored sends these to syslog).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    /// How serious it is.
+    pub severity: Severity,
+    /// The text, without a trailing newline.
+    pub text: String,
+}
+
+/// Which memory-quota states of a domain were reported, and when the last report was.
+#[derive(Clone, Copy, Debug, Default)]
+struct MemReport {
+    soft: bool,
+    hard: bool,
+    /// Seconds of the last report; `None` before the first.
+    last_s: Option<u64>,
 }
 
 impl Xenstored {
@@ -110,6 +149,9 @@ impl Xenstored {
             stats: XsStats::default(),
             logging: false,
             logfile: None,
+            mem_reports: BTreeMap::new(),
+            log: Vec::new(),
+            now_s: 0,
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -166,7 +208,62 @@ impl Xenstored {
         if busy >= q.outstanding as usize {
             return false;
         }
-        q.memory == 0 || self.memory_of(domid) < u64::from(q.memory)
+        if q.memory == 0 && q.memory_soft == 0 {
+            return true;
+        }
+        let mem = self.memory_of(domid);
+        !self.report_memory(domid, mem, &q)
+    }
+
+    /// cxenstored 4.17's memory-quota reports for an unprivileged domain using `mem` bytes:
+    /// at or over the hard quota, one error line ("stalled") and true (stop reading it); else,
+    /// at most once per [`MEM_WARN_MINTIME_SEC`], lines when it drops below the hard quota,
+    /// crosses the soft quota, or drops below it again. Each state is reported once per change.
+    fn report_memory(&mut self, domid: u32, mem: u64, q: &Quota) -> bool {
+        let now = self.now_s;
+        let r = self.mem_reports.entry(domid).or_default();
+        let mut lines = Vec::new();
+        let stalled = q.memory != 0 && mem >= u64::from(q.memory);
+        if stalled {
+            if !r.hard {
+                r.hard = true;
+                r.last_s = Some(now);
+                lines.push((
+                    Severity::Err,
+                    "exceeds hard memory quota, Xenstore interface to domain stalled",
+                ));
+            }
+        } else if r
+            .last_s
+            .is_none_or(|t| now.saturating_sub(t) >= MEM_WARN_MINTIME_SEC)
+        {
+            let soft = u64::from(q.memory_soft);
+            if r.hard {
+                r.hard = false;
+                r.last_s = Some(now);
+                lines.push((Severity::Info, "below hard memory quota again"));
+            }
+            if soft != 0 && mem >= soft && !r.soft {
+                r.soft = true;
+                r.last_s = Some(now);
+                lines.push((Severity::Warning, "exceeds soft memory quota"));
+            }
+            if mem < soft && r.soft {
+                r.soft = false;
+                r.last_s = Some(now);
+                lines.push((Severity::Info, "below soft memory quota again"));
+            }
+        }
+        for (severity, what) in lines {
+            let text = alloc::format!("Domain {domid} {what}");
+            self.log.push(LogLine { severity, text });
+        }
+        stalled
+    }
+
+    /// Log lines produced so far (memory-quota reports), in order.
+    pub fn take_log(&mut self) -> Vec<LogLine> {
+        core::mem::take(&mut self.log)
     }
 
     /// The connections of a domain.
@@ -215,6 +312,7 @@ impl Xenstored {
 
     /// Handle one request of `conn` in transaction `tx_id` (0 = none).
     pub fn handle(&mut self, conn: ConnId, tx_id: u32, op: &Op, now: Now) -> Reply {
+        self.now_s = now.unix_us / 1_000_000;
         let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
             return Reply::Error(XsError::Einval);
         };
@@ -499,6 +597,7 @@ impl Xenstored {
             return Err(XsError::Einval);
         }
         self.domains.table.remove(&d).ok_or(XsError::Enoent)?;
+        self.mem_reports.remove(&d);
         let dropped: Vec<ConnId> = self
             .conns
             .iter()

@@ -17,6 +17,9 @@ use crate::options::Options;
 use crate::session::{Session, Sessions};
 use crate::syslog::{Syslog, DEV_LOG};
 
+/// Bytes read from a socket per system call.
+const READ_BUF: usize = 16384;
+
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
 
@@ -56,6 +59,8 @@ pub struct Server {
     waiting: Vec<bool>,
     /// Scratch list of connections to flush in this loop pass.
     to_flush: Vec<ConnId>,
+    /// The receive buffer, reused for every read.
+    rbuf: Vec<u8>,
     trace: Option<File>,
     verbose: bool,
     /// Where the engine's log lines (memory-quota reports) go.
@@ -81,6 +86,7 @@ impl Server {
             sessions: Sessions::new(),
             waiting: Vec::new(),
             to_flush: Vec::new(),
+            rbuf: Vec::new(),
             trace,
             verbose: opts.verbose,
             syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
@@ -145,27 +151,39 @@ impl Server {
         if !readable {
             return;
         }
-        let mut buf = [0u8; 16384];
+        // One receive buffer for the daemon's life (a fresh zeroed 16 KiB array per event
+        // cost a memset per request).
+        let mut buf = std::mem::take(&mut self.rbuf);
+        buf.resize(READ_BUF, 0);
+        let outcome = self.read_all(id, &mut buf);
+        self.rbuf = buf;
+        if let Err(why) = outcome {
+            self.close(id, why);
+        }
+    }
+
+    /// Read and run until the socket is drained; `Err` says why the connection must close.
+    fn read_all(&mut self, id: ConnId, buf: &mut [u8]) -> Result<(), &'static str> {
         loop {
             let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
-                return;
+                return Ok(());
             };
-            match stream.read(&mut buf) {
-                Ok(0) => return self.close(id, "closed by peer"),
+            match stream.read(buf) {
+                Ok(0) => return Err("closed by peer"),
                 Ok(n) => {
                     if !self.feed(id, &buf[..n]) {
-                        return self.close(id, "payload over 4096 bytes");
+                        return Err("payload over 4096 bytes");
                     }
                     // A short read drained the socket: bytes arriving later raise a new
                     // readiness edge, so the read that would answer EAGAIN is skipped (one
                     // system call less per request).
                     if n < buf.len() {
-                        return;
+                        return Ok(());
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return self.close(id, "read error"),
+                Err(_) => return Err("read error"),
             }
         }
     }

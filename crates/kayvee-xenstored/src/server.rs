@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
+use rustix::net::RecvFlags;
 
 use kayvee_engine::xenstore::{ConnId, Xenstored};
 use kayvee_engine::Now;
@@ -61,6 +62,8 @@ pub struct Server {
     to_flush: Vec<ConnId>,
     /// The receive buffer, reused for every read.
     rbuf: Vec<u8>,
+    /// Bytes peeked and processed in this loop pass, to take off each socket after the flush.
+    to_discard: Vec<(ConnId, usize)>,
     trace: Option<File>,
     verbose: bool,
     /// Where the engine's log lines (memory-quota reports) go.
@@ -87,6 +90,7 @@ impl Server {
             waiting: Vec::new(),
             to_flush: Vec::new(),
             rbuf: Vec::new(),
+            to_discard: Vec::new(),
             trace,
             verbose: opts.verbose,
             syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
@@ -114,6 +118,7 @@ impl Server {
                 }
             }
             self.flush_all();
+            self.discard();
         }
     }
 
@@ -163,29 +168,73 @@ impl Server {
     }
 
     /// Read and run until the socket is drained; `Err` says why the connection must close.
+    ///
+    /// The bytes are peeked, not taken: they stay queued on the socket until [`Self::discard`]
+    /// runs after this loop pass's replies went out. Taking a request's bytes wakes its sender
+    /// (a Unix socket announces free send space to a client already asleep waiting for the
+    /// reply: a wakeup and two context switches for nothing); after the reply has woken it,
+    /// taking them wakes nobody.
     fn read_all(&mut self, id: ConnId, buf: &mut [u8]) -> Result<(), &'static str> {
         loop {
             let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
                 return Ok(());
             };
-            match stream.read(buf) {
-                Ok(0) => return Err("closed by peer"),
-                Ok(n) => {
+            match rustix::net::recv(&*stream, &mut *buf, RecvFlags::PEEK) {
+                Ok((_, 0)) => return Err("closed by peer"),
+                Ok((_, n)) => {
                     if !self.feed(id, &buf[..n]) {
+                        // Take what was seen, as a plain read would have: closing a Unix
+                        // socket with unread bytes resets the peer instead of an EOF.
+                        let _ = self.discard_now(id, buf, n);
                         return Err("payload over 4096 bytes");
                     }
                     // A short read drained the socket: bytes arriving later raise a new
                     // readiness edge, so the read that would answer EAGAIN is skipped (one
                     // system call less per request).
                     if n < buf.len() {
+                        self.to_discard.push((id, n));
                         return Ok(());
                     }
+                    // A full buffer: take these bytes now to see the next ones.
+                    self.discard_now(id, buf, n)?;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e == rustix::io::Errno::AGAIN => return Ok(()),
+                Err(e) if e == rustix::io::Errno::INTR => continue,
+                Err(_) => return Err("read error"),
+            }
+        }
+    }
+
+    /// Take `n` already-processed bytes off `id`'s socket.
+    fn discard_now(&mut self, id: ConnId, buf: &mut [u8], n: usize) -> Result<(), &'static str> {
+        let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
+            return Ok(());
+        };
+        let mut left = n;
+        while left > 0 {
+            match stream.read(&mut buf[..left]) {
+                Ok(0) => return Err("closed by peer"),
+                Ok(k) => left -= k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Err("read error"),
             }
         }
+        Ok(())
+    }
+
+    /// Take the bytes peeked in this loop pass off their sockets (after the replies went out).
+    fn discard(&mut self) {
+        let mut list = std::mem::take(&mut self.to_discard);
+        let mut buf = std::mem::take(&mut self.rbuf);
+        buf.resize(READ_BUF, 0);
+        for &(id, n) in &list {
+            if let Err(why) = self.discard_now(id, &mut buf, n) {
+                self.close(id, why);
+            }
+        }
+        self.rbuf = buf;
+        list.clear();
+        self.to_discard = list;
     }
 
     /// Run received bytes through the session; false when the connection must close.
@@ -295,6 +344,7 @@ impl Server {
             let _ = self.poll.registry().deregister(&mut s);
         }
         self.sessions.remove(id);
+        self.to_discard.retain(|&(i, _)| i != id);
         if let Some(w) = self.waiting.get_mut(id as usize) {
             *w = false;
         }

@@ -336,3 +336,29 @@ fn xenstore_control_quota_soft_and_logfile() {
     );
     assert!(!d.tool(xc, &["logfile"]).status.success());
 }
+
+#[test]
+fn burst_larger_than_the_receive_buffer() {
+    // Eight 4 KB WRITEs in one 32 KB burst: more than one 16 KiB receive, so the daemon must
+    // take each full buffer off the socket before it sees the rest, splitting messages.
+    let d = start(&[]);
+    let mut s = UnixStream::connect(&d.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut burst = Vec::new();
+    for i in 0..8u8 {
+        let mut payload = format!("/burst/n{i}\0").into_bytes();
+        payload.extend(std::iter::repeat_n(b'a' + i, 4000));
+        for w in [11u32, 0, 0, payload.len() as u32] {
+            burst.extend_from_slice(&w.to_le_bytes());
+        }
+        burst.extend_from_slice(&payload);
+    }
+    s.write_all(&burst).unwrap();
+    let replies = raw(&mut s, &[], 8);
+    assert!(replies.iter().all(|r| *r == (11, b"OK\0".to_vec())));
+    for i in 0..8u8 {
+        let path = format!("/burst/n{i}\0");
+        let got = raw(&mut s, &[(2, 0, path.as_bytes())], 1);
+        assert_eq!(got[0], (2, vec![b'a' + i; 4000]), "node {i}");
+    }
+}

@@ -9,6 +9,7 @@
 
 extern crate alloc;
 
+pub mod aof;
 pub mod argv;
 pub mod blocking;
 pub mod client;
@@ -154,6 +155,8 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// Command propagation for the append-only file (see [`aof`]).
+    pub aof: aof::Propagation,
 }
 
 pub use stats::Stats;
@@ -262,6 +265,7 @@ impl Engine {
             watching: 0,
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            aof: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -339,6 +343,10 @@ impl Engine {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+            self.core.aof.flush();
+        }
         if self.core.blocking.has_ready() {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
@@ -457,7 +465,18 @@ impl Engine {
             outcome: Outcome::Continue,
             cmd: id,
         };
-        let result = (spec.handler)(&mut cx, argv, out);
+        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
+            let mut tee = aof::Tee::new(out);
+            let result = (spec.handler)(&mut cx, argv, &mut tee);
+            let reply = tee.reply();
+            aof::drain_expired(cx.core);
+            if result.is_ok() {
+                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
+            }
+            result
+        } else {
+            (spec.handler)(&mut cx, argv, out)
+        };
         let outcome = core::mem::take(&mut cx.outcome);
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
@@ -595,6 +614,9 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         cmd::expire::active_expire_cycle(&mut self.core, now);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+        }
         txn::settle(&mut self.core, &mut self.clients);
         self.expire_blocked(now);
     }
@@ -697,6 +719,28 @@ impl Engine {
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
         p.last_load_keys_expired = expired;
+    }
+
+    /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
+    /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
+    /// (see [`aof`]). Off, no work at all is done for it.
+    pub fn set_propagation(&mut self, on: bool) {
+        aof::set_enabled(&mut self.core, on);
+    }
+
+    /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.
+    pub fn drain_propagated(&mut self, into: &mut Vec<u8>) {
+        self.core.aof.drain_into(into);
+    }
+
+    /// Whether propagated commands wait in the buffer.
+    pub fn has_propagated(&self) -> bool {
+        self.core.aof.has_output()
+    }
+
+    /// The propagated stream starts a new file: its next command is preceded by a SELECT.
+    pub fn reset_propagation_db(&mut self) {
+        self.core.aof.reset_db();
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

@@ -24,11 +24,58 @@ use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
 use crate::Core;
 use alloc::vec::Vec;
 
+/// The AOF state INFO persistence reports and BGREWRITEAOF reads; the shell keeps it current.
+#[derive(Clone, Debug)]
+pub struct AofStatus {
+    /// The AOF is on (`aof_enabled`).
+    pub on: bool,
+    /// Unix ms at which the running rewrite started.
+    pub rewrite_started_ms: Option<u64>,
+    /// BGREWRITEAOF waits for the running BGSAVE.
+    pub rewrite_scheduled: bool,
+    /// BGREWRITEAOF asked the shell for a rewrite (the shell clears it when it starts one).
+    pub rewrite_requested: bool,
+    /// Duration of the last rewrite in seconds (-1: none yet).
+    pub last_rewrite_time_s: i64,
+    /// Whether the last rewrite succeeded.
+    pub last_bgrewrite_ok: bool,
+    /// Rewrites done.
+    pub rewrites: u64,
+    /// Failed rewrites in a row.
+    pub consecutive_failures: u64,
+    /// Whether the last write to the AOF succeeded.
+    pub last_write_ok: bool,
+    /// Bytes of the AOF (base plus increments).
+    pub current_size: u64,
+    /// Bytes of the base after the last rewrite or load.
+    pub base_size: u64,
+}
+
+impl Default for AofStatus {
+    fn default() -> Self {
+        AofStatus {
+            on: false,
+            rewrite_started_ms: None,
+            rewrite_scheduled: false,
+            rewrite_requested: false,
+            last_rewrite_time_s: -1,
+            last_bgrewrite_ok: true,
+            rewrites: 0,
+            consecutive_failures: 0,
+            last_write_ok: true,
+            current_size: 0,
+            base_size: 0,
+        }
+    }
+}
+
 /// The propagation state kept in [`Core`].
 #[derive(Default)]
 pub struct Propagation {
     /// Whether commands are propagated (AOF on).
     pub enabled: bool,
+    /// What INFO and BGREWRITEAOF see.
+    pub status: AofStatus,
     /// Encoded commands ready for the shell.
     out: Vec<u8>,
     /// The database the stream last selected (`None`: the next command writes a SELECT).

@@ -3,6 +3,7 @@
 
 use crate::command::CommandSpec;
 
+pub mod aof;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -46,6 +47,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     info::COMMANDS,
     server::COMMANDS,
     config_cmd::COMMANDS,
+    aof::COMMANDS,
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,

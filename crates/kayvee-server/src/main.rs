@@ -6,6 +6,7 @@
 //! closed socket returns EPIPE instead of killing the server.
 
 mod alloc;
+mod aof;
 mod config;
 mod conn;
 mod host;
@@ -79,9 +80,17 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
-    persist::load_at_startup(&mut engine, now)?;
+    // With the AOF on, the data comes from it and the RDB file is not read, as in Redis.
+    let aof = if engine.core.config.appendonly {
+        let (aof, _) = aof::Aof::open(&mut engine, now, true)?;
+        Some(aof)
+    } else {
+        persist::load_at_startup(&mut engine, now)?;
+        None
+    };
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
+    server.aof = aof;
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

@@ -126,6 +126,10 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// The append-only file, when on.
+    pub aof: Option<crate::aof::Aof>,
+    /// Connections whose replies wait for this pass's AOF write (group commit).
+    deferred: Vec<usize>,
 }
 
 impl Server {
@@ -169,6 +173,8 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            aof: None,
+            deferred: Vec::new(),
         })
     }
 
@@ -195,6 +201,7 @@ impl Server {
                     break;
                 }
             }
+            self.run_deferred();
             if !self.shutdown && Instant::now() >= self.next_cron {
                 self.cron();
             }
@@ -203,6 +210,9 @@ impl Server {
         if self.signal_save {
             self.wait_bgsave();
             let _ = crate::persist::save_sync(&mut self.engine, self.clock.now());
+        }
+        if let Some(aof) = self.aof.take() {
+            aof.close(&mut self.engine, self.clock.now());
         }
         self.finish();
         Ok(())
@@ -213,6 +223,9 @@ impl Server {
     /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
     /// a blocked client (the engine times a client out once the clock is past its deadline).
     fn poll_timeout(&self) -> Duration {
+        if !self.deferred.is_empty() {
+            return Duration::ZERO;
+        }
         let cron = self.next_cron.saturating_duration_since(Instant::now());
         match self.engine.next_block_deadline() {
             Some(deadline_ms) => {
@@ -432,6 +445,7 @@ impl Server {
         if let Some(bg) = batch.bgsave.take() {
             self.bgsave = Some(bg);
         }
+        self.after_batch();
         if batch.shutdown {
             self.shutdown_from_command(slot, batch.shutdown_save);
         }
@@ -506,10 +520,15 @@ impl Server {
                 self.run_from_conn(conn, batch)?
             };
             self.engine.core.stats.total_net_input_bytes += n as u64;
-            self.write_out(conn)?;
             if end == FillEnd::Eof {
                 conn.closing = true;
             }
+            if self.aof_pending() {
+                // Replies wait for the pass's one AOF write (and fsync): group commit.
+                self.deferred.push(conn.handle.0);
+                return Ok(true);
+            }
+            self.write_out(conn)?;
             if conn.closing {
                 return Ok(conn.out_pending() > 0);
             }
@@ -583,9 +602,79 @@ impl Server {
 
     /// One `write` of the connection's pending output, counted in the stats.
     fn write_out(&mut self, conn: &mut Conn) -> io::Result<()> {
+        self.aof_flush();
         let n = conn.flush()?;
         self.engine.core.stats.total_net_output_bytes += n as u64;
         Ok(())
+    }
+
+    // ---- The append-only file (see `crate::aof`) ----
+
+    /// Whether propagated writes wait for the AOF.
+    #[inline]
+    fn aof_pending(&self) -> bool {
+        self.aof
+            .as_ref()
+            .is_some_and(|a| a.needs_flush(&self.engine))
+    }
+
+    /// Writes (and under `always` fsyncs) what the engine propagated: before any reply goes out.
+    #[inline]
+    fn aof_flush(&mut self) {
+        if self.aof_pending() {
+            if let Some(aof) = self.aof.as_mut() {
+                aof.flush(&mut self.engine);
+            }
+        }
+    }
+
+    /// The end of a loop pass: one AOF write for every connection whose replies wait, then
+    /// those connections go on (write their replies, read more).
+    fn run_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.aof_flush();
+        let mut slots = std::mem::take(&mut self.deferred);
+        slots.sort_unstable();
+        slots.dedup();
+        for slot in slots {
+            self.service(slot);
+        }
+        self.after_batch();
+    }
+
+    /// Acts on the AOF requests of the last commands: BGREWRITEAOF, CONFIG SET appendonly.
+    fn after_batch(&mut self) {
+        let now = self.clock.now();
+        let s = &self.engine.core.aof.status;
+        if s.rewrite_scheduled && self.bgsave.is_none() {
+            self.engine.core.aof.status.rewrite_requested = true;
+        }
+        if self.engine.core.aof.status.rewrite_requested {
+            match self.aof.as_mut() {
+                Some(aof) if !aof.rewriting() => aof.start_rewrite(&mut self.engine, now),
+                Some(_) => {}
+                None => {
+                    warn!("BGREWRITEAOF with the AOF off: nothing to rewrite");
+                    self.engine.core.aof.status.rewrite_requested = false;
+                }
+            }
+        }
+        let wanted = self.engine.core.config.appendonly;
+        if wanted && self.aof.is_none() {
+            match crate::aof::Aof::open(&mut self.engine, now, false) {
+                Ok((aof, _)) => self.aof = Some(aof),
+                Err(e) => {
+                    warn!("Can't turn the append only file on: {e}");
+                    self.engine.core.config.appendonly = false;
+                }
+            }
+        } else if !wanted {
+            if let Some(aof) = self.aof.take() {
+                aof.close(&mut self.engine, now);
+            }
+        }
     }
 
     /// Copies a connection's buffer sizes into its engine client (for CLIENT LIST).
@@ -629,6 +718,10 @@ impl Server {
         let now = self.clock.now();
         self.engine.cron(now);
         self.persistence_cron(now);
+        if let Some(aof) = self.aof.as_mut() {
+            aof.cron(&mut self.engine, now);
+        }
+        self.after_batch();
         let core = &mut self.engine.core;
         crate::host::refresh(&mut core.host);
         core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);

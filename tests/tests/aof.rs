@@ -18,12 +18,22 @@ fn tmpdir(name: &str) -> PathBuf {
 /// Whether redis-server and redis-check-aof are here (skip otherwise, unless required).
 fn have_redis() -> bool {
     let ok = tool_available("redis-server") && tool_available("redis-check-aof");
-    assert!(ok || !redis_required(), "redis-server / redis-check-aof missing");
+    assert!(
+        ok || !redis_required(),
+        "redis-server / redis-check-aof missing"
+    );
     ok
 }
 
 fn kayvee(dir: &Path, extra: &[&str]) -> Server {
-    let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes", "--save", ""];
+    let mut args = vec![
+        "--dir",
+        dir.to_str().unwrap(),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+    ];
     args.extend_from_slice(extra);
     Server::kayvee(&args).expect("kayvee")
 }
@@ -50,8 +60,10 @@ fn dataset(c: &mut Conn) -> Vec<String> {
                 "+list" => text(c, &["LRANGE", k, "0", "-1"]),
                 "+set" => text(c, &["SORT", k, "ALPHA"]),
                 "+hash" => {
-                    let mut v: Vec<String> =
-                        text(c, &["HGETALL", k]).split("\r\n").map(String::from).collect();
+                    let mut v: Vec<String> = text(c, &["HGETALL", k])
+                        .split("\r\n")
+                        .map(String::from)
+                        .collect();
                     v.sort();
                     v.join(",")
                 }
@@ -101,7 +113,10 @@ fn wait_rewrite(c: &mut Conn) {
 
 fn check_aof(dir: &Path) {
     let manifest = dir.join("appendonlydir/appendonly.aof.manifest");
-    let out = Command::new("redis-check-aof").arg(&manifest).output().unwrap();
+    let out = Command::new("redis-check-aof")
+        .arg(&manifest)
+        .output()
+        .unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "redis-check-aof failed:\n{log}");
 }
@@ -110,7 +125,12 @@ fn check_aof(dir: &Path) {
 fn data_survives_kill_and_rewrite_and_redis_loads_it() {
     for preamble in ["yes", "no"] {
         let dir = tmpdir(&format!("restart-{preamble}"));
-        let opts = ["--appendfsync", "always", "--aof-use-rdb-preamble", preamble];
+        let opts = [
+            "--appendfsync",
+            "always",
+            "--aof-use-rdb-preamble",
+            preamble,
+        ];
         let k = kayvee(&dir, &opts);
         let mut c = k.conn();
         fill(&mut c);
@@ -131,7 +151,9 @@ fn data_survives_kill_and_rewrite_and_redis_loads_it() {
         writer.join().unwrap();
         c.cmd_str(&["SET", "after", "rewrite"]);
         let before = dataset(&mut c);
-        assert!(before.iter().any(|l| l.starts_with("counter +string $4\r\n3000")));
+        assert!(before
+            .iter()
+            .any(|l| l.starts_with("counter +string $4\r\n3000")));
         drop(c);
         drop(k); // SIGKILL
         let k = kayvee(&dir, &opts);
@@ -146,7 +168,11 @@ fn data_survives_kill_and_rewrite_and_redis_loads_it() {
         }
         check_aof(&dir);
         let r = Server::redis(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"]).unwrap();
-        assert_eq!(dataset(&mut r.conn()), before, "redis-server loads Kayvee's AOF");
+        assert_eq!(
+            dataset(&mut r.conn()),
+            before,
+            "redis-server loads Kayvee's AOF"
+        );
     }
 }
 
@@ -197,16 +223,28 @@ fn truncated_tail_loads_or_refuses_per_aof_load_truncated() {
     bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$3\r\nab");
     std::fs::write(&incr, &bytes).unwrap();
     let status = Command::new(kayvee_bin())
-        .args(["--port", "0", "--unixsocket", dir.join("s").to_str().unwrap()])
+        .args([
+            "--port",
+            "0",
+            "--unixsocket",
+            dir.join("s").to_str().unwrap(),
+        ])
         .args(["--dir", dir.to_str().unwrap(), "--appendonly", "yes"])
         .args(["--aof-load-truncated", "no"])
         .output()
         .unwrap();
-    assert!(!status.status.success(), "a truncated AOF must stop the start");
+    assert!(
+        !status.status.success(),
+        "a truncated AOF must stop the start"
+    );
     let k = kayvee(&dir, &["--aof-load-truncated", "yes"]);
     let mut c = k.conn();
     assert_eq!(text(&mut c, &["DBSIZE"]), ":2\r\n");
-    assert_eq!(std::fs::metadata(&incr).unwrap().len(), good, "the tail is cut off");
+    assert_eq!(
+        std::fs::metadata(&incr).unwrap().len(),
+        good,
+        "the tail is cut off"
+    );
     c.cmd_str(&["SET", "c", "3"]);
     drop(c);
     drop(k);
@@ -215,11 +253,19 @@ fn truncated_tail_loads_or_refuses_per_aof_load_truncated() {
     std::fs::write(&incr, b"garbage\r\n").unwrap();
     drop(k);
     let status = Command::new(kayvee_bin())
-        .args(["--port", "0", "--unixsocket", dir.join("s").to_str().unwrap()])
+        .args([
+            "--port",
+            "0",
+            "--unixsocket",
+            dir.join("s").to_str().unwrap(),
+        ])
         .args(["--dir", dir.to_str().unwrap(), "--appendonly", "yes"])
         .output()
         .unwrap();
-    assert!(!status.status.success(), "a corrupt AOF must stop the start");
+    assert!(
+        !status.status.success(),
+        "a corrupt AOF must stop the start"
+    );
 }
 
 #[test]
@@ -228,7 +274,10 @@ fn config_set_appendonly_writes_the_current_data() {
     let k = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
     let mut c = k.conn();
     c.cmd_str(&["SET", "before", "1"]);
-    assert_eq!(text(&mut c, &["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    assert_eq!(
+        text(&mut c, &["CONFIG", "SET", "appendonly", "yes"]),
+        "+OK\r\n"
+    );
     c.cmd_str(&["SET", "after", "2"]);
     assert!(text(&mut c, &["INFO", "persistence"]).contains("aof_enabled:1"));
     drop(c);

@@ -743,7 +743,7 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
             // An open transaction at the end: revert it, as Redis does.
             engine.execute(
                 h,
-                &kayvee_engine::ArgvBuf::from_args(&["DISCARD"]).argv(),
+                &kayvee_engine::ArgvBuf::from_args(["DISCARD"]).argv(),
                 Now { unix_us: 0 },
                 &mut sink,
             );

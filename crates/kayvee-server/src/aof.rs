@@ -205,13 +205,23 @@ impl Aof {
         let layout = Layout::of(engine);
         std::fs::create_dir_all(&layout.dir)?;
         let on_disk = layout.read_manifest()?;
-        let (manifest, loaded) = match on_disk {
+        let (mut manifest, loaded) = match on_disk {
             Some(m) if load_existing => {
                 load(engine, &layout, &m, now)?;
                 (m, true)
             }
             old => (fresh(engine, &layout, old.as_ref(), now)?, false),
         };
+        if manifest.incrs.is_empty() {
+            // A base alone (what BGREWRITEAOF leaves with the AOF off): add an increment.
+            let seq = 1;
+            manifest.incrs.push(Part {
+                name: layout.incr_name(seq),
+                seq,
+            });
+            open_append(&layout.dir.join(layout.incr_name(seq)))?.sync_all()?;
+            layout.write_manifest(&manifest)?;
+        }
         let incr = manifest
             .incrs
             .last()
@@ -514,6 +524,43 @@ fn fresh(
         }
     }
     Ok(m)
+}
+
+/// BGREWRITEAOF with the AOF off, as Redis 7.0 does it: a new base of `snapshot` and a
+/// manifest listing only that base, written on a thread; older AOF files are deleted. Returns
+/// the base's size.
+pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
+    let layout = Layout::of(engine);
+    let rdb = engine.core.config.aof_use_rdb_preamble;
+    let snapshot = engine.snapshot(now);
+    let opts = base_options(engine);
+    std::thread::Builder::new()
+        .name("kayvee-aofrw".into())
+        .spawn(move || {
+            std::fs::create_dir_all(&layout.dir)?;
+            let old = layout.read_manifest().map_err(io::Error::other)?;
+            let seq = old
+                .as_ref()
+                .and_then(|m| m.base.as_ref())
+                .map_or(0, |b| b.seq)
+                + 1;
+            let base = Part {
+                name: layout.base_name(seq, rdb),
+                seq,
+            };
+            let size = write_base(snapshot, opts, rdb, &layout.dir.join(&base.name))?;
+            let m = Manifest {
+                base: Some(base),
+                incrs: Vec::new(),
+            };
+            layout.write_manifest(&m)?;
+            for p in old.iter().flat_map(|o| o.base.iter().chain(o.incrs.iter())) {
+                if m.base.as_ref() != Some(p) {
+                    let _ = std::fs::remove_file(layout.dir.join(&p.name));
+                }
+            }
+            Ok(size)
+        })
 }
 
 /// Opens a file for appending, creating it.

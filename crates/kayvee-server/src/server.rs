@@ -130,6 +130,8 @@ pub struct Server {
     pub aof: Option<crate::aof::Aof>,
     /// Connections whose replies wait for this pass's AOF write (group commit).
     deferred: Vec<usize>,
+    /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
+    detached_rewrite: Option<(std::thread::JoinHandle<io::Result<u64>>, Instant)>,
 }
 
 impl Server {
@@ -175,6 +177,7 @@ impl Server {
             signal_save: false,
             aof: None,
             deferred: Vec::new(),
+            detached_rewrite: None,
         })
     }
 
@@ -503,7 +506,13 @@ impl Server {
 
     /// The read / run / write cycle of one connection. False: close it now.
     fn pump(&mut self, conn: &mut Conn, batch: &mut Batch) -> io::Result<bool> {
-        self.write_out(conn)?;
+        if self.aof_pending() {
+            // Writes wait for this pass's one AOF write (group commit): no reply goes out
+            // before it; this connection's output is written at the end of the pass.
+            self.deferred.push(conn.handle.0);
+        } else {
+            self.write_out(conn)?;
+        }
         if conn.closing {
             return Ok(conn.out_pending() > 0);
         }
@@ -638,6 +647,9 @@ impl Server {
         let mut slots = std::mem::take(&mut self.deferred);
         slots.sort_unstable();
         slots.dedup();
+        for &slot in &slots {
+            self.flush_and_check(slot);
+        }
         for slot in slots {
             self.service(slot);
         }
@@ -655,14 +667,28 @@ impl Server {
             match self.aof.as_mut() {
                 Some(aof) if !aof.rewriting() => aof.start_rewrite(&mut self.engine, now),
                 Some(_) => {}
-                None => {
-                    warn!("BGREWRITEAOF with the AOF off: nothing to rewrite");
-                    self.engine.core.aof.status.rewrite_requested = false;
-                }
+                None => self.start_detached_rewrite(now),
             }
+        }
+        if self
+            .detached_rewrite
+            .as_ref()
+            .is_some_and(|(t, _)| t.is_finished())
+        {
+            self.finish_detached_rewrite();
         }
         let wanted = self.engine.core.config.appendonly;
         if wanted && self.aof.is_none() {
+            while self.detached_rewrite.is_some() {
+                std::thread::sleep(Duration::from_millis(2));
+                if self
+                    .detached_rewrite
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.is_finished())
+                {
+                    self.finish_detached_rewrite();
+                }
+            }
             match crate::aof::Aof::open(&mut self.engine, now, false) {
                 Ok((aof, _)) => self.aof = Some(aof),
                 Err(e) => {
@@ -673,6 +699,53 @@ impl Server {
         } else if !wanted {
             if let Some(aof) = self.aof.take() {
                 aof.close(&mut self.engine, now);
+            }
+        }
+    }
+
+    /// BGREWRITEAOF with the AOF off: a base and a manifest on a thread (see
+    /// [`crate::aof::rewrite_detached`]).
+    fn start_detached_rewrite(&mut self, now: Now) {
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_requested = false;
+        s.rewrite_scheduled = false;
+        if self.detached_rewrite.is_some() {
+            return;
+        }
+        match crate::aof::rewrite_detached(&self.engine, now) {
+            Ok(t) => {
+                self.engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                self.detached_rewrite = Some((t, Instant::now()));
+            }
+            Err(e) => {
+                warn!("Can't rewrite append only file in background: {e}");
+                self.engine.core.aof.status.last_bgrewrite_ok = false;
+            }
+        }
+    }
+
+    /// Reports the end of a detached rewrite to the engine.
+    fn finish_detached_rewrite(&mut self) {
+        let Some((t, started)) = self.detached_rewrite.take() else {
+            return;
+        };
+        let result = t
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_started_ms = None;
+        s.last_rewrite_time_s = started.elapsed().as_secs() as i64;
+        match result {
+            Ok(_) => {
+                tracing::info!("Background AOF rewrite finished successfully");
+                s.last_bgrewrite_ok = true;
+                s.rewrites += 1;
+                s.consecutive_failures = 0;
+            }
+            Err(e) => {
+                warn!("Background AOF rewrite failed: {e}");
+                s.last_bgrewrite_ok = false;
+                s.consecutive_failures += 1;
             }
         }
     }

@@ -183,8 +183,13 @@ fn itoa(mut v: u64) -> Digits {
 
 /// Appends `args` as a RESP multibulk command (the AOF record format).
 pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+    encode_iter(out, args.len(), args.iter().copied());
+}
+
+/// [`encode`] from an iterator of `len` arguments (no intermediate vector).
+fn encode_iter<'a>(out: &mut Vec<u8>, len: usize, args: impl Iterator<Item = &'a [u8]>) {
     out.push(b'*');
-    out.extend_from_slice(itoa(args.len() as u64).as_bytes_mut());
+    out.extend_from_slice(itoa(len as u64).as_bytes_mut());
     out.extend_from_slice(b"\r\n");
     for a in args {
         out.push(b'$');
@@ -213,6 +218,14 @@ pub fn drain_expired(core: &mut Core) {
         for key in core::mem::take(log) {
             core.aof.emit_now(i, &[b"DEL", &key]);
         }
+    }
+}
+
+/// Propagates the deletion of `key` from database `db` as `DEL key`, outside the running call:
+/// for deletions no command asked for (eviction under `maxmemory`, as Redis 7.0 propagates them).
+pub fn propagate_del(core: &mut Core, db: usize, key: &[u8]) {
+    if core.aof.enabled {
+        core.aof.emit_now(db, &[b"DEL", key]);
     }
 }
 
@@ -379,8 +392,9 @@ struct Rule<'c, 'a> {
 
 impl Rule<'_, '_> {
     fn verbatim(&mut self) {
-        let args: Vec<&[u8]> = self.argv.iter().collect();
-        self.core.aof.push(self.db, &args);
+        let p = &mut self.core.aof;
+        encode_iter(&mut p.pending, self.argv.len(), self.argv.iter());
+        p.pending_ops.push((self.db, p.pending.len()));
     }
 
     fn push(&mut self, args: &[&[u8]]) {
@@ -826,6 +840,14 @@ mod tests {
         t.now = Now::from_ms(t.now.ms() + 20);
         t.e.cron(t.now);
         assert_eq!(t.take(), ["DEL k3"]);
+    }
+
+    #[test]
+    fn evictions_propagate_as_del_in_their_database() {
+        let mut t = T::new();
+        t.run(&["set a 1"]);
+        propagate_del(&mut t.e.core, 2, b"victim");
+        assert_eq!(t.take(), ["SELECT 2", "DEL victim"]);
     }
 
     #[test]

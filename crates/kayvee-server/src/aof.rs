@@ -288,13 +288,24 @@ impl Aof {
                 self.buf.clear();
                 engine.core.aof.status.last_write_ok = true;
             }
-            Err(e) => {
-                // Kept in the buffer and retried on the next pass, as Redis retries.
-                warn!("Error writing to the AOF file: {e}");
-                engine.core.aof.status.last_write_ok = false;
-            }
+            Err(e) => self.write_failed(engine, &e),
         }
         self.report(engine);
+    }
+
+    /// A failed write or fsync. Under `always` the server cannot keep its promise and exits,
+    /// as Redis does; otherwise a partial write is cut off and the bytes are retried on the
+    /// next pass (INFO shows `aof_last_write_status:err` meanwhile).
+    fn write_failed(&mut self, engine: &mut Engine, e: &io::Error) {
+        if self.policy == Fsync::Always {
+            tracing::error!(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always': {e}. Exiting..."
+            );
+            std::process::exit(1);
+        }
+        warn!("Error writing to the AOF file: {e}");
+        let _ = self.file.set_len(self.incr_size);
+        engine.core.aof.status.last_write_ok = false;
     }
 
     /// The cron part: the everysec fsync, the end of a rewrite, the auto-rewrite.
@@ -734,6 +745,10 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
                 engine.disconnect(h);
                 return Err(load_error(&path, "Bad file format"));
             }
+            Replay::Unknown(name) => {
+                engine.disconnect(h);
+                return Err(load_error(&path, &format!("Unknown command '{name}'")));
+            }
         }
     }
     engine.disconnect(h);
@@ -753,6 +768,8 @@ enum Replay {
     Truncated(usize),
     /// Not RESP commands.
     Bad,
+    /// A command this server does not know.
+    Unknown(String),
 }
 
 /// Runs the commands of one AOF file through client `h`, without replies and without expiry
@@ -767,6 +784,14 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
     let mut before_multi = None;
     let mut sink = Discard(kayvee_engine::Protocol::Resp2);
     while used < bytes.len() {
+        if bytes[used] == b'#' {
+            // An annotation (`#TS:...` with aof-timestamp-enabled): skipped, as Redis does.
+            match bytes[used..].iter().position(|&b| b == b'\n') {
+                Some(end) => used += end + 1,
+                None => return Replay::Truncated(used),
+            }
+            continue;
+        }
         if bytes[used] != b'*' {
             return Replay::Bad;
         }
@@ -776,6 +801,10 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
             Err(_) => return Replay::Bad,
         };
         let name = frame.argv.get(0);
+        if engine.core.commands.lookup(name).is_none() {
+            let name = String::from_utf8_lossy(name).into_owned();
+            return Replay::Unknown(name);
+        }
         if name.eq_ignore_ascii_case(b"multi") {
             before_multi = Some(used);
         } else if name.eq_ignore_ascii_case(b"exec") {
@@ -840,6 +869,11 @@ mod tests {
         assert_eq!(replay(&mut e, h, &multi), Replay::Truncated(good.len()));
         assert_eq!(e.core.dbs[0].len(), 1, "the open transaction is reverted");
         assert_eq!(replay(&mut e, h, b"SET a 1\r\n"), Replay::Bad);
+        let unknown = b"*1\r\n$6\r\nNOSUCH\r\n";
+        assert_eq!(replay(&mut e, h, unknown), Replay::Unknown("NOSUCH".into()));
+        let annotated = b"#TS:1700000000\r\n*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\n1\r\n";
+        assert_eq!(replay(&mut e, h, annotated), Replay::Done);
+        assert!(e.core.dbs[0].expire_at(b"z").is_none() && e.core.dbs[0].len() == 2);
     }
 
     #[test]

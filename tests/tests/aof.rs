@@ -140,7 +140,7 @@ fn data_survives_kill_and_rewrite_and_redis_loads_it() {
         let writer_port = k.port();
         let writer = std::thread::spawn(move || {
             let mut w = Conn::connect(writer_port).unwrap();
-            for i in 0..3000 {
+            for i in 0..1000 {
                 w.cmd_str(&["INCR", "counter"]);
                 w.cmd_str(&["RPUSH", "log", &i.to_string()]);
             }
@@ -156,7 +156,7 @@ fn data_survives_kill_and_rewrite_and_redis_loads_it() {
         let before = dataset(&mut c);
         assert!(before
             .iter()
-            .any(|l| l.starts_with("counter +string $4\r\n3000")));
+            .any(|l| l.starts_with("counter +string $4\r\n1000")));
         drop(c);
         drop(k); // SIGKILL
         let k = kayvee(&dir, &opts);

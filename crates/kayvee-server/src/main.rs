@@ -80,16 +80,17 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
-    // With the AOF on, the data comes from it and the RDB file is not read, as in Redis.
-    let aof = if engine.core.config.appendonly {
+    // With the AOF on, the data comes from it (loaded here, before clients are accepted) and
+    // the RDB file is not read, as in Redis.
+    let (aof, load) = if engine.core.config.appendonly {
         let (aof, _) = aof::Aof::open(&mut engine, now, true)?;
-        Some(aof)
+        (Some(aof), None)
     } else {
-        persist::load_at_startup(&mut engine, now)?;
-        None
+        (None, persist::StartupLoad::start(&mut engine, now)?)
     };
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
+    server.set_loading(load);
     server.aof = aof;
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);

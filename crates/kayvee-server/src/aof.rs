@@ -261,9 +261,10 @@ impl Aof {
         s.current_size = self.base_size + self.incr_size;
     }
 
-    /// Whether writes are waiting to be made durable before replies go out.
+    /// Whether writes are waiting to be written before replies go out. Bytes kept after a
+    /// failed write (everysec, no) do not hold replies back: the cron retries them.
     pub fn needs_flush(&self, engine: &Engine) -> bool {
-        engine.has_propagated() || !self.buf.is_empty()
+        engine.has_propagated()
     }
 
     /// Writes what the engine propagated, and fsyncs under `always`: call before sending any

@@ -323,6 +323,7 @@ fn serve_one(
         cmd: w.cmd,
     };
     let result = (w.spec.serve)(&mut cx, key, &w.argv.argv(), &mut tree);
+    let served = result == Ok(true);
     match result {
         Ok(false) => {
             core.blocking.waiters.insert(h, w);
@@ -331,8 +332,15 @@ fn serve_one(
         Ok(true) => {}
         Err(e) => crate::send_error(&mut core.stats, &e, &mut tree),
     }
+    let replies = tree.take();
+    if core.aof.enabled && served {
+        let spec = core.commands.get(w.cmd).spec;
+        let argv = w.argv.argv();
+        crate::aof::after_command(core, db, spec.name, &argv, replies.first());
+        core.aof.flush();
+    }
     core.blocking.waiters.insert(h, w);
-    unblock(core, clients, h, tree.take());
+    unblock(core, clients, h, replies);
 }
 
 /// Removes waiter `h` and queues its replies for the shell.

@@ -63,6 +63,24 @@ pub struct Config {
     pub save: String,
     /// Append-only file.
     pub appendonly: bool,
+    /// Base name of the AOF files (`appendfilename`).
+    pub appendfilename: String,
+    /// Directory of the AOF files inside `dir` (`appenddirname`).
+    pub appenddirname: String,
+    /// `always`, `everysec` or `no` (`appendfsync`).
+    pub appendfsync: String,
+    /// Write the AOF base as an RDB file (`aof-use-rdb-preamble`).
+    pub aof_use_rdb_preamble: bool,
+    /// Load a truncated AOF up to its last complete command (`aof-load-truncated`).
+    pub aof_load_truncated: bool,
+    /// `aof-timestamp-enabled` (accepted; Kayvee writes no timestamp annotations).
+    pub aof_timestamp_enabled: bool,
+    /// Rewrite when the AOF grew by this percentage over its base (`auto-aof-rewrite-percentage`).
+    pub auto_aof_rewrite_percentage: i64,
+    /// ... and is at least this big (`auto-aof-rewrite-min-size`).
+    pub auto_aof_rewrite_min_size: u64,
+    /// Skip fsync while a rewrite runs (`no-appendfsync-on-rewrite`).
+    pub no_appendfsync_on_rewrite: bool,
     /// LZF-compress long strings in RDB files and DUMP payloads (`rdbcompression`).
     pub rdbcompression: bool,
     /// End RDB files with a CRC-64 (`rdbchecksum`; 0 when off).
@@ -137,6 +155,15 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             save: String::new(),
             appendonly: false,
+            appendfilename: "appendonly.aof".into(),
+            appenddirname: "appendonlydir".into(),
+            appendfsync: "everysec".into(),
+            aof_use_rdb_preamble: true,
+            aof_load_truncated: true,
+            aof_timestamp_enabled: false,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            no_appendfsync_on_rewrite: false,
             rdbcompression: true,
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,

@@ -21,6 +21,9 @@ pub struct Db {
     pub(crate) expire_cursor: u64,
     /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
     pub(crate) watch: crate::txn::DbWatch,
+    /// Keys deleted by expiry since the last drain, kept only while commands are propagated
+    /// (AOF on): each becomes a `DEL` in the append-only file (see [`crate::aof`]).
+    pub(crate) expired_log: Option<alloc::vec::Vec<Key>>,
 }
 
 /// Counters a database keeps for INFO.
@@ -52,6 +55,7 @@ impl Db {
             stats: DbStats::default(),
             expire_cursor: 0,
             watch: Default::default(),
+            expired_log: None,
         }
     }
 
@@ -91,6 +95,9 @@ impl Db {
                 self.expires.remove(key);
                 self.stats.expired += 1;
                 self.watch.note_expired(key);
+                if let Some(log) = &mut self.expired_log {
+                    log.push(Key::from_slice(key));
+                }
                 true
             }
             _ => false,
@@ -309,6 +316,9 @@ impl Db {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.watch.note_expired(&k[..]);
+        }
+        if let Some(log) = &mut self.expired_log {
+            log.extend(due.iter().cloned());
         }
         self.stats.expired += due.len() as u64;
         (checked, due.len())

@@ -10,6 +10,7 @@
 extern crate alloc;
 
 pub mod acl;
+pub mod aof;
 pub mod argv;
 pub mod blocking;
 pub mod client;
@@ -164,6 +165,8 @@ pub struct Core {
     pub persist: persist::Persistence,
     /// Users, their permissions and the denial log (see [`acl`]).
     pub acl: acl::Acl,
+    /// Command propagation for the append-only file (see [`aof`]).
+    pub aof: aof::Propagation,
 }
 
 pub use stats::Stats;
@@ -274,6 +277,7 @@ impl Engine {
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
             acl,
+            aof: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -351,6 +355,10 @@ impl Engine {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+            self.core.aof.flush();
+        }
         if self.core.blocking.has_ready() {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
@@ -478,7 +486,18 @@ impl Engine {
             outcome: Outcome::Continue,
             cmd: id,
         };
-        let result = (spec.handler)(&mut cx, argv, out);
+        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
+            let mut tee = aof::Tee::new(out);
+            let result = (spec.handler)(&mut cx, argv, &mut tee);
+            let reply = tee.reply();
+            aof::drain_expired(cx.core);
+            if result.is_ok() {
+                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
+            }
+            result
+        } else {
+            (spec.handler)(&mut cx, argv, out)
+        };
         let outcome = core::mem::take(&mut cx.outcome);
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
@@ -725,6 +744,9 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         cmd::expire::active_expire_cycle(&mut self.core, now);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+        }
         txn::settle(&mut self.core, &mut self.clients);
         self.expire_blocked(now);
     }
@@ -860,6 +882,28 @@ impl Engine {
     /// Whether the startup load is under way.
     pub fn is_loading(&self) -> bool {
         self.core.persist.loading.is_some()
+    }
+
+    /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
+    /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
+    /// (see [`aof`]). Off, no work at all is done for it.
+    pub fn set_propagation(&mut self, on: bool) {
+        aof::set_enabled(&mut self.core, on);
+    }
+
+    /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.
+    pub fn drain_propagated(&mut self, into: &mut Vec<u8>) {
+        self.core.aof.drain_into(into);
+    }
+
+    /// Whether propagated commands wait in the buffer.
+    pub fn has_propagated(&self) -> bool {
+        self.core.aof.has_output()
+    }
+
+    /// The propagated stream starts a new file: its next command is preceded by a SELECT.
+    pub fn reset_propagation_db(&mut self) {
+        self.core.aof.reset_db();
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

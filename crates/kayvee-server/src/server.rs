@@ -129,6 +129,12 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// The append-only file, when on.
+    pub aof: Option<crate::aof::Aof>,
+    /// Connections whose replies wait for this pass's AOF write (group commit).
+    deferred: Vec<usize>,
+    /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
+    detached_rewrite: Option<(std::thread::JoinHandle<io::Result<u64>>, Instant)>,
     /// The startup load, while it runs.
     loading: Option<crate::persist::StartupLoad>,
 }
@@ -174,6 +180,9 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            aof: None,
+            deferred: Vec::new(),
+            detached_rewrite: None,
             loading: None,
         })
     }
@@ -224,6 +233,7 @@ impl Server {
                     break;
                 }
             }
+            self.run_deferred();
             if !self.shutdown && Instant::now() >= self.next_cron {
                 self.cron();
             }
@@ -234,6 +244,9 @@ impl Server {
             self.wait_bgsave();
             let _ = crate::persist::save_sync(&mut self.engine, self.clock.now());
         }
+        if let Some(aof) = self.aof.take() {
+            aof.close(&mut self.engine, self.clock.now());
+        }
         self.finish();
         Ok(())
     }
@@ -243,6 +256,9 @@ impl Server {
     /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
     /// a blocked client (the engine times a client out once the clock is past its deadline).
     fn poll_timeout(&self) -> Duration {
+        if !self.deferred.is_empty() {
+            return Duration::ZERO;
+        }
         let mut cron = self.next_cron.saturating_duration_since(Instant::now());
         if self.loading.is_some() {
             cron = cron.min(LOADING_POLL);
@@ -475,6 +491,7 @@ impl Server {
         if let Some(bg) = batch.bgsave.take() {
             self.bgsave = Some(bg);
         }
+        self.after_batch();
         if batch.shutdown {
             self.shutdown_from_command(slot, batch.shutdown_save);
         }
@@ -532,7 +549,13 @@ impl Server {
 
     /// The read / run / write cycle of one connection. False: close it now.
     fn pump(&mut self, conn: &mut Conn, batch: &mut Batch) -> io::Result<bool> {
-        self.write_out(conn)?;
+        if self.aof_pending() {
+            // Writes wait for this pass's one AOF write (group commit): no reply goes out
+            // before it; this connection's output is written at the end of the pass.
+            self.deferred.push(conn.handle.0);
+        } else {
+            self.write_out(conn)?;
+        }
         if conn.closing {
             return Ok(conn.out_pending() > 0);
         }
@@ -549,10 +572,15 @@ impl Server {
                 self.run_from_conn(conn, batch)?
             };
             self.engine.core.stats.total_net_input_bytes += n as u64;
-            self.write_out(conn)?;
             if end == FillEnd::Eof {
                 conn.closing = true;
             }
+            if self.aof_pending() {
+                // Replies wait for the pass's one AOF write (and fsync): group commit.
+                self.deferred.push(conn.handle.0);
+                return Ok(true);
+            }
+            self.write_out(conn)?;
             if conn.closing {
                 return Ok(conn.out_pending() > 0);
             }
@@ -626,9 +654,143 @@ impl Server {
 
     /// One `write` of the connection's pending output, counted in the stats.
     fn write_out(&mut self, conn: &mut Conn) -> io::Result<()> {
+        self.aof_flush();
         let n = conn.flush()?;
         self.engine.core.stats.total_net_output_bytes += n as u64;
         Ok(())
+    }
+
+    // ---- The append-only file (see `crate::aof`) ----
+
+    /// Whether propagated writes wait for the AOF.
+    #[inline]
+    fn aof_pending(&self) -> bool {
+        self.aof
+            .as_ref()
+            .is_some_and(|a| a.needs_flush(&self.engine))
+    }
+
+    /// Writes (and under `always` fsyncs) what the engine propagated: before any reply goes out.
+    #[inline]
+    fn aof_flush(&mut self) {
+        if self.aof_pending() {
+            if let Some(aof) = self.aof.as_mut() {
+                aof.flush(&mut self.engine);
+            }
+        }
+    }
+
+    /// The end of a loop pass: one AOF write for every connection whose replies wait, then
+    /// those connections go on (write their replies, read more).
+    fn run_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.aof_flush();
+        let mut slots = std::mem::take(&mut self.deferred);
+        slots.sort_unstable();
+        slots.dedup();
+        for &slot in &slots {
+            self.flush_and_check(slot);
+        }
+        for slot in slots {
+            self.service(slot);
+        }
+        self.after_batch();
+    }
+
+    /// Acts on the AOF requests of the last commands: BGREWRITEAOF, CONFIG SET appendonly.
+    fn after_batch(&mut self) {
+        let now = self.clock.now();
+        let s = &self.engine.core.aof.status;
+        if s.rewrite_scheduled && self.bgsave.is_none() {
+            self.engine.core.aof.status.rewrite_requested = true;
+        }
+        if self.engine.core.aof.status.rewrite_requested {
+            match self.aof.as_mut() {
+                Some(aof) if !aof.rewriting() => aof.start_rewrite(&mut self.engine, now),
+                Some(_) => {}
+                None => self.start_detached_rewrite(now),
+            }
+        }
+        if self
+            .detached_rewrite
+            .as_ref()
+            .is_some_and(|(t, _)| t.is_finished())
+        {
+            self.finish_detached_rewrite();
+        }
+        let wanted = self.engine.core.config.appendonly;
+        if wanted && self.aof.is_none() {
+            while self.detached_rewrite.is_some() {
+                std::thread::sleep(Duration::from_millis(2));
+                if self
+                    .detached_rewrite
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.is_finished())
+                {
+                    self.finish_detached_rewrite();
+                }
+            }
+            match crate::aof::Aof::open(&mut self.engine, now, false) {
+                Ok((aof, _)) => self.aof = Some(aof),
+                Err(e) => {
+                    warn!("Can't turn the append only file on: {e}");
+                    self.engine.core.config.appendonly = false;
+                }
+            }
+        } else if !wanted {
+            if let Some(aof) = self.aof.take() {
+                aof.close(&mut self.engine, now);
+            }
+        }
+    }
+
+    /// BGREWRITEAOF with the AOF off: a base and a manifest on a thread (see
+    /// [`crate::aof::rewrite_detached`]).
+    fn start_detached_rewrite(&mut self, now: Now) {
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_requested = false;
+        s.rewrite_scheduled = false;
+        if self.detached_rewrite.is_some() {
+            return;
+        }
+        match crate::aof::rewrite_detached(&self.engine, now) {
+            Ok(t) => {
+                self.engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                self.detached_rewrite = Some((t, Instant::now()));
+            }
+            Err(e) => {
+                warn!("Can't rewrite append only file in background: {e}");
+                self.engine.core.aof.status.last_bgrewrite_ok = false;
+            }
+        }
+    }
+
+    /// Reports the end of a detached rewrite to the engine.
+    fn finish_detached_rewrite(&mut self) {
+        let Some((t, started)) = self.detached_rewrite.take() else {
+            return;
+        };
+        let result = t
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_started_ms = None;
+        s.last_rewrite_time_s = started.elapsed().as_secs() as i64;
+        match result {
+            Ok(_) => {
+                tracing::info!("Background AOF rewrite finished successfully");
+                s.last_bgrewrite_ok = true;
+                s.rewrites += 1;
+                s.consecutive_failures = 0;
+            }
+            Err(e) => {
+                warn!("Background AOF rewrite failed: {e}");
+                s.last_bgrewrite_ok = false;
+                s.consecutive_failures += 1;
+            }
+        }
     }
 
     /// Copies a connection's buffer sizes into its engine client (for CLIENT LIST).
@@ -672,6 +834,10 @@ impl Server {
         let now = self.clock.now();
         self.engine.cron(now);
         self.persistence_cron(now);
+        if let Some(aof) = self.aof.as_mut() {
+            aof.cron(&mut self.engine, now);
+        }
+        self.after_batch();
         let core = &mut self.engine.core;
         crate::host::refresh(&mut core.host);
         core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);

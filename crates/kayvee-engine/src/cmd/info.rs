@@ -339,19 +339,28 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
     field(s, "rdb_last_cow_size", 0);
     field(s, "rdb_last_load_keys_expired", p.last_load_keys_expired);
     field(s, "rdb_last_load_keys_loaded", p.last_load_keys_loaded);
-    zeros(
+    let a = &core.aof.status;
+    field(s, "aof_enabled", u8::from(a.on));
+    field(
         s,
-        &[
-            "aof_enabled",
-            "aof_rewrite_in_progress",
-            "aof_rewrite_scheduled",
-        ],
+        "aof_rewrite_in_progress",
+        u8::from(a.rewrite_started_ms.is_some()),
     );
-    field(s, "aof_last_rewrite_time_sec", -1);
-    field(s, "aof_current_rewrite_time_sec", -1);
-    field(s, "aof_last_bgrewrite_status", "ok");
-    zeros(s, &["aof_rewrites", "aof_rewrites_consecutive_failures"]);
-    field(s, "aof_last_write_status", "ok");
+    field(s, "aof_rewrite_scheduled", u8::from(a.rewrite_scheduled));
+    field(s, "aof_last_rewrite_time_sec", a.last_rewrite_time_s);
+    let current = a
+        .rewrite_started_ms
+        .map_or(-1, |t| (cx.now.ms().saturating_sub(t) / 1000) as i64);
+    field(s, "aof_current_rewrite_time_sec", current);
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    field(s, "aof_last_bgrewrite_status", ok(a.last_bgrewrite_ok));
+    field(s, "aof_rewrites", a.rewrites);
+    field(
+        s,
+        "aof_rewrites_consecutive_failures",
+        a.consecutive_failures,
+    );
+    field(s, "aof_last_write_status", ok(a.last_write_ok));
     zeros(
         s,
         &[
@@ -360,6 +369,19 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
             "module_fork_last_cow_size",
         ],
     );
+    if a.on {
+        field(s, "aof_current_size", a.current_size);
+        field(s, "aof_base_size", a.base_size);
+        zeros(
+            s,
+            &[
+                "aof_pending_rewrite",
+                "aof_buffer_length",
+                "aof_pending_bio_fsync",
+                "aof_delayed_fsync",
+            ],
+        );
+    }
     if let Some(l) = &p.loading {
         loading_fields(s, l, cx.now.ms());
     }

@@ -4,6 +4,7 @@
 use crate::command::CommandSpec;
 
 pub mod acl;
+pub mod aof;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -47,6 +48,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     info::COMMANDS,
     server::COMMANDS,
     config_cmd::COMMANDS,
+    aof::COMMANDS,
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,

@@ -18,10 +18,12 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
 pub mod stats;
+pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
@@ -154,6 +156,10 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// Client-side caching: the tracking table and BCAST prefixes (see [`tracking`]).
+    pub tracking: tracking::Tracking,
+    /// CLIENT PAUSE: the pause in force and the commands it holds (see [`pause`]).
+    pub pause: pause::Pause,
 }
 
 pub use stats::Stats;
@@ -262,6 +268,8 @@ impl Engine {
             watching: 0,
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            tracking: Default::default(),
+            pause: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -285,6 +293,8 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
+        tracking::disable(&mut self.core, &mut self.clients, h);
+        self.core.pause.remove(h);
         txn::discard(&mut self.core, &mut self.clients, h);
         pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
         self.clients.remove(h);
@@ -325,6 +335,10 @@ impl Engine {
         if argv.is_empty() {
             return Outcome::Continue;
         }
+        if self.core.pause.active(now.ms()) && self.paused_for(h, argv) {
+            self.core.pause.postpone(h, argv);
+            return Outcome::Blocked;
+        }
         let Some(client) = self.clients.get_mut(h) else {
             return Outcome::Continue;
         };
@@ -343,6 +357,9 @@ impl Engine {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, Some(h), Some(out));
+        }
         outcome
     }
 
@@ -369,6 +386,44 @@ impl Engine {
             outcome
         } else {
             self.dispatch(h, argv, now, out)
+        }
+    }
+
+    /// Whether the pause in force covers this command of `h` (see [`pause`]): unknown
+    /// commands and arity errors are answered at once, QUIT is never held.
+    fn paused_for(&self, h: Handle, argv: &Argv<'_>) -> bool {
+        let Ok(id) = self.resolve(argv) else {
+            return false;
+        };
+        let spec = self.core.commands.get(id).spec;
+        if spec.name == "quit" {
+            return false;
+        }
+        let replicates =
+            |s: &CommandSpec| s.has(command::flags::WRITE) || s.has(command::flags::MAY_REPLICATE);
+        let mut write = replicates(spec);
+        if Some(id) == self.exec_id {
+            let queue = self
+                .clients
+                .get(h)
+                .map(|c| &c.txn.queue[..])
+                .unwrap_or_default();
+            write |= queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
+            });
+        }
+        self.core.pause.covers(write)
+    }
+
+    /// Runs the commands a pause held once it is over; their replies go out as wakeups.
+    fn run_postponed(&mut self, now: Now) {
+        for (h, args) in self.core.pause.take_due(now.ms()) {
+            let protocol = self.protocol(h);
+            let mut tree = ReplyTree::new(protocol);
+            self.execute(h, &args.argv(), now, &mut tree);
+            self.core.blocking.push_wakeup(h, tree.take());
         }
     }
 
@@ -459,6 +514,9 @@ impl Engine {
         };
         let result = (spec.handler)(&mut cx, argv, out);
         let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.tracking.active() {
+            tracking::after_run(&mut self.core, &mut self.clients, h, id, argv);
+        }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
@@ -594,8 +652,14 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
-        cmd::expire::active_expire_cycle(&mut self.core, now);
+        // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
+        if !self.core.pause.active(now.ms()) {
+            cmd::expire::active_expire_cycle(&mut self.core, now);
+        }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+        }
         self.expire_blocked(now);
     }
 
@@ -604,12 +668,19 @@ impl Engine {
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
         blocking::expire(&mut self.core, &mut self.clients, now);
+        if self.core.pause.deadline().is_some() {
+            self.run_postponed(now);
+        }
     }
 
     /// The earliest unix ms at which a blocked client times out (it times out once the clock
     /// is past it): the shell's poll should wake by then.
     pub fn next_block_deadline(&self) -> Option<u64> {
-        self.core.blocking.next_deadline()
+        let pause = self.core.pause.deadline();
+        match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Replies owed to clients other than the one that ran the last command: blocked clients
@@ -701,7 +772,7 @@ impl Engine {
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h)
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
     }
 }
 

@@ -126,6 +126,8 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// Slots of connections that got pub/sub messages this pass (see [`Server::flush_dirty`]).
+    dirty: Vec<usize>,
 }
 
 impl Server {
@@ -169,6 +171,7 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            dirty: Vec::new(),
         })
     }
 
@@ -199,6 +202,7 @@ impl Server {
                 self.cron();
             }
             self.expire_blocked();
+            self.flush_dirty();
         }
         if self.signal_save {
             self.wait_bgsave();
@@ -257,16 +261,22 @@ impl Server {
     // ---- Pub/sub messages and output buffer limits ----
 
     /// Appends the pub/sub messages the engine queued to each receiver's output (encoded in
-    /// its protocol), writes each receiver's output once, and drops receivers over their
-    /// `client-output-buffer-limit` (a subscriber that does not read cannot grow without bound).
+    /// its protocol) and marks the receiver dirty. Nothing is written here: the dirty
+    /// connections are written once per loop pass by [`Server::flush_dirty`], so a PUBLISH
+    /// burst to N subscribers costs N writes per pass, not N per PUBLISH (Redis likewise
+    /// writes pending replies once, before it sleeps).
     fn deliver_messages(&mut self) {
         let messages = self.engine.take_messages();
         if messages.is_empty() {
             return;
         }
-        let mut touched = Vec::new();
+        let mut last: Option<(Handle, kayvee_engine::Protocol)> = None;
         for (h, msg) in messages {
-            let protocol = self.engine.protocol(h);
+            let protocol = match last {
+                Some((lh, p)) if lh == h => p,
+                _ => self.engine.protocol(h),
+            };
+            last = Some((h, protocol));
             let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
                 continue;
             };
@@ -274,15 +284,27 @@ impl Server {
                 continue;
             }
             msg.write_to(&mut RespWriter::new(&mut conn.out, protocol));
-            if touched.last() != Some(&h.0) {
-                touched.push(h.0);
+            if !conn.dirty {
+                conn.dirty = true;
+                self.dirty.push(h.0);
             }
         }
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
+    }
+
+    /// Writes every connection that received messages during this pass (one `write` each),
+    /// then applies the output limit of its class (`pubsub` for subscribers).
+    fn flush_dirty(&mut self) {
+        // Taken and put back so its allocation is reused (flushing queues nothing new).
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &slot in &dirty {
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            conn.dirty = false;
             self.flush_and_check(slot);
         }
+        dirty.clear();
+        self.dirty = dirty;
     }
 
     /// One write of connection `slot`'s output, then the output limit check: closes it when

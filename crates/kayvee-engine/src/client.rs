@@ -111,6 +111,8 @@ pub struct Client {
     pub subs: crate::pubsub::ClientSubs,
     /// `CLIENT TRACKING` state, `None` when off (see [`crate::tracking`]).
     pub tracking: Option<alloc::boxed::Box<crate::tracking::ClientTracking>>,
+    /// In MONITOR mode (see [`crate::monitor`]): `CLIENT LIST flags=O`.
+    pub monitor: bool,
 }
 
 /// The table of connected clients.
@@ -148,6 +150,7 @@ impl ClientTable {
             txn: Default::default(),
             subs: Default::default(),
             tracking: None,
+            monitor: false,
         };
         self.len += 1;
         match self.free.pop() {

@@ -18,6 +18,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod monitor;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
@@ -160,6 +161,8 @@ pub struct Core {
     pub tracking: tracking::Tracking,
     /// CLIENT PAUSE: the pause in force and the commands it holds (see [`pause`]).
     pub pause: pause::Pause,
+    /// MONITOR clients (see [`monitor`]).
+    pub monitors: monitor::Monitors,
 }
 
 pub use stats::Stats;
@@ -270,6 +273,7 @@ impl Engine {
             persist: persist::Persistence::new(now.ms()),
             tracking: Default::default(),
             pause: Default::default(),
+            monitors: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -295,6 +299,7 @@ impl Engine {
         self.core.blocking.remove(h);
         tracking::disable(&mut self.core, &mut self.clients, h);
         self.core.pause.remove(h);
+        self.core.monitors.remove(h);
         txn::discard(&mut self.core, &mut self.clients, h);
         pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
         self.clients.remove(h);
@@ -359,6 +364,13 @@ impl Engine {
         txn::settle(&mut self.core, &mut self.clients);
         if self.core.tracking.active() {
             tracking::after_command(&mut self.core, &mut self.clients, Some(h), Some(out));
+        }
+        if self.core.monitors.active() {
+            self.core
+                .monitors
+                .take_self()
+                .iter()
+                .for_each(|r| r.write_to(out));
         }
         outcome
     }
@@ -464,6 +476,9 @@ impl Engine {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
         let client = self.clients.get(h).expect("checked by execute");
+        if client.monitor && monitor::refused(spec) {
+            return self.reject(h, Some(id), &monitor::keyspace_error(), out);
+        }
         if client.protocol == Protocol::Resp2
             && client.subs.active()
             && !pubsub::allowed_when_subscribed(spec.name)
@@ -483,7 +498,7 @@ impl Engine {
             }
         }
         if Some(id) == self.exec_id {
-            return self.exec(h, id, now, out);
+            return self.exec(h, id, argv, now, out);
         }
         self.run(h, id, argv, now, out)
     }
@@ -517,6 +532,9 @@ impl Engine {
         if self.core.tracking.active() {
             tracking::after_run(&mut self.core, &mut self.clients, h, id, argv);
         }
+        if self.core.monitors.active() {
+            monitor::feed(&mut self.core, &self.clients, h, spec, argv, now);
+        }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
@@ -536,7 +554,14 @@ impl Engine {
     /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
     /// the queued commands run back to back (nothing else runs in between) and their replies
     /// form one array. Run-time errors are elements of the array and do not stop the rest.
-    fn exec(&mut self, h: Handle, id: CommandId, now: Now, out: &mut dyn ReplySink) -> Outcome {
+    fn exec(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        exec_argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
         let client = self.clients.get_mut(h).expect("checked by execute");
         if !client.in_multi {
             let e = Error::msg("ERR EXEC without MULTI");
@@ -573,6 +598,10 @@ impl Engine {
         }
         txn::discard(&mut self.core, &mut self.clients, h);
         self.last_cmd = Some(id);
+        if self.core.monitors.active() {
+            let spec = self.core.commands.get(id).spec;
+            monitor::feed(&mut self.core, &self.clients, h, spec, exec_argv, now);
+        }
         outcome
     }
 

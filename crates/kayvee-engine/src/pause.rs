@@ -77,9 +77,10 @@ impl Pause {
 /// CLIENT PAUSE timeout [WRITE|ALL]: a longer or stricter pause than the current one wins.
 pub fn pause_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if args.len() > 4 {
-        return Err(Error::msg(
-            "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
-        ));
+        let sub = crate::util::sanitize(args.get(1), 128);
+        return Err(Error::msg(alloc::format!(
+            "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try CLIENT HELP."
+        )));
     }
     let timeout = crate::util::parse_i64(args.get(2))
         .ok_or_else(|| Error::msg("ERR timeout is not an integer or out of range"))?;

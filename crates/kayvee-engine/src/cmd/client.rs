@@ -391,6 +391,7 @@ fn client_flags(c: &Client, tcp: bool) -> String {
     let mut f = String::new();
     let t = c.tracking.as_deref();
     for (on, letter) in [
+        (c.monitor, 'O'),
         (c.subs.active(), 'P'),
         (c.in_multi, 'x'),
         (c.blocked, 'b'),

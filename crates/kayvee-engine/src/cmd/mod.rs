@@ -63,4 +63,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     txn::COMMANDS,
     pubsub::COMMANDS,
     persist::COMMANDS,
+    crate::monitor::COMMANDS,
 ];

@@ -340,8 +340,13 @@ impl Engine {
         if argv.is_empty() {
             return Outcome::Continue;
         }
-        if self.core.pause.active(now.ms()) && self.paused_for(h, argv) {
+        if let Some(id) = self.paused_for(h, argv, now) {
             self.core.pause.postpone(h, argv);
+            let spec = self.core.commands.get(id).spec;
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = true;
+                (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
+            }
             return Outcome::Blocked;
         }
         let Some(client) = self.clients.get_mut(h) else {
@@ -401,18 +406,18 @@ impl Engine {
         }
     }
 
-    /// Whether the pause in force covers this command of `h` (see [`pause`]): unknown
-    /// commands and arity errors are answered at once, QUIT is never held.
-    fn paused_for(&self, h: Handle, argv: &Argv<'_>) -> bool {
-        let Ok(id) = self.resolve(argv) else {
-            return false;
-        };
+    /// The command, when the pause in force covers this command of `h` (see [`pause`]):
+    /// unknown commands and arity errors are answered at once, QUIT is never held.
+    fn paused_for(&self, h: Handle, argv: &Argv<'_>, now: Now) -> Option<CommandId> {
+        if !self.core.pause.active(now.ms()) {
+            return None;
+        }
+        let id = self.resolve(argv).ok()?;
         let spec = self.core.commands.get(id).spec;
         if spec.name == "quit" {
-            return false;
+            return None;
         }
-        let replicates =
-            |s: &CommandSpec| s.has(command::flags::WRITE) || s.has(command::flags::MAY_REPLICATE);
+        let replicates = pause::held_by_write;
         let mut write = replicates(spec);
         if Some(id) == self.exec_id {
             let queue = self
@@ -426,7 +431,7 @@ impl Engine {
                     .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
             });
         }
-        self.core.pause.covers(write)
+        self.core.pause.covers(write).then_some(id)
     }
 
     /// Runs the commands a pause held once it is over; their replies go out as wakeups.
@@ -434,6 +439,9 @@ impl Engine {
         for (h, args) in self.core.pause.take_due(now.ms()) {
             let protocol = self.protocol(h);
             let mut tree = ReplyTree::new(protocol);
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = false;
+            }
             self.execute(h, &args.argv(), now, &mut tree);
             self.core.blocking.push_wakeup(h, tree.take());
         }

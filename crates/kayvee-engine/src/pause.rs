@@ -54,6 +54,11 @@ impl Pause {
         !self.postponed.is_empty() && self.postponed.iter().any(|(x, _)| *x == h)
     }
 
+    /// Number of clients with a held command (INFO `blocked_clients` counts them, as Redis).
+    pub fn held(&self) -> usize {
+        self.postponed.len()
+    }
+
     /// Holds a command of client `h` until the pause ends.
     pub fn postpone(&mut self, h: Handle, argv: &Argv<'_>) {
         self.postponed.push((h, ArgvBuf::from_args(argv.iter())));
@@ -72,6 +77,18 @@ impl Pause {
         self.end_ms = None;
         core::mem::take(&mut self.postponed)
     }
+}
+
+/// Whether a WRITE pause holds this command: writes, and the commands Redis 7.0 flags
+/// may-replicate (a flag COMMAND INFO does not show; these are the ones the real server held).
+pub fn held_by_write(spec: &crate::command::CommandSpec) -> bool {
+    use crate::command::flags;
+    spec.has(flags::WRITE)
+        || spec.has(flags::MAY_REPLICATE)
+        || matches!(
+            spec.name,
+            "publish" | "spublish" | "pfcount" | "eval" | "evalsha" | "fcall"
+        )
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL]: a longer or stricter pause than the current one wins.

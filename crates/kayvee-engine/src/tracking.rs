@@ -428,20 +428,28 @@ pub fn after_command(
         invalidate_all(core, clients, me);
     }
     for key in written {
-        invalidate_key(core, clients, &key, me);
+        invalidate_key(core, clients, &key, me, true);
     }
     broadcast(core, clients, me);
+    limit_table(core, clients, me);
     let pending = core::mem::take(&mut core.tracking.pending_self);
     if let Some(out) = out {
         pending.iter().for_each(|r| r.write_to(out));
     }
 }
 
-/// A key was modified: its readers get an invalidation and are forgotten; BCAST prefixes that
-/// match collect it.
-fn invalidate_key(core: &mut Core, clients: &mut ClientTable, key: &Key, me: Option<Handle>) {
+/// A key was modified (`by_write`; else evicted from the table): its readers get an
+/// invalidation and are forgotten; for a write, BCAST prefixes that match collect it and NOLOOP
+/// spares the writer `me`.
+fn invalidate_key(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    key: &Key,
+    me: Option<Handle>,
+    by_write: bool,
+) {
     let tr = &mut core.tracking;
-    for (p, entry) in tr.prefixes.iter_mut() {
+    for (p, entry) in tr.prefixes.iter_mut().filter(|_| by_write) {
         if key.starts_with(p) {
             entry.pending.insert(key.clone(), me);
         }
@@ -458,10 +466,23 @@ fn invalidate_key(core: &mut Core, clients: &mut ClientTable, key: &Key, me: Opt
         let skip = clients
             .get(h)
             .and_then(|c| c.tracking.as_deref())
-            .is_none_or(|t| t.bcast || (t.noloop && Some(h) == me));
+            .is_none_or(|t| t.bcast || (by_write && t.noloop && Some(h) == me));
         if !skip {
             send(core, clients, h, Some(alloc::vec![key.clone()]), me);
         }
+    }
+}
+
+/// Keeps the table within `tracking-table-max-keys`: evicted keys are invalidated for their
+/// readers as if they had been modified (Redis picks them at random; here the first in key
+/// order).
+fn limit_table(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+    let max = core.config.tracking_table_max_keys as usize;
+    while max > 0 && core.tracking.table.len() > max {
+        let Some(key) = core.tracking.table.keys().next().cloned() else {
+            return;
+        };
+        invalidate_key(core, clients, &key, me, false);
     }
 }
 
@@ -522,12 +543,7 @@ fn send(
         0 => h,
         id => match find_id(clients, id) {
             Some(rh) => rh,
-            None => {
-                if let Some(t) = clients.get_mut(h).and_then(|c| c.tracking.as_deref_mut()) {
-                    t.broken_redirect = true;
-                }
-                return;
-            }
+            None => return redirect_broken(core, clients, h, id, me),
         },
     };
     let Some(rc) = clients.get(receiver) else {
@@ -552,6 +568,37 @@ fn send(
         core.tracking.pending_self.push(msg);
     } else {
         core.pubsub.queue(receiver, Rc::new(msg));
+    }
+}
+
+/// The REDIRECT target of `h` is gone: flags it (`CLIENT LIST flags=R`) and, the first time,
+/// tells a RESP3 client with a `tracking-redir-broken` push naming the lost id.
+fn redirect_broken(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    h: Handle,
+    id: u64,
+    me: Option<Handle>,
+) {
+    let Some(c) = clients.get_mut(h) else {
+        return;
+    };
+    let resp3 = c.protocol == Protocol::Resp3;
+    let Some(t) = c.tracking.as_deref_mut().filter(|t| !t.broken_redirect) else {
+        return;
+    };
+    t.broken_redirect = true;
+    if !resp3 {
+        return;
+    }
+    let msg = Reply::Push(alloc::vec![
+        Reply::Bulk(b"tracking-redir-broken".to_vec()),
+        Reply::Int(id as i64),
+    ]);
+    if Some(h) == me {
+        core.tracking.pending_self.push(msg);
+    } else {
+        core.pubsub.queue(h, Rc::new(msg));
     }
 }
 

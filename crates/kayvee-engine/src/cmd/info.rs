@@ -206,7 +206,8 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     let max_out = io().map(|i| i.omem).max().unwrap_or(0);
     field(s, "client_recent_max_input_buffer", max_in);
     field(s, "client_recent_max_output_buffer", max_out);
-    field(s, "blocked_clients", cx.core.blocking.len());
+    let held = cx.core.pause.held();
+    field(s, "blocked_clients", cx.core.blocking.len() + held);
     field(s, "tracking_clients", cx.core.tracking.client_count());
     field(
         s,

@@ -606,6 +606,14 @@ impl Engine {
         }
         txn::discard(&mut self.core, &mut self.clients, h);
         self.last_cmd = Some(id);
+        // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
+        if let Some(t) = self
+            .clients
+            .get_mut(h)
+            .and_then(|c| c.tracking.as_deref_mut())
+        {
+            t.caching = None;
+        }
         if self.core.monitors.active() {
             let spec = self.core.commands.get(id).spec;
             monitor::feed(&mut self.core, &self.clients, h, spec, exec_argv, now);

@@ -366,8 +366,9 @@ pub fn info(t: Option<&ClientTracking>, out: &mut dyn ReplySink) {
     t.prefixes.iter().for_each(|p| out.bulk(p));
 }
 
-/// After each command run (EXEC's steps included): remembers the keys a read-only command read,
-/// and clears a `CLIENT CACHING` flag once a command other than CLIENT ran.
+/// After each command run (EXEC's steps included): sends the invalidations for the keys it
+/// wrote, remembers the keys a read-only command read, and clears a `CLIENT CACHING` flag once
+/// a command other than CLIENT ran.
 pub fn after_run(
     core: &mut Core,
     clients: &mut ClientTable,
@@ -375,6 +376,7 @@ pub fn after_run(
     id: CommandId,
     args: &Argv<'_>,
 ) {
+    invalidate_written(core, clients, Some(me));
     let reg = core.commands.get(id);
     let Some(c) = clients.get_mut(me) else {
         return;
@@ -418,6 +420,19 @@ pub fn after_command(
     me: Option<Handle>,
     out: Option<&mut dyn ReplySink>,
 ) {
+    invalidate_written(core, clients, me);
+    broadcast(core, clients, me);
+    limit_table(core, clients, me);
+    let pending = core::mem::take(&mut core.tracking.pending_self);
+    if let Some(out) = out {
+        pending.iter().for_each(|r| r.write_to(out));
+    }
+}
+
+/// Turns the databases' notes (written keys, flushes) into invalidations, as soon as the
+/// command that wrote ends (each command of an EXEC too, so a key read later in the same
+/// transaction stays tracked, as in Redis).
+fn invalidate_written(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
     let mut flushed = false;
     let mut written = Vec::new();
     for db in &mut core.dbs {
@@ -429,12 +444,6 @@ pub fn after_command(
     }
     for key in written {
         invalidate_key(core, clients, &key, me, true);
-    }
-    broadcast(core, clients, me);
-    limit_table(core, clients, me);
-    let pending = core::mem::take(&mut core.tracking.pending_self);
-    if let Some(out) = out {
-        pending.iter().for_each(|r| r.write_to(out));
     }
 }
 

@@ -15,7 +15,7 @@
 use crate::conn::{Conn, FillEnd, OUTPUT_PAUSE};
 use crate::net::{self, Listener, Stream};
 use kayvee_engine::client::{ConnInfo, Transport};
-use kayvee_engine::{Engine, Handle, Now, Outcome};
+use kayvee_engine::{Engine, Handle, Now, Outcome, Protocol};
 use kayvee_resp::{Decoder, Limits, RespWriter};
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -303,20 +303,28 @@ impl Server {
         if messages.is_empty() {
             return;
         }
-        let mut last: Option<(Handle, kayvee_engine::Protocol)> = None;
+        // A message goes to its receivers back to back, so it is encoded once per protocol
+        // and copied: (the message, the protocol, its bytes).
+        let mut encoded: Option<(std::rc::Rc<kayvee_engine::Reply>, Protocol, Vec<u8>)> = None;
         for (h, msg) in messages {
-            let protocol = match last {
-                Some((lh, p)) if lh == h => p,
-                _ => self.engine.protocol(h),
-            };
-            last = Some((h, protocol));
+            let protocol = self.engine.protocol(h);
             let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
                 continue;
             };
             if conn.closing {
                 continue;
             }
-            msg.write_to(&mut RespWriter::new(&mut conn.out, protocol));
+            match &mut encoded {
+                Some((m, p, bytes)) if std::rc::Rc::ptr_eq(m, &msg) && *p == protocol => {
+                    conn.out.extend_from_slice(bytes);
+                }
+                slot => {
+                    let mut bytes = Vec::new();
+                    msg.write_to(&mut RespWriter::new(&mut bytes, protocol));
+                    conn.out.extend_from_slice(&bytes);
+                    *slot = Some((msg, protocol, bytes));
+                }
+            }
             if !conn.dirty {
                 conn.dirty = true;
                 self.dirty.push(h.0);

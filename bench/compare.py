@@ -62,6 +62,9 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 START_WAIT_S = 15
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# First port tried for the servers (Kayvee's from PORT_BASE + 1000); KAYVEE_BENCH_PORT moves
+# them, so parallel runs on one machine stay apart.
+PORT_BASE = int(os.environ.get("KAYVEE_BENCH_PORT", "31000"))
 
 
 def log(msg):
@@ -383,7 +386,7 @@ def dbsize(port):
 
 def load_and_measure(kind, binary, path, count):
     """A fresh server loaded from `path` by redis-cli --pipe; its RSS before and after."""
-    server = Server(kind, binary, 31000)
+    server = Server(kind, binary, PORT_BASE)
     try:
         time.sleep(0.2)
         empty = server.rss_kib()
@@ -475,8 +478,8 @@ def run_throughput(binaries, args):
     rows = []
     servers = {}
     try:
-        servers["redis"] = Server("redis", binaries["redis"], 31000)
-        servers["kayvee"] = Server("kayvee", binaries["kayvee"], 32000)
+        servers["redis"] = Server("redis", binaries["redis"], PORT_BASE)
+        servers["kayvee"] = Server("kayvee", binaries["kayvee"], PORT_BASE + 1000)
         for group, run in groups.items():
             if group in args.only:
                 log(f"{group}:")

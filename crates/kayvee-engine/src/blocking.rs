@@ -189,7 +189,12 @@ impl Blocking {
             .collect()
     }
 
-    /// Takes the replies owed to woken clients.
+    /// Queues replies for a client whose held command ran (see [`crate::pause`]).
+    pub(crate) fn push_wakeup(&mut self, h: Handle, replies: Vec<Reply>) {
+        self.wakeups.push((h, replies));
+    }
+
+    /// Takes the replies owed to woken clients, in wake order.
     pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
         core::mem::take(&mut self.wakeups)
     }

@@ -109,6 +109,10 @@ pub struct Client {
     pub txn: crate::txn::ClientTxn,
     /// Channel, pattern and shard-channel subscriptions (see [`crate::pubsub`]).
     pub subs: crate::pubsub::ClientSubs,
+    /// `CLIENT TRACKING` state, `None` when off (see [`crate::tracking`]).
+    pub tracking: Option<alloc::boxed::Box<crate::tracking::ClientTracking>>,
+    /// In MONITOR mode (see [`crate::monitor`]): `CLIENT LIST flags=O`.
+    pub monitor: bool,
 }
 
 /// The table of connected clients.
@@ -145,6 +149,8 @@ impl ClientTable {
             in_multi: false,
             txn: Default::default(),
             subs: Default::default(),
+            tracking: None,
+            monitor: false,
         };
         self.len += 1;
         match self.free.pop() {

@@ -44,6 +44,9 @@ pub struct Config {
     pub logfile: String,
     /// Background task frequency (active expiry...), per second.
     pub hz: u32,
+    /// `tracking-table-max-keys`: keys the tracking table holds before it evicts some (each
+    /// evicted key is invalidated for its readers); 0 = no limit.
+    pub tracking_table_max_keys: u64,
     /// Largest bulk string a client may send.
     pub proto_max_bulk_len: u64,
     /// Largest query buffer per client.
@@ -134,6 +137,7 @@ impl Default for Config {
             loglevel: "notice".into(),
             logfile: String::new(),
             hz: 10,
+            tracking_table_max_keys: 1_000_000,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             client_output_buffer_limit: [

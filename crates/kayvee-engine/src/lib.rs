@@ -20,10 +20,13 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod monitor;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
 pub mod stats;
+pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
@@ -167,6 +170,12 @@ pub struct Core {
     pub acl: acl::Acl,
     /// Command propagation for the append-only file (see [`aof`]).
     pub aof: aof::Propagation,
+    /// Client-side caching: the tracking table and BCAST prefixes (see [`tracking`]).
+    pub tracking: tracking::Tracking,
+    /// CLIENT PAUSE: the pause in force and the commands it holds (see [`pause`]).
+    pub pause: pause::Pause,
+    /// MONITOR clients (see [`monitor`]).
+    pub monitors: monitor::Monitors,
 }
 
 pub use stats::Stats;
@@ -278,6 +287,9 @@ impl Engine {
             persist: persist::Persistence::new(now.ms()),
             acl,
             aof: Default::default(),
+            tracking: Default::default(),
+            pause: Default::default(),
+            monitors: Default::default(),
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -301,6 +313,9 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
+        tracking::disable(&mut self.core, &mut self.clients, h);
+        self.core.pause.remove(h);
+        self.core.monitors.remove(h);
         txn::discard(&mut self.core, &mut self.clients, h);
         pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
         self.clients.remove(h);
@@ -341,6 +356,15 @@ impl Engine {
         if argv.is_empty() {
             return Outcome::Continue;
         }
+        if let Some(id) = self.paused_for(h, argv, now) {
+            self.core.pause.postpone(h, argv);
+            let spec = self.core.commands.get(id).spec;
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = true;
+                (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
+            }
+            return Outcome::Blocked;
+        }
         let Some(client) = self.clients.get_mut(h) else {
             return Outcome::Continue;
         };
@@ -363,6 +387,16 @@ impl Engine {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, Some(h), Some(out));
+        }
+        if self.core.monitors.active() {
+            self.core
+                .monitors
+                .take_self()
+                .iter()
+                .for_each(|r| r.write_to(out));
+        }
         outcome
     }
 
@@ -389,6 +423,47 @@ impl Engine {
             outcome
         } else {
             self.dispatch(h, argv, now, out)
+        }
+    }
+
+    /// The command, when the pause in force covers this command of `h` (see [`pause`]):
+    /// unknown commands and arity errors are answered at once, QUIT is never held.
+    fn paused_for(&self, h: Handle, argv: &Argv<'_>, now: Now) -> Option<CommandId> {
+        if !self.core.pause.active(now.ms()) {
+            return None;
+        }
+        let id = self.resolve(argv).ok()?;
+        let spec = self.core.commands.get(id).spec;
+        if spec.name == "quit" {
+            return None;
+        }
+        let replicates = pause::held_by_write;
+        let mut write = replicates(spec);
+        if Some(id) == self.exec_id {
+            let queue = self
+                .clients
+                .get(h)
+                .map(|c| &c.txn.queue[..])
+                .unwrap_or_default();
+            write |= queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
+            });
+        }
+        self.core.pause.covers(write).then_some(id)
+    }
+
+    /// Runs the commands a pause held once it is over; their replies go out as wakeups.
+    fn run_postponed(&mut self, now: Now) {
+        for (h, args) in self.core.pause.take_due(now.ms()) {
+            let protocol = self.protocol(h);
+            let mut tree = ReplyTree::new(protocol);
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = false;
+            }
+            self.execute(h, &args.argv(), now, &mut tree);
+            self.core.blocking.push_wakeup(h, tree.take());
         }
     }
 
@@ -438,6 +513,9 @@ impl Engine {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
         let client = self.clients.get(h).expect("checked by execute");
+        if client.monitor && monitor::refused(spec) {
+            return self.reject(h, Some(id), &monitor::keyspace_error(), out);
+        }
         if client.protocol == Protocol::Resp2
             && client.subs.active()
             && !pubsub::allowed_when_subscribed(spec.name)
@@ -457,7 +535,7 @@ impl Engine {
             }
         }
         if Some(id) == self.exec_id {
-            return self.exec(h, id, now, out);
+            return self.exec(h, id, argv, now, out);
         }
         self.run(h, id, argv, now, out)
     }
@@ -499,6 +577,12 @@ impl Engine {
             (spec.handler)(&mut cx, argv, out)
         };
         let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.tracking.active() {
+            tracking::after_run(&mut self.core, &mut self.clients, h, id, argv);
+        }
+        if self.core.monitors.active() {
+            monitor::feed(&mut self.core, &self.clients, h, spec, argv, now);
+        }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
@@ -518,7 +602,14 @@ impl Engine {
     /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
     /// the queued commands run back to back (nothing else runs in between) and their replies
     /// form one array. Run-time errors are elements of the array and do not stop the rest.
-    fn exec(&mut self, h: Handle, id: CommandId, now: Now, out: &mut dyn ReplySink) -> Outcome {
+    fn exec(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        exec_argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
         let client = self.clients.get_mut(h).expect("checked by execute");
         if !client.in_multi {
             let e = Error::msg("ERR EXEC without MULTI");
@@ -562,6 +653,18 @@ impl Engine {
         }
         txn::discard(&mut self.core, &mut self.clients, h);
         self.last_cmd = Some(id);
+        // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
+        if let Some(t) = self
+            .clients
+            .get_mut(h)
+            .and_then(|c| c.tracking.as_deref_mut())
+        {
+            t.caching = None;
+        }
+        if self.core.monitors.active() {
+            let spec = self.core.commands.get(id).spec;
+            monitor::feed(&mut self.core, &self.clients, h, spec, exec_argv, now);
+        }
         outcome
     }
 
@@ -743,11 +846,17 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
-        cmd::expire::active_expire_cycle(&mut self.core, now);
+        // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
+        if !self.core.pause.active(now.ms()) {
+            cmd::expire::active_expire_cycle(&mut self.core, now);
+        }
         if self.core.aof.enabled {
             aof::drain_expired(&mut self.core);
         }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+        }
         self.expire_blocked(now);
     }
 
@@ -756,12 +865,19 @@ impl Engine {
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
         blocking::expire(&mut self.core, &mut self.clients, now);
+        if self.core.pause.deadline().is_some() {
+            self.run_postponed(now);
+        }
     }
 
     /// The earliest unix ms at which a blocked client times out (it times out once the clock
     /// is past it): the shell's poll should wake by then.
     pub fn next_block_deadline(&self) -> Option<u64> {
-        self.core.blocking.next_deadline()
+        let pause = self.core.pause.deadline();
+        match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Replies owed to clients other than the one that ran the last command: blocked clients
@@ -908,7 +1024,7 @@ impl Engine {
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h)
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
     }
 }
 

@@ -15,7 +15,7 @@
 use crate::conn::{Conn, FillEnd, OUTPUT_PAUSE};
 use crate::net::{self, Listener, Stream};
 use kayvee_engine::client::{ConnInfo, Transport};
-use kayvee_engine::{Engine, Handle, Now, Outcome};
+use kayvee_engine::{Engine, Handle, Now, Outcome, Protocol};
 use kayvee_resp::{Decoder, Limits, RespWriter};
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -135,6 +135,8 @@ pub struct Server {
     deferred: Vec<usize>,
     /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
     detached_rewrite: Option<(std::thread::JoinHandle<io::Result<u64>>, Instant)>,
+    /// Slots of connections that got pub/sub messages this pass (see [`Server::flush_dirty`]).
+    dirty: Vec<usize>,
     /// The startup load, while it runs.
     loading: Option<crate::persist::StartupLoad>,
 }
@@ -183,6 +185,7 @@ impl Server {
             aof: None,
             deferred: Vec::new(),
             detached_rewrite: None,
+            dirty: Vec::new(),
             loading: None,
         })
     }
@@ -238,6 +241,7 @@ impl Server {
                 self.cron();
             }
             self.expire_blocked();
+            self.flush_dirty();
             self.loading_cron()?;
         }
         if self.signal_save {
@@ -306,14 +310,18 @@ impl Server {
     // ---- Pub/sub messages and output buffer limits ----
 
     /// Appends the pub/sub messages the engine queued to each receiver's output (encoded in
-    /// its protocol), writes each receiver's output once, and drops receivers over their
-    /// `client-output-buffer-limit` (a subscriber that does not read cannot grow without bound).
+    /// its protocol) and marks the receiver dirty. Nothing is written here: the dirty
+    /// connections are written once per loop pass by [`Server::flush_dirty`], so a PUBLISH
+    /// burst to N subscribers costs N writes per pass, not N per PUBLISH (Redis likewise
+    /// writes pending replies once, before it sleeps).
     fn deliver_messages(&mut self) {
         let messages = self.engine.take_messages();
         if messages.is_empty() {
             return;
         }
-        let mut touched = Vec::new();
+        // A message goes to its receivers back to back, so it is encoded once per protocol
+        // and copied: (the message, the protocol, its bytes).
+        let mut encoded: Option<(std::rc::Rc<kayvee_engine::Reply>, Protocol, Vec<u8>)> = None;
         for (h, msg) in messages {
             let protocol = self.engine.protocol(h);
             let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
@@ -322,16 +330,38 @@ impl Server {
             if conn.closing {
                 continue;
             }
-            msg.write_to(&mut RespWriter::new(&mut conn.out, protocol));
-            if touched.last() != Some(&h.0) {
-                touched.push(h.0);
+            match &mut encoded {
+                Some((m, p, bytes)) if std::rc::Rc::ptr_eq(m, &msg) && *p == protocol => {
+                    conn.out.extend_from_slice(bytes);
+                }
+                slot => {
+                    let mut bytes = Vec::new();
+                    msg.write_to(&mut RespWriter::new(&mut bytes, protocol));
+                    conn.out.extend_from_slice(&bytes);
+                    *slot = Some((msg, protocol, bytes));
+                }
+            }
+            if !conn.dirty {
+                conn.dirty = true;
+                self.dirty.push(h.0);
             }
         }
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
+    }
+
+    /// Writes every connection that received messages during this pass (one `write` each),
+    /// then applies the output limit of its class (`pubsub` for subscribers).
+    fn flush_dirty(&mut self) {
+        // Taken and put back so its allocation is reused (flushing queues nothing new).
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &slot in &dirty {
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            conn.dirty = false;
             self.flush_and_check(slot);
         }
+        dirty.clear();
+        self.dirty = dirty;
     }
 
     /// One write of connection `slot`'s output, then the output limit check: closes it when

@@ -206,8 +206,9 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     let max_out = io().map(|i| i.omem).max().unwrap_or(0);
     field(s, "client_recent_max_input_buffer", max_in);
     field(s, "client_recent_max_output_buffer", max_out);
-    field(s, "blocked_clients", cx.core.blocking.len());
-    field(s, "tracking_clients", 0);
+    let held = cx.core.pause.held();
+    field(s, "blocked_clients", cx.core.blocking.len() + held);
+    field(s, "tracking_clients", cx.core.tracking.client_count());
     field(
         s,
         "clients_in_timeout_table",
@@ -489,12 +490,13 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
             "active_defrag_key_misses",
             "total_active_defrag_time",
             "current_active_defrag_time",
-            "tracking_total_keys",
-            "tracking_total_items",
-            "tracking_total_prefixes",
-            "unexpected_error_replies",
         ],
     );
+    let tr = &cx.core.tracking;
+    field(s, "tracking_total_keys", tr.key_count());
+    field(s, "tracking_total_items", tr.item_count());
+    field(s, "tracking_total_prefixes", tr.prefix_count());
+    field(s, "unexpected_error_replies", 0);
     field(s, "total_error_replies", cx.core.stats.total_error_replies);
     zeros(
         s,

@@ -67,4 +67,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     persist::COMMANDS,
     acl::COMMANDS,
+    crate::monitor::COMMANDS,
 ];

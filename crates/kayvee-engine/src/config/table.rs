@@ -248,6 +248,16 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.hz = v.int().clamp(1, 500) as u32,
     },
     Param {
+        name: "tracking-table-max-keys",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.tracking_table_max_keys as i64),
+        put: |c, v| c.tracking_table_max_keys = v.int() as u64,
+    },
+    Param {
         name: "proto-max-bulk-len",
         kind: Kind::Memory {
             min: MB,

@@ -21,6 +21,8 @@ pub struct Db {
     pub(crate) expire_cursor: u64,
     /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
     pub(crate) watch: crate::txn::DbWatch,
+    /// Keys created or expired, for keyspace notifications (see [`crate::notify`]).
+    pub(crate) events: crate::notify::KeyLog,
 }
 
 /// Counters a database keeps for INFO.
@@ -52,6 +54,7 @@ impl Db {
             stats: DbStats::default(),
             expire_cursor: 0,
             watch: Default::default(),
+            events: Default::default(),
         }
     }
 
@@ -91,6 +94,7 @@ impl Db {
                 self.expires.remove(key);
                 self.stats.expired += 1;
                 self.watch.note_expired(key);
+                self.events.expired(key);
                 true
             }
             _ => false,
@@ -150,6 +154,7 @@ impl Db {
         let entry = Entry::new(value, now_ms);
         self.watch.note_write(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+            self.events.created(key);
             return;
         };
         if !old.meta.has(Meta::HAS_EXPIRE) {
@@ -178,7 +183,9 @@ impl Db {
                 self.expires.remove(key);
             }
         }
-        self.keys.insert(Key::from_slice(key), entry);
+        if self.keys.insert(Key::from_slice(key), entry).is_none() {
+            self.events.created(key);
+        }
     }
 
     /// Deletes a key; returns the entry and its TTL if it existed (expired keys count as absent).
@@ -309,6 +316,7 @@ impl Db {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.watch.note_expired(&k[..]);
+            self.events.expired(&k[..]);
         }
         self.stats.expired += due.len() as u64;
         (checked, due.len())

@@ -18,6 +18,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod keyspec;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
@@ -267,6 +268,7 @@ impl Engine {
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let exec_id = core.commands.lookup(b"exec");
+        notify::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -343,6 +345,7 @@ impl Engine {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
         txn::settle(&mut self.core, &mut self.clients);
+        notify::drain(&mut self.core);
         outcome
     }
 
@@ -594,7 +597,9 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
+        notify::sync(&mut self.core);
         cmd::expire::active_expire_cycle(&mut self.core, now);
+        notify::drain(&mut self.core);
         txn::settle(&mut self.core, &mut self.clients);
         self.expire_blocked(now);
     }
@@ -693,6 +698,7 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
+        notify::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;

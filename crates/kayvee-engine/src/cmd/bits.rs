@@ -5,6 +5,7 @@
 //! Notably BITCOUNT looks the key up before parsing its range (a missing key answers 0 to any
 //! arguments), while BITPOS checks its bit argument first.
 
+use crate::notify::{class as nc, emit};
 use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
@@ -149,11 +150,13 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
+        emit(cx, nc::STRING, "setbit", key);
         out.int(0);
         return Ok(());
     };
     let mut bytes = take_str(entry)?;
-    if bytes.len() <= byte {
+    let grew = bytes.len() <= byte;
+    if grew {
         bytes.resize(byte + 1, 0);
     }
     let old = bit_at(&bytes, off);
@@ -163,6 +166,9 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         bytes[byte] & !mask
     };
     store_raw(entry, bytes);
+    if grew || old != on {
+        emit(cx, nc::STRING, "setbit", key);
+    }
     out.int(i64::from(old));
     Ok(())
 }
@@ -399,11 +405,14 @@ fn bitop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     let len = result.len();
     let dest = args.get(2);
     if len == 0 {
-        db.remove(dest, now);
+        if db.remove(dest, now).is_some() {
+            emit(cx, nc::GENERIC, "del", dest);
+        }
     } else {
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, result);
         db.insert_entry(dest, entry, None);
+        emit(cx, nc::STRING, "set", dest);
     }
     out.int(len as i64);
     Ok(())

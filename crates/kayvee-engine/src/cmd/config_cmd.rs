@@ -111,6 +111,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    crate::notify::sync(cx.core);
     out.ok();
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! [`Outcome::Save`]; DUMP and RESTORE serialise through the installed
 //! [`crate::persist::ValueCodec`] (`kayvee-rdb`).
 
+use crate::notify::{class as nc, emit};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
@@ -231,9 +232,12 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let db_index = cx.db_index;
     let big = crate::persist::loads_big(&value, &cx.core.config);
     let db = &mut cx.core.dbs[db_index];
-    db.remove(key, now);
+    let replaced = db.remove(key, now).is_some();
     if at.is_some_and(|at| at <= now) {
         // Already expired: as Redis, the key is deleted (or simply not created).
+        if replaced {
+            emit(cx, nc::GENERIC, "del", key);
+        }
         out.ok();
         return Ok(());
     }
@@ -246,6 +250,7 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     entry.meta.set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
+    emit(cx, nc::GENERIC, "restore", key);
     crate::blocking::signal_key_ready(cx, db_index, key);
     out.ok();
     Ok(())

@@ -3,6 +3,7 @@
 //! Redis 7.0 computes INCRBYFLOAT in C `long double` (80-bit x87) and prints the result with
 //! `%.17Lf` before stripping trailing zeros; `string_ld` reproduces that arithmetic exactly.
 
+use crate::notify::{class as nc, emit};
 use super::string::as_str;
 use super::string_ld::{self, Ld};
 use crate::argv::Argv;
@@ -58,6 +59,7 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
         }
         None => db.set(key, value, now, false),
     }
+    emit(cx, nc::STRING, "incrby", key);
     out.int(new);
     Ok(())
 }
@@ -124,6 +126,7 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             db.insert_entry(key, e, None);
         }
     }
+    emit(cx, nc::STRING, "incrbyfloat", key);
     out.bulk(text.as_bytes());
     Ok(())
 }

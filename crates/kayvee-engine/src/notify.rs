@@ -243,6 +243,15 @@ pub fn emptied(cx: &mut Cx<'_>, key: &[u8]) {
     emit(cx, class::GENERIC, "del", key);
 }
 
+/// The `del` of a command that may have removed the last element of the collection at `key`
+/// (sent when the key is gone), after the command's own event.
+pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
+    let now = cx.now_ms();
+    if !cx.db().contains(key, now) {
+        emptied(cx, key);
+    }
+}
+
 /// Whether database `db`'s log is empty (tests).
 pub fn log_is_empty(db: &Db) -> bool {
     db.events.entries.is_empty()

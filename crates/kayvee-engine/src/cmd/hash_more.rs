@@ -4,6 +4,7 @@
 //! path, through the same software arithmetic as INCRBYFLOAT (`string_ld`), so replies are
 //! byte-identical. HRANDFIELD draws from the engine's seeded random source.
 
+use crate::notify::{class as nc, emit};
 use super::coll::{self, parse_rand_count};
 use super::hash::{hash_put, read_hash, write_hash, HashLimits};
 use super::string_ld::{self, Ld};
@@ -33,6 +34,7 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
     })?;
     // A modification for WATCH even for an increment of 0, as in Redis.
     crate::txn::touch(cx.db(), args.get(1));
+    emit(cx, nc::HASH, "hincrby", args.get(1));
     out.int(new.expect("write_hash creates the hash"));
     Ok(())
 }
@@ -63,6 +65,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
         Ok(text)
     })?;
     crate::txn::touch(cx.db(), args.get(1));
+    emit(cx, nc::HASH, "hincrbyfloat", args.get(1));
     out.bulk(text.expect("write_hash creates the hash").as_bytes());
     Ok(())
 }

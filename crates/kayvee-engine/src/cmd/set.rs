@@ -9,6 +9,7 @@
 //! a big one in the map's hash order (Redis leaves it unspecified). Replies follow Redis
 //! 7.0.15 (transcripts in `tests/transcripts/set*.txt` were recorded from it).
 
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::set_ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 use super::set_rand::{spop, srandmember, sscan};
 use crate::argv::Argv;
@@ -416,6 +417,9 @@ fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .filter(|m| set_add(s, meta, max, m))
             .count())
     })?;
+    if added.unwrap_or(0) > 0 {
+        emit(cx, nc::SET, "sadd", args.get(1));
+    }
     out.int(added.unwrap_or(0) as i64);
     Ok(())
 }
@@ -429,6 +433,10 @@ fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .filter(|m| s.remove(*m).is_some())
             .count())
     })?;
+    if removed.unwrap_or(0) > 0 {
+        emit(cx, nc::SET, "srem", args.get(1));
+        emptied_if_gone(cx, args.get(1));
+    }
     out.int(removed.unwrap_or(0) as i64);
     Ok(())
 }
@@ -497,8 +505,13 @@ fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         out.int(0);
         return Ok(());
     }
+    emit(cx, nc::SET, "srem", src);
+    emptied_if_gone(cx, src);
     let max = cx.core.config.set_max_intset_entries;
-    write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    let added = write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    if added == Some(true) {
+        emit(cx, nc::SET, "sadd", dst);
+    }
     out.int(1);
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! so a destination that is also a source is safe. A result that is all integers and small
 //! enough is an intset in Redis, answered (and stored) in ascending numeric order.
 
+use crate::notify::{class as nc, emit};
 use super::set::{redis_order, set_add, set_entry, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
@@ -120,8 +121,15 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     );
     let result = compute(op, &sets, seed);
     let dst = args.get(1);
+    let event = match op {
+        Op::Inter => "sinterstore",
+        Op::Union => "sunionstore",
+        Op::Diff => "sdiffstore",
+    };
     if result.is_empty() {
-        cx.db().remove(dst, now);
+        if cx.db().remove(dst, now).is_some() {
+            emit(cx, nc::GENERIC, "del", dst);
+        }
         out.int(0);
         return Ok(());
     }
@@ -130,6 +138,7 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         set_add(&mut s, &mut meta, max, m);
     }
     cx.db().insert_entry(dst, set_entry(s, meta, now), None);
+    emit(cx, nc::SET, event, dst);
     out.int(result.len() as i64);
     Ok(())
 }

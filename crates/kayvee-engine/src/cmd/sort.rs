@@ -9,6 +9,7 @@
 //! order (reversed by DESC), sets their iteration order; a set sorted into STORE is sorted
 //! ALPHA instead, as Redis does to keep replication deterministic.
 
+use crate::notify::{class as nc, emit};
 use super::zset_num::parse_sort_weight;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
@@ -370,7 +371,9 @@ fn store_list(
     let now = cx.now_ms();
     let n = results.len();
     if n == 0 {
-        cx.db().remove(dst, now);
+        if cx.db().remove(dst, now).is_some() {
+            emit(cx, nc::GENERIC, "del", dst);
+        }
     } else {
         let mut list = List::new();
         for r in results {
@@ -378,6 +381,7 @@ fn store_list(
         }
         let entry = Entry::new(Value::List(alloc::boxed::Box::new(list)), now);
         cx.db().insert_entry(dst, entry, None);
+        emit(cx, nc::LIST, "sortstore", dst);
     }
     out.int(n as i64);
 }

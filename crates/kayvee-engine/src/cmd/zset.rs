@@ -6,6 +6,7 @@
 //! Semantics, replies and error texts follow Redis 7.0.15 (checked against the real server;
 //! `tests/transcripts/zset*.txt` were recorded from it).
 
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::zset_num::parse_score;
 use super::{zset_pop, zset_range, zset_setops};
 use crate::argv::Argv;
@@ -227,7 +228,9 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let now = cx.now_ms();
     let len = zs.len();
     if len == 0 {
-        cx.db().remove(key, now);
+        if cx.db().remove(key, now).is_some() {
+            crate::notify::emptied(cx, key);
+        }
         return 0;
     }
     let longest = zs.iter().map(|e| e.1.len()).max().unwrap_or(0);
@@ -467,6 +470,9 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         out.int(if f.ch { added + changed } else { added });
     }
     drop_if_empty(cx, key);
+    if added + changed > 0 {
+        emit(cx, nc::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+    }
     signal_zset_ready(cx, key);
     Ok(())
 }
@@ -510,6 +516,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len());
     }
     out.double(new);
+    emit(cx, nc::ZSET, "zincr", key);
     signal_zset_ready(cx, key);
     Ok(())
 }
@@ -531,6 +538,10 @@ fn zrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         .filter(|m| zs.remove(m).is_some())
         .count();
     drop_if_empty(cx, key);
+    if removed > 0 {
+        emit(cx, nc::ZSET, "zrem", key);
+        emptied_if_gone(cx, key);
+    }
     out.int(removed as i64);
     Ok(())
 }

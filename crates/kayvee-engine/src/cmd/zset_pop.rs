@@ -4,6 +4,7 @@
 //! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
 
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
@@ -42,6 +43,10 @@ pub(crate) fn pop(
         items.push((e.1, e.0));
     }
     drop_if_empty(cx, key);
+    if !items.is_empty() {
+        emit(cx, nc::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        emptied_if_gone(cx, key);
+    }
     Ok(Some(items))
 }
 

@@ -4,6 +4,7 @@
 //! `inf + -inf` becomes 0, and union and intersection visit the inputs from the smallest to
 //! the largest (which fixes the order of the floating-point sums).
 
+use crate::notify::{class as nc, emit};
 use super::zset::{reply_scored, store_zset};
 use super::zset_num::parse_score;
 use crate::argv::Argv;
@@ -239,6 +240,9 @@ fn setop(
     );
     if store {
         let len = store_zset(cx, args.get(1), zs);
+        if len > 0 {
+            emit(cx, nc::ZSET, name, args.get(1));
+        }
         out.int(len as i64);
     } else {
         let items: Vec<(SmallBytes, f64)> = zs.iter().map(|e| (e.1.clone(), e.0)).collect();

@@ -160,7 +160,15 @@ impl Db {
         if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }
-        if keep_ttl {
+        // An old value past its TTL had expired: it is counted and logged as such, and the
+        // new value is a new key (without that TTL even under KEEPTTL), as in Redis.
+        let expired = self.expires.get(key).is_some_and(|&at| at <= now_ms);
+        if expired {
+            self.stats.expired += 1;
+            self.events.expired(key);
+            self.events.created(key);
+        }
+        if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
                 e.meta.set_flag(Meta::HAS_EXPIRE, true);
             }

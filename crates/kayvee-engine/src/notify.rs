@@ -219,12 +219,26 @@ fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
     if flags & class::KEYSPACE != 0 {
         let mut channel = channel_prefix(b"__keyspace@", db);
         channel.extend_from_slice(key);
-        pubsub::publish(core, nobody, Kind::Channel, &channel, event.as_bytes(), &mut Discard(crate::Protocol::Resp2));
+        pubsub::publish(
+            core,
+            nobody,
+            Kind::Channel,
+            &channel,
+            event.as_bytes(),
+            &mut Discard(crate::Protocol::Resp2),
+        );
     }
     if flags & class::KEYEVENT != 0 {
         let mut channel = channel_prefix(b"__keyevent@", db);
         channel.extend_from_slice(event.as_bytes());
-        pubsub::publish(core, nobody, Kind::Channel, &channel, key, &mut Discard(crate::Protocol::Resp2));
+        pubsub::publish(
+            core,
+            nobody,
+            Kind::Channel,
+            &channel,
+            key,
+            &mut Discard(crate::Protocol::Resp2),
+        );
     }
 }
 

@@ -5,12 +5,12 @@
 //! Notably BITCOUNT looks the key up before parsing its range (a missing key answers 0 to any
 //! arguments), while BITPOS checks its bit argument first.
 
-use crate::notify::{class as nc, emit};
 use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};

@@ -4,10 +4,10 @@
 //! Expiry times are absolute unix milliseconds, compared with the time passed into the engine
 //! (`cx.now_ms()`). Argument checks, their order and their error texts follow Redis 7.0.15.
 
-use crate::notify::{class as nc, emit};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
 use crate::{Core, Cx, Now};

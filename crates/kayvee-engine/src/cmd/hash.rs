@@ -9,11 +9,11 @@
 //! while small); Redis leaves it unspecified. Replies follow Redis 7.0.15 (transcripts in
 //! `tests/transcripts/hash*.txt` were recorded from it).
 
-use crate::notify::{class as nc, emit};
 use super::hash_more::{hincrby, hincrbyfloat, hrandfield, hscan};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Hash, Meta, Value};
 use crate::Cx;

@@ -4,13 +4,13 @@
 //! path, through the same software arithmetic as INCRBYFLOAT (`string_ld`), so replies are
 //! byte-identical. HRANDFIELD draws from the engine's seeded random source.
 
-use crate::notify::{class as nc, emit};
 use super::coll::{self, parse_rand_count};
 use super::hash::{hash_put, read_hash, write_hash, HashLimits};
 use super::string_ld::{self, Ld};
 use super::string_num::format_i64;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::{Core, Cx};

@@ -6,11 +6,11 @@
 //! Semantics follow Redis 7.0.15 as observed from the real server: a key whose TTL has passed is
 //! absent (deleted lazily on access), write lookups count no keyspace hit or miss, reads do.
 
-use crate::notify::{class as nc, emit, notify};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, notify};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};

@@ -8,10 +8,10 @@
 //! Redis 7.0.15 (checked against the real server; `tests/transcripts/list*.txt` were recorded
 //! from it).
 
-use crate::notify::{class as nc, emit, emptied};
 use crate::argv::Argv;
 use crate::db::Db;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};

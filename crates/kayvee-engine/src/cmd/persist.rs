@@ -5,10 +5,10 @@
 //! [`Outcome::Save`]; DUMP and RESTORE serialise through the installed
 //! [`crate::persist::ValueCodec`] (`kayvee-rdb`).
 
-use crate::notify::{class as nc, emit};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;

@@ -9,13 +9,13 @@
 //! a big one in the map's hash order (Redis leaves it unspecified). Replies follow Redis
 //! 7.0.15 (transcripts in `tests/transcripts/set*.txt` were recorded from it).
 
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::set_ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 use super::set_rand::{spop, srandmember, sscan};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Set, Value};

@@ -5,10 +5,10 @@
 //! so a destination that is also a source is safe. A result that is all integers and small
 //! enough is an intset in Redis, answered (and stored) in ascending numeric order.
 
-use crate::notify::{class as nc, emit};
 use super::set::{redis_order, set_add, set_entry, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};

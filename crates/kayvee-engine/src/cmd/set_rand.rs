@@ -4,11 +4,11 @@
 //! Argument checks come in Redis's order: the count before the key, the key's type before a
 //! zero count is served.
 
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::coll::{self, parse_rand_count};
 use super::set::{read_set, redis_order, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};

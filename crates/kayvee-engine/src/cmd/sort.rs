@@ -9,12 +9,12 @@
 //! order (reversed by DESC), sets their iteration order; a set sorted into STORE is sorted
 //! ALPHA instead, as Redis does to keep replication deterministic.
 
-use crate::notify::{class as nc, emit};
 use super::zset_num::parse_sort_weight;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Meta, Value};

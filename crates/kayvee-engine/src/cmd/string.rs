@@ -5,13 +5,13 @@
 //! Semantics and reply texts follow Redis 7.0.15 (checked against the real server; the
 //! transcripts in `tests/transcripts/string*.txt` were recorded from it).
 
-use crate::notify::{class as nc, emit};
 use super::string_num;
 use super::string_opts::{expire_at_ms, ExpireUnit, Mode, SetOpts};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Meta, Value};
 use crate::{util, Cx};
@@ -519,7 +519,8 @@ fn mset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
 fn mset_all(cx: &mut Cx<'_>, args: &Argv<'_>) {
     let now = cx.now_ms();
     for i in (1..args.len()).step_by(2) {
-        cx.db().set(args.get(i), str_value(args.get(i + 1)), now, false);
+        cx.db()
+            .set(args.get(i), str_value(args.get(i + 1)), now, false);
         emit(cx, nc::STRING, "set", args.get(i));
     }
 }

@@ -3,11 +3,11 @@
 //! Redis 7.0 computes INCRBYFLOAT in C `long double` (80-bit x87) and prints the result with
 //! `%.17Lf` before stripping trailing zeros; `string_ld` reproduces that arithmetic exactly.
 
-use crate::notify::{class as nc, emit};
 use super::string::as_str;
 use super::string_ld::{self, Ld};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Value};

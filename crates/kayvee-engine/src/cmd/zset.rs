@@ -6,7 +6,6 @@
 //! Semantics, replies and error texts follow Redis 7.0.15 (checked against the real server;
 //! `tests/transcripts/zset*.txt` were recorded from it).
 
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::zset_num::parse_score;
 use super::{zset_pop, zset_range, zset_setops};
 use crate::argv::Argv;
@@ -14,6 +13,7 @@ use crate::command::{acl, flags, CommandSpec, Handler};
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::{Protocol, ReplySink};
 use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;

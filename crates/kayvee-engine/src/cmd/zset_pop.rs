@@ -4,11 +4,11 @@
 //! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
 
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::{glob_match, parse_i64};
 use crate::value::{Meta, Value};

@@ -9,11 +9,11 @@
 //! listpack-sized sets; for skiplist-sized ones a binary search stands in for the skiplist
 //! descent (identical whenever the scores are equal).
 
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use super::zset::{drop_if_empty, read_zset, reply_scored, store_zset};
 use super::zset_num::parse_range_score;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{ScoreMember, Value, ZSet};

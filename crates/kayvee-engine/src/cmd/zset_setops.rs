@@ -4,11 +4,11 @@
 //! `inf + -inf` becomes 0, and union and intersection visit the inputs from the smallest to
 //! the largest (which fixes the order of the floating-point sums).
 
-use crate::notify::{class as nc, emit};
 use super::zset::{reply_scored, store_zset};
 use super::zset_num::parse_score;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Set, Value, ZSet};

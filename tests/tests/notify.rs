@@ -75,7 +75,12 @@ impl Gen {
         match self.rng.below(60) {
             0 => w(&["SET", &k, &v]),
             1 => w(&["SET", &k, &v, "PX", "1"]),
-            2 => w(&["SET", &k, &v, self.rng.pick(&["NX", "XX", "KEEPTTL", "GET"])]),
+            2 => w(&[
+                "SET",
+                &k,
+                &v,
+                self.rng.pick(&["NX", "XX", "KEEPTTL", "GET"]),
+            ]),
             3 => w(&["SET", &k, &v, "EX", "100"]),
             4 => w(&["SETNX", &k, &v]),
             5 => w(&["GETSET", &k, &v]),
@@ -121,8 +126,7 @@ impl Gen {
             41 => w(&["SREM", &k, &v]),
             42 => w(&["SMOVE", &k, &k2, &v]),
             43 => w(&[
-                self.rng
-                    .pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]),
+                self.rng.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]),
                 &k,
                 &k2,
                 &v,
@@ -135,8 +139,7 @@ impl Gen {
             49 => w(&["ZREMRANGEBYRANK", &k, "0", "0"]),
             50 => w(&[self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]), &k]),
             51 => w(&[
-                self.rng
-                    .pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]),
+                self.rng.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]),
                 &k,
                 "2",
                 &k2,
@@ -258,11 +261,32 @@ fn run_seed(redis: &Server, kayvee: &Server, seed: u64, cmds: usize) -> usize {
         gen.steps(&mut steps);
     }
     let (mut r, mut k) = (Side::open(redis), Side::open(kayvee));
-    for s in &steps {
+    let mut in_multi = false;
+    for (i, s) in steps.iter().enumerate() {
         r.run(&s.args);
         k.run(&s.args);
         if s.pause {
             std::thread::sleep(Duration::from_millis(3));
+        }
+        in_multi = match s.args[0].as_str() {
+            "MULTI" => true,
+            "EXEC" => false,
+            _ => in_multi,
+        };
+        if !in_multi {
+            // A marker naming the command, so a mismatch shows which command caused it.
+            let marker = vec![
+                "PUBLISH".into(),
+                format!("__keycmd__:{i}"),
+                s.args.join(" "),
+            ];
+            r.run(&marker);
+            k.run(&marker);
+        }
+    }
+    if std::env::var_os("KAYVEE_NOTIFY_TRACE").is_some() {
+        for (i, s) in steps.iter().enumerate() {
+            eprintln!("{i}: {}", s.args.join(" "));
         }
     }
     let (rm, km) = (r.finish(), k.finish());
@@ -271,7 +295,7 @@ fn run_seed(redis: &Server, kayvee: &Server, seed: u64, cmds: usize) -> usize {
     };
     let (ro, ko) = (ordered(&rm), ordered(&km));
     if let Some(i) = (0..ro.len().max(ko.len())).find(|&i| ro.get(i) != ko.get(i)) {
-        let from = i.saturating_sub(6);
+        let from = i.saturating_sub(12);
         panic!(
             "seed {seed}: streams differ at message {i} (expired events left out)\n\
              redis:  {:?}\nkayvee: {:?}",
@@ -293,7 +317,10 @@ fn run_seed(redis: &Server, kayvee: &Server, seed: u64, cmds: usize) -> usize {
         "seed {seed}: the run produced no expired event"
     );
     let expired = rm.iter().filter(|m| is_expired(m)).count();
-    eprintln!("seed {seed}: {} messages ({expired} expired) match", rm.len());
+    eprintln!(
+        "seed {seed}: {} messages ({expired} expired) match",
+        rm.len()
+    );
     rm.len()
 }
 
@@ -329,5 +356,8 @@ fn config_get_shows_the_canonical_form() {
     let set = c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
     assert_eq!(show(&set), "+OK\\r\\n");
     let get = c.cmd_str(&["CONFIG", "GET", "notify-keyspace-events"]);
-    assert_eq!(show(&get), "*2\\r\\n$22\\r\\nnotify-keyspace-events\\r\\n$3\\r\\nAKE\\r\\n");
+    assert_eq!(
+        show(&get),
+        "*2\\r\\n$22\\r\\nnotify-keyspace-events\\r\\n$3\\r\\nAKE\\r\\n"
+    );
 }

@@ -211,6 +211,29 @@ impl Db {
         Some((entry, ttl))
     }
 
+    /// Stores a command's result (SINTERSTORE, ZUNIONSTORE, SORT STORE, BITOP...) without a
+    /// TTL, as Redis's `setKey`: an old value past its TTL is expired first (so the result is a
+    /// new key, for keyspace notifications).
+    pub fn store_result(&mut self, key: &[u8], entry: Entry, now_ms: u64) {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        self.insert_entry(key, entry, None);
+    }
+
+    /// Deletes a key even when its TTL has passed, without expiring it first, as Redis's
+    /// `dbDelete` (what a store command with an empty result does); returns whether it existed.
+    pub fn delete(&mut self, key: &[u8]) -> bool {
+        let Some((_, entry)) = self.keys.remove(key) else {
+            return false;
+        };
+        self.watch.note_write(key);
+        if entry.meta.has(Meta::HAS_EXPIRE) {
+            self.expires.remove(key);
+        }
+        true
+    }
+
     /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
         let Some(e) = self.keys.get_mut(key) else {

@@ -405,13 +405,13 @@ fn bitop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     let len = result.len();
     let dest = args.get(2);
     if len == 0 {
-        if db.remove(dest, now).is_some() {
+        if db.delete(dest) {
             emit(cx, nc::GENERIC, "del", dest);
         }
     } else {
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, result);
-        db.insert_entry(dest, entry, None);
+        db.store_result(dest, entry, now);
         emit(cx, nc::STRING, "set", dest);
     }
     out.int(len as i64);

@@ -127,7 +127,7 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         Op::Diff => "sdiffstore",
     };
     if result.is_empty() {
-        if cx.db().remove(dst, now).is_some() {
+        if cx.db().delete(dst) {
             emit(cx, nc::GENERIC, "del", dst);
         }
         out.int(0);
@@ -137,7 +137,7 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     for m in &result {
         set_add(&mut s, &mut meta, max, m);
     }
-    cx.db().insert_entry(dst, set_entry(s, meta, now), None);
+    cx.db().store_result(dst, set_entry(s, meta, now), now);
     emit(cx, nc::SET, event, dst);
     out.int(result.len() as i64);
     Ok(())

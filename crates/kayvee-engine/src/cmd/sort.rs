@@ -371,7 +371,7 @@ fn store_list(
     let now = cx.now_ms();
     let n = results.len();
     if n == 0 {
-        if cx.db().remove(dst, now).is_some() {
+        if cx.db().delete(dst) {
             emit(cx, nc::GENERIC, "del", dst);
         }
     } else {
@@ -380,7 +380,7 @@ fn store_list(
             list.push_back(r.unwrap_or_default());
         }
         let entry = Entry::new(Value::List(alloc::boxed::Box::new(list)), now);
-        cx.db().insert_entry(dst, entry, None);
+        cx.db().store_result(dst, entry, now);
         emit(cx, nc::LIST, "sortstore", dst);
     }
     out.int(n as i64);

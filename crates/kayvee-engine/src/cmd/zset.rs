@@ -228,7 +228,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let now = cx.now_ms();
     let len = zs.len();
     if len == 0 {
-        if cx.db().remove(key, now).is_some() {
+        if cx.db().delete(key) {
             crate::notify::emptied(cx, key);
         }
         return 0;
@@ -248,7 +248,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     }
     let mut entry = Entry::new(Value::ZSet(Box::new(zs)), now);
     entry.meta.set_flag(Meta::BIG, big);
-    cx.db().insert_entry(key, entry, None);
+    cx.db().store_result(key, entry, now);
     signal_zset_ready(cx, key);
     len
 }

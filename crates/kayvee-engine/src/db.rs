@@ -130,7 +130,10 @@ impl Db {
         );
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }
@@ -275,7 +278,10 @@ impl Db {
         let found = self.keys.get(key);
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }

@@ -4,8 +4,9 @@
 //! clients receive them like any message. Event names, classes and order were taken from
 //! redis-server 7.0.15 by experiment.
 //!
-//! Two kinds of event do not come from a command handler's own call: `new` (a key created) and
-//! `expired` (a key deleted by lazy or active expiry). [`Db`] appends those to its small log
+//! Three kinds of event do not come from a command handler's own call: `new` (a key created),
+//! `expired` (a key deleted by lazy or active expiry) and `keymiss` (a read lookup that found
+//! nothing, where Redis counts a keyspace miss). [`Db`] appends those to its small log
 //! ([`KeyLog`], only while such events are wanted, see [`sync`]) and the log is drained, in
 //! order, before the next event is published and after each command and cron step ([`drain`]).
 //! So `SET k v` on an expired `k` gives `expired`, `new`, `set`, as Redis sends them.
@@ -119,16 +120,29 @@ pub fn render_flags(flags: u32) -> String {
     s
 }
 
-/// The keys a database created or expired since the last drain, recorded only while the
-/// matching events are wanted (see [`sync`]).
+/// What a [`KeyLog`] entry reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logged {
+    /// The key was created (`new`, class `n`).
+    New,
+    /// The key expired (`expired`, class `x`).
+    Expired,
+    /// A read lookup missed the key (`keymiss`, class `m`).
+    Miss,
+}
+
+/// The keys a database created, expired or missed since the last drain, recorded only while
+/// the matching events are wanted (see [`sync`]).
 #[derive(Clone, Debug, Default)]
 pub struct KeyLog {
     /// Record created keys (`n` is on).
     pub(crate) new: bool,
     /// Record expired keys (`x` is on).
     pub(crate) expired: bool,
-    /// In order: (is an expiry, key).
-    pub(crate) entries: Vec<(bool, Key)>,
+    /// Record read misses (`m` is on).
+    pub(crate) miss: bool,
+    /// In order.
+    pub(crate) entries: Vec<(Logged, Key)>,
 }
 
 impl KeyLog {
@@ -136,7 +150,7 @@ impl KeyLog {
     #[inline]
     pub(crate) fn created(&mut self, key: &[u8]) {
         if self.new {
-            self.entries.push((false, Key::from_slice(key)));
+            self.entries.push((Logged::New, Key::from_slice(key)));
         }
     }
 
@@ -144,7 +158,15 @@ impl KeyLog {
     #[inline]
     pub(crate) fn expired(&mut self, key: &[u8]) {
         if self.expired {
-            self.entries.push((true, Key::from_slice(key)));
+            self.entries.push((Logged::Expired, Key::from_slice(key)));
+        }
+    }
+
+    /// Notes that a read lookup did not find `key`.
+    #[inline]
+    pub(crate) fn missed(&mut self, key: &[u8]) {
+        if self.miss {
+            self.entries.push((Logged::Miss, Key::from_slice(key)));
         }
     }
 }
@@ -162,7 +184,8 @@ pub fn sync(core: &mut Core) {
     for db in &mut core.dbs {
         db.events.new = wanted(flags, class::NEW);
         db.events.expired = wanted(flags, class::EXPIRED);
-        if !db.events.new && !db.events.expired {
+        db.events.miss = wanted(flags, class::KEY_MISS);
+        if !db.events.new && !db.events.expired && !db.events.miss {
             db.events.entries.clear();
         }
     }
@@ -198,10 +221,11 @@ pub fn drain(core: &mut Core) {
             continue;
         }
         let entries = core::mem::take(&mut core.dbs[db].events.entries);
-        for (expired, key) in &entries {
-            let (class, event) = match expired {
-                true => (class::EXPIRED, "expired"),
-                false => (class::NEW, "new"),
+        for (what, key) in &entries {
+            let (class, event) = match what {
+                Logged::Expired => (class::EXPIRED, "expired"),
+                Logged::New => (class::NEW, "new"),
+                Logged::Miss => (class::KEY_MISS, "keymiss"),
             };
             publish(core, db, class, event, key);
         }
@@ -266,6 +290,14 @@ pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
     }
 }
 
+/// Drops the `keymiss` the last lookup of `key` logged: Redis's `LOOKUP_NONOTIFY`, for the
+/// lookups that count a miss but send no event (OBJECT).
+pub fn unlog_miss(db: &mut Db, key: &[u8]) {
+    if matches!(db.events.entries.last(), Some((Logged::Miss, k)) if &k[..] == key) {
+        db.events.entries.pop();
+    }
+}
+
 /// Whether database `db`'s log is empty (tests).
 pub fn log_is_empty(db: &Db) -> bool {
     db.events.entries.is_empty()
@@ -317,7 +349,8 @@ mod tests {
         log.new = true;
         log.created(b"a");
         log.expired(b"b");
+        log.missed(b"c");
         assert_eq!(log.entries.len(), 1);
-        assert!(!log.entries[0].0);
+        assert_eq!(log.entries[0].0, Logged::New);
     }
 }

@@ -24,8 +24,8 @@ enum Op {
     Diff,
 }
 
-/// Snapshots of the sets at `keys` (`None` for missing ones), or WRONGTYPE. Store forms look
-/// keys up for writing (no hit/miss counts), as Redis does.
+/// Snapshots of the sets at `keys` (`None` for missing ones), or WRONGTYPE. Store forms too
+/// look their sources up for reading (a miss counts, and sends `keymiss`), as Redis 7.0.15.
 fn sources<'a>(
     cx: &mut Cx<'_>,
     keys: impl Iterator<Item = &'a [u8]>,
@@ -113,7 +113,7 @@ fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
 /// (replacing any value and its TTL) and answers its size; an empty result deletes the
 /// destination.
 fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
-    let sets = sources(cx, args.iter().skip(2), true)?;
+    let sets = sources(cx, args.iter().skip(2), false)?;
     let (seed, max, now) = (
         cx.core.seed,
         cx.core.config.set_max_intset_entries,

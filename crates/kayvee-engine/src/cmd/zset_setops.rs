@@ -230,7 +230,8 @@ fn setop(
     let at = if store { 2 } else { 1 };
     let n = parse_numkeys(args, at, name)?;
     let keys = (0..n).map(|i| SmallBytes::from_slice(args.get(at + 1 + i)));
-    let srcs = load_sources(cx, keys, store)?;
+    // Redis 7.0.15 reads the sources even when storing (a miss counts and sends `keymiss`).
+    let srcs = load_sources(cx, keys, false)?;
     let o = parse_opts(args, at + 1 + n, n, op, store)?;
     let zs = compute(
         op,

@@ -341,6 +341,69 @@ mod tests {
     }
 
     #[test]
+    fn config_file_and_rewrite_use_the_letters() {
+        let mut c = crate::Config::default();
+        let err = c.apply_file("notify-keyspace-events bogus\n").unwrap_err();
+        assert!(err.0.contains(BAD_CLASS), "{}", err.0);
+        c.apply_file("notify-keyspace-events Ex\n").unwrap();
+        assert_eq!(c.notify_keyspace_events, class::KEYEVENT | class::EXPIRED);
+        // As redis-server 7.0.15 rewrites it: the canonical form, quoted.
+        let text = c.rewrite("notify-keyspace-events Ex");
+        assert_eq!(text, "notify-keyspace-events \"xE\"\n");
+    }
+
+    /// An engine with one client subscribed to every keyspace channel.
+    fn engine_with_subscriber(flags: &str) -> crate::Engine {
+        use crate::{ArgvBuf, ConnInfo, Engine, Now, ReplyTree, Transport};
+        let now = Now::from_ms(1_000);
+        let mut e = Engine::new(crate::Config::default(), 7, now);
+        let conn = ConnInfo {
+            transport: Transport::Tcp {
+                addr: "127.0.0.1:1".into(),
+                laddr: "127.0.0.1:2".into(),
+            },
+            fd: 1,
+        };
+        let h = e.connect(conn, now);
+        for line in [
+            alloc::format!("CONFIG SET notify-keyspace-events {flags}"),
+            "PSUBSCRIBE __key*__:*".into(),
+        ] {
+            let mut out = ReplyTree::new(crate::Protocol::Resp2);
+            e.execute(h, &ArgvBuf::from_line(&line).argv(), now, &mut out);
+        }
+        e
+    }
+
+    #[test]
+    fn evicted_publishes_both_channels_when_enabled() {
+        let mut e = engine_with_subscriber("KEe");
+        evicted(&mut e.core, 3, b"k");
+        let got: Vec<_> = e.take_messages().into_iter().map(|(_, m)| m).collect();
+        let want = |channel: &str, msg: &str| {
+            crate::Reply::Push(alloc::vec![
+                crate::Reply::Bulk(b"pmessage".to_vec()),
+                crate::Reply::Bulk(b"__key*__:*".to_vec()),
+                crate::Reply::Bulk(channel.as_bytes().to_vec()),
+                crate::Reply::Bulk(msg.as_bytes().to_vec()),
+            ])
+        };
+        assert_eq!(got.len(), 2);
+        assert_eq!(*got[0], want("__keyspace@3__:k", "evicted"));
+        assert_eq!(*got[1], want("__keyevent@3__:evicted", "k"));
+    }
+
+    #[test]
+    fn evicted_is_silent_without_its_class() {
+        let mut e = engine_with_subscriber("KEg$");
+        evicted(&mut e.core, 0, b"k");
+        assert!(e.take_messages().is_empty());
+        let mut e = engine_with_subscriber("");
+        evicted(&mut e.core, 0, b"k");
+        assert!(e.take_messages().is_empty());
+    }
+
+    #[test]
     fn log_records_only_when_wanted() {
         let mut log = KeyLog::default();
         log.created(b"a");

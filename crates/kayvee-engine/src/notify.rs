@@ -216,6 +216,10 @@ pub fn evicted(core: &mut Core, db: usize, key: &[u8]) {
 /// Publishes the `new` and `expired` events the databases logged, in order. The engine calls
 /// it after each command and cron step; [`notify`] calls it before every event.
 pub fn drain(core: &mut Core) {
+    // Off (the default): nothing is logged (see `sync`), so the per-command call costs one test.
+    if core.config.notify_keyspace_events == 0 {
+        return;
+    }
     for db in 0..core.dbs.len() {
         if core.dbs[db].events.entries.is_empty() {
             continue;

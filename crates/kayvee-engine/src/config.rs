@@ -110,6 +110,8 @@ pub struct Config {
     pub hash_max_listpack_value: u64,
     /// `set-max-intset-entries`: an all-integer set with more members is `hashtable`.
     pub set_max_intset_entries: u64,
+    /// `notify-keyspace-events` as class bits (see [`crate::notify::class`]; 0 = off).
+    pub notify_keyspace_events: u32,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -182,6 +184,7 @@ impl Default for Config {
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            notify_keyspace_events: 0,
             config_file: None,
             config_file_text: None,
             save_loaded: false,

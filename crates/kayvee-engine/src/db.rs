@@ -24,6 +24,8 @@ pub struct Db {
     /// Keys deleted by expiry since the last drain, kept only while commands are propagated
     /// (AOF on): each becomes a `DEL` in the append-only file (see [`crate::aof`]).
     pub(crate) expired_log: Option<alloc::vec::Vec<Key>>,
+    /// Keys created or expired, for keyspace notifications (see [`crate::notify`]).
+    pub(crate) events: crate::notify::KeyLog,
 }
 
 /// Counters a database keeps for INFO.
@@ -56,6 +58,7 @@ impl Db {
             expire_cursor: 0,
             watch: Default::default(),
             expired_log: None,
+            events: Default::default(),
         }
     }
 
@@ -98,6 +101,7 @@ impl Db {
                 if let Some(log) = &mut self.expired_log {
                     log.push(Key::from_slice(key));
                 }
+                self.events.expired(key);
                 true
             }
             _ => false,
@@ -133,7 +137,10 @@ impl Db {
         );
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }
@@ -157,12 +164,21 @@ impl Db {
         let entry = Entry::new(value, now_ms);
         self.watch.note_write(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+            self.events.created(key);
             return;
         };
         if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }
-        if keep_ttl {
+        // An old value past its TTL had expired: it is counted and logged as such, and the
+        // new value is a new key (without that TTL even under KEEPTTL), as in Redis.
+        let expired = self.expires.get(key).is_some_and(|&at| at <= now_ms);
+        if expired {
+            self.stats.expired += 1;
+            self.events.expired(key);
+            self.events.created(key);
+        }
+        if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
                 e.meta.set_flag(Meta::HAS_EXPIRE, true);
             }
@@ -185,7 +201,9 @@ impl Db {
                 self.expires.remove(key);
             }
         }
-        self.keys.insert(Key::from_slice(key), entry);
+        if self.keys.insert(Key::from_slice(key), entry).is_none() {
+            self.events.created(key);
+        }
     }
 
     /// Deletes a key; returns the entry and its TTL if it existed (expired keys count as absent).
@@ -201,6 +219,29 @@ impl Db {
             None
         };
         Some((entry, ttl))
+    }
+
+    /// Stores a command's result (SINTERSTORE, ZUNIONSTORE, SORT STORE, BITOP...) without a
+    /// TTL, as Redis's `setKey`: an old value past its TTL is expired first (so the result is a
+    /// new key, for keyspace notifications).
+    pub fn store_result(&mut self, key: &[u8], entry: Entry, now_ms: u64) {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        self.insert_entry(key, entry, None);
+    }
+
+    /// Deletes a key even when its TTL has passed, without expiring it first, as Redis's
+    /// `dbDelete` (what a store command with an empty result does); returns whether it existed.
+    pub fn delete(&mut self, key: &[u8]) -> bool {
+        let Some((_, entry)) = self.keys.remove(key) else {
+            return false;
+        };
+        self.watch.note_write(key);
+        if entry.meta.has(Meta::HAS_EXPIRE) {
+            self.expires.remove(key);
+        }
+        true
     }
 
     /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
@@ -244,7 +285,10 @@ impl Db {
         let found = self.keys.get(key);
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }
@@ -316,6 +360,7 @@ impl Db {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.watch.note_expired(&k[..]);
+            self.events.expired(&k[..]);
         }
         if let Some(log) = &mut self.expired_log {
             log.extend(due.iter().cloned());

@@ -22,6 +22,7 @@ pub mod error;
 pub mod keyspec;
 pub mod monitor;
 pub mod pause;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
@@ -295,6 +296,7 @@ impl Engine {
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let exec_id = core.commands.lookup(b"exec");
+        notify::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -397,6 +399,7 @@ impl Engine {
                 .iter()
                 .for_each(|r| r.write_to(out));
         }
+        notify::drain(&mut self.core);
         outcome
     }
 
@@ -846,10 +849,12 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
+        notify::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             cmd::expire::active_expire_cycle(&mut self.core, now);
         }
+        notify::drain(&mut self.core);
         if self.core.aof.enabled {
             aof::drain_expired(&mut self.core);
         }
@@ -962,6 +967,7 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
+        notify::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;

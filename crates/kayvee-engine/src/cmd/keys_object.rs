@@ -156,7 +156,10 @@ fn lfu_policy(config: &Config) -> bool {
 /// Looks the key up for OBJECT (lazy expiry, no access recorded); `None` means reply null.
 fn lookup<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
     let now = cx.now_ms();
-    cx.db().lookup_notouch(key, now)
+    if cx.db().lookup_notouch(key, now).is_none() {
+        crate::notify::unlog_miss(cx.db(), key);
+    }
+    cx.db().keys.get(key)
 }
 
 /// OBJECT ENCODING key.
@@ -170,9 +173,13 @@ fn object_encoding(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 
 /// OBJECT REFCOUNT key.
 fn object_refcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let now = cx.now_ms();
+    let (now, key) = (cx.now_ms(), args.get(2));
     let core = &mut *cx.core;
-    match core.dbs[cx.db_index].lookup_notouch(args.get(2), now) {
+    let db = &mut core.dbs[cx.db_index];
+    if db.lookup_notouch(key, now).is_none() {
+        crate::notify::unlog_miss(db, key);
+    }
+    match db.keys.get(key) {
         Some(e) => out.int(refcount(e, &core.config)),
         None => out.null(),
     }

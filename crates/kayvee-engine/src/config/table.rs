@@ -47,6 +47,8 @@ pub enum Kind {
     DaemonizeNo,
     /// `client-output-buffer-limit`: `class hard soft seconds` groups.
     BufferLimits,
+    /// `notify-keyspace-events`: class letters, stored as bits (see [`crate::notify`]).
+    KeyspaceEvents,
 }
 
 /// Who may change a parameter after startup.
@@ -235,6 +237,13 @@ pub const PARAMS: &[Param] = &[
         access: Access::Immutable,
         get: |c| Val::Str(c.logfile.as_bytes().into()),
         put: |c, v| c.logfile = v.string(),
+    },
+    Param {
+        name: "notify-keyspace-events",
+        kind: Kind::KeyspaceEvents,
+        access: Access::Mutable,
+        get: |c| Val::Int(c.notify_keyspace_events.into()),
+        put: |c, v| c.notify_keyspace_events = v.int() as u32,
     },
     Param {
         name: "hz",
@@ -602,6 +611,9 @@ impl Kind {
                     )
                 }),
             Kind::Str => Ok(Val::Str(s.into())),
+            Kind::KeyspaceEvents => crate::notify::parse_flags(s)
+                .map(|f| Val::Int(f.into()))
+                .ok_or_else(|| crate::notify::BAD_CLASS.into()),
             Kind::Words | Kind::Save | Kind::BufferLimits => {
                 unreachable!("multi-valued kinds parse in parse()")
             }
@@ -612,6 +624,7 @@ impl Kind {
     pub fn render(self, v: &Val) -> Vec<u8> {
         match (self, v) {
             (_, Val::Bool(b)) => (if *b { "yes" } else { "no" }).into(),
+            (Kind::KeyspaceEvents, Val::Int(f)) => crate::notify::render_flags(*f as u32).into(),
             (Kind::Octal { .. }, Val::Int(i)) => alloc::format!("{i:o}").into_bytes(),
             (_, Val::Int(i)) => alloc::format!("{i}").into_bytes(),
             (_, Val::Mem(m)) => alloc::format!("{m}").into_bytes(),
@@ -627,6 +640,7 @@ impl Kind {
         match (self, v) {
             (_, Val::Mem(m)) => alloc::vec![render_memory(*m)],
             (Kind::Str, Val::Str(s)) => alloc::vec![repr(s)],
+            (Kind::KeyspaceEvents, v) => alloc::vec![repr(&self.render(v))],
             (_, Val::Save(points)) if points.is_empty() => alloc::vec!["\"\"".into()],
             (_, Val::Save(points)) => points
                 .iter()

@@ -109,6 +109,8 @@ pub struct Client {
     pub txn: crate::txn::ClientTxn,
     /// Channel, pattern and shard-channel subscriptions (see [`crate::pubsub`]).
     pub subs: crate::pubsub::ClientSubs,
+    /// `CLIENT NO-EVICT on`: `flags=e` in CLIENT LIST.
+    pub no_evict: bool,
 }
 
 /// The table of connected clients.
@@ -145,6 +147,7 @@ impl ClientTable {
             in_multi: false,
             txn: Default::default(),
             subs: Default::default(),
+            no_evict: false,
         };
         self.len += 1;
         match self.free.pop() {

@@ -21,6 +21,9 @@ pub struct Db {
     pub(crate) expire_cursor: u64,
     /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
     pub(crate) watch: crate::txn::DbWatch,
+    /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
+    /// [`crate::evict::sync`]).
+    pub(crate) touch: crate::evict::Touch,
 }
 
 /// Counters a database keeps for INFO.
@@ -52,6 +55,7 @@ impl Db {
             stats: DbStats::default(),
             expire_cursor: 0,
             watch: Default::default(),
+            touch: Default::default(),
         }
     }
 
@@ -116,14 +120,24 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        // The access time is written only when its second changed: most reads write nothing,
-        // and a read copies no node a snapshot shares within the same second.
+        // The access time is written only when its second changed (and the LFU counter only
+        // when it moves): most reads write nothing, and a read copies no node a snapshot
+        // shares within the same second.
         let access_s = (now_ms / 1000) as u32;
-        let found = self.keys.get_touch(
-            key,
-            |e: &Entry| e.meta.access_s != access_s,
-            |e| e.meta.access_s = access_s,
-        );
+        let found = if self.touch.lfu {
+            let (touch, r) = (self.touch, self.touch.draw());
+            self.keys.get_touch(
+                key,
+                |e: &Entry| touch.accessed(e.meta, now_ms, r) != e.meta,
+                |e| e.meta = touch.accessed(e.meta, now_ms, r),
+            )
+        } else {
+            self.keys.get_touch(
+                key,
+                |e: &Entry| e.meta.access_s != access_s,
+                |e| e.meta.access_s = access_s,
+            )
+        };
         match found {
             Some(_) => self.stats.hits += 1,
             None => self.stats.misses += 1,
@@ -138,8 +152,13 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
+        let r = if self.touch.lfu { self.touch.draw() } else { 0.0 };
         let e = self.keys.get_mut(key)?;
-        e.meta.access_s = (now_ms / 1000) as u32;
+        if self.touch.lfu {
+            e.meta = self.touch.accessed(e.meta, now_ms, r);
+        } else {
+            e.meta.access_s = (now_ms / 1000) as u32;
+        }
         self.watch.probe(key, &e.value);
         Some(e)
     }
@@ -152,6 +171,12 @@ impl Db {
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             return;
         };
+        if self.touch.lfu {
+            // An overwritten key keeps its LFU counter, as Redis's `dbOverwrite` does.
+            if let Some(e) = self.keys.get_mut(key) {
+                (e.meta.freq, e.meta.ldt_min) = (old.meta.freq, old.meta.ldt_min);
+            }
+        }
         if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }

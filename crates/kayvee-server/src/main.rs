@@ -79,6 +79,8 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
+    // The memory limit and INFO read the counting allocator at command time.
+    engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
     persist::load_at_startup(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;

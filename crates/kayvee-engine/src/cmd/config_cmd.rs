@@ -111,6 +111,9 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    crate::evict::sync(cx.core);
+    // A lowered limit evicts at once, as Redis does on CONFIG SET maxmemory.
+    crate::evict::perform(cx.core, cx.now);
     out.ok();
     Ok(())
 }

@@ -152,7 +152,11 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        let r = if self.touch.lfu { self.touch.draw() } else { 0.0 };
+        let r = if self.touch.lfu {
+            self.touch.draw()
+        } else {
+            0.0
+        };
         let e = self.keys.get_mut(key)?;
         if self.touch.lfu {
             e.meta = self.touch.accessed(e.meta, now_ms, r);
@@ -172,9 +176,12 @@ impl Db {
             return;
         };
         if self.touch.lfu {
-            // An overwritten key keeps its LFU counter, as Redis's `dbOverwrite` does.
+            // Redis's `setKey` looks the key up for writing (one access) and `dbOverwrite`
+            // keeps its LFU counter.
+            let (touch, r) = (self.touch, self.touch.draw());
+            let counted = touch.accessed(old.meta, now_ms, r);
             if let Some(e) = self.keys.get_mut(key) {
-                (e.meta.freq, e.meta.ldt_min) = (old.meta.freq, old.meta.ldt_min);
+                (e.meta.freq, e.meta.ldt_min) = (counted.freq, counted.ldt_min);
             }
         }
         if !old.meta.has(Meta::HAS_EXPIRE) {

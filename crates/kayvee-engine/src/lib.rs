@@ -331,12 +331,20 @@ impl Engine {
         self.record_usec(id, usec);
         let config = &self.core.config;
         if !cmd::slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
-            || self.core.commands.get(id).spec.has(command::flags::SKIP_SLOWLOG)
+            || self
+                .core
+                .commands
+                .get(id)
+                .spec
+                .has(command::flags::SKIP_SLOWLOG)
         {
             return;
         }
         let (addr, name) = match self.clients.get(h) {
-            Some(c) => (cmd::client::peer_addr(c), c.name.clone().unwrap_or_default()),
+            Some(c) => (
+                cmd::client::peer_addr(c),
+                c.name.clone().unwrap_or_default(),
+            ),
             None => (String::new(), Default::default()),
         };
         let entry = cmd::slowlog::Entry {
@@ -502,8 +510,9 @@ impl Engine {
             if spec.name == "exec" {
                 refuse |= client.txn.queue.iter().any(|args| {
                     let argv = args.argv();
-                    self.resolve(&argv)
-                        .is_ok_and(|id| self.core.commands.get(id).spec.has(command::flags::DENYOOM))
+                    self.resolve(&argv).is_ok_and(|id| {
+                        self.core.commands.get(id).spec.has(command::flags::DENYOOM)
+                    })
                 });
             }
         }

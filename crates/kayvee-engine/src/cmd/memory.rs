@@ -184,7 +184,10 @@ fn value_usage(value: &Value, samples: usize) -> usize {
         Value::ZSet(z) => {
             // Each member is in the score map and, cloned, in the order.
             let per = |e: &ScoreMember| {
-                elem + 8 + TRIE_SLOT_OVERHEAD + size_of::<ScoreMember>() + TREE_ELEM_OVERHEAD
+                elem + 8
+                    + TRIE_SLOT_OVERHEAD
+                    + size_of::<ScoreMember>()
+                    + TREE_ELEM_OVERHEAD
                     + 2 * heap(&e.1)
             };
             size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
@@ -342,7 +345,11 @@ fn memory_stats(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> C
     }
     int(out, "overhead.total", overhead_total);
     int(out, "keys.count", o.keys);
-    int(out, "keys.bytes-per-key", net.checked_div(o.keys).unwrap_or(0));
+    int(
+        out,
+        "keys.bytes-per-key",
+        net.checked_div(o.keys).unwrap_or(0),
+    );
     int(out, "dataset.bytes", dataset);
     dbl(out, "dataset.percentage", ratio(dataset * 100, net));
     dbl(out, "peak.percentage", ratio(o.total * 100, o.peak));
@@ -379,10 +386,17 @@ mod tests {
         );
         let list = |n: usize| {
             let l: List = (0..n).map(|_| s(100)).collect();
-            entry_usage(b"k", &Entry::new(Value::List(alloc::boxed::Box::new(l)), 0), 5)
+            entry_usage(
+                b"k",
+                &Entry::new(Value::List(alloc::boxed::Box::new(l)), 0),
+                5,
+            )
         };
         let (ten, thousand) = (list(10), list(1000));
-        assert!(thousand > 90 * ten && thousand < 110 * ten, "{ten} {thousand}");
+        assert!(
+            thousand > 90 * ten && thousand < 110 * ten,
+            "{ten} {thousand}"
+        );
     }
 
     #[test]
@@ -394,7 +408,9 @@ mod tests {
         }
         let e = Entry::new(Value::Hash(alloc::boxed::Box::new(h)), 0);
         let all = entry_usage(b"h", &e, 0);
-        let exact = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD
+        let exact = size_of::<SmallBytes>()
+            + size_of::<Entry>()
+            + TRIE_SLOT_OVERHEAD
             + size_of::<Hash>()
             + 100 * (2 * size_of::<SmallBytes>() + TRIE_SLOT_OVERHEAD)
             + 50 * 200;

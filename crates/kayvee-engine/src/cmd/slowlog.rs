@@ -199,9 +199,10 @@ fn slowlog_len(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> Cm
 /// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for all).
 fn slowlog_get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if args.len() > 3 {
-        return Err(Error::msg(
-            "ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.",
-        ));
+        let sub = crate::util::sanitize(args.get(1), 128);
+        return Err(Error::msg(alloc::format!(
+            "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try SLOWLOG HELP."
+        )));
     }
     let count = match args.len() {
         3 => match parse_i64(args.get(2)) {
@@ -244,7 +245,9 @@ mod tests {
 
     #[test]
     fn arguments_are_cut_as_redis_cuts_them() {
-        let many: Vec<Vec<u8>> = (0..41).map(|i| alloc::format!("k{i}").into_bytes()).collect();
+        let many: Vec<Vec<u8>> = (0..41)
+            .map(|i| alloc::format!("k{i}").into_bytes())
+            .collect();
         let got = argv(&many);
         assert_eq!(got.len(), 32);
         assert_eq!(&got[30][..], b"k30");

@@ -103,7 +103,6 @@ const SUBCOMMANDS: &[CommandSpec] = &[
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the integers `0..SHARED_INTEGERS` (`OBJ_SHARED_INTEGERS`).
 const SHARED_INTEGERS: i64 = 10_000;
-/// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 
 /// The text of `OBJECT HELP`, line by line, as Redis 7.0.15 sends it.
 const HELP: &[&str] = &[

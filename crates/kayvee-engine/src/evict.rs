@@ -196,8 +196,8 @@ struct Candidate {
     key: Key,
 }
 
-/// Eviction state kept in [`Core`]: the pool, the random policies' next database, the memory
-/// probe, and the keys evicted since the last [`Evictor::take_evicted`].
+/// Eviction state kept in [`Core`]: the pool, the random policies' next database and the
+/// memory probe.
 #[derive(Default)]
 pub struct Evictor {
     /// Ascending by score: the best candidate is last.
@@ -205,18 +205,11 @@ pub struct Evictor {
     next_db: usize,
     /// Reads the bytes the process holds (installed by the shell).
     pub probe: Option<fn() -> u64>,
-    /// Evicted keys (database, key), for the `evicted` keyspace event.
-    evicted: Vec<(usize, Key)>,
     /// What the probe read when it was installed (MEMORY STATS `startup.allocated`).
     pub startup_bytes: u64,
 }
 
 impl Evictor {
-    /// The keys evicted since the last call (database index, key), oldest first.
-    pub fn take_evicted(&mut self) -> Vec<(usize, Key)> {
-        core::mem::take(&mut self.evicted)
-    }
-
     /// Adds a sampled key, keeping the pool sorted and at most [`POOL_SIZE`] long.
     fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
         if self.pool.iter().any(|c| c.db == db && &c.key[..] == key) {
@@ -298,15 +291,21 @@ pub fn perform(core: &mut Core, now: Now) -> Evicted {
         let estimate = crate::cmd::memory::entry_usage(&key, &entry, 5) as u64;
         drop(entry);
         freed += before.saturating_sub(used_memory(core)).max(estimate);
-        core.stats.evicted_keys += 1;
-        // notify: evicted — the `evicted` keyspace event for (db, key) goes here.
-        core.evict.evicted.push((db, key));
+        evicted(core, db, &key);
         count += 1;
         if count >= budget && freed < to_free {
             return Evicted::Running;
         }
     }
     Evicted::Ok
+}
+
+/// Accounts for one evicted key (already removed through [`crate::Db::remove`], so WATCH saw
+/// it): the one place every eviction passes.
+fn evicted(core: &mut Core, db: usize, key: &[u8]) {
+    core.stats.evicted_keys += 1;
+    // notify: evicted — the `evicted` keyspace event (class `e`) for `key` in `db` goes here.
+    let _ = (db, key);
 }
 
 /// The next key to evict, or `None` when no database holds an evictable key.
@@ -538,11 +537,8 @@ mod tests {
         assert!(rounds > 5, "{rounds}");
         assert_eq!(b.engine.core.dbs[0].expires_len(), 0);
         assert_eq!(b.engine.core.dbs[0].len(), 101, "persistent keys all kept");
-        let evicted = b.engine.take_evicted();
-        assert_eq!(evicted.len(), 100);
-        assert!(evicted
-            .iter()
-            .all(|(db, k)| *db == 0 && k.starts_with(b"t")));
+        let db0 = &b.engine.core.dbs[0];
+        assert!((0..100).all(|i| db0.keys.get(alloc::format!("p{i}").as_bytes()).is_some()));
         assert_eq!(b.engine.core.stats.evicted_keys, 100);
         // allkeys-random takes any key; under the limit nothing is evicted.
         b.run("CONFIG SET maxmemory-policy allkeys-random");

@@ -366,11 +366,6 @@ impl Engine {
         self.core.evict.startup_bytes = probe();
     }
 
-    /// Keys evicted since the last call (database index, key), oldest first.
-    pub fn take_evicted(&mut self) -> Vec<(usize, db::Key)> {
-        self.core.evict.take_evicted()
-    }
-
     /// Runs one command for client `h`, writing its reply to `out`.
     pub fn execute(
         &mut self,

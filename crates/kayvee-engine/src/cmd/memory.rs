@@ -143,20 +143,17 @@ const HELP: &[&str] = &[
 
 /// Heap bytes a string holds beyond its inline form.
 fn heap(b: &SmallBytes) -> usize {
-    match b {
-        SmallBytes::Heap(h) => h.len(),
-        SmallBytes::Inline { .. } => 0,
-    }
+    b.heap_size()
 }
 
 /// Bytes the key's slot and its value take: the keyspace slot (key, entry, trie overhead) plus
 /// the value's heap, collections estimated from `samples` elements (0 = all) scaled to their
 /// length.
 pub fn entry_usage(key: &[u8], entry: &Entry, samples: usize) -> usize {
-    let key_heap = if key.len() > kayvee_pds::bytes::INLINE_LEN_MAX {
-        key.len()
-    } else {
-        0
+    // As `SmallBytes::heap_size` counts a key stored out of line: the bytes and a count.
+    let key_heap = match key.len() {
+        n if n > kayvee_pds::bytes::INLINE_LEN_MAX => n + size_of::<usize>(),
+        _ => 0,
     };
     let slot = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + key_heap;
     slot + value_usage(&entry.value, samples)
@@ -182,13 +179,13 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             size_of::<crate::value::Set>() + scaled(s.iter(), s.len(), samples, per)
         }
         Value::ZSet(z) => {
-            // Each member is in the score map and, cloned, in the order.
+            // Each member is in the score map and in the order (one shared heap copy).
             let per = |e: &ScoreMember| {
                 elem + 8
                     + TRIE_SLOT_OVERHEAD
                     + size_of::<ScoreMember>()
                     + TREE_ELEM_OVERHEAD
-                    + 2 * heap(&e.1)
+                    + heap(&e.1)
             };
             size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
         }
@@ -382,7 +379,7 @@ mod tests {
         let big = Entry::new(Value::Str(s(1000)), 0);
         assert_eq!(
             entry_usage(b"k", &big, 5) - entry_usage(b"k", &small, 5),
-            1000
+            1000 + size_of::<usize>()
         );
         let list = |n: usize| {
             let l: List = (0..n).map(|_| s(100)).collect();
@@ -413,7 +410,7 @@ mod tests {
             + TRIE_SLOT_OVERHEAD
             + size_of::<Hash>()
             + 100 * (2 * size_of::<SmallBytes>() + TRIE_SLOT_OVERHEAD)
-            + 50 * 200;
+            + 50 * (200 + size_of::<usize>());
         assert_eq!(all, exact);
     }
 }

@@ -268,7 +268,8 @@ fn libm_powi(base: f64, exp: u32) -> f64 {
 /// `performEvictions` before a command and in its cron.
 pub fn perform(core: &mut Core, now: Now) -> Evicted {
     let limit = core.config.maxmemory;
-    if limit == 0 {
+    // Nothing is evicted while the dataset loads (Redis's `isSafeToPerformEvictions`).
+    if limit == 0 || core.persist.loading.is_some() {
         return Evicted::Ok;
     }
     let used = used_memory(core);

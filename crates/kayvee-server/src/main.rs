@@ -81,9 +81,10 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     engine.set_codec(&kayvee_rdb::CODEC);
     // The memory limit and INFO read the counting allocator at command time.
     engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
-    persist::load_at_startup(&mut engine, now)?;
+    let load = persist::StartupLoad::start(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
+    server.set_loading(load);
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

@@ -11,7 +11,7 @@ use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, ScoreMember, Value};
+use crate::value::{Entry, ScoreMember, Value, ZRef};
 use crate::{Core, Cx};
 use core::mem::size_of;
 use kayvee_pds::SmallBytes;
@@ -146,15 +146,19 @@ fn heap(b: &SmallBytes) -> usize {
     b.heap_size()
 }
 
+/// Heap bytes a `SmallBytes` of `len` bytes holds (as [`SmallBytes::heap_size`] counts).
+fn out_of_line(len: usize) -> usize {
+    match len {
+        n if n > kayvee_pds::bytes::INLINE_LEN_MAX => n + size_of::<usize>(),
+        _ => 0,
+    }
+}
+
 /// Bytes the key's slot and its value take: the keyspace slot (key, entry, trie overhead) plus
 /// the value's heap, collections estimated from `samples` elements (0 = all) scaled to their
 /// length.
 pub fn entry_usage(key: &[u8], entry: &Entry, samples: usize) -> usize {
-    // As `SmallBytes::heap_size` counts a key stored out of line: the bytes and a count.
-    let key_heap = match key.len() {
-        n if n > kayvee_pds::bytes::INLINE_LEN_MAX => n + size_of::<usize>(),
-        _ => 0,
-    };
+    let key_heap = out_of_line(key.len());
     let slot = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + key_heap;
     slot + value_usage(&entry.value, samples)
 }
@@ -168,9 +172,11 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             let per = |e: &SmallBytes| elem + TREE_ELEM_OVERHEAD + heap(e);
             size_of::<crate::value::List>() + scaled(l.iter(), l.len(), samples, per)
         }
+        // Small hashes and sorted sets are one flat buffer: its size is exact.
+        Value::Hash(h) if !h.is_big() => h.heap_size(),
         Value::Hash(h) => {
-            let per = |(f, v): (&SmallBytes, &SmallBytes)| {
-                2 * elem + TRIE_SLOT_OVERHEAD + heap(f) + heap(v)
+            let per = |(f, v): (&[u8], &[u8])| {
+                2 * elem + TRIE_SLOT_OVERHEAD + out_of_line(f.len()) + out_of_line(v.len())
             };
             size_of::<crate::value::Hash>() + scaled(h.iter(), h.len(), samples, per)
         }
@@ -178,14 +184,15 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             let per = |(m, _): (&SmallBytes, &())| elem + TRIE_SLOT_OVERHEAD + heap(m);
             size_of::<crate::value::Set>() + scaled(s.iter(), s.len(), samples, per)
         }
+        Value::ZSet(z) if !z.is_big() => z.heap_size(),
         Value::ZSet(z) => {
             // Each member is in the score map and in the order (one shared heap copy).
-            let per = |e: &ScoreMember| {
+            let per = |e: ZRef<'_>| {
                 elem + 8
                     + TRIE_SLOT_OVERHEAD
                     + size_of::<ScoreMember>()
                     + TREE_ELEM_OVERHEAD
-                    + heap(&e.1)
+                    + out_of_line(e.1.len())
             };
             size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
         }
@@ -397,13 +404,23 @@ mod tests {
     }
 
     #[test]
+    fn flat_collections_count_their_buffer() {
+        let mut h = Hash::new();
+        h.insert(b"field", &[b'x'; 300]);
+        let e = Entry::new(Value::Hash(h.clone()), 0);
+        let slot = entry_usage(b"h", &Entry::new(Value::Str(s(1)), 0), 5);
+        assert_eq!(entry_usage(b"h", &e, 5), slot + h.heap_size());
+        assert!(h.heap_size() >= 305);
+    }
+
+    #[test]
     fn samples_estimate_from_the_first_elements() {
         let mut h = Hash::with_seed(1);
         for i in 0..100 {
             let v = if i < 50 { s(1) } else { s(200) };
-            h.insert(SmallBytes::from_vec(alloc::format!("f{i}").into_bytes()), v);
+            h.insert(alloc::format!("f{i}").as_bytes(), &v);
         }
-        let e = Entry::new(Value::Hash(alloc::boxed::Box::new(h)), 0);
+        let e = Entry::new(Value::Hash(h), 0);
         let all = entry_usage(b"h", &e, 0);
         let exact = size_of::<SmallBytes>()
             + size_of::<Entry>()

@@ -5,6 +5,7 @@
 //! SIGPIPE needs no handler: Rust's runtime sets it to ignored before `main`, so a write to a
 //! closed socket returns EPIPE instead of killing the server.
 
+mod acl;
 mod alloc;
 mod config;
 mod conn;
@@ -81,6 +82,7 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     engine.set_codec(&kayvee_rdb::CODEC);
     // The memory limit and INFO read the counting allocator at command time.
     engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
+    acl::load_at_startup(&mut engine)?;
     let load = persist::StartupLoad::start(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;

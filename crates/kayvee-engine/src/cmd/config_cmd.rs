@@ -117,6 +117,14 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
         crate::evict::perform(cx.core, cx.now);
     }
+    // `requirepass` is the default user's password (see `crate::acl`).
+    if pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"))
+    {
+        let pass = cx.core.config.requirepass.clone();
+        cx.core.acl.set_requirepass(pass.as_deref());
+    }
     out.ok();
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use crate::command::CommandSpec;
 
+pub mod acl;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -67,4 +68,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     persist::COMMANDS,
     memory::COMMANDS,
     slowlog::COMMANDS,
+    acl::COMMANDS,
 ];

@@ -69,6 +69,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         },
     );
     fill_host_info(&mut engine, heap_bytes);
+    // The memory limit reads talc's count at command time.
+    engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");
     server::run(&mut engine, &clock, &args)
 }

@@ -113,6 +113,8 @@ pub struct Client {
     pub tracking: Option<alloc::boxed::Box<crate::tracking::ClientTracking>>,
     /// In MONITOR mode (see [`crate::monitor`]): `CLIENT LIST flags=O`.
     pub monitor: bool,
+    /// `CLIENT NO-EVICT on`: `flags=e` in CLIENT LIST.
+    pub no_evict: bool,
 }
 
 /// The table of connected clients.
@@ -151,6 +153,7 @@ impl ClientTable {
             subs: Default::default(),
             tracking: None,
             monitor: false,
+            no_evict: false,
         };
         self.len += 1;
         match self.free.pop() {

@@ -58,6 +58,14 @@ pub struct Config {
     pub maxmemory: u64,
     /// Eviction policy name.
     pub maxmemory_policy: String,
+    /// Keys sampled per database and eviction step (`maxmemory-samples`).
+    pub maxmemory_samples: u32,
+    /// How long one eviction run may go on, 0..=100 (`maxmemory-eviction-tenacity`).
+    pub maxmemory_eviction_tenacity: u32,
+    /// Slows the LFU counter's growth (`lfu-log-factor`).
+    pub lfu_log_factor: u32,
+    /// Minutes per LFU counter decrement (`lfu-decay-time`).
+    pub lfu_decay_time: u32,
     /// Working directory for persistence files.
     pub dir: String,
     /// RDB file name.
@@ -157,6 +165,10 @@ impl Default for Config {
             ],
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             dir: ".".into(),
             dbfilename: "dump.rdb".into(),
             save: String::new(),
@@ -499,7 +511,7 @@ mod tests {
         let names: Vec<&[u8]> = got.iter().map(|(n, _)| n.as_slice()).collect();
         assert_eq!(names, [&b"port"[..], b"hz"]);
         assert_eq!(c.get_matching(&[b"MaxMemory"])[0].0, b"MaxMemory");
-        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 2);
+        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 4);
         assert!(c.get_matching(&[b"nosuch"]).is_empty());
         assert_eq!(get(&c, "maxmemory-policy"), "noeviction");
         assert_eq!(get(&c, "daemonize"), "no");

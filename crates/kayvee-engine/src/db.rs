@@ -26,6 +26,9 @@ pub struct Db {
     pub(crate) expired_log: Option<alloc::vec::Vec<Key>>,
     /// Keys created or expired, for keyspace notifications (see [`crate::notify`]).
     pub(crate) events: crate::notify::KeyLog,
+    /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
+    /// [`crate::evict::sync`]).
+    pub(crate) touch: crate::evict::Touch,
 }
 
 /// Counters a database keeps for INFO.
@@ -59,6 +62,7 @@ impl Db {
             watch: Default::default(),
             expired_log: None,
             events: Default::default(),
+            touch: Default::default(),
         }
     }
 
@@ -127,14 +131,24 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        // The access time is written only when its second changed: most reads write nothing,
-        // and a read copies no node a snapshot shares within the same second.
+        // The access time is written only when its second changed (and the LFU counter only
+        // when it moves): most reads write nothing, and a read copies no node a snapshot
+        // shares within the same second.
         let access_s = (now_ms / 1000) as u32;
-        let found = self.keys.get_touch(
-            key,
-            |e: &Entry| e.meta.access_s != access_s,
-            |e| e.meta.access_s = access_s,
-        );
+        let found = if self.touch.lfu {
+            let (touch, r) = (self.touch, self.touch.draw());
+            self.keys.get_touch(
+                key,
+                |e: &Entry| touch.accessed(e.meta, now_ms, r) != e.meta,
+                |e| e.meta = touch.accessed(e.meta, now_ms, r),
+            )
+        } else {
+            self.keys.get_touch(
+                key,
+                |e: &Entry| e.meta.access_s != access_s,
+                |e| e.meta.access_s = access_s,
+            )
+        };
         match found {
             Some(_) => self.stats.hits += 1,
             None => {
@@ -152,8 +166,17 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
+        let r = if self.touch.lfu {
+            self.touch.draw()
+        } else {
+            0.0
+        };
         let e = self.keys.get_mut(key)?;
-        e.meta.access_s = (now_ms / 1000) as u32;
+        if self.touch.lfu {
+            e.meta = self.touch.accessed(e.meta, now_ms, r);
+        } else {
+            e.meta.access_s = (now_ms / 1000) as u32;
+        }
         self.watch.probe(key, &e.value);
         Some(e)
     }
@@ -167,6 +190,15 @@ impl Db {
             self.events.created(key);
             return;
         };
+        if self.touch.lfu {
+            // Redis's `setKey` looks the key up for writing (one access) and `dbOverwrite`
+            // keeps its LFU counter.
+            let (touch, r) = (self.touch, self.touch.draw());
+            let counted = touch.accessed(old.meta, now_ms, r);
+            if let Some(e) = self.keys.get_mut(key) {
+                (e.meta.freq, e.meta.ldt_min) = (counted.freq, counted.ldt_min);
+            }
+        }
         if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }

@@ -19,10 +19,11 @@ pub mod command;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod evict;
 pub mod keyspec;
 pub mod monitor;
-pub mod pause;
 pub mod notify;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
@@ -167,6 +168,10 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// The memory limit: probe and eviction pool (see [`evict`]).
+    pub evict: evict::Evictor,
+    /// SLOWLOG's entries.
+    pub slowlog: cmd::slowlog::SlowLog,
     /// Users, their permissions and the denial log (see [`acl`]).
     pub acl: acl::Acl,
     /// Command propagation for the append-only file (see [`aof`]).
@@ -286,12 +291,15 @@ impl Engine {
             watching: 0,
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            evict: Default::default(),
+            slowlog: Default::default(),
             acl,
             aof: Default::default(),
             tracking: Default::default(),
             pause: Default::default(),
             monitors: Default::default(),
         };
+        evict::sync(&mut core);
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
@@ -344,6 +352,51 @@ impl Engine {
     /// Adds measured time to a command's statistics.
     pub fn record_usec(&mut self, id: CommandId, usec: u64) {
         self.core.stats.commands[id.0 as usize].usec += usec;
+    }
+
+    /// The shell measured the command it just ran for client `h` (`argv`, as the client sent
+    /// it) at `usec`: adds the time to the command's statistics and logs it in SLOWLOG when
+    /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are).
+    pub fn command_timed(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
+        let Some(id) = self.last_cmd else {
+            return;
+        };
+        self.record_usec(id, usec);
+        let config = &self.core.config;
+        if !cmd::slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
+            || self
+                .core
+                .commands
+                .get(id)
+                .spec
+                .has(command::flags::SKIP_SLOWLOG)
+        {
+            return;
+        }
+        let (addr, name) = match self.clients.get(h) {
+            Some(c) => (
+                cmd::client::peer_addr(c),
+                c.name.clone().unwrap_or_default(),
+            ),
+            None => (String::new(), Default::default()),
+        };
+        let entry = cmd::slowlog::Entry {
+            id: 0,
+            time_s: (now.ms() / 1000) as i64,
+            usec,
+            args: cmd::slowlog::truncated_args(argv),
+            addr,
+            name,
+        };
+        let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
+        self.core.slowlog.push(entry, len_max);
+    }
+
+    /// Installs the shell's reading of the bytes the process has allocated (its global
+    /// allocator's count): the memory limit and INFO read it at command time.
+    pub fn set_memory_probe(&mut self, probe: fn() -> u64) {
+        self.core.evict.probe = Some(probe);
+        self.core.evict.startup_bytes = probe();
     }
 
     /// Runs one command for client `h`, writing its reply to `out`.
@@ -505,6 +558,11 @@ impl Engine {
                 return self.reject(h, Some(id), &e, out);
             }
         }
+        if self.core.config.maxmemory != 0 {
+            if let Err(e) = self.admit_memory(h, spec, now) {
+                return self.reject(h, Some(id), &e, out);
+            }
+        }
         if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
@@ -541,6 +599,32 @@ impl Engine {
             return self.exec(h, id, argv, now, out);
         }
         self.run(h, id, argv, now, out)
+    }
+
+    /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
+    /// when that fails, refuse DENYOOM commands, any command queued inside MULTI (but EXEC,
+    /// DISCARD, QUIT and RESET), and EXEC of a transaction holding a DENYOOM command.
+    fn admit_memory(&mut self, h: Handle, spec: &CommandSpec, now: Now) -> Result<(), Error> {
+        if evict::perform(&mut self.core, now) != evict::Evicted::Fail {
+            return Ok(());
+        }
+        let client = self.clients.get(h).expect("checked by execute");
+        let mut refuse = spec.has(command::flags::DENYOOM);
+        if client.in_multi {
+            refuse |= !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+            if spec.name == "exec" {
+                refuse |= client.txn.queue.iter().any(|args| {
+                    let argv = args.argv();
+                    self.resolve(&argv).is_ok_and(|id| {
+                        self.core.commands.get(id).spec.has(command::flags::DENYOOM)
+                    })
+                });
+            }
+        }
+        if refuse {
+            return Err(Error::msg(evict::OOM));
+        }
+        Ok(())
     }
 
     /// Runs a resolved, admitted command and counts it.
@@ -851,8 +935,10 @@ impl Engine {
     pub fn cron(&mut self, now: Now) {
         notify::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
+        // Nor is anything evicted, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             cmd::expire::active_expire_cycle(&mut self.core, now);
+            evict::perform(&mut self.core, now);
         }
         notify::drain(&mut self.core);
         if self.core.aof.enabled {
@@ -968,6 +1054,7 @@ impl Engine {
             *slot = db;
         }
         notify::sync(&mut self.core);
+        evict::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;

@@ -67,6 +67,11 @@ impl Runner {
             Now::from_ms(self.now_ms),
             &mut tree,
         );
+        // As the shells do: every command reports its duration (0 µs here), so SLOWLOG with
+        // `slowlog-log-slower-than 0` logs it.
+        let now = Now::from_ms(self.now_ms);
+        self.engine
+            .command_timed(self.current, &argv.argv(), 0, now);
         let resp3 = tree.protocol() == Protocol::Resp3;
         let lines = render_all(tree.take(), resp3);
         self.collect_wakeups();

@@ -957,9 +957,8 @@ fn run_commands(
         let mut sink = RespWriter::new(&mut conn.out, protocol);
         let outcome = engine.execute(h, &frame.argv, clock.at(start_us), &mut sink);
         if timing {
-            if let Some(id) = engine.last_command() {
-                engine.record_usec(id, monotonic_us().saturating_sub(start_us));
-            }
+            let usec = monotonic_us().saturating_sub(start_us);
+            engine.command_timed(h, &frame.argv, usec, clock.now());
         }
         if !apply_outcome(engine, conn, outcome, batch, clock.now()) {
             break;

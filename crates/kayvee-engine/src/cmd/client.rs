@@ -166,6 +166,16 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: crate::pause::unpause_command,
         ..SUB
     },
+    CommandSpec {
+        name: "no-evict",
+        arity: 3,
+        flags: flags::ADMIN | SUB_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Set client eviction mode for the current connection",
+        since: "7.0.0",
+        handler: no_evict,
+        ..SUB
+    },
 ];
 
 /// This group's commands.
@@ -323,6 +333,11 @@ fn client_type(_c: &Client) -> ClientType {
 }
 
 /// The peer address as `CLIENT LIST addr=` shows it (`ip:port`, or `path:0` for Unix sockets).
+/// The peer address as CLIENT LIST and SLOWLOG show it (`ip:port`, `path:0`).
+pub fn peer_addr(c: &Client) -> String {
+    addr(c)
+}
+
 fn addr(c: &Client) -> String {
     match &c.conn.transport {
         Transport::Tcp { addr, .. } => addr.clone(),
@@ -400,6 +415,7 @@ fn client_flags(c: &Client, tcp: bool) -> String {
         (t.is_some_and(|t| t.bcast), 'B'),
         (c.txn.dirty, 'd'),
         (!tcp, 'U'),
+        (c.no_evict, 'e'),
     ] {
         if on {
             f.push(letter);
@@ -595,9 +611,25 @@ const HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
     "HELP",
     "    Prints this help.",
 ];
+
+/// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
+/// has no `maxmemory-clients`, so the flag is only recorded and shown, as in Redis 7.0 where
+/// it concerns client eviction, not key eviction.
+fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let on = match args.get(2) {
+        a if a.eq_ignore_ascii_case(b"on") => true,
+        a if a.eq_ignore_ascii_case(b"off") => false,
+        _ => return Err(Error::Syntax),
+    };
+    cx.client().no_evict = on;
+    out.ok();
+    Ok(())
+}
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {

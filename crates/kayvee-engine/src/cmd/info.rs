@@ -216,12 +216,13 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     );
 }
 
-/// The Memory section. Kayvee's allocator is counted by the shell (`host.used_memory`);
+/// The Memory section. Kayvee's allocator is counted by the shell (its memory probe, else
+/// `host.used_memory`);
 /// the fields Redis splits further (overhead, dataset, allocator internals) are derived
 /// from that one count.
 fn memory(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
-    let (used, rss) = (core.host.used_memory, core.host.used_memory_rss);
+    let (used, rss) = (crate::evict::used_memory(core), core.host.used_memory_rss);
     let peak = core.used_memory_peak.max(used);
     let human = |s: &mut String, name: &str, v: u64| {
         field(s, name, v);

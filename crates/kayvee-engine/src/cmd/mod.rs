@@ -22,12 +22,14 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod memory;
 pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod set;
 pub(crate) mod set_ops;
 pub(crate) mod set_rand;
+pub mod slowlog;
 pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
@@ -66,6 +68,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     txn::COMMANDS,
     pubsub::COMMANDS,
     persist::COMMANDS,
+    memory::COMMANDS,
+    slowlog::COMMANDS,
     acl::COMMANDS,
     crate::monitor::COMMANDS,
 ];

@@ -304,6 +304,43 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.maxmemory_policy = v.string(),
     },
     Param {
+        name: "maxmemory-samples",
+        kind: Kind::Int {
+            min: 1,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxmemory_samples.into()),
+        put: |c, v| c.maxmemory_samples = v.int() as u32,
+    },
+    Param {
+        name: "maxmemory-eviction-tenacity",
+        kind: Kind::Int { min: 0, max: 100 },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxmemory_eviction_tenacity.into()),
+        put: |c, v| c.maxmemory_eviction_tenacity = v.int() as u32,
+    },
+    Param {
+        name: "lfu-log-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.lfu_log_factor.into()),
+        put: |c, v| c.lfu_log_factor = v.int() as u32,
+    },
+    Param {
+        name: "lfu-decay-time",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.lfu_decay_time.into()),
+        put: |c, v| c.lfu_decay_time = v.int() as u32,
+    },
+    Param {
         name: "dir",
         kind: Kind::Str,
         access: Access::Protected,

@@ -89,7 +89,7 @@ pub fn parse_mmio_device(v: &str) -> Option<MmioDevice> {
         base: parse_int(base)?,
         irq: irq.parse().ok()?,
     };
-    (dev.size >= 0x100 && dev.base % 4 == 0).then_some(dev)
+    (dev.size >= 0x100 && dev.base.is_multiple_of(4)).then_some(dev)
 }
 
 /// Splits the line into words, honouring double quotes around (parts of) a word.

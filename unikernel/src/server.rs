@@ -35,6 +35,11 @@ const RX_POSTED_PER_ROUND: usize = 16;
 const SOCK_RX_BYTES: usize = 16 * 1024;
 /// Send buffer per TCP socket.
 const SOCK_TX_BYTES: usize = 32 * 1024;
+/// The loop halts (`hlt` until the next idle tick) once no frame has arrived for this long;
+/// busy clients never see it, and an idle guest stops burning a host core under TCG.
+const IDLE_AFTER_US: u64 = 10_000;
+/// The idle tick: the most a frame arriving at an idle guest waits before it is looked at.
+const IDLE_TICK_US: u32 = 500;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
 
@@ -171,6 +176,9 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let mut next_cron_us = 0u64;
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
+    let mut last_rx_us = last_us;
+    #[cfg(not(feature = "ring3"))]
+    crate::arch::apic::start_idle_timer(IDLE_TICK_US);
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
@@ -188,6 +196,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             {
                 break;
             }
+            last_rx_us = start_us;
             pool.refill(&mut sockets, LISTENERS_LOW);
         }
         let grown = pool.listening.len() + 1;
@@ -238,6 +247,10 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 unix_us: clock.unix_us(),
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
+        }
+        #[cfg(not(feature = "ring3"))] // `hlt` is privileged: the ring-3 mode spins
+        if up - last_rx_us > IDLE_AFTER_US {
+            crate::arch::apic::halt_until_tick();
         }
     }
 }

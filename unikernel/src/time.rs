@@ -42,19 +42,20 @@ pub struct Clock {
     tsc_base: Cell<u64>,
     uptime_base_us: Cell<u64>,
     unix_base_us: u64,
-    /// The first PIT edge: (count, TSC), for refinement.
-    pit_start: Option<(u16, u64)>,
-    /// Refinements done (index into [`REFINE_AT_US`]).
+    /// Measuring against the PIT: the baseline edge (count, TSC) and its uptime (us), for
+    /// refinement; `None` when the frequency came from CPUID (or there is no PIT).
+    pit_base: Cell<Option<(u16, u64, u64)>>,
+    /// Refinements done since the baseline (index into [`REFINE_AT_US`]).
     refined: Cell<usize>,
 }
 
 impl Clock {
     /// Finds the TSC frequency; the wall clock starts at `unix_base_us`.
     pub fn new(unix_base_us: u64) -> Self {
-        let (tsc_hz, source, pit_start) = match cpuid_tsc_hz() {
+        let (tsc_hz, source, pit_base) = match cpuid_tsc_hz() {
             Some((hz, src)) => (hz, src, None),
             None => match quick_pit_calibration() {
-                Some((hz, start)) => (hz, TscSource::Pit, Some(start)),
+                Some((hz, (count, tsc))) => (hz, TscSource::Pit, Some((count, tsc, 0))),
                 None => (2_000_000_000, TscSource::Guess, None),
             },
         };
@@ -64,7 +65,7 @@ impl Clock {
             tsc_base: Cell::new(rdtsc()),
             uptime_base_us: Cell::new(0),
             unix_base_us,
-            pit_start,
+            pit_base: Cell::new(pit_base),
             refined: Cell::new(0),
         }
     }
@@ -98,26 +99,31 @@ impl Clock {
         }
     }
 
-    /// Refines a PIT-measured frequency when the next point of [`REFINE_AT_US`] is reached
-    /// (cheap otherwise: call it every loop round). Uptime stays continuous: the clock is
-    /// rebased at the current reading before the new rate applies.
+    /// Refines a PIT-measured frequency when the next point of [`REFINE_AT_US`] after the
+    /// baseline is reached (cheap otherwise: call it every loop round). Uptime stays
+    /// continuous: the clock is rebased at the current reading before the new rate applies.
+    /// When the counter's wraps cannot be told apart (the loop came back too late for the
+    /// current precision), the current edge becomes the new baseline and the steps restart.
     pub fn maybe_refine(&self) {
-        let Some((count0, tsc0)) = self.pit_start else {
+        let Some((count0, tsc0, base_us)) = self.pit_base.get() else {
             return;
         };
         let n = self.refined.get();
-        if n >= REFINE_AT_US.len() || self.uptime_us() < REFINE_AT_US[n] {
+        let up = self.uptime_us();
+        if n >= REFINE_AT_US.len() || up < base_us + REFINE_AT_US[n] {
             return;
         }
-        self.refined.set(n + 1);
-        let Some((count1, tsc1)) = pit_edge(pit_read()) else {
+        let Some((count1, tsc1)) = pit_edge_tight() else {
             return;
         };
         let dtsc = tsc1.wrapping_sub(tsc0);
         let estimate = u128::from(dtsc) * u128::from(PIT_HZ) / u128::from(self.tsc_hz.get());
         let Some(ticks) = unwrap_pit(estimate as u64, count0.wrapping_sub(count1)) else {
+            self.pit_base.set(Some((count1, tsc1, up)));
+            self.refined.set(0);
             return;
         };
+        self.refined.set(n + 1);
         let hz = (u128::from(dtsc) * u128::from(PIT_HZ) / u128::from(ticks)) as u64;
         let now = rdtsc();
         self.uptime_base_us.set(
@@ -126,6 +132,13 @@ impl Clock {
         );
         self.tsc_base.set(now);
         self.tsc_hz.set(hz);
+        if n + 1 == REFINE_AT_US.len() {
+            crate::println!(
+                "kayvee: TSC {} kHz (measured against the PIT over {} ms)",
+                hz / 1000,
+                (up - base_us) / 1000
+            );
+        }
     }
 }
 
@@ -185,33 +198,61 @@ fn pit_read() -> u16 {
     u16::from_le_bytes([lo, hi])
 }
 
-/// Spins until PIT channel 0's count changes from `from`; returns the new count and the TSC
-/// read right after it (or `None` when the PIT does not count).
-fn pit_edge(from: u16) -> Option<(u16, u64)> {
+/// Spins until PIT channel 0's count changes from `from`; returns the new count, the TSC
+/// read just before the read that saw it, and the TSC ticks that read took (its
+/// uncertainty: large when the host descheduled us in between). `None` when the PIT does not
+/// count.
+fn pit_edge(from: u16) -> Option<(u16, u64, u64)> {
     for _ in 0..1_000_000 {
+        let before = rdtsc();
         let now = pit_read();
         if now != from {
-            return Some((now, rdtsc()));
+            let after = rdtsc();
+            return Some((now, before, after - before));
         }
     }
     None
 }
 
+/// Most TSC ticks a PIT read may take for its edge to count as precise: about 10 us at a few
+/// GHz; a host that deschedules the vCPU mid-read makes it far longer.
+const EDGE_TICKS_MAX: u64 = 20_000;
+
+/// A PIT edge whose read was not interrupted (a few tries): (count, TSC).
+fn pit_edge_tight() -> Option<(u16, u64)> {
+    let mut best = None;
+    for _ in 0..8 {
+        let (count, tsc, took) = pit_edge(pit_read())?;
+        if took <= EDGE_TICKS_MAX {
+            return Some((count, tsc));
+        }
+        best = Some((count, tsc));
+    }
+    best
+}
+
 /// Starts PIT channel 0 as a free-running rate generator from 0xffff (about 55 ms a period)
 /// and counts TSC ticks over [`QUICK_TICKS`] PIT ticks, both ends taken just after a count
-/// change. Returns the frequency and the first edge (for [`Clock::maybe_refine`]).
+/// change, each end read without interruption (retried otherwise). Returns the frequency and
+/// the first edge (for [`Clock::maybe_refine`]).
 fn quick_pit_calibration() -> Option<(u64, (u16, u64))> {
     outb(0x43, 0x34); // channel 0, lo/hi access, mode 2
     outb(0x40, 0xff);
     outb(0x40, 0xff);
-    let (start, tsc0) = pit_edge(pit_read())?;
-    let mut now = start;
-    let mut tsc1 = tsc0;
-    while u64::from(start.wrapping_sub(now)) < QUICK_TICKS {
-        (now, tsc1) = pit_edge(now)?;
+    let mut last = None;
+    for _ in 0..8 {
+        let (start, tsc0) = pit_edge_tight()?;
+        let (mut now, mut tsc1, mut took) = (start, tsc0, 0);
+        while u64::from(start.wrapping_sub(now)) < QUICK_TICKS {
+            (now, tsc1, took) = pit_edge(now)?;
+        }
+        let elapsed = u64::from(start.wrapping_sub(now));
+        last = Some(((tsc1 - tsc0) * PIT_HZ / elapsed, (start, tsc0)));
+        if took <= EDGE_TICKS_MAX {
+            break;
+        }
     }
-    let elapsed = u64::from(start.wrapping_sub(now));
-    Some(((tsc1 - tsc0) * PIT_HZ / elapsed, (start, tsc0)))
+    last // refined later in any case
 }
 
 /// Reads CMOS register `reg`.

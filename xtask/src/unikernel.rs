@@ -212,7 +212,7 @@ impl Boot {
 
 /// The QEMU command for `image` on `machine`, forwarding `host_port` to the guest's 6379.
 fn qemu(
-    image: &PathBuf,
+    image: &std::path::Path,
     machine: Machine,
     accel: &str,
     host_port: u16,
@@ -635,7 +635,7 @@ const MICROVM_NIC_CMDLINE: &str = "virtio_mmio.device=512@0xfeb00e00:12";
 
 /// Boots `image` as `boot` says under TCG, checks PONG, a SET/GET, a clean SHUTDOWN and a
 /// console line containing `expect`.
-fn smoke(image: &PathBuf, boot: &Boot, what: &str, expect: &str) -> Result<(), String> {
+fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Result<(), String> {
     let port = free_port()?;
     let mut boot = boot.clone();
     boot.host_port = port;

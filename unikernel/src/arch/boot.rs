@@ -137,7 +137,7 @@ long_entry:
     movw %ax, %gs
     movq $BOOT_STACK + {stack_bytes}, %rsp
 
-    /* IDT: 32 exception gates to the stubs of arch::idt (interrupt gates, CS 0x08, DPL 0,
+    /* IDT: 48 gates to the stubs of arch::idt (interrupt gates, CS 0x08, DPL 0,
        IST 0); loaded here because the ring-3 mode cannot lidt later */
     movq $BOOT_IDT, %r8
     movq $exc_stub_table, %r9
@@ -157,7 +157,7 @@ long_entry:
     movl $0, 12(%r8)
     addq $16, %r8
     incl %ecx
-    cmpl $32, %ecx
+    cmpl $48, %ecx
     jne 5b
     lidt boot_idt_ptr
 
@@ -177,7 +177,7 @@ boot_gdt_ptr:
     .long boot_gdt
     .p2align 3
 boot_idt_ptr:
-    .word 32 * 16 - 1
+    .word 48 * 16 - 1
     .quad BOOT_IDT
     "#,
     stack_bytes = const STACK_BYTES,

@@ -4,14 +4,22 @@
 //! triple-fault reset. The gates are filled and loaded by the boot stub (`arch::boot`) before
 //! any Rust runs: in the ring-3 mode `lidt` is not allowed later.
 //!
-//! Handlers never return, so they need no saved state and may run on the interrupted stack
+//! Vector 32 is the LAPIC timer that ends an idle `hlt` (see `arch::apic`), 47 the LAPIC's
+//! spurious vector; both return.
+//!
+//! Exception handlers never return, so they need no saved state and may run on the interrupted stack
 //! (gate IST 0; the red zone they overwrite is never used again). In the ring-3 mode the CPU
 //! switches to the TSS's ring-0 stack; the handler runs at ring 0 (selector 0x08).
 
 use core::arch::global_asm;
 
-/// Exception vectors the IDT covers (the architecture's reserved range).
-pub const VECTORS: usize = 32;
+/// Vectors the IDT covers: the 32 exceptions, [`TIMER_VECTOR`], and up to
+/// [`SPURIOUS_VECTOR`]; any other interrupt in that range is reported like an exception.
+pub const VECTORS: usize = 48;
+/// The LAPIC timer's vector (its handler only acknowledges it: it exists to end a `hlt`).
+pub const TIMER_VECTOR: u8 = 32;
+/// The LAPIC's spurious-interrupt vector (ignored, no EOI).
+pub const SPURIOUS_VECTOR: u8 = 47;
 
 /// The IDT: 16 bytes a gate (zeroed with `.bss`, filled by the boot stub).
 #[repr(C, align(16))]
@@ -35,7 +43,7 @@ pub struct Frame {
 }
 
 /// The exception names of the Intel SDM (vol. 3A, 6.3.1).
-const NAMES: [&str; VECTORS] = [
+const NAMES: [&str; 32] = [
     "divide error (#DE)",
     "debug (#DB)",
     "NMI",
@@ -86,7 +94,7 @@ extern "C" fn exception(frame: &Frame) -> ! {
     let v = frame.vector as usize;
     crate::println!(
         "\nkayvee: CPU exception {v}: {}, error code {:#x}, RIP {:#x}, CS {:#x}, RFLAGS {:#x}, RSP {:#x}, SS {:#x}",
-        NAMES.get(v).unwrap_or(&"?"),
+        NAMES.get(v).unwrap_or(&"unexpected interrupt"),
         frame.error,
         frame.rip,
         frame.cs,
@@ -118,10 +126,22 @@ global_asm!(
         jmp exc_common
     .endm
     .set i, 0
-    .rept 32
+    .rept 47
         exc_stub %i
         .set i, i + 1
     .endr
+
+    /* LAPIC timer: acknowledge (EOI register of the LAPIC at 0xfee00000) and return. Only
+       taken while the loop idles in `sti; hlt` (arch::apic), on whatever stack it runs:
+       that asm block does not use the red zone, and nothing here touches SSE state. */
+irq_timer:
+    pushq %rax
+    movabsq $0xfee000b0, %rax
+    movl $0, (%rax)
+    popq %rax
+    iretq
+irq_spurious:
+    iretq
 
 exc_common:
     movq %rsp, %rdi                      /* &Frame */
@@ -143,6 +163,13 @@ exc_stub_table:
         exc_entry %i
         .set i, i + 1
     .endr
+    .quad irq_timer                      /* 32 */
+    .set i, 33
+    .rept 14
+        exc_entry %i
+        .set i, i + 1
+    .endr
+    .quad irq_spurious                   /* 47 */
     .noaltmacro
 "#,
     options(att_syntax)

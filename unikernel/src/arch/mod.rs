@@ -1,5 +1,7 @@
 //! x86-64 specifics: the PVH boot stub, CPU exception handlers, C memory functions, port I/O.
 
+#[cfg(not(feature = "ring3"))]
+pub mod apic;
 pub mod boot;
 pub mod idt;
 pub mod mem;

@@ -28,6 +28,9 @@ pub struct Args {
     /// `debug-fault=pf|ud|gp`: raise that CPU exception right after parsing (tests the
     /// exception handlers: the boot must end with their message and a failure exit).
     pub debug_fault: Option<Fault>,
+    /// `idle=poll`: never `hlt` when idle (lowest latency, a busy host core); the default
+    /// `idle=halt` halts until the next timer tick after a quiet spell.
+    pub idle_poll: bool,
     /// virtio-mmio devices named on the command line (Firecracker), in order.
     pub virtio_mmio: Vec<MmioDevice>,
     /// Linux kernel parameters seen and ignored.
@@ -152,6 +155,13 @@ pub fn parse(line: &str) -> Result<Args, String> {
             return Err(alloc::format!("'{w}': expected key=value"));
         };
         match key {
+            "idle" => {
+                args.idle_poll = match value {
+                    "poll" => true,
+                    "halt" => false,
+                    _ => return Err(alloc::format!("idle={value}: expected halt or poll")),
+                };
+            }
             "debug-fault" => {
                 args.debug_fault = Some(match value {
                     "pf" => Fault::Page,

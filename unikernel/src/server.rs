@@ -178,7 +178,9 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let mut last_us = clock.uptime_us();
     let mut last_rx_us = last_us;
     #[cfg(not(feature = "ring3"))]
-    crate::arch::apic::start_idle_timer(IDLE_TICK_US);
+    if !args.idle_poll {
+        crate::arch::apic::init_idle_timer();
+    }
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
@@ -249,8 +251,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
         }
         #[cfg(not(feature = "ring3"))] // `hlt` is privileged: the ring-3 mode spins
-        if up - last_rx_us > IDLE_AFTER_US {
-            crate::arch::apic::halt_until_tick();
+        if !args.idle_poll && up - last_rx_us > IDLE_AFTER_US {
+            crate::arch::apic::halt_for(IDLE_TICK_US);
         }
     }
 }

@@ -24,6 +24,9 @@ tasks:
   bench-mem [--mem M] [key=value...]
                    the least guest RAM (-m, from 32M down) in which the unikernel boots, holds
                    10,000 small keys (redis-cli --pipe) and answers
+  bench-net [--image PATH] [--redis-port N]
+                   redis-benchmark SET/GET, 8 clients, -P 1 and -P 16: the unikernel under TCG
+                   through the port forward, then redis-server on the host
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
                    (KAYVEE_TARGET=unikernel)
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Some("uk-test") => unikernel::uk_test(),
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
+        Some("bench-net") => unikernel::bench_net(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())

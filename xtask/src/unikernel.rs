@@ -7,7 +7,7 @@
 
 mod bench;
 
-pub use bench::{bench_boot, bench_mem};
+pub use bench::{bench_boot, bench_mem, bench_net};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -688,7 +688,7 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
         ));
     }
     let nic = console_time_line(&console, "virtio-net at").unwrap_or_default();
-    let ring = console_time_line(&console, "ring").unwrap_or_default();
+    let ring = console_time_line(&console, "; ring ").unwrap_or_default();
     let ring = ring
         .split("; ")
         .find(|p| p.starts_with("ring "))

@@ -20,6 +20,8 @@ struct BootTimes {
 /// Options shared by both benches: `--mem M`, `--machine-opts ,a=b`, `--runs N`, key=value.
 struct Opts {
     runs: usize,
+    /// `--image PATH`: an image built elsewhere (no build).
+    image: Option<std::path::PathBuf>,
     boot: Boot,
 }
 
@@ -27,6 +29,7 @@ struct Opts {
 fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
     let mut o = Opts {
         runs,
+        image: None,
         boot: Boot::new(Machine::Microvm, "tcg", 0),
     };
     let mut it = args.iter();
@@ -37,6 +40,7 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
             "--mem" => o.boot.mem = val()?.clone(),
             "--machine-opts" => o.boot.machine_opts = val()?.clone(),
             "--dhcp" => o.boot.net.clear(),
+            "--image" => o.image = Some(val()?.into()),
             w if w.contains('=') => o.boot.extra.push(w.to_string()),
             other => return Err(format!("unknown option '{other}'")),
         }
@@ -100,7 +104,10 @@ fn min_median(mut v: Vec<f64>) -> (f64, f64) {
 /// `cargo xtask bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [key=value..]`.
 pub fn bench_boot(args: &[String]) -> Result<(), String> {
     let o = parse(args, 20)?;
-    let (image, _) = build()?;
+    let image = match &o.image {
+        Some(p) => p.clone(),
+        None => build()?.0,
+    };
     let mut all = Vec::new();
     for i in 0..o.runs.max(1) {
         let (mut qemu, _, t) = boot_once(
@@ -230,4 +237,97 @@ pub fn bench_mem(args: &[String]) -> Result<(), String> {
         None => return Err("bench-mem: no size worked".into()),
     }
     Ok(())
+}
+
+/// redis-benchmark's summary lines (`SET: ... requests per second`) for `args` against `port`.
+fn redis_benchmark(port: u16, args: &[&str]) -> Result<Vec<String>, String> {
+    let p = port.to_string();
+    let mut all = vec!["-p", p.as_str(), "-q"];
+    all.extend_from_slice(args);
+    let out = super::client("redis-benchmark", &all, b"")?;
+    Ok(out
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("requests per second"))
+        .map(|l| l.trim().to_string())
+        .collect())
+}
+
+/// The redis-benchmark runs of `bench-net`: pipeline 1 and 16.
+const NET_RUNS: [&[&str]; 2] = [
+    &["-t", "set,get", "-n", "20000", "-c", "8", "-P", "1"],
+    &["-t", "set,get", "-n", "200000", "-c", "8", "-P", "16"],
+];
+
+/// `cargo xtask bench-net [--image PATH] [--redis-port N]`: redis-benchmark SET/GET
+/// (8 clients, pipeline 1 and 16) against the image under TCG microvm through the user-mode
+/// port forward (behind the xtask's relay: slirp's listen backlog is 1), then against a
+/// redis-server on the host, for a side-by-side figure.
+pub fn bench_net(args: &[String]) -> Result<(), String> {
+    let mut redis_port = 28379u16;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--redis-port" => {
+                redis_port = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--redis-port N")?
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    let o = parse(&rest, 1)?;
+    let image = match &o.image {
+        Some(p) => p.clone(),
+        None => build()?.0,
+    };
+    let (mut qemu, port, _) = boot_once(
+        &image,
+        &o.boot,
+        "bench-net-console.log",
+        Duration::from_secs(60),
+    )?;
+    let relay = super::start_relay(port)?;
+    let result = (|| {
+        for run in NET_RUNS {
+            for l in redis_benchmark(relay, run)? {
+                println!(
+                    "bench-net: unikernel (TCG, hostfwd) {}: {l}",
+                    run[6..].join(" ")
+                );
+            }
+        }
+        Ok::<(), String>(())
+    })();
+    let _ = qemu.kill();
+    let _ = qemu.wait();
+    result?;
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &redis_port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run redis-server: {e}"))?;
+    std::thread::sleep(Duration::from_millis(300));
+    let result = (|| {
+        for run in NET_RUNS {
+            for l in redis_benchmark(redis_port, run)? {
+                println!(
+                    "bench-net: redis-server (host, loopback) {}: {l}",
+                    run[6..].join(" ")
+                );
+            }
+        }
+        Ok::<(), String>(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
 }

@@ -401,6 +401,9 @@ impl Engine {
         if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
             return self.reject(h, Some(id), &Error::NoAuth, out);
         }
+        if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
+            return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
+        }
         if self.core.config.stop_writes_on_bgsave_error
             && self.core.persist.last_bgsave_failed
             && !self.core.config.save.is_empty()
@@ -671,7 +674,7 @@ impl Engine {
     /// [`Outcome::Save`]. The shell asks in its cron.
     pub fn take_due_save(&mut self, now: Now) -> bool {
         let p = &self.core.persist;
-        if p.bgsave_in_progress() {
+        if p.bgsave_in_progress() || p.loading.is_some() {
             return false;
         }
         let due = p.bgsave_scheduled
@@ -688,7 +691,8 @@ impl Engine {
         due
     }
 
-    /// Replaces the databases with loaded ones (startup loading): the last save is the load.
+    /// Replaces the databases with loaded ones (startup loading): the last save is the load,
+    /// and the loading state, if any, ends.
     pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
@@ -697,6 +701,38 @@ impl Engine {
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
         p.last_load_keys_expired = expired;
+        p.loading = None;
+    }
+
+    /// Starts the loading state, for a shell that loads the dataset while it accepts clients:
+    /// until [`load_dbs`](Self::load_dbs) or [`end_loading`](Self::end_loading), commands
+    /// without the `loading` flag answer `-LOADING`, and INFO shows the progress.
+    pub fn begin_loading(&mut self, total_bytes: u64, now: Now) {
+        self.core.persist.loading = Some(persist::Loading {
+            start_ms: now.ms(),
+            total_bytes,
+            ..Default::default()
+        });
+    }
+
+    /// Progress of the load: bytes read, keys loaded so far, the file's `used-mem`.
+    pub fn loading_progress(&mut self, loaded_bytes: u64, keys_loaded: u64, rdb_used_mem: u64) {
+        let p = &mut self.core.persist;
+        if let Some(l) = &mut p.loading {
+            l.loaded_bytes = loaded_bytes;
+            l.rdb_used_mem = rdb_used_mem;
+            p.last_load_keys_loaded = keys_loaded;
+        }
+    }
+
+    /// Ends the loading state without data (a load that found nothing to load).
+    pub fn end_loading(&mut self) {
+        self.core.persist.loading = None;
+    }
+
+    /// Whether the startup load is under way.
+    pub fn is_loading(&self) -> bool {
+        self.core.persist.loading.is_some()
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

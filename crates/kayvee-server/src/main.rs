@@ -79,9 +79,10 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
-    persist::load_at_startup(&mut engine, now)?;
+    let load = persist::StartupLoad::start(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
+    server.set_loading(load);
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

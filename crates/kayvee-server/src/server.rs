@@ -106,6 +106,9 @@ struct Batch {
     bgsave: Option<crate::persist::BgSave>,
 }
 
+/// How often the loop looks at the startup load's progress while it runs.
+const LOADING_POLL: Duration = Duration::from_millis(5);
+
 /// The server: engine, sockets and the loop's state.
 pub struct Server {
     poll: Poll,
@@ -126,6 +129,8 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// The startup load, while it runs.
+    loading: Option<crate::persist::StartupLoad>,
 }
 
 impl Server {
@@ -169,7 +174,31 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            loading: None,
         })
+    }
+
+    /// Serves clients (with `-LOADING`) while `load` runs; the loop hands its data to the
+    /// engine when it is done, or stops with its error.
+    pub fn set_loading(&mut self, load: Option<crate::persist::StartupLoad>) {
+        self.loading = load;
+    }
+
+    /// Reports the startup load's progress; when it is done, installs the data or fails.
+    fn loading_cron(&mut self) -> io::Result<()> {
+        let done = match &self.loading {
+            Some(load) => load.poll(&mut self.engine),
+            None => return Ok(()),
+        };
+        if done {
+            let load = self.loading.take().expect("checked above");
+            load.finish(&mut self.engine, self.clock.now())
+                .map_err(|e| {
+                    warn!("{e}");
+                    io::Error::other(e.to_string())
+                })?;
+        }
+        Ok(())
     }
 
     /// Where the server listens, for the startup log.
@@ -199,6 +228,7 @@ impl Server {
                 self.cron();
             }
             self.expire_blocked();
+            self.loading_cron()?;
         }
         if self.signal_save {
             self.wait_bgsave();
@@ -213,7 +243,10 @@ impl Server {
     /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
     /// a blocked client (the engine times a client out once the clock is past its deadline).
     fn poll_timeout(&self) -> Duration {
-        let cron = self.next_cron.saturating_duration_since(Instant::now());
+        let mut cron = self.next_cron.saturating_duration_since(Instant::now());
+        if self.loading.is_some() {
+            cron = cron.min(LOADING_POLL);
+        }
         match self.engine.next_block_deadline() {
             Some(deadline_ms) => {
                 let due_us = (deadline_ms + 1) * 1000;
@@ -334,7 +367,9 @@ impl Server {
                 warn!("User requested shutdown...");
             }
             self.shutdown = true;
-            self.signal_save = !self.engine.core.config.save.is_empty();
+            // Never while the startup load runs: it would overwrite the file being loaded.
+            self.signal_save =
+                !self.engine.core.config.save.is_empty() && !self.engine.is_loading();
         }
     }
 

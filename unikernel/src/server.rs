@@ -39,6 +39,7 @@ const SOCK_TX_BYTES: usize = 32 * 1024;
 /// busy clients never see it, and an idle guest stops burning a host core under TCG.
 const IDLE_AFTER_US: u64 = 10_000;
 /// The idle tick: the most a frame arriving at an idle guest waits before it is looked at.
+#[cfg_attr(feature = "ring3", allow(dead_code))]
 const IDLE_TICK_US: u32 = 500;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
@@ -250,11 +251,18 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
         }
-        #[cfg(not(feature = "ring3"))] // `hlt` is privileged: the ring-3 mode spins
         if !args.idle_poll && up - last_rx_us > IDLE_AFTER_US {
-            crate::arch::apic::halt_for(IDLE_TICK_US);
+            idle_wait();
         }
     }
+}
+
+/// Halts until the next idle tick; the ring-3 mode spins instead (`hlt` is privileged there).
+fn idle_wait() {
+    #[cfg(not(feature = "ring3"))]
+    crate::arch::apic::halt_for(IDLE_TICK_US);
+    #[cfg(feature = "ring3")]
+    core::hint::spin_loop();
 }
 
 /// Static address from `ip=`/`gw=`, or a DHCP socket whose handle is returned.

@@ -17,8 +17,10 @@ use core::arch::global_asm;
 /// [`SPURIOUS_VECTOR`]; any other interrupt in that range is reported like an exception.
 pub const VECTORS: usize = 48;
 /// The LAPIC timer's vector (its handler only acknowledges it: it exists to end a `hlt`).
+#[cfg_attr(feature = "ring3", allow(dead_code))] // ring 3 never halts
 pub const TIMER_VECTOR: u8 = 32;
 /// The LAPIC's spurious-interrupt vector (ignored, no EOI).
+#[cfg_attr(feature = "ring3", allow(dead_code))]
 pub const SPURIOUS_VECTOR: u8 = 47;
 
 /// The IDT: 16 bytes a gate (zeroed with `.bss`, filled by the boot stub).

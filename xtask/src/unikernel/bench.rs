@@ -207,7 +207,11 @@ fn try_mem(image: &std::path::Path, boot: &Boot, mem: &str) -> Result<u64, Strin
 /// keys and still answers.
 pub fn bench_mem(args: &[String]) -> Result<(), String> {
     let o = parse(args, 1)?;
-    let (image, size) = build()?;
+    let image = match &o.image {
+        Some(p) => p.clone(),
+        None => build()?.0,
+    };
+    let size = std::fs::metadata(&image).map_err(|e| e.to_string())?.len();
     let sizes: Vec<String> = if args.iter().any(|a| a == "--mem") {
         vec![o.boot.mem.clone()]
     } else {
@@ -330,4 +334,34 @@ pub fn bench_net(args: &[String]) -> Result<(), String> {
     let _ = server.kill();
     let _ = server.wait();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_median_of_unsorted_values() {
+        assert_eq!(min_median(vec![30.0, 10.0, 20.0]), (10.0, 20.0));
+        assert_eq!(min_median(vec![4.0, 1.0, 3.0, 2.0]), (1.0, 3.0));
+    }
+
+    #[test]
+    fn mem_pipeline_holds_every_key_once() {
+        let p = String::from_utf8(mem_pipeline()).expect("ascii");
+        assert_eq!(p.matches("*3\r\n$3\r\nSET\r\n").count(), MEM_KEYS);
+        assert!(p.contains("$8\r\nkey:9999\r\n$10\r\nv000009999\r\n"));
+    }
+
+    #[test]
+    fn options_parse_into_the_boot() {
+        let args: Vec<String> = ["--mem", "8M", "--dhcp", "--runs", "3", "idle=poll"]
+            .map(String::from)
+            .to_vec();
+        let o = parse(&args, 20).expect("valid options");
+        assert_eq!((o.runs, o.boot.mem.as_str()), (3, "8M"));
+        assert!(o.boot.net.is_empty());
+        assert_eq!(o.boot.extra, vec!["idle=poll".to_string()]);
+        assert!(parse(&["--bogus".to_string()], 1).is_err());
+    }
 }

@@ -191,6 +191,8 @@ fn load_key(
         return Ok(());
     }
     let big = kayvee_engine::persist::loads_big(&value, opts.config);
+    let mut value = value;
+    value.normalize(big, opts.seed);
     let mut entry = Entry::new(value, opts.now_ms);
     entry.meta.set_flag(Meta::BIG, big);
     if let Some(f) = p.freq {

@@ -51,18 +51,18 @@ fn value() -> impl Strategy<Value = Value> {
             Value::Set(Box::new(m))
         }),
         proptest::collection::vec((bytes(), bytes()), 1..12).prop_map(|v| {
-            let mut m = PMap::with_seed(SEED);
+            let mut m = kayvee_engine::value::Hash::new();
             v.into_iter().for_each(|(f, x)| {
-                m.insert(SmallBytes::from_vec(f), SmallBytes::from_vec(x));
+                m.insert(&f, &x);
             });
-            Value::Hash(Box::new(m))
+            Value::Hash(m)
         }),
         proptest::collection::vec((bytes(), score()), 1..12).prop_map(|v| {
-            let mut z = ZSet::new(SEED);
+            let mut z = ZSet::new_flat();
             v.into_iter().for_each(|(m, s)| {
                 z.insert(&m, s);
             });
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }),
     ]
 }

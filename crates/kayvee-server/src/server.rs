@@ -411,6 +411,14 @@ impl Server {
             debug!("Rejected a client: max number of clients reached");
             return;
         }
+        if let Some(denied) = self.engine.protected_mode_refusal(&transport) {
+            // Redis sends its explanation to the fresh socket and closes it.
+            let _ = stream.write(denied.as_bytes());
+            self.engine.core.stats.total_connections_received += 1;
+            debug!("Refused a non-loopback client: protected mode");
+            return;
+        }
+        let cfg = &self.engine.core.config;
         if let Stream::Tcp(s) = &stream {
             if let Err(e) = net::configure_tcp(s, cfg.tcp_keepalive_s) {
                 debug!("Setting socket options on an accepted connection: {e}");
@@ -814,6 +822,15 @@ fn apply_outcome(
             rewrite_config(engine, conn);
             true
         }
+        Outcome::AclFile { save } => {
+            if crate::acl::acl_file_command(engine, conn, save) {
+                batch.kill = true;
+                let killed_self = engine.clients.get(conn.handle).is_some_and(|c| c.killed);
+                conn.closing |= killed_self;
+                return !killed_self;
+            }
+            true
+        }
         // Its reply comes later, through `Engine::take_wakeups`.
         Outcome::Blocked => false,
     }
@@ -855,7 +872,7 @@ fn rewrite_config(engine: &mut Engine, conn: &mut Conn) {
 }
 
 /// Replaces `path` with `text` atomically: a temporary file beside it, fsync, rename.
-fn write_atomically(path: &str, text: &str) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &str, text: &str) -> io::Result<()> {
     let tmp = format!("{path}.tmp-{}", std::process::id());
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -870,7 +887,7 @@ fn write_atomically(path: &str, text: &str) -> io::Result<()> {
 }
 
 /// An OS error as `strerror` words it (`Permission denied`), without Rust's `(os error 13)`.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),

@@ -2,6 +2,7 @@
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
 mod unikernel;
+mod vmcompare;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -21,6 +22,9 @@ tasks:
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
                    (KAYVEE_TARGET=unikernel)
+  vm-compare [--quick] [--accel tcg|kvm]
+                   the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
+                   QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md)
 ";
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
         Some("uk-test") => unikernel::uk_test(),
+        Some("vm-compare") => vmcompare::main(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())

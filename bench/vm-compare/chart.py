@@ -45,6 +45,8 @@ def main(src, dest):
             if ratio != "-":
                 top = max(value(r[c]) for c, _, _ in SYSTEMS) / 1000
                 ax.text(j, top * 1.02, f"c/a {float(ratio):.2f}", ha="center", fontsize=8)
+        peak = max(value(r[c]) for r in prow for c, _, _ in SYSTEMS) / 1000
+        ax.set_ylim(0, peak * 1.12 if peak > 0 else 1)
         ax.set_xticks(range(len(prow)))
         ax.set_xticklabels([r["test"] for r in prow], rotation=30, ha="right", fontsize=9)
         ax.set_ylabel("thousand requests/s")

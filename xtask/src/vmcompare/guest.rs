@@ -132,7 +132,7 @@ pub fn build(work: &Path, kayvee: &Path) -> Result<LinuxGuest, String> {
     let kpkg = kernel_package()?;
     let root = fetch_debs(work, &[kpkg.clone(), "busybox-static".into()])?;
     let version = kpkg.trim_start_matches("linux-image-").to_string();
-    let kernel = root.join(format!("boot/vmlinuz-{version}"));
+    let kernel = pvh_kernel(work, &root.join(format!("boot/vmlinuz-{version}")))?;
     let moddir = root.join(format!("lib/modules/{version}"));
     let modules = module_load_order(&moddir, WANTED_MODULES)?;
     let kayvee = &stripped(work, kayvee);
@@ -151,6 +151,40 @@ pub fn build(work: &Path, kayvee: &Path) -> Result<LinuxGuest, String> {
     let initramfs = work.join("initramfs.cpio.gz");
     write_cpio_gz(&files, &moddir, &initramfs)?;
     Ok(LinuxGuest { kernel, initramfs })
+}
+
+/// The xz stream's magic: Debian's bzImage carries vmlinux xz-compressed.
+const XZ_MAGIC: &[u8] = b"\xfd7zXZ\0";
+
+/// The uncompressed `vmlinux` out of Debian's bzImage (cached as `work/vmlinux`).
+///
+/// Why: the kernel has `CONFIG_PVH=y`, so QEMU boots the ELF through the same PVH entry as the
+/// unikernel, and the guest skips decompressing itself, which under TCG costs about 15 s.
+fn pvh_kernel(work: &Path, bzimage: &Path) -> Result<PathBuf, String> {
+    let dest = work.join("vmlinux");
+    if dest.exists() {
+        return Ok(dest);
+    }
+    let bz = std::fs::read(bzimage).map_err(|e| format!("{}: {e}", bzimage.display()))?;
+    let at = find(&bz, XZ_MAGIC).ok_or("no xz stream in the kernel image")?;
+    let xz = work.join("vmlinux.xz");
+    std::fs::write(&xz, &bz[at..]).map_err(|e| e.to_string())?;
+    let out = Command::new("xz")
+        .args(["-dc", "--single-stream"])
+        .arg(&xz)
+        .output()
+        .map_err(|e| format!("xz: {e}"))?;
+    if !out.stdout.starts_with(b"\x7fELF") {
+        return Err("the kernel's xz payload is not an ELF".into());
+    }
+    std::fs::write(&dest, &out.stdout).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&xz);
+    Ok(dest)
+}
+
+/// The first offset of `needle` in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A copy of `bin` without debug information (the release profile keeps it), else `bin`.
@@ -495,6 +529,13 @@ mod tests {
                 PathBuf::from("/lib64/ld-linux-x86-64.so.2")
             ]
         );
+    }
+
+    #[test]
+    fn find_locates_the_xz_stream() {
+        let bz = [b"MZ\0\0HdrS".as_slice(), XZ_MAGIC, b"payload"].concat();
+        assert_eq!(find(&bz, XZ_MAGIC), Some(8));
+        assert_eq!(find(b"nothing here", XZ_MAGIC), None);
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn ensure_host_tools() -> Result<(), String> {
     if !has("/usr/bin/redis-benchmark") {
         pkgs.push("redis-tools");
     }
-    let mpl = Command::new("python3")
+    let mpl = Command::new("/usr/bin/python3")
         .args(["-c", "import matplotlib"])
         .output();
     if !mpl.is_ok_and(|o| o.status.success()) {
@@ -258,7 +258,7 @@ fn write_results(m: &Measurements, out: &Path, quick: bool) -> Result<(), String
     write("table.csv", &report::table_csv(m))?;
     write("table.txt", &format!("{table}\n{summary}"))?;
     let chart = super::root().join("bench/vm-compare/chart.py");
-    let st = Command::new("python3")
+    let st = Command::new("/usr/bin/python3")
         .arg(&chart)
         .arg(out.join("table.csv"))
         .arg(out.join("chart.png"))

@@ -22,9 +22,10 @@ tasks:
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
                    (KAYVEE_TARGET=unikernel)
-  vm-compare [--quick] [--accel tcg|kvm]
+  vm-compare [--quick] [--accel tcg|kvm] [--report]
                    the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
-                   QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md)
+                   QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
+                   --report prints and writes the last run's results again
 ";
 
 fn main() -> ExitCode {

@@ -25,6 +25,8 @@ struct Options {
     quick: bool,
     /// `--accel`, if given.
     accel: Option<String>,
+    /// `--report`: only print and write the results of the last run again.
+    report_only: bool,
     /// `--inner`: the measuring half, with its inputs.
     inner: Option<run::Inputs>,
 }
@@ -48,6 +50,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--image" => image = Some(PathBuf::from(val()?)),
             "--out" => out = Some(PathBuf::from(val()?)),
             "--inner" => {}
+            "--report" => o.report_only = true,
             other => return Err(format!("vm-compare: unknown option '{other}'")),
         }
     }
@@ -76,6 +79,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .join("target/vm-compare")
         .join(if o.quick { "quick" } else { "full" });
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    if o.report_only {
+        let text =
+            std::fs::read_to_string(out.join("measurements.csv")).map_err(|e| e.to_string())?;
+        let m = Measurements::parse(&text);
+        write_results(&m, &out, o.quick)?;
+        println!("{}", report::last_line(&m));
+        return Ok(());
+    }
     ensure_host_tools()?;
     let kayvee = build_static_server()?;
     let guest = guest::build(&super::root().join("target/vm-compare"), &kayvee)?;

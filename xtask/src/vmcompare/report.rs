@@ -187,11 +187,12 @@ pub fn summary_text(m: &Measurements) -> String {
         let kib = |k: &str| num(m.get(s, k).map(|v| v / 1024.0), 1) + " MiB";
         let _ = writeln!(
             out,
-            "{:<13} {:>9} {:>13} {:>13} {:>15} {:>13} {:>13}",
+            "{:<13} {:>8} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}",
             s.label(),
             num(m.get(s, "boot_ms"), 0),
             kib("guest_used_idle_kib"),
             kib("guest_used_kib"),
+            kib("guest_unavailable_kib"),
             kib("server_used_memory_kib"),
             kib("server_rss_kib"),
             kib("qemu_rss_kib"),

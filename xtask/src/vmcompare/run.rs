@@ -17,6 +17,8 @@ pub const GUEST_IP: [u8; 4] = [10, 0, 3, 2];
 pub const GUEST_MAC: &str = "52:54:00:4b:56:02";
 /// Guest memory, the same for every system.
 const GUEST_MEM: &str = "256M";
+/// The same in KiB.
+const GUEST_MEM_KIB: f64 = 256.0 * 1024.0;
 /// How long a boot may take before the run gives up (the Linux guest under TCG: seconds).
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
 /// How long one redis-benchmark invocation may take.
@@ -405,6 +407,8 @@ fn measure_memory(
         sink.put(system, "guest_used_idle_kib", static_kib + heap(&info0))?;
         sink.put(system, "guest_used_kib", static_kib + heap(&info))?;
         sink.put(system, "server_rss_kib", f64::NAN)?;
+        let free = kib(info_field(&info, "total_system_memory")) - heap(&info);
+        sink.put(system, "guest_unavailable_kib", GUEST_MEM_KIB - free)?;
     }
     let flushed = cli(&["FLUSHALL"], vec![])?;
     if flushed.trim() != "OK" {

@@ -36,6 +36,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         quick: false,
         accel: None,
+        report_only: false,
         inner: None,
     };
     let (mut kernel, mut initrd, mut image, mut out) = (None, None, None, None);

@@ -174,13 +174,14 @@ pub fn table_csv(m: &Measurements) -> String {
 /// Boot and memory lines, one per system.
 pub fn summary_text(m: &Measurements) -> String {
     let mut out = format!(
-        "{:<13} {:>9} {:>13} {:>13} {:>15} {:>13} {:>13}\n",
+        "{:<13} {:>8} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}\n",
         "system",
         "boot ms",
-        "guest idle",
-        "guest 100k",
-        "server used_mem",
-        "server RSS",
+        "used idle",
+        "used 100k",
+        "unavail 100k",
+        "srv used_mem",
+        "srv RSS",
         "QEMU RSS"
     );
     for s in System::ALL {

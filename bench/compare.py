@@ -91,12 +91,14 @@ def ping(port):
 class Server:
     """A server process pinned to SERVER_CPU on a free port; `kind` is "redis" or "kayvee"."""
 
-    def __init__(self, kind, binary, port_base):
+    def __init__(self, kind, binary, port_base, extra=()):
         self.kind = kind
         self.port = free_port(port_base)
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
+        args += ["--save", ""]
         if os.path.basename(binary) == "redis-server":
-            args += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
+            args += ["--appendonly", "no", "--daemonize", "no"]
+        args += list(extra)
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU] + args, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)

@@ -13,6 +13,8 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+# redis-py (Debian's 4.3.4) for tests/py/test_redis_py.py, run by tests/tests/redis_py.rs.
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

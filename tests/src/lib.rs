@@ -71,6 +71,9 @@ impl Server {
         Some(start_with_retries(Kind::Kayvee, |port| {
             let mut cmd = Command::new(&bin);
             cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+            // No save points unless a test asks (as for redis-server below): Redis's defaults
+            // would drop dump.rdb files into the working directory.
+            cmd.args(["--save", ""]);
             cmd.args(args);
             cmd
         }))

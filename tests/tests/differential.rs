@@ -13,6 +13,7 @@
 //!   timing; absolute ones are far in the future or in the past.
 //! - KEYS: elements are sorted before comparing (hash order legitimately differs).
 //! - HELLO: the `id` field (connection id) is masked.
+//! - ACL LOG: each entry's `age-seconds` and `client-info` values are masked.
 //! - Unordered collection replies (SMEMBERS, HGETALL, ...) compare sorted; scans compare cursor and
 //!   sorted batch; random picks compare by shape.
 //! - SORT BY a pattern without `*` (no sorting): sorted elements, or the shape with LIMIT.
@@ -33,6 +34,8 @@ use std::io;
 use std::time::Duration;
 
 // In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
+#[path = "diff_gen/acl.rs"]
+mod diff_gen_acl;
 #[path = "diff_gen/hash.rs"]
 mod diff_gen_hash;
 #[path = "diff_gen/list.rs"]
@@ -182,6 +185,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (30, Gen::hash_command),
     (30, Gen::set_family_command),
     (12, Gen::txn_command),
+    (6, Gen::acl_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -550,6 +554,7 @@ fn same_reply(cmd: &[Vec<u8>], a: &Reply, b: &Reply) -> bool {
         "PTTL" | "PEXPIRETIME" => within(a, b, 2000),
         "KEYS" => sorted_elements(a) == sorted_elements(b),
         "HELLO" => mask_hello_id(a) == mask_hello_id(b),
+        "ACL" if cmd[1].eq_ignore_ascii_case(b"log") => mask_acl_log(a) == mask_acl_log(b),
         "ZRANDMEMBER" => same_shape(a, b),
         "ZSCAN" => same_scan(cmd, a, b),
         "SORT" | "SORT_RO" if sorts_nothing(cmd) && has_arg(cmd, b"limit") => same_shape(a, b),
@@ -666,6 +671,27 @@ fn mask_hello_id(reply: &[u8]) -> Vec<u8> {
     for item in items {
         out.extend_from_slice(if mask_next { b"<id>" } else { item });
         mask_next = item == b"$2\r\nid\r\n";
+    }
+    out
+}
+
+/// An ACL LOG reply with each entry's age and client line masked (they differ by server).
+fn mask_acl_log(reply: &[u8]) -> Vec<u8> {
+    let Some((head, entries)) = split_aggregate(reply) else {
+        return reply.to_vec();
+    };
+    let mut out = head.to_vec();
+    for entry in entries {
+        let Some((head, items)) = split_aggregate(entry) else {
+            out.extend_from_slice(entry);
+            continue;
+        };
+        out.extend_from_slice(head);
+        let mut mask_next = false;
+        for item in items {
+            out.extend_from_slice(if mask_next { b"<masked>" } else { item });
+            mask_next = item == b"$11\r\nage-seconds\r\n" || item == b"$11\r\nclient-info\r\n";
+        }
     }
     out
 }

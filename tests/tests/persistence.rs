@@ -338,8 +338,18 @@ fn shutdown_save_restart_and_corrupt_files() {
     let n = bytes.len();
     bytes[n / 2] ^= 0x55;
     std::fs::write(&path, &bytes).unwrap();
+    let port = kayvee_tests::free_port().to_string();
     let out = Command::new(kayvee_tests::kayvee_bin())
-        .args(["--port", "0", "--dir", d, "--save", ""])
+        .args([
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            d,
+            "--save",
+            "",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -370,5 +380,77 @@ fn failed_bgsave_turns_on_misconf() {
     k.cmd_str(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"]);
     assert_eq!(k.cmd_str(&["SAVE"]), b"+OK\r\n");
     assert_eq!(k.cmd_str(&["SET", "a", "c"]), b"+OK\r\n");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// While the startup load runs, the server accepts clients and answers `-LOADING` (INFO shows
+/// the progress), then serves the loaded data, as Redis 7.0 does.
+#[test]
+fn clients_get_loading_during_the_startup_load() {
+    if kayvee_tests::target_is_redis() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    const N: usize = 400_000;
+    let dir = tmpdir("loading");
+    let mut db = kayvee_engine::Db::new(1);
+    for i in 0..N {
+        let v = kayvee_engine::Value::Str(format!("value-{i}").as_str().into());
+        db.set(format!("key:{i}").as_bytes(), v, 0, false);
+    }
+    let mut dbs = vec![db.snapshot()];
+    dbs.extend((1..16).map(|_| kayvee_engine::Db::new(1).snapshot()));
+    let snapshot = kayvee_engine::Snapshot { dbs, taken_ms: 0 };
+    let file =
+        kayvee_rdb::RdbWriter::new(snapshot, kayvee_rdb::WriteOptions::default()).write_all();
+    std::fs::write(dir.join("dump.rdb"), &file).unwrap();
+
+    let port = kayvee_tests::free_port();
+    let mut child = Command::new(kayvee_tests::kayvee_bin())
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", dir.to_str().unwrap(), "--save", ""])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut c = loop {
+        if let Ok(c) = Conn::connect(port) {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "the server never listened");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let (mut saw_loading, mut saw_info) = (false, false);
+    loop {
+        let reply = c.cmd_str(&["PING"]);
+        if reply == b"+PONG\r\n" {
+            break;
+        }
+        assert_eq!(
+            reply,
+            b"-LOADING Redis is loading the dataset in memory\r\n"
+        );
+        saw_loading = true;
+        let info = String::from_utf8(c.cmd_str(&["INFO", "persistence"])).unwrap();
+        if info.contains("loading:1\r\n") {
+            assert!(
+                info.contains(&format!("loading_total_bytes:{}\r\n", file.len())),
+                "{info}"
+            );
+            assert!(info.contains("loading_loaded_perc:"), "{info}");
+            saw_info = true;
+        }
+        assert!(Instant::now() < deadline, "the load never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(saw_loading && saw_info, "connected only after the load");
+    assert_eq!(c.cmd_str(&["DBSIZE"]), format!(":{N}\r\n").into_bytes());
+    assert_eq!(c.cmd_str(&["GET", "key:123"]), b"$9\r\nvalue-123\r\n");
+    let info = String::from_utf8(c.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(
+        info.contains("loading:0\r\n") && !info.contains("loading_start_time"),
+        "{info}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -130,6 +130,9 @@ impl Conn {
                         out.error("ERR");
                     }
                 }
+                Outcome::AclFile { .. } => {
+                    out.error("ERR the unikernel has no file system for the ACL file")
+                }
                 Outcome::RewriteConfig => match engine.rewrite_config() {
                     Err(e) => out.error(&alloc::format!("{e}")),
                     Ok(_) => out.error("ERR the unikernel has no file system to rewrite to"),

@@ -26,6 +26,10 @@ pub struct Config {
     pub unixsocketperm: u32,
     /// `requirepass` (None = no password).
     pub requirepass: Option<SmallBytes>,
+    /// `aclfile`: the ACL file ACL LOAD / SAVE use (empty = none).
+    pub aclfile: String,
+    /// The `user` lines of the config file (rules after `user`), applied at startup.
+    pub users: Vec<String>,
     /// Number of databases.
     pub databases: usize,
     /// Maximum connected clients.
@@ -103,6 +107,8 @@ impl Default for Config {
             unixsocket: String::new(),
             unixsocketperm: 0,
             requirepass: None,
+            aclfile: String::new(),
+            users: Vec::new(),
             databases: 16,
             maxclients: 10000,
             timeout_s: 0,
@@ -199,6 +205,14 @@ impl Config {
     fn apply_bytes(&mut self, name: &[u8], values: &[&[u8]]) -> Result<(), String> {
         if name.eq_ignore_ascii_case(b"include") {
             return Err("include is not supported: Kayvee reads one config file".into());
+        }
+        if name.eq_ignore_ascii_case(b"user") && !values.is_empty() {
+            let words: Vec<String> = values
+                .iter()
+                .map(|v| String::from_utf8_lossy(v).into())
+                .collect();
+            self.users.push(words.join(" "));
+            return Ok(());
         }
         let param = table::find(name).ok_or("Bad directive or wrong number of arguments")?;
         let mut val = param.kind.parse(values)?;

@@ -9,6 +9,7 @@
 
 extern crate alloc;
 
+pub mod acl;
 pub mod argv;
 pub mod blocking;
 pub mod client;
@@ -90,6 +91,13 @@ pub enum Outcome {
         /// BGSAVE (the reply was sent) or SAVE (the shell replies after writing).
         background: bool,
     },
+    /// ACL LOAD (`save` false) or ACL SAVE: the shell reads the file named by
+    /// [`Engine::acl_file`] and passes its text to [`Engine::acl_load`], or writes
+    /// [`Engine::acl_save_text`] to it, then sends the reply itself (`+OK` or the error).
+    AclFile {
+        /// ACL SAVE (true) or ACL LOAD.
+        save: bool,
+    },
 }
 
 /// Facts about the host that INFO reports; the shell fills them in and refreshes them.
@@ -154,6 +162,8 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// Users, their permissions and the denial log (see [`acl`]).
+    pub acl: acl::Acl,
 }
 
 pub use stats::Stats;
@@ -242,6 +252,7 @@ impl Engine {
     /// from the OS); `now` is the start time.
     pub fn new(config: Config, seed: u64, now: Now) -> Self {
         let commands = CommandTable::new(cmd::GROUPS);
+        let acl = acl::Acl::new(&commands, config.requirepass.as_deref());
         let mut core = Core {
             dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
             stats: Stats {
@@ -262,6 +273,7 @@ impl Engine {
             watching: 0,
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            acl,
         };
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
@@ -278,7 +290,7 @@ impl Engine {
     /// Registers a new connection; returns its handle.
     pub fn connect(&mut self, conn: ConnInfo, now: Now) -> Handle {
         self.core.stats.total_connections_received += 1;
-        let authenticated = self.core.config.requirepass.is_none();
+        let authenticated = !self.core.acl.auth_required();
         self.clients.add(conn, now.ms(), authenticated)
     }
 
@@ -397,9 +409,18 @@ impl Engine {
         let client = self.clients.get_mut(h).expect("checked by execute");
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
-        let auth_required = self.core.config.requirepass.is_some();
+        let auth_required = self.core.acl.auth_required();
         if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
             return self.reject(h, Some(id), &Error::NoAuth, out);
+        }
+        // A NO_MULTI command inside MULTI gets that error first, as in Redis.
+        if !(client.in_multi && spec.has(command::flags::NO_MULTI)) {
+            if let Some(e) = self.acl_denied(h, id, argv, now) {
+                return self.reject(h, Some(id), &e, out);
+            }
+        }
+        if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
+            return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
         if self.core.config.stop_writes_on_bgsave_error
             && self.core.persist.last_bgsave_failed
@@ -504,7 +525,14 @@ impl Engine {
             for args in &queue {
                 let argv = args.argv();
                 let step = match self.resolve(&argv) {
-                    Ok(cmd) => self.run(h, cmd, &argv, now, out),
+                    // Permissions may have changed since the command was queued.
+                    Ok(cmd) => match self.acl_denied(h, cmd, &argv, now) {
+                        Some(e) => {
+                            send_error(&mut self.core.stats, &e, out);
+                            Outcome::Continue
+                        }
+                        None => self.run(h, cmd, &argv, now, out),
+                    },
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };
                 txn::settle(&mut self.core, &mut self.clients);
@@ -547,6 +575,108 @@ impl Engine {
             return Err((Some(sub), Error::WrongArity(reg.full_name.clone())));
         }
         Ok(sub)
+    }
+
+    /// The `NOPERM` error when the client's user may not run `argv` (logged in `ACL LOG`).
+    fn acl_denied(&mut self, h: Handle, id: CommandId, argv: &Argv<'_>, now: Now) -> Option<Error> {
+        let client = self.clients.get(h)?;
+        let denied = self
+            .core
+            .acl
+            .check(&client.user, &self.core.commands, id, argv)?;
+        let user = client.user.as_bytes().to_vec();
+        let name = self.core.commands.get(id).full_name.clone();
+        let client = self.clients.get_mut(h)?;
+        // Redis notes the refused command as the client's last one (CLIENT LIST cmd=).
+        client.last_cmd = self.core.commands.get(id).spec.name;
+        client.last_cmd_id = Some(id);
+        let (reason, object) = match denied.kind {
+            acl::DenyKind::Command => ("command", name.as_bytes()),
+            acl::DenyKind::Key => ("key", argv.get(denied.index)),
+            acl::DenyKind::Channel => ("channel", argv.get(denied.index)),
+        };
+        let mut cx = Cx {
+            core: &mut self.core,
+            clients: &mut self.clients,
+            me: h,
+            db_index: 0,
+            now,
+            outcome: Outcome::Continue,
+            cmd: id,
+        };
+        cmd::acl::log_denial(&mut cx, reason, object, &user);
+        Some(Error::msg(denied.error_text(&name)))
+    }
+
+    /// The bytes to send (then close) when protected mode refuses a new connection, checked
+    /// by the shell on accept before [`Engine::connect`] (see [`acl::Acl::protected_mode_denies`]).
+    pub fn protected_mode_refusal(&self, t: &Transport) -> Option<&'static str> {
+        let protected = self.core.config.protected_mode;
+        self.core
+            .acl
+            .protected_mode_denies(protected, t)
+            .then_some(acl::PROTECTED_MODE_DENIED)
+    }
+
+    /// The configured ACL file (`aclfile`), if any: ACL LOAD and SAVE read and write it.
+    pub fn acl_file(&self) -> Option<String> {
+        let f = &self.core.config.aclfile;
+        (!f.is_empty()).then(|| f.clone())
+    }
+
+    /// Replaces every user with those of an ACL file's `text` (ACL LOAD, and startup with
+    /// `aclfile`). On error (Redis's text, without `ERR `) nothing changes. Clients of
+    /// users other than `default` are disconnected, as Redis 7.0 does; the shell closes the
+    /// clients marked `killed` when this returns `Ok(true)`.
+    pub fn acl_load(&mut self, text: &str) -> Result<bool, String> {
+        let path = self.core.config.aclfile.clone();
+        let users = acl::file::parse(text, &path, &self.core.commands)?;
+        self.core.acl.users = users;
+        self.core.acl.refresh();
+        let mut killed = false;
+        for (_, c) in self.clients.iter_mut() {
+            if c.user.as_bytes() != acl::DEFAULT_USER {
+                c.killed = true;
+                killed = true;
+            }
+        }
+        Ok(killed)
+    }
+
+    /// The text ACL SAVE writes to [`Engine::acl_file`].
+    pub fn acl_save_text(&self) -> String {
+        acl::file::render(&self.core.acl.users, &self.core.commands)
+    }
+
+    /// Applies the `user` lines of the config file at startup; Redis's error text when one is
+    /// invalid or when an `aclfile` is configured too.
+    pub fn acl_apply_config_users(&mut self) -> Result<(), String> {
+        let lines = self.core.config.users.clone();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        if !self.core.config.aclfile.is_empty() {
+            return Err(acl::file::BOTH_CONFIGURED.into());
+        }
+        for line in &lines {
+            let words: Vec<&[u8]> = line
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(str::as_bytes)
+                .collect();
+            let Some((name, rules)) = words.split_first() else {
+                continue;
+            };
+            let u = acl::file::user_from_rules(name, rules, &self.core.commands).map_err(|e| {
+                alloc::format!(
+                    "Error in user declaration '{}': {e}",
+                    String::from_utf8_lossy(name)
+                )
+            })?;
+            self.core.acl.users.insert(name.to_vec(), u);
+        }
+        self.core.acl.refresh();
+        Ok(())
     }
 
     /// Refuses a command before it runs, as Redis's `rejectCommand`: counts it, fails the
@@ -671,7 +801,7 @@ impl Engine {
     /// [`Outcome::Save`]. The shell asks in its cron.
     pub fn take_due_save(&mut self, now: Now) -> bool {
         let p = &self.core.persist;
-        if p.bgsave_in_progress() {
+        if p.bgsave_in_progress() || p.loading.is_some() {
             return false;
         }
         let due = p.bgsave_scheduled
@@ -688,7 +818,8 @@ impl Engine {
         due
     }
 
-    /// Replaces the databases with loaded ones (startup loading): the last save is the load.
+    /// Replaces the databases with loaded ones (startup loading): the last save is the load,
+    /// and the loading state, if any, ends.
     pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
@@ -697,6 +828,38 @@ impl Engine {
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
         p.last_load_keys_expired = expired;
+        p.loading = None;
+    }
+
+    /// Starts the loading state, for a shell that loads the dataset while it accepts clients:
+    /// until [`load_dbs`](Self::load_dbs) or [`end_loading`](Self::end_loading), commands
+    /// without the `loading` flag answer `-LOADING`, and INFO shows the progress.
+    pub fn begin_loading(&mut self, total_bytes: u64, now: Now) {
+        self.core.persist.loading = Some(persist::Loading {
+            start_ms: now.ms(),
+            total_bytes,
+            ..Default::default()
+        });
+    }
+
+    /// Progress of the load: bytes read, keys loaded so far, the file's `used-mem`.
+    pub fn loading_progress(&mut self, loaded_bytes: u64, keys_loaded: u64, rdb_used_mem: u64) {
+        let p = &mut self.core.persist;
+        if let Some(l) = &mut p.loading {
+            l.loaded_bytes = loaded_bytes;
+            l.rdb_used_mem = rdb_used_mem;
+            p.last_load_keys_loaded = keys_loaded;
+        }
+    }
+
+    /// Ends the loading state without data (a load that found nothing to load).
+    pub fn end_loading(&mut self) {
+        self.core.persist.loading = None;
+    }
+
+    /// Whether the startup load is under way.
+    pub fn is_loading(&self) -> bool {
+        self.core.persist.loading.is_some()
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

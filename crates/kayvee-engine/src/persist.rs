@@ -63,7 +63,25 @@ pub struct Persistence {
     pub last_load_keys_loaded: u64,
     /// Expired keys the last load dropped.
     pub last_load_keys_expired: u64,
+    /// The startup load under way, while the shell reads the file and clients may connect.
+    pub loading: Option<Loading>,
 }
+
+/// Progress of a startup load (INFO's `loading_*` fields).
+#[derive(Clone, Debug, Default)]
+pub struct Loading {
+    /// Unix ms when it started.
+    pub start_ms: u64,
+    /// Size of the file.
+    pub total_bytes: u64,
+    /// `used-mem` recorded in the file's header (0 if unknown).
+    pub rdb_used_mem: u64,
+    /// Bytes read so far.
+    pub loaded_bytes: u64,
+}
+
+/// The error for commands that may not run during the startup load.
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 
 impl Persistence {
     /// Fresh state at startup: the last save is "now", as Redis sets `lastsave` at boot.

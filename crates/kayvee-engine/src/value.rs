@@ -1,133 +1,24 @@
 //! Values stored under keys, and the per-key metadata kept beside them.
 //!
-//! Every variant is a persistent structure (or a small immutable string): cloning a `Value` is
-//! cheap and a clone is a snapshot.
+//! Every variant is a persistent structure, a small immutable string, or a small flat buffer
+//! (hashes and sorted sets within Redis's listpack limits, see `value/hash.rs` and
+//! `value/zset.rs`): cloning a `Value` is O(1) or copies at most that bounded buffer, and a clone
+//! is a snapshot.
+
+mod flat;
+mod hash;
+mod zset;
+
+pub use hash::{Hash, HashIter};
+pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
-use kayvee_pds::{PList, PMap, POrdSet, SmallBytes};
+use kayvee_pds::{PList, PMap, SmallBytes};
 
 /// A list's elements, head first.
 pub type List = PList<SmallBytes>;
-/// A hash: field to value.
-pub type Hash = PMap<SmallBytes, SmallBytes>;
 /// A set's members.
 pub type Set = PMap<SmallBytes, ()>;
-
-/// A sorted set: member to score, and the (score, member) order with ranks.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ZSet {
-    /// Member to score.
-    pub scores: PMap<SmallBytes, f64>,
-    /// Members ordered by (score, member), with rank queries.
-    pub order: POrdSet<ScoreMember>,
-}
-
-impl ZSet {
-    /// An empty sorted set whose member map hashes with `seed`.
-    pub fn new(seed: u64) -> Self {
-        ZSet {
-            scores: PMap::with_seed(seed),
-            order: POrdSet::new(),
-        }
-    }
-
-    /// Number of members.
-    pub fn len(&self) -> usize {
-        self.scores.len()
-    }
-
-    /// Whether there is no member.
-    pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    /// A member's score.
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
-    }
-
-    /// Sets a member's score (adding it when new); returns the previous score.
-    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let key = SmallBytes::from_slice(member);
-        let old = self.scores.insert(key.clone(), score);
-        if let Some(o) = old {
-            self.order.remove(&ScoreMember(o, key.clone()));
-        }
-        self.order.insert(ScoreMember(score, key));
-        old
-    }
-
-    /// Removes a member; returns its score.
-    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (key, score) = self.scores.remove(member)?;
-        self.order.remove(&ScoreMember(score, key));
-        Some(score)
-    }
-
-    /// Removes the members with ranks `lo..hi` (clamped); returns how many.
-    pub fn remove_rank_range(&mut self, lo: usize, hi: usize) -> usize {
-        let gone: alloc::vec::Vec<SmallBytes> = self
-            .order
-            .range_by_rank(lo, hi)
-            .map(|e| e.1.clone())
-            .collect();
-        for m in &gone {
-            self.scores.remove(&m[..]);
-        }
-        self.order.remove_range_by_rank(lo, hi)
-    }
-
-    /// Members in (score, member) order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &ScoreMember> + ExactSizeIterator {
-        self.order.iter()
-    }
-
-    /// Panics when the member map and the order disagree.
-    pub fn check_invariants(&self) {
-        self.order.check_invariants();
-        assert_eq!(
-            self.order.len(),
-            self.scores.len(),
-            "map and order sizes differ"
-        );
-        for e in self.order.iter() {
-            let s = self
-                .scores
-                .get(&e.1[..])
-                .expect("ordered member missing from map");
-            assert!(
-                s.to_bits() == e.0.to_bits(),
-                "score differs between map and order"
-            );
-            assert!(!s.is_nan(), "NaN score");
-        }
-    }
-}
-
-/// A sorted-set element in Redis's order: by score, then by member bytes. Scores are never NaN,
-/// and `-0.0` equals `0.0` here as in Redis's comparisons (the stored score keeps its sign).
-#[derive(Clone, Debug)]
-pub struct ScoreMember(pub f64, pub SmallBytes);
-
-impl PartialEq for ScoreMember {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == core::cmp::Ordering::Equal
-    }
-}
-impl Eq for ScoreMember {}
-impl PartialOrd for ScoreMember {
-    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for ScoreMember {
-    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        self.0
-            .partial_cmp(&other.0)
-            .unwrap_or(core::cmp::Ordering::Equal)
-            .then_with(|| self.1.cmp(&other.1))
-    }
-}
 
 /// A stored value. Collections are boxed so a `Value` stays as small as a string's (the
 /// keyspace holds one per key); each collection is a persistent structure, so cloning one is
@@ -139,11 +30,11 @@ pub enum Value {
     /// A list (encoding `quicklist`, as Redis 7.0 reports for every list).
     List(Box<List>),
     /// A hash (`listpack` while small, `hashtable` once [`Meta::BIG`]).
-    Hash(Box<Hash>),
+    Hash(Hash),
     /// A set (`intset` while small and all integers, `hashtable` once [`Meta::BIG`]).
     Set(Box<Set>),
     /// A sorted set (`listpack` while small, `skiplist` once [`Meta::BIG`]).
-    ZSet(Box<ZSet>),
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -155,6 +46,20 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// Puts a collection in the representation its encoding calls for: the compact (flat)
+    /// form while `big` is false, the persistent form once it is (`seed` hashes the maps).
+    /// Called wherever [`Meta::BIG`] is decided, so "flat" and "not BIG" go together; turning
+    /// flat again only happens to new values (Redis never converts back).
+    pub fn normalize(&mut self, big: bool, seed: u64) {
+        match self {
+            Value::Hash(h) if big => h.make_big(seed),
+            Value::Hash(h) => h.make_flat(),
+            Value::ZSet(z) if big => z.make_big(seed),
+            Value::ZSet(z) => z.make_flat(),
+            _ => {}
         }
     }
 

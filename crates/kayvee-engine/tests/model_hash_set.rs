@@ -478,7 +478,13 @@ fn snapshot_model(snap: &Snapshot) -> Model {
             let big = e.meta.has(kayvee_engine::value::Meta::BIG);
             let m = match &e.value {
                 Value::Hash(h) => M::Hash(
-                    h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect(),
+                    {
+                        assert_eq!(h.is_big(), big, "map form exactly when hashtable");
+                        h.check_invariants();
+                        h.iter()
+                    }
+                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                    .collect(),
                     big,
                 ),
                 Value::Set(s) => M::Set(s.iter().map(|(m, _)| m.to_vec()).collect(), big),

@@ -315,7 +315,11 @@ impl Harness {
             );
             if let Some(e) = self.engine.core.dbs[0].snapshot().keys.get(&key(k)[..]) {
                 match &e.value {
-                    Value::ZSet(z) => z.check_invariants(),
+                    Value::ZSet(z) => {
+                        z.check_invariants();
+                        let big = e.meta.has(kayvee_engine::value::Meta::BIG);
+                        assert_eq!(z.is_big(), big, "tree form exactly when skiplist");
+                    }
                     other => panic!("not a zset: {other:?}"),
                 }
             }

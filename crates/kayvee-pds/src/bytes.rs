@@ -1,15 +1,15 @@
 //! `SmallBytes`: an immutable byte string that stores up to 22 bytes inline (no heap allocation)
-//! and longer ones in one boxed slice. 24 bytes on the stack either way.
+//! and longer ones in one reference-counted slice. 24 bytes on the stack either way.
 //!
 //! Keys and short string values dominate a key-value store's memory; keeping them inline saves
 //! one allocation (and its allocator overhead) per key.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::borrow::Borrow;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::Deref;
+use triomphe::Arc;
 
 /// How many bytes fit inline.
 pub const INLINE_LEN_MAX: usize = 22;
@@ -20,7 +20,10 @@ pub enum SmallBytes {
     /// Short strings: `len` bytes of `buf` are used.
     Inline { len: u8, buf: [u8; INLINE_LEN_MAX] },
     /// Longer strings.
-    Heap(Box<[u8]>),
+    /// Shared, not boxed: cloning is a count increment, so a snapshot's path copy of a map node
+    /// (which clones every entry of the node) never copies the values themselves. That keeps a
+    /// background save's extra memory to node arrays (see docs/decisions.md).
+    Heap(Arc<[u8]>),
 }
 
 impl SmallBytes {
@@ -51,7 +54,7 @@ impl SmallBytes {
         if v.len() <= INLINE_LEN_MAX {
             Self::from_slice(&v)
         } else {
-            SmallBytes::Heap(v.into_boxed_slice())
+            SmallBytes::Heap(v.into())
         }
     }
 
@@ -73,7 +76,8 @@ impl SmallBytes {
     pub fn heap_size(&self) -> usize {
         match self {
             SmallBytes::Inline { .. } => 0,
-            SmallBytes::Heap(b) => b.len(),
+            // The slice and its reference count.
+            SmallBytes::Heap(b) => b.len() + core::mem::size_of::<usize>(),
         }
     }
 
@@ -81,7 +85,7 @@ impl SmallBytes {
     pub fn into_vec(self) -> Vec<u8> {
         match self {
             SmallBytes::Inline { len, buf } => buf[..len as usize].to_vec(),
-            SmallBytes::Heap(b) => b.into_vec(),
+            SmallBytes::Heap(b) => b.to_vec(),
         }
     }
 }

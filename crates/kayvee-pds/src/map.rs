@@ -186,6 +186,16 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         }
     }
 
+    /// Lets go of every entry whose hash is below `cursor` (a [`scan`](Self::scan) cursor),
+    /// except a few stored on the cursor's path; returns how many went. For a reader that owns a
+    /// snapshot and has visited those entries: dropping them lets the live version, which may
+    /// share the nodes, write them in place again instead of copying them, and frees the old
+    /// values it replaced. Lookups and scans at or after `cursor` are unaffected; `len` counts
+    /// what is left.
+    pub fn release_below(&mut self, cursor: u64) -> usize {
+        node::release_below(&mut self.root, 0, cursor)
+    }
+
     /// A pseudo-random entry chosen with `rnd` (uniform over entries when `rnd` is). O(depth).
     pub fn random(&self, rnd: u64) -> Option<(&K, &V)> {
         if self.is_empty() {
@@ -540,5 +550,71 @@ mod tests {
         m.clear();
         assert!(m.is_empty());
         m.check_invariants();
+    }
+
+    #[test]
+    fn release_below_lets_go_of_the_visited_part_only() {
+        let live = filled(20_000);
+        let mut snap = live.clone();
+        let (mut cursor, mut seen) = (0, Vec::new());
+        loop {
+            let next = snap.scan(cursor, 500, |k, v| seen.push((*k, *v)));
+            if next == 0 {
+                break;
+            }
+            let before = snap.len();
+            let released = snap.release_below(next);
+            assert_eq!(snap.len(), before - released);
+            // What is left is exactly the original's entries at or after the cursor, plus a
+            // few inline ones on the path below it.
+            let mut left: Vec<_> = snap.iter().map(|(k, v)| (*k, *v)).collect();
+            left.sort_unstable();
+            assert!(live
+                .iter()
+                .filter(|(k, _)| live.hash_of(*k) >= next)
+                .all(|(k, v)| left.binary_search(&(*k, *v)).is_ok()));
+            assert!(left.len() < live.len());
+            cursor = next;
+        }
+        seen.sort_unstable();
+        let mut all: Vec<_> = live.iter().map(|(k, v)| (*k, *v)).collect();
+        all.sort_unstable();
+        assert_eq!(
+            seen, all,
+            "the scan interleaved with releases still saw everything once"
+        );
+        live.check_invariants();
+        assert_eq!(live.len(), 20_000);
+    }
+
+    #[test]
+    fn release_below_unshares_the_live_version() {
+        let mut live = filled(5_000);
+        let mut snap = live.clone();
+        let shared = |a: &PMap<u32, u32>, b: &PMap<u32, u32>| {
+            let b = b.node_addrs();
+            a.node_addrs().iter().filter(|x| b.contains(x)).count()
+        };
+        let before = shared(&live, &snap);
+        snap.release_below(u64::MAX / 2);
+        assert!(shared(&live, &snap) < before / 2 + 8);
+        // Writes to the released half no longer copy: the live nodes there are unshared.
+        let addrs = live.node_addrs();
+        for k in 0..5_000u32 {
+            if live.hash_of(&k) < u64::MAX / 4 {
+                live.insert(k, k + 1);
+            }
+        }
+        let kept = live
+            .node_addrs()
+            .iter()
+            .filter(|a| addrs.contains(a))
+            .count();
+        assert!(
+            kept * 10 > addrs.len() * 9,
+            "{kept} of {} nodes kept",
+            addrs.len()
+        );
+        live.check_invariants();
     }
 }

@@ -110,7 +110,7 @@ pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) 
         Value::ZSet(z) => {
             write_len(out, z.len() as u64);
             for e in z.iter().rev() {
-                write_string(out, &e.1, compress.as_deref_mut());
+                write_string(out, e.1, compress.as_deref_mut());
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }

@@ -22,7 +22,7 @@ pub mod read;
 pub mod write;
 
 pub use dump::CODEC;
-pub use load::{load, LoadOptions, Loaded};
+pub use load::{load, load_with_progress, LoadOptions, Loaded, Progress};
 pub use write::{RdbWriter, WriteOptions};
 
 /// The RDB version written (Redis 7.0), and the newest one read.

@@ -46,8 +46,31 @@ struct Pending {
     idle_s: Option<u64>,
 }
 
+/// Keys between two progress reports of [`load_with_progress`].
+const PROGRESS_EVERY_KEYS: u64 = 1024;
+
 /// Loads a whole RDB file.
 pub fn load(buf: &[u8], opts: &LoadOptions<'_>) -> Result<Loaded> {
+    load_with_progress(buf, opts, &mut |_| {})
+}
+
+/// How far a load got (for INFO's `loading_*` fields while a server loads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the file parsed.
+    pub bytes: u64,
+    /// Keys loaded.
+    pub keys: u64,
+    /// The `used-mem` AUX field of the file (0 until seen).
+    pub rdb_used_mem: u64,
+}
+
+/// [`load`], calling `progress` every [`PROGRESS_EVERY_KEYS`] keys and at the end.
+pub fn load_with_progress(
+    buf: &[u8],
+    opts: &LoadOptions<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Loaded> {
     let version = check_header(buf)?;
     if version >= 5 {
         verify_checksum(buf)?;
@@ -63,13 +86,33 @@ pub fn load(buf: &[u8], opts: &LoadOptions<'_>) -> Result<Loaded> {
     };
     let mut db = 0usize;
     let mut pending = Pending::default();
+    let mut seen = Progress::default();
     loop {
+        if out.keys_loaded >= seen.keys + PROGRESS_EVERY_KEYS {
+            seen.keys = out.keys_loaded;
+            seen.bytes = 9 + r.pos() as u64;
+            progress(seen);
+        }
         let op = r.u8()?;
         match op {
-            opcode::EOF => return Ok(out),
+            opcode::EOF => {
+                progress(Progress {
+                    bytes: buf.len() as u64,
+                    keys: out.keys_loaded,
+                    ..seen
+                });
+                return Ok(out);
+            }
             opcode::AUX => {
                 let k = r.string()?.into_owned();
-                out.aux.push((k, r.string()?.into_owned()));
+                let v = r.string()?.into_owned();
+                if k == b"used-mem" {
+                    seen.rdb_used_mem = core::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                }
+                out.aux.push((k, v));
             }
             opcode::SELECTDB => {
                 let n = r.len()?;
@@ -148,6 +191,8 @@ fn load_key(
         return Ok(());
     }
     let big = kayvee_engine::persist::loads_big(&value, opts.config);
+    let mut value = value;
+    value.normalize(big, opts.seed);
     let mut entry = Entry::new(value, opts.now_ms);
     entry.meta.set_flag(Meta::BIG, big);
     if let Some(f) = p.freq {

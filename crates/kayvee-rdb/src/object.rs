@@ -7,7 +7,7 @@ use crate::{types, Error, Result};
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use kayvee_engine::value::{List, ZSet};
+use kayvee_engine::value::{Hash, List, ZSet};
 use kayvee_engine::Value;
 use kayvee_pds::{PMap, SmallBytes};
 
@@ -35,12 +35,12 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         types::ZSET | types::ZSET_2 => read_zset(r, ty == types::ZSET_2, seed)?,
         types::HASH => {
             let n = r.count()?;
-            let mut h = PMap::with_seed(seed);
+            let mut h = Hash::with_seed(seed);
             for _ in 0..n {
-                let f = SmallBytes::from_slice(&r.string()?);
-                h.insert(f, SmallBytes::from_slice(&r.string()?));
+                let f = r.string()?;
+                h.insert(&f, &r.string()?);
             }
-            Value::Hash(Box::new(h))
+            Value::Hash(h)
         }
         types::SET_INTSET => intset(&r.string()?, seed)?,
         types::LIST_ZIPLIST => list_from(ziplist(&r.string()?)?),
@@ -75,7 +75,7 @@ fn read_zset(r: &mut Reader<'_>, binary: bool, seed: u64) -> Result<Value> {
         }
         z.insert(&m, score);
     }
-    Ok(Value::ZSet(Box::new(z)))
+    Ok(Value::ZSet(z))
 }
 
 /// A list from decoded elements.
@@ -90,14 +90,11 @@ fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     if !items.len().is_multiple_of(2) {
         return Err(Error::Corrupt("odd hash listpack"));
     }
-    let mut h = PMap::with_seed(seed);
+    let mut h = Hash::with_seed(seed);
     for pair in items.chunks(2) {
-        h.insert(
-            SmallBytes::from_slice(&pair[0]),
-            SmallBytes::from_slice(&pair[1]),
-        );
+        h.insert(&pair[0], &pair[1]);
     }
-    Ok(Value::Hash(Box::new(h)))
+    Ok(Value::Hash(h))
 }
 
 /// A sorted set from alternating members and scores (scores as text or integers).
@@ -113,7 +110,7 @@ fn zset_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
         }
         z.insert(&pair[0], score);
     }
-    Ok(Value::ZSet(Box::new(z)))
+    Ok(Value::ZSet(z))
 }
 
 /// A quicklist: nodes that are ziplists (version 1) or, in version 2, listpacks (PACKED) or
@@ -296,15 +293,12 @@ mod tests {
         let mut out: Vec<Vec<u8>> = match v {
             Value::List(l) => return l.iter().map(|e| e.to_vec()).collect(),
             Value::Set(s) => s.iter().map(|(m, _)| m.to_vec()).collect(),
-            Value::Hash(h) => h
-                .iter()
-                .map(|(f, v)| [&f[..], b"=", &v[..]].concat())
-                .collect(),
+            Value::Hash(h) => h.iter().map(|(f, v)| [f, b"=", v].concat()).collect(),
             Value::ZSet(z) => {
                 return z
                     .iter()
                     .map(|e| {
-                        alloc::format!("{}:{}", e.0, core::str::from_utf8(&e.1).unwrap())
+                        alloc::format!("{}:{}", e.0, core::str::from_utf8(e.1).unwrap())
                             .into_bytes()
                     })
                     .collect()

@@ -187,9 +187,16 @@ impl RdbWriter {
             n += 1;
         });
         self.keys_written += n;
+        // Let go of what is written: the live keyspace then writes those nodes in place again
+        // instead of copying them, and the old values it replaces are freed now rather than at
+        // the end of the save (the bound on a background save's extra memory).
+        let snap = &mut self.snapshot.dbs[db];
         self.stage = if next == 0 {
+            snap.keys.clear();
+            snap.expires.clear();
             self.next_db(db + 1)
         } else {
+            snap.keys.release_below(next);
             Stage::Keys {
                 db,
                 cursor: next,

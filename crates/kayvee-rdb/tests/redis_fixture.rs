@@ -92,10 +92,11 @@ fn sets_hashes_zsets_and_encodings() {
         panic!()
     };
     assert_eq!(bh.len(), 200);
-    assert_eq!(&bh.get(&b"f17"[..]).unwrap()[..], b"v17");
+    assert_eq!(bh.get(b"f17").unwrap(), b"v17");
     let (hlong, big) = get(&l, 0, "hlong");
     let Value::Hash(h) = hlong else { panic!() };
     assert_eq!((h.get(&b"f"[..]).unwrap().len(), big), (100, true));
+    assert!(h.is_big(), "a hashtable loads in the map form");
     let (bz, big) = get(&l, 0, "bz");
     let Value::ZSet(z) = bz else { panic!() };
     assert_eq!((z.len(), big), (200, true));
@@ -104,6 +105,7 @@ fn sets_hashes_zsets_and_encodings() {
         panic!()
     };
     assert_eq!(z.score(b"c"), Some(f64::NEG_INFINITY));
+    assert!(!z.is_big(), "a listpack loads in the flat form");
     assert_eq!(z.score(b"a"), Some(1.5));
 }
 

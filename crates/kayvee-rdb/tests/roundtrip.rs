@@ -51,18 +51,18 @@ fn value() -> impl Strategy<Value = Value> {
             Value::Set(Box::new(m))
         }),
         proptest::collection::vec((bytes(), bytes()), 1..12).prop_map(|v| {
-            let mut m = PMap::with_seed(SEED);
+            let mut m = kayvee_engine::value::Hash::new();
             v.into_iter().for_each(|(f, x)| {
-                m.insert(SmallBytes::from_vec(f), SmallBytes::from_vec(x));
+                m.insert(&f, &x);
             });
-            Value::Hash(Box::new(m))
+            Value::Hash(m)
         }),
         proptest::collection::vec((bytes(), score()), 1..12).prop_map(|v| {
-            let mut z = ZSet::new(SEED);
+            let mut z = ZSet::new_flat();
             v.into_iter().for_each(|(m, s)| {
                 z.insert(&m, s);
             });
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }),
     ]
 }
@@ -174,4 +174,44 @@ fn checksum_off_writes_zero_and_loads() {
         now_ms: NOW_MS,
     };
     assert_eq!(load(&file, &opts).unwrap().keys_loaded, 1);
+}
+
+#[test]
+fn progress_is_reported_in_order_up_to_the_whole_file() {
+    let entries: Vec<_> = (0..5000u32)
+        .map(|i| {
+            (
+                0,
+                format!("key:{i}").into_bytes(),
+                Value::Str(SmallBytes::from("v")),
+                None,
+            )
+        })
+        .collect();
+    let dbs = build(&entries);
+    let snapshot = Snapshot {
+        dbs: dbs.iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+    };
+    let opts = WriteOptions {
+        used_mem: 123_456,
+        ..WriteOptions::default()
+    };
+    let file = RdbWriter::new(snapshot, opts).write_all();
+    let config = Config::default();
+    let opts = LoadOptions {
+        config: &config,
+        seed: SEED,
+        now_ms: NOW_MS,
+    };
+    let mut seen = Vec::new();
+    let loaded = kayvee_rdb::load_with_progress(&file, &opts, &mut |p| seen.push(p)).unwrap();
+    assert_eq!(loaded.keys_loaded, 5000);
+    assert!(seen.len() >= 5, "{} reports", seen.len());
+    assert!(seen
+        .windows(2)
+        .all(|w| w[0].bytes < w[1].bytes && w[0].keys < w[1].keys));
+    let last = seen.last().unwrap();
+    assert_eq!((last.bytes, last.keys), (file.len() as u64, 5000));
+    assert!(seen.iter().all(|p| p.rdb_used_mem == 123_456));
 }

@@ -121,9 +121,17 @@ pub fn parse_args(args: &[String]) -> Result<Command, ConfigLoadError> {
     Ok(Command::Run(startup))
 }
 
+/// Redis 7's default save points. The engine's own default is none (a host without storage,
+/// like the unikernel, must not schedule saves); this server has a file system, so it starts
+/// with Redis's, and the first `save` directive replaces them.
+pub const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
+
 /// Builds the configuration: defaults, then the file, then stdin, then the options.
 pub fn load(startup: &Startup) -> Result<Config, ConfigLoadError> {
-    let mut config = Config::default();
+    let mut config = Config {
+        save: DEFAULT_SAVE.into(),
+        ..Config::default()
+    };
     if let Some(path) = &startup.file {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigLoadError::OpenFile {
             path: path.clone(),
@@ -269,6 +277,15 @@ mod tests {
         let st = run(&["--save", "--logfile", ""]);
         assert_eq!(st.options[0].values, [""]);
         assert_eq!(st.options[1].values, [""]);
+    }
+
+    #[test]
+    fn save_points_default_to_redis_and_the_first_save_line_replaces_them() {
+        let points = |a: &[&str]| load(&run(a)).unwrap().save_points();
+        assert_eq!(points(&[]), [(3600, 1), (300, 100), (60, 10000)]);
+        assert_eq!(points(&["--save", ""]), []);
+        assert_eq!(points(&["--save", "10", "2"]), [(10, 2)]);
+        assert_eq!(points(&["--save", "", "--save", "10", "2"]), [(10, 2)]);
     }
 
     #[test]

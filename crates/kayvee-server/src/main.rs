@@ -5,6 +5,7 @@
 //! SIGPIPE needs no handler: Rust's runtime sets it to ignored before `main`, so a write to a
 //! closed socket returns EPIPE instead of killing the server.
 
+mod acl;
 mod alloc;
 mod config;
 mod conn;
@@ -79,9 +80,11 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
-    persist::load_at_startup(&mut engine, now)?;
+    acl::load_at_startup(&mut engine)?;
+    let load = persist::StartupLoad::start(&mut engine, now)?;
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
+    server.set_loading(load);
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

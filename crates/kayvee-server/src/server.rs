@@ -106,6 +106,9 @@ struct Batch {
     bgsave: Option<crate::persist::BgSave>,
 }
 
+/// How often the loop looks at the startup load's progress while it runs.
+const LOADING_POLL: Duration = Duration::from_millis(5);
+
 /// The server: engine, sockets and the loop's state.
 pub struct Server {
     poll: Poll,
@@ -126,6 +129,8 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// The startup load, while it runs.
+    loading: Option<crate::persist::StartupLoad>,
 }
 
 impl Server {
@@ -169,7 +174,31 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            loading: None,
         })
+    }
+
+    /// Serves clients (with `-LOADING`) while `load` runs; the loop hands its data to the
+    /// engine when it is done, or stops with its error.
+    pub fn set_loading(&mut self, load: Option<crate::persist::StartupLoad>) {
+        self.loading = load;
+    }
+
+    /// Reports the startup load's progress; when it is done, installs the data or fails.
+    fn loading_cron(&mut self) -> io::Result<()> {
+        let done = match &self.loading {
+            Some(load) => load.poll(&mut self.engine),
+            None => return Ok(()),
+        };
+        if done {
+            let load = self.loading.take().expect("checked above");
+            load.finish(&mut self.engine, self.clock.now())
+                .map_err(|e| {
+                    warn!("{e}");
+                    io::Error::other(e.to_string())
+                })?;
+        }
+        Ok(())
     }
 
     /// Where the server listens, for the startup log.
@@ -199,6 +228,7 @@ impl Server {
                 self.cron();
             }
             self.expire_blocked();
+            self.loading_cron()?;
         }
         if self.signal_save {
             self.wait_bgsave();
@@ -213,7 +243,10 @@ impl Server {
     /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
     /// a blocked client (the engine times a client out once the clock is past its deadline).
     fn poll_timeout(&self) -> Duration {
-        let cron = self.next_cron.saturating_duration_since(Instant::now());
+        let mut cron = self.next_cron.saturating_duration_since(Instant::now());
+        if self.loading.is_some() {
+            cron = cron.min(LOADING_POLL);
+        }
         match self.engine.next_block_deadline() {
             Some(deadline_ms) => {
                 let due_us = (deadline_ms + 1) * 1000;
@@ -334,7 +367,9 @@ impl Server {
                 warn!("User requested shutdown...");
             }
             self.shutdown = true;
-            self.signal_save = !self.engine.core.config.save.is_empty();
+            // Never while the startup load runs: it would overwrite the file being loaded.
+            self.signal_save =
+                !self.engine.core.config.save.is_empty() && !self.engine.is_loading();
         }
     }
 
@@ -376,6 +411,14 @@ impl Server {
             debug!("Rejected a client: max number of clients reached");
             return;
         }
+        if let Some(denied) = self.engine.protected_mode_refusal(&transport) {
+            // Redis sends its explanation to the fresh socket and closes it.
+            let _ = stream.write(denied.as_bytes());
+            self.engine.core.stats.total_connections_received += 1;
+            debug!("Refused a non-loopback client: protected mode");
+            return;
+        }
+        let cfg = &self.engine.core.config;
         if let Stream::Tcp(s) = &stream {
             if let Err(e) = net::configure_tcp(s, cfg.tcp_keepalive_s) {
                 debug!("Setting socket options on an accepted connection: {e}");
@@ -779,6 +822,15 @@ fn apply_outcome(
             rewrite_config(engine, conn);
             true
         }
+        Outcome::AclFile { save } => {
+            if crate::acl::acl_file_command(engine, conn, save) {
+                batch.kill = true;
+                let killed_self = engine.clients.get(conn.handle).is_some_and(|c| c.killed);
+                conn.closing |= killed_self;
+                return !killed_self;
+            }
+            true
+        }
         // Its reply comes later, through `Engine::take_wakeups`.
         Outcome::Blocked => false,
     }
@@ -820,7 +872,7 @@ fn rewrite_config(engine: &mut Engine, conn: &mut Conn) {
 }
 
 /// Replaces `path` with `text` atomically: a temporary file beside it, fsync, rename.
-fn write_atomically(path: &str, text: &str) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &str, text: &str) -> io::Result<()> {
     let tmp = format!("{path}.tmp-{}", std::process::id());
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -835,7 +887,7 @@ fn write_atomically(path: &str, text: &str) -> io::Result<()> {
 }
 
 /// An OS error as `strerror` words it (`Permission denied`), without Rust's `(os error 13)`.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),

@@ -138,6 +138,12 @@ impl Server {
                     if !self.feed(id, &buf[..n]) {
                         return self.close(id, "payload over 4096 bytes");
                     }
+                    // A short read drained the socket: bytes arriving later raise a new
+                    // readiness edge, so the read that would answer EAGAIN is skipped (one
+                    // system call less per request).
+                    if n < buf.len() {
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -294,7 +294,7 @@ fn laddr(c: &Client) -> String {
 
 /// One `CLIENT LIST` line (with its trailing `\n`), fields in Redis 7.0.15's order.
 /// `argv_mem` is the size of the command being run (only the caller has one).
-fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
+pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
     let now = cx.now_ms();
     let io = &c.io;
     let name = c.name.as_ref().map(|n| n.as_bytes()).unwrap_or_default();

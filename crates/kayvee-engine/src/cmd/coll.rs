@@ -102,14 +102,9 @@ pub(crate) fn parse_rand_count(arg: &[u8]) -> Result<i64, Error> {
     Ok(n)
 }
 
-/// `count` distinct entries of `map` chosen uniformly (a partial Fisher-Yates shuffle of the
-/// entries, O(len)); all of them when `count >= len`.
-pub(crate) fn sample_distinct<'m, V: Clone>(
-    map: &'m PMap<SmallBytes, V>,
-    count: usize,
-    rng: &mut Rng,
-) -> Vec<(&'m SmallBytes, &'m V)> {
-    let mut all: Vec<_> = map.iter().collect();
+/// The first `count` items of `all` after a partial Fisher-Yates shuffle: `count` distinct
+/// items chosen uniformly (all of them when `count >= len`).
+pub(crate) fn shuffle_prefix<T>(mut all: Vec<T>, count: usize, rng: &mut Rng) -> Vec<T> {
     let count = count.min(all.len());
     for i in 0..count {
         let j = i + (rng.next_u64() % (all.len() - i) as u64) as usize;
@@ -117,6 +112,16 @@ pub(crate) fn sample_distinct<'m, V: Clone>(
     }
     all.truncate(count);
     all
+}
+
+/// `count` distinct entries of `map` chosen uniformly (a partial Fisher-Yates shuffle of the
+/// entries, O(len)); all of them when `count >= len`.
+pub(crate) fn sample_distinct<'m, V: Clone>(
+    map: &'m PMap<SmallBytes, V>,
+    count: usize,
+    rng: &mut Rng,
+) -> Vec<(&'m SmallBytes, &'m V)> {
+    shuffle_prefix(map.iter().collect(), count, rng)
 }
 
 /// One uniformly random entry of a non-empty map.

@@ -111,6 +111,14 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    // `requirepass` is the default user's password (see `crate::acl`).
+    if pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"))
+    {
+        let pass = cx.core.config.requirepass.clone();
+        cx.core.acl.set_requirepass(pass.as_deref());
+    }
     out.ok();
     Ok(())
 }

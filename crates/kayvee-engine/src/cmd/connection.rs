@@ -1,8 +1,8 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, with Redis 7.0.15's replies and
 //! error texts (checked against the real server). SELECT is not part of this module.
 //!
-//! Authentication knows one user, `default`, whose password is `requirepass`; with no
-//! `requirepass` the default user takes any password (Redis's `nopass`).
+//! Authentication checks the ACL users (see [`crate::acl`]); `requirepass` is the `default`
+//! user's password. A failed attempt is logged in `ACL LOG`.
 
 use crate::argv::Argv;
 use crate::client::ReplyMode;
@@ -129,7 +129,7 @@ fn quit(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 /// RESET: back to a fresh connection's state (db 0, RESP2, no name, replies on, and not
 /// authenticated when a password is required), then `+RESET`.
 fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let need_auth = cx.core.config.requirepass.is_some();
+    let need_auth = cx.core.acl.auth_required();
     crate::txn::discard(cx.core, cx.clients, cx.me);
     crate::pubsub::unsubscribe_all(cx.core, cx.clients, cx.me);
     cx.db_index = 0;
@@ -142,30 +142,43 @@ fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     if client.reply_mode != ReplyMode::SkipThis {
         client.reply_mode = ReplyMode::On;
     }
-    if need_auth {
-        client.authenticated = false;
-    }
+    client.authenticated = !need_auth;
     client.user = SmallBytes::from_slice(b"default");
     out.set_protocol(Protocol::Resp2);
     out.simple("RESET");
     Ok(())
 }
 
-/// Whether `user`/`pass` are valid credentials: the only user is `default`; without
-/// `requirepass` it accepts any password.
+/// Whether `user`/`pass` are valid credentials: an enabled user with that password (or
+/// `nopass`).
 pub fn credentials_ok(core: &Core, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default"
-        && match &core.config.requirepass {
-            None => true,
-            Some(p) => p.as_bytes() == pass,
-        }
+    core.acl.authenticate(user, pass)
+}
+
+/// Checks credentials for AUTH / HELLO AUTH; a failure is logged (`reason auth`, the
+/// command name as sent) and answered with `WRONGPASS`.
+fn authenticate(cx: &mut Cx<'_>, command: &[u8], user: &[u8], pass: &[u8]) -> CmdResult {
+    if credentials_ok(cx.core, user, pass) {
+        let client = cx.client();
+        client.authenticated = true;
+        client.user = SmallBytes::from_slice(user);
+        return Ok(());
+    }
+    crate::cmd::acl::log_denial(cx, "auth", command, user);
+    Err(Error::msg(WRONGPASS))
 }
 
 /// AUTH [username] password
 fn auth(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (user, pass) = match args.len() {
         2 => {
-            if cx.core.config.requirepass.is_none() {
+            let nopass = cx
+                .core
+                .acl
+                .users
+                .get(crate::acl::DEFAULT_USER)
+                .is_some_and(|u| u.nopass);
+            if nopass {
                 return Err(Error::msg(
                     "ERR AUTH <password> called without any password configured for the \
                      default user. Are you sure your configuration is correct?",
@@ -176,12 +189,7 @@ fn auth(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         3 => (args.get(1), args.get(2)),
         _ => return Err(Error::Syntax),
     };
-    if !credentials_ok(cx.core, user, pass) {
-        return Err(Error::msg(WRONGPASS));
-    }
-    let client = cx.client();
-    client.authenticated = true;
-    client.user = SmallBytes::from_slice(user);
+    authenticate(cx, args.get(0), user, pass)?;
     out.ok();
     Ok(())
 }
@@ -236,12 +244,7 @@ fn parse_hello<'a>(args: &'a Argv<'_>) -> Result<HelloArgs<'a>, Error> {
 fn hello(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let h = parse_hello(args)?;
     if let Some((user, pass)) = h.auth {
-        if !credentials_ok(cx.core, user, pass) {
-            return Err(Error::msg(WRONGPASS));
-        }
-        let client = cx.client();
-        client.authenticated = true;
-        client.user = SmallBytes::from_slice(user);
+        authenticate(cx, args.get(0), user, pass)?;
     }
     if !cx.client().authenticated {
         return Err(Error::msg(

@@ -16,8 +16,6 @@ use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Hash, Meta, Value};
 use crate::Cx;
-use alloc::boxed::Box;
-use kayvee_pds::SmallBytes;
 
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -302,6 +300,8 @@ pub(crate) struct HashLimits {
     pub entries: u64,
     /// `hash-max-listpack-value`.
     pub value: u64,
+    /// The seed the map form hashes with.
+    pub seed: u64,
 }
 
 impl HashLimits {
@@ -310,12 +310,14 @@ impl HashLimits {
         HashLimits {
             entries: cx.core.config.hash_max_listpack_entries,
             value: cx.core.config.hash_max_listpack_value,
+            seed: cx.core.seed,
         }
     }
 }
 
 /// Sets `field` to `value`; returns whether the field is new. Marks the hash [`Meta::BIG`] when
-/// the store crosses a listpack limit, as Redis converts it then (and never back).
+/// the store crosses a listpack limit, as Redis converts it then (and never back), and moves it
+/// to the map form first.
 pub(crate) fn hash_put(
     h: &mut Hash,
     meta: &mut Meta,
@@ -323,21 +325,14 @@ pub(crate) fn hash_put(
     field: &[u8],
     value: &[u8],
 ) -> bool {
-    let new = match h.get_mut(field) {
-        Some(v) => {
-            *v = SmallBytes::from_slice(value);
-            false
+    if !meta.has(Meta::BIG) {
+        let long = field.len() as u64 > lim.value || value.len() as u64 > lim.value;
+        if long || (h.len() as u64 >= lim.entries && !h.contains_key(field)) {
+            meta.set_flag(Meta::BIG, true);
+            h.make_big(lim.seed);
         }
-        None => {
-            h.insert(SmallBytes::from_slice(field), SmallBytes::from_slice(value));
-            true
-        }
-    };
-    let long = field.len() as u64 > lim.value || value.len() as u64 > lim.value;
-    if long || h.len() as u64 > lim.entries {
-        meta.set_flag(Meta::BIG, true);
     }
-    new
+    h.insert(field, value)
 }
 
 /// The hash at `key` for reading (counting a hit or miss), with its metadata; `None` when
@@ -367,7 +362,7 @@ pub(crate) fn write_hash<R>(
     create: bool,
     f: impl FnOnce(&mut Hash, &mut Meta) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    let (now, seed) = (cx.now_ms(), cx.core.seed);
+    let now = cx.now_ms();
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
         let Value::Hash(h) = &mut e.value else {
@@ -382,11 +377,11 @@ pub(crate) fn write_hash<R>(
     if !create {
         return Ok(None);
     }
-    let mut h = Hash::with_seed(seed);
+    let mut h = Hash::new();
     let mut meta = Meta::default();
     let r = f(&mut h, &mut meta)?;
     if !h.is_empty() {
-        let mut e = Entry::new(Value::Hash(Box::new(h)), now);
+        let mut e = Entry::new(Value::Hash(h), now);
         e.meta.set_flag(Meta::BIG, meta.has(Meta::BIG));
         db.insert_entry(key, e, None);
     }
@@ -463,11 +458,7 @@ fn hmget(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 /// HDEL key field [field ...]: the number of fields removed; an emptied hash is deleted.
 fn hdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let removed = write_hash(cx, args.get(1), false, |h, _| {
-        Ok(args
-            .iter()
-            .skip(2)
-            .filter(|f| h.remove(*f).is_some())
-            .count())
+        Ok(args.iter().skip(2).filter(|f| h.remove(f)).count())
     })?;
     out.int(removed.unwrap_or(0) as i64);
     Ok(())
@@ -539,15 +530,19 @@ mod tests {
         let lim = HashLimits {
             entries: 3,
             value: 4,
+            seed: 1,
         };
-        let (mut h, mut meta) = (Hash::with_seed(1), Meta::default());
+        let (mut h, mut meta) = (Hash::new(), Meta::default());
         assert!(hash_put(&mut h, &mut meta, lim, b"a", b"1234"));
         assert!(!hash_put(&mut h, &mut meta, lim, b"a", b"12"));
         hash_put(&mut h, &mut meta, lim, b"b", b"1");
         hash_put(&mut h, &mut meta, lim, b"c", b"1");
         assert!(!meta.has(Meta::BIG), "3 short entries stay small");
+        assert!(!h.is_big(), "and flat");
         hash_put(&mut h, &mut meta, lim, b"d", b"1");
         assert!(meta.has(Meta::BIG), "a 4th entry converts");
+        assert!(h.is_big(), "to the map form");
+        assert_eq!(h.len(), 4);
         let mut meta = Meta::default();
         hash_put(
             &mut h,
@@ -555,11 +550,12 @@ mod tests {
             HashLimits {
                 entries: 9,
                 value: 4,
+                seed: 1,
             },
             b"x",
             b"12345",
         );
         assert!(meta.has(Meta::BIG), "a long value converts");
-        assert_eq!(h.get(&b"a"[..]).map(|v| &v[..]), Some(&b"12"[..]));
+        assert_eq!(h.get(b"a"), Some(&b"12"[..]));
     }
 }

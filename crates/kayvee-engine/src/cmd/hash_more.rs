@@ -14,7 +14,6 @@ use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::{Core, Cx};
 use alloc::vec::Vec;
-use kayvee_pds::SmallBytes;
 
 /// HINCRBY key field increment: adds to the field's integer (0 when missing); the new value.
 pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
@@ -101,11 +100,18 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         out.array(0);
         return Ok(());
     };
-    let picked: Vec<(&SmallBytes, &SmallBytes)> = if count > 0 {
-        coll::sample_distinct(h, usize::try_from(count).unwrap_or(usize::MAX), rng)
-    } else {
+    let picked: Vec<(&[u8], &[u8])> = if count > 0 {
+        let all: Vec<_> = h.iter().collect();
+        coll::shuffle_prefix(all, usize::try_from(count).unwrap_or(usize::MAX), rng)
+    } else if h.is_big() {
         (0..count.unsigned_abs())
-            .filter_map(|_| coll::pick(h, rng))
+            .filter_map(|_| h.random(rng.next_u64()))
+            .collect()
+    } else {
+        // Flat: index the pairs once rather than walking the buffer per draw.
+        let all: Vec<_> = h.iter().collect();
+        (0..count.unsigned_abs())
+            .map(|_| all[(rng.next_u64() % all.len() as u64) as usize])
             .collect()
     };
     write_fields(out, &picked, withvalues);
@@ -123,7 +129,7 @@ fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdRe
     let Core { dbs, rng, .. } = &mut **core;
     match dbs[*db_index].lookup_read(key, now.ms()).map(|e| &e.value) {
         None => out.null(),
-        Some(crate::Value::Hash(h)) => match coll::pick(h, rng) {
+        Some(crate::Value::Hash(h)) => match h.random(rng.next_u64()) {
             Some((k, _)) => out.bulk(k),
             None => out.null(),
         },
@@ -133,7 +139,7 @@ fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdRe
 }
 
 /// Fields (and values): WITHVALUES pairs are 2-element arrays in RESP3, flat in RESP2.
-fn write_fields(out: &mut dyn ReplySink, picked: &[(&SmallBytes, &SmallBytes)], values: bool) {
+fn write_fields(out: &mut dyn ReplySink, picked: &[(&[u8], &[u8])], values: bool) {
     let nested = values && out.protocol() == Protocol::Resp3;
     let flat_values = values && !nested;
     out.array(picked.len() * if flat_values { 2 } else { 1 });
@@ -158,7 +164,11 @@ pub(crate) fn hscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     };
     let scan = coll::parse_scan(args)?;
     let small = !meta.has(crate::value::Meta::BIG);
-    let (next, found) = coll::scan_step(h, small, &scan);
+    let (next, found) = if small {
+        (0, h.iter().collect())
+    } else {
+        h.scan(scan.cursor, scan.count)
+    };
     let found: Vec<_> = found.into_iter().filter(|(k, _)| scan.matches(k)).collect();
     coll::write_scan_head(out, next, found.len() * 2);
     for (k, v) in found {

@@ -301,16 +301,15 @@ pub fn percent(a: u64, b: u64) -> String {
     alloc::format!("{:.2}%", a as f64 * 100.0 / b as f64)
 }
 
-/// The Persistence section: RDB state from [`crate::persist::Persistence`] (loading is
-/// synchronous before the first client, so `loading` is always 0 when a client can ask); no
-/// AOF yet.
+/// The Persistence section: RDB state from [`crate::persist::Persistence`], with the
+/// `loading_*` progress fields at its end while the startup load runs, as Redis 7.0 prints them.
 fn persistence(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
     let p = &core.persist;
+    field(s, "loading", u8::from(p.loading.is_some()));
     zeros(
         s,
         &[
-            "loading",
             "async_loading",
             "current_cow_peak",
             "current_cow_size",
@@ -361,6 +360,9 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
             "module_fork_last_cow_size",
         ],
     );
+    if let Some(l) = &p.loading {
+        loading_fields(s, l, cx.now.ms());
+    }
     // Kayvee's own line: whether this shell can write snapshots at all (the unikernel has no
     // disk yet), so tools need not infer it from failed saves.
     field(
@@ -368,6 +370,29 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         "kayvee_persistence",
         if core.host.storage { "on" } else { "off" },
     );
+}
+
+/// `loading_start_time` ... `loading_eta_seconds`: the ETA extrapolates the bytes per second
+/// so far over the bytes left (1 in the first second), as Redis does.
+fn loading_fields(s: &mut String, l: &crate::persist::Loading, now_ms: u64) {
+    field(s, "loading_start_time", l.start_ms / 1000);
+    field(s, "loading_total_bytes", l.total_bytes);
+    field(s, "loading_rdb_used_mem", l.rdb_used_mem);
+    field(s, "loading_loaded_bytes", l.loaded_bytes);
+    let perc = if l.total_bytes == 0 {
+        0.0
+    } else {
+        l.loaded_bytes as f64 * 100.0 / l.total_bytes as f64
+    };
+    field(s, "loading_loaded_perc", alloc::format!("{perc:.2}"));
+    let elapsed = (now_ms / 1000).saturating_sub(l.start_ms / 1000);
+    let left = l.total_bytes.saturating_sub(l.loaded_bytes);
+    let eta = if elapsed == 0 {
+        1
+    } else {
+        elapsed * left / (l.loaded_bytes + 1)
+    };
+    field(s, "loading_eta_seconds", eta);
 }
 
 /// The Stats section.

@@ -3,6 +3,7 @@
 
 use crate::command::CommandSpec;
 
+pub mod acl;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -63,4 +64,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     txn::COMMANDS,
     pubsub::COMMANDS,
     persist::COMMANDS,
+    acl::COMMANDS,
 ];

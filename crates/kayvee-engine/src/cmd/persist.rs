@@ -230,6 +230,8 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     };
     let db_index = cx.db_index;
     let big = crate::persist::loads_big(&value, &cx.core.config);
+    let mut value = value;
+    value.normalize(big, cx.core.seed);
     let db = &mut cx.core.dbs[db_index];
     db.remove(key, now);
     if at.is_some_and(|at| at <= now) {

@@ -83,6 +83,11 @@ fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResul
         return Err(Error::msg("ERR No shutdown in progress."));
     }
     cx.core.shutting_down = true;
+    // During the startup load the dataset is partial: saving it would overwrite the file
+    // being loaded, so SHUTDOWN never saves then (Redis does the same).
+    if cx.core.persist.loading.is_some() {
+        save = Some(false);
+    }
     cx.outcome = Outcome::Shutdown { save };
     Ok(())
 }

@@ -170,7 +170,10 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
     let found = match &e.value {
         Value::List(l) => (Kind::List, l.iter().cloned().collect()),
         Value::Set(s) => (Kind::Set, s.iter().map(|(m, _)| m.clone()).collect()),
-        Value::ZSet(z) => (Kind::ZSet, z.iter().map(|e| e.1.clone()).collect()),
+        Value::ZSet(z) => (
+            Kind::ZSet,
+            z.iter().map(|e| SmallBytes::from_slice(e.1)).collect(),
+        ),
         _ => return Err(Error::WrongType),
     };
     // Redis converts a sorted set to a skiplist before sorting it, for good.
@@ -203,7 +206,7 @@ fn lookup_pattern(cx: &mut Cx<'_>, pattern: &[u8], elem: &[u8]) -> Option<SmallB
     let now = cx.now_ms();
     let entry: &Entry = cx.db().lookup_read(&key, now)?;
     match (&entry.value, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).cloned(),
+        (Value::Hash(h), Some(f)) => h.get(f).map(SmallBytes::from_slice),
         (Value::Str(s), None) => Some(s.clone()),
         _ => None,
     }

@@ -16,7 +16,6 @@ use crate::keyspec::{kf, KeySpec};
 use crate::reply::{Protocol, ReplySink};
 use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
@@ -210,14 +209,16 @@ pub(crate) fn fits_listpack(config: &Config, len: usize, member_len_max: usize) 
         && member_len_max as u64 <= config.zset_max_listpack_value
 }
 
-/// Marks an entry `skiplist` after adding a member, when Redis would have converted it.
-pub(crate) fn note_growth(config: &Config, entry: &mut Entry, member_len: usize) {
+/// Marks an entry `skiplist` after adding a member, when Redis would have converted it, and
+/// moves it to the tree form then (`seed` hashes its member map).
+pub(crate) fn note_growth(config: &Config, entry: &mut Entry, member_len: usize, seed: u64) {
     let len = match &entry.value {
         Value::ZSet(z) => z.len(),
         _ => return,
     };
     if !entry.meta.has(Meta::BIG) && !fits_listpack(config, len, member_len) {
         entry.meta.set_flag(Meta::BIG, true);
+        entry.value.normalize(true, seed);
     }
 }
 
@@ -237,14 +238,15 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
         let signed: Vec<SmallBytes> = zs
             .iter()
             .filter(|e| e.0 == 0.0 && e.0.is_sign_negative())
-            .map(|e| e.1.clone())
+            .map(|e| SmallBytes::from_slice(e.1))
             .collect();
         signed.iter().for_each(|m| {
             zs.insert(m, 0.0);
         });
     }
-    let mut entry = Entry::new(Value::ZSet(Box::new(zs)), now);
+    let mut entry = Entry::new(Value::ZSet(zs), now);
     entry.meta.set_flag(Meta::BIG, big);
+    entry.value.normalize(big, cx.core.seed);
     cx.db().insert_entry(key, entry, None);
     signal_zset_ready(cx, key);
     len
@@ -429,7 +431,7 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             reply_zadd_nothing(&f, out);
             return Ok(());
         }
-        let entry = Entry::new(Value::ZSet(Box::new(ZSet::new(seed))), now);
+        let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
         db.insert_entry(key, entry, None);
     }
     let entry = db.lookup_write(key, now).expect("just checked");
@@ -447,7 +449,7 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             }
             Ok((what, s)) => {
                 if zs.len() > before {
-                    note_growth(config, entry, member.len());
+                    note_growth(config, entry, member.len(), seed);
                 }
                 match what {
                     Added::New => added += 1,
@@ -492,7 +494,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             as_zset(e)?;
         }
         None => {
-            let entry = Entry::new(Value::ZSet(Box::new(ZSet::new(seed))), now);
+            let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
             db.insert_entry(key, entry, None);
         }
     }
@@ -507,7 +509,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     let big = entry.meta.has(Meta::BIG) || !fits_listpack(config, zs.len() + 1, member.len());
     if zs.insert(member, stored_score(new, big)).is_none() {
-        note_growth(config, entry, member.len());
+        note_growth(config, entry, member.len(), seed);
     }
     out.double(new);
     signal_zset_ready(cx, key);
@@ -568,11 +570,7 @@ fn zcard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 fn rank(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, rev: bool) -> CmdResult {
     let member = args.get(2);
     let found = read_zset(cx, args.get(1))?.and_then(|(z, _)| {
-        let s = z.score(member)?;
-        let r = z.order.rank(&crate::value::ScoreMember(
-            s,
-            SmallBytes::from_slice(member),
-        ))?;
+        let r = z.rank(member)?;
         Some(if rev { z.len() - 1 - r } else { r })
     });
     match found {

@@ -32,14 +32,12 @@ pub(crate) fn pop(
     };
     let mut items = Vec::new();
     while items.len() < count {
-        let e = if max {
-            zs.order.last()
-        } else {
-            zs.order.first()
+        let e = if max { zs.last() } else { zs.first() };
+        let Some(e) = e.map(|e| (SmallBytes::from_slice(e.1), e.0)) else {
+            break;
         };
-        let Some(e) = e.cloned() else { break };
-        zs.remove(&e.1);
-        items.push((e.1, e.0));
+        zs.remove(&e.0);
+        items.push(e);
     }
     drop_if_empty(cx, key);
     Ok(Some(items))
@@ -176,7 +174,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let rng = &mut cx.core.rng;
     let Some(count) = count else {
         let i = (rng.next_u64() % zs.len() as u64) as usize;
-        out.bulk(&zs.order.nth(i).expect("in range").1);
+        out.bulk(zs.nth(i).expect("in range").1);
         return Ok(());
     };
     let n = zs.len();
@@ -197,8 +195,8 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let items: Vec<(SmallBytes, f64)> = picks
         .iter()
         .map(|&i| {
-            let e = zs.order.nth(i).expect("in range");
-            (e.1.clone(), e.0)
+            let e = zs.nth(i).expect("in range");
+            (SmallBytes::from_slice(e.1), e.0)
         })
         .collect();
     reply_scored(out, &items, scores);
@@ -242,25 +240,22 @@ pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     let zs = as_zset(entry)?.clone();
     let big = entry.meta.has(Meta::BIG);
     let (pattern, count) = parse_scan_opts(args)?;
-    let mut found: Vec<(SmallBytes, f64)> = Vec::new();
-    let next = if big {
-        zs.scores
-            .scan(cursor, count, |m, s| found.push((m.clone(), *s)))
+    let (next, mut found) = if big {
+        zs.scan(cursor, count)
     } else {
-        found.extend(zs.iter().map(|e| (e.1.clone(), e.0)));
-        0
+        (0, zs.iter().collect())
     };
     if let Some(p) = pattern {
-        found.retain(|(m, _)| glob_match(p, m, false));
+        found.retain(|e| glob_match(p, e.1, false));
     }
     out.array(2);
     out.bulk(alloc::format!("{next}").as_bytes());
     out.array(found.len() * 2);
     let mut buf = Vec::new();
-    for (m, s) in &found {
-        out.bulk(m);
+    for e in &found {
+        out.bulk(e.1);
         buf.clear();
-        format_g17(*s, &mut buf);
+        format_g17(e.0, &mut buf);
         out.bulk(&buf);
     }
     Ok(())

@@ -15,7 +15,7 @@ use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{ScoreMember, Value, ZSet};
+use crate::value::{Value, ZRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -68,8 +68,8 @@ impl ScoreRange {
 
     /// The ranks `lo..hi` of the members inside the range (`lo >= hi` when none).
     fn span(&self, zs: &ZSet) -> (usize, usize) {
-        let lo = zs.order.partition_point(|e| !self.gte_min(e.0));
-        let hi = zs.order.partition_point(|e| self.lte_max(e.0));
+        let lo = zs.partition_point(|e| !self.gte_min(e.0));
+        let hi = zs.partition_point(|e| self.lte_max(e.0));
         (lo, hi.max(lo))
     }
 }
@@ -143,9 +143,9 @@ impl LexRange {
     /// Whether the set can hold members in range at all (Redis's quick rejection: the last
     /// member must be at or above `min` and the first at or below `max`).
     fn may_overlap(&self, zs: &ZSet) -> bool {
-        match (zs.order.first(), zs.order.last()) {
+        match (zs.first(), zs.last()) {
             (Some(first), Some(last)) => {
-                !self.is_void() && self.gte_min(&last.1) && self.lte_max(&first.1)
+                !self.is_void() && self.gte_min(last.1) && self.lte_max(first.1)
             }
             _ => false,
         }
@@ -157,12 +157,12 @@ impl LexRange {
             return None;
         }
         let i = if big {
-            zs.order.partition_point(|e| !self.gte_min(&e.1))
+            zs.partition_point(|e| !self.gte_min(e.1))
         } else {
-            zs.iter().position(|e| self.gte_min(&e.1))?
+            zs.iter().position(|e| self.gte_min(e.1))?
         };
-        let e = zs.order.nth(i)?;
-        self.lte_max(&e.1).then_some(i)
+        let e = zs.nth(i)?;
+        self.lte_max(e.1).then_some(i)
     }
 
     /// The rank to start a backward walk from, if any member is in range.
@@ -171,14 +171,12 @@ impl LexRange {
             return None;
         }
         let i = if big {
-            zs.order
-                .partition_point(|e| self.lte_max(&e.1))
-                .checked_sub(1)?
+            zs.partition_point(|e| self.lte_max(e.1)).checked_sub(1)?
         } else {
-            zs.len() - 1 - zs.iter().rev().position(|e| self.lte_max(&e.1))?
+            zs.len() - 1 - zs.iter().rev().position(|e| self.lte_max(e.1))?
         };
-        let e = zs.order.nth(i)?;
-        self.gte_min(&e.1).then_some(i)
+        let e = zs.nth(i)?;
+        self.gte_min(e.1).then_some(i)
     }
 
     /// The ranks `lo..hi` a forward walk covers.
@@ -187,9 +185,8 @@ impl LexRange {
             None => (0, 0),
             Some(lo) => {
                 let n = zs
-                    .order
                     .range_by_rank(lo, zs.len())
-                    .take_while(|e| self.lte_max(&e.1))
+                    .take_while(|e| self.lte_max(e.1))
                     .count();
                 (lo, lo + n)
             }
@@ -311,7 +308,7 @@ fn select(
     rev: bool,
     limit: Option<(i64, i64)>,
 ) -> Vec<(SmallBytes, f64)> {
-    let pair = |e: &ScoreMember| (e.1.clone(), e.0);
+    let pair = |e: ZRef<'_>| (SmallBytes::from_slice(e.1), e.0);
     let (off, cnt) = limit.unwrap_or((0, -1));
     if off < 0 {
         return Vec::new();
@@ -325,18 +322,14 @@ fn select(
             };
             if rev {
                 let n = zs.len();
-                zs.order
-                    .range_by_rank(n - 1 - e, n - s)
-                    .rev()
-                    .map(pair)
-                    .collect()
+                zs.range_by_rank(n - 1 - e, n - s).rev().map(pair).collect()
             } else {
-                zs.order.range_by_rank(s, e + 1).map(pair).collect()
+                zs.range_by_rank(s, e + 1).map(pair).collect()
             }
         }
         Range::Score(r) => {
             let (lo, hi) = r.span(zs);
-            let it = zs.order.range_by_rank(lo, hi);
+            let it = zs.range_by_rank(lo, hi);
             if rev {
                 it.rev().skip(off).take(take).map(pair).collect()
             } else {
@@ -348,9 +341,9 @@ fn select(
                 let Some(hi) = r.last_rank(zs, big) else {
                     return Vec::new();
                 };
-                let it = zs.order.range_by_rank(0, hi + 1).rev();
+                let it = zs.range_by_rank(0, hi + 1).rev();
                 it.skip(off)
-                    .take_while(|e| r.gte_min(&e.1))
+                    .take_while(|e| r.gte_min(e.1))
                     .take(take)
                     .map(pair)
                     .collect()
@@ -358,9 +351,9 @@ fn select(
                 let Some(lo) = r.first_rank(zs, big) else {
                     return Vec::new();
                 };
-                let it = zs.order.range_by_rank(lo, zs.len());
+                let it = zs.range_by_rank(lo, zs.len());
                 it.skip(off)
-                    .take_while(|e| r.lte_max(&e.1))
+                    .take_while(|e| r.lte_max(e.1))
                     .take(take)
                     .map(pair)
                     .collect()

@@ -42,7 +42,10 @@ impl Src {
 
     fn members(&self) -> Vec<(SmallBytes, f64)> {
         match self {
-            Src::Z(z) => z.iter().map(|e| (e.1.clone(), e.0)).collect(),
+            Src::Z(z) => z
+                .iter()
+                .map(|e| (SmallBytes::from_slice(e.1), e.0))
+                .collect(),
             Src::S(s) => s.iter().map(|(m, _)| (m.clone(), 1.0)).collect(),
             Src::Missing => Vec::new(),
         }
@@ -120,7 +123,7 @@ fn load_sources(
         };
         srcs.push(match e.map(|e| &e.value) {
             None => Src::Missing,
-            Some(Value::ZSet(z)) => Src::Z((**z).clone()),
+            Some(Value::ZSet(z)) => Src::Z(z.clone()),
             Some(Value::Set(s)) => Src::S((**s).clone()),
             Some(_) => return Err(Error::WrongType),
         });
@@ -241,7 +244,10 @@ fn setop(
         let len = store_zset(cx, args.get(1), zs);
         out.int(len as i64);
     } else {
-        let items: Vec<(SmallBytes, f64)> = zs.iter().map(|e| (e.1.clone(), e.0)).collect();
+        let items: Vec<(SmallBytes, f64)> = zs
+            .iter()
+            .map(|e| (SmallBytes::from_slice(e.1), e.0))
+            .collect();
         reply_scored(out, &items, o.scores);
     }
     Ok(())

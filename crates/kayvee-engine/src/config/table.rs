@@ -176,6 +176,13 @@ pub const PARAMS: &[Param] = &[
         },
     },
     Param {
+        name: "aclfile",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.aclfile.as_bytes().into()),
+        put: |c, v| c.aclfile = v.string(),
+    },
+    Param {
         name: "databases",
         kind: Kind::Int {
             min: 1,

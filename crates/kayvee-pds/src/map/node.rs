@@ -468,6 +468,38 @@ where
     Some(kv)
 }
 
+/// Drops from this version every child subtree whose hashes all lie below `cursor` (the
+/// children left of the cursor's path), copying shared nodes on that path first; returns how
+/// many entries went. Entries stored inline on the path stay. The result is a valid trie for
+/// lookups and scans at or after `cursor`, though not canonical: meant for a reader that has
+/// already visited everything below `cursor` (a background save) and wants to let go of it.
+pub(super) fn release_below<K: Clone, V: Clone>(
+    node: &mut Node<K, V>,
+    level: usize,
+    cursor: u64,
+) -> usize {
+    if level >= COLLISION_LEVEL {
+        return 0;
+    }
+    let pos = frag(cursor, level);
+    let below = (1u32 << pos) - 1;
+    let dropped = (node.header.nodemap & below).count_ones() as usize;
+    let on_path = node.header.nodemap & (1 << pos) != 0;
+    if dropped == 0 && !on_path {
+        return 0;
+    }
+    let n = make_unique(node);
+    let mut children = mem::take(&mut n.header.children).into_vec();
+    let mut removed: usize = children.drain(..dropped).map(|c| c.header.size).sum();
+    if on_path {
+        removed += release_below(&mut children[0], level + 1, cursor);
+    }
+    n.header.children = children.into_boxed_slice();
+    n.header.nodemap &= !below;
+    n.header.size -= removed;
+    removed
+}
+
 /// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32).
 pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
     loop {

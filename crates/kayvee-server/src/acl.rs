@@ -1,0 +1,68 @@
+//! The ACL file for the engine: read at startup (`aclfile`, or the config file's `user`
+//! lines), reread by ACL LOAD and written by ACL SAVE. The engine parses and renders the text;
+//! this module only does the file I/O, with redis-server 7.0.15's messages.
+
+use crate::conn::Conn;
+use crate::server::{os_error_text, write_atomically};
+use kayvee_engine::{Engine, ReplySink};
+use kayvee_resp::RespWriter;
+use tracing::warn;
+
+/// Reads the ACL file, as Redis words a failure to open it.
+fn read(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "Error loading ACLs, opening file '{path}': {}",
+            os_error_text(&e)
+        )
+    })
+}
+
+/// Startup: the config file's `user` lines, then the ACL file. An error aborts the start
+/// with Redis's message.
+pub fn load_at_startup(engine: &mut Engine) -> anyhow::Result<()> {
+    if let Err(e) = engine.acl_apply_config_users() {
+        warn!("{e}");
+        anyhow::bail!("Critical error while loading ACLs. Exiting.");
+    }
+    let Some(path) = engine.acl_file() else {
+        return Ok(());
+    };
+    let result = read(&path).and_then(|text| engine.acl_load(&text).map(|_| ()));
+    if let Err(e) = result {
+        warn!("Aborting Redis startup because of ACL errors: {e}");
+        anyhow::bail!("Aborting startup because of ACL errors: {e}");
+    }
+    Ok(())
+}
+
+/// ACL LOAD (`save` false) or ACL SAVE after the engine asked for it: does the file work and
+/// sends the reply. True when clients were marked for closing (ACL LOAD).
+pub fn acl_file_command(engine: &mut Engine, conn: &mut Conn, save: bool) -> bool {
+    let path = engine.acl_file().unwrap_or_default();
+    let result =
+        if save {
+            write_atomically(&path, &engine.acl_save_text()).map(|_| false).map_err(|e| {
+            warn!("Opening temp ACL file for ACL SAVE: {}", os_error_text(&e));
+            "ERR There was an error trying to save the ACLs. Please check the server logs for \
+             more information"
+                .to_string()
+        })
+        } else {
+            read(&path)
+                .and_then(|text| engine.acl_load(&text))
+                .map_err(|e| format!("ERR {e}"))
+        };
+    let mut sink = RespWriter::new(&mut conn.out, engine.protocol(conn.handle));
+    match result {
+        Ok(killed) => {
+            sink.ok();
+            killed
+        }
+        Err(text) => {
+            engine.core.stats.count_error(&text);
+            sink.error(&text);
+            false
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
 mod unikernel;
+mod vmcompare;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -30,6 +31,10 @@ tasks:
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
                    (KAYVEE_TARGET=unikernel)
+  vm-compare [--quick] [--accel tcg|kvm] [--report]
+                   the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
+                   QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
+                   --report prints and writes the last run's results again
 ";
 
 fn main() -> ExitCode {
@@ -43,6 +48,7 @@ fn main() -> ExitCode {
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),
+        Some("vm-compare") => vmcompare::main(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())

@@ -35,7 +35,7 @@ fn image_path() -> PathBuf {
 }
 
 /// Builds the image; returns its path and size in bytes.
-fn build() -> Result<(PathBuf, u64), String> {
+pub(crate) fn build() -> Result<(PathBuf, u64), String> {
     build_with(&[])
 }
 
@@ -88,7 +88,7 @@ fn unix_time_param() -> String {
 
 /// KVM only when it is real hardware virtualization: this project's CI machines expose a
 /// nested "PVM" /dev/kvm that aborts the ring-0 image on its first SSE instruction.
-fn accel(requested: Option<&str>) -> &'static str {
+pub(crate) fn accel(requested: Option<&str>) -> &'static str {
     match requested {
         Some("kvm") => "kvm",
         Some(_) => "tcg",

@@ -6,7 +6,7 @@ per string key, per hash and per sorted set.
 
 Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
 hash and zset tests), pubsub (PUBLISH to 1, 10, 100 subscribers), multi (MULTI + 10 commands + EXEC),
-memory (RSS per key / hash / zset).
+aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per key / hash / zset).
 
 Standard library only. See bench/README.md. Usage:
     python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--seconds S]
@@ -29,7 +29,9 @@ import time
 import rawload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GROUPS = ["strings", "types", "pubsub", "multi", "memory"]
+GROUPS = ["strings", "types", "pubsub", "multi", "aof", "memory"]
+# The aof group: SET with the AOF on, per appendfsync policy.
+AOF_POLICIES = ["always", "everysec"]
 # (name shown, redis-benchmark arguments: ["-t", test] or a custom command, the CSV label it prints)
 STRING_TESTS = [
     ("PING_INLINE", ["-t", "ping_inline"], "PING_INLINE"),
@@ -60,6 +62,9 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 START_WAIT_S = 15
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# First port tried for the servers (Kayvee's from PORT_BASE + 1000); KAYVEE_BENCH_PORT moves
+# them, so parallel runs on one machine stay apart.
+PORT_BASE = int(os.environ.get("KAYVEE_BENCH_PORT", "31000"))
 
 
 def log(msg):
@@ -279,6 +284,39 @@ def run_multi(servers, quick, seconds):
     return rows
 
 
+def run_aof(binaries, args):
+    """SET throughput with the AOF on (each server in its own empty directory), per
+    appendfsync policy; rows named SET_AOF_<policy>."""
+    rows = []
+    test = ("SET", ["-t", "set"], "SET")
+    for policy in AOF_POLICIES:
+        servers = {}
+        dirs = []
+        try:
+            for kind, base in (("redis", 33000), ("kayvee", 34000)):
+                d = tempfile.TemporaryDirectory(prefix=f"aofbench-{kind}-")
+                dirs.append(d)
+                extra = ["--dir", d.name, "--appendonly", "yes", "--appendfsync", policy,
+                         "--save", ""]
+                servers[kind] = Server(kind, binaries[kind], base, extra)
+            for pipeline in PIPELINES:
+                if args.quick:
+                    n = QUICK_REQUESTS * (4 if pipeline > 1 else 1)
+                else:
+                    n = calibrate(servers["redis"], test, pipeline, args.seconds)
+                row = {"test": f"SET_AOF_{policy}", "pipeline": pipeline, "requests": n}
+                for kind, server in servers.items():
+                    row[kind] = measure(server, test, pipeline, n)
+                log_row(row)
+                rows.append(row)
+        finally:
+            for s in servers.values():
+                s.stop()
+            for d in dirs:
+                d.cleanup()
+    return rows
+
+
 def ratio(a, b):
     return a / b if b else float("nan")
 
@@ -348,7 +386,7 @@ def dbsize(port):
 
 def load_and_measure(kind, binary, path, count):
     """A fresh server loaded from `path` by redis-cli --pipe; its RSS before and after."""
-    server = Server(kind, binary, 31000)
+    server = Server(kind, binary, PORT_BASE)
     try:
         time.sleep(0.2)
         empty = server.rss_kib()
@@ -440,8 +478,8 @@ def run_throughput(binaries, args):
     rows = []
     servers = {}
     try:
-        servers["redis"] = Server("redis", binaries["redis"], 31000)
-        servers["kayvee"] = Server("kayvee", binaries["kayvee"], 32000)
+        servers["redis"] = Server("redis", binaries["redis"], PORT_BASE)
+        servers["kayvee"] = Server("kayvee", binaries["kayvee"], PORT_BASE + 1000)
         for group, run in groups.items():
             if group in args.only:
                 log(f"{group}:")
@@ -463,6 +501,9 @@ def main():
     started = time.time()
     result = {"quick": args.quick, "groups": args.only}
     rows = run_throughput(binaries, args)
+    if "aof" in args.only:
+        log("aof:")
+        rows += run_aof(binaries, args)
     if rows:
         print_throughput(rows)
         result["throughput"] = rows

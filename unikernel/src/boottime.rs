@@ -6,7 +6,7 @@ use crate::println;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Most phases recorded.
-const PHASES_MAX: usize = 12;
+const PHASES_MAX: usize = 20;
 
 /// Stamps after the boot stub's two, in order.
 static STAMPS: [AtomicU64; PHASES_MAX] = [const { AtomicU64::new(0) }; PHASES_MAX];

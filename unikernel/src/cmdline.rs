@@ -3,6 +3,12 @@
 //! every other key is a Redis configuration directive with its config-file name
 //! (`requirepass`, `maxmemory`, `port`, ...). Bad values are errors: the caller prints them
 //! and stops, never running half-configured.
+//!
+//! Hypervisors add words of their own: Firecracker (and QEMU microvm with
+//! `auto-kernel-cmdline=on`) name each virtio-mmio device as Linux's
+//! `virtio_mmio.device=<size>@<base>:<irq>[:<id>]`, which becomes [`Args::virtio_mmio`];
+//! other Linux parameters (a dotted `module.param=...`, or one of [`LINUX_PARAMS`]) are
+//! ignored and listed in [`Args::ignored`].
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -19,6 +25,74 @@ pub struct Args {
     pub time_us: Option<u64>,
     /// Redis directives, in order: name and value.
     pub config: Vec<(String, String)>,
+    /// `debug-fault=pf|ud|gp`: raise that CPU exception right after parsing (tests the
+    /// exception handlers: the boot must end with their message and a failure exit).
+    pub debug_fault: Option<Fault>,
+    /// `idle=poll`: never `hlt` when idle (lowest latency, a busy host core); the default
+    /// `idle=halt` halts until the next timer tick after a quiet spell.
+    pub idle_poll: bool,
+    /// virtio-mmio devices named on the command line (Firecracker), in order.
+    pub virtio_mmio: Vec<MmioDevice>,
+    /// Linux kernel parameters seen and ignored.
+    pub ignored: Vec<String>,
+}
+
+/// A CPU exception `debug-fault=` raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// A page fault: a read above the 4 GiB the image maps.
+    Page,
+    /// An invalid opcode (`ud2`).
+    InvalidOpcode,
+    /// A general protection fault: a read at a non-canonical address.
+    GeneralProtection,
+}
+
+/// A virtio-mmio device from `virtio_mmio.device=<size>@<base>:<irq>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmioDevice {
+    /// Physical address of its register block.
+    pub base: u64,
+    /// Bytes of the register block.
+    pub size: u64,
+    /// Its interrupt line (unused: the image polls).
+    pub irq: u32,
+}
+
+/// Linux kernel parameters without a dot that Firecracker's documented `boot_args` carry;
+/// the image ignores them rather than taking them for Redis directives.
+pub const LINUX_PARAMS: &[&str] = &["console", "reboot", "panic", "pci", "nomodule", "swiotlb"];
+
+/// Parses a Linux memory size: decimal or 0x-hex, with an optional K, M or G suffix.
+fn parse_size(v: &str) -> Option<u64> {
+    let (num, shift) = match v.as_bytes().last()? {
+        b'K' | b'k' => (&v[..v.len() - 1], 10),
+        b'M' | b'm' => (&v[..v.len() - 1], 20),
+        b'G' | b'g' => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    parse_int(num)?.checked_mul(1 << shift)
+}
+
+/// Parses a decimal or 0x-prefixed hexadecimal integer.
+fn parse_int(v: &str) -> Option<u64> {
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+/// Parses `<size>@<base>:<irq>[:<id>]` (Linux's `virtio_mmio.device` syntax).
+pub fn parse_mmio_device(v: &str) -> Option<MmioDevice> {
+    let (size, rest) = v.split_once('@')?;
+    let (base, rest) = rest.split_once(':')?;
+    let irq = rest.split(':').next()?;
+    let dev = MmioDevice {
+        size: parse_size(size)?,
+        base: parse_int(base)?,
+        irq: irq.parse().ok()?,
+    };
+    (dev.size >= 0x100 && dev.base.is_multiple_of(4)).then_some(dev)
 }
 
 /// Splits the line into words, honouring double quotes around (parts of) a word.
@@ -72,10 +146,38 @@ fn parse_time_us(v: &str) -> Option<u64> {
 pub fn parse(line: &str) -> Result<Args, String> {
     let mut args = Args::default();
     for w in words(line)? {
+        let key = w.split_once('=').map_or(w.as_str(), |(k, _)| k);
+        if key != "virtio_mmio.device" && (key.contains('.') || LINUX_PARAMS.contains(&key)) {
+            args.ignored.push(w);
+            continue;
+        }
         let Some((key, value)) = w.split_once('=') else {
             return Err(alloc::format!("'{w}': expected key=value"));
         };
         match key {
+            "idle" => {
+                args.idle_poll = match value {
+                    "poll" => true,
+                    "halt" => false,
+                    _ => return Err(alloc::format!("idle={value}: expected halt or poll")),
+                };
+            }
+            "debug-fault" => {
+                args.debug_fault = Some(match value {
+                    "pf" => Fault::Page,
+                    "ud" => Fault::InvalidOpcode,
+                    "gp" => Fault::GeneralProtection,
+                    _ => return Err(alloc::format!("debug-fault={value}: expected pf, ud or gp")),
+                });
+            }
+            "virtio_mmio.device" => {
+                let dev = parse_mmio_device(value).ok_or_else(|| {
+                    alloc::format!(
+                        "virtio_mmio.device={value}: expected SIZE@BASE:IRQ such as 4K@0xd0000000:5"
+                    )
+                })?;
+                args.virtio_mmio.push(dev);
+            }
             "ip" => {
                 let cidr = value.parse::<Ipv4Cidr>().map_err(|_| {
                     alloc::format!("ip={value}: expected ADDRESS/PREFIX such as 10.0.2.15/24")

@@ -49,14 +49,30 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     );
     boottime::stamp("log");
     let args = cmdline::parse(boot.cmdline()).unwrap_or_else(|e| bad_cmdline(&e));
+    boottime::stamp("cmdline");
+    if let Some(fault) = args.debug_fault {
+        raise(fault);
+    }
+    if !args.ignored.is_empty() {
+        println!(
+            "kayvee: ignoring Linux kernel parameters: {}",
+            args.ignored.join(" ")
+        );
+    }
     let config = build_config(&args.config);
-    boottime::stamp("cmdline+config");
+    boottime::stamp("config");
     let (unix_base_us, source) = wall_clock_base(args.time_us);
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
     println!(
-        "kayvee: TSC {} MHz, wall clock from {source}; ring {}; persistence: off",
+        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {}; persistence: off",
         clock.tsc_hz() / 1_000_000,
+        match clock.source() {
+            time::TscSource::HypervisorLeaf => "CPUID 0x40000010",
+            time::TscSource::Cpuid15 => "CPUID 0x15",
+            time::TscSource::Pit => "PIT, refined while running",
+            time::TscSource::Guess => "a guess: no PIT, no CPUID leaf",
+        },
         arch::port::cpl()
     );
     boottime::stamp("log");
@@ -69,8 +85,27 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         },
     );
     fill_host_info(&mut engine, heap_bytes);
+    // The memory limit reads talc's count at command time.
+    engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");
     server::run(&mut engine, &clock, &args)
+}
+
+/// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt`).
+fn raise(fault: cmdline::Fault) {
+    println!("kayvee: debug-fault: raising {fault:?}");
+    match fault {
+        // SAFETY: none: these deliberately fault; the handler stops the VM.
+        cmdline::Fault::Page => unsafe {
+            core::ptr::read_volatile(0x1_0000_0000 as *const u64);
+        },
+        // SAFETY: as above.
+        cmdline::Fault::InvalidOpcode => unsafe { core::arch::asm!("ud2") },
+        // SAFETY: as above.
+        cmdline::Fault::GeneralProtection => unsafe {
+            core::ptr::read_volatile(0x8000_0000_0000_0000 as *const u64);
+        },
+    }
 }
 
 /// Applies the Redis directives from the command line; any bad one stops the boot.

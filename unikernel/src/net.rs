@@ -6,6 +6,7 @@
 //! Receive buffers are posted up front and reposted as soon as smoltcp has consumed them.
 
 use crate::batched::{self, Batched, Notifier};
+use crate::cmdline::MmioDevice;
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -27,6 +28,9 @@ use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 /// Descriptors per virtqueue (QEMU's virtio-net default ring size).
 const QUEUE_SIZE: usize = 256;
+/// Receive buffers posted at initialisation; the loop posts the rest of the ring a few at a
+/// time (each is 2 KiB to allocate and clear: the boot need not wait for 256 of them).
+pub const RX_POSTED_AT_BOOT: usize = 32;
 /// Bytes per packet buffer: virtio-net header + a 1514-byte Ethernet frame, rounded up.
 const BUF_BYTES: usize = 2048;
 /// Largest Ethernet frame (MTU 1500 + header).
@@ -89,27 +93,40 @@ pub type AnyTransport = SomeTransport<'static>;
 
 type Raw = VirtIONetRaw<IdentityHal, Batched<AnyTransport>, QUEUE_SIZE>;
 
-/// Finds the first virtio-net device in the microvm virtio-mmio window.
-pub fn probe_mmio() -> Option<(usize, AnyTransport)> {
-    for slot in 0..MMIO_SLOTS {
-        let addr = MMIO_BASE + slot * MMIO_SLOT_BYTES;
-        // SAFETY: the window is identity mapped (uncached) by the boot stub and every slot
-        // starts with the 32-bit magic register, readable without side effects.
-        let magic = unsafe { core::ptr::read_volatile(addr as *const u32) };
-        if magic != MMIO_MAGIC {
-            continue;
-        }
-        let header = NonNull::new(addr as *mut VirtIOHeader)?;
-        // SAFETY: a virtio-mmio register block (magic checked) of `MMIO_SLOT_BYTES`, used by
-        // this transport only, for the life of the program.
-        let Ok(t) = (unsafe { MmioTransport::new(header, MMIO_SLOT_BYTES) }) else {
-            continue;
-        };
-        if t.device_type() == DeviceType::Network {
-            return Some((addr, t.into()));
-        }
+/// Highest address a virtio-mmio register block may end at: the boot stub maps 4 GiB.
+const MAPPED_END: u64 = 1 << 32;
+
+/// Finds the first virtio-net device among the command line's `virtio_mmio.device=` blocks
+/// (Firecracker names its devices so) or, when there are none, in QEMU microvm's window.
+pub fn probe_mmio(named: &[MmioDevice]) -> Option<(usize, AnyTransport)> {
+    if !named.is_empty() {
+        return named.iter().find_map(|d| {
+            if d.base >= 0xb000_0000 && d.base + d.size <= MAPPED_END {
+                mmio_net_at(d.base as usize, d.size as usize)
+            } else {
+                crate::println!("kayvee: virtio-mmio block at {:#x} lies outside the uncached MMIO mapping (0xb0000000-4 GiB): skipped", d.base);
+                None
+            }
+        });
     }
-    None
+    (0..MMIO_SLOTS)
+        .find_map(|slot| mmio_net_at(MMIO_BASE + slot * MMIO_SLOT_BYTES, MMIO_SLOT_BYTES))
+}
+
+/// The virtio-net transport at `addr` (a register block of `size` bytes), if that is one.
+fn mmio_net_at(addr: usize, size: usize) -> Option<(usize, AnyTransport)> {
+    // SAFETY: callers pass blocks inside the identity-mapped, uncached MMIO range (checked
+    // above, or QEMU microvm's fixed window); every block starts with the 32-bit magic
+    // register, readable without side effects.
+    let magic = unsafe { core::ptr::read_volatile(addr as *const u32) };
+    if magic != MMIO_MAGIC {
+        return None;
+    }
+    let header = NonNull::new(addr as *mut VirtIOHeader)?;
+    // SAFETY: a virtio-mmio register block (magic checked) of `size` bytes, used by this
+    // transport only, for the life of the program.
+    let t = unsafe { MmioTransport::new(header, size) }.ok()?;
+    (t.device_type() == DeviceType::Network).then(|| (addr, t.into()))
 }
 
 /// QEMU q35's PCIe ECAM base (256 MiB, buses 0-255; identity mapped uncached).
@@ -151,6 +168,8 @@ struct Inner {
     raw: Raw,
     /// Receive buffers posted to the device, by descriptor token.
     rx_posted: Vec<Option<Box<[u8]>>>,
+    /// Receive buffers made so far (posted or lent to smoltcp), up to `QUEUE_SIZE`.
+    rx_buffers: usize,
     /// Transmit buffers in flight (and their used length), by descriptor token.
     tx_posted: Vec<Option<(Box<[u8]>, usize)>>,
     /// Transmit buffers ready for reuse.
@@ -248,6 +267,7 @@ impl NetDevice {
         let mut inner = Inner {
             raw,
             rx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
+            rx_buffers: RX_POSTED_AT_BOOT,
             tx_posted: (0..QUEUE_SIZE).map(|_| None).collect(),
             tx_free: Vec::new(),
             tx_dropped: 0,
@@ -256,7 +276,8 @@ impl NetDevice {
             rx_csum: features & F_GUEST_CSUM != 0,
             rx_bad_csum: 0,
         };
-        for _ in 0..QUEUE_SIZE {
+        crate::boottime::stamp("virtio-init");
+        for _ in 0..RX_POSTED_AT_BOOT {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
         }
         let mut dev = NetDevice {
@@ -267,6 +288,15 @@ impl NetDevice {
         };
         dev.kick();
         Ok(dev)
+    }
+
+    /// Posts up to `n` more new receive buffers until the whole ring has one each.
+    pub fn post_more_rx(&mut self, n: usize) {
+        let inner = self.inner.get_mut();
+        for _ in 0..n.min(QUEUE_SIZE - inner.rx_buffers) {
+            inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
+            inner.rx_buffers += 1;
+        }
     }
 
     /// Notifies the device once for each queue that got buffers since the last call: one VM

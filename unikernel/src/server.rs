@@ -18,16 +18,29 @@ use smoltcp::iface::{
 };
 use smoltcp::socket::{dhcpv4, tcp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpCidr};
+use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
 
 /// Print driver and pool counters every 2 s (debugging aid).
 const DEBUG_STATS: bool = false;
-/// Sockets kept listening for new connections.
+/// Sockets kept listening for new connections once the pool has grown (one new socket a loop
+/// round: each costs 48 KiB of buffers to allocate and clear, which the boot need not wait for).
 const LISTENERS_MIN: usize = 32;
+/// Sockets listening at the least: after every received frame (a SYN takes a listener) the
+/// pool is topped up to this many at once.
+const LISTENERS_LOW: usize = 8;
+/// Receive buffers posted to the NIC per loop round until the ring is full (the boot posts a
+/// few only: see `net::RX_POSTED_AT_BOOT`).
+const RX_POSTED_PER_ROUND: usize = 16;
 /// Receive buffer per TCP socket.
 const SOCK_RX_BYTES: usize = 16 * 1024;
 /// Send buffer per TCP socket.
 const SOCK_TX_BYTES: usize = 32 * 1024;
+/// The loop halts (`hlt` until the next idle tick) once no frame has arrived for this long;
+/// busy clients never see it, and an idle guest stops burning a host core under TCG.
+const IDLE_AFTER_US: u64 = 10_000;
+/// The idle tick: the most a frame arriving at an idle guest waits before it is looked at.
+#[cfg_attr(feature = "ring3", allow(dead_code))]
+const IDLE_TICK_US: u32 = 500;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
 
@@ -56,8 +69,9 @@ struct Pool {
 }
 
 impl Pool {
-    /// Moves listeners that got a SYN to `active`, then tops the listeners up.
-    fn refill(&mut self, sockets: &mut SocketSet<'_>) {
+    /// Moves listeners that got a SYN to `active`, then tops the listeners up: closed sockets
+    /// are reused up to [`LISTENERS_MIN`], new ones are made only up to `target`.
+    fn refill(&mut self, sockets: &mut SocketSet<'_>, target: usize) {
         let mut i = 0;
         while i < self.listening.len() {
             let s = self.listening[i];
@@ -71,8 +85,13 @@ impl Pool {
             }
         }
         while self.listening.len() < LISTENERS_MIN {
-            let Some(s) = self.free.pop().or_else(|| self.grow(sockets)) else {
-                break;
+            let s = match self.free.pop() {
+                Some(s) => s,
+                None if self.listening.len() < target => match self.grow(sockets) {
+                    Some(s) => s,
+                    None => break,
+                },
+                None => break,
             };
             let sock = sockets.get_mut::<tcp::Socket>(self.slots[s].socket);
             if sock.listen(self.port).is_ok() {
@@ -102,13 +121,24 @@ impl Pool {
 
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
-    let (addr, transport) = match net::probe_mmio() {
-        Some((addr, t)) => (alloc::format!("virtio-mmio {addr:#x}"), t),
+    let (addr, transport) = match net::probe_mmio(&args.virtio_mmio) {
+        Some((addr, t)) if args.virtio_mmio.is_empty() => {
+            (alloc::format!("virtio-mmio {addr:#x}"), t)
+        }
+        Some((addr, t)) => (
+            alloc::format!("virtio-mmio {addr:#x} (from the command line)"),
+            t,
+        ),
+        None if !args.virtio_mmio.is_empty() => {
+            println!("kayvee: no virtio-net among the command line's virtio_mmio.device= blocks");
+            exit::fail("no network device")
+        }
         None => net::probe_pci().unwrap_or_else(|why| {
             println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
             exit::fail("no network device")
         }),
     };
+    crate::boottime::stamp("nic-probe");
     let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
         println!("kayvee: virtio-net init failed: {e:?}");
         exit::fail("network device")
@@ -122,8 +152,13 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let now = Instant::from_micros(clock.uptime_us() as i64);
     let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
     let mut sockets = SocketSet::new(vec![]);
+    crate::boottime::stamp("interface");
     let dhcp = configure_ip(&mut iface, &mut sockets, args);
-    if let (Some(cidr), Some(gw)) = (args.ip, args.gw) {
+    let gateway = match dhcp {
+        Some(h) => wait_for_lease(&mut iface, &mut dev, &mut sockets, h, clock),
+        None => args.gw,
+    };
+    if let (Some(IpCidr::Ipv4(cidr)), Some(gw)) = (iface.ip_addrs().first(), gateway) {
         dev.announce(cidr.address(), gw);
     }
     let port = engine.core.config.port;
@@ -135,13 +170,18 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         free: Vec::new(),
         sockets_max: engine.core.config.maxclients as usize + LISTENERS_MIN,
     };
-    pool.refill(&mut sockets);
-    crate::boottime::stamp("smoltcp+listeners");
-    crate::boottime::report(clock.tsc_hz());
+    pool.refill(&mut sockets, LISTENERS_LOW);
+    crate::boottime::stamp("listeners");
     println!("kayvee: ready: listening on TCP port {port}");
+    crate::boottime::report(clock.tsc_hz());
     let mut next_cron_us = 0u64;
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
+    let mut last_rx_us = last_us;
+    #[cfg(not(feature = "ring3"))]
+    if !args.idle_poll {
+        crate::arch::apic::init_idle_timer();
+    }
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
@@ -151,6 +191,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             );
         }
         last_us = start_us;
+        clock.maybe_refine();
         let ts = Instant::from_micros(start_us as i64);
         for _ in 0..INGRESS_BUDGET {
             if iface.poll_ingress_single(ts, &mut dev, &mut sockets)
@@ -158,10 +199,14 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             {
                 break;
             }
-            pool.refill(&mut sockets);
+            last_rx_us = start_us;
+            pool.refill(&mut sockets, LISTENERS_LOW);
         }
+        let grown = pool.listening.len() + 1;
+        pool.refill(&mut sockets, grown.min(LISTENERS_MIN));
+        dev.post_more_rx(RX_POSTED_PER_ROUND);
         if let Some(h) = dhcp {
-            poll_dhcp(&mut iface, &mut sockets, h);
+            let _ = poll_dhcp(&mut iface, &mut sockets, h);
         }
         engine.core.host.used_memory = heap::used_bytes();
         if engine.next_block_deadline().is_some() {
@@ -206,7 +251,18 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
         }
+        if !args.idle_poll && up - last_rx_us > IDLE_AFTER_US {
+            idle_wait();
+        }
     }
+}
+
+/// Halts until the next idle tick; the ring-3 mode spins instead (`hlt` is privileged there).
+fn idle_wait() {
+    #[cfg(not(feature = "ring3"))]
+    crate::arch::apic::halt_for(IDLE_TICK_US);
+    #[cfg(feature = "ring3")]
+    core::hint::spin_loop();
 }
 
 /// Static address from `ip=`/`gw=`, or a DHCP socket whose handle is returned.
@@ -216,7 +272,7 @@ fn configure_ip(
     args: &Args,
 ) -> Option<SocketHandle> {
     let Some(cidr) = args.ip else {
-        println!("kayvee: no ip= given: using DHCP");
+        println!("kayvee: no ip= given: waiting for a DHCP lease");
         return Some(sockets.add(dhcpv4::Socket::new()));
     };
     iface.update_ip_addrs(|a| {
@@ -229,14 +285,53 @@ fn configure_ip(
     None
 }
 
-/// Applies DHCP leases as they come and go.
-fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle) {
+/// How long the boot waits for a DHCP lease before giving up.
+const DHCP_WAIT_US: u64 = 10_000_000;
+
+/// Runs the network until the DHCP socket holds a lease; stops the boot with a clear
+/// message after [`DHCP_WAIT_US`] without one (never a server without an address). Returns
+/// the lease's router.
+fn wait_for_lease(
+    iface: &mut Interface,
+    dev: &mut NetDevice,
+    sockets: &mut SocketSet<'_>,
+    h: SocketHandle,
+    clock: &Clock,
+) -> Option<Ipv4Address> {
+    let deadline = clock.uptime_us() + DHCP_WAIT_US;
+    loop {
+        if clock.uptime_us() > deadline {
+            println!(
+                "kayvee: no DHCP lease within {} s: is there a DHCP server on this network? \
+                 Give a static address with ip=ADDR/PREFIX gw=ADDR",
+                DHCP_WAIT_US / 1_000_000
+            );
+            exit::fail("no network address");
+        }
+        let now = Instant::from_micros(clock.uptime_us() as i64);
+        iface.poll(now, dev, sockets);
+        dev.kick();
+        if let Some(router) = poll_dhcp(iface, sockets, h) {
+            return router;
+        }
+    }
+}
+
+/// Applies DHCP leases as they come and go; on a new lease, returns its router.
+fn poll_dhcp(
+    iface: &mut Interface,
+    sockets: &mut SocketSet<'_>,
+    h: SocketHandle,
+) -> Option<Option<Ipv4Address>> {
     match sockets.get_mut::<dhcpv4::Socket>(h).poll() {
-        None => {}
+        None => None,
         Some(dhcpv4::Event::Configured(cfg)) => {
             println!(
-                "kayvee: DHCP address {}, router {:?}",
-                cfg.address, cfg.router
+                "kayvee: DHCP lease: address {}, router {}, DNS {:?}, from server {}",
+                cfg.address,
+                cfg.router.map_or("none".into(), |r| alloc::format!("{r}")),
+                cfg.dns_servers.as_slice(),
+                cfg.server.address,
             );
             iface.update_ip_addrs(|a| {
                 a.clear();
@@ -247,11 +342,14 @@ fn poll_dhcp(iface: &mut Interface, sockets: &mut SocketSet<'_>, h: SocketHandle
             } else {
                 iface.routes_mut().remove_default_ipv4_route();
             }
+            Some(cfg.router)
         }
+        Some(dhcpv4::Event::Deconfigured) if iface.ip_addrs().is_empty() => None, // not leased yet
         Some(dhcpv4::Event::Deconfigured) => {
             println!("kayvee: DHCP lease lost");
             iface.update_ip_addrs(|a| a.clear());
             iface.routes_mut().remove_default_ipv4_route();
+            None
         }
     }
 }

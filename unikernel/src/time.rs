@@ -1,43 +1,89 @@
-//! Time: the TSC, calibrated against the PIT, gives monotonic time; a wall-clock base comes
-//! from the `time=` command-line parameter (the xtask passes the host's unix time) or else the
-//! CMOS RTC, or else 0 (the epoch, logged as such).
+//! Time: the TSC gives monotonic time. Its frequency comes from the hypervisor's CPUID timing
+//! leaf (0x40000010) or CPUID 0x15 when offered; else from the PIT: a short first measurement
+//! (0.25 ms) at boot, refined later over a longer span (the PIT keeps counting while we boot
+//! and serve), so calibration costs the boot almost nothing. A wall-clock base comes from the
+//! `time=` command-line parameter (the xtask passes the host's unix time) or else the CMOS RTC,
+//! or else 0 (the epoch, logged as such).
 
 use crate::arch::port::{inb, outb, rdtsc};
+use core::cell::Cell;
 
 /// PIT input clock.
 const PIT_HZ: u64 = 1_193_182;
-/// PIT ticks to calibrate over (2 ms: both ends are aligned on a PIT count change, so the
-/// error is about one PIT tick, 0.84 us, in 2 ms: 0.04%; boot time matters more).
-const CALIBRATE_TICKS: u64 = PIT_HZ / 500;
+/// PIT ticks of the first, boot-time measurement (0.25 ms: error about 0.3%, refined later).
+const QUICK_TICKS: u64 = PIT_HZ / 4000;
+/// Uptimes (us) at which the PIT measurement is refined: each refinement spans the whole time
+/// since the first PIT edge, so the error shrinks to about one PIT tick (0.84 us) over it.
+const REFINE_AT_US: [u64; 3] = [20_000, 300_000, 3_000_000];
+/// Half a PIT period (16-bit counter) in ticks: refinement resolves counter wraps from the TSC
+/// estimate, which must be closer than this.
+const PIT_HALF_PERIOD: u64 = 1 << 15;
 
-/// A monotonic clock with a wall-clock base.
-#[derive(Clone, Copy, Debug)]
+/// Where the TSC frequency came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TscSource {
+    /// CPUID 0x40000010 (hypervisor timing leaf: KVM, VMware, ...).
+    HypervisorLeaf,
+    /// CPUID 0x15 (crystal clock ratio).
+    Cpuid15,
+    /// Measured against PIT channel 0 (refined while running).
+    Pit,
+    /// Nothing worked: a guess (no PIT, no CPUID leaf).
+    Guess,
+}
+
+/// A monotonic clock with a wall-clock base. Interior mutability: the PIT refinement changes
+/// the frequency while shared references are in use (one CPU, no interrupts).
+#[derive(Debug)]
 pub struct Clock {
-    tsc_hz: u64,
-    tsc_base: u64,
+    tsc_hz: Cell<u64>,
+    source: TscSource,
+    /// TSC at the last rebase and the uptime (us) it stood for.
+    tsc_base: Cell<u64>,
+    uptime_base_us: Cell<u64>,
     unix_base_us: u64,
+    /// Measuring against the PIT: the baseline edge (count, TSC) and its uptime (us), for
+    /// refinement; `None` when the frequency came from CPUID (or there is no PIT).
+    pit_base: Cell<Option<(u16, u64, u64)>>,
+    /// Refinements done since the baseline (index into [`REFINE_AT_US`]).
+    refined: Cell<usize>,
 }
 
 impl Clock {
-    /// Calibrates the TSC; the wall clock starts at `unix_base_us`.
+    /// Finds the TSC frequency; the wall clock starts at `unix_base_us`.
     pub fn new(unix_base_us: u64) -> Self {
-        let tsc_hz = calibrate_tsc_hz();
+        let (tsc_hz, source, pit_base) = match cpuid_tsc_hz() {
+            Some((hz, src)) => (hz, src, None),
+            None => match quick_pit_calibration() {
+                Some((hz, (count, tsc))) => (hz, TscSource::Pit, Some((count, tsc, 0))),
+                None => (2_000_000_000, TscSource::Guess, None),
+            },
+        };
         Clock {
-            tsc_hz,
-            tsc_base: rdtsc(),
+            tsc_hz: Cell::new(tsc_hz),
+            source,
+            tsc_base: Cell::new(rdtsc()),
+            uptime_base_us: Cell::new(0),
             unix_base_us,
+            pit_base: Cell::new(pit_base),
+            refined: Cell::new(0),
         }
     }
 
-    /// TSC frequency found at boot.
+    /// TSC frequency in use.
     pub fn tsc_hz(&self) -> u64 {
-        self.tsc_hz
+        self.tsc_hz.get()
+    }
+
+    /// Where the frequency came from.
+    pub fn source(&self) -> TscSource {
+        self.source
     }
 
     /// Microseconds since the clock was made.
     pub fn uptime_us(&self) -> u64 {
-        let d = rdtsc().wrapping_sub(self.tsc_base);
-        ((u128::from(d) * 1_000_000) / u128::from(self.tsc_hz)) as u64
+        let d = rdtsc().wrapping_sub(self.tsc_base.get());
+        self.uptime_base_us.get() + ticks_to_us(d, self.tsc_hz.get())
     }
 
     /// Unix time in microseconds.
@@ -52,6 +98,96 @@ impl Clock {
             core::hint::spin_loop();
         }
     }
+
+    /// Refines a PIT-measured frequency when the next point of [`REFINE_AT_US`] after the
+    /// baseline is reached (cheap otherwise: call it every loop round). Uptime stays
+    /// continuous: the clock is rebased at the current reading before the new rate applies.
+    /// When the counter's wraps cannot be told apart (the loop came back too late for the
+    /// current precision), the current edge becomes the new baseline and the steps restart.
+    pub fn maybe_refine(&self) {
+        let Some((count0, tsc0, base_us)) = self.pit_base.get() else {
+            return;
+        };
+        let n = self.refined.get();
+        let up = self.uptime_us();
+        if n >= REFINE_AT_US.len() || up < base_us + REFINE_AT_US[n] {
+            return;
+        }
+        let Some((count1, tsc1)) = pit_edge_tight() else {
+            return;
+        };
+        let dtsc = tsc1.wrapping_sub(tsc0);
+        let estimate = u128::from(dtsc) * u128::from(PIT_HZ) / u128::from(self.tsc_hz.get());
+        let Some(ticks) = unwrap_pit(estimate as u64, count0.wrapping_sub(count1)) else {
+            self.pit_base.set(Some((count1, tsc1, up)));
+            self.refined.set(0);
+            return;
+        };
+        self.refined.set(n + 1);
+        let hz = (u128::from(dtsc) * u128::from(PIT_HZ) / u128::from(ticks)) as u64;
+        let now = rdtsc();
+        self.uptime_base_us.set(
+            self.uptime_base_us.get()
+                + ticks_to_us(now.wrapping_sub(self.tsc_base.get()), self.tsc_hz.get()),
+        );
+        self.tsc_base.set(now);
+        self.tsc_hz.set(hz);
+        if n + 1 == REFINE_AT_US.len() {
+            crate::println!(
+                "kayvee: TSC {} kHz (measured against the PIT over {} ms)",
+                hz / 1000,
+                (up - base_us) / 1000
+            );
+        }
+    }
+}
+
+/// Microseconds in `ticks` TSC ticks at `hz`.
+fn ticks_to_us(ticks: u64, hz: u64) -> u64 {
+    ((u128::from(ticks) * 1_000_000) / u128::from(hz.max(1))) as u64
+}
+
+/// The PIT ticks elapsed given a TSC-based `estimate` and the counter's own (wrapping)
+/// `delta`: the count of whole 65,536-tick periods is the one putting the total nearest the
+/// estimate. `None` if the estimate is too rough to decide (or no tick passed).
+fn unwrap_pit(estimate: u64, delta: u16) -> Option<u64> {
+    let delta = u64::from(delta);
+    let periods = (estimate + PIT_HALF_PERIOD).saturating_sub(delta) >> 16;
+    let ticks = periods * 65_536 + delta;
+    let off = ticks.abs_diff(estimate);
+    (ticks > 0 && off < PIT_HALF_PERIOD / 2).then_some(ticks)
+}
+
+/// CPUID leaf `leaf` (subleaf 0): (eax, ebx, ecx, edx).
+fn cpuid(leaf: u32) -> (u32, u32, u32, u32) {
+    // SAFETY: CPUID exists on every x86_64 CPU and only reads identification registers.
+    #[allow(unused_unsafe)]
+    let r = unsafe { core::arch::x86_64::__cpuid(leaf) };
+    (r.eax, r.ebx, r.ecx, r.edx)
+}
+
+/// The TSC frequency the (virtual) CPU states: the hypervisor timing leaf 0x40000010 (TSC kHz
+/// in eax) when the hypervisor leaves go that far, else CPUID 0x15 when it names the crystal
+/// clock. Neither exists under QEMU TCG's default CPU.
+fn cpuid_tsc_hz() -> Option<(u64, TscSource)> {
+    let hypervisor = cpuid(1).2 & (1 << 31) != 0;
+    if hypervisor {
+        let (max, ..) = cpuid(0x4000_0000);
+        if (0x4000_0010..0x4000_0100).contains(&max) {
+            let khz = u64::from(cpuid(0x4000_0010).0);
+            if khz > 0 {
+                return Some((khz * 1000, TscSource::HypervisorLeaf));
+            }
+        }
+    }
+    if cpuid(0).0 >= 0x15 {
+        let (den, num, crystal_hz, _) = cpuid(0x15);
+        if den != 0 && num != 0 && crystal_hz != 0 {
+            let hz = u64::from(crystal_hz) * u64::from(num) / u64::from(den);
+            return Some((hz, TscSource::Cpuid15));
+        }
+    }
+    None
 }
 
 /// Reads PIT channel 0's current count with a latch command.
@@ -62,40 +198,61 @@ fn pit_read() -> u16 {
     u16::from_le_bytes([lo, hi])
 }
 
-/// Spins until PIT channel 0's count changes from `from`; returns the new count and the TSC
-/// read right after it (or `None` when the PIT does not count).
-fn pit_edge(from: u16) -> Option<(u16, u64)> {
+/// Spins until PIT channel 0's count changes from `from`; returns the new count, the TSC
+/// read just before the read that saw it, and the TSC ticks that read took (its
+/// uncertainty: large when the host descheduled us in between). `None` when the PIT does not
+/// count.
+fn pit_edge(from: u16) -> Option<(u16, u64, u64)> {
     for _ in 0..1_000_000 {
+        let before = rdtsc();
         let now = pit_read();
         if now != from {
-            return Some((now, rdtsc()));
+            let after = rdtsc();
+            return Some((now, before, after - before));
         }
     }
     None
 }
 
-/// Counts TSC ticks over `CALIBRATE_TICKS` PIT ticks, both ends taken just after a count
-/// change. Channel 0 runs as a rate generator from 0xffff (about 55 ms a period), so the
-/// window sees at most one wrap.
-fn calibrate_tsc_hz() -> u64 {
-    /// Used when the PIT never counts (no PIT): rather a wrong clock than a hang.
-    const FALLBACK_HZ: u64 = 2_000_000_000;
+/// Most TSC ticks a PIT read may take for its edge to count as precise: about 10 us at a few
+/// GHz; a host that deschedules the vCPU mid-read makes it far longer.
+const EDGE_TICKS_MAX: u64 = 20_000;
+
+/// A PIT edge whose read was not interrupted (a few tries): (count, TSC).
+fn pit_edge_tight() -> Option<(u16, u64)> {
+    let mut best = None;
+    for _ in 0..8 {
+        let (count, tsc, took) = pit_edge(pit_read())?;
+        if took <= EDGE_TICKS_MAX {
+            return Some((count, tsc));
+        }
+        best = Some((count, tsc));
+    }
+    best
+}
+
+/// Starts PIT channel 0 as a free-running rate generator from 0xffff (about 55 ms a period)
+/// and counts TSC ticks over [`QUICK_TICKS`] PIT ticks, both ends taken just after a count
+/// change, each end read without interruption (retried otherwise). Returns the frequency and
+/// the first edge (for [`Clock::maybe_refine`]).
+fn quick_pit_calibration() -> Option<(u64, (u16, u64))> {
     outb(0x43, 0x34); // channel 0, lo/hi access, mode 2
     outb(0x40, 0xff);
     outb(0x40, 0xff);
-    let Some((start, tsc0)) = pit_edge(pit_read()) else {
-        return FALLBACK_HZ;
-    };
-    let mut now = start;
-    let mut tsc1 = tsc0;
-    while u64::from(start.wrapping_sub(now)) < CALIBRATE_TICKS {
-        match pit_edge(now) {
-            Some((n, t)) => (now, tsc1) = (n, t),
-            None => return FALLBACK_HZ,
+    let mut last = None;
+    for _ in 0..8 {
+        let (start, tsc0) = pit_edge_tight()?;
+        let (mut now, mut tsc1, mut took) = (start, tsc0, 0);
+        while u64::from(start.wrapping_sub(now)) < QUICK_TICKS {
+            (now, tsc1, took) = pit_edge(now)?;
+        }
+        let elapsed = u64::from(start.wrapping_sub(now));
+        last = Some(((tsc1 - tsc0) * PIT_HZ / elapsed, (start, tsc0)));
+        if took <= EDGE_TICKS_MAX {
+            break;
         }
     }
-    let elapsed = u64::from(start.wrapping_sub(now));
-    (tsc1 - tsc0) * PIT_HZ / elapsed
+    last // refined later in any case
 }
 
 /// Reads CMOS register `reg`.

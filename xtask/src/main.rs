@@ -2,6 +2,7 @@
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
 mod unikernel;
+mod vmcompare;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -18,9 +19,22 @@ tasks:
   run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]
                    boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
                    127.0.0.1:N (6379) -> guest; Ctrl-C stops
+  bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [--image PATH] [key=value...]
+                   boot the unikernel N times (20) under TCG microvm; min/median ms from QEMU
+                   start to the first console line, to \"ready\" and to the first PONG
+  bench-mem [--mem M] [--image PATH] [key=value...]
+                   the least guest RAM (-m, from 32M down) in which the unikernel boots, holds
+                   10,000 small keys (redis-cli --pipe) and answers
+  bench-net [--image PATH] [--redis-port N] [key=value...]
+                   redis-benchmark SET/GET, 8 clients, -P 1 and -P 16: the unikernel under TCG
+                   through the port forward, then redis-server on the host
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
                    (KAYVEE_TARGET=unikernel)
+  vm-compare [--quick] [--accel tcg|kvm] [--report]
+                   the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
+                   QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
+                   --report prints and writes the last run's results again
 ";
 
 fn main() -> ExitCode {
@@ -31,6 +45,10 @@ fn main() -> ExitCode {
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
         Some("uk-test") => unikernel::uk_test(),
+        Some("bench-boot") => unikernel::bench_boot(&args[1..]),
+        Some("bench-mem") => unikernel::bench_mem(&args[1..]),
+        Some("bench-net") => unikernel::bench_net(&args[1..]),
+        Some("vm-compare") => vmcompare::main(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())

@@ -5,6 +5,10 @@
 //! The image is built in `unikernel/` (a workspace of its own whose `.cargo/config.toml` holds
 //! the image-only flags), so cargo runs with that directory as its working directory.
 
+mod bench;
+
+pub use bench::{bench_boot, bench_mem, bench_net};
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -31,7 +35,7 @@ fn image_path() -> PathBuf {
 }
 
 /// Builds the image; returns its path and size in bytes.
-fn build() -> Result<(PathBuf, u64), String> {
+pub(crate) fn build() -> Result<(PathBuf, u64), String> {
     build_with(&[])
 }
 
@@ -84,7 +88,7 @@ fn unix_time_param() -> String {
 
 /// KVM only when it is real hardware virtualization: this project's CI machines expose a
 /// nested "PVM" /dev/kvm that aborts the ring-0 image on its first SSE instruction.
-fn accel(requested: Option<&str>) -> &'static str {
+pub(crate) fn accel(requested: Option<&str>) -> &'static str {
     match requested {
         Some("kvm") => "kvm",
         Some(_) => "tcg",
@@ -106,7 +110,7 @@ fn accel(requested: Option<&str>) -> &'static str {
 
 /// The machines the image boots on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Machine {
+pub(crate) enum Machine {
     /// QEMU microvm: no firmware, virtio-mmio (the default; Firecracker-like).
     Microvm,
     /// QEMU q35: SeaBIOS, PCIe, virtio-net-pci (modern only; no option ROM).
@@ -140,42 +144,83 @@ impl Machine {
     }
 }
 
+/// How a QEMU boot of the image is set up (see [`qemu`] for the defaults).
+#[derive(Clone, Debug)]
+pub(crate) struct Boot {
+    /// The machine.
+    pub machine: Machine,
+    /// `tcg` or `kvm`.
+    pub accel: String,
+    /// Guest RAM (`-m`).
+    pub mem: String,
+    /// Host port forwarded to the guest's 6379.
+    pub host_port: u16,
+    /// The kernel command line's network words (`ip=... gw=...`); empty asks for DHCP.
+    pub net: String,
+    /// Extra command-line words (`key=value`).
+    pub extra: Vec<String>,
+    /// Extra `-M` options appended to the machine's own (`,x-option-roms=off`).
+    pub machine_opts: String,
+}
+
+impl Boot {
+    /// The defaults: static 10.0.2.15/24 (slirp's), 256 MiB.
+    pub fn new(machine: Machine, accel: &str, host_port: u16) -> Boot {
+        Boot {
+            machine,
+            accel: accel.into(),
+            mem: "256M".into(),
+            host_port,
+            net: "ip=10.0.2.15/24 gw=10.0.2.2".into(),
+            extra: Vec::new(),
+            machine_opts: String::new(),
+        }
+    }
+
+    /// The QEMU command.
+    pub fn command(&self, image: &std::path::Path) -> Command {
+        let mut cmdline = format!("{} port=6379 time={}", self.net, unix_time_param());
+        for a in &self.extra {
+            cmdline.push(' ');
+            cmdline.push_str(a);
+        }
+        let mut c = Command::new("qemu-system-x86_64");
+        c.arg("-M")
+            .arg(format!("{}{}", self.machine.qemu_name(), self.machine_opts))
+            .args(["-accel", &self.accel, "-m", &self.mem])
+            .args([
+                "-nodefaults",
+                "-no-user-config",
+                "-display",
+                "none",
+                "-serial",
+                "stdio",
+            ])
+            .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+            .args(["-netdev"])
+            .arg(format!(
+                "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:6379",
+                self.host_port
+            ))
+            .args(["-device", self.machine.nic(), "-kernel"])
+            .arg(image)
+            .arg("-append")
+            .arg(cmdline);
+        c
+    }
+}
+
 /// The QEMU command for `image` on `machine`, forwarding `host_port` to the guest's 6379.
 fn qemu(
-    image: &PathBuf,
+    image: &std::path::Path,
     machine: Machine,
     accel: &str,
     host_port: u16,
     extra_cmdline: &[String],
 ) -> Command {
-    let mut cmdline = format!(
-        "ip=10.0.2.15/24 gw=10.0.2.2 port=6379 time={}",
-        unix_time_param()
-    );
-    for a in extra_cmdline {
-        cmdline.push(' ');
-        cmdline.push_str(a);
-    }
-    let mut c = Command::new("qemu-system-x86_64");
-    c.args(["-M", machine.qemu_name(), "-accel", accel, "-m", "256M"])
-        .args([
-            "-nodefaults",
-            "-no-user-config",
-            "-display",
-            "none",
-            "-serial",
-            "stdio",
-        ])
-        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
-        .args(["-netdev"])
-        .arg(format!(
-            "user,id=n0,hostfwd=tcp:127.0.0.1:{host_port}-:6379"
-        ))
-        .args(["-device", machine.nic(), "-kernel"])
-        .arg(image)
-        .arg("-append")
-        .arg(cmdline);
-    c
+    let mut boot = Boot::new(machine, accel, host_port);
+    boot.extra = extra_cmdline.to_vec();
+    boot.command(image)
 }
 
 /// Maps QEMU's exit status to the image's meaning.
@@ -235,7 +280,7 @@ fn free_port() -> Result<u16, String> {
 /// succeeds before the guest is up, so only the reply counts). Overlapping probes keep the
 /// reaction time to a few ms without cutting off a slow first answer; `give_up` ends it.
 fn wait_pong(port: u16, mut give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
-    const PROBE_EVERY: Duration = Duration::from_millis(4);
+    const PROBE_EVERY: Duration = Duration::from_millis(1);
     const PROBE_PATIENCE: Duration = Duration::from_millis(300);
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
@@ -262,7 +307,7 @@ fn wait_pong(port: u16, mut give_up: impl FnMut() -> Result<bool, String>) -> Re
         if give_up()? {
             return Ok(false);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 
@@ -502,7 +547,15 @@ pub fn uk_test() -> Result<(), String> {
         );
     }
     println!("uk-test: SHUTDOWN NOSAVE: {}", describe(status));
-    smoke(&path, Machine::Q35, "q35 (SeaBIOS, virtio-net-pci)")?;
+    let mut q35 = Boot::new(Machine::Q35, "tcg", 0);
+    q35.net.clear(); // no ip=: DHCP from slirp
+    smoke(
+        &path,
+        &q35,
+        "q35 (SeaBIOS, virtio-net-pci), DHCP",
+        "DHCP lease: address 10.0.2.15/24",
+    )?;
+    fault_test(&path)?;
     run_suites(&path)?;
     ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
@@ -510,27 +563,93 @@ pub fn uk_test() -> Result<(), String> {
 }
 
 /// Builds the ring-3 variant (`--features ring3`, for nested-PVM KVM hosts) into its own
-/// file and boots it under TCG like the q35 check, on microvm, so the mode keeps working.
+/// file and boots it under TCG like the q35 check, on microvm, so the mode keeps working. This
+/// boot also takes the Firecracker path: QEMU's own command-line additions are off and the
+/// command line names the NIC the way Firecracker does (`virtio_mmio.device=`, after a block
+/// at Firecracker's first address, empty here) and carries Firecracker's usual Linux
+/// parameters, which the image must ignore.
 fn ring3_smoke() -> Result<(), String> {
     let (path, _) = build_with(&["--features", "ring3"])?;
     let ring3 = dir().join("target/kayvee-unikernel-ring3");
     std::fs::copy(&path, &ring3).map_err(|e| format!("{}: {e}", ring3.display()))?;
-    smoke(&ring3, Machine::Microvm, "ring-3 mode (microvm)")
+    let mut boot = Boot::new(Machine::Microvm, "tcg", 0);
+    boot.extra = [
+        "reboot=k",
+        "panic=1",
+        "pci=off",
+        "virtio_mmio.device=4K@0xd0000000:5",
+        MICROVM_NIC_CMDLINE,
+    ]
+    .map(String::from)
+    .to_vec();
+    smoke(
+        &ring3,
+        &boot,
+        "ring-3 mode (microvm), NIC named on the command line",
+        "(from the command line)",
+    )
 }
 
-/// Boots `image` on `machine` under TCG, checks PONG, a SET/GET and a clean SHUTDOWN.
-fn smoke(image: &PathBuf, machine: Machine, what: &str) -> Result<(), String> {
-    let port = free_port()?;
-    let start = Instant::now();
-    let mut qemu = qemu(image, machine, "tcg", port, &[])
+/// Boots with `debug-fault=pf`: the image must print the page fault (vector, RIP, CR2) and
+/// stop with the failure status, not reset.
+fn fault_test(image: &std::path::Path) -> Result<(), String> {
+    let mut boot = Boot::new(Machine::Microvm, "tcg", free_port()?);
+    boot.extra.push("debug-fault=pf".into());
+    let mut qemu = boot
+        .command(image)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let mut out = qemu.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let status = wait_bounded(&mut qemu, BOOT_TIMEOUT)?;
+    let console = reader.join().unwrap_or_default();
+    let line = console
+        .lines()
+        .find(|l| l.contains("CPU exception 14: page fault"))
+        .unwrap_or_default();
+    if status.code() != Some(EXIT_FAILURE)
+        || line.is_empty()
+        || !console.contains("(CR2) 0x100000000")
+    {
+        return Err(format!(
+            "debug-fault=pf: want the page-fault report and exit {EXIT_FAILURE}, got {}:\n{console}",
+            describe(status)
+        ));
+    }
+    println!(
+        "uk-test: debug-fault=pf: {} (CR2 0x100000000), failure exit",
+        line.trim().trim_start_matches("kayvee: ")
+    );
+    Ok(())
+}
+
+/// Where QEMU microvm puts the first (only) virtio-mmio NIC, as Linux's parameter: the last
+/// slot of its window, interrupt 12 (what QEMU itself appends with `auto-kernel-cmdline=on`).
+const MICROVM_NIC_CMDLINE: &str = "virtio_mmio.device=512@0xfeb00e00:12";
+
+/// Boots `image` as `boot` says under TCG, checks PONG, a SET/GET, a clean SHUTDOWN and a
+/// console line containing `expect`.
+fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Result<(), String> {
+    let port = free_port()?;
+    let mut boot = boot.clone();
+    boot.host_port = port;
+    let start = Instant::now();
+    let mut qemu = boot
+        .command(image)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let log = dir().join(format!("target/uk-test-{:?}-console.log", boot.machine));
     let console = capture_console(
         qemu.stdout.take().expect("piped"),
-        std::fs::File::create(dir().join(format!("target/uk-test-{machine:?}-console.log")))
-            .map_err(|e| e.to_string())?,
+        std::fs::File::create(&log).map_err(|e| e.to_string())?,
         start,
     );
     let result = (|| {
@@ -561,9 +680,15 @@ fn smoke(image: &PathBuf, machine: Machine, what: &str) -> Result<(), String> {
         let _ = qemu.kill();
         let _ = qemu.wait();
     }
-    let first_pong = result?;
+    let first_pong = result.map_err(|e| format!("{e} (console: {})", log.display()))?;
+    if console_time_line(&console, expect).is_none() {
+        return Err(format!(
+            "{what}: no console line with {expect:?} (see {})",
+            log.display()
+        ));
+    }
     let nic = console_time_line(&console, "virtio-net at").unwrap_or_default();
-    let ring = console_time_line(&console, "ring").unwrap_or_default();
+    let ring = console_time_line(&console, "; ring ").unwrap_or_default();
     let ring = ring
         .split("; ")
         .find(|p| p.starts_with("ring "))
@@ -573,6 +698,9 @@ fn smoke(image: &PathBuf, machine: Machine, what: &str) -> Result<(), String> {
         nic.trim_start_matches("kayvee: "),
         first_pong.as_secs_f64() * 1e3
     );
+    if let Some(lease) = console_time_line(&console, "DHCP lease:") {
+        println!("uk-test: {what}: {}", lease.trim_start_matches("kayvee: "));
+    }
     Ok(())
 }
 

@@ -189,7 +189,12 @@ impl Blocking {
             .collect()
     }
 
-    /// Takes the replies owed to woken clients.
+    /// Queues replies for a client whose held command ran (see [`crate::pause`]).
+    pub(crate) fn push_wakeup(&mut self, h: Handle, replies: Vec<Reply>) {
+        self.wakeups.push((h, replies));
+    }
+
+    /// Takes the replies owed to woken clients, in wake order.
     pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
         core::mem::take(&mut self.wakeups)
     }
@@ -323,6 +328,7 @@ fn serve_one(
         cmd: w.cmd,
     };
     let result = (w.spec.serve)(&mut cx, key, &w.argv.argv(), &mut tree);
+    let served = result == Ok(true);
     match result {
         Ok(false) => {
             core.blocking.waiters.insert(h, w);
@@ -331,8 +337,15 @@ fn serve_one(
         Ok(true) => {}
         Err(e) => crate::send_error(&mut core.stats, &e, &mut tree),
     }
+    let replies = tree.take();
+    if core.aof.enabled && served {
+        let spec = core.commands.get(w.cmd).spec;
+        let argv = w.argv.argv();
+        crate::aof::after_command(core, db, spec.name, &argv, replies.first());
+        core.aof.flush();
+    }
     core.blocking.waiters.insert(h, w);
-    unblock(core, clients, h, tree.take());
+    unblock(core, clients, h, replies);
 }
 
 /// Removes waiter `h` and queues its replies for the shell.

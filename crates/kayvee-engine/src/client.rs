@@ -109,6 +109,12 @@ pub struct Client {
     pub txn: crate::txn::ClientTxn,
     /// Channel, pattern and shard-channel subscriptions (see [`crate::pubsub`]).
     pub subs: crate::pubsub::ClientSubs,
+    /// `CLIENT TRACKING` state, `None` when off (see [`crate::tracking`]).
+    pub tracking: Option<alloc::boxed::Box<crate::tracking::ClientTracking>>,
+    /// In MONITOR mode (see [`crate::monitor`]): `CLIENT LIST flags=O`.
+    pub monitor: bool,
+    /// `CLIENT NO-EVICT on`: `flags=e` in CLIENT LIST.
+    pub no_evict: bool,
 }
 
 /// The table of connected clients.
@@ -145,6 +151,9 @@ impl ClientTable {
             in_multi: false,
             txn: Default::default(),
             subs: Default::default(),
+            tracking: None,
+            monitor: false,
+            no_evict: false,
         };
         self.len += 1;
         match self.free.pop() {

@@ -44,6 +44,9 @@ pub struct Config {
     pub logfile: String,
     /// Background task frequency (active expiry...), per second.
     pub hz: u32,
+    /// `tracking-table-max-keys`: keys the tracking table holds before it evicts some (each
+    /// evicted key is invalidated for its readers); 0 = no limit.
+    pub tracking_table_max_keys: u64,
     /// Largest bulk string a client may send.
     pub proto_max_bulk_len: u64,
     /// Largest query buffer per client.
@@ -55,6 +58,14 @@ pub struct Config {
     pub maxmemory: u64,
     /// Eviction policy name.
     pub maxmemory_policy: String,
+    /// Keys sampled per database and eviction step (`maxmemory-samples`).
+    pub maxmemory_samples: u32,
+    /// How long one eviction run may go on, 0..=100 (`maxmemory-eviction-tenacity`).
+    pub maxmemory_eviction_tenacity: u32,
+    /// Slows the LFU counter's growth (`lfu-log-factor`).
+    pub lfu_log_factor: u32,
+    /// Minutes per LFU counter decrement (`lfu-decay-time`).
+    pub lfu_decay_time: u32,
     /// Working directory for persistence files.
     pub dir: String,
     /// RDB file name.
@@ -63,6 +74,24 @@ pub struct Config {
     pub save: String,
     /// Append-only file.
     pub appendonly: bool,
+    /// Base name of the AOF files (`appendfilename`).
+    pub appendfilename: String,
+    /// Directory of the AOF files inside `dir` (`appenddirname`).
+    pub appenddirname: String,
+    /// `always`, `everysec` or `no` (`appendfsync`).
+    pub appendfsync: String,
+    /// Write the AOF base as an RDB file (`aof-use-rdb-preamble`).
+    pub aof_use_rdb_preamble: bool,
+    /// Load a truncated AOF up to its last complete command (`aof-load-truncated`).
+    pub aof_load_truncated: bool,
+    /// `aof-timestamp-enabled` (accepted; Kayvee writes no timestamp annotations).
+    pub aof_timestamp_enabled: bool,
+    /// Rewrite when the AOF grew by this percentage over its base (`auto-aof-rewrite-percentage`).
+    pub auto_aof_rewrite_percentage: i64,
+    /// ... and is at least this big (`auto-aof-rewrite-min-size`).
+    pub auto_aof_rewrite_min_size: u64,
+    /// Skip fsync while a rewrite runs (`no-appendfsync-on-rewrite`).
+    pub no_appendfsync_on_rewrite: bool,
     /// LZF-compress long strings in RDB files and DUMP payloads (`rdbcompression`).
     pub rdbcompression: bool,
     /// End RDB files with a CRC-64 (`rdbchecksum`; 0 when off).
@@ -89,6 +118,8 @@ pub struct Config {
     pub hash_max_listpack_value: u64,
     /// `set-max-intset-entries`: an all-integer set with more members is `hashtable`.
     pub set_max_intset_entries: u64,
+    /// `notify-keyspace-events` as class bits (see [`crate::notify::class`]; 0 = off).
+    pub notify_keyspace_events: u32,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -116,6 +147,7 @@ impl Default for Config {
             loglevel: "notice".into(),
             logfile: String::new(),
             hz: 10,
+            tracking_table_max_keys: 1_000_000,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             client_output_buffer_limit: [
@@ -133,10 +165,23 @@ impl Default for Config {
             ],
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             dir: ".".into(),
             dbfilename: "dump.rdb".into(),
             save: String::new(),
             appendonly: false,
+            appendfilename: "appendonly.aof".into(),
+            appenddirname: "appendonlydir".into(),
+            appendfsync: "everysec".into(),
+            aof_use_rdb_preamble: true,
+            aof_load_truncated: true,
+            aof_timestamp_enabled: false,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            no_appendfsync_on_rewrite: false,
             rdbcompression: true,
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
@@ -151,6 +196,7 @@ impl Default for Config {
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            notify_keyspace_events: 0,
             config_file: None,
             config_file_text: None,
             save_loaded: false,
@@ -465,7 +511,7 @@ mod tests {
         let names: Vec<&[u8]> = got.iter().map(|(n, _)| n.as_slice()).collect();
         assert_eq!(names, [&b"port"[..], b"hz"]);
         assert_eq!(c.get_matching(&[b"MaxMemory"])[0].0, b"MaxMemory");
-        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 2);
+        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 4);
         assert!(c.get_matching(&[b"nosuch"]).is_empty());
         assert_eq!(get(&c, "maxmemory-policy"), "noeviction");
         assert_eq!(get(&c, "daemonize"), "no");

@@ -21,6 +21,14 @@ pub struct Db {
     pub(crate) expire_cursor: u64,
     /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
     pub(crate) watch: crate::txn::DbWatch,
+    /// Keys deleted by expiry since the last drain, kept only while commands are propagated
+    /// (AOF on): each becomes a `DEL` in the append-only file (see [`crate::aof`]).
+    pub(crate) expired_log: Option<alloc::vec::Vec<Key>>,
+    /// Keys created or expired, for keyspace notifications (see [`crate::notify`]).
+    pub(crate) events: crate::notify::KeyLog,
+    /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
+    /// [`crate::evict::sync`]).
+    pub(crate) touch: crate::evict::Touch,
 }
 
 /// Counters a database keeps for INFO.
@@ -52,6 +60,9 @@ impl Db {
             stats: DbStats::default(),
             expire_cursor: 0,
             watch: Default::default(),
+            expired_log: None,
+            events: Default::default(),
+            touch: Default::default(),
         }
     }
 
@@ -91,6 +102,10 @@ impl Db {
                 self.expires.remove(key);
                 self.stats.expired += 1;
                 self.watch.note_expired(key);
+                if let Some(log) = &mut self.expired_log {
+                    log.push(Key::from_slice(key));
+                }
+                self.events.expired(key);
                 true
             }
             _ => false,
@@ -116,17 +131,30 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
-        // The access time is written only when its second changed: most reads write nothing,
-        // and a read copies no node a snapshot shares within the same second.
+        // The access time is written only when its second changed (and the LFU counter only
+        // when it moves): most reads write nothing, and a read copies no node a snapshot
+        // shares within the same second.
         let access_s = (now_ms / 1000) as u32;
-        let found = self.keys.get_touch(
-            key,
-            |e: &Entry| e.meta.access_s != access_s,
-            |e| e.meta.access_s = access_s,
-        );
+        let found = if self.touch.lfu {
+            let (touch, r) = (self.touch, self.touch.draw());
+            self.keys.get_touch(
+                key,
+                |e: &Entry| touch.accessed(e.meta, now_ms, r) != e.meta,
+                |e| e.meta = touch.accessed(e.meta, now_ms, r),
+            )
+        } else {
+            self.keys.get_touch(
+                key,
+                |e: &Entry| e.meta.access_s != access_s,
+                |e| e.meta.access_s = access_s,
+            )
+        };
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }
@@ -138,8 +166,17 @@ impl Db {
         if !self.expires.is_empty() {
             self.expire_if_needed(key, now_ms);
         }
+        let r = if self.touch.lfu {
+            self.touch.draw()
+        } else {
+            0.0
+        };
         let e = self.keys.get_mut(key)?;
-        e.meta.access_s = (now_ms / 1000) as u32;
+        if self.touch.lfu {
+            e.meta = self.touch.accessed(e.meta, now_ms, r);
+        } else {
+            e.meta.access_s = (now_ms / 1000) as u32;
+        }
         self.watch.probe(key, &e.value);
         Some(e)
     }
@@ -150,12 +187,30 @@ impl Db {
         let entry = Entry::new(value, now_ms);
         self.watch.note_write(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+            self.events.created(key);
             return;
         };
+        if self.touch.lfu {
+            // Redis's `setKey` looks the key up for writing (one access) and `dbOverwrite`
+            // keeps its LFU counter.
+            let (touch, r) = (self.touch, self.touch.draw());
+            let counted = touch.accessed(old.meta, now_ms, r);
+            if let Some(e) = self.keys.get_mut(key) {
+                (e.meta.freq, e.meta.ldt_min) = (counted.freq, counted.ldt_min);
+            }
+        }
         if !old.meta.has(Meta::HAS_EXPIRE) {
             return;
         }
-        if keep_ttl {
+        // An old value past its TTL had expired: it is counted and logged as such, and the
+        // new value is a new key (without that TTL even under KEEPTTL), as in Redis.
+        let expired = self.expires.get(key).is_some_and(|&at| at <= now_ms);
+        if expired {
+            self.stats.expired += 1;
+            self.events.expired(key);
+            self.events.created(key);
+        }
+        if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
                 e.meta.set_flag(Meta::HAS_EXPIRE, true);
             }
@@ -178,7 +233,9 @@ impl Db {
                 self.expires.remove(key);
             }
         }
-        self.keys.insert(Key::from_slice(key), entry);
+        if self.keys.insert(Key::from_slice(key), entry).is_none() {
+            self.events.created(key);
+        }
     }
 
     /// Deletes a key; returns the entry and its TTL if it existed (expired keys count as absent).
@@ -194,6 +251,29 @@ impl Db {
             None
         };
         Some((entry, ttl))
+    }
+
+    /// Stores a command's result (SINTERSTORE, ZUNIONSTORE, SORT STORE, BITOP...) without a
+    /// TTL, as Redis's `setKey`: an old value past its TTL is expired first (so the result is a
+    /// new key, for keyspace notifications).
+    pub fn store_result(&mut self, key: &[u8], entry: Entry, now_ms: u64) {
+        if !self.expires.is_empty() {
+            self.expire_if_needed(key, now_ms);
+        }
+        self.insert_entry(key, entry, None);
+    }
+
+    /// Deletes a key even when its TTL has passed, without expiring it first, as Redis's
+    /// `dbDelete` (what a store command with an empty result does); returns whether it existed.
+    pub fn delete(&mut self, key: &[u8]) -> bool {
+        let Some((_, entry)) = self.keys.remove(key) else {
+            return false;
+        };
+        self.watch.note_write(key);
+        if entry.meta.has(Meta::HAS_EXPIRE) {
+            self.expires.remove(key);
+        }
+        true
     }
 
     /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
@@ -237,7 +317,10 @@ impl Db {
         let found = self.keys.get(key);
         match found {
             Some(_) => self.stats.hits += 1,
-            None => self.stats.misses += 1,
+            None => {
+                self.stats.misses += 1;
+                self.events.missed(key);
+            }
         }
         found
     }
@@ -309,6 +392,10 @@ impl Db {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.watch.note_expired(&k[..]);
+            self.events.expired(&k[..]);
+        }
+        if let Some(log) = &mut self.expired_log {
+            log.extend(due.iter().cloned());
         }
         self.stats.expired += due.len() as u64;
         (checked, due.len())

@@ -10,6 +10,7 @@
 extern crate alloc;
 
 pub mod acl;
+pub mod aof;
 pub mod argv;
 pub mod blocking;
 pub mod client;
@@ -18,11 +19,16 @@ pub mod command;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod evict;
 pub mod keyspec;
+pub mod monitor;
+pub mod notify;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod reply;
 pub mod stats;
+pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
@@ -162,8 +168,20 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// The memory limit: probe and eviction pool (see [`evict`]).
+    pub evict: evict::Evictor,
+    /// SLOWLOG's entries.
+    pub slowlog: cmd::slowlog::SlowLog,
     /// Users, their permissions and the denial log (see [`acl`]).
     pub acl: acl::Acl,
+    /// Command propagation for the append-only file (see [`aof`]).
+    pub aof: aof::Propagation,
+    /// Client-side caching: the tracking table and BCAST prefixes (see [`tracking`]).
+    pub tracking: tracking::Tracking,
+    /// CLIENT PAUSE: the pause in force and the commands it holds (see [`pause`]).
+    pub pause: pause::Pause,
+    /// MONITOR clients (see [`monitor`]).
+    pub monitors: monitor::Monitors,
 }
 
 pub use stats::Stats;
@@ -273,12 +291,20 @@ impl Engine {
             watching: 0,
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            evict: Default::default(),
+            slowlog: Default::default(),
             acl,
+            aof: Default::default(),
+            tracking: Default::default(),
+            pause: Default::default(),
+            monitors: Default::default(),
         };
+        evict::sync(&mut core);
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let exec_id = core.commands.lookup(b"exec");
+        notify::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -297,6 +323,9 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
+        tracking::disable(&mut self.core, &mut self.clients, h);
+        self.core.pause.remove(h);
+        self.core.monitors.remove(h);
         txn::discard(&mut self.core, &mut self.clients, h);
         pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
         self.clients.remove(h);
@@ -325,6 +354,51 @@ impl Engine {
         self.core.stats.commands[id.0 as usize].usec += usec;
     }
 
+    /// The shell measured the command it just ran for client `h` (`argv`, as the client sent
+    /// it) at `usec`: adds the time to the command's statistics and logs it in SLOWLOG when
+    /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are).
+    pub fn command_timed(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
+        let Some(id) = self.last_cmd else {
+            return;
+        };
+        self.record_usec(id, usec);
+        let config = &self.core.config;
+        if !cmd::slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
+            || self
+                .core
+                .commands
+                .get(id)
+                .spec
+                .has(command::flags::SKIP_SLOWLOG)
+        {
+            return;
+        }
+        let (addr, name) = match self.clients.get(h) {
+            Some(c) => (
+                cmd::client::peer_addr(c),
+                c.name.clone().unwrap_or_default(),
+            ),
+            None => (String::new(), Default::default()),
+        };
+        let entry = cmd::slowlog::Entry {
+            id: 0,
+            time_s: (now.ms() / 1000) as i64,
+            usec,
+            args: cmd::slowlog::truncated_args(argv),
+            addr,
+            name,
+        };
+        let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
+        self.core.slowlog.push(entry, len_max);
+    }
+
+    /// Installs the shell's reading of the bytes the process has allocated (its global
+    /// allocator's count): the memory limit and INFO read it at command time.
+    pub fn set_memory_probe(&mut self, probe: fn() -> u64) {
+        self.core.evict.probe = Some(probe);
+        self.core.evict.startup_bytes = probe();
+    }
+
     /// Runs one command for client `h`, writing its reply to `out`.
     pub fn execute(
         &mut self,
@@ -336,6 +410,15 @@ impl Engine {
         self.last_cmd = None;
         if argv.is_empty() {
             return Outcome::Continue;
+        }
+        if let Some(id) = self.paused_for(h, argv, now) {
+            self.core.pause.postpone(h, argv);
+            let spec = self.core.commands.get(id).spec;
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = true;
+                (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
+            }
+            return Outcome::Blocked;
         }
         let Some(client) = self.clients.get_mut(h) else {
             return Outcome::Continue;
@@ -351,10 +434,25 @@ impl Engine {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+            self.core.aof.flush();
+        }
         if self.core.blocking.has_ready() {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
         }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, Some(h), Some(out));
+        }
+        if self.core.monitors.active() {
+            self.core
+                .monitors
+                .take_self()
+                .iter()
+                .for_each(|r| r.write_to(out));
+        }
+        notify::drain(&mut self.core);
         outcome
     }
 
@@ -381,6 +479,47 @@ impl Engine {
             outcome
         } else {
             self.dispatch(h, argv, now, out)
+        }
+    }
+
+    /// The command, when the pause in force covers this command of `h` (see [`pause`]):
+    /// unknown commands and arity errors are answered at once, QUIT is never held.
+    fn paused_for(&self, h: Handle, argv: &Argv<'_>, now: Now) -> Option<CommandId> {
+        if !self.core.pause.active(now.ms()) {
+            return None;
+        }
+        let id = self.resolve(argv).ok()?;
+        let spec = self.core.commands.get(id).spec;
+        if spec.name == "quit" {
+            return None;
+        }
+        let replicates = pause::held_by_write;
+        let mut write = replicates(spec);
+        if Some(id) == self.exec_id {
+            let queue = self
+                .clients
+                .get(h)
+                .map(|c| &c.txn.queue[..])
+                .unwrap_or_default();
+            write |= queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
+            });
+        }
+        self.core.pause.covers(write).then_some(id)
+    }
+
+    /// Runs the commands a pause held once it is over; their replies go out as wakeups.
+    fn run_postponed(&mut self, now: Now) {
+        for (h, args) in self.core.pause.take_due(now.ms()) {
+            let protocol = self.protocol(h);
+            let mut tree = ReplyTree::new(protocol);
+            if let Some(c) = self.clients.get_mut(h) {
+                c.blocked = false;
+            }
+            self.execute(h, &args.argv(), now, &mut tree);
+            self.core.blocking.push_wakeup(h, tree.take());
         }
     }
 
@@ -419,6 +558,11 @@ impl Engine {
                 return self.reject(h, Some(id), &e, out);
             }
         }
+        if self.core.config.maxmemory != 0 {
+            if let Err(e) = self.admit_memory(h, spec, now) {
+                return self.reject(h, Some(id), &e, out);
+            }
+        }
         if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
@@ -430,6 +574,9 @@ impl Engine {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
         let client = self.clients.get(h).expect("checked by execute");
+        if client.monitor && monitor::refused(spec) {
+            return self.reject(h, Some(id), &monitor::keyspace_error(), out);
+        }
         if client.protocol == Protocol::Resp2
             && client.subs.active()
             && !pubsub::allowed_when_subscribed(spec.name)
@@ -449,9 +596,35 @@ impl Engine {
             }
         }
         if Some(id) == self.exec_id {
-            return self.exec(h, id, now, out);
+            return self.exec(h, id, argv, now, out);
         }
         self.run(h, id, argv, now, out)
+    }
+
+    /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
+    /// when that fails, refuse DENYOOM commands, any command queued inside MULTI (but EXEC,
+    /// DISCARD, QUIT and RESET), and EXEC of a transaction holding a DENYOOM command.
+    fn admit_memory(&mut self, h: Handle, spec: &CommandSpec, now: Now) -> Result<(), Error> {
+        if evict::perform(&mut self.core, now) != evict::Evicted::Fail {
+            return Ok(());
+        }
+        let client = self.clients.get(h).expect("checked by execute");
+        let mut refuse = spec.has(command::flags::DENYOOM);
+        if client.in_multi {
+            refuse |= !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+            if spec.name == "exec" {
+                refuse |= client.txn.queue.iter().any(|args| {
+                    let argv = args.argv();
+                    self.resolve(&argv).is_ok_and(|id| {
+                        self.core.commands.get(id).spec.has(command::flags::DENYOOM)
+                    })
+                });
+            }
+        }
+        if refuse {
+            return Err(Error::msg(evict::OOM));
+        }
+        Ok(())
     }
 
     /// Runs a resolved, admitted command and counts it.
@@ -478,8 +651,25 @@ impl Engine {
             outcome: Outcome::Continue,
             cmd: id,
         };
-        let result = (spec.handler)(&mut cx, argv, out);
+        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
+            let mut tee = aof::Tee::new(out);
+            let result = (spec.handler)(&mut cx, argv, &mut tee);
+            let reply = tee.reply();
+            aof::drain_expired(cx.core);
+            if result.is_ok() {
+                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
+            }
+            result
+        } else {
+            (spec.handler)(&mut cx, argv, out)
+        };
         let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.tracking.active() {
+            tracking::after_run(&mut self.core, &mut self.clients, h, id, argv);
+        }
+        if self.core.monitors.active() {
+            monitor::feed(&mut self.core, &self.clients, h, spec, argv, now);
+        }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
@@ -499,7 +689,14 @@ impl Engine {
     /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
     /// the queued commands run back to back (nothing else runs in between) and their replies
     /// form one array. Run-time errors are elements of the array and do not stop the rest.
-    fn exec(&mut self, h: Handle, id: CommandId, now: Now, out: &mut dyn ReplySink) -> Outcome {
+    fn exec(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        exec_argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
         let client = self.clients.get_mut(h).expect("checked by execute");
         if !client.in_multi {
             let e = Error::msg("ERR EXEC without MULTI");
@@ -543,6 +740,18 @@ impl Engine {
         }
         txn::discard(&mut self.core, &mut self.clients, h);
         self.last_cmd = Some(id);
+        // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
+        if let Some(t) = self
+            .clients
+            .get_mut(h)
+            .and_then(|c| c.tracking.as_deref_mut())
+        {
+            t.caching = None;
+        }
+        if self.core.monitors.active() {
+            let spec = self.core.commands.get(id).spec;
+            monitor::feed(&mut self.core, &self.clients, h, spec, exec_argv, now);
+        }
         outcome
     }
 
@@ -724,8 +933,21 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
-        cmd::expire::active_expire_cycle(&mut self.core, now);
+        notify::sync(&mut self.core);
+        // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
+        // Nor is anything evicted, as in Redis 7.0.
+        if !self.core.pause.active(now.ms()) {
+            cmd::expire::active_expire_cycle(&mut self.core, now);
+            evict::perform(&mut self.core, now);
+        }
+        notify::drain(&mut self.core);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+        }
         txn::settle(&mut self.core, &mut self.clients);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+        }
         self.expire_blocked(now);
     }
 
@@ -734,12 +956,19 @@ impl Engine {
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
         blocking::expire(&mut self.core, &mut self.clients, now);
+        if self.core.pause.deadline().is_some() {
+            self.run_postponed(now);
+        }
     }
 
     /// The earliest unix ms at which a blocked client times out (it times out once the clock
     /// is past it): the shell's poll should wake by then.
     pub fn next_block_deadline(&self) -> Option<u64> {
-        self.core.blocking.next_deadline()
+        let pause = self.core.pause.deadline();
+        match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Replies owed to clients other than the one that ran the last command: blocked clients
@@ -824,6 +1053,8 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
+        notify::sync(&mut self.core);
+        evict::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
@@ -862,9 +1093,31 @@ impl Engine {
         self.core.persist.loading.is_some()
     }
 
+    /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
+    /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
+    /// (see [`aof`]). Off, no work at all is done for it.
+    pub fn set_propagation(&mut self, on: bool) {
+        aof::set_enabled(&mut self.core, on);
+    }
+
+    /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.
+    pub fn drain_propagated(&mut self, into: &mut Vec<u8>) {
+        self.core.aof.drain_into(into);
+    }
+
+    /// Whether propagated commands wait in the buffer.
+    pub fn has_propagated(&self) -> bool {
+        self.core.aof.has_output()
+    }
+
+    /// The propagated stream starts a new file: its next command is preceded by a SELECT.
+    pub fn reset_propagation_db(&mut self) {
+        self.core.aof.reset_db();
+    }
+
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h)
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
     }
 }
 

@@ -122,6 +122,11 @@ impl PubSub {
         core::mem::take(&mut self.outbox)
     }
 
+    /// Queues a message for client `h` (client tracking's invalidations use this path too).
+    pub(crate) fn queue(&mut self, h: Handle, msg: Rc<Reply>) {
+        self.outbox.push((h, msg));
+    }
+
     /// Whether messages are waiting in the outbox.
     pub fn has_messages(&self) -> bool {
         !self.outbox.is_empty()

@@ -51,6 +51,13 @@ pub struct DbWatch {
     pub touched: Vec<(Key, bool)>,
     /// Watched keys opened by `lookup_write` since the last [`settle`], with their value then.
     pub probes: Vec<(Key, Value)>,
+    /// Some client tracks keys (`CLIENT TRACKING`): every written key is noted in
+    /// `track_writes` for [`crate::tracking::after_command`].
+    pub track_all: bool,
+    /// Keys written, expired or deleted since the last tracking pass (while `track_all`).
+    pub track_writes: Vec<Key>,
+    /// The database was flushed since the last tracking pass (while `track_all`).
+    pub track_flushed: bool,
 }
 
 impl DbWatch {
@@ -63,6 +70,9 @@ impl DbWatch {
     /// Notes a write to `key` if it is watched.
     #[inline]
     pub fn note_write(&mut self, key: &[u8]) {
+        if self.track_all {
+            self.track_writes.push(Key::from_slice(key));
+        }
         if self.is_watched(key) {
             self.touched.push((Key::from_slice(key), false));
         }
@@ -71,6 +81,9 @@ impl DbWatch {
     /// Notes the deletion of `key` by expiry if it is watched.
     #[inline]
     pub fn note_expired(&mut self, key: &[u8]) {
+        if self.track_all {
+            self.track_writes.push(Key::from_slice(key));
+        }
         if self.is_watched(key) {
             self.touched.push((Key::from_slice(key), true));
         }
@@ -80,6 +93,9 @@ impl DbWatch {
     /// probe yet.
     #[inline]
     pub fn probe(&mut self, key: &[u8], value: &Value) {
+        if self.track_all {
+            self.track_writes.push(Key::from_slice(key));
+        }
         if self.is_watched(key) && !self.probes.iter().any(|(k, _)| k[..] == *key) {
             self.probes.push((Key::from_slice(key), value.clone()));
         }
@@ -101,6 +117,7 @@ pub fn touch(db: &mut Db, key: &[u8]) {
 /// Notes every watched key of `db` that exists (FLUSHDB, FLUSHALL: Redis touches only the
 /// watched keys the flush really removes).
 pub fn touch_existing(db: &mut Db) {
+    db.watch.track_flushed |= db.watch.track_all;
     if db.watch.clients.is_empty() {
         return;
     }

@@ -101,6 +101,9 @@ pub struct Meta {
     pub flags: u8,
     /// Logarithmic access counter (Redis's LFU counter) for `OBJECT FREQ`.
     pub freq: u8,
+    /// When the LFU counter was last updated, in unix minutes (low 16 bits, Redis's LFU
+    /// "decrement time"): the counter decays by one per `lfu-decay-time` minutes since.
+    pub ldt_min: u16,
 }
 
 impl Meta {
@@ -150,7 +153,8 @@ impl Entry {
             meta: Meta {
                 access_s: (now_ms / 1000) as u32,
                 flags: 0,
-                freq: 5, // LFU_INIT_VAL, as Redis starts new keys
+                freq: crate::evict::LFU_INIT_VAL,
+                ldt_min: crate::evict::minutes(now_ms),
             },
         }
     }
@@ -193,5 +197,6 @@ mod size_tests {
     fn value_is_as_small_as_a_string() {
         assert_eq!(core::mem::size_of::<Value>(), 24);
         assert_eq!(core::mem::size_of::<Entry>(), 32);
+        assert_eq!(core::mem::size_of::<Meta>(), 8);
     }
 }

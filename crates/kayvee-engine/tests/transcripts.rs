@@ -15,6 +15,7 @@
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
 //! - `@cron` runs the engine's background cycle (active expiry, blocked clients' timeouts).
+//! - `@disconnect NAME` closes client NAME's connection (what the shell does after QUIT).
 //! - `@expire` runs only the blocked clients' timeouts (`Engine::expire_blocked`).
 //! - `@woken NAME` checks the replies a blocked client NAME got when it was served or timed
 //!   out, and the pub/sub messages it received (the `<` lines that follow); every such reply must be checked before the next
@@ -66,6 +67,11 @@ impl Runner {
             Now::from_ms(self.now_ms),
             &mut tree,
         );
+        // As the shells do: every command reports its duration (0 µs here), so SLOWLOG with
+        // `slowlog-log-slower-than 0` logs it.
+        let now = Now::from_ms(self.now_ms);
+        self.engine
+            .command_timed(self.current, &argv.argv(), 0, now);
         let resp3 = tree.protocol() == Protocol::Resp3;
         let lines = render_all(tree.take(), resp3);
         self.collect_wakeups();
@@ -324,6 +330,13 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
         } else if line == "@cron" {
             r.engine.cron(Now::from_ms(r.now_ms));
             r.collect_wakeups();
+        } else if let Some(name) = line.strip_prefix("@disconnect ") {
+            flush(&mut pending, &pending_cmd, lineno)?;
+            let h = r
+                .clients
+                .remove(name.trim())
+                .ok_or(format!("line {lineno}: no client {name}"))?;
+            r.engine.disconnect(h);
         } else if line == "@expire" {
             r.engine.expire_blocked(Now::from_ms(r.now_ms));
             r.collect_wakeups();

@@ -62,6 +62,8 @@ pub struct Conn {
     pub idle_since_cron: bool,
     /// Since when the pending output has been above the soft `client-output-buffer-limit`.
     pub soft_since: Option<std::time::Instant>,
+    /// Queued in the server's dirty list: has output to write at the end of the loop pass.
+    pub dirty: bool,
 }
 
 impl Conn {
@@ -80,6 +82,7 @@ impl Conn {
             read_paused: false,
             idle_since_cron: false,
             soft_since: None,
+            dirty: false,
         }
     }
 

@@ -7,6 +7,7 @@
 
 mod acl;
 mod alloc;
+mod aof;
 mod config;
 mod conn;
 mod host;
@@ -80,11 +81,21 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
+    // The memory limit and INFO read the counting allocator at command time.
+    engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
     acl::load_at_startup(&mut engine)?;
-    let load = persist::StartupLoad::start(&mut engine, now)?;
+    // With the AOF on, the data comes from it (loaded here, before clients are accepted) and
+    // the RDB file is not read, as in Redis.
+    let (aof, load) = if engine.core.config.appendonly {
+        let (aof, _) = aof::Aof::open(&mut engine, now, true)?;
+        (Some(aof), None)
+    } else {
+        (None, persist::StartupLoad::start(&mut engine, now)?)
+    };
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
     server.set_loading(load);
+    server.aof = aof;
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

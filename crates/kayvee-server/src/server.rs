@@ -15,7 +15,7 @@
 use crate::conn::{Conn, FillEnd, OUTPUT_PAUSE};
 use crate::net::{self, Listener, Stream};
 use kayvee_engine::client::{ConnInfo, Transport};
-use kayvee_engine::{Engine, Handle, Now, Outcome};
+use kayvee_engine::{Engine, Handle, Now, Outcome, Protocol};
 use kayvee_resp::{Decoder, Limits, RespWriter};
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -129,6 +129,14 @@ pub struct Server {
     bgsave: Option<crate::persist::BgSave>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+    /// The append-only file, when on.
+    pub aof: Option<crate::aof::Aof>,
+    /// Connections whose replies wait for this pass's AOF write (group commit).
+    deferred: Vec<usize>,
+    /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
+    detached_rewrite: Option<(std::thread::JoinHandle<io::Result<u64>>, Instant)>,
+    /// Slots of connections that got pub/sub messages this pass (see [`Server::flush_dirty`]).
+    dirty: Vec<usize>,
     /// The startup load, while it runs.
     loading: Option<crate::persist::StartupLoad>,
 }
@@ -174,6 +182,10 @@ impl Server {
             time_commands: true,
             bgsave: None,
             signal_save: false,
+            aof: None,
+            deferred: Vec::new(),
+            detached_rewrite: None,
+            dirty: Vec::new(),
             loading: None,
         })
     }
@@ -224,15 +236,20 @@ impl Server {
                     break;
                 }
             }
+            self.run_deferred();
             if !self.shutdown && Instant::now() >= self.next_cron {
                 self.cron();
             }
             self.expire_blocked();
+            self.flush_dirty();
             self.loading_cron()?;
         }
         if self.signal_save {
             self.wait_bgsave();
             let _ = crate::persist::save_sync(&mut self.engine, self.clock.now());
+        }
+        if let Some(aof) = self.aof.take() {
+            aof.close(&mut self.engine, self.clock.now());
         }
         self.finish();
         Ok(())
@@ -243,6 +260,9 @@ impl Server {
     /// How long the poll may sleep: until the next cron, or just past the earliest timeout of
     /// a blocked client (the engine times a client out once the clock is past its deadline).
     fn poll_timeout(&self) -> Duration {
+        if !self.deferred.is_empty() {
+            return Duration::ZERO;
+        }
         let mut cron = self.next_cron.saturating_duration_since(Instant::now());
         if self.loading.is_some() {
             cron = cron.min(LOADING_POLL);
@@ -290,14 +310,18 @@ impl Server {
     // ---- Pub/sub messages and output buffer limits ----
 
     /// Appends the pub/sub messages the engine queued to each receiver's output (encoded in
-    /// its protocol), writes each receiver's output once, and drops receivers over their
-    /// `client-output-buffer-limit` (a subscriber that does not read cannot grow without bound).
+    /// its protocol) and marks the receiver dirty. Nothing is written here: the dirty
+    /// connections are written once per loop pass by [`Server::flush_dirty`], so a PUBLISH
+    /// burst to N subscribers costs N writes per pass, not N per PUBLISH (Redis likewise
+    /// writes pending replies once, before it sleeps).
     fn deliver_messages(&mut self) {
         let messages = self.engine.take_messages();
         if messages.is_empty() {
             return;
         }
-        let mut touched = Vec::new();
+        // A message goes to its receivers back to back, so it is encoded once per protocol
+        // and copied: (the message, the protocol, its bytes).
+        let mut encoded: Option<(std::rc::Rc<kayvee_engine::Reply>, Protocol, Vec<u8>)> = None;
         for (h, msg) in messages {
             let protocol = self.engine.protocol(h);
             let Some(conn) = self.conns.get_mut(h.0).and_then(Option::as_mut) else {
@@ -306,16 +330,38 @@ impl Server {
             if conn.closing {
                 continue;
             }
-            msg.write_to(&mut RespWriter::new(&mut conn.out, protocol));
-            if touched.last() != Some(&h.0) {
-                touched.push(h.0);
+            match &mut encoded {
+                Some((m, p, bytes)) if std::rc::Rc::ptr_eq(m, &msg) && *p == protocol => {
+                    conn.out.extend_from_slice(bytes);
+                }
+                slot => {
+                    let mut bytes = Vec::new();
+                    msg.write_to(&mut RespWriter::new(&mut bytes, protocol));
+                    conn.out.extend_from_slice(&bytes);
+                    *slot = Some((msg, protocol, bytes));
+                }
+            }
+            if !conn.dirty {
+                conn.dirty = true;
+                self.dirty.push(h.0);
             }
         }
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
+    }
+
+    /// Writes every connection that received messages during this pass (one `write` each),
+    /// then applies the output limit of its class (`pubsub` for subscribers).
+    fn flush_dirty(&mut self) {
+        // Taken and put back so its allocation is reused (flushing queues nothing new).
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &slot in &dirty {
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            conn.dirty = false;
             self.flush_and_check(slot);
         }
+        dirty.clear();
+        self.dirty = dirty;
     }
 
     /// One write of connection `slot`'s output, then the output limit check: closes it when
@@ -475,6 +521,7 @@ impl Server {
         if let Some(bg) = batch.bgsave.take() {
             self.bgsave = Some(bg);
         }
+        self.after_batch();
         if batch.shutdown {
             self.shutdown_from_command(slot, batch.shutdown_save);
         }
@@ -532,7 +579,13 @@ impl Server {
 
     /// The read / run / write cycle of one connection. False: close it now.
     fn pump(&mut self, conn: &mut Conn, batch: &mut Batch) -> io::Result<bool> {
-        self.write_out(conn)?;
+        if self.aof_pending() {
+            // Writes wait for this pass's one AOF write (group commit): no reply goes out
+            // before it; this connection's output is written at the end of the pass.
+            self.deferred.push(conn.handle.0);
+        } else {
+            self.write_out(conn)?;
+        }
         if conn.closing {
             return Ok(conn.out_pending() > 0);
         }
@@ -549,10 +602,15 @@ impl Server {
                 self.run_from_conn(conn, batch)?
             };
             self.engine.core.stats.total_net_input_bytes += n as u64;
-            self.write_out(conn)?;
             if end == FillEnd::Eof {
                 conn.closing = true;
             }
+            if self.aof_pending() {
+                // Replies wait for the pass's one AOF write (and fsync): group commit.
+                self.deferred.push(conn.handle.0);
+                return Ok(true);
+            }
+            self.write_out(conn)?;
             if conn.closing {
                 return Ok(conn.out_pending() > 0);
             }
@@ -626,9 +684,143 @@ impl Server {
 
     /// One `write` of the connection's pending output, counted in the stats.
     fn write_out(&mut self, conn: &mut Conn) -> io::Result<()> {
+        self.aof_flush();
         let n = conn.flush()?;
         self.engine.core.stats.total_net_output_bytes += n as u64;
         Ok(())
+    }
+
+    // ---- The append-only file (see `crate::aof`) ----
+
+    /// Whether propagated writes wait for the AOF.
+    #[inline]
+    fn aof_pending(&self) -> bool {
+        self.aof
+            .as_ref()
+            .is_some_and(|a| a.needs_flush(&self.engine))
+    }
+
+    /// Writes (and under `always` fsyncs) what the engine propagated: before any reply goes out.
+    #[inline]
+    fn aof_flush(&mut self) {
+        if self.aof_pending() {
+            if let Some(aof) = self.aof.as_mut() {
+                aof.flush(&mut self.engine);
+            }
+        }
+    }
+
+    /// The end of a loop pass: one AOF write for every connection whose replies wait, then
+    /// those connections go on (write their replies, read more).
+    fn run_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.aof_flush();
+        let mut slots = std::mem::take(&mut self.deferred);
+        slots.sort_unstable();
+        slots.dedup();
+        for &slot in &slots {
+            self.flush_and_check(slot);
+        }
+        for slot in slots {
+            self.service(slot);
+        }
+        self.after_batch();
+    }
+
+    /// Acts on the AOF requests of the last commands: BGREWRITEAOF, CONFIG SET appendonly.
+    fn after_batch(&mut self) {
+        let now = self.clock.now();
+        let s = &self.engine.core.aof.status;
+        if s.rewrite_scheduled && self.bgsave.is_none() {
+            self.engine.core.aof.status.rewrite_requested = true;
+        }
+        if self.engine.core.aof.status.rewrite_requested {
+            match self.aof.as_mut() {
+                Some(aof) if !aof.rewriting() => aof.start_rewrite(&mut self.engine, now),
+                Some(_) => {}
+                None => self.start_detached_rewrite(now),
+            }
+        }
+        if self
+            .detached_rewrite
+            .as_ref()
+            .is_some_and(|(t, _)| t.is_finished())
+        {
+            self.finish_detached_rewrite();
+        }
+        let wanted = self.engine.core.config.appendonly;
+        if wanted && self.aof.is_none() {
+            while self.detached_rewrite.is_some() {
+                std::thread::sleep(Duration::from_millis(2));
+                if self
+                    .detached_rewrite
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.is_finished())
+                {
+                    self.finish_detached_rewrite();
+                }
+            }
+            match crate::aof::Aof::open(&mut self.engine, now, false) {
+                Ok((aof, _)) => self.aof = Some(aof),
+                Err(e) => {
+                    warn!("Can't turn the append only file on: {e}");
+                    self.engine.core.config.appendonly = false;
+                }
+            }
+        } else if !wanted {
+            if let Some(aof) = self.aof.take() {
+                aof.close(&mut self.engine, now);
+            }
+        }
+    }
+
+    /// BGREWRITEAOF with the AOF off: a base and a manifest on a thread (see
+    /// [`crate::aof::rewrite_detached`]).
+    fn start_detached_rewrite(&mut self, now: Now) {
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_requested = false;
+        s.rewrite_scheduled = false;
+        if self.detached_rewrite.is_some() {
+            return;
+        }
+        match crate::aof::rewrite_detached(&self.engine, now) {
+            Ok(t) => {
+                self.engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                self.detached_rewrite = Some((t, Instant::now()));
+            }
+            Err(e) => {
+                warn!("Can't rewrite append only file in background: {e}");
+                self.engine.core.aof.status.last_bgrewrite_ok = false;
+            }
+        }
+    }
+
+    /// Reports the end of a detached rewrite to the engine.
+    fn finish_detached_rewrite(&mut self) {
+        let Some((t, started)) = self.detached_rewrite.take() else {
+            return;
+        };
+        let result = t
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
+        let s = &mut self.engine.core.aof.status;
+        s.rewrite_started_ms = None;
+        s.last_rewrite_time_s = started.elapsed().as_secs() as i64;
+        match result {
+            Ok(_) => {
+                tracing::info!("Background AOF rewrite finished successfully");
+                s.last_bgrewrite_ok = true;
+                s.rewrites += 1;
+                s.consecutive_failures = 0;
+            }
+            Err(e) => {
+                warn!("Background AOF rewrite failed: {e}");
+                s.last_bgrewrite_ok = false;
+                s.consecutive_failures += 1;
+            }
+        }
     }
 
     /// Copies a connection's buffer sizes into its engine client (for CLIENT LIST).
@@ -672,6 +864,10 @@ impl Server {
         let now = self.clock.now();
         self.engine.cron(now);
         self.persistence_cron(now);
+        if let Some(aof) = self.aof.as_mut() {
+            aof.cron(&mut self.engine, now);
+        }
+        self.after_batch();
         let core = &mut self.engine.core;
         crate::host::refresh(&mut core.host);
         core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);
@@ -761,9 +957,8 @@ fn run_commands(
         let mut sink = RespWriter::new(&mut conn.out, protocol);
         let outcome = engine.execute(h, &frame.argv, clock.at(start_us), &mut sink);
         if timing {
-            if let Some(id) = engine.last_command() {
-                engine.record_usec(id, monotonic_us().saturating_sub(start_us));
-            }
+            let usec = monotonic_us().saturating_sub(start_us);
+            engine.command_timed(h, &frame.argv, usec, clock.now());
         }
         if !apply_outcome(engine, conn, outcome, batch, clock.now()) {
             break;

@@ -6,7 +6,8 @@
 //! (RAM, the virtio-mmio window at 0xfeb00000, PCI ECAM at 0xb0000000 and the LAPIC all lie
 //! there; everything from 0xb0000000 up is mapped uncached), enables PAE, long mode and SSE (the prebuilt `core`
 //! uses SSE2), loads a 64-bit GDT, switches to its own stack and calls
-//! `kmain(start_info_paddr)`.
+//! `kmain(start_info_paddr)`. On the way it fills and loads the IDT of `arch::idt` (CPU
+//! exceptions print and exit instead of resetting the VM).
 
 use core::arch::global_asm;
 
@@ -135,6 +136,31 @@ long_entry:
     movw %ax, %fs
     movw %ax, %gs
     movq $BOOT_STACK + {stack_bytes}, %rsp
+
+    /* IDT: 48 gates to the stubs of arch::idt (interrupt gates, CS 0x08, DPL 0,
+       IST 0); loaded here because the ring-3 mode cannot lidt later */
+    movq $BOOT_IDT, %r8
+    movq $exc_stub_table, %r9
+    xorl %ecx, %ecx
+5:
+    movq (%r9,%rcx,8), %rax              /* handler address */
+    movl %eax, %edx
+    andl $0xffff, %edx                   /* offset 15:0 */
+    orl $0x00080000, %edx                /* selector 0x08 */
+    movl %edx, (%r8)
+    movl %eax, %edx
+    andl $0xffff0000, %edx               /* offset 31:16 */
+    orl $0x8e00, %edx                    /* present, DPL 0, 64-bit interrupt gate, IST 0 */
+    movl %edx, 4(%r8)
+    shrq $32, %rax
+    movl %eax, 8(%r8)                    /* offset 63:32 */
+    movl $0, 12(%r8)
+    addq $16, %r8
+    incl %ecx
+    cmpl $48, %ecx
+    jne 5b
+    lidt boot_idt_ptr
+
     movl %esi, %edi                      /* zero-extends: rdi = hvm_start_info */
     xorl %ebp, %ebp
     jmp enter_kmain                      /* ring 0: call kmain; ring-3 mode: drop first */
@@ -149,6 +175,10 @@ boot_gdt_end:
 boot_gdt_ptr:
     .word boot_gdt_end - boot_gdt - 1
     .long boot_gdt
+    .p2align 3
+boot_idt_ptr:
+    .word 48 * 16 - 1
+    .quad BOOT_IDT
     "#,
     stack_bytes = const STACK_BYTES,
     options(att_syntax)

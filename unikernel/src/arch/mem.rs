@@ -5,23 +5,48 @@
 
 use core::arch::asm;
 
-/// Copies `n` bytes forward (8 at a time, then the tail).
+/// Copies `n` bytes forward: 64-byte blocks through four SSE registers (every load of a block
+/// before its stores), then 8 bytes at a time, then the tail. Under QEMU TCG each
+/// string-instruction iteration costs a trip through the translated loop, so an unrolled
+/// block loop moves about eight times as much per trip as `rep movsq`.
 ///
 /// # Safety
 /// `dst` and `src` valid for `n` bytes; regions may overlap only with `dst <= src`.
 #[no_mangle]
 pub unsafe extern "C" fn memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: the caller guarantees both ranges are valid; DF is clear (the ABI requires it).
+    // SSE is enabled by the boot stub before any Rust runs.
     unsafe {
         asm!(
+            "cmp rcx, 64",
+            "jb 3f",
+            "2:",
+            "movups xmm0, [rsi]",
+            "movups xmm1, [rsi + 16]",
+            "movups xmm2, [rsi + 32]",
+            "movups xmm3, [rsi + 48]",
+            "movups [rdi], xmm0",
+            "movups [rdi + 16], xmm1",
+            "movups [rdi + 32], xmm2",
+            "movups [rdi + 48], xmm3",
+            "add rsi, 64",
+            "add rdi, 64",
+            "sub rcx, 64",
+            "cmp rcx, 64",
+            "jae 2b",
+            "3:",
+            "mov {tail}, rcx",
+            "shr rcx, 3",
             "rep movsq",
             "mov ecx, {tail:e}",
+            "and ecx, 7",
             "rep movsb",
-            tail = in(reg) n & 7,
-            inout("rcx") n >> 3 => _,
+            tail = out(reg) _,
+            inout("rcx") n => _,
             inout("rdi") dst => _,
             inout("rsi") src => _,
-            options(nostack, preserves_flags)
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            options(nostack)
         );
     }
     dst
@@ -53,24 +78,42 @@ pub unsafe extern "C" fn memmove(dst: *mut u8, src: *const u8, n: usize) -> *mut
     dst
 }
 
-/// Fills `n` bytes with the low byte of `c`, 8 at a time then the tail (under QEMU TCG each
-/// string-instruction iteration costs about the same whatever its width).
+/// Fills `n` bytes with the low byte of `c`: 64-byte blocks of SSE stores, then 8 bytes at a
+/// time, then the tail (see [`memcpy`] for why blocks: QEMU TCG).
 ///
 /// # Safety
 /// `dst` valid for `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn memset(dst: *mut u8, c: i32, n: usize) -> *mut u8 {
-    // SAFETY: the caller guarantees the range is valid; DF is clear.
+    // SAFETY: the caller guarantees the range is valid; DF is clear; SSE is enabled.
     unsafe {
         asm!(
+            "cmp rcx, 64",
+            "jb 3f",
+            "movq xmm0, rax",
+            "punpcklqdq xmm0, xmm0",
+            "2:",
+            "movups [rdi], xmm0",
+            "movups [rdi + 16], xmm0",
+            "movups [rdi + 32], xmm0",
+            "movups [rdi + 48], xmm0",
+            "add rdi, 64",
+            "sub rcx, 64",
+            "cmp rcx, 64",
+            "jae 2b",
+            "3:",
+            "mov {tail}, rcx",
+            "shr rcx, 3",
             "rep stosq",
             "mov ecx, {tail:e}",
+            "and ecx, 7",
             "rep stosb",
-            tail = in(reg) n & 7,
-            inout("rcx") n >> 3 => _,
+            tail = out(reg) _,
+            inout("rcx") n => _,
             inout("rdi") dst => _,
             in("rax") u64::from(c as u8) * 0x0101_0101_0101_0101,
-            options(nostack, preserves_flags)
+            out("xmm0") _,
+            options(nostack)
         );
     }
     dst

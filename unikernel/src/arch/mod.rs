@@ -1,5 +1,8 @@
-//! x86-64 specifics: the PVH boot stub, C memory functions, port I/O.
+//! x86-64 specifics: the PVH boot stub, CPU exception handlers, C memory functions, port I/O.
 
+#[cfg(not(feature = "ring3"))]
+pub mod apic;
 pub mod boot;
+pub mod idt;
 pub mod mem;
 pub mod port;

@@ -10,6 +10,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};
@@ -149,11 +150,13 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
+        emit(cx, nc::STRING, "setbit", key);
         out.int(0);
         return Ok(());
     };
     let mut bytes = take_str(entry)?;
-    if bytes.len() <= byte {
+    let grew = bytes.len() <= byte;
+    if grew {
         bytes.resize(byte + 1, 0);
     }
     let old = bit_at(&bytes, off);
@@ -163,6 +166,9 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         bytes[byte] & !mask
     };
     store_raw(entry, bytes);
+    if grew || old != on {
+        emit(cx, nc::STRING, "setbit", key);
+    }
     out.int(i64::from(old));
     Ok(())
 }
@@ -399,11 +405,14 @@ fn bitop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     let len = result.len();
     let dest = args.get(2);
     if len == 0 {
-        db.remove(dest, now);
+        if db.delete(dest) {
+            emit(cx, nc::GENERIC, "del", dest);
+        }
     } else {
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, result);
-        db.insert_entry(dest, entry, None);
+        db.store_result(dest, entry, now);
+        emit(cx, nc::STRING, "set", dest);
     }
     out.int(len as i64);
     Ok(())

@@ -129,6 +129,53 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: setinfo,
         ..SUB
     },
+    CommandSpec {
+        name: "tracking",
+        arity: -3,
+        summary: "Enable or disable server assisted client side caching support",
+        since: "6.0.0",
+        complexity: "O(1). Some options may introduce additional complexity.",
+        handler: tracking,
+        ..SUB
+    },
+    CommandSpec {
+        name: "caching",
+        arity: 3,
+        summary: "Instruct the server about tracking or not keys in the next request",
+        since: "6.0.0",
+        handler: caching,
+        ..SUB
+    },
+    CommandSpec {
+        name: "pause",
+        arity: -3,
+        flags: flags::ADMIN | SUB_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Stop processing commands from clients for some time",
+        since: "2.9.50",
+        handler: crate::pause::pause_command,
+        ..SUB
+    },
+    CommandSpec {
+        name: "unpause",
+        flags: flags::ADMIN | SUB_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Resume processing of clients that were paused",
+        since: "6.2.0",
+        complexity: "O(N) Where N is the number of paused clients",
+        handler: crate::pause::unpause_command,
+        ..SUB
+    },
+    CommandSpec {
+        name: "no-evict",
+        arity: 3,
+        flags: flags::ADMIN | SUB_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Set client eviction mode for the current connection",
+        since: "7.0.0",
+        handler: no_evict,
+        ..SUB
+    },
 ];
 
 /// This group's commands.
@@ -228,22 +275,31 @@ fn reply(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     Ok(())
 }
 
-/// CLIENT GETREDIR: tracking is not supported, so there is never a redirection (-1).
-fn getredir(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.int(-1);
+/// CLIENT GETREDIR: the REDIRECT target's id, 0 when tracking without one, -1 when off.
+fn getredir(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    out.int(crate::tracking::redirect_id(
+        cx.client().tracking.as_deref(),
+    ));
     Ok(())
 }
 
-/// CLIENT TRACKINGINFO: tracking is always off.
-fn trackinginfo(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.map(3);
-    out.bulk_str("flags");
-    out.set(1);
-    out.bulk_str("off");
-    out.bulk_str("redirect");
-    out.int(-1);
-    out.bulk_str("prefixes");
-    out.array(0);
+/// CLIENT TRACKINGINFO: flags, redirect and prefixes of the caller's tracking.
+fn trackinginfo(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    crate::tracking::info(cx.client().tracking.as_deref(), out);
+    Ok(())
+}
+
+/// CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
+fn tracking(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    crate::tracking::command(cx.core, cx.clients, cx.me, args)?;
+    out.ok();
+    Ok(())
+}
+
+/// CLIENT CACHING yes|no: whether the next command's keys are tracked (OPTIN / OPTOUT).
+fn caching(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    crate::tracking::caching(cx.clients, cx.me, args.get(2))?;
+    out.ok();
     Ok(())
 }
 
@@ -277,6 +333,11 @@ fn client_type(_c: &Client) -> ClientType {
 }
 
 /// The peer address as `CLIENT LIST addr=` shows it (`ip:port`, or `path:0` for Unix sockets).
+/// The peer address as CLIENT LIST and SLOWLOG show it (`ip:port`, `path:0`).
+pub fn peer_addr(c: &Client) -> String {
+    addr(c)
+}
+
 fn addr(c: &Client) -> String {
     match &c.conn.transport {
         Transport::Tcp { addr, .. } => addr.clone(),
@@ -308,7 +369,7 @@ pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut Stri
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} \
          sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem={} \
-         rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={cmd} user={} redir=-1 \
+         rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={cmd} user={} redir={} \
          resp={}",
         c.id,
         addr(c),
@@ -333,20 +394,28 @@ pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut Stri
         io.omem,
         io.tot_mem,
         String::from_utf8_lossy(&c.user),
+        crate::tracking::redirect_id(c.tracking.as_deref()),
         c.protocol.number(),
     );
 }
 
-/// The `flags=` letters in Redis's order: P (subscriber), x (in MULTI), b (blocked), d (a
-/// watched key was modified), U (Unix socket); `N` when none applies.
+/// The `flags=` letters in Redis's order: P (subscriber), x (in MULTI), b (blocked), t
+/// (tracking), R (its redirect target is gone), B (BCAST), d (a watched key was modified), U
+/// (Unix socket); `N` when none applies.
 fn client_flags(c: &Client, tcp: bool) -> String {
     let mut f = String::new();
+    let t = c.tracking.as_deref();
     for (on, letter) in [
+        (c.monitor, 'O'),
         (c.subs.active(), 'P'),
         (c.in_multi, 'x'),
         (c.blocked, 'b'),
+        (t.is_some(), 't'),
+        (t.is_some_and(|t| t.broken_redirect), 'R'),
+        (t.is_some_and(|t| t.bcast), 'B'),
         (c.txn.dirty, 'd'),
         (!tcp, 'U'),
+        (c.no_evict, 'e'),
     ] {
         if on {
             f.push(letter);
@@ -542,9 +611,25 @@ const HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
     "HELP",
     "    Prints this help.",
 ];
+
+/// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
+/// has no `maxmemory-clients`, so the flag is only recorded and shown, as in Redis 7.0 where
+/// it concerns client eviction, not key eviction.
+fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let on = match args.get(2) {
+        a if a.eq_ignore_ascii_case(b"on") => true,
+        a if a.eq_ignore_ascii_case(b"off") => false,
+        _ => return Err(Error::Syntax),
+    };
+    cx.client().no_evict = on;
+    out.ok();
+    Ok(())
+}
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {

@@ -110,7 +110,13 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .step_by(2)
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
+    let maxmemory = cx.core.config.maxmemory;
     cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    crate::evict::sync(cx.core);
+    if cx.core.config.maxmemory != maxmemory {
+        // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
+        crate::evict::perform(cx.core, cx.now);
+    }
     // `requirepass` is the default user's password (see `crate::acl`).
     if pairs
         .iter()
@@ -119,6 +125,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         let pass = cx.core.config.requirepass.clone();
         cx.core.acl.set_requirepass(pass.as_deref());
     }
+    crate::notify::sync(cx.core);
     out.ok();
     Ok(())
 }

@@ -132,6 +132,9 @@ fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let need_auth = cx.core.acl.auth_required();
     crate::txn::discard(cx.core, cx.clients, cx.me);
     crate::pubsub::unsubscribe_all(cx.core, cx.clients, cx.me);
+    crate::tracking::disable(cx.core, cx.clients, cx.me);
+    cx.core.monitors.remove(cx.me);
+    cx.client().monitor = false;
     cx.db_index = 0;
     let client = cx.client();
     client.db = 0;

@@ -7,6 +7,7 @@
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
 use crate::{Core, Cx, Now};
@@ -286,14 +287,17 @@ fn set_expire_generic(
         out.int(0);
         return Ok(());
     }
-    match u64::try_from(when) {
+    let event = match u64::try_from(when) {
         Ok(at) if at > now => {
             db.set_expire(key, at);
+            "expire"
         }
         _ => {
             db.remove(key, now);
+            "del"
         }
-    }
+    };
+    emit(cx, nc::GENERIC, event, key);
     out.int(1);
     Ok(())
 }
@@ -348,6 +352,9 @@ fn persist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let (key, now) = (args.get(1), cx.now_ms());
     let db = cx.db();
     let removed = db.lookup_write(key, now).is_some() && db.persist(key);
+    if removed {
+        emit(cx, nc::GENERIC, "persist", key);
+    }
     out.int(removed as i64);
     Ok(())
 }

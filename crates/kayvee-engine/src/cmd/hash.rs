@@ -13,6 +13,7 @@ use super::hash_more::{hincrby, hincrbyfloat, hrandfield, hscan};
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Hash, Meta, Value};
 use crate::Cx;
@@ -405,6 +406,7 @@ fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error>
     // A modification for WATCH even when every value was already there, as in Redis.
     let db = cx.db();
     crate::txn::touch(db, args.get(1));
+    emit(cx, nc::HASH, "hset", args.get(1));
     Ok(added.unwrap_or(0))
 }
 
@@ -429,6 +431,9 @@ fn hsetnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let set = write_hash(cx, args.get(1), true, |h, meta| {
         Ok(!h.contains_key(field) && hash_put(h, meta, lim, field, value))
     })?;
+    if set == Some(true) {
+        emit(cx, nc::HASH, "hset", args.get(1));
+    }
     out.int(i64::from(set == Some(true)));
     Ok(())
 }
@@ -460,6 +465,10 @@ fn hdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     let removed = write_hash(cx, args.get(1), false, |h, _| {
         Ok(args.iter().skip(2).filter(|f| h.remove(f)).count())
     })?;
+    if removed.unwrap_or(0) > 0 {
+        emit(cx, nc::HASH, "hdel", args.get(1));
+        crate::notify::emptied_if_gone(cx, args.get(1));
+    }
     out.int(removed.unwrap_or(0) as i64);
     Ok(())
 }

@@ -10,6 +10,7 @@ use super::string_ld::{self, Ld};
 use super::string_num::format_i64;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::{Core, Cx};
@@ -32,6 +33,7 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
     })?;
     // A modification for WATCH even for an increment of 0, as in Redis.
     crate::txn::touch(cx.db(), args.get(1));
+    emit(cx, nc::HASH, "hincrby", args.get(1));
     out.int(new.expect("write_hash creates the hash"));
     Ok(())
 }
@@ -62,6 +64,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
         Ok(text)
     })?;
     crate::txn::touch(cx.db(), args.get(1));
+    emit(cx, nc::HASH, "hincrbyfloat", args.get(1));
     out.bulk(text.expect("write_hash creates the hash").as_bytes());
     Ok(())
 }

@@ -206,8 +206,9 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     let max_out = io().map(|i| i.omem).max().unwrap_or(0);
     field(s, "client_recent_max_input_buffer", max_in);
     field(s, "client_recent_max_output_buffer", max_out);
-    field(s, "blocked_clients", cx.core.blocking.len());
-    field(s, "tracking_clients", 0);
+    let held = cx.core.pause.held();
+    field(s, "blocked_clients", cx.core.blocking.len() + held);
+    field(s, "tracking_clients", cx.core.tracking.client_count());
     field(
         s,
         "clients_in_timeout_table",
@@ -215,12 +216,13 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     );
 }
 
-/// The Memory section. Kayvee's allocator is counted by the shell (`host.used_memory`);
+/// The Memory section. Kayvee's allocator is counted by the shell (its memory probe, else
+/// `host.used_memory`);
 /// the fields Redis splits further (overhead, dataset, allocator internals) are derived
 /// from that one count.
 fn memory(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
-    let (used, rss) = (core.host.used_memory, core.host.used_memory_rss);
+    let (used, rss) = (crate::evict::used_memory(core), core.host.used_memory_rss);
     let peak = core.used_memory_peak.max(used);
     let human = |s: &mut String, name: &str, v: u64| {
         field(s, name, v);
@@ -339,19 +341,28 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
     field(s, "rdb_last_cow_size", 0);
     field(s, "rdb_last_load_keys_expired", p.last_load_keys_expired);
     field(s, "rdb_last_load_keys_loaded", p.last_load_keys_loaded);
-    zeros(
+    let a = &core.aof.status;
+    field(s, "aof_enabled", u8::from(a.on));
+    field(
         s,
-        &[
-            "aof_enabled",
-            "aof_rewrite_in_progress",
-            "aof_rewrite_scheduled",
-        ],
+        "aof_rewrite_in_progress",
+        u8::from(a.rewrite_started_ms.is_some()),
     );
-    field(s, "aof_last_rewrite_time_sec", -1);
-    field(s, "aof_current_rewrite_time_sec", -1);
-    field(s, "aof_last_bgrewrite_status", "ok");
-    zeros(s, &["aof_rewrites", "aof_rewrites_consecutive_failures"]);
-    field(s, "aof_last_write_status", "ok");
+    field(s, "aof_rewrite_scheduled", u8::from(a.rewrite_scheduled));
+    field(s, "aof_last_rewrite_time_sec", a.last_rewrite_time_s);
+    let current = a
+        .rewrite_started_ms
+        .map_or(-1, |t| (cx.now.ms().saturating_sub(t) / 1000) as i64);
+    field(s, "aof_current_rewrite_time_sec", current);
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    field(s, "aof_last_bgrewrite_status", ok(a.last_bgrewrite_ok));
+    field(s, "aof_rewrites", a.rewrites);
+    field(
+        s,
+        "aof_rewrites_consecutive_failures",
+        a.consecutive_failures,
+    );
+    field(s, "aof_last_write_status", ok(a.last_write_ok));
     zeros(
         s,
         &[
@@ -360,6 +371,19 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
             "module_fork_last_cow_size",
         ],
     );
+    if a.on {
+        field(s, "aof_current_size", a.current_size);
+        field(s, "aof_base_size", a.base_size);
+        zeros(
+            s,
+            &[
+                "aof_pending_rewrite",
+                "aof_buffer_length",
+                "aof_pending_bio_fsync",
+                "aof_delayed_fsync",
+            ],
+        );
+    }
     if let Some(l) = &p.loading {
         loading_fields(s, l, cx.now.ms());
     }
@@ -467,12 +491,13 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
             "active_defrag_key_misses",
             "total_active_defrag_time",
             "current_active_defrag_time",
-            "tracking_total_keys",
-            "tracking_total_items",
-            "tracking_total_prefixes",
-            "unexpected_error_replies",
         ],
     );
+    let tr = &cx.core.tracking;
+    field(s, "tracking_total_keys", tr.key_count());
+    field(s, "tracking_total_items", tr.item_count());
+    field(s, "tracking_total_prefixes", tr.prefix_count());
+    field(s, "unexpected_error_replies", 0);
     field(s, "total_error_replies", cx.core.stats.total_error_replies);
     zeros(
         s,

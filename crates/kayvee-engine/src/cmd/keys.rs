@@ -10,6 +10,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, notify};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};
@@ -183,12 +184,13 @@ pub(crate) fn parse_db_index(cx: &Cx<'_>, arg: &[u8]) -> Result<usize, Error> {
 /// holds it).
 fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
-    let db = cx.db();
-    let removed = args
-        .iter()
-        .skip(1)
-        .filter(|k| db.remove(k, now).is_some())
-        .count();
+    let mut removed = 0;
+    for k in args.iter().skip(1) {
+        if cx.db().remove(k, now).is_some() {
+            emit(cx, nc::GENERIC, "del", k);
+            removed += 1;
+        }
+    }
     out.int(removed as i64);
     Ok(())
 }
@@ -262,7 +264,11 @@ fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<b
     let Some((entry, ttl)) = db.remove(src, now) else {
         return Err(Error::NoSuchKey);
     };
+    // Redis deletes the destination first, so the key counts as new (`new` event).
+    db.remove(dst, now);
     db.insert_entry(dst, entry, ttl);
+    emit(cx, nc::GENERIC, "rename_from", src);
+    emit(cx, nc::GENERIC, "rename_to", dst);
     crate::blocking::signal_key_ready(cx, cx.db_index, dst);
     Ok(true)
 }
@@ -286,7 +292,12 @@ fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         out.int(0);
         return Ok(());
     }
+    if replace {
+        // Redis deletes the destination first, so the key counts as new (`new` event).
+        target.remove(dst, now);
+    }
     target.insert_entry(dst, value, ttl);
+    notify(cx.core, dst_db, nc::GENERIC, "copy_to", dst);
     crate::blocking::signal_key_ready(cx, dst_db, dst);
     out.int(1);
     Ok(())
@@ -341,6 +352,8 @@ fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Ok(());
     };
     cx.core.dbs[dst_db].insert_entry(key, entry, ttl);
+    emit(cx, nc::GENERIC, "move_from", key);
+    notify(cx.core, dst_db, nc::GENERIC, "move_to", key);
     crate::blocking::signal_key_ready(cx, dst_db, key);
     out.int(1);
     Ok(())

@@ -103,9 +103,6 @@ const SUBCOMMANDS: &[CommandSpec] = &[
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the integers `0..SHARED_INTEGERS` (`OBJ_SHARED_INTEGERS`).
 const SHARED_INTEGERS: i64 = 10_000;
-/// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
-/// Minutes per LFU counter decrement (Redis's default `lfu-decay-time`).
-const LFU_DECAY_MINUTES: u64 = 1;
 
 /// The text of `OBJECT HELP`, line by line, as Redis 7.0.15 sends it.
 const HELP: &[&str] = &[
@@ -156,7 +153,10 @@ fn lfu_policy(config: &Config) -> bool {
 /// Looks the key up for OBJECT (lazy expiry, no access recorded); `None` means reply null.
 fn lookup<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
     let now = cx.now_ms();
-    cx.db().lookup_notouch(key, now)
+    if cx.db().lookup_notouch(key, now).is_none() {
+        crate::notify::unlog_miss(cx.db(), key);
+    }
+    cx.db().keys.get(key)
 }
 
 /// OBJECT ENCODING key.
@@ -170,9 +170,13 @@ fn object_encoding(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 
 /// OBJECT REFCOUNT key.
 fn object_refcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let now = cx.now_ms();
+    let (now, key) = (cx.now_ms(), args.get(2));
     let core = &mut *cx.core;
-    match core.dbs[cx.db_index].lookup_notouch(args.get(2), now) {
+    let db = &mut core.dbs[cx.db_index];
+    if db.lookup_notouch(key, now).is_none() {
+        crate::notify::unlog_miss(db, key);
+    }
+    match db.keys.get(key) {
         Some(e) => out.int(refcount(e, &core.config)),
         None => out.null(),
     }
@@ -194,11 +198,12 @@ fn object_idletime(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     Ok(())
 }
 
-/// OBJECT FREQ key: the logarithmic access counter, decayed by the minutes since the last
-/// access (only tracked under an LFU policy).
+/// OBJECT FREQ key: the logarithmic access counter, decayed by the `lfu-decay-time` periods
+/// since it was last updated (only tracked under an LFU policy).
 fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let now_s = (cx.now_ms() / 1000) as u32;
+    let now_min = crate::evict::minutes(cx.now_ms());
     let lfu = lfu_policy(&cx.core.config);
+    let decay_min = cx.core.config.lfu_decay_time;
     let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta) else {
         out.null();
         return Ok(());
@@ -206,8 +211,7 @@ fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cmd
     if !lfu {
         return Err(Error::msg("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let periods = u64::from(now_s.wrapping_sub(meta.access_s)) / 60 / LFU_DECAY_MINUTES;
-    out.int(u64::from(meta.freq).saturating_sub(periods) as i64);
+    out.int(crate::evict::lfu_decayed(&meta, now_min, decay_min).into());
     Ok(())
 }
 

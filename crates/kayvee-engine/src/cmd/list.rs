@@ -11,6 +11,7 @@
 use crate::argv::Argv;
 use crate::db::Db;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};
@@ -53,12 +54,24 @@ fn pop(l: &mut List, front: bool) -> Option<SmallBytes> {
     }
 }
 
-/// Deletes `key` when its list is empty (Redis never keeps an empty collection).
-fn delete_if_empty(db: &mut Db, key: &[u8], now_ms: u64) {
+/// Deletes `key` when its list is empty (Redis never keeps an empty collection); returns
+/// whether it did (the caller then sends the `del` event).
+fn delete_if_empty(db: &mut Db, key: &[u8], now_ms: u64) -> bool {
     let empty =
         matches!(db.lookup_write(key, now_ms), Some(e) if as_list(e).is_ok_and(List::is_empty));
     if empty {
         db.remove(key, now_ms);
+    }
+    empty
+}
+
+/// The event of a push to (`front`) or a pop from one end.
+fn end_event(push: bool, front: bool) -> &'static str {
+    match (push, front) {
+        (true, true) => "lpush",
+        (true, false) => "rpush",
+        (false, true) => "lpop",
+        (false, false) => "rpop",
     }
 }
 
@@ -88,6 +101,7 @@ pub(crate) fn push_items<'a>(
             n
         }
     };
+    emit(cx, nc::LIST, end_event(true, front), key);
     let dbi = cx.db_index;
     crate::blocking::signal_key_ready(cx, dbi, key);
     Ok(len)
@@ -148,7 +162,13 @@ pub(crate) fn pop_items(
     let l = as_list_mut(e)?;
     let n = count.min(l.len());
     let items: Vec<SmallBytes> = (0..n).filter_map(|_| pop(l, front)).collect();
-    delete_if_empty(db, key, now);
+    let deleted = delete_if_empty(db, key, now);
+    if !items.is_empty() {
+        emit(cx, nc::LIST, end_event(false, front), key);
+    }
+    if deleted {
+        emptied(cx, key);
+    }
     Ok(Some(items))
 }
 
@@ -272,6 +292,7 @@ pub(crate) fn lset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     l.set(i, SmallBytes::from_slice(args.get(3)));
     // A modification for WATCH even when the element is the same, as in Redis.
     crate::txn::touch(cx.db(), args.get(1));
+    emit(cx, nc::LIST, "lset", args.get(1));
     out.ok();
     Ok(())
 }
@@ -292,7 +313,13 @@ pub(crate) fn lrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         c => usize::try_from(c.unsigned_abs()).unwrap_or(usize::MAX),
     };
     let removed = l.remove_matching(|v| &v[..] == ele, limit, count < 0);
-    delete_if_empty(db, key, now);
+    let deleted = delete_if_empty(db, key, now);
+    if removed > 0 {
+        emit(cx, nc::LIST, "lrem", key);
+    }
+    if deleted {
+        emptied(cx, key);
+    }
     out.int(removed as i64);
     Ok(())
 }
@@ -308,9 +335,13 @@ pub(crate) fn ltrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
             Some((s, e)) => l.retain_range(s, e),
             None => l.retain_range(0, 0),
         }
-        delete_if_empty(db, key, now);
+        let deleted = delete_if_empty(db, key, now);
         // A modification for WATCH even when nothing was trimmed, as in Redis.
         crate::txn::touch(db, key);
+        emit(cx, nc::LIST, "ltrim", key);
+        if deleted {
+            emptied(cx, key);
+        }
     }
     out.ok();
     Ok(())
@@ -342,7 +373,9 @@ pub(crate) fn linsert(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         pos + usize::from(after),
         SmallBytes::from_slice(args.get(4)),
     );
-    out.int(l.len() as i64);
+    let len = l.len();
+    emit(cx, nc::LIST, "linsert", args.get(1));
+    out.int(len as i64);
     Ok(())
 }
 
@@ -466,12 +499,19 @@ pub(crate) fn move_one(
     }
     let l = as_list_mut(db.lookup_write(src, now).expect("checked"))?;
     let v = pop(l, from_front).expect("stored lists are never empty");
+    // Events as Redis sends them: the push, then the pop, then `del` of an emptied source.
+    let mut deleted = false;
     if src == dst {
         // A rotation: the key, its TTL and metadata stay.
         push(l, v.clone(), to_front);
+        emit(cx, nc::LIST, end_event(true, to_front), dst);
     } else {
-        delete_if_empty(db, src, now);
+        deleted = delete_if_empty(db, src, now);
         push_items(cx, dst, core::iter::once(&v[..]), to_front, false)?;
+    }
+    emit(cx, nc::LIST, end_event(false, from_front), src);
+    if deleted {
+        emptied(cx, src);
     }
     let dbi = cx.db_index;
     crate::blocking::signal_key_ready(cx, dbi, dst);

@@ -4,6 +4,7 @@
 use crate::command::CommandSpec;
 
 pub mod acl;
+pub mod aof;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -21,12 +22,14 @@ pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
+pub mod memory;
 pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod set;
 pub(crate) mod set_ops;
 pub(crate) mod set_rand;
+pub mod slowlog;
 pub mod sort;
 pub mod string;
 pub(crate) mod string_ld;
@@ -47,6 +50,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     info::COMMANDS,
     server::COMMANDS,
     config_cmd::COMMANDS,
+    aof::COMMANDS,
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
@@ -64,5 +68,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     txn::COMMANDS,
     pubsub::COMMANDS,
     persist::COMMANDS,
+    memory::COMMANDS,
+    slowlog::COMMANDS,
     acl::COMMANDS,
+    crate::monitor::COMMANDS,
 ];

@@ -8,6 +8,7 @@
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
@@ -233,9 +234,12 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let mut value = value;
     value.normalize(big, cx.core.seed);
     let db = &mut cx.core.dbs[db_index];
-    db.remove(key, now);
+    let replaced = db.remove(key, now).is_some();
     if at.is_some_and(|at| at <= now) {
         // Already expired: as Redis, the key is deleted (or simply not created).
+        if replaced {
+            emit(cx, nc::GENERIC, "del", key);
+        }
         out.ok();
         return Ok(());
     }
@@ -248,6 +252,7 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     entry.meta.set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
+    emit(cx, nc::GENERIC, "restore", key);
     crate::blocking::signal_key_ready(cx, db_index, key);
     out.ok();
     Ok(())

@@ -15,6 +15,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Set, Value};
@@ -416,6 +417,9 @@ fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .filter(|m| set_add(s, meta, max, m))
             .count())
     })?;
+    if added.unwrap_or(0) > 0 {
+        emit(cx, nc::SET, "sadd", args.get(1));
+    }
     out.int(added.unwrap_or(0) as i64);
     Ok(())
 }
@@ -429,6 +433,10 @@ fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .filter(|m| s.remove(*m).is_some())
             .count())
     })?;
+    if removed.unwrap_or(0) > 0 {
+        emit(cx, nc::SET, "srem", args.get(1));
+        emptied_if_gone(cx, args.get(1));
+    }
     out.int(removed.unwrap_or(0) as i64);
     Ok(())
 }
@@ -497,8 +505,13 @@ fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         out.int(0);
         return Ok(());
     }
+    emit(cx, nc::SET, "srem", src);
+    emptied_if_gone(cx, src);
     let max = cx.core.config.set_max_intset_entries;
-    write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    let added = write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    if added == Some(true) {
+        emit(cx, nc::SET, "sadd", dst);
+    }
     out.int(1);
     Ok(())
 }

@@ -8,6 +8,7 @@
 use super::set::{redis_order, set_add, set_entry, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};
@@ -23,8 +24,8 @@ enum Op {
     Diff,
 }
 
-/// Snapshots of the sets at `keys` (`None` for missing ones), or WRONGTYPE. Store forms look
-/// keys up for writing (no hit/miss counts), as Redis does.
+/// Snapshots of the sets at `keys` (`None` for missing ones), or WRONGTYPE. Store forms too
+/// look their sources up for reading (a miss counts, and sends `keymiss`), as Redis 7.0.15.
 fn sources<'a>(
     cx: &mut Cx<'_>,
     keys: impl Iterator<Item = &'a [u8]>,
@@ -112,7 +113,7 @@ fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
 /// (replacing any value and its TTL) and answers its size; an empty result deletes the
 /// destination.
 fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
-    let sets = sources(cx, args.iter().skip(2), true)?;
+    let sets = sources(cx, args.iter().skip(2), false)?;
     let (seed, max, now) = (
         cx.core.seed,
         cx.core.config.set_max_intset_entries,
@@ -120,8 +121,15 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     );
     let result = compute(op, &sets, seed);
     let dst = args.get(1);
+    let event = match op {
+        Op::Inter => "sinterstore",
+        Op::Union => "sunionstore",
+        Op::Diff => "sdiffstore",
+    };
     if result.is_empty() {
-        cx.db().remove(dst, now);
+        if cx.db().delete(dst) {
+            emit(cx, nc::GENERIC, "del", dst);
+        }
         out.int(0);
         return Ok(());
     }
@@ -129,7 +137,8 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     for m in &result {
         set_add(&mut s, &mut meta, max, m);
     }
-    cx.db().insert_entry(dst, set_entry(s, meta, now), None);
+    cx.db().store_result(dst, set_entry(s, meta, now), now);
+    emit(cx, nc::SET, event, dst);
     out.int(result.len() as i64);
     Ok(())
 }

@@ -8,6 +8,7 @@ use super::coll::{self, parse_rand_count};
 use super::set::{read_set, redis_order, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};
@@ -89,6 +90,10 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
         out.null();
     }
     drop_if_empty(cx, key);
+    if m.is_some() {
+        emit(cx, nc::SET, "spop", key);
+        emptied_if_gone(cx, key);
+    }
     Ok(())
 }
 
@@ -105,6 +110,8 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
         write_members(out, &redis_order(all, intset));
         let now = cx.now_ms();
         cx.db().remove(key, now);
+        emit(cx, nc::SET, "spop", key);
+        emptied_if_gone(cx, key);
         return Ok(());
     }
     let picked: Vec<SmallBytes> = coll::sample_distinct(s, count, rng)
@@ -116,6 +123,10 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
     }
     write_members(out, &picked.iter().collect::<Vec<_>>());
     drop_if_empty(cx, key);
+    if !picked.is_empty() {
+        emit(cx, nc::SET, "spop", key);
+        emptied_if_gone(cx, key);
+    }
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Meta, Value};
@@ -373,14 +374,17 @@ fn store_list(
     let now = cx.now_ms();
     let n = results.len();
     if n == 0 {
-        cx.db().remove(dst, now);
+        if cx.db().delete(dst) {
+            emit(cx, nc::GENERIC, "del", dst);
+        }
     } else {
         let mut list = List::new();
         for r in results {
             list.push_back(r.unwrap_or_default());
         }
         let entry = Entry::new(Value::List(alloc::boxed::Box::new(list)), now);
-        cx.db().insert_entry(dst, entry, None);
+        cx.db().store_result(dst, entry, now);
+        emit(cx, nc::LIST, "sortstore", dst);
     }
     out.int(n as i64);
 }

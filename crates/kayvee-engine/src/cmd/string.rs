@@ -11,6 +11,7 @@ use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Meta, Value};
 use crate::{util, Cx};
@@ -389,6 +390,7 @@ fn set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     if args.len() == 3 {
         cx.db().set(args.get(1), str_value(args.get(2)), now, false);
+        emit(cx, nc::STRING, "set", args.get(1));
         out.ok();
         return Ok(());
     }
@@ -429,6 +431,10 @@ fn set_generic(
         // A time already past still stores the key; it expires on its next access, as in 7.0.
         db.set_expire(key, at);
     }
+    emit(cx, nc::STRING, "set", key);
+    if at.is_some() {
+        emit(cx, nc::GENERIC, "expire", key);
+    }
     if !opts.get {
         out.ok();
     }
@@ -443,6 +449,7 @@ fn setnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         out.int(0);
     } else {
         db.set(args.get(1), str_value(args.get(2)), now, false);
+        emit(cx, nc::STRING, "set", args.get(1));
         out.int(1);
     }
     Ok(())
@@ -472,6 +479,8 @@ fn set_with_ttl(
     let db = cx.db();
     db.set(key, str_value(args.get(3)), now, false);
     db.set_expire(key, at);
+    emit(cx, nc::STRING, "set", key);
+    emit(cx, nc::GENERIC, "expire", key);
     out.ok();
     Ok(())
 }
@@ -509,9 +518,10 @@ fn mset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
 /// Stores every pair of MSET/MSETNX, later pairs winning.
 fn mset_all(cx: &mut Cx<'_>, args: &Argv<'_>) {
     let now = cx.now_ms();
-    let db = cx.db();
     for i in (1..args.len()).step_by(2) {
-        db.set(args.get(i), str_value(args.get(i + 1)), now, false);
+        cx.db()
+            .set(args.get(i), str_value(args.get(i + 1)), now, false);
+        emit(cx, nc::STRING, "set", args.get(i));
     }
 }
 
@@ -541,6 +551,7 @@ fn getset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         None => out.null(),
     }
     db.set(args.get(1), str_value(args.get(2)), now, false);
+    emit(cx, nc::STRING, "set", args.get(1));
     Ok(())
 }
 
@@ -556,6 +567,7 @@ fn getdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         }
     }
     db.remove(args.get(1), now);
+    emit(cx, nc::GENERIC, "del", args.get(1));
     Ok(())
 }
 
@@ -575,17 +587,14 @@ fn getex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     // The expire value is checked only once the key is known to hold a string.
     let at = opts.expire_at(now, "getex")?;
     out.bulk(s);
-    match at {
-        Some(at) if at <= now => {
-            db.remove(key, now);
-        }
-        Some(at) => {
-            db.set_expire(key, at);
-        }
-        None if opts.persist => {
-            db.persist(key);
-        }
-        None => {}
+    let event = match at {
+        Some(at) if at <= now => db.remove(key, now).map(|_| "del"),
+        Some(at) => db.set_expire(key, at).then_some("expire"),
+        None if opts.persist => db.persist(key).then_some("persist"),
+        None => None,
+    };
+    if let Some(event) = event {
+        emit(cx, nc::GENERIC, event, key);
     }
     Ok(())
 }
@@ -599,6 +608,7 @@ fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let db = cx.db();
     let Some(entry) = db.lookup_write(key, now) else {
         db.set(key, str_value(val), now, false);
+        emit(cx, nc::STRING, "append", key);
         out.int(val.len() as i64);
         return Ok(());
     };
@@ -612,6 +622,7 @@ fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     store_raw(entry, bytes);
     // A modification for WATCH even when nothing was appended, as in Redis.
     crate::txn::touch(db, key);
+    emit(cx, nc::STRING, "append", key);
     out.int(total as i64);
     Ok(())
 }
@@ -678,6 +689,7 @@ fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
+        emit(cx, nc::STRING, "setrange", key);
         return Ok(());
     };
     let olen = as_str(entry)?.len();
@@ -693,6 +705,7 @@ fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     store_raw(entry, bytes);
     // A modification for WATCH even when the bytes are the same, as in Redis.
     crate::txn::touch(db, key);
+    emit(cx, nc::STRING, "setrange", key);
     Ok(())
 }
 

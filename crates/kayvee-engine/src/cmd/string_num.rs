@@ -7,6 +7,7 @@ use super::string::as_str;
 use super::string_ld::{self, Ld};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Value};
@@ -58,6 +59,7 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
         }
         None => db.set(key, value, now, false),
     }
+    emit(cx, nc::STRING, "incrby", key);
     out.int(new);
     Ok(())
 }
@@ -124,6 +126,7 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             db.insert_entry(key, e, None);
         }
     }
+    emit(cx, nc::STRING, "incrbyfloat", key);
     out.bulk(text.as_bytes());
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::command::{acl, flags, CommandSpec, Handler};
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::{Protocol, ReplySink};
 use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;
@@ -228,7 +229,9 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let now = cx.now_ms();
     let len = zs.len();
     if len == 0 {
-        cx.db().remove(key, now);
+        if cx.db().delete(key) {
+            crate::notify::emptied(cx, key);
+        }
         return 0;
     }
     let longest = zs.iter().map(|e| e.1.len()).max().unwrap_or(0);
@@ -247,7 +250,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let mut entry = Entry::new(Value::ZSet(zs), now);
     entry.meta.set_flag(Meta::BIG, big);
     entry.value.normalize(big, cx.core.seed);
-    cx.db().insert_entry(key, entry, None);
+    cx.db().store_result(key, entry, now);
     signal_zset_ready(cx, key);
     len
 }
@@ -469,6 +472,9 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         out.int(if f.ch { added + changed } else { added });
     }
     drop_if_empty(cx, key);
+    if added + changed > 0 {
+        emit(cx, nc::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+    }
     signal_zset_ready(cx, key);
     Ok(())
 }
@@ -512,6 +518,7 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len(), seed);
     }
     out.double(new);
+    emit(cx, nc::ZSET, "zincr", key);
     signal_zset_ready(cx, key);
     Ok(())
 }
@@ -533,6 +540,10 @@ fn zrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         .filter(|m| zs.remove(m).is_some())
         .count();
     drop_if_empty(cx, key);
+    if removed > 0 {
+        emit(cx, nc::ZSET, "zrem", key);
+        emptied_if_gone(cx, key);
+    }
     out.int(removed as i64);
     Ok(())
 }

@@ -8,6 +8,7 @@ use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::{glob_match, parse_i64};
 use crate::value::{Meta, Value};
@@ -40,6 +41,10 @@ pub(crate) fn pop(
         items.push(e);
     }
     drop_if_empty(cx, key);
+    if !items.is_empty() {
+        emit(cx, nc::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        emptied_if_gone(cx, key);
+    }
     Ok(Some(items))
 }
 

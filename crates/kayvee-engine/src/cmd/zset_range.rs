@@ -13,6 +13,7 @@ use super::zset::{drop_if_empty, read_zset, reply_scored, store_zset};
 use super::zset_num::parse_range_score;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Value, ZRef, ZSet};
@@ -385,6 +386,9 @@ fn zrange_generic(
                 zs.insert(m, *s);
             });
             let n = store_zset(cx, dst, zs);
+            if n > 0 {
+                emit(cx, nc::ZSET, "zrangestore", dst);
+            }
             out.int(n as i64);
         }
         None => reply_scored(out, &items, o.scores),
@@ -467,6 +471,7 @@ fn remove_span(
     cx: &mut Cx<'_>,
     key: &[u8],
     out: &mut dyn ReplySink,
+    event: &str,
     span: impl FnOnce(&ZSet, bool) -> (usize, usize),
 ) -> CmdResult {
     let now = cx.now_ms();
@@ -481,6 +486,10 @@ fn remove_span(
     let (lo, hi) = span(zs, big);
     let n = zs.remove_rank_range(lo, hi);
     drop_if_empty(cx, key);
+    if n > 0 {
+        emit(cx, nc::ZSET, event, key);
+        emptied_if_gone(cx, key);
+    }
     out.int(n as i64);
     Ok(())
 }
@@ -493,7 +502,7 @@ pub(crate) fn zremrangebyrank(
 ) -> CmdResult {
     let start = parse_i64(args.get(2)).ok_or(Error::NotInteger)?;
     let end = parse_i64(args.get(3)).ok_or(Error::NotInteger)?;
-    remove_span(cx, args.get(1), out, |zs, _| {
+    remove_span(cx, args.get(1), out, "zremrangebyrank", |zs, _| {
         rank_span(zs.len(), start, end).map_or((0, 0), |(s, e)| (s, e + 1))
     })
 }
@@ -505,7 +514,7 @@ pub(crate) fn zremrangebyscore(
     out: &mut dyn ReplySink,
 ) -> CmdResult {
     let r = ScoreRange::parse(args.get(2), args.get(3))?;
-    remove_span(cx, args.get(1), out, |zs, _| r.span(zs))
+    remove_span(cx, args.get(1), out, "zremrangebyscore", |zs, _| r.span(zs))
 }
 
 /// ZREMRANGEBYLEX key min max.
@@ -515,7 +524,9 @@ pub(crate) fn zremrangebylex(
     out: &mut dyn ReplySink,
 ) -> CmdResult {
     let r = LexRange::parse(args.get(2), args.get(3))?;
-    remove_span(cx, args.get(1), out, |zs, big| r.span(zs, big))
+    remove_span(cx, args.get(1), out, "zremrangebylex", |zs, big| {
+        r.span(zs, big)
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::zset::{reply_scored, store_zset};
 use super::zset_num::parse_score;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
+use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Set, Value, ZSet};
@@ -232,7 +233,8 @@ fn setop(
     let at = if store { 2 } else { 1 };
     let n = parse_numkeys(args, at, name)?;
     let keys = (0..n).map(|i| SmallBytes::from_slice(args.get(at + 1 + i)));
-    let srcs = load_sources(cx, keys, store)?;
+    // Redis 7.0.15 reads the sources even when storing (a miss counts and sends `keymiss`).
+    let srcs = load_sources(cx, keys, false)?;
     let o = parse_opts(args, at + 1 + n, n, op, store)?;
     let zs = compute(
         op,
@@ -242,6 +244,9 @@ fn setop(
     );
     if store {
         let len = store_zset(cx, args.get(1), zs);
+        if len > 0 {
+            emit(cx, nc::ZSET, name, args.get(1));
+        }
         out.int(len as i64);
     } else {
         let items: Vec<(SmallBytes, f64)> = zs

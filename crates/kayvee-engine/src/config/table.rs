@@ -47,6 +47,8 @@ pub enum Kind {
     DaemonizeNo,
     /// `client-output-buffer-limit`: `class hard soft seconds` groups.
     BufferLimits,
+    /// `notify-keyspace-events`: class letters, stored as bits (see [`crate::notify`]).
+    KeyspaceEvents,
 }
 
 /// Who may change a parameter after startup.
@@ -237,6 +239,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.logfile = v.string(),
     },
     Param {
+        name: "notify-keyspace-events",
+        kind: Kind::KeyspaceEvents,
+        access: Access::Mutable,
+        get: |c| Val::Int(c.notify_keyspace_events.into()),
+        put: |c, v| c.notify_keyspace_events = v.int() as u32,
+    },
+    Param {
         name: "hz",
         kind: Kind::Int {
             min: 0,
@@ -246,6 +255,16 @@ pub const PARAMS: &[Param] = &[
         get: |c| Val::Int(c.hz.into()),
         // Redis accepts any non-negative value and clamps it to 1..=500.
         put: |c, v| c.hz = v.int().clamp(1, 500) as u32,
+    },
+    Param {
+        name: "tracking-table-max-keys",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.tracking_table_max_keys as i64),
+        put: |c, v| c.tracking_table_max_keys = v.int() as u64,
     },
     Param {
         name: "proto-max-bulk-len",
@@ -283,6 +302,43 @@ pub const PARAMS: &[Param] = &[
         access: Access::Mutable,
         get: |c| Val::Str(c.maxmemory_policy.as_bytes().into()),
         put: |c, v| c.maxmemory_policy = v.string(),
+    },
+    Param {
+        name: "maxmemory-samples",
+        kind: Kind::Int {
+            min: 1,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxmemory_samples.into()),
+        put: |c, v| c.maxmemory_samples = v.int() as u32,
+    },
+    Param {
+        name: "maxmemory-eviction-tenacity",
+        kind: Kind::Int { min: 0, max: 100 },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxmemory_eviction_tenacity.into()),
+        put: |c, v| c.maxmemory_eviction_tenacity = v.int() as u32,
+    },
+    Param {
+        name: "lfu-log-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.lfu_log_factor.into()),
+        put: |c, v| c.lfu_log_factor = v.int() as u32,
+    },
+    Param {
+        name: "lfu-decay-time",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.lfu_decay_time.into()),
+        put: |c, v| c.lfu_decay_time = v.int() as u32,
     },
     Param {
         name: "dir",
@@ -355,6 +411,75 @@ pub const PARAMS: &[Param] = &[
         access: Access::Mutable,
         get: |c| Val::Bool(c.appendonly),
         put: |c, v| c.appendonly = v.bool(),
+    },
+    Param {
+        name: "appendfilename",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.appendfilename.as_bytes().into()),
+        put: |c, v| c.appendfilename = v.string(),
+    },
+    Param {
+        name: "appenddirname",
+        kind: Kind::Str,
+        access: Access::Immutable,
+        get: |c| Val::Str(c.appenddirname.as_bytes().into()),
+        put: |c, v| c.appenddirname = v.string(),
+    },
+    Param {
+        name: "appendfsync",
+        kind: Kind::Enum(&["everysec", "always", "no"]),
+        access: Access::Mutable,
+        get: |c| Val::Str(c.appendfsync.as_bytes().into()),
+        put: |c, v| c.appendfsync = v.string(),
+    },
+    Param {
+        name: "aof-use-rdb-preamble",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.aof_use_rdb_preamble),
+        put: |c, v| c.aof_use_rdb_preamble = v.bool(),
+    },
+    Param {
+        name: "aof-load-truncated",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.aof_load_truncated),
+        put: |c, v| c.aof_load_truncated = v.bool(),
+    },
+    Param {
+        name: "aof-timestamp-enabled",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.aof_timestamp_enabled),
+        put: |c, v| c.aof_timestamp_enabled = v.bool(),
+    },
+    Param {
+        name: "auto-aof-rewrite-percentage",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.auto_aof_rewrite_percentage),
+        put: |c, v| c.auto_aof_rewrite_percentage = v.int(),
+    },
+    Param {
+        name: "auto-aof-rewrite-min-size",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.auto_aof_rewrite_min_size),
+        put: |c, v| c.auto_aof_rewrite_min_size = v.mem(),
+    },
+    Param {
+        name: "no-appendfsync-on-rewrite",
+        kind: Kind::Bool,
+        access: Access::Mutable,
+        get: |c| Val::Bool(c.no_appendfsync_on_rewrite),
+        put: |c, v| c.no_appendfsync_on_rewrite = v.bool(),
     },
     Param {
         name: "protected-mode",
@@ -523,6 +648,9 @@ impl Kind {
                     )
                 }),
             Kind::Str => Ok(Val::Str(s.into())),
+            Kind::KeyspaceEvents => crate::notify::parse_flags(s)
+                .map(|f| Val::Int(f.into()))
+                .ok_or_else(|| crate::notify::BAD_CLASS.into()),
             Kind::Words | Kind::Save | Kind::BufferLimits => {
                 unreachable!("multi-valued kinds parse in parse()")
             }
@@ -533,6 +661,7 @@ impl Kind {
     pub fn render(self, v: &Val) -> Vec<u8> {
         match (self, v) {
             (_, Val::Bool(b)) => (if *b { "yes" } else { "no" }).into(),
+            (Kind::KeyspaceEvents, Val::Int(f)) => crate::notify::render_flags(*f as u32).into(),
             (Kind::Octal { .. }, Val::Int(i)) => alloc::format!("{i:o}").into_bytes(),
             (_, Val::Int(i)) => alloc::format!("{i}").into_bytes(),
             (_, Val::Mem(m)) => alloc::format!("{m}").into_bytes(),
@@ -548,6 +677,7 @@ impl Kind {
         match (self, v) {
             (_, Val::Mem(m)) => alloc::vec![render_memory(*m)],
             (Kind::Str, Val::Str(s)) => alloc::vec![repr(s)],
+            (Kind::KeyspaceEvents, v) => alloc::vec![repr(&self.render(v))],
             (_, Val::Save(points)) if points.is_empty() => alloc::vec!["\"\"".into()],
             (_, Val::Save(points)) => points
                 .iter()

@@ -1,0 +1,579 @@
+//! The memory limit: `maxmemory` and its eviction policies, approximated by sampling as Redis
+//! 7.0 does (Redis's `evict.c`, learnt by experiment), and the per-key access data the
+//! policies rank by (LRU access time, LFU logarithmic counter with decay).
+//!
+//! The engine reads no allocator itself: the shell installs a probe (`fn() -> u64`, the bytes
+//! its global allocator holds) with [`crate::Engine::set_memory_probe`]; without one the last
+//! figure the shell stored in `HostInfo::used_memory` is used. Reading it is an atomic load, so
+//! it is read before every command while a limit is set and again after each eviction.
+//!
+//! Pool policies (LRU, LFU, TTL) sample `maxmemory-samples` keys per database into a pool of
+//! the [`POOL_SIZE`] best candidates kept across calls, then evict the best one still present;
+//! random policies take a random key, visiting the databases round-robin.
+
+use crate::config::Config;
+use crate::db::Key;
+use crate::value::Meta;
+use crate::{Core, Now};
+use alloc::vec::Vec;
+
+/// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
+pub const LFU_INIT_VAL: u8 = 5;
+/// Candidates the eviction pool keeps (Redis's `EVPOOL_SIZE`).
+pub const POOL_SIZE: usize = 16;
+/// The OOM error, exactly as Redis 7.0.15 words it.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// A `maxmemory-policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Refuse writes once over the limit.
+    NoEviction,
+    /// Least recently used among all keys.
+    AllkeysLru,
+    /// Least frequently used among all keys.
+    AllkeysLfu,
+    /// Any key.
+    AllkeysRandom,
+    /// Least recently used among keys with a TTL.
+    VolatileLru,
+    /// Least frequently used among keys with a TTL.
+    VolatileLfu,
+    /// Any key with a TTL.
+    VolatileRandom,
+    /// The key with the nearest expiry.
+    VolatileTtl,
+}
+
+impl Policy {
+    /// From the configuration word (validated by the config table; anything else is
+    /// `noeviction`).
+    pub fn parse(word: &str) -> Policy {
+        match word {
+            "allkeys-lru" => Policy::AllkeysLru,
+            "allkeys-lfu" => Policy::AllkeysLfu,
+            "allkeys-random" => Policy::AllkeysRandom,
+            "volatile-lru" => Policy::VolatileLru,
+            "volatile-lfu" => Policy::VolatileLfu,
+            "volatile-random" => Policy::VolatileRandom,
+            "volatile-ttl" => Policy::VolatileTtl,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    /// Whether keys are ranked by their LFU counter (which then replaces the LRU time).
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::AllkeysLfu | Policy::VolatileLfu)
+    }
+
+    /// Whether only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+
+    fn random(self) -> bool {
+        matches!(self, Policy::AllkeysRandom | Policy::VolatileRandom)
+    }
+}
+
+/// How a database's lookups record an access: the LRU time always, the LFU counter under an
+/// LFU policy. Each [`crate::Db`] holds a copy, refreshed by [`sync`] on configuration changes.
+#[derive(Clone, Copy, Debug)]
+pub struct Touch {
+    /// An LFU policy is selected: lookups update the counter.
+    pub lfu: bool,
+    /// `lfu-log-factor`.
+    pub log_factor: u32,
+    /// `lfu-decay-time` (minutes per decrement; 0 = never decay).
+    pub decay_min: u32,
+    /// State of the draw behind the probabilistic increment (xorshift64).
+    rng: u64,
+}
+
+impl Default for Touch {
+    fn default() -> Self {
+        Touch {
+            lfu: false,
+            log_factor: 10,
+            decay_min: 1,
+            rng: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+impl Touch {
+    /// The access rules the configuration asks for.
+    pub fn from_config(c: &Config, seed: u64) -> Touch {
+        Touch {
+            lfu: Policy::parse(&c.maxmemory_policy).is_lfu(),
+            log_factor: c.lfu_log_factor,
+            decay_min: c.lfu_decay_time,
+            rng: seed | 1,
+        }
+    }
+
+    /// A uniform draw in `[0, 1)`.
+    pub fn draw(&mut self) -> f64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The metadata after one access at `now_ms` with draw `r`: the counter decays by the
+    /// periods elapsed, then grows logarithmically, and the decay clock restarts.
+    pub fn accessed(&self, meta: Meta, now_ms: u64, r: f64) -> Meta {
+        let now_min = minutes(now_ms);
+        let counter = lfu_decayed(&meta, now_min, self.decay_min);
+        Meta {
+            freq: lfu_log_incr(counter, r, self.log_factor),
+            ldt_min: now_min,
+            ..meta
+        }
+    }
+}
+
+/// The LFU clock: unix minutes, low 16 bits (as Redis's `LFUGetTimeInMinutes`).
+pub fn minutes(now_ms: u64) -> u16 {
+    ((now_ms / 60_000) & 0xFFFF) as u16
+}
+
+/// Minutes from `ldt` to `now` on the 16-bit clock (wrapping once, as Redis counts).
+pub fn lfu_elapsed(ldt: u16, now: u16) -> u64 {
+    if now >= ldt {
+        u64::from(now - ldt)
+    } else {
+        65535 - u64::from(ldt) + u64::from(now)
+    }
+}
+
+/// The counter decremented by one per `decay_min` minutes since the last access (what OBJECT
+/// FREQ reports and what eviction ranks by), without storing it.
+pub fn lfu_decayed(meta: &Meta, now_min: u16, decay_min: u32) -> u8 {
+    let periods = match decay_min {
+        0 => 0,
+        d => lfu_elapsed(meta.ldt_min, now_min) / u64::from(d),
+    };
+    u64::from(meta.freq).saturating_sub(periods) as u8
+}
+
+/// The logarithmic increment: with draw `r` in `[0, 1)`, the counter grows with probability
+/// `1 / ((counter - LFU_INIT_VAL) * factor + 1)`, saturating at 255.
+pub fn lfu_log_incr(counter: u8, r: f64, factor: u32) -> u8 {
+    if counter == 255 {
+        return 255;
+    }
+    let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
+    let p = 1.0 / (base * f64::from(factor) + 1.0);
+    if r < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+/// Copies the access rules of the configuration into every database (after CONFIG SET, at
+/// start and after loading), and empties the pool, whose scores may belong to another policy.
+pub fn sync(core: &mut Core) {
+    core.evict.pool.clear();
+    for (i, db) in core.dbs.iter_mut().enumerate() {
+        db.touch = Touch::from_config(&core.config, core.seed.wrapping_add(i as u64));
+    }
+}
+
+/// One candidate in the pool: higher `score` = better to evict.
+#[derive(Clone, Debug)]
+struct Candidate {
+    score: u64,
+    db: usize,
+    key: Key,
+}
+
+/// Eviction state kept in [`Core`]: the pool, the random policies' next database and the
+/// memory probe.
+#[derive(Default)]
+pub struct Evictor {
+    /// Ascending by score: the best candidate is last.
+    pool: Vec<Candidate>,
+    next_db: usize,
+    /// Reads the bytes the process holds (installed by the shell).
+    pub probe: Option<fn() -> u64>,
+    /// What the probe read when it was installed (MEMORY STATS `startup.allocated`).
+    pub startup_bytes: u64,
+}
+
+impl Evictor {
+    /// Adds a sampled key, keeping the pool sorted and at most [`POOL_SIZE`] long.
+    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
+        if self.pool.iter().any(|c| c.db == db && &c.key[..] == key) {
+            return;
+        }
+        let full = self.pool.len() >= POOL_SIZE;
+        if full && self.pool.first().is_some_and(|c| score <= c.score) {
+            return;
+        }
+        let at = self.pool.partition_point(|c| c.score <= score);
+        let key = Key::from_slice(key);
+        self.pool.insert(at, Candidate { score, db, key });
+        if self.pool.len() > POOL_SIZE {
+            self.pool.remove(0);
+        }
+    }
+}
+
+/// What an eviction attempt achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evicted {
+    /// Under the limit (or no limit).
+    Ok,
+    /// Still over, but the per-call budget ran out: the command may run; the cron goes on.
+    Running,
+    /// Over the limit and nothing (more) can be evicted: DENYOOM commands are refused.
+    Fail,
+}
+
+/// Bytes the process uses now: the probe's figure, else the shell's last report.
+pub fn used_memory(core: &Core) -> u64 {
+    match core.evict.probe {
+        Some(probe) => probe(),
+        None => core.host.used_memory,
+    }
+}
+
+/// How many keys one call may evict, from `maxmemory-eviction-tenacity` (Redis's time limit of
+/// 50 µs per step up to 10, growing 15 % per step beyond, unlimited at 100, read as one key
+/// per microsecond since the engine has no clock).
+fn budget(tenacity: u32) -> usize {
+    match tenacity {
+        100.. => usize::MAX,
+        0..=10 => 50 * tenacity.max(1) as usize,
+        t => (500.0 * libm_powi(1.15, t - 10)) as usize,
+    }
+}
+
+/// `base` to an integer power (no_std has no `powi`).
+fn libm_powi(base: f64, exp: u32) -> f64 {
+    (0..exp).fold(1.0, |acc, _| acc * base)
+}
+
+/// Evicts keys by the policy until used memory is under `maxmemory`, as Redis's
+/// `performEvictions` before a command and in its cron.
+pub fn perform(core: &mut Core, now: Now) -> Evicted {
+    let limit = core.config.maxmemory;
+    // Nothing is evicted while the dataset loads (Redis's `isSafeToPerformEvictions`).
+    if limit == 0 || core.persist.loading.is_some() {
+        return Evicted::Ok;
+    }
+    let used = used_memory(core);
+    if used <= limit {
+        return Evicted::Ok;
+    }
+    let policy = Policy::parse(&core.config.maxmemory_policy);
+    if policy == Policy::NoEviction {
+        return Evicted::Fail;
+    }
+    let (to_free, mut freed, mut count) = (used - limit, 0u64, 0usize);
+    let budget = budget(core.config.maxmemory_eviction_tenacity);
+    while freed < to_free {
+        let Some((db, key)) = pick(core, policy, now) else {
+            return Evicted::Fail;
+        };
+        let before = used_memory(core);
+        let Some((entry, _)) = core.dbs[db].remove(&key, now.ms()) else {
+            continue; // it had expired: reclaimed, not evicted
+        };
+        let estimate = crate::cmd::memory::entry_usage(&key, &entry, 5) as u64;
+        drop(entry);
+        freed += before.saturating_sub(used_memory(core)).max(estimate);
+        evicted(core, db, &key);
+        count += 1;
+        if count >= budget && freed < to_free {
+            return Evicted::Running;
+        }
+    }
+    Evicted::Ok
+}
+
+/// Accounts for one evicted key (already removed through [`crate::Db::remove`], so WATCH and
+/// client tracking saw it): the one place every eviction passes. It counts, sends the
+/// `evicted` keyspace event and writes a `DEL` to the append-only file, as Redis does.
+fn evicted(core: &mut Core, db: usize, key: &[u8]) {
+    core.stats.evicted_keys += 1;
+    crate::notify::evicted(core, db, key);
+    crate::aof::propagate_del(core, db, key);
+}
+
+/// The next key to evict, or `None` when no database holds an evictable key.
+fn pick(core: &mut Core, policy: Policy, now: Now) -> Option<(usize, Key)> {
+    if policy.random() {
+        return pick_random(core, policy.volatile(), now);
+    }
+    loop {
+        let total: usize = core
+            .dbs
+            .iter()
+            .map(|d| {
+                if policy.volatile() {
+                    d.expires_len()
+                } else {
+                    d.len()
+                }
+            })
+            .sum();
+        if total == 0 {
+            return None;
+        }
+        for db in 0..core.dbs.len() {
+            populate(core, db, policy, now);
+        }
+        while let Some(c) = core.evict.pool.pop() {
+            let d = &core.dbs[c.db];
+            let present = if policy.volatile() {
+                d.expires.get(&c.key[..]).is_some()
+            } else {
+                d.keys.get(&c.key[..]).is_some()
+            };
+            if present {
+                return Some((c.db, c.key));
+            }
+        }
+    }
+}
+
+/// Random policies: a random key (with a TTL for volatile-random), trying the databases
+/// round-robin from the one after the last pick.
+fn pick_random(core: &mut Core, volatile: bool, _now: Now) -> Option<(usize, Key)> {
+    let n = core.dbs.len();
+    for _ in 0..n {
+        let db = core.evict.next_db % n;
+        core.evict.next_db = core.evict.next_db.wrapping_add(1);
+        let r = core.rng.next_u64();
+        let d = &core.dbs[db];
+        let key = if volatile {
+            d.expires.random(r).map(|(k, _)| k.clone())
+        } else {
+            d.keys.random(r).map(|(k, _)| k.clone())
+        };
+        if let Some(k) = key {
+            return Some((db, k));
+        }
+    }
+    None
+}
+
+/// Samples `maxmemory-samples` keys of database `db` into the pool (Redis's
+/// `evictionPoolPopulate`).
+fn populate(core: &mut Core, db: usize, policy: Policy, now: Now) {
+    let samples = core.config.maxmemory_samples.max(1) as usize;
+    let d = &core.dbs[db];
+    let size = if policy.volatile() {
+        d.expires_len()
+    } else {
+        d.len()
+    };
+    if size == 0 {
+        return;
+    }
+    let decay = d.touch.decay_min;
+    for _ in 0..samples.min(size) {
+        let r = core.rng.next_u64();
+        let d = &core.dbs[db];
+        let (key, at) = if policy.volatile() {
+            match d.expires.random(r) {
+                Some((k, &at)) => (k, at),
+                None => return,
+            }
+        } else {
+            match d.keys.random(r) {
+                Some((k, _)) => (k, 0),
+                None => return,
+            }
+        };
+        let Some(entry) = d.keys.get(&key[..]) else {
+            continue;
+        };
+        let score = score(policy, &entry.meta, at, now, decay);
+        let key = key.clone();
+        core.evict.offer(score, db, &key);
+    }
+}
+
+/// How good a candidate is (higher = evict first): idle seconds (LRU), 255 minus the decayed
+/// counter (LFU), or the nearness of the expiry (TTL).
+fn score(policy: Policy, meta: &Meta, expire_at_ms: u64, now: Now, decay_min: u32) -> u64 {
+    match policy {
+        Policy::VolatileTtl => u64::MAX - expire_at_ms,
+        p if p.is_lfu() => 255 - u64::from(lfu_decayed(meta, minutes(now.ms()), decay_min)),
+        _ => u64::from(((now.ms() / 1000) as u32).wrapping_sub(meta.access_s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_increment_slows_as_the_counter_grows() {
+        let mut t = Touch::default();
+        let mut hits = |start: u8, factor: u32| {
+            (0..10_000)
+                .filter(|_| lfu_log_incr(start, t.draw(), factor) > start)
+                .count()
+        };
+        // p = 1 at or below LFU_INIT_VAL, 1/11 one step above, 1/101 at +10 (factor 10).
+        assert_eq!(hits(3, 10), 10_000);
+        let one = hits(6, 10);
+        assert!((700..1200).contains(&one), "{one}");
+        let ten = hits(15, 10);
+        assert!((50..160).contains(&ten), "{ten}");
+        assert_eq!(hits(40, 0), 10_000, "factor 0 always increments");
+        assert_eq!(lfu_log_incr(255, 0.0, 0), 255);
+    }
+
+    #[test]
+    fn counter_reaches_redis_figures() {
+        // Redis 7.0.15: 200 reads of a fresh key (counter 5) under factor 10 ended at 11, 11,
+        // 12, 12, 13, 13, 14 in seven runs.
+        let mut t = Touch::default();
+        let mut sum = 0u32;
+        for _ in 0..50 {
+            let mut m = Meta {
+                freq: LFU_INIT_VAL,
+                ..Meta::default()
+            };
+            for _ in 0..200 {
+                let r = t.draw();
+                m = t.accessed(m, 0, r);
+            }
+            assert!((8..=17).contains(&m.freq), "{}", m.freq);
+            sum += u32::from(m.freq);
+        }
+        assert!((550..=650).contains(&sum), "mean {}", sum as f64 / 50.0);
+    }
+
+    #[test]
+    fn decay_counts_periods_on_a_wrapping_clock() {
+        let m = Meta {
+            freq: 10,
+            ldt_min: 65530,
+            ..Meta::default()
+        };
+        assert_eq!(lfu_elapsed(65530, 4), 9);
+        assert_eq!(lfu_decayed(&m, 65533, 1), 7);
+        assert_eq!(lfu_decayed(&m, 4, 1), 1);
+        assert_eq!(lfu_decayed(&m, 4, 3), 7);
+        assert_eq!(lfu_decayed(&m, 100, 0), 10, "decay time 0 never decays");
+        assert_eq!(lfu_decayed(&m, 200, 1), 0);
+    }
+
+    #[test]
+    fn pool_keeps_the_best_candidates_sorted() {
+        let mut e = Evictor::default();
+        let mut rng = crate::Rng::new(7);
+        let mut offered = Vec::new();
+        for i in 0..500u64 {
+            let score = rng.next_u64() % 1000;
+            offered.push(score);
+            e.offer(score, 0, alloc::format!("k{i}").as_bytes());
+            assert!(e.pool.len() <= POOL_SIZE);
+            assert!(e.pool.windows(2).all(|w| w[0].score <= w[1].score));
+        }
+        offered.sort_unstable();
+        let best: Vec<u64> = offered[offered.len() - POOL_SIZE..].to_vec();
+        let pool: Vec<u64> = e.pool.iter().map(|c| c.score).collect();
+        assert_eq!(pool, best);
+        e.offer(9999, 0, b"k1");
+        e.offer(9999, 0, b"k1");
+        assert_eq!(e.pool.iter().filter(|c| &c.key[..] == b"k1").count(), 1);
+    }
+
+    #[test]
+    fn budget_follows_tenacity() {
+        assert_eq!(budget(10), 500);
+        assert_eq!(budget(1), 50);
+        assert!(budget(50) > 100_000);
+        assert_eq!(budget(100), usize::MAX);
+    }
+
+    /// The engine's admission and eviction with a fake allocator figure: the figure never
+    /// drops, so each eviction counts its size estimate as freed (the path a snapshot that
+    /// still holds the evicted values takes).
+    #[test]
+    fn admission_follows_the_policy() {
+        use crate::cmd::string::tests::Bench;
+        use crate::value::{Entry, Value};
+        use crate::Reply;
+        use core::sync::atomic::{AtomicU64, Ordering};
+        static USED: AtomicU64 = AtomicU64::new(0);
+        let oom = || Reply::Error(OOM.into());
+        let ok = || Reply::Simple("OK".into());
+        let mut b = Bench::new(Config::default());
+        b.engine.set_memory_probe(|| USED.load(Ordering::Relaxed));
+        assert_eq!(b.run("CONFIG SET maxmemory 100000"), ok());
+        for i in 0..100 {
+            assert_eq!(b.run(&alloc::format!("SET p{i} v")), ok());
+            assert_eq!(b.run(&alloc::format!("SET t{i} v EX 100")), ok());
+        }
+        USED.store(100_000 + 1000, Ordering::Relaxed);
+        // noeviction: DENYOOM commands refused, reads and deletes served.
+        assert_eq!(b.run("SET k v"), oom());
+        assert_eq!(b.run("GET p1"), Reply::Bulk(b"v".to_vec()));
+        assert_eq!(b.run("DEL nokey"), Reply::Int(0));
+        // Inside MULTI every queued command is refused and EXEC aborts.
+        assert_eq!(b.run("MULTI"), ok());
+        assert!(matches!(b.run("GET p1"), Reply::Error(e) if e.starts_with("OOM")));
+        assert!(matches!(b.run("EXEC"), Reply::Error(e) if e.starts_with("EXECABORT")));
+        // volatile-lru evicts only keys with a TTL, a few per command, until none is left.
+        b.run("CONFIG SET maxmemory-policy volatile-lru");
+        let mut rounds = 0;
+        while b.run("SET k v") == ok() {
+            rounds += 1;
+            assert!(rounds < 100, "volatile keys never ran out");
+        }
+        assert!(rounds > 5, "{rounds}");
+        assert_eq!(b.engine.core.dbs[0].expires_len(), 0);
+        assert_eq!(b.engine.core.dbs[0].len(), 101, "persistent keys all kept");
+        let db0 = &b.engine.core.dbs[0];
+        assert!((0..100).all(|i| db0.keys.get(alloc::format!("p{i}").as_bytes()).is_some()));
+        assert_eq!(b.engine.core.stats.evicted_keys, 100);
+        // allkeys-random takes any key, and only as many as the 1000 bytes over the limit
+        // need by their size estimates although the figure never drops (a snapshot holding
+        // the values): not the whole database.
+        b.run("CONFIG SET maxmemory-policy allkeys-random");
+        assert_eq!(b.run("SET k2 v"), ok());
+        let gone = 102 - b.engine.core.dbs[0].len();
+        let per_key =
+            crate::cmd::memory::entry_usage(b"p1", &Entry::new(Value::Str("v".into()), 0), 5);
+        assert_eq!(gone, 1000usize.div_ceil(per_key), "{gone} evicted");
+        USED.store(0, Ordering::Relaxed);
+        let n = b.engine.core.dbs[0].len();
+        assert_eq!(b.run("SET k3 v"), ok());
+        assert_eq!(b.engine.core.dbs[0].len(), n + 1);
+        // volatile-ttl evicts the keys nearest to expiry first.
+        b.run("FLUSHALL");
+        b.run("CONFIG SET maxmemory-policy volatile-ttl maxmemory-samples 20");
+        for i in 0..10 {
+            b.run(&alloc::format!("SET t{i} v EX {}", 100 + i * 10));
+        }
+        USED.store(100_000 + 1, Ordering::Relaxed);
+        assert_eq!(b.run("SET k v"), ok());
+        USED.store(0, Ordering::Relaxed);
+        let db0 = &b.engine.core.dbs[0];
+        let left: Vec<bool> = (0..10)
+            .map(|i| db0.keys.get(alloc::format!("t{i}").as_bytes()).is_some())
+            .collect();
+        assert_eq!(left.iter().filter(|k| !**k).count(), 1, "{left:?}");
+        assert!(
+            left[5..].iter().all(|k| *k),
+            "a late key went first: {left:?}"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! MONITOR, Redis 7.0 semantics (checked against redis-server 7.0.15): after each command runs
+//! (not when it is refused), every monitor gets `+<secs>.<usec> [<db> <addr>] "arg" ...` with
+//! the arguments as sent, quoted and escaped as Redis's `sdscatrepr`. Administrative commands
+//! (CONFIG, CLIENT LIST...) and those flagged skip-monitor are not shown; AUTH's arguments and
+//! HELLO's AUTH pair read `(redacted)`. Commands inside MULTI show when EXEC runs them, before
+//! `EXEC` itself. A monitor's own commands follow their reply; keyspace commands are refused to
+//! it (`Replica can't interact with the keyspace`, as Redis treats monitors as replicas).
+//! QUIT, RESET and disconnecting end it.
+
+use crate::argv::Argv;
+use crate::client::{ClientTable, Handle, Transport};
+use crate::command::{flags, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::reply::{Reply, ReplySink};
+use crate::{Core, Cx, Now};
+use alloc::rc::Rc;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+/// The monitors, and the lines owed to the running client (sent after its reply).
+#[derive(Debug, Default)]
+pub struct Monitors {
+    /// Monitoring clients, in the order they started.
+    clients: Vec<Handle>,
+    /// Lines for the running client itself.
+    pending_self: Vec<Reply>,
+}
+
+impl Monitors {
+    /// Whether anyone monitors (checked after every command).
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
+    /// Stops `h` monitoring (RESET, disconnect).
+    pub fn remove(&mut self, h: Handle) {
+        self.clients.retain(|x| *x != h);
+    }
+
+    /// Takes the lines owed to the running client.
+    pub fn take_self(&mut self) -> Vec<Reply> {
+        core::mem::take(&mut self.pending_self)
+    }
+}
+
+/// MONITOR's table entry.
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "monitor",
+    arity: 1,
+    flags: flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE,
+    acl: crate::command::acl::ADMIN | crate::command::acl::SLOW | crate::command::acl::DANGEROUS,
+    summary: "Listen for all requests received by the server in real time",
+    since: "1.0.0",
+    group: "server",
+    handler: monitor,
+    ..CommandSpec::DEFAULT
+}];
+
+/// The error a monitor gets for a keyspace command.
+pub fn keyspace_error() -> Error {
+    Error::msg("ERR Replica can't interact with the keyspace")
+}
+
+/// Whether a monitor may not run this command (it reads, writes or may replicate).
+pub fn refused(spec: &CommandSpec) -> bool {
+    spec.has(flags::WRITE) || spec.has(flags::READONLY) || spec.has(flags::MAY_REPLICATE)
+}
+
+/// MONITOR: the client starts receiving every command; a monitor asking again gets no reply.
+pub fn monitor(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let me = cx.me;
+    let c = cx.client();
+    if c.monitor {
+        return Ok(());
+    }
+    c.monitor = true;
+    cx.core.monitors.clients.push(me);
+    out.ok();
+    Ok(())
+}
+
+/// Feeds a command that ran (`db`: the client's database after it) to the monitors.
+pub fn feed(
+    core: &mut Core,
+    clients: &ClientTable,
+    me: Handle,
+    spec: &CommandSpec,
+    args: &Argv<'_>,
+    now: Now,
+) {
+    if spec.has(flags::ADMIN) || spec.has(flags::SKIP_MONITOR) {
+        return;
+    }
+    let Some(c) = clients.get(me) else {
+        return;
+    };
+    let line = Reply::Simple(line(now, c.db, &c.conn.transport, args));
+    let msg = Rc::new(line);
+    for &m in &core.monitors.clients {
+        if m == me {
+            core.monitors.pending_self.push((*msg).clone());
+        } else {
+            core.pubsub.queue(m, Rc::clone(&msg));
+        }
+    }
+}
+
+/// One monitor line (without the leading `+`).
+fn line(now: Now, db: usize, transport: &Transport, args: &Argv<'_>) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "{}.{:06} [{db} ",
+        now.unix_us / 1_000_000,
+        now.unix_us % 1_000_000
+    );
+    match transport {
+        Transport::Tcp { addr, .. } => s.push_str(addr),
+        Transport::Unix { path } => {
+            s.push_str("unix:");
+            s.push_str(path);
+        }
+    }
+    s.push(']');
+    let redacted = redacted_from(args);
+    for (i, a) in args.iter().enumerate() {
+        s.push(' ');
+        if redacted.contains(&i) {
+            s.push_str("\"(redacted)\"");
+        } else {
+            repr(a, &mut s);
+        }
+    }
+    s
+}
+
+/// The argument indexes Redis 7.0 hides: all of AUTH's, and the pair after HELLO's AUTH.
+fn redacted_from(args: &Argv<'_>) -> Vec<usize> {
+    let name = args.get(0).to_ascii_lowercase();
+    match name.as_slice() {
+        b"auth" => (1..args.len()).collect(),
+        b"hello" => (2..args.len())
+            .find(|&i| args.get(i).eq_ignore_ascii_case(b"auth"))
+            .map(|i| (i + 1..(i + 3).min(args.len())).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Appends `b` quoted and escaped as Redis's `sdscatrepr`.
+pub fn repr(b: &[u8], s: &mut String) {
+    s.push('"');
+    for &c in b {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x07 => s.push_str("\\a"),
+            0x08 => s.push_str("\\b"),
+            0x20..=0x7e => s.push(c as char),
+            _ => {
+                let _ = write!(s, "\\x{c:02x}");
+            }
+        }
+    }
+    s.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argv::ArgvBuf;
+
+    #[test]
+    fn lines_quote_like_sdscatrepr_and_redact_credentials() {
+        let mut s = String::new();
+        repr(b"\"a\\b\n\x01\xff", &mut s);
+        assert_eq!(s, r#""\"a\\b\n\x01\xff""#);
+        let tcp = Transport::Tcp {
+            addr: "127.0.0.1:5".into(),
+            laddr: "x".into(),
+        };
+        let a = ArgvBuf::from_args(["HELLO", "2", "AUTH", "u", "p", "SETNAME", "n"]);
+        let now = Now {
+            unix_us: 1_700_000_000_000_042,
+        };
+        assert_eq!(
+            line(now, 3, &tcp, &a.argv()),
+            r#"1700000000.000042 [3 127.0.0.1:5] "HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "n""#
+        );
+        let a = ArgvBuf::from_args(["auth", "pw"]);
+        let unix = Transport::Unix { path: "/s".into() };
+        assert!(line(now, 0, &unix, &a.argv()).ends_with(r#"[0 unix:/s] "auth" "(redacted)""#));
+    }
+}

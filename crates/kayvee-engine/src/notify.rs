@@ -1,0 +1,423 @@
+//! Keyspace notifications (Redis 7.0's `notify-keyspace-events`): every write publishes its
+//! event to `__keyspace@<db>__:<key>` (message: the event name) and `__keyevent@<db>__:<event>`
+//! (message: the key), through the ordinary pub/sub path, so RESP2 subscribers and RESP3 push
+//! clients receive them like any message. Event names, classes and order were taken from
+//! redis-server 7.0.15 by experiment.
+//!
+//! Three kinds of event do not come from a command handler's own call: `new` (a key created),
+//! `expired` (a key deleted by lazy or active expiry) and `keymiss` (a read lookup that found
+//! nothing, where Redis counts a keyspace miss). [`Db`] appends those to its small log
+//! ([`KeyLog`], only while such events are wanted, see [`sync`]) and the log is drained, in
+//! order, before the next event is published and after each command and cron step ([`drain`]).
+//! So `SET k v` on an expired `k` gives `expired`, `new`, `set`, as Redis sends them.
+//!
+//! Cost when notifications are off (the default): [`notify`] compares one integer with zero and
+//! returns; [`Db`] checks one boolean per created or expired key.
+//!
+//! Messages go to the outbox ([`crate::pubsub`]) for every receiver, the client that ran the
+//! command included (the shell delivers them right after the command's reply).
+//!
+//! For the eviction code: call [`evicted`] for every key it deletes, after deleting it.
+
+use crate::client::Handle;
+use crate::db::{Db, Key};
+use crate::pubsub::{self, Kind};
+use crate::reply::Discard;
+use crate::{Core, Cx};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// The event classes (bits of `Config::notify_keyspace_events`).
+pub mod class {
+    /// `K`: publish to `__keyspace@<db>__:<key>`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `E`: publish to `__keyevent@<db>__:<event>`.
+    pub const KEYEVENT: u32 = 1 << 1;
+    /// `g`: generic commands (DEL, EXPIRE, RENAME...).
+    pub const GENERIC: u32 = 1 << 2;
+    /// `$`: string commands.
+    pub const STRING: u32 = 1 << 3;
+    /// `l`: list commands.
+    pub const LIST: u32 = 1 << 4;
+    /// `s`: set commands.
+    pub const SET: u32 = 1 << 5;
+    /// `h`: hash commands.
+    pub const HASH: u32 = 1 << 6;
+    /// `z`: sorted set commands.
+    pub const ZSET: u32 = 1 << 7;
+    /// `x`: expired events (a key deleted because its TTL passed).
+    pub const EXPIRED: u32 = 1 << 8;
+    /// `e`: evicted events (a key deleted for `maxmemory`).
+    pub const EVICTED: u32 = 1 << 9;
+    /// `t`: stream commands (Kayvee has none; accepted and shown as Redis does).
+    pub const STREAM: u32 = 1 << 10;
+    /// `m`: key-miss events (not part of `A`).
+    pub const KEY_MISS: u32 = 1 << 11;
+    /// `d`: module key type events (accepted and shown; Kayvee has no modules).
+    pub const MODULE: u32 = 1 << 12;
+    /// `n`: a new key was created (not part of `A`).
+    pub const NEW: u32 = 1 << 13;
+    /// `A`: alias for `g$lshzxetd`.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
+
+/// The class letters, in the order `CONFIG GET` writes them (after `A` or its members).
+const LETTERS: [(u8, u32); 11] = [
+    (b'g', class::GENERIC),
+    (b'$', class::STRING),
+    (b'l', class::LIST),
+    (b's', class::SET),
+    (b'h', class::HASH),
+    (b'z', class::ZSET),
+    (b'x', class::EXPIRED),
+    (b'e', class::EVICTED),
+    (b't', class::STREAM),
+    (b'd', class::MODULE),
+    (b'n', class::NEW),
+];
+
+/// The reason text Redis gives for a bad `notify-keyspace-events` value.
+pub const BAD_CLASS: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+
+/// Parses a `notify-keyspace-events` value (letters in any order, repeats allowed, case
+/// sensitive); `None` for any other byte.
+pub fn parse_flags(s: &[u8]) -> Option<u32> {
+    let mut flags = 0;
+    for &c in s {
+        flags |= match c {
+            b'A' => class::ALL,
+            b'K' => class::KEYSPACE,
+            b'E' => class::KEYEVENT,
+            b'm' => class::KEY_MISS,
+            _ => LETTERS.iter().find(|(l, _)| *l == c)?.1,
+        };
+    }
+    Some(flags)
+}
+
+/// The canonical form `CONFIG GET` shows: `A` (or the class letters), then `K`, `E`, `m`. As in
+/// Redis 7.0, `n` is shown only when `A` is not (`KEAn` reads back as `AKE`).
+pub fn render_flags(flags: u32) -> String {
+    let mut s = String::new();
+    if flags & class::ALL == class::ALL {
+        s.push('A');
+    } else {
+        LETTERS
+            .iter()
+            .filter(|(_, f)| flags & f != 0)
+            .for_each(|(l, _)| s.push(char::from(*l)));
+    }
+    for (l, f) in [
+        ('K', class::KEYSPACE),
+        ('E', class::KEYEVENT),
+        ('m', class::KEY_MISS),
+    ] {
+        if flags & f != 0 {
+            s.push(l);
+        }
+    }
+    s
+}
+
+/// What a [`KeyLog`] entry reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logged {
+    /// The key was created (`new`, class `n`).
+    New,
+    /// The key expired (`expired`, class `x`).
+    Expired,
+    /// A read lookup missed the key (`keymiss`, class `m`).
+    Miss,
+}
+
+/// The keys a database created, expired or missed since the last drain, recorded only while
+/// the matching events are wanted (see [`sync`]).
+#[derive(Clone, Debug, Default)]
+pub struct KeyLog {
+    /// Record created keys (`n` is on).
+    pub(crate) new: bool,
+    /// Record expired keys (`x` is on).
+    pub(crate) expired: bool,
+    /// Record read misses (`m` is on).
+    pub(crate) miss: bool,
+    /// In order.
+    pub(crate) entries: Vec<(Logged, Key)>,
+}
+
+impl KeyLog {
+    /// Notes that `key` was created.
+    #[inline]
+    pub(crate) fn created(&mut self, key: &[u8]) {
+        if self.new {
+            self.entries.push((Logged::New, Key::from_slice(key)));
+        }
+    }
+
+    /// Notes that `key` expired.
+    #[inline]
+    pub(crate) fn expired(&mut self, key: &[u8]) {
+        if self.expired {
+            self.entries.push((Logged::Expired, Key::from_slice(key)));
+        }
+    }
+
+    /// Notes that a read lookup did not find `key`.
+    #[inline]
+    pub(crate) fn missed(&mut self, key: &[u8]) {
+        if self.miss {
+            self.entries.push((Logged::Miss, Key::from_slice(key)));
+        }
+    }
+}
+
+/// Whether events of `class` are published at all under `flags`.
+#[inline]
+fn wanted(flags: u32, class: u32) -> bool {
+    flags & class != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
+}
+
+/// Tells every database which events to log, after the configuration changed (startup,
+/// CONFIG SET, loaded databases); the engine also calls it from its cron.
+pub fn sync(core: &mut Core) {
+    let flags = core.config.notify_keyspace_events;
+    for db in &mut core.dbs {
+        db.events.new = wanted(flags, class::NEW);
+        db.events.expired = wanted(flags, class::EXPIRED);
+        db.events.miss = wanted(flags, class::KEY_MISS);
+        if !db.events.new && !db.events.expired && !db.events.miss {
+            db.events.entries.clear();
+        }
+    }
+}
+
+/// Publishes `event` on `key` of the running command's database (one call per write site).
+#[inline]
+pub fn emit(cx: &mut Cx<'_>, class: u32, event: &str, key: &[u8]) {
+    notify(cx.core, cx.db_index, class, event, key);
+}
+
+/// Publishes `event` on `key` of database `db` when `class` is enabled, after the pending
+/// `new` / `expired` events (so the stream keeps Redis's order).
+pub fn notify(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
+    if core.config.notify_keyspace_events == 0 {
+        return;
+    }
+    drain(core);
+    publish(core, db, class, event, key);
+}
+
+/// Publishes an `evicted` event. The eviction code calls it for each key it deleted for
+/// `maxmemory`, right after the deletion.
+pub fn evicted(core: &mut Core, db: usize, key: &[u8]) {
+    notify(core, db, class::EVICTED, "evicted", key);
+}
+
+/// Publishes the `new` and `expired` events the databases logged, in order. The engine calls
+/// it after each command and cron step; [`notify`] calls it before every event.
+pub fn drain(core: &mut Core) {
+    // Off (the default): nothing is logged (see `sync`), so the per-command call costs one test.
+    if core.config.notify_keyspace_events == 0 {
+        return;
+    }
+    for db in 0..core.dbs.len() {
+        if core.dbs[db].events.entries.is_empty() {
+            continue;
+        }
+        let entries = core::mem::take(&mut core.dbs[db].events.entries);
+        for (what, key) in &entries {
+            let (class, event) = match what {
+                Logged::Expired => (class::EXPIRED, "expired"),
+                Logged::New => (class::NEW, "new"),
+                Logged::Miss => (class::KEY_MISS, "keymiss"),
+            };
+            publish(core, db, class, event, key);
+        }
+    }
+}
+
+/// Sends the keyspace and keyevent messages of one event, as enabled.
+fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
+    let flags = core.config.notify_keyspace_events;
+    if flags & class == 0 {
+        return;
+    }
+    // No client is the publisher: every receiver gets its copy through the outbox.
+    let nobody = Handle(usize::MAX);
+    if flags & class::KEYSPACE != 0 {
+        let mut channel = channel_prefix(b"__keyspace@", db);
+        channel.extend_from_slice(key);
+        pubsub::publish(
+            core,
+            nobody,
+            Kind::Channel,
+            &channel,
+            event.as_bytes(),
+            &mut Discard(crate::Protocol::Resp2),
+        );
+    }
+    if flags & class::KEYEVENT != 0 {
+        let mut channel = channel_prefix(b"__keyevent@", db);
+        channel.extend_from_slice(event.as_bytes());
+        pubsub::publish(
+            core,
+            nobody,
+            Kind::Channel,
+            &channel,
+            key,
+            &mut Discard(crate::Protocol::Resp2),
+        );
+    }
+}
+
+/// `__keyspace@<db>__:` or `__keyevent@<db>__:`.
+fn channel_prefix(head: &[u8], db: usize) -> Vec<u8> {
+    let mut c = Vec::with_capacity(head.len() + 24);
+    c.extend_from_slice(head);
+    c.extend_from_slice(alloc::format!("{db}").as_bytes());
+    c.extend_from_slice(b"__:");
+    c
+}
+
+/// The `del` a command sends when it removed the last element of a collection (after its own
+/// event, as Redis does).
+pub fn emptied(cx: &mut Cx<'_>, key: &[u8]) {
+    emit(cx, class::GENERIC, "del", key);
+}
+
+/// The `del` of a command that may have removed the last element of the collection at `key`
+/// (sent when the key is gone), after the command's own event.
+pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
+    let now = cx.now_ms();
+    if !cx.db().contains(key, now) {
+        emptied(cx, key);
+    }
+}
+
+/// Drops the `keymiss` the last lookup of `key` logged: Redis's `LOOKUP_NONOTIFY`, for the
+/// lookups that count a miss but send no event (OBJECT).
+pub fn unlog_miss(db: &mut Db, key: &[u8]) {
+    if matches!(db.events.entries.last(), Some((Logged::Miss, k)) if &k[..] == key) {
+        db.events.entries.pop();
+    }
+}
+
+/// Whether database `db`'s log is empty (tests).
+pub fn log_is_empty(db: &Db) -> bool {
+    db.events.entries.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(s: &str) -> String {
+        render_flags(parse_flags(s.as_bytes()).expect("valid"))
+    }
+
+    #[test]
+    fn canonical_forms_match_redis() {
+        // Each pair was read back from redis-server 7.0.15 with CONFIG GET.
+        let cases = [
+            ("KEA", "AKE"),
+            ("Ex", "xE"),
+            ("", ""),
+            ("KEAmn", "AKEm"),
+            ("Kn", "nK"),
+            ("gmn", "gnm"),
+            ("KEg$lshzxet", "g$lshzxetKE"),
+            ("KEg$lshzxetd", "AKE"),
+            ("dt", "td"),
+            ("zhslx", "lshzx"),
+            ("KEd", "dKE"),
+        ];
+        for (input, shown) in cases {
+            assert_eq!(roundtrip(input), shown, "{input}");
+        }
+    }
+
+    #[test]
+    fn bad_letters_are_refused() {
+        assert_eq!(parse_flags(b"kea"), None);
+        assert_eq!(parse_flags(b"K E"), None);
+        assert_eq!(parse_flags(b"ghj"), None);
+        assert_eq!(parse_flags(b"AA"), Some(class::ALL));
+    }
+
+    #[test]
+    fn config_file_and_rewrite_use_the_letters() {
+        let mut c = crate::Config::default();
+        let err = c.apply_file("notify-keyspace-events bogus\n").unwrap_err();
+        assert!(err.0.contains(BAD_CLASS), "{}", err.0);
+        c.apply_file("notify-keyspace-events Ex\n").unwrap();
+        assert_eq!(c.notify_keyspace_events, class::KEYEVENT | class::EXPIRED);
+        // As redis-server 7.0.15 rewrites it: the canonical form, quoted.
+        let text = c.rewrite("notify-keyspace-events Ex");
+        assert_eq!(text, "notify-keyspace-events \"xE\"\n");
+    }
+
+    /// An engine with one client subscribed to every keyspace channel.
+    fn engine_with_subscriber(flags: &str) -> crate::Engine {
+        use crate::{ArgvBuf, ConnInfo, Engine, Now, ReplyTree, Transport};
+        let now = Now::from_ms(1_000);
+        let mut e = Engine::new(crate::Config::default(), 7, now);
+        let conn = ConnInfo {
+            transport: Transport::Tcp {
+                addr: "127.0.0.1:1".into(),
+                laddr: "127.0.0.1:2".into(),
+            },
+            fd: 1,
+        };
+        let h = e.connect(conn, now);
+        for line in [
+            alloc::format!("CONFIG SET notify-keyspace-events {flags}"),
+            "PSUBSCRIBE __key*__:*".into(),
+        ] {
+            let mut out = ReplyTree::new(crate::Protocol::Resp2);
+            e.execute(h, &ArgvBuf::from_line(&line).argv(), now, &mut out);
+        }
+        e
+    }
+
+    #[test]
+    fn evicted_publishes_both_channels_when_enabled() {
+        let mut e = engine_with_subscriber("KEe");
+        evicted(&mut e.core, 3, b"k");
+        let got: Vec<_> = e.take_messages().into_iter().map(|(_, m)| m).collect();
+        let want = |channel: &str, msg: &str| {
+            crate::Reply::Push(alloc::vec![
+                crate::Reply::Bulk(b"pmessage".to_vec()),
+                crate::Reply::Bulk(b"__key*__:*".to_vec()),
+                crate::Reply::Bulk(channel.as_bytes().to_vec()),
+                crate::Reply::Bulk(msg.as_bytes().to_vec()),
+            ])
+        };
+        assert_eq!(got.len(), 2);
+        assert_eq!(*got[0], want("__keyspace@3__:k", "evicted"));
+        assert_eq!(*got[1], want("__keyevent@3__:evicted", "k"));
+    }
+
+    #[test]
+    fn evicted_is_silent_without_its_class() {
+        let mut e = engine_with_subscriber("KEg$");
+        evicted(&mut e.core, 0, b"k");
+        assert!(e.take_messages().is_empty());
+        let mut e = engine_with_subscriber("");
+        evicted(&mut e.core, 0, b"k");
+        assert!(e.take_messages().is_empty());
+    }
+
+    #[test]
+    fn log_records_only_when_wanted() {
+        let mut log = KeyLog::default();
+        log.created(b"a");
+        log.expired(b"b");
+        assert!(log.entries.is_empty());
+        log.new = true;
+        log.created(b"a");
+        log.expired(b"b");
+        log.missed(b"c");
+        assert_eq!(log.entries.len(), 1);
+        assert_eq!(log.entries[0].0, Logged::New);
+    }
+}

@@ -1,0 +1,640 @@
+//! Client-side caching (`CLIENT TRACKING`), Redis 7.0 semantics: the tracking table (key to the
+//! ids of the clients that read it), BCAST prefixes, and the invalidation messages.
+//!
+//! How it works (checked against redis-server 7.0.15):
+//! - Default mode: after a read-only command of a tracking client, the command's keys (by key
+//!   spec) are remembered for it (OPTIN: only after `CLIENT CACHING yes`; OPTOUT: unless
+//!   `CLIENT CACHING no`). When a key is modified the key leaves the table and each client that
+//!   read it gets one invalidation (`NOLOOP`: not for its own writes).
+//! - BCAST: every modified key that starts with one of the client's prefixes (the empty prefix
+//!   matches all) is collected per prefix, and after the command each prefix sends one message
+//!   with its keys, sorted.
+//! - FLUSHDB / FLUSHALL: every tracking client gets a null invalidation; the table is emptied.
+//! - Delivery: a RESP3 receiver gets a push `>2 invalidate [keys]`; a RESP2 receiver (only a
+//!   `REDIRECT` target in subscribed mode) gets a pub/sub message on `__redis__:invalidate` whose
+//!   payload is the array of keys (null after a flush). Messages for the client running the
+//!   command follow its reply (Redis 7.0 holds them until the reply is written); others go to the
+//!   pub/sub outbox the shell drains ([`crate::Engine::take_messages`]).
+//!
+//! Writes are seen through the `Db` hooks ([`crate::txn::DbWatch`]): while any client tracks,
+//! every written, expired or deleted key is noted, and [`after_command`] turns the notes into
+//! invalidations. Known deviation: an in-place write that changes nothing (SADD of a present
+//! member) still invalidates, where Redis does not.
+
+use crate::argv::Argv;
+use crate::client::{ClientTable, Handle};
+use crate::command::CommandId;
+use crate::db::Key;
+use crate::error::Error;
+use crate::reply::{Protocol, Reply, ReplySink};
+use crate::Core;
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::rc::Rc;
+use alloc::vec::Vec;
+
+/// The channel RESP2 clients subscribe to for redirected invalidations.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// One client's tracking state (`Client::tracking`, `None` when tracking is off).
+#[derive(Clone, Debug, Default)]
+pub struct ClientTracking {
+    /// BCAST mode.
+    pub bcast: bool,
+    /// OPTIN mode.
+    pub optin: bool,
+    /// OPTOUT mode.
+    pub optout: bool,
+    /// NOLOOP: no invalidation for the client's own writes.
+    pub noloop: bool,
+    /// REDIRECT target client id (0 = none).
+    pub redirect: u64,
+    /// The redirect target was gone when an invalidation was due.
+    pub broken_redirect: bool,
+    /// `CLIENT CACHING yes|no` for the next command.
+    pub caching: Option<bool>,
+    /// BCAST prefixes, sorted.
+    pub prefixes: BTreeSet<Key>,
+}
+
+/// A BCAST prefix: its clients and the keys modified since the last broadcast (with the handle
+/// of the client that modified each, for NOLOOP).
+#[derive(Debug, Default)]
+struct Prefix {
+    clients: BTreeSet<Handle>,
+    pending: BTreeMap<Key, Option<Handle>>,
+}
+
+/// The server's tracking state, kept in `Core`.
+#[derive(Debug, Default)]
+pub struct Tracking {
+    /// Key to the ids of the clients that may cache it.
+    table: BTreeMap<Key, BTreeSet<u64>>,
+    /// Sum of the id sets' sizes (`tracking_total_items`).
+    items: usize,
+    prefixes: BTreeMap<Key, Prefix>,
+    /// Tracking clients: id to handle.
+    clients: BTreeMap<u64, Handle>,
+    /// Invalidations owed to the running client, written after its reply.
+    pending_self: Vec<Reply>,
+}
+
+impl Tracking {
+    /// Whether any client tracks (then writes are noted).
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.clients.is_empty()
+    }
+    /// `tracking_clients`.
+    pub fn client_count(&self) -> usize {
+        self.clients.len()
+    }
+    /// `tracking_total_keys`.
+    pub fn key_count(&self) -> usize {
+        self.table.len()
+    }
+    /// `tracking_total_items`.
+    pub fn item_count(&self) -> usize {
+        self.items
+    }
+    /// `tracking_total_prefixes`.
+    pub fn prefix_count(&self) -> usize {
+        self.prefixes.len()
+    }
+}
+
+/// Parsed `CLIENT TRACKING` options.
+#[derive(Default)]
+struct Options {
+    on: bool,
+    redirect: Option<u64>,
+    bcast: bool,
+    optin: bool,
+    optout: bool,
+    noloop: bool,
+    prefixes: Vec<Key>,
+}
+
+/// Parses `CLIENT TRACKING on|off [options]`, checking REDIRECT targets as it goes (Redis's order).
+fn parse(clients: &ClientTable, args: &Argv<'_>) -> Result<Options, Error> {
+    let mut o = Options::default();
+    let mode = args.get(2).to_ascii_lowercase();
+    o.on = match mode.as_slice() {
+        b"on" => true,
+        b"off" => false,
+        _ => return Err(Error::Syntax),
+    };
+    let mut i = 3;
+    while i < args.len() {
+        let opt = args.get(i).to_ascii_lowercase();
+        let more = i + 1 < args.len();
+        match opt.as_slice() {
+            b"redirect" if more => {
+                i += 1;
+                let id = crate::util::parse_i64(args.get(i)).ok_or(Error::NotInteger)?;
+                if !clients.iter().any(|(_, c)| c.id as i64 == id) {
+                    return Err(Error::msg(
+                        "ERR The client ID you want redirect to does not exist",
+                    ));
+                }
+                o.redirect = Some(id as u64);
+            }
+            b"bcast" => o.bcast = true,
+            b"optin" => o.optin = true,
+            b"optout" => o.optout = true,
+            b"noloop" => o.noloop = true,
+            b"prefix" if more => {
+                i += 1;
+                o.prefixes.push(Key::from_slice(args.get(i)));
+            }
+            _ => return Err(Error::Syntax),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// The overlap error for prefix `p` against `q` (`existing`: the client's own, else provided).
+fn overlap_error(p: &[u8], q: &[u8], existing: bool) -> Error {
+    let p = alloc::string::String::from_utf8_lossy(p);
+    let q = alloc::string::String::from_utf8_lossy(q);
+    let which = if existing {
+        "an existing"
+    } else {
+        "another provided"
+    };
+    Error::msg(alloc::format!(
+        "ERR Prefix '{p}' overlaps with {which} prefix '{q}'. Prefixes for a single client must \
+         not overlap."
+    ))
+}
+
+/// Whether one of two prefixes starts the other.
+fn overlaps(a: &[u8], b: &[u8]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// Checks the ON options against each other and the client's current mode.
+fn check_on(o: &Options, cur: Option<&ClientTracking>) -> Result<(), Error> {
+    if !o.bcast && !o.prefixes.is_empty() {
+        return Err(Error::msg(
+            "ERR PREFIX option requires BCAST mode to be enabled",
+        ));
+    }
+    if let Some(t) = cur {
+        if t.bcast != o.bcast {
+            return Err(Error::msg(
+                "ERR You can't switch BCAST mode on/off before disabling tracking for this \
+                 client, and then re-enabling it with a different mode.",
+            ));
+        }
+    }
+    if o.optin && o.optout {
+        return Err(Error::msg(
+            "ERR You can't specify both OPTIN mode and OPTOUT mode",
+        ));
+    }
+    if let Some(t) = cur {
+        if (o.optin && t.optout) || (o.optout && t.optin) {
+            return Err(Error::msg(
+                "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this \
+                 client, and then re-enabling it with a different mode.",
+            ));
+        }
+    }
+    if o.bcast && (o.optin || o.optout) {
+        return Err(Error::msg(
+            "ERR OPTIN and OPTOUT are not compatible with BCAST",
+        ));
+    }
+    check_prefixes(&o.prefixes, cur)
+}
+
+/// Prefixes of one client must not overlap: each new one against the client's, then the others.
+fn check_prefixes(new: &[Key], cur: Option<&ClientTracking>) -> Result<(), Error> {
+    for (i, p) in new.iter().enumerate() {
+        for q in cur.into_iter().flat_map(|t| t.prefixes.iter()) {
+            if overlaps(p, q) {
+                return Err(overlap_error(p, q, true));
+            }
+        }
+        for (j, q) in new.iter().enumerate() {
+            if i != j && overlaps(p, q) {
+                return Err(overlap_error(p, q, false));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CLIENT TRACKING: turns tracking on (adding options and prefixes to an existing mode) or off.
+pub fn command(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    me: Handle,
+    args: &Argv<'_>,
+) -> Result<(), Error> {
+    let o = parse(clients, args)?;
+    if !o.on {
+        disable(core, clients, me);
+        return Ok(());
+    }
+    let cur = clients.get(me).and_then(|c| c.tracking.as_deref());
+    check_on(&o, cur)?;
+    enable(core, clients, me, o);
+    Ok(())
+}
+
+/// Turns tracking on for `me` with options `o` (merged into the current mode).
+fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
+    let Some(c) = clients.get_mut(me) else {
+        return;
+    };
+    let t = c.tracking.get_or_insert_with(Box::default);
+    t.bcast |= o.bcast;
+    t.optin |= o.optin;
+    t.optout |= o.optout;
+    t.noloop |= o.noloop;
+    t.redirect = o.redirect.unwrap_or(t.redirect);
+    t.broken_redirect = false;
+    let mut prefixes = o.prefixes;
+    if o.bcast && prefixes.is_empty() && t.prefixes.is_empty() {
+        prefixes.push(Key::from_slice(b""));
+    }
+    for p in prefixes {
+        core.tracking
+            .prefixes
+            .entry(p.clone())
+            .or_default()
+            .clients
+            .insert(me);
+        t.prefixes.insert(p);
+    }
+    core.tracking.clients.insert(c.id, me);
+    set_noting(core, true);
+}
+
+/// Turns tracking off for `me` (CLIENT TRACKING off, RESET, disconnect). Its entries in the
+/// table stay until the keys are invalidated, as in Redis (ids are never reused).
+pub fn disable(core: &mut Core, clients: &mut ClientTable, me: Handle) {
+    let Some(c) = clients.get_mut(me) else {
+        return;
+    };
+    let Some(t) = c.tracking.take() else {
+        return;
+    };
+    for p in &t.prefixes {
+        if let Some(entry) = core.tracking.prefixes.get_mut(p) {
+            entry.clients.remove(&me);
+            if entry.clients.is_empty() {
+                core.tracking.prefixes.remove(p);
+            }
+        }
+    }
+    core.tracking.clients.remove(&c.id);
+    if !core.tracking.active() {
+        set_noting(core, false);
+    }
+}
+
+/// Tells every database whether to note all written keys.
+fn set_noting(core: &mut Core, on: bool) {
+    for db in &mut core.dbs {
+        db.watch.track_all = on;
+    }
+}
+
+/// CLIENT CACHING yes|no.
+pub fn caching(clients: &mut ClientTable, me: Handle, arg: &[u8]) -> Result<(), Error> {
+    let t = clients.get_mut(me).and_then(|c| c.tracking.as_deref_mut());
+    let Some(t) = t.filter(|t| t.optin || t.optout) else {
+        return Err(Error::msg(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with \
+             OPTIN or OPTOUT mode enabled",
+        ));
+    };
+    let yes = match arg.to_ascii_lowercase().as_slice() {
+        b"yes" => true,
+        b"no" => false,
+        _ => return Err(Error::Syntax),
+    };
+    if yes && !t.optin {
+        return Err(Error::msg(
+            "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+        ));
+    }
+    if !yes && !t.optout {
+        return Err(Error::msg(
+            "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+        ));
+    }
+    t.caching = Some(yes);
+    Ok(())
+}
+
+/// CLIENT TRACKINGINFO's reply.
+pub fn info(t: Option<&ClientTracking>, out: &mut dyn ReplySink) {
+    out.map(3);
+    out.bulk_str("flags");
+    let Some(t) = t else {
+        out.set(1);
+        out.bulk_str("off");
+        out.bulk_str("redirect");
+        out.int(-1);
+        out.bulk_str("prefixes");
+        out.array(0);
+        return;
+    };
+    let caching_yes = t.caching == Some(true) && t.optin;
+    let caching_no = t.caching == Some(false) && t.optout;
+    let flags = [
+        (true, "on"),
+        (t.bcast, "bcast"),
+        (t.optin, "optin"),
+        (t.optout, "optout"),
+        (caching_yes, "caching-yes"),
+        (caching_no, "caching-no"),
+        (t.noloop, "noloop"),
+        (t.broken_redirect, "broken_redirect"),
+    ];
+    out.set(flags.iter().filter(|f| f.0).count());
+    flags.iter().filter(|f| f.0).for_each(|f| out.bulk_str(f.1));
+    out.bulk_str("redirect");
+    out.int(t.redirect as i64);
+    out.bulk_str("prefixes");
+    out.array(t.prefixes.len());
+    t.prefixes.iter().for_each(|p| out.bulk(p));
+}
+
+/// After each command run (EXEC's steps included): sends the invalidations for the keys it
+/// wrote, remembers the keys a read-only command read, and clears a `CLIENT CACHING` flag once
+/// a command other than CLIENT ran.
+pub fn after_run(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    me: Handle,
+    id: CommandId,
+    args: &Argv<'_>,
+) {
+    invalidate_written(core, clients, Some(me));
+    let reg = core.commands.get(id);
+    let Some(c) = clients.get_mut(me) else {
+        return;
+    };
+    let Some(t) = c.tracking.as_deref_mut() else {
+        return;
+    };
+    let caching = t.caching;
+    if !reg.full_name.starts_with("client|") && !c.in_multi {
+        t.caching = None;
+    }
+    let wanted = !t.bcast
+        && reg.spec.has(crate::command::flags::READONLY)
+        && (!t.optin || caching == Some(true))
+        && (!t.optout || caching != Some(false));
+    if !wanted {
+        return;
+    }
+    let id = c.id;
+    let Ok(keys) = reg.spec.find_keys(args) else {
+        return;
+    };
+    for k in keys {
+        let set = core
+            .tracking
+            .table
+            .entry(Key::from_slice(args.get(k.index)))
+            .or_default();
+        if set.insert(id) {
+            core.tracking.items += 1;
+        }
+    }
+}
+
+/// After a top-level command (EXEC as a whole) or the cron: turns the databases' notes into
+/// invalidations (`me` = the client whose command wrote, for NOLOOP), broadcasts BCAST
+/// prefixes' keys, and writes the running client's own invalidations to `out`.
+pub fn after_command(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    me: Option<Handle>,
+    out: Option<&mut dyn ReplySink>,
+) {
+    invalidate_written(core, clients, me);
+    broadcast(core, clients, me);
+    limit_table(core, clients, me);
+    let pending = core::mem::take(&mut core.tracking.pending_self);
+    if let Some(out) = out {
+        pending.iter().for_each(|r| r.write_to(out));
+    }
+}
+
+/// Turns the databases' notes (written keys, flushes) into invalidations, as soon as the
+/// command that wrote ends (each command of an EXEC too, so a key read later in the same
+/// transaction stays tracked, as in Redis).
+fn invalidate_written(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+    let mut flushed = false;
+    let mut written = Vec::new();
+    for db in &mut core.dbs {
+        flushed |= core::mem::take(&mut db.watch.track_flushed);
+        written.append(&mut db.watch.track_writes);
+    }
+    if flushed {
+        invalidate_all(core, clients, me);
+    }
+    for key in written {
+        invalidate_key(core, clients, &key, me, true);
+    }
+}
+
+/// A key was modified (`by_write`; else evicted from the table): its readers get an
+/// invalidation and are forgotten; for a write, BCAST prefixes that match collect it and NOLOOP
+/// spares the writer `me`.
+fn invalidate_key(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    key: &Key,
+    me: Option<Handle>,
+    by_write: bool,
+) {
+    let tr = &mut core.tracking;
+    for (p, entry) in tr.prefixes.iter_mut().filter(|_| by_write) {
+        if key.starts_with(p) {
+            entry.pending.insert(key.clone(), me);
+        }
+    }
+    let Some(ids) = tr.table.remove(key) else {
+        return;
+    };
+    tr.items -= ids.len();
+    let handles: Vec<Handle> = ids
+        .iter()
+        .filter_map(|id| tr.clients.get(id).copied())
+        .collect();
+    for h in handles {
+        let skip = clients
+            .get(h)
+            .and_then(|c| c.tracking.as_deref())
+            .is_none_or(|t| t.bcast || (by_write && t.noloop && Some(h) == me));
+        if !skip {
+            send(core, clients, h, Some(alloc::vec![key.clone()]), me);
+        }
+    }
+}
+
+/// Keeps the table within `tracking-table-max-keys`: evicted keys are invalidated for their
+/// readers as if they had been modified (Redis picks them at random; here the first in key
+/// order).
+fn limit_table(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+    let max = core.config.tracking_table_max_keys as usize;
+    while max > 0 && core.tracking.table.len() > max {
+        let Some(key) = core.tracking.table.keys().next().cloned() else {
+            return;
+        };
+        invalidate_key(core, clients, &key, me, false);
+    }
+}
+
+/// FLUSHDB / FLUSHALL: a null invalidation to every tracking client; the table empties.
+fn invalidate_all(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+    let all: Vec<Handle> = core.tracking.clients.values().copied().collect();
+    for h in all {
+        send(core, clients, h, None, me);
+    }
+    core.tracking.table.clear();
+    core.tracking.items = 0;
+}
+
+/// Sends each BCAST prefix's collected keys to its clients (NOLOOP clients without their own).
+fn broadcast(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+    let mut due = Vec::new();
+    for entry in core.tracking.prefixes.values_mut() {
+        if entry.pending.is_empty() {
+            continue;
+        }
+        let pending = core::mem::take(&mut entry.pending);
+        for &h in &entry.clients {
+            let noloop = clients
+                .get(h)
+                .and_then(|c| c.tracking.as_deref())
+                .is_some_and(|t| t.noloop);
+            let keys: Vec<Key> = pending
+                .iter()
+                .filter(|(_, by)| !(noloop && **by == Some(h)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            if !keys.is_empty() {
+                due.push((h, keys));
+            }
+        }
+    }
+    for (h, keys) in due {
+        send(core, clients, h, Some(keys), me);
+    }
+}
+
+/// Delivers one invalidation for tracking client `h` (to it, or to its REDIRECT target).
+fn send(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    h: Handle,
+    keys: Option<Vec<Key>>,
+    me: Option<Handle>,
+) {
+    let Some(redirect) = clients
+        .get(h)
+        .and_then(|c| c.tracking.as_deref())
+        .map(|t| t.redirect)
+    else {
+        return;
+    };
+    let receiver = match redirect {
+        0 => h,
+        id => match find_id(clients, id) {
+            Some(rh) => rh,
+            None => return redirect_broken(core, clients, h, id, me),
+        },
+    };
+    let Some(rc) = clients.get(receiver) else {
+        return;
+    };
+    let payload = match keys {
+        Some(keys) => Reply::Array(keys.iter().map(|k| Reply::Bulk(k.to_vec())).collect()),
+        None => Reply::Null,
+    };
+    let msg = if rc.protocol == Protocol::Resp3 {
+        Reply::Push(alloc::vec![Reply::Bulk(b"invalidate".to_vec()), payload])
+    } else if rc.subs.active() {
+        Reply::Push(alloc::vec![
+            Reply::Bulk(b"message".to_vec()),
+            Reply::Bulk(INVALIDATE_CHANNEL.to_vec()),
+            payload,
+        ])
+    } else {
+        return;
+    };
+    if Some(receiver) == me {
+        core.tracking.pending_self.push(msg);
+    } else {
+        core.pubsub.queue(receiver, Rc::new(msg));
+    }
+}
+
+/// The REDIRECT target of `h` is gone: flags it (`CLIENT LIST flags=R`) and, the first time,
+/// tells a RESP3 client with a `tracking-redir-broken` push naming the lost id.
+fn redirect_broken(
+    core: &mut Core,
+    clients: &mut ClientTable,
+    h: Handle,
+    id: u64,
+    me: Option<Handle>,
+) {
+    let Some(c) = clients.get_mut(h) else {
+        return;
+    };
+    let resp3 = c.protocol == Protocol::Resp3;
+    let Some(t) = c.tracking.as_deref_mut().filter(|t| !t.broken_redirect) else {
+        return;
+    };
+    t.broken_redirect = true;
+    if !resp3 {
+        return;
+    }
+    let msg = Reply::Push(alloc::vec![
+        Reply::Bulk(b"tracking-redir-broken".to_vec()),
+        Reply::Int(id as i64),
+    ]);
+    if Some(h) == me {
+        core.tracking.pending_self.push(msg);
+    } else {
+        core.pubsub.queue(h, Rc::new(msg));
+    }
+}
+
+/// The handle of the client with this id.
+fn find_id(clients: &ClientTable, id: u64) -> Option<Handle> {
+    clients.iter().find(|(_, c)| c.id == id).map(|(h, _)| h)
+}
+
+/// The redirect id `CLIENT GETREDIR` and `CLIENT LIST redir=` show: -1 when tracking is off.
+pub fn redirect_id(t: Option<&ClientTracking>) -> i64 {
+    t.map_or(-1, |t| t.redirect as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_overlap_when_one_starts_the_other() {
+        assert!(overlaps(b"a", b"ab") && overlaps(b"ab", b"a") && overlaps(b"", b"x"));
+        assert!(!overlaps(b"ab", b"ac"));
+        let new = [Key::from_slice(b"foo"), Key::from_slice(b"foobar")];
+        let e = alloc::format!("{}", check_prefixes(&new, None).unwrap_err());
+        assert!(e.starts_with("ERR Prefix 'foo' overlaps with another provided prefix 'foobar'"));
+        let mut cur = ClientTracking::default();
+        cur.prefixes.insert(Key::from_slice(b"ab"));
+        let e = check_prefixes(&[Key::from_slice(b"a")], Some(&cur)).unwrap_err();
+        assert!(alloc::format!("{e}").contains("with an existing prefix 'ab'"));
+    }
+}

@@ -1,0 +1,927 @@
+//! The append-only file in Redis 7's multi-part layout: `<dir>/<appenddirname>/` holds a base
+//! (`<appendfilename>.<n>.base.rdb` or `.aof`), incremental files (`<appendfilename>.<n>.incr.aof`)
+//! and the manifest `<appendfilename>.manifest` (lines `file <name> seq <n> type b|i`).
+//!
+//! Writing: the engine propagates each write as RESP commands ([`kayvee_engine::aof`]); the
+//! loop drains them once per pass and [`Aof::write`]s them before any reply of that pass is
+//! sent. `appendfsync always` fsyncs there too (group commit: one fsync per loop pass);
+//! `everysec` hands the fsync to a thread at most once a second; `no` only writes.
+//!
+//! Rewriting (BGREWRITEAOF, auto-rewrite, turning the AOF on) needs no fork: a new increment
+//! file is opened and recorded in the manifest, the engine's O(1) snapshot is written as the new
+//! base on a thread, then the manifest switches to the new base and increment atomically (temp
+//! file, fsync, rename, directory fsync) and the old files are deleted.
+//!
+//! Loading: the base (RDB or commands), then each increment, through a client that runs the
+//! commands without replies. A truncated last command is dropped with `aof-load-truncated yes`
+//! (and the file cut back), refused with `no`; a malformed file refuses to start.
+
+use kayvee_engine::client::{ConnInfo, Transport};
+use kayvee_engine::{Discard, Engine, Now, Snapshot, Value};
+use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
+use kayvee_resp::{Decoder, Limits};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+use tracing::{info, warn};
+
+/// When the AOF is fsynced (`appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// Before any reply of the writes is sent.
+    Always,
+    /// Once a second, on a thread.
+    EverySec,
+    /// Left to the kernel.
+    No,
+}
+
+impl Fsync {
+    /// From the configuration word.
+    pub fn parse(word: &str) -> Self {
+        match word {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// One file of the manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// File name inside the AOF directory.
+    pub name: String,
+    /// Sequence number.
+    pub seq: u64,
+}
+
+/// The manifest: one base (maybe none) and the increments in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The base file.
+    pub base: Option<Part>,
+    /// Increment files, oldest first.
+    pub incrs: Vec<Part>,
+}
+
+impl Manifest {
+    /// Parses a manifest (`file <name> seq <n> type <b|h|i>` lines; history lines ignored).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut m = Manifest::default();
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let words: Vec<&str> = line.split_ascii_whitespace().collect();
+            let (mut name, mut seq, mut kind) = (None, None, None);
+            for pair in words.chunks(2) {
+                match pair {
+                    ["file", v] => name = Some(v.to_string()),
+                    ["seq", v] => seq = v.parse::<u64>().ok(),
+                    ["type", v] => kind = Some(*v),
+                    _ => {}
+                }
+            }
+            let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
+                return Err("Invalid AOF manifest file format".into());
+            };
+            let part = Part { name, seq };
+            match kind {
+                "b" => m.base = Some(part),
+                "i" => m.incrs.push(part),
+                "h" => {}
+                _ => return Err("Unknown AOF file type".into()),
+            }
+        }
+        Ok(m)
+    }
+
+    /// The manifest text as Redis writes it.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        if let Some(b) = &self.base {
+            s.push_str(&format!("file {} seq {} type b\n", b.name, b.seq));
+        }
+        for i in &self.incrs {
+            s.push_str(&format!("file {} seq {} type i\n", i.name, i.seq));
+        }
+        s
+    }
+}
+
+/// Where the AOF lives and how it is named.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// `<dir>/<appenddirname>`.
+    pub dir: PathBuf,
+    /// `appendfilename`.
+    pub name: String,
+}
+
+impl Layout {
+    /// From the engine's configuration.
+    pub fn of(engine: &Engine) -> Self {
+        let c = &engine.core.config;
+        Layout {
+            dir: Path::new(&c.dir).join(&c.appenddirname),
+            name: c.appendfilename.clone(),
+        }
+    }
+
+    fn manifest_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.manifest", self.name))
+    }
+
+    fn incr_name(&self, seq: u64) -> String {
+        format!("{}.{seq}.incr.aof", self.name)
+    }
+
+    fn base_name(&self, seq: u64, rdb: bool) -> String {
+        let ext = if rdb { "rdb" } else { "aof" };
+        format!("{}.{seq}.base.{ext}", self.name)
+    }
+
+    /// Reads the manifest; `None` when there is none.
+    pub fn read_manifest(&self) -> anyhow::Result<Option<Manifest>> {
+        match std::fs::read_to_string(self.manifest_path()) {
+            Ok(t) => Ok(Some(Manifest::parse(&t).map_err(anyhow::Error::msg)?)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Replaces the manifest atomically: temp file, fsync, rename, directory fsync.
+    fn write_manifest(&self, m: &Manifest) -> io::Result<()> {
+        let tmp = self.dir.join(format!("temp-{}.manifest", self.name));
+        let mut f = File::create(&tmp)?;
+        f.write_all(m.render().as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, self.manifest_path())?;
+        File::open(&self.dir)?.sync_all()
+    }
+}
+
+/// The open AOF: the increment file being appended to and the fsync machinery.
+pub struct Aof {
+    layout: Layout,
+    manifest: Manifest,
+    file: File,
+    policy: Fsync,
+    /// Bytes drained from the engine, not yet written.
+    buf: Vec<u8>,
+    /// Bytes written since the last fsync started.
+    unsynced: bool,
+    last_fsync: Instant,
+    /// The everysec fsync thread is busy.
+    fsync_busy: Arc<AtomicBool>,
+    incr_size: u64,
+    base_size: u64,
+    rewrite: Option<Rewrite>,
+}
+
+/// A base being written on a thread.
+struct Rewrite {
+    thread: JoinHandle<io::Result<u64>>,
+    base: Part,
+    started: Instant,
+}
+
+impl Aof {
+    /// Opens the AOF. With `load` (startup) an existing AOF is loaded (returns whether one
+    /// was); otherwise, or when there is none, a new base of the current data is written now
+    /// with a fresh increment, and the files of an older AOF are replaced (turning the AOF on
+    /// at runtime, as Redis's rewrite on `CONFIG SET appendonly yes`).
+    pub fn open(
+        engine: &mut Engine,
+        now: Now,
+        load_existing: bool,
+    ) -> anyhow::Result<(Self, bool)> {
+        let layout = Layout::of(engine);
+        std::fs::create_dir_all(&layout.dir)?;
+        let on_disk = layout.read_manifest()?;
+        let (mut manifest, loaded) = match on_disk {
+            Some(m) if load_existing => {
+                load(engine, &layout, &m, now)?;
+                (m, true)
+            }
+            old => (fresh(engine, &layout, old.as_ref(), now)?, false),
+        };
+        if manifest.incrs.is_empty() {
+            // A base alone (what BGREWRITEAOF leaves with the AOF off): add an increment.
+            let seq = 1;
+            manifest.incrs.push(Part {
+                name: layout.incr_name(seq),
+                seq,
+            });
+            open_append(&layout.dir.join(layout.incr_name(seq)))?.sync_all()?;
+            layout.write_manifest(&manifest)?;
+        }
+        let incr = manifest
+            .incrs
+            .last()
+            .cloned()
+            .expect("a manifest with an increment");
+        let file = open_append(&layout.dir.join(&incr.name))?;
+        let incr_size = file.metadata()?.len();
+        let mut aof = Aof {
+            layout,
+            manifest,
+            file,
+            policy: Fsync::parse(&engine.core.config.appendfsync),
+            buf: Vec::new(),
+            unsynced: false,
+            last_fsync: Instant::now(),
+            fsync_busy: Arc::new(AtomicBool::new(false)),
+            incr_size,
+            base_size: 0,
+            rewrite: None,
+        };
+        aof.base_size = aof.file_size(aof.manifest.base.as_ref());
+        engine.set_propagation(true);
+        engine.core.aof.status.on = true;
+        aof.report(engine);
+        Ok((aof, loaded))
+    }
+
+    fn file_size(&self, p: Option<&Part>) -> u64 {
+        p.and_then(|p| std::fs::metadata(self.layout.dir.join(&p.name)).ok())
+            .map_or(0, |m| m.len())
+    }
+
+    /// Copies the sizes into the engine for INFO.
+    fn report(&self, engine: &mut Engine) {
+        let s = &mut engine.core.aof.status;
+        s.base_size = self.base_size;
+        s.current_size = self.base_size + self.incr_size;
+    }
+
+    /// Whether writes are waiting to be written before replies go out. Bytes kept after a
+    /// failed write (everysec, no) do not hold replies back: the cron retries them.
+    pub fn needs_flush(&self, engine: &Engine) -> bool {
+        engine.has_propagated()
+    }
+
+    /// Writes what the engine propagated, and fsyncs under `always`: call before sending any
+    /// reply of the commands that produced it.
+    pub fn flush(&mut self, engine: &mut Engine) {
+        engine.drain_propagated(&mut self.buf);
+        if self.buf.is_empty() {
+            return;
+        }
+        let result = self.file.write_all(&self.buf).and_then(|()| {
+            let skip = engine.core.config.no_appendfsync_on_rewrite && self.rewrite.is_some();
+            if self.policy == Fsync::Always && !skip {
+                self.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        match result {
+            Ok(()) => {
+                self.incr_size += self.buf.len() as u64;
+                self.unsynced = self.policy != Fsync::Always;
+                self.buf.clear();
+                engine.core.aof.status.last_write_ok = true;
+            }
+            Err(e) => self.write_failed(engine, &e),
+        }
+        self.report(engine);
+    }
+
+    /// A failed write or fsync. Under `always` the server cannot keep its promise and exits,
+    /// as Redis does; otherwise a partial write is cut off and the bytes are retried on the
+    /// next pass (INFO shows `aof_last_write_status:err` meanwhile).
+    fn write_failed(&mut self, engine: &mut Engine, e: &io::Error) {
+        if self.policy == Fsync::Always {
+            tracing::error!(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always': {e}. Exiting..."
+            );
+            std::process::exit(1);
+        }
+        warn!("Error writing to the AOF file: {e}");
+        let _ = self.file.set_len(self.incr_size);
+        engine.core.aof.status.last_write_ok = false;
+    }
+
+    /// The cron part: the everysec fsync, the end of a rewrite, the auto-rewrite.
+    pub fn cron(&mut self, engine: &mut Engine, now: Now) {
+        self.policy = Fsync::parse(&engine.core.config.appendfsync);
+        self.flush(engine);
+        if self.policy == Fsync::EverySec
+            && self.unsynced
+            && self.last_fsync.elapsed().as_millis() >= 1000
+        {
+            self.background_fsync();
+        }
+        if self
+            .rewrite
+            .as_ref()
+            .is_some_and(|r| r.thread.is_finished())
+        {
+            self.finish_rewrite(engine, now);
+        }
+        if self.rewrite.is_none() && self.auto_rewrite_due(engine) {
+            info!("Starting automatic rewriting of AOF");
+            self.start_rewrite(engine, now);
+        }
+    }
+
+    /// Hands an fsync of the increment file to a thread, unless the previous one still runs.
+    fn background_fsync(&mut self) {
+        if self.fsync_busy.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(file) = self.file.try_clone() else {
+            self.fsync_busy.store(false, Ordering::Release);
+            return;
+        };
+        let busy = Arc::clone(&self.fsync_busy);
+        self.unsynced = false;
+        self.last_fsync = Instant::now();
+        let spawned = std::thread::Builder::new()
+            .name("kayvee-aof-fsync".into())
+            .spawn(move || {
+                if let Err(e) = file.sync_data() {
+                    warn!("AOF fsync failed: {e}");
+                }
+                busy.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.fsync_busy.store(false, Ordering::Release);
+        }
+    }
+
+    /// `auto-aof-rewrite-percentage` / `-min-size`: the increments grew enough over the base.
+    fn auto_rewrite_due(&self, engine: &Engine) -> bool {
+        let c = &engine.core.config;
+        let size = self.base_size + self.incr_size;
+        let base = self.base_size.max(1);
+        c.auto_aof_rewrite_percentage > 0
+            && size >= c.auto_aof_rewrite_min_size
+            && (size - base.min(size)) * 100 / base >= c.auto_aof_rewrite_percentage as u64
+    }
+
+    /// Whether a rewrite runs.
+    pub fn rewriting(&self) -> bool {
+        self.rewrite.is_some()
+    }
+
+    /// Starts a rewrite: new increment (in the manifest at once), snapshot, base on a thread.
+    pub fn start_rewrite(&mut self, engine: &mut Engine, now: Now) {
+        let s = &mut engine.core.aof.status;
+        s.rewrite_requested = false;
+        s.rewrite_scheduled = false;
+        if let Err(e) = self.open_next_incr(engine) {
+            warn!("Can't rewrite append only file in background: {e}");
+            engine.core.aof.status.last_bgrewrite_ok = false;
+            return;
+        }
+        let rdb = engine.core.config.aof_use_rdb_preamble;
+        let seq = self.manifest.base.as_ref().map_or(0, |b| b.seq) + 1;
+        let base = Part {
+            name: self.layout.base_name(seq, rdb),
+            seq,
+        };
+        let path = self.layout.dir.join(&base.name);
+        let snapshot = engine.snapshot(now);
+        let opts = base_options(engine);
+        let spawned = std::thread::Builder::new()
+            .name("kayvee-aofrw".into())
+            .spawn(move || write_base(snapshot, opts, rdb, &path));
+        match spawned {
+            Ok(thread) => {
+                info!("Background append only file rewriting started");
+                engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                self.rewrite = Some(Rewrite {
+                    thread,
+                    base,
+                    started: Instant::now(),
+                });
+            }
+            Err(e) => {
+                warn!("Can't rewrite append only file in background: {e}");
+                engine.core.aof.status.last_bgrewrite_ok = false;
+            }
+        }
+    }
+
+    /// Flushes the current increment and switches writes to a new one, recorded in the
+    /// manifest before any write lands in it.
+    fn open_next_incr(&mut self, engine: &mut Engine) -> io::Result<()> {
+        self.flush(engine);
+        self.file.sync_data()?;
+        let seq = self.manifest.incrs.last().map_or(0, |p| p.seq) + 1;
+        let part = Part {
+            name: self.layout.incr_name(seq),
+            seq,
+        };
+        let file = open_append(&self.layout.dir.join(&part.name))?;
+        let mut next = self.manifest.clone();
+        next.incrs.push(part);
+        self.layout.write_manifest(&next)?;
+        self.manifest = next;
+        self.file = file;
+        self.incr_size = 0;
+        engine.reset_propagation_db();
+        Ok(())
+    }
+
+    /// The base thread ended: on success the manifest switches to the new base and the last
+    /// increment, and older files are deleted.
+    fn finish_rewrite(&mut self, engine: &mut Engine, now: Now) {
+        let Some(rw) = self.rewrite.take() else {
+            return;
+        };
+        let result = rw
+            .thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")))
+            .and_then(|size| {
+                let next = Manifest {
+                    base: Some(rw.base.clone()),
+                    incrs: self.manifest.incrs.last().cloned().into_iter().collect(),
+                };
+                self.layout.write_manifest(&next)?;
+                let old = std::mem::replace(&mut self.manifest, next);
+                self.delete_unlisted(&old);
+                Ok(size)
+            });
+        let s = &mut engine.core.aof.status;
+        s.rewrite_started_ms = None;
+        s.last_rewrite_time_s = rw.started.elapsed().as_secs() as i64;
+        match result {
+            Ok(size) => {
+                self.base_size = size;
+                s.last_bgrewrite_ok = true;
+                s.rewrites += 1;
+                s.consecutive_failures = 0;
+                info!("Background AOF rewrite finished successfully");
+            }
+            Err(e) => {
+                warn!("Background AOF rewrite failed: {e}");
+                let _ = std::fs::remove_file(self.layout.dir.join(&rw.base.name));
+                s.last_bgrewrite_ok = false;
+                s.consecutive_failures += 1;
+            }
+        }
+        self.report(engine);
+        let _ = now;
+    }
+
+    /// Deletes the files of `old` that the current manifest no longer lists.
+    fn delete_unlisted(&self, old: &Manifest) {
+        let listed =
+            |p: &Part| self.manifest.base.as_ref() == Some(p) || self.manifest.incrs.contains(p);
+        for p in old.base.iter().chain(old.incrs.iter()) {
+            if !listed(p) {
+                let _ = std::fs::remove_file(self.layout.dir.join(&p.name));
+            }
+        }
+    }
+
+    /// Waits for a running rewrite and writes everything out with an fsync (shutdown, AOF off).
+    pub fn close(mut self, engine: &mut Engine, now: Now) {
+        if self.rewrite.is_some() {
+            while !self
+                .rewrite
+                .as_ref()
+                .is_some_and(|r| r.thread.is_finished())
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            self.finish_rewrite(engine, now);
+        }
+        self.flush(engine);
+        let _ = self.file.sync_data();
+        engine.set_propagation(false);
+        engine.core.aof.status.on = false;
+    }
+}
+
+/// Writes a new AOF of the current data: base, empty increment, manifest; then deletes the
+/// files of the `old` manifest.
+fn fresh(
+    engine: &Engine,
+    layout: &Layout,
+    old: Option<&Manifest>,
+    now: Now,
+) -> anyhow::Result<Manifest> {
+    let seq = |p: Option<&Part>| p.map_or(0, |p| p.seq) + 1;
+    let rdb = engine.core.config.aof_use_rdb_preamble;
+    let base_seq = seq(old.and_then(|m| m.base.as_ref()));
+    let incr_seq = seq(old.and_then(|m| m.incrs.last()));
+    let m = Manifest {
+        base: Some(Part {
+            name: layout.base_name(base_seq, rdb),
+            seq: base_seq,
+        }),
+        incrs: vec![Part {
+            name: layout.incr_name(incr_seq),
+            seq: incr_seq,
+        }],
+    };
+    let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
+    write_base(engine.snapshot(now), base_options(engine), rdb, &base_path)?;
+    open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
+    layout.write_manifest(&m)?;
+    if let Some(old) = old {
+        for p in old.base.iter().chain(old.incrs.iter()) {
+            let _ = std::fs::remove_file(layout.dir.join(&p.name));
+        }
+    }
+    Ok(m)
+}
+
+/// BGREWRITEAOF with the AOF off, as Redis 7.0 does it: a new base of `snapshot` and a
+/// manifest listing only that base, written on a thread; older AOF files are deleted. Returns
+/// the base's size.
+pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
+    let layout = Layout::of(engine);
+    let rdb = engine.core.config.aof_use_rdb_preamble;
+    let snapshot = engine.snapshot(now);
+    let opts = base_options(engine);
+    std::thread::Builder::new()
+        .name("kayvee-aofrw".into())
+        .spawn(move || {
+            std::fs::create_dir_all(&layout.dir)?;
+            let old = layout.read_manifest().map_err(io::Error::other)?;
+            let seq = old
+                .as_ref()
+                .and_then(|m| m.base.as_ref())
+                .map_or(0, |b| b.seq)
+                + 1;
+            let base = Part {
+                name: layout.base_name(seq, rdb),
+                seq,
+            };
+            let size = write_base(snapshot, opts, rdb, &layout.dir.join(&base.name))?;
+            let m = Manifest {
+                base: Some(base),
+                incrs: Vec::new(),
+            };
+            layout.write_manifest(&m)?;
+            for p in old.iter().flat_map(|o| o.base.iter().chain(o.incrs.iter())) {
+                if m.base.as_ref() != Some(p) {
+                    let _ = std::fs::remove_file(layout.dir.join(&p.name));
+                }
+            }
+            Ok(size)
+        })
+}
+
+/// Opens a file for appending, creating it.
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// RDB options for a base.
+fn base_options(engine: &Engine) -> WriteOptions {
+    let cfg = &engine.core.config;
+    WriteOptions {
+        compress: cfg.rdbcompression,
+        checksum: cfg.rdbchecksum,
+        used_mem: engine.core.host.used_memory,
+        ..WriteOptions::default()
+    }
+}
+
+/// Writes a base (RDB, or commands) to a temporary file, fsyncs and renames it to `path`;
+/// returns its size.
+fn write_base(snapshot: Snapshot, opts: WriteOptions, rdb: bool, path: &Path) -> io::Result<u64> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let result = (|| {
+        let mut file = io::BufWriter::with_capacity(128 * 1024, File::create(&tmp)?);
+        if rdb {
+            let mut writer = RdbWriter::new(snapshot, opts);
+            let mut buf = Vec::with_capacity(128 * 1024);
+            while writer.next_chunk(&mut buf) {
+                file.write_all(&buf)?;
+                buf.clear();
+            }
+        } else {
+            write_commands(&snapshot, &mut file)?;
+        }
+        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        let size = file.metadata()?.len();
+        std::fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()?;
+        Ok(size)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Items per command in a command base, as Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
+const ITEMS_PER_CMD: usize = 64;
+
+/// The data as commands (Redis's rewrite without preamble): SELECT per database, then per key
+/// SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items, and PEXPIREAT for a TTL.
+fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
+    use kayvee_engine::aof::encode;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    for (i, db) in snapshot.dbs.iter().enumerate() {
+        if db.keys.is_empty() {
+            continue;
+        }
+        encode(&mut buf, &[b"SELECT", i.to_string().as_bytes()]);
+        for (key, entry) in db.keys.iter() {
+            key_commands(key, &entry.value, &mut buf);
+            if let Some(at) = db.expires.get(&key[..]) {
+                encode(&mut buf, &[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+            }
+            if buf.len() > 32 * 1024 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+    }
+    out.write_all(&buf)
+}
+
+/// The commands that rebuild one value.
+fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
+    use kayvee_engine::aof::encode;
+    let batched = |buf: &mut Vec<u8>, cmd: &[u8], items: Vec<Vec<u8>>, per: usize| {
+        for chunk in items.chunks(ITEMS_PER_CMD * per) {
+            let mut args: Vec<&[u8]> = vec![cmd, key];
+            args.extend(chunk.iter().map(Vec::as_slice));
+            encode(buf, &args);
+        }
+    };
+    match value {
+        Value::Str(s) => encode(buf, &[b"SET", key, s]),
+        Value::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
+        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|(m, _)| m.to_vec()).collect(), 1),
+        Value::Hash(h) => {
+            let items = h
+                .iter()
+                .flat_map(|(f, v)| [f.to_vec(), v.to_vec()])
+                .collect();
+            batched(buf, b"HMSET", items, 2)
+        }
+        Value::ZSet(z) => {
+            let items = z
+                .iter()
+                .flat_map(|e| {
+                    let mut score = Vec::new();
+                    kayvee_engine::cmd::zset_num::format_g17(e.0, &mut score);
+                    [score, e.1.to_vec()]
+                })
+                .collect();
+            batched(buf, b"ZADD", items, 2)
+        }
+    }
+}
+
+/// Startup failures of loading, with Redis's words.
+fn load_error(path: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!("{what} reading the append only file {}", path.display())
+}
+
+/// Loads the base and the increments of `m` into the engine.
+fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let files: Vec<&Part> = m.base.iter().chain(m.incrs.iter()).collect();
+    let conn = ConnInfo {
+        transport: Transport::Unix { path: "aof".into() },
+        fd: -1,
+    };
+    let h = engine.connect(conn, now);
+    for (i, part) in files.iter().enumerate() {
+        let path = layout.dir.join(&part.name);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && i > 0 => {
+                anyhow::bail!("The AOF file {} doesn't exist", part.name)
+            }
+            Err(e) => anyhow::bail!(
+                "Fatal error: can't open the append log file {}: {e}",
+                part.name
+            ),
+        };
+        if bytes.starts_with(b"REDIS") {
+            let opts = LoadOptions {
+                config: &engine.core.config,
+                seed: engine.core.seed,
+                now_ms: now.ms(),
+            };
+            let loaded = kayvee_rdb::load(&bytes, &opts)
+                .map_err(|e| load_error(&path, &format!("Bad file format ({e})")))?;
+            engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+            continue;
+        }
+        let last = i + 1 == files.len();
+        let truncate_ok = engine.core.config.aof_load_truncated;
+        match replay(engine, h, &bytes) {
+            Replay::Done => {}
+            Replay::Truncated(valid) if last && truncate_ok => {
+                warn!(
+                    "!!! Warning: short read while loading the AOF file {}!!!",
+                    part.name
+                );
+                warn!(
+                    "AOF {} loaded anyway because aof-load-truncated is enabled",
+                    part.name
+                );
+                OpenOptions::new()
+                    .write(true)
+                    .open(&path)?
+                    .set_len(valid as u64)?;
+            }
+            Replay::Truncated(_) => {
+                engine.disconnect(h);
+                return Err(load_error(&path, "Unexpected end of file"));
+            }
+            Replay::Bad => {
+                engine.disconnect(h);
+                return Err(load_error(&path, "Bad file format"));
+            }
+            Replay::Unknown(name) => {
+                engine.disconnect(h);
+                return Err(load_error(&path, &format!("Unknown command '{name}'")));
+            }
+        }
+    }
+    engine.disconnect(h);
+    info!(
+        "DB loaded from append only file: {:.3} seconds",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// How replaying one file ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Replay {
+    /// Every command ran.
+    Done,
+    /// The file ends inside a command (or an open MULTI): bytes up to here are whole.
+    Truncated(usize),
+    /// Not RESP commands.
+    Bad,
+    /// A command this server does not know.
+    Unknown(String),
+}
+
+/// Runs the commands of one AOF file through client `h`, without replies and without expiry
+/// (time 0: Redis expires nothing while loading; the file's DELs carry the expirations).
+fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay {
+    let limits = Limits {
+        bulk_len_max: usize::MAX / 2,
+        query_buffer_max: usize::MAX / 2,
+    };
+    let mut decoder = Decoder::new(limits);
+    let mut used = 0;
+    let mut before_multi = None;
+    let mut sink = Discard(kayvee_engine::Protocol::Resp2);
+    while used < bytes.len() {
+        if bytes[used] == b'#' {
+            // An annotation (`#TS:...` with aof-timestamp-enabled): skipped, as Redis does.
+            match bytes[used..].iter().position(|&b| b == b'\n') {
+                Some(end) => used += end + 1,
+                None => return Replay::Truncated(used),
+            }
+            continue;
+        }
+        if bytes[used] != b'*' {
+            return Replay::Bad;
+        }
+        let frame = match decoder.decode(&bytes[used..], true) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Replay::Truncated(before_multi.unwrap_or(used)),
+            Err(_) => return Replay::Bad,
+        };
+        let name = frame.argv.get(0);
+        if engine.core.commands.lookup(name).is_none() {
+            let name = String::from_utf8_lossy(name).into_owned();
+            return Replay::Unknown(name);
+        }
+        if name.eq_ignore_ascii_case(b"multi") {
+            before_multi = Some(used);
+        } else if name.eq_ignore_ascii_case(b"exec") {
+            before_multi = None;
+        }
+        let consumed = frame.consumed;
+        engine.execute(h, &frame.argv, Now { unix_us: 0 }, &mut sink);
+        used += consumed;
+    }
+    match before_multi {
+        Some(at) => {
+            // An open transaction at the end: revert it, as Redis does.
+            engine.execute(
+                h,
+                &kayvee_engine::ArgvBuf::from_args(["DISCARD"]).argv(),
+                Now { unix_us: 0 },
+                &mut sink,
+            );
+            Replay::Truncated(at)
+        }
+        None => Replay::Done,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trips_in_redis_format() {
+        let text = "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(m.base.as_ref().unwrap().name, "appendonly.aof.1.base.rdb");
+        assert_eq!(m.incrs.len(), 1);
+        assert_eq!(m.render(), text);
+        assert!(Manifest::parse("file x seq y type b\n").is_err());
+        let h = Manifest::parse("file a seq 1 type h\nfile b seq 2 type i\n").unwrap();
+        assert!(h.base.is_none() && h.incrs[0].name == "b");
+    }
+
+    fn engine() -> (Engine, kayvee_engine::Handle) {
+        let mut e = Engine::new(kayvee_engine::Config::default(), 1, Now::from_ms(1000));
+        let conn = ConnInfo {
+            transport: Transport::Unix { path: "t".into() },
+            fd: -1,
+        };
+        let h = e.connect(conn, Now::from_ms(1000));
+        (e, h)
+    }
+
+    #[test]
+    fn replay_stops_at_a_truncated_command_or_open_multi() {
+        let (mut e, h) = engine();
+        let good = b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n";
+        let mut bytes = good.to_vec();
+        bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nb");
+        assert_eq!(replay(&mut e, h, &bytes), Replay::Truncated(good.len()));
+        assert_eq!(e.core.dbs[0].len(), 1);
+        let mut multi = good.to_vec();
+        multi.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1\r\n1\r\n");
+        let (mut e, h) = engine();
+        assert_eq!(replay(&mut e, h, &multi), Replay::Truncated(good.len()));
+        assert_eq!(e.core.dbs[0].len(), 1, "the open transaction is reverted");
+        assert_eq!(replay(&mut e, h, b"SET a 1\r\n"), Replay::Bad);
+        let unknown = b"*1\r\n$6\r\nNOSUCH\r\n";
+        assert_eq!(replay(&mut e, h, unknown), Replay::Unknown("NOSUCH".into()));
+        let annotated = b"#TS:1700000000\r\n*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\n1\r\n";
+        assert_eq!(replay(&mut e, h, annotated), Replay::Done);
+        assert!(e.core.dbs[0].expire_at(b"z").is_none() && e.core.dbs[0].len() == 2);
+    }
+
+    #[test]
+    fn replay_does_not_expire_while_loading() {
+        let (mut e, h) = engine();
+        let cmds = b"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$4\r\nPXAT\r\n$1\r\n5\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nw\r\n";
+        assert_eq!(replay(&mut e, h, cmds), Replay::Done);
+        assert_eq!(e.core.dbs[0].len(), 1);
+        assert_eq!(
+            e.core.dbs[0].expire_at(b"k"),
+            None,
+            "plain SET cleared the TTL"
+        );
+    }
+
+    #[test]
+    fn command_base_rebuilds_every_type() {
+        let (mut e, h) = engine();
+        for c in [
+            "RPUSH l a b c",
+            "SADD s x y",
+            "HSET h f v",
+            "ZADD z 1.5 m 2 n",
+            "SET k v",
+            "PEXPIREAT k 99999999999999",
+            "SELECT 2",
+            "SET other 1",
+        ] {
+            let args: Vec<&str> = c.split(' ').collect();
+            e.execute(
+                h,
+                &kayvee_engine::ArgvBuf::from_args(&args).argv(),
+                Now::from_ms(1000),
+                &mut Discard(Default::default()),
+            );
+        }
+        let mut out = Vec::new();
+        write_commands(&e.snapshot(Now::from_ms(1000)), &mut out).unwrap();
+        let (mut e2, h2) = engine();
+        assert_eq!(replay(&mut e2, h2, &out), Replay::Done);
+        assert_eq!(e2.core.dbs[0].len(), 5);
+        assert_eq!(e2.core.dbs[2].len(), 1);
+        assert_eq!(e2.core.dbs[0].expire_at(b"k"), Some(99999999999999));
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains("ZADD\r\n$1\r\nz\r\n") && text.contains("1.5"),
+            "{text}"
+        );
+    }
+}

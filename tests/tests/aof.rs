@@ -1,0 +1,426 @@
+//! End-to-end append-only file: data survives a kill and restart; BGREWRITEAOF while clients
+//! write; `redis-check-aof` accepts Kayvee's directory and redis-server 7.0.15 loads it, and
+//! Kayvee loads a Redis 7 AOF directory; a truncated file with `aof-load-truncated` yes / no.
+
+use kayvee_tests::{kayvee_bin, redis_required, tool_available, Conn, Server};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A fresh empty directory for one test.
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kayvee-aof-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Whether redis-server and redis-check-aof are here (skip otherwise, unless required).
+fn have_redis() -> bool {
+    // redis-check-aof has no --version (it would check a file of that name): look it up on PATH.
+    let check_aof = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("redis-check-aof").is_file()));
+    let ok = tool_available("redis-server") && check_aof;
+    assert!(
+        ok || !redis_required(),
+        "redis-server / redis-check-aof missing"
+    );
+    ok
+}
+
+fn kayvee(dir: &Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--dir",
+        dir.to_str().unwrap(),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+    ];
+    args.extend_from_slice(extra);
+    Server::kayvee(&args).expect("kayvee")
+}
+
+fn text(c: &mut Conn, args: &[&str]) -> String {
+    String::from_utf8_lossy(&c.cmd_str(args)).into_owned()
+}
+
+/// The data set in comparable text: every key with its type, content and whether it has a TTL.
+fn dataset(c: &mut Conn) -> Vec<String> {
+    let keys = text(c, &["KEYS", "*"]);
+    let mut names: Vec<String> = keys
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && !l.starts_with('*') && !l.starts_with('$'))
+        .map(String::from)
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|k| {
+            let ty = text(c, &["TYPE", k]);
+            let body = match ty.trim() {
+                "+string" => text(c, &["GET", k]),
+                "+list" => text(c, &["LRANGE", k, "0", "-1"]),
+                "+set" => text(c, &["SORT", k, "ALPHA"]),
+                "+hash" => {
+                    let mut v: Vec<String> = text(c, &["HGETALL", k])
+                        .split("\r\n")
+                        .map(String::from)
+                        .collect();
+                    v.sort();
+                    v.join(",")
+                }
+                _ => text(c, &["ZRANGE", k, "0", "-1", "WITHSCORES"]),
+            };
+            let ttl = text(c, &["TTL", k]) != ":-1\r\n";
+            format!("{k} {} {body} ttl={ttl}", ty.trim())
+        })
+        .collect()
+}
+
+/// Writes keys of every type, with TTLs, SPOP, INCRBYFLOAT, a transaction and another db.
+fn fill(c: &mut Conn) {
+    for cmd in [
+        "SET s1 hello",
+        "SET s2 v EX 1000",
+        "RPUSH l a b c d",
+        "LPOP l",
+        "SADD set 1 2 3 4 x",
+        "SPOP set",
+        "HSET h f1 v1 f2 v2",
+        "HINCRBYFLOAT h n 1.5",
+        "ZADD z 1.5 a 2 b -3 c",
+        "INCRBYFLOAT fl 2.25",
+        "SETEX gone 1000 x",
+        "DEL gone",
+        "MULTI",
+        "INCR n",
+        "INCR n",
+        "EXEC",
+        "SELECT 3",
+        "SET in3 x",
+        "SELECT 0",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        c.cmd_str(&args);
+    }
+}
+
+fn wait_rewrite(c: &mut Conn) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while text(c, &["INFO", "persistence"]).contains("aof_rewrite_in_progress:1") {
+        assert!(Instant::now() < deadline, "rewrite did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn check_aof(dir: &Path) {
+    let manifest = dir.join("appendonlydir/appendonly.aof.manifest");
+    let out = Command::new("redis-check-aof")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "redis-check-aof failed:\n{log}");
+}
+
+#[test]
+fn data_survives_kill_and_rewrite_and_redis_loads_it() {
+    for preamble in ["yes", "no"] {
+        let dir = tmpdir(&format!("restart-{preamble}"));
+        let opts = [
+            "--appendfsync",
+            "always",
+            "--aof-use-rdb-preamble",
+            preamble,
+        ];
+        let k = kayvee(&dir, &opts);
+        let mut c = k.conn();
+        fill(&mut c);
+        let writer_port = k.port();
+        let writer = std::thread::spawn(move || {
+            let mut w = Conn::connect(writer_port).unwrap();
+            for i in 0..1000 {
+                w.cmd_str(&["INCR", "counter"]);
+                w.cmd_str(&["RPUSH", "log", &i.to_string()]);
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            text(&mut c, &["BGREWRITEAOF"]),
+            "+Background append only file rewriting started\r\n"
+        );
+        wait_rewrite(&mut c);
+        writer.join().unwrap();
+        c.cmd_str(&["SET", "after", "rewrite"]);
+        let before = dataset(&mut c);
+        assert!(before
+            .iter()
+            .any(|l| l.starts_with("counter +string $4\r\n1000")));
+        drop(c);
+        drop(k); // SIGKILL
+        let k = kayvee(&dir, &opts);
+        let mut c = k.conn();
+        assert_eq!(dataset(&mut c), before, "preamble {preamble}");
+        assert_eq!(text(&mut c, &["SELECT", "3"]), "+OK\r\n");
+        assert_eq!(text(&mut c, &["GET", "in3"]), "$1\r\nx\r\n");
+        drop(c);
+        drop(k);
+        if !have_redis() {
+            continue;
+        }
+        check_aof(&dir);
+        let r = Server::redis(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"]).unwrap();
+        assert_eq!(
+            dataset(&mut r.conn()),
+            before,
+            "redis-server loads Kayvee's AOF"
+        );
+    }
+}
+
+#[test]
+fn kayvee_loads_a_redis_aof_directory() {
+    if !have_redis() {
+        return;
+    }
+    for preamble in ["yes", "no"] {
+        let dir = tmpdir(&format!("from-redis-{preamble}"));
+        let d = dir.to_str().unwrap();
+        let r = Server::redis(&[
+            "--dir",
+            d,
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--aof-use-rdb-preamble",
+            preamble,
+        ])
+        .unwrap();
+        let mut c = r.conn();
+        fill(&mut c);
+        assert!(text(&mut c, &["BGREWRITEAOF"]).starts_with("+Background"));
+        wait_rewrite(&mut c);
+        c.cmd_str(&["RPUSH", "l", "tail"]);
+        let before = dataset(&mut c);
+        drop(c);
+        drop(r);
+        let k = kayvee(&dir, &[]);
+        assert_eq!(dataset(&mut k.conn()), before, "preamble {preamble}");
+    }
+}
+
+/// Starts kayvee-server on `dir`'s AOF (a Unix socket only) and says whether it exited with an
+/// error; one still running after 10 s is killed and counts as started.
+fn start_fails(dir: &Path, extra: &[&str]) -> bool {
+    let socket = dir.join("s");
+    let mut child = Command::new(kayvee_bin())
+        .args(["--port", "0", "--unixsocket", socket.to_str().unwrap()])
+        .args([
+            "--dir",
+            dir.to_str().unwrap(),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+        ])
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return !status.success();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
+#[test]
+fn truncated_tail_loads_or_refuses_per_aof_load_truncated() {
+    let dir = tmpdir("truncated");
+    let k = kayvee(&dir, &["--appendfsync", "always"]);
+    let mut c = k.conn();
+    c.cmd_str(&["SET", "a", "1"]);
+    c.cmd_str(&["SET", "b", "2"]);
+    drop(c);
+    drop(k);
+    let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
+    let good = std::fs::metadata(&incr).unwrap().len();
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$3\r\nab");
+    std::fs::write(&incr, &bytes).unwrap();
+    let refused = start_fails(&dir, &["--aof-load-truncated", "no"]);
+    assert!(refused, "a truncated AOF must stop the start");
+    let k = kayvee(&dir, &["--aof-load-truncated", "yes"]);
+    let mut c = k.conn();
+    assert_eq!(text(&mut c, &["DBSIZE"]), ":2\r\n");
+    assert_eq!(
+        std::fs::metadata(&incr).unwrap().len(),
+        good,
+        "the tail is cut off"
+    );
+    c.cmd_str(&["SET", "c", "3"]);
+    drop(c);
+    drop(k);
+    let k = kayvee(&dir, &[]);
+    assert_eq!(text(&mut k.conn(), &["DBSIZE"]), ":3\r\n");
+    std::fs::write(&incr, b"garbage\r\n").unwrap();
+    drop(k);
+    assert!(start_fails(&dir, &[]), "a corrupt AOF must stop the start");
+}
+
+#[test]
+fn config_set_appendonly_writes_the_current_data() {
+    let dir = tmpdir("config-on");
+    let k = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut c = k.conn();
+    c.cmd_str(&["SET", "before", "1"]);
+    assert_eq!(
+        text(&mut c, &["CONFIG", "SET", "appendonly", "yes"]),
+        "+OK\r\n"
+    );
+    c.cmd_str(&["SET", "after", "2"]);
+    assert!(text(&mut c, &["INFO", "persistence"]).contains("aof_enabled:1"));
+    drop(c);
+    drop(k);
+    let k = kayvee(&dir, &[]);
+    assert_eq!(text(&mut k.conn(), &["DBSIZE"]), ":2\r\n");
+}
+
+/// The commands of an incr file with every 13- or 14-digit number (a unix ms time) replaced
+/// by `T`, so two servers' files compare.
+fn incr_commands(dir: &Path) -> Vec<String> {
+    let d = dir.join("appendonlydir");
+    let mut names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".incr.aof"))
+        .collect();
+    names.sort();
+    let bytes = std::fs::read(d.join(names.last().unwrap())).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let mut out = Vec::new();
+    let mut lines = text.split("\r\n");
+    while let Some(head) = lines.next() {
+        let Some(n) = head.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) else {
+            continue;
+        };
+        let args: Vec<String> = (0..n)
+            .map(|_| {
+                lines.next();
+                let a = lines.next().unwrap_or_default();
+                let is_time = (13..=14).contains(&a.len()) && a.bytes().all(|b| b.is_ascii_digit());
+                if is_time {
+                    "T".to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        out.push(args.join(" "));
+    }
+    out
+}
+
+/// What each server writes to its AOF for the same commands: the same commands, in Redis's
+/// shapes (times aside).
+#[test]
+fn propagation_matches_redis_incr_file() {
+    if !have_redis() {
+        return;
+    }
+    let script: &[&str] = &[
+        "SET a 1",
+        "SET b 2 EX 100",
+        "SETEX c 100 v",
+        "PSETEX d 100000 v",
+        "SET e v PX 5000 NX",
+        "SET e v NX",
+        "EXPIRE a 1000",
+        "PEXPIRE a 10000 GT",
+        "EXPIREAT a 99999999999",
+        "GETEX b EX 50",
+        "GETEX b PERSIST",
+        "GETEX b",
+        "SET f v KEEPTTL",
+        "DEL zzz",
+        "INCRBYFLOAT fl 1.5",
+        "HINCRBYFLOAT h f 2.5",
+        "SADD s1 only",
+        "SPOP s1",
+        "SADD s2 x y",
+        "SPOP s2 5",
+        "SELECT 3",
+        "SET x y",
+        "SELECT 0",
+        "LPUSH l a b c d",
+        "BLPOP l 0",
+        "BLMOVE l l2 LEFT RIGHT 0",
+        "BLMPOP 0 1 l LEFT",
+        "LMPOP 1 l RIGHT COUNT 5",
+        "ZADD z 1 a 2 b 3 c",
+        "BZPOPMIN z 0",
+        "ZMPOP 1 z MAX COUNT 5",
+        "RPUSH q 1",
+        "BRPOPLPUSH q q2 0",
+        "GETDEL x",
+        "GETDEL a",
+        "EXPIRE f -1",
+        "MULTI",
+        "SET m 1",
+        "INCR m",
+        "GET m",
+        "EXEC",
+        "MULTI",
+        "GET m",
+        "EXEC",
+        "SET gone v PX 1",
+        "SLEEP",
+        "GET gone",
+        "SADD s3 a",
+        "SADD s3 a",
+        "HSET h2 f v",
+        "HDEL h2 nope",
+        "PERSIST m",
+        "FLUSHALL",
+    ];
+    let mut files = Vec::new();
+    for kind in ["redis", "kayvee"] {
+        let dir = tmpdir(&format!("prop-{kind}"));
+        let args = [
+            "--dir",
+            dir.to_str().unwrap(),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--aof-use-rdb-preamble",
+            "no",
+        ];
+        let server = if kind == "redis" {
+            Server::redis(&args).unwrap()
+        } else {
+            Server::kayvee(&args).unwrap()
+        };
+        let mut c = server.conn();
+        for line in script {
+            if *line == "SLEEP" {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            let args: Vec<&str> = line.split(' ').collect();
+            c.cmd_str(&args);
+        }
+        drop(c);
+        drop(server);
+        files.push(incr_commands(&dir));
+    }
+    assert!(files[0].len() > 30, "redis wrote {:?}", files[0]);
+    assert_eq!(files[1], files[0], "kayvee (left) vs redis (right)");
+}

@@ -362,3 +362,30 @@ fn burst_larger_than_the_receive_buffer() {
         assert_eq!(got[0], (2, vec![b'a' + i; 4000]), "node {i}");
     }
 }
+
+#[test]
+fn backed_up_replies_flush_when_the_client_reads() {
+    // 200 pipelined READs of a 4000-byte value: ~800 KB of replies, more than the socket
+    // buffers hold, so the daemon's output backs up until the client reads; it must resume on
+    // writability (only connections with output are flushed) and lose nothing.
+    let d = start(&[]);
+    let mut s = UnixStream::connect(&d.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let value = vec![b'z'; 4000];
+    let mut w = b"/big\0".to_vec();
+    w.extend_from_slice(&value);
+    assert_eq!(raw(&mut s, &[(11, 0, &w)], 1)[0], (11, b"OK\0".to_vec()));
+    let mut burst = Vec::new();
+    for _ in 0..200 {
+        for x in [2u32, 0, 0, 5] {
+            burst.extend_from_slice(&x.to_le_bytes());
+        }
+        burst.extend_from_slice(b"/big\0");
+    }
+    s.write_all(&burst).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let replies = raw(&mut s, &[], 200);
+    assert!(replies.iter().all(|r| *r == (2, value.clone())));
+    // The connection still works afterwards.
+    assert_eq!(raw(&mut s, &[(2, 0, b"/big\0")], 1)[0], (2, value));
+}

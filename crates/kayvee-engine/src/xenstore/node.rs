@@ -16,7 +16,7 @@ const CHILD_SEED: u64 = 0x6b61_7976_6565_7873;
 /// map, so that copying a node on the update path is O(1) whatever its fan-out (a wide
 /// directory such as /local/domain used to cost a copy of its whole child list per write).
 #[derive(Clone, Debug, Default)]
-pub struct Children(Option<PMap<Arc<str>, Arc<Node>>>);
+pub struct Children(Option<ChildMap>);
 
 impl Children {
     /// The child called `name`.
@@ -60,8 +60,9 @@ impl Children {
     }
 
     /// The children in hash order (cheap; for walks whose order does not matter).
-    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Node>)> {
-        self.0.iter().flat_map(PMap::iter)
+    pub fn iter<'a>(&'a self) -> ChildIter<'a> {
+        let f: fn(&'a ChildMap) -> kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>> = PMap::iter;
+        self.0.iter().flat_map(f)
     }
 
     /// The children sorted by name (listings: oxenstored lists them sorted).
@@ -72,13 +73,23 @@ impl Children {
     }
 }
 
+/// The map of a node with children.
+type ChildMap = PMap<Arc<str>, Arc<Node>>;
+
+/// [`Children`] in hash order, without allocating.
+pub type ChildIter<'a> = core::iter::FlatMap<
+    core::option::Iter<'a, ChildMap>,
+    kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>,
+    fn(&'a ChildMap) -> kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>,
+>;
+
 impl<'a> IntoIterator for &'a Children {
     type Item = (&'a Arc<str>, &'a Arc<Node>);
-    type IntoIter = alloc::boxed::Box<dyn Iterator<Item = Self::Item> + 'a>;
+    type IntoIter = ChildIter<'a>;
 
     /// The children in hash order, as [`Children::iter`].
     fn into_iter(self) -> Self::IntoIter {
-        alloc::boxed::Box::new(self.iter())
+        self.iter()
     }
 }
 
@@ -237,5 +248,36 @@ mod tests {
         assert!(lookup(&root, &["b"]).is_none());
         root.check_invariants();
         assert_eq!(root.count(), 2);
+    }
+
+    #[test]
+    fn children_list_sorted_share_on_clone_and_free_when_empty() {
+        let mut n = Node::leaf(b"", perms(), 0);
+        for name in ["b", "c10", "a", "c2"] {
+            assert!(n.set_child(name, Arc::new(Node::leaf(name.as_bytes(), perms(), 1))));
+        }
+        assert!(
+            !n.set_child("a", Arc::new(Node::leaf(b"A", perms(), 2))),
+            "replaced"
+        );
+        let names: Vec<&str> = n.children.sorted().iter().map(|(k, _)| &***k).collect();
+        assert_eq!(names, ["a", "b", "c10", "c2"]);
+        assert_eq!((&n.children).into_iter().count(), 4);
+        // A clone shares every child; changing one side leaves the other alone.
+        let before = n.clone();
+        n.set_child("b", Arc::new(Node::leaf(b"B", perms(), 3)));
+        assert!(Arc::ptr_eq(
+            before.child("a").unwrap(),
+            n.child("a").unwrap()
+        ));
+        assert_eq!(&*before.child("b").unwrap().value, b"b");
+        assert_eq!(&*n.child("b").unwrap().value, b"B");
+        for name in ["a", "b", "c10", "c2"] {
+            assert!(n.remove_child(name).is_some());
+        }
+        assert!(n.remove_child("a").is_none());
+        assert!(n.children.is_empty() && n.children.0.is_none(), "map freed");
+        n.check_invariants();
+        before.check_invariants();
     }
 }

@@ -96,7 +96,7 @@ def ping(port):
 class Server:
     """A server process pinned to SERVER_CPU on a free port; `kind` is "redis" or "kayvee"."""
 
-    def __init__(self, kind, binary, port_base, extra=()):
+    def __init__(self, kind, binary, port_base, extra=(), pin=True):
         self.kind = kind
         self.port = free_port(port_base)
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
@@ -105,7 +105,8 @@ class Server:
             args += ["--appendonly", "no", "--daemonize", "no"]
         args += list(extra)
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU] + args, stdin=subprocess.DEVNULL,
+        pinning = ["taskset", "-c", SERVER_CPU] if pin else []
+        self.proc = subprocess.Popen(pinning + args, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)
         deadline = time.time() + START_WAIT_S
         while not ping(self.port):

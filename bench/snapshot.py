@@ -13,8 +13,10 @@ page once, where summing RSS would count it twice; RSS sums are printed too), th
 share of the dataset, write throughput inside the save window vs the same load without a save, the
 probe's p99 latency inside the save window vs without, and the time the save takes.
 
-Both servers are pinned to CPU 0 (Kayvee's save thread and Redis's child alike), the load to CPU 1.
-Standard library only. Usage: python3 bench/snapshot.py [--keys N] [--kayvee-bin PATH] [--json F]
+Both servers are pinned to CPU 0 (Kayvee's save thread and Redis's child alike), the load to CPU 1;
+with --no-pin the servers may use every CPU (the save thread or the child can run beside the loop).
+Standard library only.
+Usage: python3 bench/snapshot.py [--keys N] [--no-pin] [--kayvee-bin PATH] [--json F]
 """
 
 import argparse
@@ -188,10 +190,10 @@ def run_phase(server, keys, with_save):
     return result
 
 
-def measure(kind, binary, keys, port_base):
+def measure(kind, binary, keys, port_base, pin):
     """All figures for one server."""
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(kind, binary, port_base, extra=["--dir", tmp, "--save", ""])
+        server = Server(kind, binary, port_base, extra=["--dir", tmp, "--save", ""], pin=pin)
         try:
             empty_pss, _ = memory_kib(server.proc.pid)
             log(f"{kind}: loading {keys} keys")
@@ -254,10 +256,12 @@ def main():
     p.add_argument("--keys", type=int, default=2_000_000)
     p.add_argument("--kayvee-bin", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--no-pin", action="store_true", help="let the servers use every CPU")
     args = p.parse_args()
     kayvee = args.kayvee_bin or default_kayvee_bin()
-    results = {"redis": measure("redis", "redis-server", args.keys, 29500),
-               "kayvee": measure("kayvee", kayvee, args.keys, 29700)}
+    pin = not args.no_pin
+    results = {"redis": measure("redis", "redis-server", args.keys, 29500, pin),
+               "kayvee": measure("kayvee", kayvee, args.keys, 29700, pin)}
     report(results)
     if args.json:
         with open(args.json, "w") as f:

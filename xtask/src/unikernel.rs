@@ -275,20 +275,29 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// Readiness probe: a PING on a fresh connection every [`PROBE_EVERY`], each kept open (and
-/// polled) for up to [`PROBE_PATIENCE`]; true at the first real `+PONG` (a forwarded connect
+/// Readiness probe: a PING on a fresh connection every millisecond, each kept open (and
+/// polled) for up to 300 ms; true at the first real `+PONG` (a forwarded connect
 /// succeeds before the guest is up, so only the reply counts). Overlapping probes keep the
 /// reaction time to a few ms without cutting off a slow first answer; `give_up` ends it.
-fn wait_pong(port: u16, mut give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
-    const PROBE_EVERY: Duration = Duration::from_millis(1);
-    const PROBE_PATIENCE: Duration = Duration::from_millis(300);
+fn wait_pong(port: u16, give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    probe_pong(addr, Duration::from_millis(1), give_up)
+}
+
+/// [`wait_pong`] on any address, opening a probe connection every `every` (also used by
+/// `vm-compare` for the guests' servers).
+pub(crate) fn probe_pong(
+    addr: std::net::SocketAddr,
+    every: Duration,
+    mut give_up: impl FnMut() -> Result<bool, String>,
+) -> Result<bool, String> {
+    const PROBE_PATIENCE: Duration = Duration::from_millis(300);
     let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
     let mut last_open: Option<Instant> = None;
     loop {
-        if last_open.is_none_or(|t| t.elapsed() >= PROBE_EVERY) {
+        if last_open.is_none_or(|t| t.elapsed() >= every) {
             last_open = Some(Instant::now());
-            if let Ok(mut s) = TcpStream::connect_timeout(&addr, PROBE_EVERY) {
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, every) {
                 if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
                     probes.push((Instant::now(), s, Vec::new()));
                 }

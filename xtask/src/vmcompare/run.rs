@@ -180,34 +180,15 @@ fn wait_pong(
     start: Instant,
     mut alive: impl FnMut() -> Result<(), String>,
 ) -> Result<Duration, String> {
-    const EVERY: Duration = Duration::from_millis(4);
-    const PATIENCE: Duration = Duration::from_millis(300);
-    let addr = server_addr(6379);
-    let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
-    let mut last: Option<Instant> = None;
-    while start.elapsed() < BOOT_TIMEOUT {
-        if last.is_none_or(|t| t.elapsed() >= EVERY) {
-            last = Some(Instant::now());
-            if let Ok(mut s) = TcpStream::connect_timeout(&addr, EVERY) {
-                if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
-                    probes.push((Instant::now(), s, Vec::new()));
-                }
-            }
-        }
-        for (_, s, got) in probes.iter_mut() {
-            let mut buf = [0u8; 16];
-            if let Ok(n) = s.read(&mut buf) {
-                got.extend_from_slice(&buf[..n]);
-            }
-            if got.starts_with(b"+PONG\r\n") {
-                return Ok(start.elapsed());
-            }
-        }
-        probes.retain(|(t, _, _)| t.elapsed() < PATIENCE);
+    let every = Duration::from_millis(4);
+    let ponged = crate::unikernel::probe_pong(server_addr(6379), every, || {
         alive()?;
-        std::thread::sleep(Duration::from_millis(1));
+        Ok(start.elapsed() >= BOOT_TIMEOUT)
+    })?;
+    match ponged {
+        true => Ok(start.elapsed()),
+        false => Err(format!("no PONG within {BOOT_TIMEOUT:?}")),
     }
-    Err(format!("no PONG within {BOOT_TIMEOUT:?}"))
 }
 
 /// Runs `program args` with `stdin`, bounded by `limit`; returns stdout.

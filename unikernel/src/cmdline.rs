@@ -63,6 +63,13 @@ pub struct MmioDevice {
 /// the image ignores them rather than taking them for Redis directives.
 pub const LINUX_PARAMS: &[&str] = &["console", "reboot", "panic", "pci", "nomodule", "swiotlb"];
 
+/// Splits `s` at the first `sep` (an ASCII byte): `str::split_once`'s searcher is far more
+/// code for TCG to translate at boot than this scan.
+fn cut(s: &str, sep: u8) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|b| b == sep)?;
+    Some((&s[..i], &s[i + 1..]))
+}
+
 /// Parses a Linux memory size: decimal or 0x-hex, with an optional K, M or G suffix.
 fn parse_size(v: &str) -> Option<u64> {
     let (num, shift) = match v.as_bytes().last()? {
@@ -84,9 +91,9 @@ fn parse_int(v: &str) -> Option<u64> {
 
 /// Parses `<size>@<base>:<irq>[:<id>]` (Linux's `virtio_mmio.device` syntax).
 pub fn parse_mmio_device(v: &str) -> Option<MmioDevice> {
-    let (size, rest) = v.split_once('@')?;
-    let (base, rest) = rest.split_once(':')?;
-    let irq = rest.split(':').next()?;
+    let (size, rest) = cut(v, b'@')?;
+    let (base, rest) = cut(rest, b':')?;
+    let irq = cut(rest, b':').map_or(rest, |(irq, _)| irq);
     let dev = MmioDevice {
         size: parse_size(size)?,
         base: parse_int(base)?,
@@ -95,42 +102,76 @@ pub fn parse_mmio_device(v: &str) -> Option<MmioDevice> {
     (dev.size >= 0x100 && dev.base.is_multiple_of(4)).then_some(dev)
 }
 
-/// Splits the line into words, honouring double quotes around (parts of) a word.
+/// Splits the line into words, honouring double quotes around (parts of) a word. Works on
+/// bytes (quotes and blanks are ASCII, so every cut falls on a character boundary): under TCG
+/// every distinct code path costs its translation, and UTF-8 decoding is a long one.
 fn words(line: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
     let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                in_word = true;
+    let mut piece = 0; // start of the unquoted run not yet copied into `cur`
+    for (i, &b) in line.as_bytes().iter().enumerate() {
+        if b == b'"' {
+            cur.push_str(&line[piece..i]);
+            piece = i + 1;
+            quoted = !quoted;
+            in_word = true;
+        } else if b.is_ascii_whitespace() && !quoted {
+            cur.push_str(&line[piece..i]);
+            piece = i + 1;
+            if in_word {
+                out.push(core::mem::take(&mut cur));
+                in_word = false;
             }
-            c if c.is_ascii_whitespace() && !quoted => {
-                if in_word {
-                    out.push(core::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
+        } else {
+            in_word = true;
         }
     }
     if quoted {
         return Err("unbalanced double quote in the command line".into());
     }
+    cur.push_str(&line[piece..]);
     if in_word {
         out.push(cur);
     }
     Ok(out)
 }
 
+/// Parses a dotted-quad IPv4 address (`10.0.2.15`) by hand: smoltcp's general parser is a
+/// long code path to translate under TCG for four numbers.
+fn parse_ipv4(v: &str) -> Option<Ipv4Address> {
+    let mut octets = [0u8; 4];
+    let mut rest = Some(v);
+    for o in octets.iter_mut() {
+        let (p, more) = match cut(rest?, b'.') {
+            Some((p, more)) => (p, Some(more)),
+            None => (rest?, None),
+        };
+        rest = more;
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n = p.bytes().fold(0u16, |n, b| n * 10 + u16::from(b - b'0'));
+        *o = u8::try_from(n).ok()?;
+    }
+    rest.is_none().then(|| Ipv4Address::from(octets))
+}
+
+/// Parses `ADDRESS/PREFIX` (`10.0.2.15/24`).
+fn parse_cidr(v: &str) -> Option<Ipv4Cidr> {
+    let (addr, prefix) = cut(v, b'/')?;
+    if prefix.is_empty() || prefix.len() > 2 || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let prefix = prefix.bytes().fold(0u8, |n, b| n * 10 + (b - b'0'));
+    let addr = parse_ipv4(addr)?;
+    (prefix <= 32).then(|| Ipv4Cidr::new(addr, prefix))
+}
+
 /// Parses `1700000000` or `1700000000.123456` seconds into microseconds.
 fn parse_time_us(v: &str) -> Option<u64> {
-    let (secs, frac) = v.split_once('.').unwrap_or((v, ""));
+    let (secs, frac) = cut(v, b'.').unwrap_or((v, ""));
     let secs: u64 = secs.parse().ok()?;
     if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -146,12 +187,14 @@ fn parse_time_us(v: &str) -> Option<u64> {
 pub fn parse(line: &str) -> Result<Args, String> {
     let mut args = Args::default();
     for w in words(line)? {
-        let key = w.split_once('=').map_or(w.as_str(), |(k, _)| k);
-        if key != "virtio_mmio.device" && (key.contains('.') || LINUX_PARAMS.contains(&key)) {
+        let key = cut(&w, b'=').map_or(w.as_str(), |(k, _)| k);
+        if key != "virtio_mmio.device"
+            && (key.bytes().any(|b| b == b'.') || LINUX_PARAMS.contains(&key))
+        {
             args.ignored.push(w);
             continue;
         }
-        let Some((key, value)) = w.split_once('=') else {
+        let Some((key, value)) = cut(&w, b'=') else {
             return Err(alloc::format!("'{w}': expected key=value"));
         };
         match key {
@@ -179,13 +222,13 @@ pub fn parse(line: &str) -> Result<Args, String> {
                 args.virtio_mmio.push(dev);
             }
             "ip" => {
-                let cidr = value.parse::<Ipv4Cidr>().map_err(|_| {
+                let cidr = parse_cidr(value).ok_or_else(|| {
                     alloc::format!("ip={value}: expected ADDRESS/PREFIX such as 10.0.2.15/24")
                 })?;
                 args.ip = Some(cidr);
             }
             "gw" => {
-                let gw = value.parse::<Ipv4Address>().map_err(|_| {
+                let gw = parse_ipv4(value).ok_or_else(|| {
                     alloc::format!("gw={value}: expected an IPv4 address such as 10.0.2.2")
                 })?;
                 args.gw = Some(gw);

@@ -19,12 +19,14 @@ fn exit_with(value: u32) -> ! {
 
 /// Clean stop (SHUTDOWN).
 pub fn success() -> ! {
+    crate::serial::release();
     crate::println!("kayvee: exit (success)");
     exit_with(SUCCESS_VALUE)
 }
 
 /// Stops with a failure status after printing `why`.
 pub fn fail(why: &str) -> ! {
+    crate::serial::release();
     crate::println!("kayvee: fatal: {why}");
     exit_with(FAILURE_VALUE)
 }

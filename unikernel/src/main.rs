@@ -31,6 +31,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     boottime::stamp("paging+long-mode");
     serial::init();
     println!("kayvee unikernel {} booting", env!("CARGO_PKG_VERSION"));
+    // The rest of the boot log waits until the first command is answered (see serial::hold).
+    serial::hold();
     boottime::stamp("serial");
     // SAFETY: `start_info` is the `ebx` the PVH loader passed, forwarded by the boot stub.
     let boot = match unsafe { pvh::BootInfo::read(start_info) } {
@@ -42,11 +44,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         exit::fail("no usable RAM above the image in the PVH memory map");
     }
     boottime::stamp("start-info+heap");
-    println!(
-        "kayvee: heap {} KiB, cmdline \"{}\"",
-        heap_bytes / 1024,
-        boot.cmdline()
-    );
+    let line = String::from(boot.cmdline());
+    println_later!("kayvee: heap {} KiB, cmdline \"{line}\"", heap_bytes / 1024);
     boottime::stamp("log");
     let args = cmdline::parse(boot.cmdline()).unwrap_or_else(|e| bad_cmdline(&e));
     boottime::stamp("cmdline");
@@ -54,26 +53,24 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         raise(fault);
     }
     if !args.ignored.is_empty() {
-        println!(
-            "kayvee: ignoring Linux kernel parameters: {}",
-            args.ignored.join(" ")
-        );
+        let ignored = args.ignored.join(" ");
+        println_later!("kayvee: ignoring Linux kernel parameters: {ignored}");
     }
     let config = build_config(&args.config);
     boottime::stamp("config");
     let (unix_base_us, source) = wall_clock_base(args.time_us);
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
-    println!(
-        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {}; persistence: off",
-        clock.tsc_hz() / 1_000_000,
-        match clock.source() {
+    let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), arch::port::cpl());
+    println_later!(
+        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}; persistence: off",
+        tsc_hz / 1_000_000,
+        match tsc_source {
             time::TscSource::HypervisorLeaf => "CPUID 0x40000010",
             time::TscSource::Cpuid15 => "CPUID 0x15",
             time::TscSource::Pit => "PIT, refined while running",
             time::TscSource::Guess => "a guess: no PIT, no CPUID leaf",
-        },
-        arch::port::cpl()
+        }
     );
     boottime::stamp("log");
     let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;

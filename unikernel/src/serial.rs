@@ -2,8 +2,10 @@
 //! `-serial stdio` shows it; Firecracker and Xen PVH expose the same port.
 
 use crate::arch::port::{inb, outb};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 const COM1: u16 = 0x3f8;
 
@@ -40,14 +42,106 @@ fn put(b: u8) {
     IN_FIFO.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Writes bytes, turning `\n` into `\r\n`.
-pub fn write_bytes(s: &[u8]) {
+/// Writes bytes to the UART now, turning `\n` into `\r\n`.
+fn write_now(s: &[u8]) {
     for &b in s {
         if b == b'\n' {
             put(b'\r');
         }
         put(b);
     }
+}
+
+/// Bytes the boot log holds back (more are written through at once).
+const HELD_MAX: usize = 4096;
+
+/// Whether console output is being held back (see [`hold`]).
+static HOLDING: AtomicBool = AtomicBool::new(false);
+/// Bytes held in [`HELD`].
+static HELD_LEN: AtomicUsize = AtomicUsize::new(0);
+/// The held-back boot log.
+static mut HELD: [u8; HELD_MAX] = [0; HELD_MAX];
+
+/// Holds console output back in memory until [`release`]: every byte written to the UART is a
+/// VM exit and, under QEMU, a `write` system call (about 5 us each under TCG here), so the
+/// ~1 KB boot log cost milliseconds on the way to the first answer. Failures release it first
+/// ([`crate::exit`]), so nothing is lost when the boot stops.
+pub fn hold() {
+    HOLDING.store(true, Ordering::Relaxed);
+}
+
+/// Log lines whose formatting waits for [`release`] (see [`later`]).
+static mut LATER: Vec<Box<dyn FnOnce()>> = Vec::new();
+
+/// Runs `print` (a boot-log line) at [`release`], or now when nothing is held: under TCG the
+/// formatting code (numbers, addresses, `Debug`) costs its translation too, so the ordinary
+/// boot lines are formatted after the first answer. Failures release first, so they still show.
+pub fn later(print: Box<dyn FnOnce()>) {
+    if HOLDING.load(Ordering::Relaxed) {
+        // SAFETY: single CPU; only `later` and `release` touch LATER, never reentrantly.
+        unsafe { (*core::ptr::addr_of_mut!(LATER)).push(print) };
+    } else {
+        print();
+    }
+}
+
+/// Prints a boot-log line through [`later`]: the arguments are moved into a closure.
+#[macro_export]
+macro_rules! println_later {
+    ($($arg:tt)*) => {
+        $crate::serial::later(alloc::boxed::Box::new(move || $crate::println!($($arg)*)))
+    };
+}
+
+/// Formats the pending [`later`] lines (into HELD while holding), keeping their order.
+fn format_later() {
+    // SAFETY: as in `later`; taken out first, so a line printed meanwhile does not recurse.
+    let lines = unsafe { core::mem::take(&mut *core::ptr::addr_of_mut!(LATER)) };
+    for print in lines {
+        print();
+    }
+}
+
+/// Writes whatever was held back (formatting the [`later`] lines first) and stops holding.
+pub fn release() {
+    if !HOLDING.load(Ordering::Relaxed) {
+        return;
+    }
+    format_later();
+    if !HOLDING.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let n = HELD_LEN.swap(0, Ordering::Relaxed);
+    // SAFETY: single CPU; HOLDING is off, so no writer touches HELD while we read it.
+    let held = unsafe { &(&*core::ptr::addr_of!(HELD))[..n] };
+    write_now(held);
+}
+
+/// Writes `s` to the UART at once, past anything held back (the "ready" line, whose time
+/// the host measures).
+pub fn write_through(s: &[u8]) {
+    write_now(s);
+}
+
+/// Writes bytes to the console (held back while [`hold`] is in force and room remains).
+pub fn write_bytes(s: &[u8]) {
+    if HOLDING.load(Ordering::Relaxed) {
+        // A line printed now (an error, most likely) comes after the deferred ones.
+        // SAFETY: as in `later`: a read of the length only.
+        if !unsafe { (*core::ptr::addr_of!(LATER)).is_empty() } {
+            format_later();
+        }
+        let n = HELD_LEN.load(Ordering::Relaxed);
+        if n + s.len() <= HELD_MAX {
+            // SAFETY: single CPU, no console output from interrupt handlers while holding
+            // (the exception handler releases first): nothing else writes HELD[n..].
+            unsafe { (&mut *core::ptr::addr_of_mut!(HELD))[n..n + s.len()].copy_from_slice(s) };
+            HELD_LEN.store(n + s.len(), Ordering::Relaxed);
+            return;
+        }
+        release();
+    }
+    write_now(s);
 }
 
 /// `core::fmt` adapter for the console.

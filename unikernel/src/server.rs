@@ -122,21 +122,18 @@ impl Pool {
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let (addr, transport) = match net::probe_mmio(&args.virtio_mmio) {
-        Some((addr, t)) if args.virtio_mmio.is_empty() => {
-            (alloc::format!("virtio-mmio {addr:#x}"), t)
-        }
-        Some((addr, t)) => (
-            alloc::format!("virtio-mmio {addr:#x} (from the command line)"),
-            t,
-        ),
+        Some((addr, t)) => (NicAt::Mmio(addr, !args.virtio_mmio.is_empty()), t),
         None if !args.virtio_mmio.is_empty() => {
             println!("kayvee: no virtio-net among the command line's virtio_mmio.device= blocks");
             exit::fail("no network device")
         }
-        None => net::probe_pci().unwrap_or_else(|why| {
-            println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
-            exit::fail("no network device")
-        }),
+        None => match net::probe_pci() {
+            Ok((at, t)) => (NicAt::Pci(at), t),
+            Err(why) => {
+                println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
+                exit::fail("no network device")
+            }
+        },
     };
     crate::boottime::stamp("nic-probe");
     let mut dev = NetDevice::new(transport).unwrap_or_else(|e| {
@@ -145,10 +142,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     });
     crate::boottime::stamp("virtio-net");
     let mac = EthernetAddress(dev.mac());
-    println!(
-        "kayvee: virtio-net at {addr}, MAC {mac}, features {:#x}",
-        dev.features()
-    );
+    let features = dev.features();
+    crate::println_later!("kayvee: virtio-net at {addr}, MAC {mac}, features {features:#x}");
     let now = Instant::from_micros(clock.uptime_us() as i64);
     let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
     let mut sockets = SocketSet::new(vec![]);
@@ -172,9 +167,13 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     };
     pool.refill(&mut sockets, LISTENERS_LOW);
     crate::boottime::stamp("listeners");
-    println!("kayvee: ready: listening on TCP port {port}");
-    crate::boottime::report(clock.tsc_hz());
-    let mut next_cron_us = 0u64;
+    ready_line(port);
+    let tsc_hz = clock.tsc_hz();
+    crate::serial::later(alloc::boxed::Box::new(move || {
+        crate::boottime::report(tsc_hz)
+    }));
+    // The first cron round waits one period: its code is not on the way to the first answer.
+    let mut next_cron_us = clock.uptime_us() + 1_000_000 / u64::from(engine.core.config.hz.max(1));
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
     let mut last_rx_us = last_us;
@@ -251,10 +250,56 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
         }
+        if engine.core.stats.total_commands_processed > 0 || up - last_rx_us > IDLE_AFTER_US {
+            // The held-back boot log, once the first command is answered or the loop is idle.
+            crate::serial::release();
+        }
         if !args.idle_poll && up - last_rx_us > IDLE_AFTER_US {
             idle_wait();
         }
     }
+}
+
+/// Where the NIC was found, for the boot log (formatted only when the log is printed).
+enum NicAt {
+    /// A virtio-mmio block at this address; true when the command line named it.
+    Mmio(usize, bool),
+    /// A PCI function, as `net::probe_pci` describes it.
+    Pci(alloc::string::String),
+}
+
+impl core::fmt::Display for NicAt {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            NicAt::Mmio(addr, false) => write!(f, "virtio-mmio {addr:#x}"),
+            NicAt::Mmio(addr, true) => {
+                write!(f, "virtio-mmio {addr:#x} (from the command line)")
+            }
+            NicAt::Pci(at) => f.write_str(at),
+        }
+    }
+}
+
+/// Writes "kayvee: ready: listening on TCP port N" straight to the console (the host times
+/// it), with the number converted by hand: no formatting code on the way to the first answer.
+fn ready_line(port: u16) {
+    let mut line = *b"kayvee: ready: listening on TCP port 00000\n";
+    let mut digits = [0u8; 5];
+    let (mut n, mut len) = (port, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let start = line.len() - 6;
+    for i in 0..len {
+        line[start + i] = digits[len - 1 - i];
+    }
+    line[start + len] = b'\n';
+    crate::serial::write_through(&line[..start + len + 1]);
 }
 
 /// Halts until the next idle tick; the ring-3 mode spins instead (`hlt` is privileged there).
@@ -281,7 +326,8 @@ fn configure_ip(
     if let Some(gw) = args.gw {
         let _ = iface.routes_mut().add_default_ipv4_route(gw);
     }
-    println!("kayvee: address {cidr}, gateway {:?}", args.gw);
+    let gw = args.gw;
+    crate::println_later!("kayvee: address {cidr}, gateway {gw:?}");
     None
 }
 
@@ -298,6 +344,7 @@ fn wait_for_lease(
     h: SocketHandle,
     clock: &Clock,
 ) -> Option<Ipv4Address> {
+    crate::serial::release(); // the wait can be long: show the log so far
     let deadline = clock.uptime_us() + DHCP_WAIT_US;
     loop {
         if clock.uptime_us() > deadline {

@@ -299,7 +299,8 @@ pub struct Registered {
 /// All commands, indexed.
 pub struct CommandTable {
     all: Vec<Registered>,
-    /// Top-level commands sorted by name (`COMMAND` listings, `COMMAND COUNT`).
+    /// Top-level commands in table order (sorted only when listed: see
+    /// [`CommandTable::top_level`]).
     by_name: Vec<(&'static str, CommandId)>,
     /// Open-addressing hash index over `by_name` (slot = position in `by_name`, or
     /// [`EMPTY_SLOT`]): an O(1) lookup on every command dispatched.
@@ -325,10 +326,17 @@ fn name_hash(name: &[u8]) -> u32 {
 }
 
 impl CommandTable {
-    /// Builds the table from the group tables.
+    /// Builds the table from the group tables. It runs at every start, so it does little:
+    /// no sorting (the listings sort when asked) and no formatting machinery (an emulated
+    /// guest, such as the unikernel under QEMU TCG, pays for every new code path it runs).
     pub fn new(groups: &[&'static [CommandSpec]]) -> Self {
-        let mut all = Vec::new();
-        let mut by_name = Vec::new();
+        let entries: usize = groups
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|s| 1 + s.subcommands.len())
+            .sum();
+        let mut all = Vec::with_capacity(entries);
+        let mut by_name = Vec::with_capacity(groups.iter().map(|g| g.len()).sum());
         for group in groups {
             for spec in group.iter() {
                 let id = CommandId(all.len() as u16);
@@ -339,19 +347,19 @@ impl CommandTable {
                 });
                 by_name.push((spec.name, id));
                 for sub in spec.subcommands {
+                    let mut full_name =
+                        alloc::string::String::with_capacity(spec.name.len() + 1 + sub.name.len());
+                    full_name.push_str(spec.name);
+                    full_name.push('|');
+                    full_name.push_str(sub.name);
                     all.push(Registered {
                         spec: sub,
                         parent: Some(id),
-                        full_name: alloc::format!("{}|{}", spec.name, sub.name),
+                        full_name,
                     });
                 }
             }
         }
-        by_name.sort_by(|a, b| a.0.cmp(b.0));
-        debug_assert!(
-            by_name.windows(2).all(|w| w[0].0 != w[1].0),
-            "duplicate command"
-        );
         let max_len = by_name.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         // At most 1/4 full, so probe chains stay short.
         let size = (by_name.len() * 4).next_power_of_two().max(16);
@@ -409,9 +417,12 @@ impl CommandTable {
         &self.all
     }
 
-    /// Top-level commands, sorted by name.
+    /// Top-level commands, sorted by name (sorted here, on the rare listing, rather than at
+    /// every start).
     pub fn top_level(&self) -> impl Iterator<Item = CommandId> + '_ {
-        self.by_name.iter().map(|(_, id)| *id)
+        let mut sorted = self.by_name.clone();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        sorted.into_iter().map(|(_, id)| id)
     }
 
     /// Number of top-level commands (`COMMAND COUNT`).
@@ -502,5 +513,19 @@ mod tests {
         }
         assert_eq!(found, t.count());
         assert!(found > 50, "{found} commands");
+    }
+
+    #[test]
+    fn top_level_lists_each_name_once_in_sorted_order() {
+        let t = CommandTable::new(crate::cmd::GROUPS);
+        let names: Vec<&str> = t.top_level().map(|id| t.get(id).spec.name).collect();
+        assert_eq!(names.len(), t.count());
+        assert!(
+            names.windows(2).all(|w| w[0] < w[1]),
+            "unsorted or duplicate"
+        );
+        let client = t.lookup(b"client").expect("client");
+        let kill = t.lookup_sub(client, b"kill").expect("kill");
+        assert_eq!(t.get(kill).full_name, "client|kill");
     }
 }

@@ -94,6 +94,7 @@ fn cr2() -> u64 {
 #[no_mangle]
 extern "C" fn exception(frame: &Frame) -> ! {
     let v = frame.vector as usize;
+    crate::serial::release();
     crate::println!(
         "\nkayvee: CPU exception {v}: {}, error code {:#x}, RIP {:#x}, CS {:#x}, RFLAGS {:#x}, RSP {:#x}, SS {:#x}",
         NAMES.get(v).unwrap_or(&"unexpected interrupt"),

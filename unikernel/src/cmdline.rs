@@ -25,7 +25,7 @@ pub struct Args {
     pub time_us: Option<u64>,
     /// Redis directives, in order: name and value.
     pub config: Vec<(String, String)>,
-    /// `debug-fault=pf|ud|gp`: raise that CPU exception right after parsing (tests the
+    /// `debug-fault=pf|ud|gp|oom`: raise that CPU exception (or exhaust the heap) right after parsing (tests the
     /// exception handlers: the boot must end with their message and a failure exit).
     pub debug_fault: Option<Fault>,
     /// `idle=poll`: never `hlt` when idle (lowest latency, a busy host core); the default
@@ -46,6 +46,8 @@ pub enum Fault {
     InvalidOpcode,
     /// A general protection fault: a read at a non-canonical address.
     GeneralProtection,
+    /// Heap exhaustion: 1 MiB blocks allocated until one fails (tests the allocator's stop).
+    OutOfMemory,
 }
 
 /// A virtio-mmio device from `virtio_mmio.device=<size>@<base>:<irq>`.
@@ -210,7 +212,12 @@ pub fn parse(line: &str) -> Result<Args, String> {
                     "pf" => Fault::Page,
                     "ud" => Fault::InvalidOpcode,
                     "gp" => Fault::GeneralProtection,
-                    _ => return Err(alloc::format!("debug-fault={value}: expected pf, ud or gp")),
+                    "oom" => Fault::OutOfMemory,
+                    _ => {
+                        return Err(alloc::format!(
+                            "debug-fault={value}: expected pf, ud, gp or oom"
+                        ))
+                    }
                 });
             }
             "virtio_mmio.device" => {

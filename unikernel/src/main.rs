@@ -56,7 +56,14 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         let ignored = args.ignored.join(" ");
         println_later!("kayvee: ignoring Linux kernel parameters: {ignored}");
     }
-    let config = build_config(&args.config);
+    let mut config = build_config(&args.config);
+    if !args
+        .config
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("maxmemory"))
+    {
+        config.maxmemory = heap::default_maxmemory(heap_bytes);
+    }
     boottime::stamp("config");
     let (unix_base_us, source) = wall_clock_base(args.time_us);
     let clock = time::Clock::new(unix_base_us);
@@ -102,6 +109,12 @@ fn raise(fault: cmdline::Fault) {
         cmdline::Fault::GeneralProtection => unsafe {
             core::ptr::read_volatile(0x8000_0000_0000_0000 as *const u64);
         },
+        cmdline::Fault::OutOfMemory => {
+            let mut hold = alloc::vec::Vec::new();
+            loop {
+                hold.push(alloc::vec![1u8; 1 << 20]);
+            }
+        }
     }
 }
 
@@ -149,6 +162,7 @@ fn fill_host_info(engine: &mut Engine, heap_bytes: u64) {
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    serial::abandon_later(); // formatting them might panic again
     println!("kayvee: PANIC: {info}");
     exit::fail("panic")
 }

@@ -93,6 +93,14 @@ macro_rules! println_later {
     };
 }
 
+/// Drops the pending [`later`] lines unformatted (and without freeing them): the allocator
+/// failed, and formatting them could allocate.
+pub fn abandon_later() {
+    // SAFETY: as in `later`.
+    let lines = unsafe { core::mem::take(&mut *core::ptr::addr_of_mut!(LATER)) };
+    core::mem::forget(lines);
+}
+
 /// Formats the pending [`later`] lines (into HELD while holding), keeping their order.
 fn format_later() {
     // SAFETY: as in `later`; taken out first, so a line printed meanwhile does not recurse.

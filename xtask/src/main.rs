@@ -30,7 +30,8 @@ tasks:
                    through the port forward, then redis-server on the host
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the differential/clients/blocking suites against it
-                   (KAYVEE_TARGET=unikernel)
+                   (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
+                   heap-exhaustion checks
   vm-compare [--quick] [--accel tcg|kvm] [--report]
                    the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
                    QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
@@ -44,6 +45,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
+        Some("uk-test") if args.iter().any(|a| a == "--robustness") => {
+            unikernel::uk_test_robustness()
+        }
         Some("uk-test") => unikernel::uk_test(),
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),

@@ -338,6 +338,20 @@ fn wait_bounded(child: &mut Child, limit: Duration) -> Result<ExitStatus, String
 
 /// Runs a client program with `stdin` bytes, bounded in time; returns its stdout.
 fn client(program: &str, args: &[&str], stdin: &[u8]) -> Result<String, String> {
+    let (st, text) = client_status(program, args, stdin)?;
+    if !st.success() {
+        return Err(format!("{program} {args:?} failed ({st}): {text}"));
+    }
+    Ok(text)
+}
+
+/// [`client`] whatever the exit status (`redis-cli --pipe` fails when any reply was an
+/// error); returns the status and stdout.
+fn client_status(
+    program: &str,
+    args: &[&str],
+    stdin: &[u8],
+) -> Result<(ExitStatus, String), String> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -360,10 +374,7 @@ fn client(program: &str, args: &[&str], stdin: &[u8]) -> Result<String, String> 
         wait_bounded(&mut child, CLIENT_TIMEOUT).map_err(|e| format!("{program} {args:?}: {e}"))?;
     let _ = writer.join();
     let text = reader.join().unwrap_or_default();
-    if !st.success() {
-        return Err(format!("{program} {args:?} failed ({st}): {text}"));
-    }
-    Ok(text)
+    Ok((st, text))
 }
 
 /// `redis-cli -p port args...` whose trimmed output must be `want`.
@@ -565,10 +576,19 @@ pub fn uk_test() -> Result<(), String> {
         "DHCP lease: address 10.0.2.15/24",
     )?;
     fault_test(&path)?;
+    oom_test(&path)?;
     run_suites(&path)?;
     ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
     Ok(())
+}
+
+/// `cargo xtask uk-test --robustness`: only the failure checks (fault reports, heap
+/// exhaustion), a few seconds, for working on them.
+pub fn uk_test_robustness() -> Result<(), String> {
+    let (path, _) = build()?;
+    fault_test(&path)?;
+    oom_test(&path)
 }
 
 /// Builds the ring-3 variant (`--features ring3`, for nested-PVM KVM hosts) into its own
@@ -599,11 +619,38 @@ fn ring3_smoke() -> Result<(), String> {
     )
 }
 
-/// Boots with `debug-fault=pf`: the image must print the page fault (vector, RIP, CR2) and
-/// stop with the failure status, not reset.
+/// Boots with `debug-fault=pf` (the image must print the page fault: vector, RIP, CR2) and
+/// `debug-fault=oom` (heap exhausted: the allocator's message); each must stop with the
+/// failure status, not reset or hang.
 fn fault_test(image: &std::path::Path) -> Result<(), String> {
+    let pf = fault_boot(image, "debug-fault=pf")?;
+    let line = pf
+        .lines()
+        .find(|l| l.contains("CPU exception 14: page fault"))
+        .filter(|_| pf.contains("(CR2) 0x100000000"))
+        .ok_or_else(|| format!("debug-fault=pf: no page-fault report with CR2:\n{pf}"))?;
+    println!(
+        "uk-test: debug-fault=pf: {} (CR2 0x100000000), failure exit",
+        line.trim().trim_start_matches("kayvee: ")
+    );
+    let oom = fault_boot(image, "debug-fault=oom")?;
+    let line = oom
+        .lines()
+        .find(|l| l.contains("out of memory: an allocation of"))
+        .ok_or_else(|| format!("debug-fault=oom: no out-of-memory message:\n{oom}"))?;
+    println!(
+        "uk-test: debug-fault=oom: {}, failure exit",
+        line.trim().trim_start_matches("kayvee: ")
+    );
+    Ok(())
+}
+
+/// Boots with `word` on the command line; QEMU must exit with the failure status. Returns
+/// the console.
+fn fault_boot(image: &std::path::Path, word: &str) -> Result<String, String> {
     let mut boot = Boot::new(Machine::Microvm, "tcg", free_port()?);
-    boot.extra.push("debug-fault=pf".into());
+    boot.mem = "32M".into();
+    boot.extra.push(word.into());
     let mut qemu = boot
         .command(image)
         .stdout(Stdio::piped())
@@ -618,22 +665,95 @@ fn fault_test(image: &std::path::Path) -> Result<(), String> {
     });
     let status = wait_bounded(&mut qemu, BOOT_TIMEOUT)?;
     let console = reader.join().unwrap_or_default();
-    let line = console
-        .lines()
-        .find(|l| l.contains("CPU exception 14: page fault"))
-        .unwrap_or_default();
-    if status.code() != Some(EXIT_FAILURE)
-        || line.is_empty()
-        || !console.contains("(CR2) 0x100000000")
-    {
+    if status.code() != Some(EXIT_FAILURE) {
         return Err(format!(
-            "debug-fault=pf: want the page-fault report and exit {EXIT_FAILURE}, got {}:\n{console}",
+            "{word}: want exit {EXIT_FAILURE}, got {}:\n{console}",
             describe(status)
         ));
     }
+    Ok(console)
+}
+
+/// Values `oom_test` writes: 1,000 of 16 KiB, more than a 16 MiB VM's default maxmemory.
+const OOM_VALUES: usize = 1000;
+
+/// Heap exhaustion from clients: a 16 MiB VM (default maxmemory derived from its heap) is sent
+/// 16 MB of SETs. Some must succeed, the rest get Redis's `-OOM` error, and the server must
+/// still answer and shut down cleanly (not die or hang).
+fn oom_test(image: &std::path::Path) -> Result<(), String> {
+    let port = free_port()?;
+    let mut boot = Boot::new(Machine::Microvm, "tcg", port);
+    boot.mem = "16M".into();
+    let start = Instant::now();
+    let mut qemu = boot
+        .command(image)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let log = dir().join("target/uk-test-oom-console.log");
+    let _console = capture_console(
+        qemu.stdout.take().expect("piped"),
+        std::fs::File::create(&log).map_err(|e| e.to_string())?,
+        start,
+    );
+    let result = (|| {
+        if !wait_pong(port, || Ok(start.elapsed() > BOOT_TIMEOUT))? {
+            return Err("no PONG within the boot timeout".to_string());
+        }
+        let value = "x".repeat(16 * 1024);
+        let mut pipe = Vec::new();
+        for i in 0..OOM_VALUES {
+            let k = format!("big:{i}");
+            pipe.extend_from_slice(
+                format!(
+                    "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{value}\r\n",
+                    k.len(),
+                    value.len()
+                )
+                .as_bytes(),
+            );
+        }
+        let p = port.to_string();
+        let (_, out) = client_status("redis-cli", &["-p", &p, "--pipe"], &pipe)?;
+        let errors: usize = out
+            .split("errors: ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| format!("redis-cli --pipe: {out}"))?;
+        if !out.contains(&format!("replies: {OOM_VALUES}")) || errors == 0 || errors == OOM_VALUES {
+            return Err(format!(
+                "want some -OOM errors among {OOM_VALUES} replies: {out}"
+            ));
+        }
+        let max = client("redis-cli", &["-p", &p, "CONFIG", "GET", "maxmemory"], b"")?;
+        let max: u64 = max
+            .lines()
+            .nth(1)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if max == 0 || max >= 16 << 20 {
+            return Err(format!("default maxmemory under -m 16M: {max}"));
+        }
+        expect_cli(port, &["PING"], "PONG")?;
+        expect_cli(port, &["DBSIZE"], &(OOM_VALUES - errors).to_string())?;
+        let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
+        let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
+        if status.code() != Some(EXIT_SUCCESS) {
+            return Err(format!("after SHUTDOWN NOSAVE: {}", describe(status)));
+        }
+        Ok((errors, max))
+    })();
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+    }
+    let (errors, max) = result.map_err(|e| format!("oom: {e} (console: {})", log.display()))?;
     println!(
-        "uk-test: debug-fault=pf: {} (CR2 0x100000000), failure exit",
-        line.trim().trim_start_matches("kayvee: ")
+        "uk-test: -m 16M (default maxmemory {max} bytes), {OOM_VALUES} SETs of 16 KiB: {} stored, \
+         {errors} refused with -OOM; PING, DBSIZE, clean shutdown",
+        OOM_VALUES - errors
     );
     Ok(())
 }

@@ -25,7 +25,7 @@ pub struct Args {
     pub time_us: Option<u64>,
     /// Redis directives, in order: name and value.
     pub config: Vec<(String, String)>,
-    /// `debug-fault=pf|ud|gp|oom`: raise that CPU exception (or exhaust the heap) right after parsing (tests the
+    /// `debug-fault=pf|ud|gp|stack|oom`: raise that CPU exception (or overflow the stack, or exhaust the heap) right after parsing (tests the
     /// exception handlers: the boot must end with their message and a failure exit).
     pub debug_fault: Option<Fault>,
     /// `idle=poll`: never `hlt` when idle (lowest latency, a busy host core); the default
@@ -46,6 +46,8 @@ pub enum Fault {
     InvalidOpcode,
     /// A general protection fault: a read at a non-canonical address.
     GeneralProtection,
+    /// A stack overflow: unbounded recursion into the guard page below the stack.
+    StackOverflow,
     /// Heap exhaustion: 1 MiB blocks allocated until one fails (tests the allocator's stop).
     OutOfMemory,
 }
@@ -213,9 +215,10 @@ pub fn parse(line: &str) -> Result<Args, String> {
                     "ud" => Fault::InvalidOpcode,
                     "gp" => Fault::GeneralProtection,
                     "oom" => Fault::OutOfMemory,
+                    "stack" => Fault::StackOverflow,
                     _ => {
                         return Err(alloc::format!(
-                            "debug-fault={value}: expected pf, ud, gp or oom"
+                            "debug-fault={value}: expected pf, ud, gp, stack or oom"
                         ))
                     }
                 });

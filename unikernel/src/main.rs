@@ -29,6 +29,8 @@ use kayvee_engine::{Config, Engine, Now};
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
     boottime::stamp("paging+long-mode");
+    #[cfg(not(feature = "ring3"))]
+    arch::guard::install();
     serial::init();
     println!("kayvee unikernel {} booting", env!("CARGO_PKG_VERSION"));
     // The rest of the boot log waits until the first command is answered (see serial::hold).
@@ -109,6 +111,9 @@ fn raise(fault: cmdline::Fault) {
         cmdline::Fault::GeneralProtection => unsafe {
             core::ptr::read_volatile(0x8000_0000_0000_0000 as *const u64);
         },
+        cmdline::Fault::StackOverflow => {
+            core::hint::black_box(recurse(0));
+        }
         cmdline::Fault::OutOfMemory => {
             let mut hold = alloc::vec::Vec::new();
             loop {
@@ -116,6 +121,16 @@ fn raise(fault: cmdline::Fault) {
             }
         }
     }
+}
+
+/// Recurses with 512-byte frames until the stack runs out (`debug-fault=stack`).
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let frame = core::hint::black_box([depth; 64]);
+    if core::hint::black_box(depth) == u64::MAX {
+        return 0;
+    }
+    recurse(depth + 1).wrapping_add(frame[7])
 }
 
 /// Applies the Redis directives from the command line; any bad one stops the boot.

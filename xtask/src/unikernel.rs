@@ -619,9 +619,10 @@ fn ring3_smoke() -> Result<(), String> {
     )
 }
 
-/// Boots with `debug-fault=pf` (the image must print the page fault: vector, RIP, CR2) and
-/// `debug-fault=oom` (heap exhausted: the allocator's message); each must stop with the
-/// failure status, not reset or hang.
+/// Boots with `debug-fault=pf` (the image must print the page fault: vector, RIP, CR2),
+/// `debug-fault=stack` (unbounded recursion: the guard page's fault, reported on the
+/// exception stack) and `debug-fault=oom` (heap exhausted: the allocator's message); each must
+/// stop with the failure status, not reset or hang.
 fn fault_test(image: &std::path::Path) -> Result<(), String> {
     let pf = fault_boot(image, "debug-fault=pf")?;
     let line = pf
@@ -631,6 +632,16 @@ fn fault_test(image: &std::path::Path) -> Result<(), String> {
         .ok_or_else(|| format!("debug-fault=pf: no page-fault report with CR2:\n{pf}"))?;
     println!(
         "uk-test: debug-fault=pf: {} (CR2 0x100000000), failure exit",
+        line.trim().trim_start_matches("kayvee: ")
+    );
+    let stack = fault_boot(image, "debug-fault=stack")?;
+    let line = stack
+        .lines()
+        .find(|l| l.contains("stack overflow: the guard page"))
+        .filter(|_| stack.contains("CPU exception 14: page fault"))
+        .ok_or_else(|| format!("debug-fault=stack: no stack-overflow report:\n{stack}"))?;
+    println!(
+        "uk-test: debug-fault=stack: {}, failure exit",
         line.trim().trim_start_matches("kayvee: ")
     );
     let oom = fault_boot(image, "debug-fault=oom")?;

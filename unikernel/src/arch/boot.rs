@@ -15,18 +15,18 @@ use core::arch::global_asm;
 pub const STACK_BYTES: usize = 512 * 1024;
 
 #[repr(C, align(4096))]
-struct PageTables {
+pub(super) struct PageTables {
     pml4: [u64; 512],
     pdpt: [u64; 512],
-    pd: [[u64; 512]; 4],
+    pub(super) pd: [[u64; 512]; 4],
 }
 
 #[repr(C, align(16))]
-struct Stack([u8; STACK_BYTES]);
+pub(super) struct Stack([u8; STACK_BYTES]);
 
 /// The page tables the stub fills (zeroed with `.bss` first).
 #[no_mangle]
-static mut BOOT_PAGE_TABLES: PageTables = PageTables {
+pub(super) static mut BOOT_PAGE_TABLES: PageTables = PageTables {
     pml4: [0; 512],
     pdpt: [0; 512],
     pd: [[0; 512]; 4],
@@ -40,7 +40,7 @@ pub static mut BOOT_TSC: [u64; 2] = [1, 1];
 /// The stack Rust runs on (in a section of its own that the stub does not zero: see link.ld).
 #[no_mangle]
 #[link_section = ".bss.boot_stack"]
-static mut BOOT_STACK: Stack = Stack([0; STACK_BYTES]);
+pub(super) static mut BOOT_STACK: Stack = Stack([0; STACK_BYTES]);
 
 global_asm!(
     r#"

@@ -106,7 +106,18 @@ extern "C" fn exception(frame: &Frame) -> ! {
         frame.ss
     );
     if v == 14 {
-        crate::println!("kayvee: page fault address (CR2) {:#x}", cr2());
+        let addr = cr2();
+        crate::println!("kayvee: page fault address (CR2) {addr:#x}");
+        #[cfg(not(feature = "ring3"))]
+        {
+            let guard = super::guard::guard_page();
+            if guard != 0 && (guard..guard + 4096).contains(&addr) {
+                crate::println!(
+                    "kayvee: stack overflow: the guard page below the {} KiB stack was hit",
+                    super::guard::stack_bytes() / 1024
+                );
+            }
+        }
     }
     crate::exit::fail("CPU exception")
 }

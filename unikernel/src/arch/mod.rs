@@ -3,6 +3,8 @@
 #[cfg(not(feature = "ring3"))]
 pub mod apic;
 pub mod boot;
+#[cfg(not(feature = "ring3"))]
+pub mod guard;
 pub mod idt;
 pub mod mem;
 pub mod port;

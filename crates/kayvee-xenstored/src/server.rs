@@ -115,6 +115,8 @@ impl Server {
                 }
             }
             self.flush_all();
+            // The replies went out: now free what the commits let go of.
+            self.xs.sweep();
         }
     }
 

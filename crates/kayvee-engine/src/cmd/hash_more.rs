@@ -15,26 +15,21 @@ use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::{Core, Cx};
 use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
 
 /// HINCRBY key field increment: adds to the field's integer (0 when missing); the new value.
 pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let incr = parse_i64(args.get(3)).ok_or(Error::NotInteger)?;
-    let field = args.get(2);
-    let lim = HashLimits::of(cx);
-    let new = write_hash(cx, args.get(1), true, |h, meta| {
-        let old = match h.get(field) {
+    let (new, _) = update_field(cx, args, "hincrby", |old| {
+        let old = match old {
             Some(v) => parse_i64(v).ok_or(Error::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(incr).ok_or(Error::Overflow)?;
         let mut buf = [0u8; 20];
-        hash_put(h, meta, lim, field, format_i64(new, &mut buf));
-        Ok(new)
+        Ok((new, SmallBytes::from_slice(format_i64(new, &mut buf))))
     })?;
-    // A modification for WATCH even for an increment of 0, as in Redis.
-    crate::txn::touch(cx.db(), args.get(1));
-    emit(cx, nc::HASH, "hincrby", args.get(1));
-    out.int(new.expect("write_hash creates the hash"));
+    out.int(new);
     Ok(())
 }
 
@@ -44,10 +39,8 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
     if incr.is_inf() {
         return Err(Error::msg("ERR value is NaN or Infinity"));
     }
-    let field = args.get(2);
-    let lim = HashLimits::of(cx);
-    let text = write_hash(cx, args.get(1), true, |h, meta| {
-        let old = match h.get(field) {
+    let ((), text) = update_field(cx, args, "hincrbyfloat", |old| {
+        let old = match old {
             Some(v) => string_ld::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
             None => Ld::Finite {
                 neg: false,
@@ -55,18 +48,35 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
                 exp: 0,
             },
         };
-        let sum = match old.add(incr) {
-            Some(sum) if !sum.is_inf() => sum,
-            _ => return Err(Error::msg("ERR increment would produce NaN or Infinity")),
-        };
-        let text = sum.to_human();
-        hash_put(h, meta, lim, field, text.as_bytes());
-        Ok(text)
+        match old.add(incr) {
+            Some(sum) if !sum.is_inf() => Ok(((), sum.to_human())),
+            _ => Err(Error::msg("ERR increment would produce NaN or Infinity")),
+        }
     })?;
-    crate::txn::touch(cx.db(), args.get(1));
-    emit(cx, nc::HASH, "hincrbyfloat", args.get(1));
-    out.bulk(text.expect("write_hash creates the hash").as_bytes());
+    out.bulk(text.as_bytes());
     Ok(())
+}
+
+/// The shared body of HINCRBY and HINCRBYFLOAT: sets the field at argument 2 of the hash at
+/// argument 1 (created when missing) to the text `next` makes from its old value, notes the
+/// write for WATCH (even for an increment of 0, as in Redis) and sends `event`. `next`
+/// answers a reply value and the new text, or the error that leaves everything untouched.
+fn update_field<R, T: AsRef<[u8]>>(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    event: &str,
+    next: impl FnOnce(Option<&[u8]>) -> Result<(R, T), Error>,
+) -> Result<(R, T), Error> {
+    let (key, field) = (args.get(1), args.get(2));
+    let lim = HashLimits::of(cx);
+    let new = write_hash(cx, key, true, |h, meta| {
+        let new = next(h.get(field))?;
+        hash_put(h, meta, lim, field, new.1.as_ref());
+        Ok(new)
+    })?;
+    crate::txn::touch(cx.db(), key);
+    emit(cx, nc::HASH, event, key);
+    Ok(new.expect("write_hash creates the hash"))
 }
 
 /// HRANDFIELD key [count [WITHVALUES]]: one random field (null when missing), or `count`

@@ -36,12 +36,7 @@ impl<T: Clone> Default for PList<T> {
 
 impl<T: PartialEq> PartialEq for PList<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.tree.len == other.tree.len
-            && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self
-                    .tree
-                    .range(0, self.tree.len)
-                    .eq(other.tree.range(0, other.tree.len)))
+        self.tree.elements_eq(&other.tree)
     }
 }
 
@@ -49,9 +44,7 @@ impl<T: Eq> Eq for PList<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for PList<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list()
-            .entries(self.tree.range(0, self.tree.len))
-            .finish()
+        f.debug_list().entries(self.tree.iter()).finish()
     }
 }
 
@@ -230,7 +223,7 @@ impl<T: Clone> PList<T> {
 
     /// Elements from head to tail.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.tree.range(0, self.len())
+        self.tree.iter()
     }
 
     /// Elements with indexes in `start..end` (clamped), head to tail.
@@ -289,7 +282,7 @@ impl<'a, T> IntoIterator for &'a PList<T> {
     type IntoIter = tree::Iter<'a, T, ()>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.tree.range(0, self.tree.len)
+        self.tree.iter()
     }
 }
 
@@ -304,6 +297,26 @@ mod tests {
             l.push_back(i);
         }
         l
+    }
+
+    #[test]
+    fn equality_compares_elements_not_nodes() {
+        let a = pushed(1000);
+        let mut snap = a.clone();
+        assert_eq!(a, snap, "a snapshot is equal");
+        snap.set(500, 7);
+        assert_ne!(a, snap, "one changed element differs");
+        snap.set(500, 500);
+        assert_eq!(
+            a, snap,
+            "equal again once restored, though the nodes differ"
+        );
+        let mut built = PList::new();
+        (0..1000).rev().for_each(|i| built.push_front(i));
+        assert_eq!(a, built, "same elements, built another way");
+        built.pop_back();
+        assert_ne!(a, built, "a shorter list differs");
+        assert_eq!(alloc::format!("{:?}", pushed(3)), "[0, 1, 2]");
     }
 
     #[test]

@@ -78,12 +78,7 @@ impl<T: Ord + Clone> Default for POrdSet<T> {
 
 impl<T: PartialEq> PartialEq for POrdSet<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.tree.len == other.tree.len
-            && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self
-                    .tree
-                    .range(0, self.tree.len)
-                    .eq(other.tree.range(0, other.tree.len)))
+        self.tree.elements_eq(&other.tree)
     }
 }
 
@@ -91,9 +86,7 @@ impl<T: Eq> Eq for POrdSet<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for POrdSet<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_set()
-            .entries(self.tree.range(0, self.tree.len))
-            .finish()
+        f.debug_set().entries(self.tree.iter()).finish()
     }
 }
 
@@ -271,7 +264,7 @@ impl<T: Ord + Clone> POrdSet<T> {
 
     /// All elements ascending.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.tree.range(0, self.len())
+        self.tree.iter()
     }
 
     /// Bytes the structure occupies on the heap, not counting what elements own themselves

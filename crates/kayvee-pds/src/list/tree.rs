@@ -259,6 +259,21 @@ fn balance_vecs<X>(l: &mut Vec<X>, r: &mut Vec<X>, max: usize) {
 }
 
 impl<T, S> Tree<T, S> {
+    /// Every element, in order.
+    pub fn iter(&self) -> Iter<'_, T, S> {
+        self.range(0, self.len)
+    }
+
+    /// Whether both trees hold equal elements in the same order; O(1) when they share their
+    /// root (one is an unchanged snapshot of the other). `PartialEq` of the wrappers.
+    pub fn elements_eq(&self, other: &Self) -> bool
+    where
+        T: PartialEq,
+    {
+        self.len == other.len
+            && (Arc::ptr_eq(&self.root, &other.root) || self.iter().eq(other.iter()))
+    }
+
     /// Elements with indexes in `start..end` (callers clamp), in order.
     pub fn range(&self, start: usize, end: usize) -> Iter<'_, T, S> {
         debug_assert!(start <= end && end <= self.len);

@@ -1,4 +1,5 @@
-//! Helpers the hash and set commands share: HSCAN/SSCAN argument parsing and cursor walks,
+//! Helpers the hash and set commands share: SCAN-family argument parsing (HSCAN, SSCAN,
+//! ZSCAN and the keyspace's SCAN) and cursor walks,
 //! the random-count argument of HRANDFIELD/SRANDMEMBER, and distinct random sampling.
 //!
 //! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
@@ -11,10 +12,10 @@ use crate::Rng;
 use alloc::vec::Vec;
 use kayvee_pds::{PMap, SmallBytes};
 
-/// HSCAN/SSCAN's default COUNT, as Redis's.
+/// The SCAN family's default COUNT, as Redis's.
 const SCAN_COUNT_DEFAULT: usize = 10;
 
-/// Parsed `cursor [MATCH pattern] [COUNT count]`.
+/// Parsed `cursor [MATCH pattern] [COUNT count]` (and SCAN's `[TYPE type]`).
 pub(crate) struct ScanArgs<'a> {
     /// Where to resume (a hash of the map's order).
     pub cursor: u64,
@@ -22,6 +23,8 @@ pub(crate) struct ScanArgs<'a> {
     pub count: usize,
     /// Glob pattern the returned members or fields must match.
     pub pattern: Option<&'a [u8]>,
+    /// SCAN's TYPE filter (always `None` for the collection scans).
+    pub type_name: Option<&'a [u8]>,
 }
 
 impl ScanArgs<'_> {
@@ -33,19 +36,35 @@ impl ScanArgs<'_> {
 
 /// Parses the cursor (argument 2) as Redis does first of all: a bad one is `ERR invalid cursor`.
 pub(crate) fn parse_scan_cursor(args: &crate::Argv<'_>) -> Result<u64, Error> {
-    super::keys_scan::parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))
+    parse_cursor_at(args, 2)
 }
 
-/// Parses the cursor and the options after it. Redis checks the options only once the key was
-/// found with the right type: COUNT not an integer is the integer error, below 1 a syntax
-/// error; an unknown option or one missing its value is a syntax error.
+/// The cursor at argument `at`, or `ERR invalid cursor`.
+fn parse_cursor_at(args: &crate::Argv<'_>, at: usize) -> Result<u64, Error> {
+    super::keys_scan::parse_cursor(args.get(at)).ok_or(Error::msg("ERR invalid cursor"))
+}
+
+/// Parses HSCAN/SSCAN/ZSCAN's cursor and the options after it. Redis checks the options only
+/// once the key was found with the right type.
 pub(crate) fn parse_scan<'a>(args: &crate::Argv<'a>) -> Result<ScanArgs<'a>, Error> {
+    parse_scan_at(args, 2, false)
+}
+
+/// Parses the cursor at argument `at` and the options after it, in order: COUNT not an
+/// integer is the integer error, below 1 a syntax error; TYPE is an option only when
+/// `with_type` (SCAN); an unknown option or one missing its value is a syntax error.
+pub(crate) fn parse_scan_at<'a>(
+    args: &crate::Argv<'a>,
+    at: usize,
+    with_type: bool,
+) -> Result<ScanArgs<'a>, Error> {
     let mut scan = ScanArgs {
-        cursor: parse_scan_cursor(args)?,
+        cursor: parse_cursor_at(args, at)?,
         count: SCAN_COUNT_DEFAULT,
         pattern: None,
+        type_name: None,
     };
-    let mut i = 3;
+    let mut i = at + 1;
     while i < args.len() {
         let (opt, value) = (args.get(i), args.try_get(i + 1).ok_or(Error::Syntax)?);
         if opt.eq_ignore_ascii_case(b"COUNT") {
@@ -56,6 +75,8 @@ pub(crate) fn parse_scan<'a>(args: &crate::Argv<'a>) -> Result<ScanArgs<'a>, Err
             scan.count = usize::try_from(n).unwrap_or(usize::MAX);
         } else if opt.eq_ignore_ascii_case(b"MATCH") {
             scan.pattern = Some(value);
+        } else if with_type && opt.eq_ignore_ascii_case(b"TYPE") {
+            scan.type_name = Some(value);
         } else {
             return Err(Error::Syntax);
         }
@@ -155,6 +176,17 @@ mod tests {
         assert_eq!(scan_of("SSCAN k 0 COUNT x"), Err(Error::NotInteger));
         assert_eq!(scan_of("SSCAN k 0 MATCH"), Err(Error::Syntax));
         assert_eq!(scan_of("SSCAN k 0 TYPE set"), Err(Error::Syntax));
+        let a = ArgvBuf::from_line("SCAN 3 type string MATCH k*");
+        let s = parse_scan_at(&a.argv(), 1, true).expect("SCAN takes TYPE");
+        assert_eq!(
+            (s.cursor, s.type_name, s.pattern),
+            (3, Some(&b"string"[..]), Some(&b"k*"[..]))
+        );
+        let a = ArgvBuf::from_line("SCAN -1 TYPE");
+        assert_eq!(
+            parse_scan_at(&a.argv(), 1, true).map(|s| s.cursor),
+            Err(Error::Syntax)
+        );
     }
 
     #[test]

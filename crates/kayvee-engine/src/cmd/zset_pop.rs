@@ -4,13 +4,14 @@
 //! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
 
+use super::coll;
 use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
-use crate::util::{glob_match, parse_i64};
+use crate::util::parse_i64;
 use crate::value::{Meta, Value};
 use crate::{Core, Cx};
 use alloc::vec::Vec;
@@ -233,29 +234,23 @@ fn sample_distinct(n: usize, k: usize, rnd: &mut dyn FnMut() -> u64) -> Vec<usiz
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count].
 pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let cursor = parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))?;
+    coll::parse_scan_cursor(args)?;
     let now = cx.now_ms();
     let Core { dbs, .. } = &mut *cx.core;
     let Some(entry) = dbs[cx.db_index].lookup_read(args.get(1), now) else {
-        out.array(2);
-        out.bulk(b"0");
-        out.array(0);
+        coll::write_scan_head(out, 0, 0);
         return Ok(());
     };
     let zs = as_zset(entry)?.clone();
     let big = entry.meta.has(Meta::BIG);
-    let (pattern, count) = parse_scan_opts(args)?;
+    let scan = coll::parse_scan(args)?;
     let (next, mut found) = if big {
-        zs.scan(cursor, count)
+        zs.scan(scan.cursor, scan.count)
     } else {
         (0, zs.iter().collect())
     };
-    if let Some(p) = pattern {
-        found.retain(|e| glob_match(p, e.1, false));
-    }
-    out.array(2);
-    out.bulk(alloc::format!("{next}").as_bytes());
-    out.array(found.len() * 2);
+    found.retain(|e| scan.matches(e.1));
+    coll::write_scan_head(out, next, found.len() * 2);
     let mut buf = Vec::new();
     for e in &found {
         out.bulk(e.1);
@@ -264,47 +259,6 @@ pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         out.bulk(&buf);
     }
     Ok(())
-}
-
-/// ZSCAN's MATCH and COUNT (COUNT below 1 is a syntax error, as in Redis).
-fn parse_scan_opts<'a>(args: &Argv<'a>) -> Result<(Option<&'a [u8]>, usize), Error> {
-    let (mut pattern, mut count) = (None, 10usize);
-    let mut i = 3;
-    while i < args.len() {
-        let value = args.try_get(i + 1).ok_or(Error::Syntax)?;
-        let opt = args.get(i);
-        if opt.eq_ignore_ascii_case(b"COUNT") {
-            let n = parse_i64(value).ok_or(Error::NotInteger)?;
-            if n < 1 {
-                return Err(Error::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt.eq_ignore_ascii_case(b"MATCH") {
-            pattern = (value != b"*").then_some(value);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
-    Ok((pattern, count))
-}
-
-/// A scan cursor as C's `strtoul` reads it (as SCAN's): digits with an optional sign, the
-/// empty string being 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
-    let (neg, digits) = match s {
-        [] => return Some(0),
-        [b'-', rest @ ..] => (true, rest),
-        [b'+', rest @ ..] => (false, rest),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let v = digits.iter().try_fold(0u64, |v, &c| {
-        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
-    })?;
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 #[cfg(test)]
@@ -334,12 +288,5 @@ mod tests {
             Ok(4611686018427387903)
         );
         assert!(parse_rand_count(b"x", false).is_err());
-    }
-
-    #[test]
-    fn cursors() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"12"), Some(12));
-        assert_eq!(parse_cursor(b"x"), None);
     }
 }

@@ -111,14 +111,18 @@ pub(crate) fn scan_step<'m, V: Clone>(
     (next, found)
 }
 
-/// The count argument of HRANDFIELD/SRANDMEMBER: an integer in -i64::MAX..=i64::MAX, with
-/// Redis's texts for a non-integer and for i64::MIN.
-pub(crate) fn parse_rand_count(arg: &[u8]) -> Result<i64, Error> {
+/// The count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER: an integer in
+/// -i64::MAX..=i64::MAX, with Redis's texts for a non-integer and for i64::MIN; when `pairs`
+/// (WITHVALUES / WITHSCORES double the reply) it must also stay within +-i64::MAX/2.
+pub(crate) fn parse_rand_count(arg: &[u8], pairs: bool) -> Result<i64, Error> {
     let n = parse_i64(arg).ok_or(Error::NotInteger)?;
     if n == i64::MIN {
         return Err(Error::msg(
             "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
+    }
+    if pairs && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(Error::msg("ERR value is out of range"));
     }
     Ok(n)
 }
@@ -202,8 +206,20 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), 20);
         assert_eq!(sample_distinct(&m, 80, &mut rng).len(), 50);
-        assert_eq!(parse_rand_count(b"-5"), Ok(-5));
-        assert!(parse_rand_count(b"-9223372036854775808").is_err());
-        assert_eq!(parse_rand_count(b"x"), Err(Error::NotInteger));
+        assert_eq!(parse_rand_count(b"-5", false), Ok(-5));
+        assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
+        assert_eq!(parse_rand_count(b"x", true), Err(Error::NotInteger));
+        assert_eq!(
+            parse_rand_count(b"4611686018427387904", true),
+            Err(Error::msg("ERR value is out of range"))
+        );
+        assert_eq!(
+            parse_rand_count(b"-4611686018427387903", true),
+            Ok(-4611686018427387903)
+        );
+        assert_eq!(
+            parse_rand_count(b"4611686018427387904", false),
+            Ok(4611686018427387904)
+        );
     }
 }

@@ -86,14 +86,10 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     if args.len() == 2 {
         return hrandfield_one(cx, args.get(1), out);
     }
-    let count = parse_rand_count(args.get(2))?;
-    let withvalues = match args.try_get(3) {
-        None => false,
-        Some(w) if args.len() == 4 && w.eq_ignore_ascii_case(b"WITHVALUES") => true,
-        Some(_) => return Err(Error::Syntax),
-    };
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return Err(Error::msg("ERR value is out of range"));
+    let withvalues = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHVALUES");
+    let count = parse_rand_count(args.get(2), withvalues)?;
+    if args.len() > 3 && !withvalues {
+        return Err(Error::Syntax);
     }
     let Cx {
         core,

@@ -165,7 +165,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let scores = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHSCORES");
     let count = match args.try_get(2) {
         None => None,
-        Some(c) => Some(parse_rand_count(c, scores)?),
+        Some(c) => Some(coll::parse_rand_count(c, scores)?),
     };
     if args.len() > 4 || (args.len() == 4 && !scores) {
         return Err(Error::Syntax);
@@ -196,7 +196,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             (0..n).rev().collect()
         }
     } else {
-        sample_distinct(n, count as usize, &mut || rng.next_u64())
+        coll::shuffle_prefix((0..n).collect(), count as usize, rng)
     };
     let items: Vec<(SmallBytes, f64)> = picks
         .iter()
@@ -207,29 +207,6 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         .collect();
     reply_scored(out, &items, scores);
     Ok(())
-}
-
-/// ZRANDMEMBER's count, within Redis's bounds (halved when scores double the reply).
-fn parse_rand_count(c: &[u8], scores: bool) -> Result<i64, Error> {
-    let v = parse_i64(c).ok_or(Error::NotInteger)?;
-    if v == i64::MIN {
-        return Err(Error::msg("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-    }
-    if scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&v) {
-        return Err(Error::msg("ERR value is out of range"));
-    }
-    Ok(v)
-}
-
-/// `k` distinct indexes below `n` (a partial Fisher-Yates shuffle), in draw order.
-fn sample_distinct(n: usize, k: usize, rnd: &mut dyn FnMut() -> u64) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..n).collect();
-    for i in 0..k {
-        let j = i + (rnd() % (n - i) as u64) as usize;
-        idx.swap(i, j);
-    }
-    idx.truncate(k);
-    idx
 }
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count].
@@ -264,29 +241,24 @@ pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ArgvBuf;
 
-    #[test]
-    fn distinct_samples_are_distinct() {
-        let mut x = 1u64;
-        let mut rnd = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            x >> 11
-        };
-        let mut s = sample_distinct(10, 7, &mut rnd);
-        s.sort_unstable();
-        s.dedup();
-        assert_eq!(s.len(), 7);
-        assert!(s.iter().all(|&i| i < 10));
+    /// (keys, max, count) or the error, for a ZMPOP line.
+    fn mpop_of(line: &str) -> Result<(usize, bool, usize), Error> {
+        let a = ArgvBuf::from_line(line);
+        parse_mpop(&a.argv(), 1).map(|m| (m.keys.len(), m.max, m.count))
     }
 
     #[test]
-    fn rand_count_bounds() {
-        assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
-        assert!(parse_rand_count(b"4611686018427387904", true).is_err());
-        assert_eq!(
-            parse_rand_count(b"4611686018427387903", true),
-            Ok(4611686018427387903)
-        );
-        assert!(parse_rand_count(b"x", false).is_err());
+    fn mpop_arguments_parse_like_redis() {
+        assert_eq!(mpop_of("ZMPOP 2 a b max"), Ok((2, true, 1)));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN count 5"), Ok((1, false, 5)));
+        let numkeys = Err(Error::msg("ERR numkeys should be greater than 0"));
+        assert_eq!(mpop_of("ZMPOP 0 a MIN"), numkeys);
+        let count = Err(Error::msg("ERR count should be greater than 0"));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN COUNT 0"), count);
+        assert_eq!(mpop_of("ZMPOP 2 a MIN"), Err(Error::Syntax));
+        assert_eq!(mpop_of("ZMPOP 1 a MID"), Err(Error::Syntax));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN COUNT 2 COUNT 3"), Err(Error::Syntax));
     }
 }

@@ -42,11 +42,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
     let ((), text) = update_field(cx, args, "hincrbyfloat", |old| {
         let old = match old {
             Some(v) => string_ld::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
-            None => Ld::Finite {
-                neg: false,
-                mant: 0,
-                exp: 0,
-            },
+            None => Ld::zero(false),
         };
         match old.add(incr) {
             Some(sum) if !sum.is_inf() => Ok(((), sum.to_human())),

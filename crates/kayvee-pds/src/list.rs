@@ -16,16 +16,9 @@ use alloc::vec::Vec;
 use tree::Tree;
 
 /// A persistent sequence.
+#[derive(Clone, PartialEq, Eq)]
 pub struct PList<T> {
     tree: Tree<T, ()>,
-}
-
-impl<T> Clone for PList<T> {
-    fn clone(&self) -> Self {
-        PList {
-            tree: self.tree.clone(),
-        }
-    }
 }
 
 impl<T: Clone> Default for PList<T> {
@@ -33,14 +26,6 @@ impl<T: Clone> Default for PList<T> {
         Self::new()
     }
 }
-
-impl<T: PartialEq> PartialEq for PList<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.tree.elements_eq(&other.tree)
-    }
-}
-
-impl<T: Eq> Eq for PList<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for PList<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -58,16 +58,9 @@ impl<T: Ord + Clone> Summary<T> for Max<T> {
 }
 
 /// A persistent ordered set.
+#[derive(Clone, PartialEq, Eq)]
 pub struct POrdSet<T> {
     tree: Tree<T, Max<T>>,
-}
-
-impl<T> Clone for POrdSet<T> {
-    fn clone(&self) -> Self {
-        POrdSet {
-            tree: self.tree.clone(),
-        }
-    }
 }
 
 impl<T: Ord + Clone> Default for POrdSet<T> {
@@ -75,14 +68,6 @@ impl<T: Ord + Clone> Default for POrdSet<T> {
         Self::new()
     }
 }
-
-impl<T: PartialEq> PartialEq for POrdSet<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.tree.elements_eq(&other.tree)
-    }
-}
-
-impl<T: Eq> Eq for POrdSet<T> {}
 
 impl<T: core::fmt::Debug> core::fmt::Debug for POrdSet<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -157,6 +157,61 @@ pub(crate) fn pick<'m, V: Clone>(
     map.random(rng.next_u64())
 }
 
+/// LMPOP / ZMPOP's `numkeys key [key ...] END [COUNT count]`, parsed from argument `at`.
+pub(crate) struct MpopArgs {
+    /// Index of the first key.
+    pub first: usize,
+    /// Number of keys.
+    pub numkeys: usize,
+    /// Whether END was the first of the two words (LEFT, MIN) rather than the second.
+    pub first_end: bool,
+    /// COUNT (1 by default).
+    pub count: usize,
+}
+
+/// Parses LMPOP / ZMPOP's (and their blocking forms') arguments from `at` in Redis's order:
+/// numkeys, room for the keys and END, END (one of `ends`, any case), then a single COUNT,
+/// whose value is checked before anything after it.
+pub(crate) fn parse_mpop(
+    args: &crate::Argv<'_>,
+    at: usize,
+    ends: [&str; 2],
+) -> Result<MpopArgs, Error> {
+    let n = parse_i64(args.get(at))
+        .filter(|n| *n > 0)
+        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
+    if n as u64 >= (args.len() - at) as u64 - 1 {
+        return Err(Error::Syntax);
+    }
+    let (first, numkeys) = (at + 1, n as usize);
+    let mut j = first + numkeys;
+    let end = args.get(j);
+    let first_end = match ends.map(|w| end.eq_ignore_ascii_case(w.as_bytes())) {
+        [true, _] => true,
+        [_, true] => false,
+        _ => return Err(Error::Syntax),
+    };
+    j += 1;
+    let mut count = None;
+    while j < args.len() {
+        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
+            let c = parse_i64(args.get(j + 1))
+                .filter(|c| *c > 0)
+                .ok_or(Error::msg("ERR count should be greater than 0"))?;
+            count = Some(c as usize);
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    Ok(MpopArgs {
+        first,
+        numkeys,
+        first_end,
+        count: count.unwrap_or(1),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,37 +94,13 @@ pub(crate) struct Mpop<'a> {
 /// Parses `numkeys key [key ...] MIN|MAX [COUNT count]` starting at `at` (shared with the
 /// blocking form, which has a timeout before it).
 pub(crate) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
-    let n = parse_i64(args.get(at))
-        .filter(|n| *n > 0)
-        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
-    if n as u64 >= (args.len() - at) as u64 - 1 {
-        return Err(Error::Syntax);
-    }
-    let n = n as usize;
-    let keys = (0..n).map(|i| args.get(at + 1 + i)).collect();
-    let mut j = at + 1 + n;
-    let max = match args.get(j).to_ascii_uppercase().as_slice() {
-        b"MIN" => false,
-        b"MAX" => true,
-        _ => return Err(Error::Syntax),
-    };
-    j += 1;
-    let mut count = None;
-    while j < args.len() {
-        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
-            let c = parse_i64(args.get(j + 1))
-                .filter(|c| *c > 0)
-                .ok_or(Error::msg("ERR count should be greater than 0"))?;
-            count = Some(c as usize);
-            j += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let m = coll::parse_mpop(args, at, ["MIN", "MAX"])?;
     Ok(Mpop {
-        keys,
-        max,
-        count: count.unwrap_or(1),
+        keys: (m.first..m.first + m.numkeys)
+            .map(|i| args.get(i))
+            .collect(),
+        max: !m.first_end,
+        count: m.count,
     })
 }
 

@@ -1,6 +1,6 @@
-//! Helpers the hash and set commands share: SCAN-family argument parsing (HSCAN, SSCAN,
-//! ZSCAN and the keyspace's SCAN) and cursor walks,
-//! the random-count argument of HRANDFIELD/SRANDMEMBER, and distinct random sampling.
+//! Helpers the collection commands share: SCAN-family argument parsing (HSCAN, SSCAN, ZSCAN
+//! and the keyspace's SCAN) and cursor walks, LMPOP/ZMPOP's arguments, the random-count
+//! argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
 //!
 //! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
 //! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order

@@ -576,9 +576,9 @@ fn kill(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     Ok(())
 }
 
-/// Redis 7.0.15's CLIENT HELP text, restricted to the subcommands Kayvee has.
+/// Redis 7.0.15's CLIENT HELP entries (between the header and HELP's own), restricted to the
+/// subcommands Kayvee has.
 const HELP: &[&str] = &[
-    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GETREDIR",
     "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
@@ -613,8 +613,6 @@ const HELP: &[&str] = &[
     "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
@@ -633,8 +631,7 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.array(HELP.len());
-    HELP.iter().for_each(|l| out.simple(l));
+    super::config_cmd::help_reply(out, "CLIENT", HELP);
     Ok(())
 }
 
@@ -787,7 +784,7 @@ mod tests {
 
     #[test]
     fn help_has_a_description_under_every_entry() {
-        assert_eq!(HELP.len() % 2, 1, "header plus pairs");
+        assert_eq!(HELP.len() % 2, 0, "entry and description pairs");
         assert!(HELP.last().unwrap().starts_with("    "));
     }
 }

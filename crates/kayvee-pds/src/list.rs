@@ -217,9 +217,7 @@ impl<T: Clone> PList<T> {
         start: usize,
         end: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        let end = end.min(self.len());
-        let start = start.min(end);
-        self.tree.range(start, end)
+        self.tree.range_clamped(start, end)
     }
 
     /// Elements from index `start` (clamped) to the tail.
@@ -227,7 +225,7 @@ impl<T: Clone> PList<T> {
         &self,
         start: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.range(start, self.len())
+        self.tree.range_clamped(start, self.len())
     }
 
     /// Bytes the structure occupies on the heap, not counting what elements own themselves

@@ -202,9 +202,7 @@ impl<T: Ord + Clone> POrdSet<T> {
         start: usize,
         end: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        let end = end.min(self.len());
-        let start = start.min(end);
-        self.tree.range(start, end)
+        self.tree.range_clamped(start, end)
     }
 
     /// Elements from rank `start` (clamped) to the largest.
@@ -212,7 +210,7 @@ impl<T: Ord + Clone> POrdSet<T> {
         &self,
         start: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.range_by_rank(start, self.len())
+        self.tree.range_clamped(start, self.len())
     }
 
     /// Removes the elements with ranks in `start..end` (clamped); returns how many. Cutting an

@@ -275,6 +275,12 @@ impl<T, S> Tree<T, S> {
         self.range(0, self.len)
     }
 
+    /// Elements with indexes in `start..end`, both first clamped to the tree, in order.
+    pub fn range_clamped(&self, start: usize, end: usize) -> Iter<'_, T, S> {
+        let end = end.min(self.len);
+        self.range(start.min(end), end)
+    }
+
     /// Elements with indexes in `start..end` (callers clamp), in order.
     pub fn range(&self, start: usize, end: usize) -> Iter<'_, T, S> {
         debug_assert!(start <= end && end <= self.len);

@@ -283,6 +283,16 @@ mod tests {
     }
 
     #[test]
+    fn ranges_clamp_to_the_list() {
+        let l = pushed(100);
+        assert!(l.range(98, 1000).eq([98, 99].iter()));
+        assert_eq!(l.range(500, 1000).len(), 0);
+        assert_eq!(l.range(60, 40).len(), 0, "start past end is empty");
+        assert!(l.iter_from(97).eq([97, 98, 99].iter()));
+        assert_eq!(l.iter_from(100).len(), 0);
+    }
+
+    #[test]
     fn equality_compares_elements_not_nodes() {
         let a = pushed(1000);
         let mut snap = a.clone();

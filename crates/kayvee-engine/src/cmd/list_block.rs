@@ -122,8 +122,9 @@ fn move_sides(args: &Argv<'_>) -> Result<(bool, bool), Error> {
     }
 }
 
-/// BLMOVE / BRPOPLPUSH: sides, then timeout, then the move; blocks on the source.
-fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout, and BRPOPLPUSH source
+/// destination timeout: sides, then timeout, then the move; blocks on the source.
+pub(crate) fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (from, to) = move_sides(args)?;
     let deadline = parse_timeout(args.get(args.len() - 1), cx.now_ms())?;
     match move_one(cx, args.get(1), args.get(2), from, to)? {
@@ -154,16 +155,6 @@ fn serve_bmove(
         }
         None => Ok(false),
     }
-}
-
-/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
-pub(crate) fn blmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    bmove(cx, args, out)
-}
-
-/// BRPOPLPUSH source destination timeout
-pub(crate) fn brpoplpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    bmove(cx, args, out)
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: unlike BLPOP, the other

@@ -13,7 +13,8 @@ use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
-use crate::{Core, Cx};
+use crate::value::{Hash, Value};
+use crate::{Core, Cx, Rng};
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
@@ -87,20 +88,7 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     if args.len() > 3 && !withvalues {
         return Err(Error::Syntax);
     }
-    let Cx {
-        core,
-        db_index,
-        now,
-        ..
-    } = cx;
-    let Core { dbs, rng, .. } = &mut **core;
-    let h = match dbs[*db_index].lookup_read(args.get(1), now.ms()) {
-        None => None,
-        Some(e) => Some(match &e.value {
-            crate::Value::Hash(h) => h,
-            _ => return Err(Error::WrongType),
-        }),
-    };
+    let (h, rng) = hash_and_rng(cx, args.get(1))?;
     let Some(h) = h.filter(|_| count != 0) else {
         out.array(0);
         return Ok(());
@@ -125,22 +113,29 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
 
 /// HRANDFIELD key: one random field, or null.
 fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
-    let Cx {
-        core,
-        db_index,
-        now,
-        ..
-    } = cx;
-    let Core { dbs, rng, .. } = &mut **core;
-    match dbs[*db_index].lookup_read(key, now.ms()).map(|e| &e.value) {
-        None => out.null(),
-        Some(crate::Value::Hash(h)) => match h.random(rng.next_u64()) {
+    match hash_and_rng(cx, key)? {
+        (Some(h), rng) => match h.random(rng.next_u64()) {
             Some((k, _)) => out.bulk(k),
             None => out.null(),
         },
-        Some(_) => return Err(Error::WrongType),
+        (None, _) => out.null(),
     }
     Ok(())
+}
+
+/// The hash at `key` for reading (a hit or a miss counts; `None` when missing, WRONGTYPE for
+/// another type) beside the engine's random source, borrowed apart for HRANDFIELD.
+fn hash_and_rng<'c>(
+    cx: &'c mut Cx<'_>,
+    key: &[u8],
+) -> Result<(Option<&'c Hash>, &'c mut Rng), Error> {
+    let (db_index, now) = (cx.db_index, cx.now_ms());
+    let Core { dbs, rng, .. } = &mut *cx.core;
+    match dbs[db_index].lookup_read(key, now).map(|e| &e.value) {
+        None => Ok((None, rng)),
+        Some(Value::Hash(h)) => Ok((Some(h), rng)),
+        Some(_) => Err(Error::WrongType),
+    }
 }
 
 /// Fields (and values): WITHVALUES pairs are 2-element arrays in RESP3, flat in RESP2.

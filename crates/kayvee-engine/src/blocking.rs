@@ -362,6 +362,29 @@ fn unblock(
     core.blocking.wakeups.push((h, replies));
 }
 
+/// CLIENT UNBLOCK: wakes waiter `h` at once with its timeout reply, or with Redis's
+/// `-UNBLOCKED` error when `as_error`; false if `h` is not blocked on keys.
+pub(crate) fn unblock_on_request(
+    core: &mut crate::Core,
+    clients: &mut crate::ClientTable,
+    h: Handle,
+    as_error: bool,
+) -> bool {
+    let Some(w) = core.blocking.waiters.get(&h) else {
+        return false;
+    };
+    let protocol = clients.get(h).map(|c| c.protocol).unwrap_or_default();
+    let mut tree = crate::ReplyTree::new(protocol);
+    if as_error {
+        let e = Error::msg("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        crate::send_error(&mut core.stats, &e, &mut tree);
+    } else {
+        (w.spec.on_timeout)(&mut tree);
+    }
+    unblock(core, clients, h, tree.take());
+    true
+}
+
 /// Answers and unblocks every client whose timeout has passed.
 pub(crate) fn expire(core: &mut crate::Core, clients: &mut crate::ClientTable, now: crate::Now) {
     if core.blocking.is_empty() {

@@ -621,9 +621,8 @@ fn unblock(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     Ok(())
 }
 
-/// Redis 7.0.15's CLIENT HELP text.
+/// Redis 7.0.15's CLIENT HELP entries (between the header and HELP's own).
 const HELP: &[&str] = &[
-    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CACHING (YES|NO)",
     "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETREDIR",
@@ -669,8 +668,6 @@ const HELP: &[&str] = &[
     "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
@@ -689,8 +686,7 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.array(HELP.len());
-    HELP.iter().for_each(|l| out.simple(l));
+    super::config_cmd::help_reply(out, "CLIENT", HELP);
     Ok(())
 }
 
@@ -843,7 +839,11 @@ mod tests {
 
     #[test]
     fn help_lists_every_subcommand_but_the_72_setinfo() {
-        for sub in SUBCOMMANDS.iter().filter(|s| s.name != "setinfo") {
+        // HELP's own entry is added by `help_reply`.
+        for sub in SUBCOMMANDS
+            .iter()
+            .filter(|s| s.name != "setinfo" && s.name != "help")
+        {
             let entry = sub.name.to_ascii_uppercase();
             assert!(
                 HELP.iter()
@@ -852,7 +852,7 @@ mod tests {
             );
         }
         // Every entry line is followed by an indented description.
-        for (i, l) in HELP.iter().enumerate().skip(1) {
+        for (i, l) in HELP.iter().enumerate() {
             if !l.starts_with(' ') {
                 assert!(HELP[i + 1].starts_with(' '), "{l}");
             }

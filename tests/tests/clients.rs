@@ -476,3 +476,46 @@ fn instantaneous_rates_follow_the_load_and_fall_back() {
         assert!(start.elapsed() < Duration::from_secs(10), "never fell back");
     }
 }
+
+#[test]
+fn busy_poll_is_a_kayvee_parameter_that_config_set_changes_live() {
+    if std::env::var("KAYVEE_TARGET").is_ok() {
+        return; // Kayvee's own parameter: redis-server and the unikernel lack it.
+    }
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let get = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("busy-poll-us")
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(get(&mut con), ["busy-poll-us", "50"]);
+    for v in ["0", "1000"] {
+        let ok: String = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-poll-us")
+            .arg(v)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(ok, "OK");
+        assert_eq!(get(&mut con), ["busy-poll-us", v]);
+        // The loop still sleeps and wakes as it should: requests keep being answered.
+        for i in 0..100 {
+            let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+            assert!(n > i);
+        }
+    }
+    let err = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-poll-us")
+        .arg("-1")
+        .query::<String>(&mut con)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("argument must be between 0 and 1000000 inclusive"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per 
 
 Standard library only. See bench/README.md. Usage:
     python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--seconds S]
-                             [--keys N] [--json FILE]
+                             [--keys N] [--json FILE] [--rounds R]
 With KAYVEE_TARGET=redis (or --kayvee-bin redis-server) the "kayvee" side is a second redis-server:
 a check of the harness itself, whose ratios should all be close to 1.
 """
@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -145,15 +146,21 @@ def command(port, *args):
 
 
 def benchmark(port, bench_args, label, pipeline, requests):
-    """Runs one redis-benchmark test; returns requests per second from its CSV row `label`."""
+    """Runs one redis-benchmark test; returns (requests per second from its CSV row `label`,
+    the share of its CPU that redis-benchmark used: user + system seconds over wall seconds)."""
     cmd = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-p", str(port), "-c", str(CLIENTS),
            "-n", str(requests), "-P", str(pipeline), "--csv"] + bench_args
+    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall_before = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    wall = time.monotonic() - wall_before
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (usage.ru_utime - usage_before.ru_utime) + (usage.ru_stime - usage_before.ru_stime)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr}")
     for row in csv.reader(io.StringIO(out.stdout)):
         if row and row[0] == label:
-            return float(row[1])
+            return float(row[1]), client_cpu / wall if wall > 0 else 0.0
     raise RuntimeError(f"no CSV row {label!r} in redis-benchmark output: {out.stdout!r}")
 
 
@@ -166,14 +173,16 @@ def measure(server, test, pipeline, requests):
     """rps and requests per server-CPU-second for one test against one server."""
     _, bench_args, label = test
     cpu_before = server.cpu_seconds()
-    rps = benchmark(server.port, bench_args, label, pipeline, requests)
-    return cpu_result(requests, rps, server.cpu_seconds() - cpu_before)
+    rps, client_load = benchmark(server.port, bench_args, label, pipeline, requests)
+    result = cpu_result(requests, rps, server.cpu_seconds() - cpu_before)
+    result["client_load"] = client_load
+    return result
 
 
 def calibrate(server, test, pipeline, seconds):
     """A request count that makes the test last about `seconds` against `server`."""
     _, bench_args, label = test
-    rps = benchmark(server.port, bench_args, label, pipeline, 10000 * pipeline)
+    rps, _ = benchmark(server.port, bench_args, label, pipeline, 10000 * pipeline)
     return max(10000, int(rps * seconds))
 
 
@@ -208,26 +217,52 @@ def log_row(row):
         f"kayvee {row['kayvee']['rps']:.0f}/s")
 
 
-def run_benchmark_tests(servers, tests, quick, seconds):
-    """Every test at every pipeline depth on both servers, each server flushed before the
-    sequence; returns result rows."""
+def run_benchmark_tests(servers, tests, quick, seconds, rounds):
+    """Every test at every pipeline depth on both servers, `rounds` times. In a round both
+    servers are flushed, then each test runs on one server and at once on the other (the first
+    server alternates from test to test and round to round), so the two runs of a pair see the
+    same moment of a noisy host. Returns one row per test and depth: the median over rounds of
+    each figure, and of the per-round Kayvee/Redis ratios (with their range)."""
     rows = []
     for pipeline in PIPELINES:
         counts = request_counts(servers["redis"], tests, pipeline, quick, seconds)
         results = {}
-        for kind, server in servers.items():
-            command(server.port, "FLUSHALL")
-            for test in tests:
-                prepare(server, test[0])
-                results[kind, test[0]] = measure(server, test, pipeline, counts[test[0]])
+        for rnd in range(rounds):
+            for server in servers.values():
+                command(server.port, "FLUSHALL")
+            for i, test in enumerate(tests):
+                order = list(servers.items())
+                if (i + rnd) % 2:
+                    order.reverse()
+                for kind, server in order:
+                    prepare(server, test[0])
+                    results.setdefault((kind, test[0]), []).append(
+                        measure(server, test, pipeline, counts[test[0]]))
         for name, _, _ in tests:
-            row = {"test": name, "pipeline": pipeline, "requests": counts[name]}
+            row = {"test": name, "pipeline": pipeline, "requests": counts[name], "rounds": rounds}
             for kind in servers:
-                row[kind] = results[kind, name]
+                row[kind] = median_result(results[kind, name])
+            for key in ("rps", "per_cpu_s"):
+                pairs = [ratio(k[key], r[key])
+                         for k, r in zip(results["kayvee", name], results["redis", name])]
+                row[f"ratio_{key}"] = {"median": median(pairs), "min": min(pairs),
+                                       "max": max(pairs)}
             log_row(row)
             rows.append(row)
     rows.sort(key=lambda r: [t[0] for t in tests].index(r["test"]))
     return rows
+
+
+def median(values):
+    """The median of a non-empty list of numbers."""
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def median_result(results):
+    """One measurement whose every figure is the median of that figure over `results`."""
+    return {key: median([r[key] for r in results]) for key in results[0]}
 
 
 def measure_publish(server, subscribers, pipeline, requests):
@@ -236,8 +271,8 @@ def measure_publish(server, subscribers, pipeline, requests):
     subs = rawload.Subscribers(server.port, CHANNEL, subscribers)
     try:
         cpu_before = server.cpu_seconds()
-        rps = benchmark(server.port, ["PUBLISH", CHANNEL, PAYLOAD], f"PUBLISH {CHANNEL} {PAYLOAD}",
-                        pipeline, requests)
+        rps, _ = benchmark(server.port, ["PUBLISH", CHANNEL, PAYLOAD],
+                           f"PUBLISH {CHANNEL} {PAYLOAD}", pipeline, requests)
         size = len(rawload.published_message(CHANNEL, PAYLOAD))
         got = subs.wait_for(requests * size, CLIENTS * pipeline * size)
         return cpu_result(got // size, rps, server.cpu_seconds() - cpu_before)
@@ -324,17 +359,30 @@ def ratio(a, b):
 
 def print_throughput(rows):
     head = (f"{'test':<18}{'P':>3} {'redis req/s':>13}{'kayvee req/s':>14}{'ratio':>7}"
-            f" {'redis req/cpu-s':>16}{'kayvee req/cpu-s':>17}{'ratio':>7}")
+            f" {'redis req/cpu-s':>16}{'kayvee req/cpu-s':>17}{'ratio':>7}"
+            f" {'ratio range':>11} {'client':>6}")
     print(head)
     print("-" * len(head))
     for r in rows:
         red, kay = r["redis"], r["kayvee"]
+        rps_ratio = r.get("ratio_rps", {}).get("median", ratio(kay["rps"], red["rps"]))
+        cpu_ratio = r.get("ratio_per_cpu_s", {}).get(
+            "median", ratio(kay["per_cpu_s"], red["per_cpu_s"]))
+        spread = (f"{r['ratio_rps']['min']:.2f}-{r['ratio_rps']['max']:.2f}"
+                  if r.get("rounds", 1) > 1 else "")
+        client = max(red.get("client_load", 0.0), kay.get("client_load", 0.0))
+        client = f"{100 * client:.0f}%" if client else ""
         print(f"{r['test']:<18}{r['pipeline']:>3} {red['rps']:>13.0f}{kay['rps']:>14.0f}"
-              f"{ratio(kay['rps'], red['rps']):>7.2f} {red['per_cpu_s']:>16.0f}"
-              f"{kay['per_cpu_s']:>17.0f}{ratio(kay['per_cpu_s'], red['per_cpu_s']):>7.2f}")
+              f"{rps_ratio:>7.2f} {red['per_cpu_s']:>16.0f}"
+              f"{kay['per_cpu_s']:>17.0f}{cpu_ratio:>7.2f} {spread:>11} {client:>6}")
+    if any(r.get("rounds", 1) > 1 for r in rows):
+        print("(strings and types rows: medians over rounds; a ratio is the median of the"
+              " per-round Kayvee/Redis ratios, `ratio range` their min-max)")
     if any(r["test"].startswith("MULTI") for r in rows):
         print(f"(MULTI/EXEC rows count transactions of {TXN_COMMANDS + 2} commands, not commands;"
               f" -P is transactions per write)")
+    print("(client: the larger share of its CPU that redis-benchmark used in the row; near 100%"
+          " the client, not the server, sets the pace)")
 
 
 def string_commands(i):
@@ -457,12 +505,19 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=4.0, help="target duration per test")
     p.add_argument("--keys", type=int, help="string keys for the memory test (default 1000000)")
     p.add_argument("--json", help="also write the results as JSON to this file")
+    p.add_argument("--rounds", type=int,
+                   help="rounds of the strings and types tests, reported as medians"
+                        " (default 3; 1 with --quick)")
     p.add_argument("--no-memory", action="store_true", help="skip the memory group")
     args = p.parse_args()
     args.only = [g.strip() for g in args.only.split(",") if g.strip()]
     unknown = [g for g in args.only if g not in GROUPS]
     if unknown:
         p.error(f"unknown group(s) {unknown}; groups are {GROUPS}")
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     if args.no_memory and "memory" in args.only:
         args.only.remove("memory")
     return args
@@ -471,8 +526,10 @@ def parse_args():
 def run_throughput(binaries, args):
     """The throughput groups in `args.only`, with one server of each kind; returns rows."""
     groups = {
-        "strings": lambda sv: run_benchmark_tests(sv, STRING_TESTS, args.quick, args.seconds),
-        "types": lambda sv: run_benchmark_tests(sv, TYPE_TESTS, args.quick, args.seconds),
+        "strings": lambda sv: run_benchmark_tests(sv, STRING_TESTS, args.quick, args.seconds,
+                                                  args.rounds),
+        "types": lambda sv: run_benchmark_tests(sv, TYPE_TESTS, args.quick, args.seconds,
+                                                args.rounds),
         "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
         "multi": lambda sv: run_multi(sv, args.quick, args.seconds),
     }

@@ -8,6 +8,8 @@
 # twice per daemon: with xs-bench (Rust, wire protocol, one thread per client) and with
 # libxs-bench (C, libxenstore, one forked process per client), built here with `cc -O2` when
 # <xenstore.h> is installed (libxen-dev). CLIENT=xs|libxs runs only one of them.
+# Last comes null-xenstored (null-xenstored.c, built here): a daemon with no store that answers
+# every request with a canned reply, the best any daemon could do with these clients here.
 set -e
 CLIENTS=${1:-128}
 TXS=${2:-500}
@@ -65,3 +67,11 @@ for peer in cxenstored oxenstored; do
         fi
     fi
 done
+
+if cc -O2 -o "$TMP/null-xenstored" "$ROOT/bench/xenstore/null-xenstored.c"; then
+    "$TMP/null-xenstored" "$TMP/null.sock" &
+    PID=$!
+    while [ ! -S "$TMP/null.sock" ]; do sleep 0.05; done
+    workloads null-xenstored "$TMP/null.sock"
+    kill $PID; wait $PID 2>/dev/null || true
+fi

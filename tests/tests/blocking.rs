@@ -1,7 +1,7 @@
 //! Blocking list commands over real connections against kayvee-server: a BLPOP served by
 //! another client's RPUSH (with the blocked client's pipelined commands held until then),
 //! first-come first-served order, timeouts, a BLMOVE chain, RESP3 wakeups, and blocked clients
-//! that disconnect or are killed. Expected bytes are redis-server 7.0.15's
+//! that disconnect, are killed or are woken by CLIENT UNBLOCK. Expected bytes are redis-server 7.0.15's
 //! (`KAYVEE_TARGET=redis` runs this file against it).
 
 use std::io;
@@ -155,8 +155,7 @@ fn a_blocked_client_that_disconnects_takes_nothing() {
 fn client_kill_closes_a_blocked_client() {
     let Some(server) = server() else { return };
     let (mut victim, mut killer) = (server.conn(), server.conn());
-    let id = String::from_utf8(victim.cmd_str(&["CLIENT", "ID"])).unwrap();
-    let id = id.trim_start_matches(':').trim_end().to_string();
+    let id = client_id(&mut victim);
     send(&mut victim, &["BLPOP", "k", "0"]);
     wait_blocked(&mut killer, 1);
     let list = String::from_utf8(killer.cmd_str(&["CLIENT", "LIST"])).unwrap();
@@ -169,6 +168,54 @@ fn client_kill_closes_a_blocked_client() {
     wait_blocked(&mut killer, 0);
     assert_eq!(killer.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
     assert_eq!(killer.cmd_str(&["LLEN", "k"]), b":1\r\n");
+}
+
+/// The id `CLIENT ID` gives `c`, as text.
+fn client_id(c: &mut Conn) -> String {
+    let id = String::from_utf8(c.cmd_str(&["CLIENT", "ID"])).unwrap();
+    id.trim_start_matches(':').trim_end().to_string()
+}
+
+#[test]
+fn client_unblock_wakes_with_the_timeout_reply_or_the_unblocked_error() {
+    let Some(server) = server() else { return };
+    let (mut list, mut zset, mut admin) = (server.conn(), server.conn(), server.conn());
+    let (list_id, zset_id) = (client_id(&mut list), client_id(&mut zset));
+    send(&mut list, &["BLPOP", "k", "0"]);
+    send(&mut list, &["PING"]);
+    send(&mut zset, &["BZPOPMIN", "z", "0"]);
+    wait_blocked(&mut admin, 2);
+    assert_eq!(admin.cmd_str(&["CLIENT", "UNBLOCK", &list_id]), b":1\r\n");
+    assert_eq!(reply(&mut list), "*-1\\r\\n");
+    // Its pipelined command runs once it is awake.
+    assert_eq!(reply(&mut list), "+PONG\\r\\n");
+    assert_eq!(
+        admin.cmd_str(&["CLIENT", "UNBLOCK", &zset_id, "error"]),
+        b":1\r\n"
+    );
+    assert_eq!(
+        reply(&mut zset),
+        "-UNBLOCKED client unblocked via CLIENT UNBLOCK\\r\\n"
+    );
+    wait_blocked(&mut admin, 0);
+    // Not blocked (any more), unknown, or the caller itself: 0.
+    let admin_id = client_id(&mut admin);
+    for id in [list_id.as_str(), "999999", admin_id.as_str()] {
+        assert_eq!(admin.cmd_str(&["CLIENT", "UNBLOCK", id]), b":0\r\n");
+    }
+    assert_eq!(
+        admin.cmd_str(&["CLIENT", "UNBLOCK", "abc", "foo"]),
+        b"-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"
+    );
+    assert_eq!(
+        admin.cmd_str(&["CLIENT", "UNBLOCK", "abc"]),
+        b"-ERR value is not an integer or out of range\r\n"
+    );
+    let stats = String::from_utf8(admin.cmd_str(&["INFO", "errorstats"])).unwrap();
+    assert!(stats.contains("errorstat_UNBLOCKED:count=1\r\n"), "{stats}");
+    // The woken clients are ordinary clients again: a push is not taken by them.
+    assert_eq!(admin.cmd_str(&["RPUSH", "k", "v"]), b":1\r\n");
+    assert_eq!(admin.cmd_str(&["LLEN", "k"]), b":1\r\n");
 }
 
 #[test]

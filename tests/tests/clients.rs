@@ -426,3 +426,96 @@ fn benchmark_rate(output: &str, test: &str) -> Option<f64> {
                 .ok()
         })
 }
+
+/// An `INFO stats` field's value.
+fn info_field(con: &mut redis::Connection, name: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("stats").query(con).unwrap();
+    let prefix = format!("{name}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .to_string()
+}
+
+#[test]
+fn instantaneous_rates_follow_the_load_and_fall_back() {
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    // Load for about 1 s (ten 100 ms samples), in pipelines of 100 PINGs with 1 KiB arguments.
+    let payload = "x".repeat(1024);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        let mut pipe = redis::pipe();
+        for _ in 0..100 {
+            pipe.cmd("PING").arg(&payload);
+        }
+        let _: Vec<String> = pipe.query(&mut con).unwrap();
+    }
+    let ops: u64 = info_field(&mut con, "instantaneous_ops_per_sec")
+        .parse()
+        .unwrap();
+    assert!(ops > 100, "instantaneous_ops_per_sec:{ops}");
+    let input: f64 = info_field(&mut con, "instantaneous_input_kbps")
+        .parse()
+        .unwrap();
+    let output: f64 = info_field(&mut con, "instantaneous_output_kbps")
+        .parse()
+        .unwrap();
+    assert!(input > 100.0 && output > 100.0, "in {input} out {output}");
+    // Idle (but for these INFO calls, a few per second): once the 16 samples (1.6 s) of the
+    // load have passed, the rate is down to those.
+    let start = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now: u64 = info_field(&mut con, "instantaneous_ops_per_sec")
+            .parse()
+            .unwrap();
+        if now < 20 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never fell back");
+    }
+}
+
+#[test]
+fn busy_poll_is_a_kayvee_parameter_that_config_set_changes_live() {
+    if std::env::var("KAYVEE_TARGET").is_ok() {
+        return; // Kayvee's own parameter: redis-server and the unikernel lack it.
+    }
+    let Some(server) = server() else { return };
+    let mut con = rs_conn(&server);
+    let get = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("busy-poll-us")
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(get(&mut con), ["busy-poll-us", "50"]);
+    for v in ["0", "1000"] {
+        let ok: String = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-poll-us")
+            .arg(v)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(ok, "OK");
+        assert_eq!(get(&mut con), ["busy-poll-us", v]);
+        // The loop still sleeps and wakes as it should: requests keep being answered.
+        for i in 0..100 {
+            let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+            assert!(n > i);
+        }
+    }
+    let err = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-poll-us")
+        .arg("-1")
+        .query::<String>(&mut con)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("argument must be between 0 and 1000000 inclusive"),
+        "{err}"
+    );
+}

@@ -231,6 +231,26 @@ pub fn block(cx: &mut Cx<'_>, args: &Argv<'_>, spec: BlockSpec, out: &mut dyn Re
     cx.outcome = Outcome::Blocked;
 }
 
+/// Blocks the running client on `keys` with `serve`, answering the null array on timeout
+/// (`*-1` in RESP2, `_` in RESP3): the waiting step of every blocking list and sorted-set
+/// command.
+pub fn wait_on_keys<'k>(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    keys: impl IntoIterator<Item = &'k [u8]>,
+    deadline_ms: Option<u64>,
+    serve: ServeFn,
+    out: &mut dyn ReplySink,
+) {
+    let spec = BlockSpec {
+        keys: keys.into_iter().map(Key::from_slice).collect(),
+        deadline_ms,
+        serve,
+        on_timeout: |out| out.null_array(),
+    };
+    block(cx, args, spec, out);
+}
+
 /// Parses a blocking command's timeout in seconds as Redis 7.0 does on x86-64: `strtold`
 /// (fractions, exponents, hex, `inf`), times 1000 in extended precision, rounded up to whole
 /// ms; NaN or junk is `ERR timeout is not a float or out of range`; a negative result (or one
@@ -360,6 +380,29 @@ fn unblock(
         c.blocked = false;
     }
     core.blocking.wakeups.push((h, replies));
+}
+
+/// CLIENT UNBLOCK: wakes waiter `h` at once with its timeout reply, or with Redis's
+/// `-UNBLOCKED` error when `as_error`; false if `h` is not blocked on keys.
+pub(crate) fn unblock_on_request(
+    core: &mut crate::Core,
+    clients: &mut crate::ClientTable,
+    h: Handle,
+    as_error: bool,
+) -> bool {
+    let Some(w) = core.blocking.waiters.get(&h) else {
+        return false;
+    };
+    let protocol = clients.get(h).map(|c| c.protocol).unwrap_or_default();
+    let mut tree = crate::ReplyTree::new(protocol);
+    if as_error {
+        let e = Error::msg("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        crate::send_error(&mut core.stats, &e, &mut tree);
+    } else {
+        (w.spec.on_timeout)(&mut tree);
+    }
+    unblock(core, clients, h, tree.take());
+    true
 }
 
 /// Answers and unblocks every client whose timeout has passed.

@@ -13,6 +13,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
+/// `busy-poll-us` by default: long enough to bridge the gaps between the requests of
+/// concurrent clients, short enough that an idle server sleeps at once.
+pub const DEFAULT_BUSY_POLL_US: u32 = 50;
+
 /// The configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -44,6 +48,11 @@ pub struct Config {
     pub logfile: String,
     /// Background task frequency (active expiry...), per second.
     pub hz: u32,
+    /// `busy-poll-us` (Kayvee's own): after a loop pass that served events, how long the
+    /// Linux shell keeps polling without sleeping before it blocks in epoll again; 0 = never.
+    /// A vCPU that goes idle between requests costs the next request a wakeup (an IPI, and
+    /// on a VM a halt and a host reschedule); see docs/decisions.md.
+    pub busy_poll_us: u32,
     /// `tracking-table-max-keys`: keys the tracking table holds before it evicts some (each
     /// evicted key is invalidated for its readers); 0 = no limit.
     pub tracking_table_max_keys: u64,
@@ -147,6 +156,7 @@ impl Default for Config {
             loglevel: "notice".into(),
             logfile: String::new(),
             hz: 10,
+            busy_poll_us: DEFAULT_BUSY_POLL_US,
             tracking_table_max_keys: 1_000_000,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,

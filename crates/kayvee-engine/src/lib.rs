@@ -933,6 +933,7 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
+        self.core.stats.sample_metrics(now.ms());
         notify::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.

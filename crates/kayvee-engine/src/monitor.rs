@@ -10,6 +10,7 @@
 use crate::argv::Argv;
 use crate::client::{ClientTable, Handle, Transport};
 use crate::command::{flags, CommandSpec};
+use crate::config::syntax::repr_into;
 use crate::error::{CmdResult, Error};
 use crate::reply::{Reply, ReplySink};
 use crate::{Core, Cx, Now};
@@ -130,7 +131,7 @@ fn line(now: Now, db: usize, transport: &Transport, args: &Argv<'_>) -> String {
         if redacted.contains(&i) {
             s.push_str("\"(redacted)\"");
         } else {
-            repr(a, &mut s);
+            repr_into(a, &mut s);
         }
     }
     s
@@ -149,27 +150,6 @@ fn redacted_from(args: &Argv<'_>) -> Vec<usize> {
     }
 }
 
-/// Appends `b` quoted and escaped as Redis's `sdscatrepr`.
-pub fn repr(b: &[u8], s: &mut String) {
-    s.push('"');
-    for &c in b {
-        match c {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            0x07 => s.push_str("\\a"),
-            0x08 => s.push_str("\\b"),
-            0x20..=0x7e => s.push(c as char),
-            _ => {
-                let _ = write!(s, "\\x{c:02x}");
-            }
-        }
-    }
-    s.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,7 +158,7 @@ mod tests {
     #[test]
     fn lines_quote_like_sdscatrepr_and_redact_credentials() {
         let mut s = String::new();
-        repr(b"\"a\\b\n\x01\xff", &mut s);
+        repr_into(b"\"a\\b\n\x01\xff", &mut s);
         assert_eq!(s, r#""\"a\\b\n\x01\xff""#);
         let tcp = Transport::Tcp {
             addr: "127.0.0.1:5".into(),

@@ -16,16 +16,9 @@ use alloc::vec::Vec;
 use tree::Tree;
 
 /// A persistent sequence.
+#[derive(Clone, PartialEq, Eq)]
 pub struct PList<T> {
     tree: Tree<T, ()>,
-}
-
-impl<T> Clone for PList<T> {
-    fn clone(&self) -> Self {
-        PList {
-            tree: self.tree.clone(),
-        }
-    }
 }
 
 impl<T: Clone> Default for PList<T> {
@@ -34,24 +27,9 @@ impl<T: Clone> Default for PList<T> {
     }
 }
 
-impl<T: PartialEq> PartialEq for PList<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.tree.len == other.tree.len
-            && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self
-                    .tree
-                    .range(0, self.tree.len)
-                    .eq(other.tree.range(0, other.tree.len)))
-    }
-}
-
-impl<T: Eq> Eq for PList<T> {}
-
 impl<T: core::fmt::Debug> core::fmt::Debug for PList<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list()
-            .entries(self.tree.range(0, self.tree.len))
-            .finish()
+        f.debug_list().entries(self.tree.iter()).finish()
     }
 }
 
@@ -230,7 +208,7 @@ impl<T: Clone> PList<T> {
 
     /// Elements from head to tail.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.tree.range(0, self.len())
+        self.tree.iter()
     }
 
     /// Elements with indexes in `start..end` (clamped), head to tail.
@@ -239,9 +217,7 @@ impl<T: Clone> PList<T> {
         start: usize,
         end: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        let end = end.min(self.len());
-        let start = start.min(end);
-        self.tree.range(start, end)
+        self.tree.range_clamped(start, end)
     }
 
     /// Elements from index `start` (clamped) to the tail.
@@ -249,7 +225,7 @@ impl<T: Clone> PList<T> {
         &self,
         start: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.range(start, self.len())
+        self.tree.range_clamped(start, self.len())
     }
 
     /// Bytes the structure occupies on the heap, not counting what elements own themselves
@@ -289,7 +265,7 @@ impl<'a, T> IntoIterator for &'a PList<T> {
     type IntoIter = tree::Iter<'a, T, ()>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.tree.range(0, self.tree.len)
+        self.tree.iter()
     }
 }
 
@@ -304,6 +280,36 @@ mod tests {
             l.push_back(i);
         }
         l
+    }
+
+    #[test]
+    fn ranges_clamp_to_the_list() {
+        let l = pushed(100);
+        assert!(l.range(98, 1000).eq([98, 99].iter()));
+        assert_eq!(l.range(500, 1000).len(), 0);
+        assert_eq!(l.range(60, 40).len(), 0, "start past end is empty");
+        assert!(l.iter_from(97).eq([97, 98, 99].iter()));
+        assert_eq!(l.iter_from(100).len(), 0);
+    }
+
+    #[test]
+    fn equality_compares_elements_not_nodes() {
+        let a = pushed(1000);
+        let mut snap = a.clone();
+        assert_eq!(a, snap, "a snapshot is equal");
+        snap.set(500, 7);
+        assert_ne!(a, snap, "one changed element differs");
+        snap.set(500, 500);
+        assert_eq!(
+            a, snap,
+            "equal again once restored, though the nodes differ"
+        );
+        let mut built = PList::new();
+        (0..1000).rev().for_each(|i| built.push_front(i));
+        assert_eq!(a, built, "same elements, built another way");
+        built.pop_back();
+        assert_ne!(a, built, "a shorter list differs");
+        assert_eq!(alloc::format!("{:?}", pushed(3)), "[0, 1, 2]");
     }
 
     #[test]

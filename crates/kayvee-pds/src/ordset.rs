@@ -58,16 +58,9 @@ impl<T: Ord + Clone> Summary<T> for Max<T> {
 }
 
 /// A persistent ordered set.
+#[derive(Clone, PartialEq, Eq)]
 pub struct POrdSet<T> {
     tree: Tree<T, Max<T>>,
-}
-
-impl<T> Clone for POrdSet<T> {
-    fn clone(&self) -> Self {
-        POrdSet {
-            tree: self.tree.clone(),
-        }
-    }
 }
 
 impl<T: Ord + Clone> Default for POrdSet<T> {
@@ -76,24 +69,9 @@ impl<T: Ord + Clone> Default for POrdSet<T> {
     }
 }
 
-impl<T: PartialEq> PartialEq for POrdSet<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.tree.len == other.tree.len
-            && (triomphe::Arc::ptr_eq(&self.tree.root, &other.tree.root)
-                || self
-                    .tree
-                    .range(0, self.tree.len)
-                    .eq(other.tree.range(0, other.tree.len)))
-    }
-}
-
-impl<T: Eq> Eq for POrdSet<T> {}
-
 impl<T: core::fmt::Debug> core::fmt::Debug for POrdSet<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_set()
-            .entries(self.tree.range(0, self.tree.len))
-            .finish()
+        f.debug_set().entries(self.tree.iter()).finish()
     }
 }
 
@@ -224,9 +202,7 @@ impl<T: Ord + Clone> POrdSet<T> {
         start: usize,
         end: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        let end = end.min(self.len());
-        let start = start.min(end);
-        self.tree.range(start, end)
+        self.tree.range_clamped(start, end)
     }
 
     /// Elements from rank `start` (clamped) to the largest.
@@ -234,7 +210,7 @@ impl<T: Ord + Clone> POrdSet<T> {
         &self,
         start: usize,
     ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.range_by_rank(start, self.len())
+        self.tree.range_clamped(start, self.len())
     }
 
     /// Removes the elements with ranks in `start..end` (clamped); returns how many. Cutting an
@@ -271,7 +247,7 @@ impl<T: Ord + Clone> POrdSet<T> {
 
     /// All elements ascending.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
-        self.tree.range(0, self.len())
+        self.tree.iter()
     }
 
     /// Bytes the structure occupies on the heap, not counting what elements own themselves

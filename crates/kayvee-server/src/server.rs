@@ -221,13 +221,22 @@ impl Server {
     /// Runs until SHUTDOWN or SIGTERM/SIGINT, then flushes the clients and returns.
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
+        // Until when the loop polls without sleeping (`busy-poll-us` after a pass with events).
+        let mut busy_until = Instant::now();
         while !self.shutdown {
-            let timeout = self.poll_timeout();
+            let mut timeout = self.poll_timeout();
+            if !timeout.is_zero() && Instant::now() < busy_until {
+                timeout = Duration::ZERO;
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
+            }
+            let busy_poll_us = self.engine.core.config.busy_poll_us;
+            if busy_poll_us > 0 && !events.is_empty() {
+                busy_until = Instant::now() + Duration::from_micros(busy_poll_us.into());
             }
             self.clock = Clock::read();
             for event in events.iter() {

@@ -9,7 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
-use rustix::net::RecvFlags;
 
 use kayvee_engine::xenstore::{ConnId, Xenstored};
 use kayvee_engine::Now;
@@ -62,8 +61,6 @@ pub struct Server {
     to_flush: Vec<ConnId>,
     /// The receive buffer, reused for every read.
     rbuf: Vec<u8>,
-    /// Bytes peeked and processed in this loop pass, to take off each socket after the flush.
-    to_discard: Vec<(ConnId, usize)>,
     trace: Option<File>,
     verbose: bool,
     /// Where the engine's log lines (memory-quota reports) go.
@@ -90,7 +87,6 @@ impl Server {
             waiting: Vec::new(),
             to_flush: Vec::new(),
             rbuf: Vec::new(),
-            to_discard: Vec::new(),
             trace,
             verbose: opts.verbose,
             syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
@@ -114,11 +110,13 @@ impl Server {
                             self.sessions.mark_dirty(id);
                         }
                         self.service(id, ev.is_readable());
+                        self.flush_now(id);
                     }
                 }
             }
             self.flush_all();
-            self.discard();
+            // The replies went out: now free what the commits let go of.
+            self.xs.sweep();
         }
     }
 
@@ -169,72 +167,33 @@ impl Server {
 
     /// Read and run until the socket is drained; `Err` says why the connection must close.
     ///
-    /// The bytes are peeked, not taken: they stay queued on the socket until [`Self::discard`]
-    /// runs after this loop pass's replies went out. Taking a request's bytes wakes its sender
-    /// (a Unix socket announces free send space to a client already asleep waiting for the
-    /// reply: a wakeup and two context switches for nothing); after the reply has woken it,
-    /// taking them wakes nobody.
+    /// Plain reads: the bytes are taken off the socket as they are read. (Peeking first and
+    /// taking the bytes after the replies went out, to spare the sender a wakeup, measured
+    /// worse: one more system call per request cost the daemon and the clients more CPU than
+    /// the wakeups it saved; see bench/xenstore/README.md.)
     fn read_all(&mut self, id: ConnId, buf: &mut [u8]) -> Result<(), &'static str> {
         loop {
             let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
                 return Ok(());
             };
-            match rustix::net::recv(&*stream, &mut *buf, RecvFlags::PEEK) {
-                Ok((_, 0)) => return Err("closed by peer"),
-                Ok((_, n)) => {
+            match stream.read(buf) {
+                Ok(0) => return Err("closed by peer"),
+                Ok(n) => {
                     if !self.feed(id, &buf[..n]) {
-                        // Take what was seen, as a plain read would have: closing a Unix
-                        // socket with unread bytes resets the peer instead of an EOF.
-                        let _ = self.discard_now(id, buf, n);
                         return Err("payload over 4096 bytes");
                     }
                     // A short read drained the socket: bytes arriving later raise a new
                     // readiness edge, so the read that would answer EAGAIN is skipped (one
                     // system call less per request).
                     if n < buf.len() {
-                        self.to_discard.push((id, n));
                         return Ok(());
                     }
-                    // A full buffer: take these bytes now to see the next ones.
-                    self.discard_now(id, buf, n)?;
                 }
-                Err(e) if e == rustix::io::Errno::AGAIN => return Ok(()),
-                Err(e) if e == rustix::io::Errno::INTR => continue,
-                Err(_) => return Err("read error"),
-            }
-        }
-    }
-
-    /// Take `n` already-processed bytes off `id`'s socket.
-    fn discard_now(&mut self, id: ConnId, buf: &mut [u8], n: usize) -> Result<(), &'static str> {
-        let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
-            return Ok(());
-        };
-        let mut left = n;
-        while left > 0 {
-            match stream.read(&mut buf[..left]) {
-                Ok(0) => return Err("closed by peer"),
-                Ok(k) => left -= k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Err("read error"),
             }
         }
-        Ok(())
-    }
-
-    /// Take the bytes peeked in this loop pass off their sockets (after the replies went out).
-    fn discard(&mut self) {
-        let mut list = std::mem::take(&mut self.to_discard);
-        let mut buf = std::mem::take(&mut self.rbuf);
-        buf.resize(READ_BUF, 0);
-        for &(id, n) in &list {
-            if let Err(why) = self.discard_now(id, &mut buf, n) {
-                self.close(id, why);
-            }
-        }
-        self.rbuf = buf;
-        list.clear();
-        self.to_discard = list;
     }
 
     /// Run received bytes through the session; false when the connection must close.
@@ -275,6 +234,17 @@ impl Server {
             .open(path)
             .map_err(|e| eprintln!("kayvee-xenstored: could not open tracefile: {e}"))
             .ok();
+    }
+
+    /// Send `id`'s replies right after its read: the read woke the client if it was already
+    /// waiting for its reply (a Unix socket announces the freed send space), and a reply sent
+    /// at once finds it still runnable instead of asleep again. (Flushing at the end of the
+    /// loop pass, after every other connection's requests, made that wakeup a real one.)
+    fn flush_now(&mut self, id: ConnId) {
+        let pending = self.sessions.get(&id).is_some_and(|s| !s.out.is_empty());
+        if pending && !self.flush(id) {
+            self.close(id, "write error");
+        }
     }
 
     /// Write the pending output of the sessions that got some in this loop pass (or whose
@@ -344,7 +314,6 @@ impl Server {
             let _ = self.poll.registry().deregister(&mut s);
         }
         self.sessions.remove(id);
-        self.to_discard.retain(|&(i, _)| i != id);
         if let Some(w) = self.waiting.get_mut(id as usize) {
             *w = false;
         }

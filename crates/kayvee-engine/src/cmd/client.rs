@@ -1,4 +1,4 @@
-//! The CLIENT container command: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, REPLY,
+//! The CLIENT container command: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, UNBLOCK, REPLY,
 //! GETREDIR, TRACKINGINFO, HELP, with Redis 7.0.15's replies, errors and `CLIENT LIST` line
 //! format (checked against the real server).
 //!
@@ -73,6 +73,17 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(N) where N is the number of client connections",
         tips: &["nondeterministic_output"],
         handler: list,
+        ..SUB
+    },
+    CommandSpec {
+        name: "unblock",
+        arity: -3,
+        flags: flags::ADMIN | SUB_FLAGS,
+        acl: ADMIN_ACL,
+        summary: "Unblock a client blocked in a blocking command from a different connection",
+        since: "5.0.0",
+        complexity: "O(log N) where N is the number of client connections",
+        handler: unblock,
         ..SUB
     },
     CommandSpec {
@@ -576,9 +587,44 @@ fn kill(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     Ok(())
 }
 
-/// Redis 7.0.15's CLIENT HELP text, restricted to the subcommands Kayvee has.
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: wakes a client blocked in a blocking command (not one
+/// held by CLIENT PAUSE) with its timeout reply or Redis's `-UNBLOCKED` error; 1 if it was
+/// blocked, else 0. Redis checks the reason before the id.
+fn unblock(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if args.len() > 4 {
+        let sub = sanitize(args.get(1), 128);
+        return Err(Error::msg(alloc::format!(
+            "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try CLIENT HELP."
+        )));
+    }
+    let as_error = match args.len() {
+        3 => false,
+        _ => match args.get(3) {
+            r if r.eq_ignore_ascii_case(b"timeout") => false,
+            r if r.eq_ignore_ascii_case(b"error") => true,
+            _ => {
+                return Err(Error::msg(
+                    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                ))
+            }
+        },
+    };
+    let id = parse_i64(args.get(2)).ok_or(Error::NotInteger)?;
+    let target = cx
+        .clients
+        .iter()
+        .find(|(_, c)| !c.killed && i64::try_from(c.id) == Ok(id))
+        .map(|(h, _)| h);
+    let done = target
+        .is_some_and(|h| crate::blocking::unblock_on_request(cx.core, cx.clients, h, as_error));
+    out.int(i64::from(done));
+    Ok(())
+}
+
+/// Redis 7.0.15's CLIENT HELP entries (between the header and HELP's own).
 const HELP: &[&str] = &[
-    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETREDIR",
     "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
@@ -605,16 +651,23 @@ const HELP: &[&str] = &[
     "    Return information about client connections. Options:",
     "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
     "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "REPLY (ON|OFF|SKIP)",
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
@@ -633,8 +686,7 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.array(HELP.len());
-    HELP.iter().for_each(|l| out.simple(l));
+    super::config_cmd::help_reply(out, "CLIENT", HELP);
     Ok(())
 }
 
@@ -786,8 +838,24 @@ mod tests {
     }
 
     #[test]
-    fn help_has_a_description_under_every_entry() {
-        assert_eq!(HELP.len() % 2, 1, "header plus pairs");
-        assert!(HELP.last().unwrap().starts_with("    "));
+    fn help_lists_every_subcommand_but_the_72_setinfo() {
+        // HELP's own entry is added by `help_reply`.
+        for sub in SUBCOMMANDS
+            .iter()
+            .filter(|s| s.name != "setinfo" && s.name != "help")
+        {
+            let entry = sub.name.to_ascii_uppercase();
+            assert!(
+                HELP.iter()
+                    .any(|l| l == &entry || l.starts_with(&alloc::format!("{entry} "))),
+                "{entry}"
+            );
+        }
+        // Every entry line is followed by an indented description.
+        for (i, l) in HELP.iter().enumerate() {
+            if !l.starts_with(' ') {
+                assert!(HELP[i + 1].starts_with(' '), "{l}");
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! Helpers the hash and set commands share: HSCAN/SSCAN argument parsing and cursor walks,
-//! the random-count argument of HRANDFIELD/SRANDMEMBER, and distinct random sampling.
+//! Helpers the collection commands share: SCAN-family argument parsing (HSCAN, SSCAN, ZSCAN
+//! and the keyspace's SCAN) and cursor walks, LMPOP/ZMPOP's arguments, the random-count
+//! argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
 //!
 //! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
 //! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order
@@ -11,10 +12,10 @@ use crate::Rng;
 use alloc::vec::Vec;
 use kayvee_pds::{PMap, SmallBytes};
 
-/// HSCAN/SSCAN's default COUNT, as Redis's.
+/// The SCAN family's default COUNT, as Redis's.
 const SCAN_COUNT_DEFAULT: usize = 10;
 
-/// Parsed `cursor [MATCH pattern] [COUNT count]`.
+/// Parsed `cursor [MATCH pattern] [COUNT count]` (and SCAN's `[TYPE type]`).
 pub(crate) struct ScanArgs<'a> {
     /// Where to resume (a hash of the map's order).
     pub cursor: u64,
@@ -22,6 +23,8 @@ pub(crate) struct ScanArgs<'a> {
     pub count: usize,
     /// Glob pattern the returned members or fields must match.
     pub pattern: Option<&'a [u8]>,
+    /// SCAN's TYPE filter (always `None` for the collection scans).
+    pub type_name: Option<&'a [u8]>,
 }
 
 impl ScanArgs<'_> {
@@ -33,19 +36,35 @@ impl ScanArgs<'_> {
 
 /// Parses the cursor (argument 2) as Redis does first of all: a bad one is `ERR invalid cursor`.
 pub(crate) fn parse_scan_cursor(args: &crate::Argv<'_>) -> Result<u64, Error> {
-    super::keys_scan::parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))
+    parse_cursor_at(args, 2)
 }
 
-/// Parses the cursor and the options after it. Redis checks the options only once the key was
-/// found with the right type: COUNT not an integer is the integer error, below 1 a syntax
-/// error; an unknown option or one missing its value is a syntax error.
+/// The cursor at argument `at`, or `ERR invalid cursor`.
+fn parse_cursor_at(args: &crate::Argv<'_>, at: usize) -> Result<u64, Error> {
+    super::keys_scan::parse_cursor(args.get(at)).ok_or(Error::msg("ERR invalid cursor"))
+}
+
+/// Parses HSCAN/SSCAN/ZSCAN's cursor and the options after it. Redis checks the options only
+/// once the key was found with the right type.
 pub(crate) fn parse_scan<'a>(args: &crate::Argv<'a>) -> Result<ScanArgs<'a>, Error> {
+    parse_scan_at(args, 2, false)
+}
+
+/// Parses the cursor at argument `at` and the options after it, in order: COUNT not an
+/// integer is the integer error, below 1 a syntax error; TYPE is an option only when
+/// `with_type` (SCAN); an unknown option or one missing its value is a syntax error.
+pub(crate) fn parse_scan_at<'a>(
+    args: &crate::Argv<'a>,
+    at: usize,
+    with_type: bool,
+) -> Result<ScanArgs<'a>, Error> {
     let mut scan = ScanArgs {
-        cursor: parse_scan_cursor(args)?,
+        cursor: parse_cursor_at(args, at)?,
         count: SCAN_COUNT_DEFAULT,
         pattern: None,
+        type_name: None,
     };
-    let mut i = 3;
+    let mut i = at + 1;
     while i < args.len() {
         let (opt, value) = (args.get(i), args.try_get(i + 1).ok_or(Error::Syntax)?);
         if opt.eq_ignore_ascii_case(b"COUNT") {
@@ -56,6 +75,8 @@ pub(crate) fn parse_scan<'a>(args: &crate::Argv<'a>) -> Result<ScanArgs<'a>, Err
             scan.count = usize::try_from(n).unwrap_or(usize::MAX);
         } else if opt.eq_ignore_ascii_case(b"MATCH") {
             scan.pattern = Some(value);
+        } else if with_type && opt.eq_ignore_ascii_case(b"TYPE") {
+            scan.type_name = Some(value);
         } else {
             return Err(Error::Syntax);
         }
@@ -90,14 +111,18 @@ pub(crate) fn scan_step<'m, V: Clone>(
     (next, found)
 }
 
-/// The count argument of HRANDFIELD/SRANDMEMBER: an integer in -i64::MAX..=i64::MAX, with
-/// Redis's texts for a non-integer and for i64::MIN.
-pub(crate) fn parse_rand_count(arg: &[u8]) -> Result<i64, Error> {
+/// The count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER: an integer in
+/// -i64::MAX..=i64::MAX, with Redis's texts for a non-integer and for i64::MIN; when `pairs`
+/// (WITHVALUES / WITHSCORES double the reply) it must also stay within +-i64::MAX/2.
+pub(crate) fn parse_rand_count(arg: &[u8], pairs: bool) -> Result<i64, Error> {
     let n = parse_i64(arg).ok_or(Error::NotInteger)?;
     if n == i64::MIN {
         return Err(Error::msg(
             "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
+    }
+    if pairs && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(Error::msg("ERR value is out of range"));
     }
     Ok(n)
 }
@@ -132,6 +157,61 @@ pub(crate) fn pick<'m, V: Clone>(
     map.random(rng.next_u64())
 }
 
+/// LMPOP / ZMPOP's `numkeys key [key ...] END [COUNT count]`, parsed from argument `at`.
+pub(crate) struct MpopArgs {
+    /// Index of the first key.
+    pub first: usize,
+    /// Number of keys.
+    pub numkeys: usize,
+    /// Whether END was the first of the two words (LEFT, MIN) rather than the second.
+    pub first_end: bool,
+    /// COUNT (1 by default).
+    pub count: usize,
+}
+
+/// Parses LMPOP / ZMPOP's (and their blocking forms') arguments from `at` in Redis's order:
+/// numkeys, room for the keys and END, END (one of `ends`, any case), then a single COUNT,
+/// whose value is checked before anything after it.
+pub(crate) fn parse_mpop(
+    args: &crate::Argv<'_>,
+    at: usize,
+    ends: [&str; 2],
+) -> Result<MpopArgs, Error> {
+    let n = parse_i64(args.get(at))
+        .filter(|n| *n > 0)
+        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
+    if n as u64 >= (args.len() - at) as u64 - 1 {
+        return Err(Error::Syntax);
+    }
+    let (first, numkeys) = (at + 1, n as usize);
+    let mut j = first + numkeys;
+    let end = args.get(j);
+    let first_end = match ends.map(|w| end.eq_ignore_ascii_case(w.as_bytes())) {
+        [true, _] => true,
+        [_, true] => false,
+        _ => return Err(Error::Syntax),
+    };
+    j += 1;
+    let mut count = None;
+    while j < args.len() {
+        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
+            let c = parse_i64(args.get(j + 1))
+                .filter(|c| *c > 0)
+                .ok_or(Error::msg("ERR count should be greater than 0"))?;
+            count = Some(c as usize);
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    Ok(MpopArgs {
+        first,
+        numkeys,
+        first_end,
+        count: count.unwrap_or(1),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +235,17 @@ mod tests {
         assert_eq!(scan_of("SSCAN k 0 COUNT x"), Err(Error::NotInteger));
         assert_eq!(scan_of("SSCAN k 0 MATCH"), Err(Error::Syntax));
         assert_eq!(scan_of("SSCAN k 0 TYPE set"), Err(Error::Syntax));
+        let a = ArgvBuf::from_line("SCAN 3 type string MATCH k*");
+        let s = parse_scan_at(&a.argv(), 1, true).expect("SCAN takes TYPE");
+        assert_eq!(
+            (s.cursor, s.type_name, s.pattern),
+            (3, Some(&b"string"[..]), Some(&b"k*"[..]))
+        );
+        let a = ArgvBuf::from_line("SCAN -1 TYPE");
+        assert_eq!(
+            parse_scan_at(&a.argv(), 1, true).map(|s| s.cursor),
+            Err(Error::Syntax)
+        );
     }
 
     #[test]
@@ -170,8 +261,20 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), 20);
         assert_eq!(sample_distinct(&m, 80, &mut rng).len(), 50);
-        assert_eq!(parse_rand_count(b"-5"), Ok(-5));
-        assert!(parse_rand_count(b"-9223372036854775808").is_err());
-        assert_eq!(parse_rand_count(b"x"), Err(Error::NotInteger));
+        assert_eq!(parse_rand_count(b"-5", false), Ok(-5));
+        assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
+        assert_eq!(parse_rand_count(b"x", true), Err(Error::NotInteger));
+        assert_eq!(
+            parse_rand_count(b"4611686018427387904", true),
+            Err(Error::msg("ERR value is out of range"))
+        );
+        assert_eq!(
+            parse_rand_count(b"-4611686018427387903", true),
+            Ok(-4611686018427387903)
+        );
+        assert_eq!(
+            parse_rand_count(b"4611686018427387904", false),
+            Ok(4611686018427387904)
+        );
     }
 }

@@ -512,21 +512,27 @@ fn hgetall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 
 /// HKEYS key: the fields.
 fn hkeys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
-    out.array(h.map_or(0, |h| h.len()));
-    h.iter()
-        .flat_map(|h| h.iter())
-        .for_each(|(k, _)| out.bulk(k));
-    Ok(())
+    write_one_side(cx, args, true, out)
 }
 
 /// HVALS key: the values, in the same order as HKEYS's fields.
 fn hvals(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    write_one_side(cx, args, false, out)
+}
+
+/// HKEYS / HVALS: the fields (`fields`) or the values of the hash at argument 1, in the
+/// hash's order (an empty array for a missing key).
+fn write_one_side(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    fields: bool,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
     out.array(h.map_or(0, |h| h.len()));
-    h.iter()
-        .flat_map(|h| h.iter())
-        .for_each(|(_, v)| out.bulk(v));
+    for (k, v) in h.iter().flat_map(|h| h.iter()) {
+        out.bulk(if fields { k } else { v });
+    }
     Ok(())
 }
 

@@ -13,28 +13,24 @@ use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
-use crate::{Core, Cx};
+use crate::value::{Hash, Value};
+use crate::{Core, Cx, Rng};
 use alloc::vec::Vec;
+use kayvee_pds::SmallBytes;
 
 /// HINCRBY key field increment: adds to the field's integer (0 when missing); the new value.
 pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let incr = parse_i64(args.get(3)).ok_or(Error::NotInteger)?;
-    let field = args.get(2);
-    let lim = HashLimits::of(cx);
-    let new = write_hash(cx, args.get(1), true, |h, meta| {
-        let old = match h.get(field) {
+    let (new, _) = update_field(cx, args, "hincrby", |old| {
+        let old = match old {
             Some(v) => parse_i64(v).ok_or(Error::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(incr).ok_or(Error::Overflow)?;
         let mut buf = [0u8; 20];
-        hash_put(h, meta, lim, field, format_i64(new, &mut buf));
-        Ok(new)
+        Ok((new, SmallBytes::from_slice(format_i64(new, &mut buf))))
     })?;
-    // A modification for WATCH even for an increment of 0, as in Redis.
-    crate::txn::touch(cx.db(), args.get(1));
-    emit(cx, nc::HASH, "hincrby", args.get(1));
-    out.int(new.expect("write_hash creates the hash"));
+    out.int(new);
     Ok(())
 }
 
@@ -44,29 +40,40 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
     if incr.is_inf() {
         return Err(Error::msg("ERR value is NaN or Infinity"));
     }
-    let field = args.get(2);
-    let lim = HashLimits::of(cx);
-    let text = write_hash(cx, args.get(1), true, |h, meta| {
-        let old = match h.get(field) {
+    let ((), text) = update_field(cx, args, "hincrbyfloat", |old| {
+        let old = match old {
             Some(v) => string_ld::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
-            None => Ld::Finite {
-                neg: false,
-                mant: 0,
-                exp: 0,
-            },
+            None => Ld::zero(false),
         };
-        let sum = match old.add(incr) {
-            Some(sum) if !sum.is_inf() => sum,
-            _ => return Err(Error::msg("ERR increment would produce NaN or Infinity")),
-        };
-        let text = sum.to_human();
-        hash_put(h, meta, lim, field, text.as_bytes());
-        Ok(text)
+        match old.add(incr) {
+            Some(sum) if !sum.is_inf() => Ok(((), sum.to_human())),
+            _ => Err(Error::msg("ERR increment would produce NaN or Infinity")),
+        }
     })?;
-    crate::txn::touch(cx.db(), args.get(1));
-    emit(cx, nc::HASH, "hincrbyfloat", args.get(1));
-    out.bulk(text.expect("write_hash creates the hash").as_bytes());
+    out.bulk(text.as_bytes());
     Ok(())
+}
+
+/// The shared body of HINCRBY and HINCRBYFLOAT: sets the field at argument 2 of the hash at
+/// argument 1 (created when missing) to the text `next` makes from its old value, notes the
+/// write for WATCH (even for an increment of 0, as in Redis) and sends `event`. `next`
+/// answers a reply value and the new text, or the error that leaves everything untouched.
+fn update_field<R, T: AsRef<[u8]>>(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    event: &str,
+    next: impl FnOnce(Option<&[u8]>) -> Result<(R, T), Error>,
+) -> Result<(R, T), Error> {
+    let (key, field) = (args.get(1), args.get(2));
+    let lim = HashLimits::of(cx);
+    let new = write_hash(cx, key, true, |h, meta| {
+        let new = next(h.get(field))?;
+        hash_put(h, meta, lim, field, new.1.as_ref());
+        Ok(new)
+    })?;
+    crate::txn::touch(cx.db(), key);
+    emit(cx, nc::HASH, event, key);
+    Ok(new.expect("write_hash creates the hash"))
 }
 
 /// HRANDFIELD key [count [WITHVALUES]]: one random field (null when missing), or `count`
@@ -76,29 +83,12 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     if args.len() == 2 {
         return hrandfield_one(cx, args.get(1), out);
     }
-    let count = parse_rand_count(args.get(2))?;
-    let withvalues = match args.try_get(3) {
-        None => false,
-        Some(w) if args.len() == 4 && w.eq_ignore_ascii_case(b"WITHVALUES") => true,
-        Some(_) => return Err(Error::Syntax),
-    };
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return Err(Error::msg("ERR value is out of range"));
+    let withvalues = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHVALUES");
+    let count = parse_rand_count(args.get(2), withvalues)?;
+    if args.len() > 3 && !withvalues {
+        return Err(Error::Syntax);
     }
-    let Cx {
-        core,
-        db_index,
-        now,
-        ..
-    } = cx;
-    let Core { dbs, rng, .. } = &mut **core;
-    let h = match dbs[*db_index].lookup_read(args.get(1), now.ms()) {
-        None => None,
-        Some(e) => Some(match &e.value {
-            crate::Value::Hash(h) => h,
-            _ => return Err(Error::WrongType),
-        }),
-    };
+    let (h, rng) = hash_and_rng(cx, args.get(1))?;
     let Some(h) = h.filter(|_| count != 0) else {
         out.array(0);
         return Ok(());
@@ -123,22 +113,29 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
 
 /// HRANDFIELD key: one random field, or null.
 fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
-    let Cx {
-        core,
-        db_index,
-        now,
-        ..
-    } = cx;
-    let Core { dbs, rng, .. } = &mut **core;
-    match dbs[*db_index].lookup_read(key, now.ms()).map(|e| &e.value) {
-        None => out.null(),
-        Some(crate::Value::Hash(h)) => match h.random(rng.next_u64()) {
+    match hash_and_rng(cx, key)? {
+        (Some(h), rng) => match h.random(rng.next_u64()) {
             Some((k, _)) => out.bulk(k),
             None => out.null(),
         },
-        Some(_) => return Err(Error::WrongType),
+        (None, _) => out.null(),
     }
     Ok(())
+}
+
+/// The hash at `key` for reading (a hit or a miss counts; `None` when missing, WRONGTYPE for
+/// another type) beside the engine's random source, borrowed apart for HRANDFIELD.
+fn hash_and_rng<'c>(
+    cx: &'c mut Cx<'_>,
+    key: &[u8],
+) -> Result<(Option<&'c Hash>, &'c mut Rng), Error> {
+    let (db_index, now) = (cx.db_index, cx.now_ms());
+    let Core { dbs, rng, .. } = &mut *cx.core;
+    match dbs[db_index].lookup_read(key, now).map(|e| &e.value) {
+        None => Ok((None, rng)),
+        Some(Value::Hash(h)) => Ok((Some(h), rng)),
+        Some(_) => Err(Error::WrongType),
+    }
 }
 
 /// Fields (and values): WITHVALUES pairs are 2-element arrays in RESP3, flat in RESP2.

@@ -431,16 +431,17 @@ fn stats(cx: &Cx<'_>, s: &mut String) {
         st.total_connections_received,
     );
     field(s, "total_commands_processed", st.total_commands_processed);
-    field(s, "instantaneous_ops_per_sec", 0);
+    field(s, "instantaneous_ops_per_sec", st.inst_ops.per_sec());
     field(s, "total_net_input_bytes", st.total_net_input_bytes);
     field(s, "total_net_output_bytes", st.total_net_output_bytes);
     zeros(
         s,
         &["total_net_repl_input_bytes", "total_net_repl_output_bytes"],
     );
+    let kbps = |m: &crate::stats::InstMetric| alloc::format!("{:.2}", m.per_sec() as f32 / 1024.0);
+    field(s, "instantaneous_input_kbps", kbps(&st.inst_input));
+    field(s, "instantaneous_output_kbps", kbps(&st.inst_output));
     for name in [
-        "instantaneous_input_kbps",
-        "instantaneous_output_kbps",
         "instantaneous_input_repl_kbps",
         "instantaneous_output_repl_kbps",
     ] {

@@ -104,9 +104,9 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the integers `0..SHARED_INTEGERS` (`OBJ_SHARED_INTEGERS`).
 const SHARED_INTEGERS: i64 = 10_000;
 
-/// The text of `OBJECT HELP`, line by line, as Redis 7.0.15 sends it.
+/// The entries of `OBJECT HELP` (between the header and HELP's own), as Redis 7.0.15 words
+/// them.
 const HELP: &[&str] = &[
-    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ENCODING <key>",
     "    Return the kind of internal representation used in order to store the value",
     "    associated with a <key>.",
@@ -119,8 +119,6 @@ const HELP: &[&str] = &[
     "REFCOUNT <key>",
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// The encoding Redis would report: `int` for strings that parse as a 64-bit integer, `embstr`
@@ -217,8 +215,7 @@ fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cmd
 
 /// OBJECT HELP.
 fn object_help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.array(HELP.len());
-    HELP.iter().for_each(|line| out.simple(line));
+    super::config_cmd::help_reply(out, "OBJECT", HELP);
     Ok(())
 }
 

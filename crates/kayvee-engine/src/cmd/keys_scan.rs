@@ -7,9 +7,9 @@
 
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
-use crate::error::{CmdResult, Error};
+use crate::error::CmdResult;
 use crate::reply::ReplySink;
-use crate::util::{glob_match, parse_i64};
+use crate::util::glob_match;
 use crate::{Core, Cx};
 
 /// This group's commands.
@@ -49,9 +49,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// SCAN's default COUNT, as Redis's.
-const SCAN_COUNT_DEFAULT: usize = 10;
-
 /// KEYS pattern: every live key matching the glob pattern, in hash order.
 fn keys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let pattern = args.get(1);
@@ -67,23 +64,12 @@ fn keys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     Ok(())
 }
 
-/// SCAN's parsed options.
-struct ScanOptions<'a> {
-    count: usize,
-    pattern: Option<&'a [u8]>,
-    type_name: Option<&'a [u8]>,
-}
-
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]: the next cursor and a batch of keys.
 fn scan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let cursor = parse_cursor(args.get(1)).ok_or(Error::msg("ERR invalid cursor"))?;
-    let opts = parse_scan_options(args)?;
+    let opts = super::coll::parse_scan_at(args, 1, true)?;
     let now = cx.now_ms();
     let db = cx.db();
-    let (next, mut found) = db.scan(cursor, opts.count, now, |k| match opts.pattern {
-        Some(p) => glob_match(p, k, false),
-        None => true,
-    });
+    let (next, mut found) = db.scan(opts.cursor, opts.count, now, |k| opts.matches(k));
     if let Some(t) = opts.type_name {
         found.retain(|k| {
             db.keys
@@ -91,42 +77,11 @@ fn scan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
                 .is_some_and(|e| e.value.type_name().as_bytes().eq_ignore_ascii_case(t))
         });
     }
-    out.array(2);
-    out.bulk(alloc::format!("{next}").as_bytes());
-    out.array(found.len());
+    super::coll::write_scan_head(out, next, found.len());
     for k in &found {
         out.bulk(k);
     }
     Ok(())
-}
-
-/// Parses SCAN's options in order; COUNT must be an integer (else the integer error) and at
-/// least 1 (else a syntax error), and an option missing its value is a syntax error.
-fn parse_scan_options<'a>(args: &Argv<'a>) -> Result<ScanOptions<'a>, Error> {
-    let mut opts = ScanOptions {
-        count: SCAN_COUNT_DEFAULT,
-        pattern: None,
-        type_name: None,
-    };
-    let mut i = 2;
-    while i < args.len() {
-        let (opt, value) = (args.get(i), args.try_get(i + 1).ok_or(Error::Syntax)?);
-        if opt.eq_ignore_ascii_case(b"COUNT") {
-            let n = parse_i64(value).ok_or(Error::NotInteger)?;
-            if n < 1 {
-                return Err(Error::Syntax);
-            }
-            opts.count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt.eq_ignore_ascii_case(b"MATCH") {
-            opts.pattern = Some(value);
-        } else if opt.eq_ignore_ascii_case(b"TYPE") {
-            opts.type_name = Some(value);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
-    Ok(opts)
 }
 
 /// Parses a SCAN cursor as Redis does (C `strtoul`, base 10): optional sign (a minus negates

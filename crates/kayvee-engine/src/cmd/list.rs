@@ -551,27 +551,12 @@ pub(crate) struct Mpop {
 
 /// Parses `numkeys key... LEFT|RIGHT [COUNT count]` starting at `at`, checked in Redis's order.
 pub(crate) fn parse_mpop(args: &Argv<'_>, at: usize) -> Result<Mpop, Error> {
-    let numkeys = parse_at_least(args.get(at), 1, "ERR numkeys should be greater than 0")?;
-    let first = at + 1;
-    let side_at = (numkeys as u64)
-        .checked_add(first as u64)
-        .filter(|&i| i < args.len() as u64)
-        .ok_or(Error::Syntax)? as usize;
-    let front = parse_side(args.get(side_at))?;
-    let count = match args.len() - side_at {
-        1 => 1,
-        3 if args.get(side_at + 1).eq_ignore_ascii_case(b"COUNT") => parse_at_least(
-            args.get(side_at + 2),
-            1,
-            "ERR count should be greater than 0",
-        )? as usize,
-        _ => return Err(Error::Syntax),
-    };
+    let m = super::coll::parse_mpop(args, at, ["LEFT", "RIGHT"])?;
     Ok(Mpop {
-        first,
-        numkeys: numkeys as usize,
-        front,
-        count,
+        first: m.first,
+        numkeys: m.numkeys,
+        front: m.first_end,
+        count: m.count,
     })
 }
 

@@ -5,43 +5,17 @@
 
 use super::list::{move_one, mpop_reply, mpop_try, parse_mpop, parse_side, pop_items};
 use crate::argv::Argv;
-use crate::blocking::{block, parse_timeout, BlockSpec, ServeFn};
-use crate::db::Key;
+use crate::blocking::{parse_timeout, wait_on_keys};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::value::Value;
 use crate::Cx;
-use alloc::vec::Vec;
-
-/// The timeout reply of every blocking list command.
-fn timed_out(out: &mut dyn ReplySink) {
-    out.null_array();
-}
 
 /// Whether `key` holds a list now (a waiter is only served from a list; a key of another type
 /// leaves it waiting, as in Redis).
 fn holds_list(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let now = cx.now_ms();
     matches!(cx.db().peek(key, now), Some(e) if matches!(e.value, Value::List(_)))
-}
-
-/// Blocks the running client on `keys` with the given serve function.
-fn wait(
-    cx: &mut Cx<'_>,
-    args: &Argv<'_>,
-    keys: impl Iterator<Item = usize>,
-    deadline_ms: Option<u64>,
-    serve: ServeFn,
-    out: &mut dyn ReplySink,
-) {
-    let keys: Vec<Key> = keys.map(|i| Key::from_slice(args.get(i))).collect();
-    let spec = BlockSpec {
-        keys,
-        deadline_ms,
-        serve,
-        on_timeout: timed_out,
-    };
-    block(cx, args, spec, out);
 }
 
 /// The `[key, element]` reply of BLPOP and BRPOP.
@@ -62,7 +36,14 @@ fn bpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: bool) 
         }
     }
     let serve = if front { serve_blpop } else { serve_brpop };
-    wait(cx, args, 1..last, deadline, serve, out);
+    wait_on_keys(
+        cx,
+        args,
+        (1..last).map(|i| args.get(i)),
+        deadline,
+        serve,
+        out,
+    );
     Ok(())
 }
 
@@ -122,15 +103,16 @@ fn move_sides(args: &Argv<'_>) -> Result<(bool, bool), Error> {
     }
 }
 
-/// BLMOVE / BRPOPLPUSH: sides, then timeout, then the move; blocks on the source.
-fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout, and BRPOPLPUSH source
+/// destination timeout: sides, then timeout, then the move; blocks on the source.
+pub(crate) fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (from, to) = move_sides(args)?;
     let deadline = parse_timeout(args.get(args.len() - 1), cx.now_ms())?;
     match move_one(cx, args.get(1), args.get(2), from, to)? {
         Some(v) => out.bulk(&v),
         // Inside MULTI, Redis answers a null bulk here (not the null array of a timeout).
         None if !crate::blocking::may_block(cx) => out.null(),
-        None => wait(cx, args, 1..2, deadline, serve_bmove, out),
+        None => wait_on_keys(cx, args, [args.get(1)], deadline, serve_bmove, out),
     }
     Ok(())
 }
@@ -156,16 +138,6 @@ fn serve_bmove(
     }
 }
 
-/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
-pub(crate) fn blmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    bmove(cx, args, out)
-}
-
-/// BRPOPLPUSH source destination timeout
-pub(crate) fn brpoplpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    bmove(cx, args, out)
-}
-
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: unlike BLPOP, the other
 /// arguments are checked before the timeout.
 pub(crate) fn blmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
@@ -173,14 +145,10 @@ pub(crate) fn blmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let deadline = parse_timeout(args.get(1), cx.now_ms())?;
     match mpop_try(cx, args, &m)? {
         Some((i, items)) => mpop_reply(out, args.get(i), &items),
-        None => wait(
-            cx,
-            args,
-            m.first..m.first + m.numkeys,
-            deadline,
-            serve_blmpop,
-            out,
-        ),
+        None => {
+            let keys = (m.first..m.first + m.numkeys).map(|i| args.get(i));
+            wait_on_keys(cx, args, keys, deadline, serve_blmpop, out);
+        }
     }
     Ok(())
 }

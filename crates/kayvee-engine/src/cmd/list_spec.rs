@@ -143,13 +143,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
-        ..spec("blmove", 6, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", b::blmove)
+        ..spec("blmove", 6, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", b::bmove)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
-        ..spec("brpoplpush", 4, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", b::brpoplpush)
+        ..spec("brpoplpush", 4, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", b::bmove)
     },
     CommandSpec {
         first_key: 0,

@@ -321,7 +321,6 @@ fn numpat(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 /// PUBSUB HELP, worded as Redis 7.0.15.
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     const LINES: &[&str] = &[
-        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CHANNELS [<pattern>]",
         "    Return the currently active channels matching a <pattern> (default: '*').",
         "NUMPAT",
@@ -333,10 +332,7 @@ fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         "    Return the currently active shard level channels matching a <pattern> (default: '*').",
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
-        "HELP",
-        "    Prints this help.",
     ];
-    out.array(LINES.len());
-    LINES.iter().for_each(|l| out.simple(l));
+    super::config_cmd::help_reply(out, "PUBSUB", LINES);
     Ok(())
 }

@@ -12,7 +12,7 @@
 use super::set_ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 use super::set_rand::{spop, srandmember, sscan};
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::command::{acl, flags, CommandSpec, Handler};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::notify::{class as nc, emit, emptied_if_gone};
@@ -23,6 +23,63 @@ use crate::Cx;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
+
+/// The cost of an intersection (SINTER, SINTERSTORE, SINTERCARD).
+const INTER_CX: &str =
+    "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.";
+/// The cost of a union or difference.
+const ALL_CX: &str = "O(N) where N is the total number of elements in all given sets.";
+
+/// SINTER / SUNION / SDIFF's row: read-only, every argument a key.
+const fn algebra(
+    name: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+    handler: Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: -2,
+        flags: flags::READONLY,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl: acl::READ | acl::SET | acl::SLOW,
+        summary,
+        since: "1.0.0",
+        group: "set",
+        complexity,
+        tips: &["nondeterministic_output_order"],
+        key_flags: &["RO", "access"],
+        handler,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+/// Key specs of a STORE form: the destination, then the sources.
+const OW_STORE_KEYS: &[KeySpec] = &[
+    KeySpec::range(kf::OW_UPDATE, 1, 0, 1),
+    KeySpec::range(kf::RO_ACCESS, 2, -1, 1),
+];
+
+/// The STORE forms' row: the destination (argument 1, overwritten; SINTERSTORE's row marks
+/// it RW instead, as Redis does), then the source keys.
+const fn algebra_store(
+    name: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+    handler: Handler,
+) -> CommandSpec {
+    CommandSpec {
+        arity: -3,
+        flags: flags::WRITE | flags::DENYOOM,
+        acl: acl::WRITE | acl::SET | acl::SLOW,
+        tips: &[],
+        key_flags: &["OW", "update"],
+        key_specs: OW_STORE_KEYS,
+        ..algebra(name, summary, complexity, handler)
+    }
+}
 
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -180,111 +237,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         handler: smove,
         ..CommandSpec::DEFAULT
     },
+    algebra("sinter", "Intersect multiple sets", INTER_CX, sinter),
+    algebra("sunion", "Add multiple sets", ALL_CX, sunion),
+    algebra("sdiff", "Subtract multiple sets", ALL_CX, sdiff),
     CommandSpec {
-        name: "sinter",
-        arity: -2,
-        flags: flags::READONLY,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::READ | acl::SET | acl::SLOW,
-        summary: "Intersect multiple sets",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        tips: &["nondeterministic_output_order"],
-        key_flags: &["RO", "access"],
-        handler: sinter,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sunion",
-        arity: -2,
-        flags: flags::READONLY,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::READ | acl::SET | acl::SLOW,
-        summary: "Add multiple sets",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        tips: &["nondeterministic_output_order"],
-        key_flags: &["RO", "access"],
-        handler: sunion,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sdiff",
-        arity: -2,
-        flags: flags::READONLY,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::READ | acl::SET | acl::SLOW,
-        summary: "Subtract multiple sets",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        tips: &["nondeterministic_output_order"],
-        key_flags: &["RO", "access"],
-        handler: sdiff,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sinterstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::WRITE | acl::SET | acl::SLOW,
-        summary: "Intersect multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        tips: &[],
         key_flags: &["RW", "update"],
         key_specs: &[KeySpec::range(kf::RW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
-        handler: sinterstore,
-        ..CommandSpec::DEFAULT
+        ..algebra_store("sinterstore", "Intersect multiple sets and store the resulting set in a key", INTER_CX, sinterstore)
     },
-    CommandSpec {
-        name: "sunionstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::WRITE | acl::SET | acl::SLOW,
-        summary: "Add multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        tips: &[],
-        key_flags: &["OW", "update"],
-        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
-        handler: sunionstore,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sdiffstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::WRITE | acl::SET | acl::SLOW,
-        summary: "Subtract multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        tips: &[],
-        key_flags: &["OW", "update"],
-        key_specs: &[KeySpec::range(kf::OW_UPDATE, 1, 0, 1), KeySpec::range(kf::RO_ACCESS, 2, -1, 1)],
-        handler: sdiffstore,
-        ..CommandSpec::DEFAULT
-    },
+    algebra_store("sunionstore", "Add multiple sets and store the resulting set in a key", ALL_CX, sunionstore),
+    algebra_store("sdiffstore", "Subtract multiple sets and store the resulting set in a key", ALL_CX, sdiffstore),
     CommandSpec {
         name: "sintercard",
         arity: -3,
@@ -296,7 +258,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Intersect multiple sets and return the cardinality of the result",
         since: "7.0.0",
         group: "set",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        complexity: INTER_CX,
         tips: &[],
         key_flags: &["RO", "access"],
         key_specs: &[KeySpec::keynum(kf::RO_ACCESS, 1)],

@@ -147,7 +147,7 @@ pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         }
         return Ok(());
     }
-    let count = parse_rand_count(args.get(2))?;
+    let count = parse_rand_count(args.get(2), false)?;
     let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
         out.array(0);

@@ -208,11 +208,7 @@ impl Big {
 fn round(neg: bool, n: &Big, s: i64) -> Ld {
     let len = n.bit_len() as i64;
     if len == 0 {
-        return Ld::Finite {
-            neg,
-            mant: 0,
-            exp: 0,
-        };
+        return Ld::zero(neg);
     }
     if s + len > LEAD_EXP_LIMIT {
         return Ld::Inf { neg };
@@ -228,11 +224,7 @@ fn round(neg: bool, n: &Big, s: i64) -> Ld {
         };
     }
     if shift > len {
-        return Ld::Finite {
-            neg,
-            mant: 0,
-            exp: 0,
-        };
+        return Ld::zero(neg);
     }
     let shift = shift as u64;
     let mut mant = n.shr(shift).to_u64();
@@ -265,6 +257,15 @@ fn fix_carry(neg: bool, target: i64) -> Ld {
 }
 
 impl Ld {
+    /// Zero with the given sign (the value of a missing counter, or of an all-zero literal).
+    pub const fn zero(neg: bool) -> Ld {
+        Ld::Finite {
+            neg,
+            mant: 0,
+            exp: 0,
+        }
+    }
+
     /// `self + o`, rounded; NaN (inf - inf) comes back as `None`.
     pub fn add(self, o: Ld) -> Option<Ld> {
         let (a, b) = match (self, o) {
@@ -407,6 +408,23 @@ fn mantissa<'a>(s: &'a [u8], radix: u32, push: &mut dyn FnMut(u32)) -> (u64, u64
     (n, frac, &s[i..])
 }
 
+/// A literal's body (after sign and `0x`): its digits in `radix` as a big integer, how many
+/// came after the point, and the exponent after `marker` (`e` decimal, `p` hex, either case;
+/// 0 when absent). `None` when there are no digits or anything else follows.
+fn significand(s: &[u8], radix: u32, marker: u8) -> Option<(Big, u64, i64)> {
+    let mut d = Big::default();
+    let (n, frac, rest) = mantissa(s, radix, &mut |x| d.mul_add_small(radix, x));
+    if n == 0 {
+        return None;
+    }
+    let e = match rest {
+        [] => 0,
+        [m, e @ ..] if m.eq_ignore_ascii_case(&marker) => exponent(e)?,
+        _ => return None,
+    };
+    Some((d, frac, e))
+}
+
 /// Parses `[+-]digits` fully (saturating far beyond any meaningful exponent).
 fn exponent(s: &[u8]) -> Option<i64> {
     let (neg, d) = match s.first()? {
@@ -425,22 +443,9 @@ fn exponent(s: &[u8]) -> Option<i64> {
 
 /// Decimal: digits, optional point, optional `e` exponent.
 fn parse_dec(neg: bool, s: &[u8]) -> Option<Ld> {
-    let mut d = Big::default();
-    let (n, frac, rest) = mantissa(s, 10, &mut |x| d.mul_add_small(10, x));
-    if n == 0 {
-        return None;
-    }
-    let e = match rest {
-        [] => 0,
-        [b'e' | b'E', e @ ..] => exponent(e)?,
-        _ => return None,
-    };
+    let (d, frac, e) = significand(s, 10, b'e')?;
     if d.is_zero() {
-        return Some(Ld::Finite {
-            neg,
-            mant: 0,
-            exp: 0,
-        });
+        return Some(Ld::zero(neg));
     }
     let e = e - frac as i64;
     let digits = d.to_decimal().len() as i64;
@@ -473,22 +478,9 @@ fn underflow_check(v: Ld) -> Option<Ld> {
 
 /// Hexadecimal (after `0x`): hex digits, optional point, optional `p` binary exponent.
 fn parse_hex(neg: bool, s: &[u8]) -> Option<Ld> {
-    let mut d = Big::default();
-    let (n, frac, rest) = mantissa(s, 16, &mut |x| d.mul_add_small(16, x));
-    if n == 0 {
-        return None;
-    }
-    let p = match rest {
-        [] => 0,
-        [b'p' | b'P', e @ ..] => exponent(e)?,
-        _ => return None,
-    };
+    let (d, frac, p) = significand(s, 16, b'p')?;
     if d.is_zero() {
-        return Some(Ld::Finite {
-            neg,
-            mant: 0,
-            exp: 0,
-        });
+        return Some(Ld::zero(neg));
     }
     let s = (p - 4 * frac as i64).clamp(-(1 << 41), 1 << 41);
     underflow_check(round(neg, &d, s))

@@ -101,11 +101,7 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let entry = db.lookup_write(key, now);
     let old = match &entry {
         Some(e) => string_ld::parse(as_str(e)?).ok_or(Error::NotFloat)?,
-        None => Ld::Finite {
-            neg: false,
-            mant: 0,
-            exp: 0,
-        },
+        None => Ld::zero(false),
     };
     let incr = string_ld::parse(args.get(2)).ok_or(Error::NotFloat)?;
     let sum = match old.add(incr) {

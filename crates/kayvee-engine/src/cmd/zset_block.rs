@@ -9,9 +9,8 @@
 
 use super::zset_pop::{mpop_first, parse_mpop, pop, Mpop};
 use crate::argv::Argv;
-use crate::blocking::{block, parse_timeout, BlockSpec, ServeFn};
+use crate::blocking::{parse_timeout, wait_on_keys};
 use crate::command::{acl, flags, CommandSpec};
-use crate::db::Key;
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
@@ -81,33 +80,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// The timeout reply of every blocking sorted-set pop.
-fn timed_out(out: &mut dyn ReplySink) {
-    out.null_array();
-}
-
 /// Whether `key` holds a sorted set now (only a sorted set serves a waiter).
 fn holds_zset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let now = cx.now_ms();
     matches!(cx.db().peek(key, now), Some(e) if matches!(e.value, Value::ZSet(_)))
-}
-
-/// Blocks the running client on the keys at `keys` with the given serve function.
-fn wait(
-    cx: &mut Cx<'_>,
-    args: &Argv<'_>,
-    keys: &[&[u8]],
-    deadline_ms: Option<u64>,
-    serve: ServeFn,
-    out: &mut dyn ReplySink,
-) {
-    let spec = BlockSpec {
-        keys: keys.iter().map(|k| Key::from_slice(k)).collect(),
-        deadline_ms,
-        serve,
-        on_timeout: timed_out,
-    };
-    block(cx, args, spec, out);
 }
 
 /// Pops one member from the first sorted set among `keys` that exists and writes `[key,
@@ -139,7 +115,7 @@ fn bzpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -
     let keys: Vec<&[u8]> = (1..last).map(|i| args.get(i)).collect();
     if !bpop_first(cx, &keys, max, out)? {
         let serve = if max { serve_bzpopmax } else { serve_bzpopmin };
-        wait(cx, args, &keys, deadline, serve, out);
+        wait_on_keys(cx, args, keys, deadline, serve, out);
     }
     Ok(())
 }
@@ -190,7 +166,7 @@ fn bzmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let m = parse_mpop(args, 2)?;
     let deadline = parse_timeout(args.get(1), cx.now_ms())?;
     if !mpop_first(cx, &m, out)? {
-        wait(cx, args, &m.keys, deadline, serve_bzmpop, out);
+        wait_on_keys(cx, args, m.keys, deadline, serve_bzmpop, out);
     }
     Ok(())
 }

@@ -4,13 +4,14 @@
 //! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
 
+use super::coll;
 use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
-use crate::util::{glob_match, parse_i64};
+use crate::util::parse_i64;
 use crate::value::{Meta, Value};
 use crate::{Core, Cx};
 use alloc::vec::Vec;
@@ -93,37 +94,13 @@ pub(crate) struct Mpop<'a> {
 /// Parses `numkeys key [key ...] MIN|MAX [COUNT count]` starting at `at` (shared with the
 /// blocking form, which has a timeout before it).
 pub(crate) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
-    let n = parse_i64(args.get(at))
-        .filter(|n| *n > 0)
-        .ok_or(Error::msg("ERR numkeys should be greater than 0"))?;
-    if n as u64 >= (args.len() - at) as u64 - 1 {
-        return Err(Error::Syntax);
-    }
-    let n = n as usize;
-    let keys = (0..n).map(|i| args.get(at + 1 + i)).collect();
-    let mut j = at + 1 + n;
-    let max = match args.get(j).to_ascii_uppercase().as_slice() {
-        b"MIN" => false,
-        b"MAX" => true,
-        _ => return Err(Error::Syntax),
-    };
-    j += 1;
-    let mut count = None;
-    while j < args.len() {
-        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
-            let c = parse_i64(args.get(j + 1))
-                .filter(|c| *c > 0)
-                .ok_or(Error::msg("ERR count should be greater than 0"))?;
-            count = Some(c as usize);
-            j += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let m = coll::parse_mpop(args, at, ["MIN", "MAX"])?;
     Ok(Mpop {
-        keys,
-        max,
-        count: count.unwrap_or(1),
+        keys: (m.first..m.first + m.numkeys)
+            .map(|i| args.get(i))
+            .collect(),
+        max: !m.first_end,
+        count: m.count,
     })
 }
 
@@ -164,7 +141,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let scores = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHSCORES");
     let count = match args.try_get(2) {
         None => None,
-        Some(c) => Some(parse_rand_count(c, scores)?),
+        Some(c) => Some(coll::parse_rand_count(c, scores)?),
     };
     if args.len() > 4 || (args.len() == 4 && !scores) {
         return Err(Error::Syntax);
@@ -195,7 +172,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             (0..n).rev().collect()
         }
     } else {
-        sample_distinct(n, count as usize, &mut || rng.next_u64())
+        coll::shuffle_prefix((0..n).collect(), count as usize, rng)
     };
     let items: Vec<(SmallBytes, f64)> = picks
         .iter()
@@ -208,54 +185,25 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     Ok(())
 }
 
-/// ZRANDMEMBER's count, within Redis's bounds (halved when scores double the reply).
-fn parse_rand_count(c: &[u8], scores: bool) -> Result<i64, Error> {
-    let v = parse_i64(c).ok_or(Error::NotInteger)?;
-    if v == i64::MIN {
-        return Err(Error::msg("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-    }
-    if scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&v) {
-        return Err(Error::msg("ERR value is out of range"));
-    }
-    Ok(v)
-}
-
-/// `k` distinct indexes below `n` (a partial Fisher-Yates shuffle), in draw order.
-fn sample_distinct(n: usize, k: usize, rnd: &mut dyn FnMut() -> u64) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..n).collect();
-    for i in 0..k {
-        let j = i + (rnd() % (n - i) as u64) as usize;
-        idx.swap(i, j);
-    }
-    idx.truncate(k);
-    idx
-}
-
 /// ZSCAN key cursor [MATCH pattern] [COUNT count].
 pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let cursor = parse_cursor(args.get(2)).ok_or(Error::msg("ERR invalid cursor"))?;
+    coll::parse_scan_cursor(args)?;
     let now = cx.now_ms();
     let Core { dbs, .. } = &mut *cx.core;
     let Some(entry) = dbs[cx.db_index].lookup_read(args.get(1), now) else {
-        out.array(2);
-        out.bulk(b"0");
-        out.array(0);
+        coll::write_scan_head(out, 0, 0);
         return Ok(());
     };
     let zs = as_zset(entry)?.clone();
     let big = entry.meta.has(Meta::BIG);
-    let (pattern, count) = parse_scan_opts(args)?;
+    let scan = coll::parse_scan(args)?;
     let (next, mut found) = if big {
-        zs.scan(cursor, count)
+        zs.scan(scan.cursor, scan.count)
     } else {
         (0, zs.iter().collect())
     };
-    if let Some(p) = pattern {
-        found.retain(|e| glob_match(p, e.1, false));
-    }
-    out.array(2);
-    out.bulk(alloc::format!("{next}").as_bytes());
-    out.array(found.len() * 2);
+    found.retain(|e| scan.matches(e.1));
+    coll::write_scan_head(out, next, found.len() * 2);
     let mut buf = Vec::new();
     for e in &found {
         out.bulk(e.1);
@@ -266,80 +214,27 @@ pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     Ok(())
 }
 
-/// ZSCAN's MATCH and COUNT (COUNT below 1 is a syntax error, as in Redis).
-fn parse_scan_opts<'a>(args: &Argv<'a>) -> Result<(Option<&'a [u8]>, usize), Error> {
-    let (mut pattern, mut count) = (None, 10usize);
-    let mut i = 3;
-    while i < args.len() {
-        let value = args.try_get(i + 1).ok_or(Error::Syntax)?;
-        let opt = args.get(i);
-        if opt.eq_ignore_ascii_case(b"COUNT") {
-            let n = parse_i64(value).ok_or(Error::NotInteger)?;
-            if n < 1 {
-                return Err(Error::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt.eq_ignore_ascii_case(b"MATCH") {
-            pattern = (value != b"*").then_some(value);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
-    Ok((pattern, count))
-}
-
-/// A scan cursor as C's `strtoul` reads it (as SCAN's): digits with an optional sign, the
-/// empty string being 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
-    let (neg, digits) = match s {
-        [] => return Some(0),
-        [b'-', rest @ ..] => (true, rest),
-        [b'+', rest @ ..] => (false, rest),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let v = digits.iter().try_fold(0u64, |v, &c| {
-        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
-    })?;
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ArgvBuf;
 
-    #[test]
-    fn distinct_samples_are_distinct() {
-        let mut x = 1u64;
-        let mut rnd = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            x >> 11
-        };
-        let mut s = sample_distinct(10, 7, &mut rnd);
-        s.sort_unstable();
-        s.dedup();
-        assert_eq!(s.len(), 7);
-        assert!(s.iter().all(|&i| i < 10));
+    /// (keys, max, count) or the error, for a ZMPOP line.
+    fn mpop_of(line: &str) -> Result<(usize, bool, usize), Error> {
+        let a = ArgvBuf::from_line(line);
+        parse_mpop(&a.argv(), 1).map(|m| (m.keys.len(), m.max, m.count))
     }
 
     #[test]
-    fn rand_count_bounds() {
-        assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
-        assert!(parse_rand_count(b"4611686018427387904", true).is_err());
-        assert_eq!(
-            parse_rand_count(b"4611686018427387903", true),
-            Ok(4611686018427387903)
-        );
-        assert!(parse_rand_count(b"x", false).is_err());
-    }
-
-    #[test]
-    fn cursors() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"12"), Some(12));
-        assert_eq!(parse_cursor(b"x"), None);
+    fn mpop_arguments_parse_like_redis() {
+        assert_eq!(mpop_of("ZMPOP 2 a b max"), Ok((2, true, 1)));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN count 5"), Ok((1, false, 5)));
+        let numkeys = Err(Error::msg("ERR numkeys should be greater than 0"));
+        assert_eq!(mpop_of("ZMPOP 0 a MIN"), numkeys);
+        let count = Err(Error::msg("ERR count should be greater than 0"));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN COUNT 0"), count);
+        assert_eq!(mpop_of("ZMPOP 2 a MIN"), Err(Error::Syntax));
+        assert_eq!(mpop_of("ZMPOP 1 a MID"), Err(Error::Syntax));
+        assert_eq!(mpop_of("ZMPOP 1 a MIN COUNT 2 COUNT 3"), Err(Error::Syntax));
     }
 }

@@ -5,6 +5,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 
 /// Parses a memory size as Redis's `memtoull`: decimal digits (possibly none, meaning 0) then
 /// an optional unit `b`, `k`, `kb`, `m`, `mb`, `g`, `gb` (any case; `k` = 1000, `kb` = 1024).
@@ -227,10 +228,16 @@ fn hex(c: u8) -> Option<u8> {
     (c as char).to_digit(16).map(|d| d as u8)
 }
 
-/// Quotes bytes as Redis's `sdscatrepr` for a rewritten config file: `"..."` with `\\ \" \n
-/// \r \t \a \b` escapes and `\xHH` for other non-printable bytes.
+/// Quotes bytes as Redis's `sdscatrepr` for a rewritten config file.
 pub fn repr(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() + 2);
+    repr_into(b, &mut s);
+    s
+}
+
+/// Appends `b` quoted as Redis's `sdscatrepr` (CONFIG REWRITE, MONITOR lines): `"..."` with
+/// `\\ \" \n \r \t \a \b` escapes and `\xHH` for other non-printable bytes.
+pub fn repr_into(b: &[u8], s: &mut String) {
     s.push('"');
     for &c in b {
         match c {
@@ -242,11 +249,12 @@ pub fn repr(b: &[u8]) -> String {
             0x07 => s.push_str("\\a"),
             0x08 => s.push_str("\\b"),
             0x20..=0x7e => s.push(c as char),
-            _ => s.push_str(&alloc::format!("\\x{c:02x}")),
+            _ => {
+                let _ = write!(s, "\\x{c:02x}");
+            }
         }
     }
     s.push('"');
-    s
 }
 
 #[cfg(test)]

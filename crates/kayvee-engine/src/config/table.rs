@@ -257,6 +257,16 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.hz = v.int().clamp(1, 500) as u32,
     },
     Param {
+        name: "busy-poll-us",
+        kind: Kind::Int {
+            min: 0,
+            max: 1_000_000,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.busy_poll_us.into()),
+        put: |c, v| c.busy_poll_us = v.int() as u32,
+    },
+    Param {
         name: "tracking-table-max-keys",
         kind: Kind::Int {
             min: 0,

@@ -322,6 +322,42 @@ fn section_7_1_has_no_conflicts_under_coalesce() {
     }
 }
 
+/// A transaction end leaves the trees it let go of for `sweep` (snapshot and private copy;
+/// after a commit also the replaced store), which frees them without changing the store; a
+/// shell that never sweeps keeps at most `DEAD_MAX` of them.
+#[test]
+fn transaction_ends_leave_trees_for_sweep() {
+    let mut xs = Xenstored::new(XsConfig::default());
+    xs.connect(1, 0);
+    let now = Now::default();
+    assert_eq!(xs.handle(1, 0, &Op::TransactionStart, now), text("1"));
+    assert_eq!(xs.handle(1, 1, &write("/a", "x"), now), OK);
+    let before = xs.unswept();
+    assert_eq!(xs.handle(1, 1, &Op::TransactionEnd(true), now), OK);
+    assert_eq!(xs.unswept(), before + 3);
+    assert_eq!(xs.handle(1, 0, &Op::TransactionStart, now), text("2"));
+    assert_eq!(xs.handle(1, 2, &write("/a", "y"), now), OK);
+    assert_eq!(xs.handle(1, 2, &Op::TransactionEnd(false), now), OK);
+    assert_eq!(xs.unswept(), before + 5);
+    xs.sweep();
+    assert_eq!(xs.unswept(), 0);
+    assert_eq!(xs.handle(1, 0, &read("/a"), now), val("x"));
+    for n in 0..super::xenstored::DEAD_MAX {
+        let tid = n as u32 + 3;
+        assert_eq!(
+            xs.handle(1, 0, &Op::TransactionStart, now),
+            text(&alloc::format!("{tid}"))
+        );
+        let v = alloc::format!("{n}");
+        assert_eq!(xs.handle(1, tid, &write("/a", &v), now), OK);
+        assert_eq!(xs.handle(1, tid, &Op::TransactionEnd(true), now), OK);
+        assert!(xs.unswept() <= super::xenstored::DEAD_MAX);
+    }
+    let last = alloc::format!("{}", super::xenstored::DEAD_MAX - 1);
+    assert_eq!(xs.handle(1, 0, &read("/a"), now), val(&last));
+    xs.store().check_invariants();
+}
+
 #[test]
 fn watches_events_and_specials() {
     let mut xs = run_table(

@@ -4,11 +4,13 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::domain::Domains;
 use super::error::XsError;
 use super::exec::{Ctx, Effects};
+use super::node::Node;
 use super::op::{Op, Reply};
 use super::path::{canonicalize, domain_home, is_special};
 use super::perms::{parse_lenient, Perms};
@@ -98,7 +100,13 @@ pub struct Xenstored {
     log: Vec<LogLine>,
     /// Seconds of the time the last request came with (the clock for report rate limits).
     now_s: u64,
+    /// Tree versions a transaction end let go of, freed by [`Xenstored::sweep`] (see there).
+    dead: Vec<Arc<Node>>,
 }
+
+/// Versions [`Xenstored::dead`] holds at most: a shell that never calls
+/// [`Xenstored::sweep`] frees them here, at a transaction end.
+pub(super) const DEAD_MAX: usize = 768;
 
 /// Minimum seconds between two memory-quota reports of one domain (cxenstored 4.17's
 /// `MEM_WARN_MINTIME_SEC`); the first report is never held back.
@@ -152,6 +160,7 @@ impl Xenstored {
             mem_reports: BTreeMap::new(),
             log: Vec::new(),
             now_s: 0,
+            dead: Vec::new(),
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -259,6 +268,29 @@ impl Xenstored {
             self.log.push(LogLine { severity, text });
         }
         stalled
+    }
+
+    /// Free the tree versions that transaction ends let go of (a transaction's snapshot
+    /// and private copy, the store a commit replaced). A transaction end does not free them
+    /// itself: freeing a path copy is most of a commit's work, and done there it sits
+    /// between the request and its reply; a shell calls this once its replies went out.
+    /// Without calls, at most [`DEAD_MAX`] versions wait.
+    pub fn sweep(&mut self) {
+        self.dead.clear();
+    }
+
+    /// How many tree versions wait for [`Xenstored::sweep`].
+    pub fn unswept(&self) -> usize {
+        self.dead.len()
+    }
+
+    /// Keep a tree version (a transaction's, or the store a commit replaced) for
+    /// [`Xenstored::sweep`] instead of freeing it now.
+    fn bury(&mut self, root: Arc<Node>) {
+        if self.dead.len() >= DEAD_MAX {
+            self.sweep();
+        }
+        self.dead.push(root);
     }
 
     /// Log lines produced so far (memory-quota reports), in order.
@@ -390,6 +422,8 @@ impl Xenstored {
     ) -> Result<Reply, XsError> {
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         let txn = c.txns.remove(&tid).ok_or(XsError::Enoent)?;
+        self.bury(Arc::clone(&txn.start.root));
+        self.bury(Arc::clone(&txn.store.root));
         if !commit {
             return Ok(Reply::Ok);
         }
@@ -414,7 +448,8 @@ impl Xenstored {
             CommitPath::Graft => self.stats.grafts += 1,
             CommitPath::Replay => self.stats.replays += 1,
         }
-        self.store = store;
+        let old = core::mem::replace(&mut self.store, store);
+        self.bury(old.root);
         if !changes.is_empty() {
             self.commits += 1;
         }
@@ -428,7 +463,8 @@ impl Xenstored {
     fn fire(&mut self, change: &Change) {
         let mut out = Vec::new();
         for (id, c) in &self.conns {
-            if !self.actor(c.domid).access(&change.perms).can_read() {
+            // Most connections watch nothing: skip them before the permission check.
+            if c.watches.is_empty() || !self.actor(c.domid).access(&change.perms).can_read() {
                 continue;
             }
             for w in &c.watches {

@@ -205,6 +205,17 @@ impl<T, S> Clone for Tree<T, S> {
     }
 }
 
+/// Equal elements in the same order (the summaries follow from them); O(1) when both share
+/// their root (one is an unchanged snapshot of the other). The wrappers derive theirs from it.
+impl<T: PartialEq, S> PartialEq for Tree<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && (Arc::ptr_eq(&self.root, &other.root) || self.iter().eq(other.iter()))
+    }
+}
+
+impl<T: Eq, S> Eq for Tree<T, S> {}
+
 /// Reserves room for `extra` more items in a node's vector without ever exceeding `max`
 /// capacity (doubling while small, so short lists stay small).
 fn grow_for<X>(v: &mut Vec<X>, extra: usize, max: usize) {
@@ -259,6 +270,17 @@ fn balance_vecs<X>(l: &mut Vec<X>, r: &mut Vec<X>, max: usize) {
 }
 
 impl<T, S> Tree<T, S> {
+    /// Every element, in order.
+    pub fn iter(&self) -> Iter<'_, T, S> {
+        self.range(0, self.len)
+    }
+
+    /// Elements with indexes in `start..end`, both first clamped to the tree, in order.
+    pub fn range_clamped(&self, start: usize, end: usize) -> Iter<'_, T, S> {
+        let end = end.min(self.len);
+        self.range(start.min(end), end)
+    }
+
     /// Elements with indexes in `start..end` (callers clamp), in order.
     pub fn range(&self, start: usize, end: usize) -> Iter<'_, T, S> {
         debug_assert!(start <= end && end <= self.len);

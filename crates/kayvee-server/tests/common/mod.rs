@@ -54,7 +54,12 @@ impl Server {
     pub fn start_command(port: u16, mut cmd: Command) -> Server {
         let log = temp_path(&format!("{port}.log"));
         let out = std::fs::File::create(&log).unwrap();
+        // Its own working directory: a save on shutdown (default save points) must not leave a
+        // dump.rdb that another test's server loads at startup (and answers -LOADING).
+        let dir = temp_path(&format!("{port}.dir"));
+        std::fs::create_dir_all(&dir).unwrap();
         let child = cmd
+            .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -134,6 +139,7 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
+        let _ = std::fs::remove_dir_all(temp_path(&format!("{}.dir", self.port)));
     }
 }
 

@@ -75,12 +75,17 @@ impl Conn {
                 break;
             }
             let input = &mut self.input;
-            let _ = sock.recv(|data| {
-                input.extend_from_slice(data);
-                (data.len(), ())
-            });
+            let got = sock
+                .recv(|data| {
+                    input.extend_from_slice(data);
+                    (data.len(), data.len())
+                })
+                .unwrap_or(0);
+            // INFO's total_net_input_bytes and instantaneous_input_kbps.
+            engine.core.stats.total_net_input_bytes += got as u64;
         }
-        self.flush(sock);
+        let sent = self.flush(sock);
+        engine.core.stats.total_net_output_bytes += sent as u64;
         if self.closing && self.pending() == 0 {
             sock.close();
         }
@@ -150,17 +155,22 @@ impl Conn {
         replies.iter().for_each(|r| r.write_to(&mut out));
     }
 
-    /// Hands as much pending output to the socket as it takes.
-    fn flush(&mut self, sock: &mut tcp::Socket<'_>) {
+    /// Hands as much pending output to the socket as it takes; returns the bytes handed over.
+    fn flush(&mut self, sock: &mut tcp::Socket<'_>) -> usize {
+        let mut sent = 0;
         while self.pending() > 0 && sock.can_send() {
             match sock.send_slice(&self.output[self.output_sent..]) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => self.output_sent += n,
+                Ok(n) => {
+                    self.output_sent += n;
+                    sent += n;
+                }
             }
         }
         if self.pending() == 0 {
             self.output.clear();
             self.output_sent = 0;
         }
+        sent
     }
 }

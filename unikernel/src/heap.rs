@@ -103,6 +103,13 @@ pub fn init(ram: &[Region]) -> u64 {
     claimed
 }
 
+/// Bytes of heap not allocated (some may be too fragmented for a large block).
+pub fn free_bytes() -> u64 {
+    HEAP_BYTES
+        .load(core::sync::atomic::Ordering::Relaxed)
+        .saturating_sub(used_bytes())
+}
+
 /// Bytes currently allocated (INFO `used_memory`).
 pub fn used_bytes() -> u64 {
     ALLOCATOR.0.lock().counters().allocated_bytes as u64

@@ -31,6 +31,8 @@ const LISTENERS_LOW: usize = 8;
 /// Receive buffers posted to the NIC per loop round until the ring is full (the boot posts a
 /// few only: see `net::RX_POSTED_AT_BOOT`).
 const RX_POSTED_PER_ROUND: usize = 16;
+/// Heap left free when the pool grows (see `Pool::grow`).
+const GROW_RESERVE: usize = 512 * 1024;
 /// Receive buffer per TCP socket.
 const SOCK_RX_BYTES: usize = 16 * 1024;
 /// Send buffer per TCP socket.
@@ -100,9 +102,13 @@ impl Pool {
         }
     }
 
-    /// Adds a new socket to the pool (bounded by `sockets_max`).
+    /// Adds a new socket to the pool (bounded by `sockets_max` and by the heap: a new socket
+    /// must leave [`GROW_RESERVE`] free, so a flood of connections in a small VM is refused
+    /// at the TCP level, as `maxclients` would, instead of exhausting the allocator).
     fn grow(&mut self, sockets: &mut SocketSet<'_>) -> Option<usize> {
-        if self.slots.len() >= self.sockets_max {
+        if self.slots.len() >= self.sockets_max
+            || heap::free_bytes() < (SOCK_RX_BYTES + SOCK_TX_BYTES + GROW_RESERVE) as u64
+        {
             return None;
         }
         let rx = tcp::SocketBuffer::new(vec![0u8; SOCK_RX_BYTES]);

@@ -370,10 +370,18 @@ fn client_status(
         let _ = out.read_to_string(&mut s);
         s
     });
+    // Drained too: `redis-cli --pipe` writes every error reply to stderr, and a full pipe
+    // (64 KiB of `-OOM` lines) would block it forever.
+    let mut err = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+    });
     let st =
         wait_bounded(&mut child, CLIENT_TIMEOUT).map_err(|e| format!("{program} {args:?}: {e}"))?;
     let _ = writer.join();
     let text = reader.join().unwrap_or_default();
+    let _ = err_reader.join();
     Ok((st, text))
 }
 

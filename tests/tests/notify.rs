@@ -11,13 +11,19 @@
 //! - per (database, key), the sequence of that key's events, `expired` included, must match
 //!   exactly (a key's expiry always comes before its next event, lazy or active).
 //!
-//! Short TTLs are 1 ms and every command that sets one is followed by a 3 ms pause on both
+//! Short TTLs are 10 ms and every command that sets one is followed by a 15 ms pause on both
 //! servers, so each key is past its TTL on both before the next command (never racing the
-//! boundary); at the end every key is probed (EXISTS) so no pending expiry is left.
+//! boundary); at the end every key is probed (EXISTS) so no pending expiry is left. (With 1 ms,
+//! redis-server itself deletes the key at once - `del` instead of `expire` - whenever its clock
+//! ticks between taking the base time and checking whether the TTL already passed, as happens
+//! on a loaded machine.)
 //!
 //! Environment: `KAYVEE_NOTIFY_SEED=N` reruns one seed; `KAYVEE_NOTIFY_CMDS=N` commands per seed.
 
 use kayvee_tests::{encode_command, show, split_aggregate, Conn, Server};
+
+/// The short TTL (ms) of the commands that set one; each is followed by a 15 ms pause.
+const SHORT_TTL_MS: &str = "10";
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -49,7 +55,7 @@ impl Rng {
     }
 }
 
-/// One step: a command, and whether both servers pause after it (it set a 1 ms TTL).
+/// One step: a command, and whether both servers pause after it (it set a short TTL).
 struct Step {
     args: Vec<String>,
     pause: bool,
@@ -74,7 +80,7 @@ impl Gen {
         let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         match self.rng.below(60) {
             0 => w(&["SET", &k, &v]),
-            1 => w(&["SET", &k, &v, "PX", "1"]),
+            1 => w(&["SET", &k, &v, "PX", SHORT_TTL_MS]),
             2 => w(&[
                 "SET",
                 &k,
@@ -88,7 +94,7 @@ impl Gen {
             7 => match self.rng.below(3) {
                 0 => w(&["GETEX", &k, "EX", "100"]),
                 1 => w(&["GETEX", &k, "PERSIST"]),
-                _ => w(&["GETEX", &k, "PX", "1"]),
+                _ => w(&["GETEX", &k, "PX", SHORT_TTL_MS]),
             },
             8 => w(&["APPEND", &k, &v]),
             9 => w(&["SETRANGE", &k, "2", &v]),
@@ -99,7 +105,7 @@ impl Gen {
             14 => w(&["DEL", &k, &k2]),
             15 => w(&["UNLINK", &k]),
             16 => w(&["EXPIRE", &k, "100"]),
-            17 => w(&["PEXPIRE", &k, "1"]),
+            17 => w(&["PEXPIRE", &k, SHORT_TTL_MS]),
             18 => w(&["PEXPIREAT", &k, "1"]),
             19 => w(&["PERSIST", &k]),
             20 => w(&["RENAME", &k, &k2]),
@@ -175,7 +181,7 @@ impl Gen {
     }
 }
 
-/// A command step, pausing after it when it sets a 1 ms TTL (outside MULTI the pause follows
+/// A command step, pausing after it when it sets a short TTL (outside MULTI the pause follows
 /// the command itself; inside, the EXEC pauses).
 fn step(args: Vec<String>) -> Step {
     let pause = args.iter().any(|a| a == "PX" || a == "PEXPIRE");
@@ -266,7 +272,7 @@ fn run_seed(redis: &Server, kayvee: &Server, seed: u64, cmds: usize) -> usize {
         r.run(&s.args);
         k.run(&s.args);
         if s.pause {
-            std::thread::sleep(Duration::from_millis(3));
+            std::thread::sleep(Duration::from_millis(15));
         }
         in_multi = match s.args[0].as_str() {
             "MULTI" => true,

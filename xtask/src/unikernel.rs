@@ -493,6 +493,26 @@ fn exercise(port: u16) -> Result<Vec<String>, String> {
 /// Console lines of a running guest, each with the time since QEMU was started.
 type ConsoleLines = std::sync::Arc<std::sync::Mutex<Vec<(Duration, String)>>>;
 
+/// Spawns QEMU for `image` as `boot` says, its console lines timestamped into `target/<log>`;
+/// returns QEMU, the instant just before the spawn and the console.
+pub(crate) fn spawn_logged(
+    image: &std::path::Path,
+    boot: &Boot,
+    log: &str,
+) -> Result<(std::process::Child, Instant, ConsoleLines), String> {
+    let path = dir().join("target").join(log);
+    let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let start = Instant::now();
+    let mut qemu = boot
+        .command(image)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let console = capture_console(qemu.stdout.take().expect("piped"), file, start);
+    Ok((qemu, start, console))
+}
+
 /// Reads the guest console (QEMU's stdout) on a thread: every line goes to `log` prefixed with
 /// the milliseconds since `start`, and into the returned list (for boot timing).
 fn capture_console(
@@ -632,35 +652,36 @@ fn ring3_smoke() -> Result<(), String> {
 /// exception stack) and `debug-fault=oom` (heap exhausted: the allocator's message); each must
 /// stop with the failure status, not reset or hang.
 fn fault_test(image: &std::path::Path) -> Result<(), String> {
-    let pf = fault_boot(image, "debug-fault=pf")?;
-    let line = pf
-        .lines()
-        .find(|l| l.contains("CPU exception 14: page fault"))
-        .filter(|_| pf.contains("(CR2) 0x100000000"))
-        .ok_or_else(|| format!("debug-fault=pf: no page-fault report with CR2:\n{pf}"))?;
-    println!(
-        "uk-test: debug-fault=pf: {} (CR2 0x100000000), failure exit",
-        line.trim().trim_start_matches("kayvee: ")
-    );
-    let stack = fault_boot(image, "debug-fault=stack")?;
-    let line = stack
-        .lines()
-        .find(|l| l.contains("stack overflow: the guard page"))
-        .filter(|_| stack.contains("CPU exception 14: page fault"))
-        .ok_or_else(|| format!("debug-fault=stack: no stack-overflow report:\n{stack}"))?;
-    println!(
-        "uk-test: debug-fault=stack: {}, failure exit",
-        line.trim().trim_start_matches("kayvee: ")
-    );
-    let oom = fault_boot(image, "debug-fault=oom")?;
-    let line = oom
-        .lines()
-        .find(|l| l.contains("out of memory: an allocation of"))
-        .ok_or_else(|| format!("debug-fault=oom: no out-of-memory message:\n{oom}"))?;
-    println!(
-        "uk-test: debug-fault=oom: {}, failure exit",
-        line.trim().trim_start_matches("kayvee: ")
-    );
+    // (command-line word, the console line to report, another text the console must hold)
+    let cases = [
+        (
+            "debug-fault=pf",
+            "CPU exception 14: page fault",
+            "(CR2) 0x100000000",
+        ),
+        (
+            "debug-fault=stack",
+            "stack overflow: the guard page",
+            "CPU exception 14: page fault",
+        ),
+        (
+            "debug-fault=oom",
+            "out of memory: an allocation of",
+            "out of memory",
+        ),
+    ];
+    for (word, report, also) in cases {
+        let console = fault_boot(image, word)?;
+        let line = console
+            .lines()
+            .find(|l| l.contains(report))
+            .filter(|_| console.contains(also))
+            .ok_or_else(|| format!("{word}: no '{report}' report with '{also}':\n{console}"))?;
+        println!(
+            "uk-test: {word}: {}, failure exit",
+            line.trim().trim_start_matches("kayvee: ")
+        );
+    }
     Ok(())
 }
 
@@ -703,19 +724,8 @@ fn oom_test(image: &std::path::Path) -> Result<(), String> {
     let port = free_port()?;
     let mut boot = Boot::new(Machine::Microvm, "tcg", port);
     boot.mem = "16M".into();
-    let start = Instant::now();
-    let mut qemu = boot
-        .command(image)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
     let log = dir().join("target/uk-test-oom-console.log");
-    let _console = capture_console(
-        qemu.stdout.take().expect("piped"),
-        std::fs::File::create(&log).map_err(|e| e.to_string())?,
-        start,
-    );
+    let (mut qemu, start, _console) = spawn_logged(image, &boot, "uk-test-oom-console.log")?;
     let result = (|| {
         if !wait_pong(port, || Ok(start.elapsed() > BOOT_TIMEOUT))? {
             return Err("no PONG within the boot timeout".to_string());
@@ -787,19 +797,9 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
     let port = free_port()?;
     let mut boot = boot.clone();
     boot.host_port = port;
-    let start = Instant::now();
-    let mut qemu = boot
-        .command(image)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
-    let log = dir().join(format!("target/uk-test-{:?}-console.log", boot.machine));
-    let console = capture_console(
-        qemu.stdout.take().expect("piped"),
-        std::fs::File::create(&log).map_err(|e| e.to_string())?,
-        start,
-    );
+    let name = format!("uk-test-{:?}-console.log", boot.machine);
+    let log = dir().join("target").join(&name);
+    let (mut qemu, start, console) = spawn_logged(image, &boot, &name)?;
     let result = (|| {
         let ponged = wait_pong(port, || {
             if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {

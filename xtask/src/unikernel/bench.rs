@@ -3,11 +3,11 @@
 //! holds 10,000 small keys and still answers).
 
 use super::{
-    build, capture_console, console_time, console_time_line, dir, free_port, wait_bounded,
-    wait_pong, Boot, Machine, EXIT_SUCCESS,
+    build, console_time, console_time_line, free_port, wait_bounded, wait_pong, Boot, Machine,
+    EXIT_SUCCESS,
 };
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One boot's timings (from QEMU's start).
 struct BootTimes {
@@ -59,15 +59,7 @@ fn boot_once(
     let port = free_port()?;
     let mut b = boot.clone();
     b.host_port = port;
-    let log = std::fs::File::create(dir().join("target").join(log)).map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    let mut qemu = b
-        .command(image)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
-    let console = capture_console(qemu.stdout.take().expect("piped"), log, start);
+    let (mut qemu, start, console) = super::spawn_logged(image, &b, log)?;
     let ponged = wait_pong(port, || {
         if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
             return Err(format!("QEMU exited before PONG: {}", super::describe(st)));

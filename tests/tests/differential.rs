@@ -47,7 +47,7 @@ mod diff_gen_txn;
 #[path = "diff_gen/zset.rs"]
 mod diff_gen_zset;
 
-use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Server};
+use kayvee_tests::{encode_command, show, show_args, split_aggregate, Conn, Rng, Server};
 
 /// Distinct mismatches printed in full per test (more are only counted).
 const SHOWN_MAX: usize = 40;
@@ -136,31 +136,6 @@ const DBS: &[&str] = &["0", "1", "2", "0", "1", "16", "-1", "abc"];
 const PATTERNS: &[&str] = &[
     "*", "k*", "k[0-1]", "foo*", "?", "*:*", "nomatch*", "[a-c]*", "k\\1",
 ];
-
-/// splitmix64: a tiny deterministic generator (the sequence depends on the seed only).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// Builds random commands; `step` (the command's index) makes relative TTLs all distinct.
 struct Gen {
@@ -273,7 +248,7 @@ impl Gen {
         }
         let mut cmd = family(self);
         if self.rng.chance(5) {
-            cmd[0] = mix_case(&cmd[0], self.rng.next());
+            cmd[0] = mix_case(&cmd[0], self.rng.next_u64());
         }
         cmd
     }

@@ -20,7 +20,7 @@
 //!
 //! Environment: `KAYVEE_NOTIFY_SEED=N` reruns one seed; `KAYVEE_NOTIFY_CMDS=N` commands per seed.
 
-use kayvee_tests::{encode_command, show, split_aggregate, Conn, Server};
+use kayvee_tests::{encode_command, show, split_aggregate, Conn, Rng, Server};
 
 /// The short TTL (ms) of the commands that set one; each is followed by a 15 ms pause.
 const SHORT_TTL_MS: &str = "10";
@@ -35,25 +35,6 @@ const VALUES: &[&str] = &["a", "b", "c", "1", "2", "x"];
 const CMDS_DEFAULT: usize = 400;
 /// The marker published last: the pattern `__key*__:*` matches it too.
 const END_CHANNEL: &str = "__keyend__:done";
-
-/// splitmix64: the same seed gives the same sequence.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 /// One step: a command, and whether both servers pause after it (it set a short TTL).
 struct Step {

@@ -128,23 +128,30 @@ fn num(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
 }
 
+/// One row's figures for `key`: requests/s of (a), (b) and (c), then c/a and b/a with `prec`
+/// decimals.
+fn row_figures(m: &Measurements, key: &str, prec: usize) -> [String; 5] {
+    let (a, b, c) = (System::LinuxRedis, System::LinuxKayvee, System::Unikernel);
+    [
+        num(m.get(a, key), 0),
+        num(m.get(b, key), 0),
+        num(m.get(c, key), 0),
+        num(m.ratio(c, a, key), prec),
+        num(m.ratio(b, a, key), prec),
+    ]
+}
+
 /// The requests/s table as text.
 pub fn table_text(m: &Measurements) -> String {
-    let (a, b, c) = (System::LinuxRedis, System::LinuxKayvee, System::Unikernel);
     let mut out = format!(
         "{:<4} {:<11} {:>14} {:>14} {:>14} {:>7} {:>7}\n",
         "-P", "test", "(a) lx-redis", "(b) lx-kayvee", "(c) unikernel", "c/a", "b/a"
     );
     for (p, t) in m.rows() {
-        let k = rps_key(p, t);
+        let [ra, rb, rc, ca, ba] = row_figures(m, &rps_key(p, t), 2);
         let _ = writeln!(
             out,
-            "{p:<4} {t:<11} {:>14} {:>14} {:>14} {:>7} {:>7}",
-            num(m.get(a, &k), 0),
-            num(m.get(b, &k), 0),
-            num(m.get(c, &k), 0),
-            num(m.ratio(c, a, &k), 2),
-            num(m.ratio(b, a, &k), 2)
+            "{p:<4} {t:<11} {ra:>14} {rb:>14} {rc:>14} {ca:>7} {ba:>7}"
         );
     }
     out
@@ -152,21 +159,12 @@ pub fn table_text(m: &Measurements) -> String {
 
 /// The same table as CSV.
 pub fn table_csv(m: &Measurements) -> String {
-    let (a, b, c) = (System::LinuxRedis, System::LinuxKayvee, System::Unikernel);
     let mut out = String::from(
         "pipeline,test,linux_redis_rps,linux_kayvee_rps,unikernel_rps,ratio_c_a,ratio_b_a\n",
     );
     for (p, t) in m.rows() {
-        let k = rps_key(p, t);
-        let _ = writeln!(
-            out,
-            "{p},{t},{},{},{},{},{}",
-            num(m.get(a, &k), 0),
-            num(m.get(b, &k), 0),
-            num(m.get(c, &k), 0),
-            num(m.ratio(c, a, &k), 3),
-            num(m.ratio(b, a, &k), 3)
-        );
+        let [ra, rb, rc, ca, ba] = row_figures(m, &rps_key(p, t), 3);
+        let _ = writeln!(out, "{p},{t},{ra},{rb},{rc},{ca},{ba}");
     }
     out
 }

@@ -338,7 +338,17 @@ fn wait_bounded(child: &mut Child, limit: Duration) -> Result<ExitStatus, String
 
 /// Runs a client program with `stdin` bytes, bounded in time; returns its stdout.
 fn client(program: &str, args: &[&str], stdin: &[u8]) -> Result<String, String> {
-    let (st, text) = client_status(program, args, stdin)?;
+    client_within(program, args, stdin, CLIENT_TIMEOUT)
+}
+
+/// [`client`] with a time limit of the caller's (vm-compare's benchmarks run for minutes).
+pub(crate) fn client_within(
+    program: &str,
+    args: &[&str],
+    stdin: &[u8],
+    limit: Duration,
+) -> Result<String, String> {
+    let (st, text) = client_status_within(program, args, stdin, limit)?;
     if !st.success() {
         return Err(format!("{program} {args:?} failed ({st}): {text}"));
     }
@@ -351,6 +361,16 @@ fn client_status(
     program: &str,
     args: &[&str],
     stdin: &[u8],
+) -> Result<(ExitStatus, String), String> {
+    client_status_within(program, args, stdin, CLIENT_TIMEOUT)
+}
+
+/// [`client_status`] with a time limit of the caller's.
+fn client_status_within(
+    program: &str,
+    args: &[&str],
+    stdin: &[u8],
+    limit: Duration,
 ) -> Result<(ExitStatus, String), String> {
     let mut child = Command::new(program)
         .args(args)
@@ -377,8 +397,7 @@ fn client_status(
         let mut s = Vec::new();
         let _ = err.read_to_end(&mut s);
     });
-    let st =
-        wait_bounded(&mut child, CLIENT_TIMEOUT).map_err(|e| format!("{program} {args:?}: {e}"))?;
+    let st = wait_bounded(&mut child, limit).map_err(|e| format!("{program} {args:?}: {e}"))?;
     let _ = writer.join();
     let text = reader.join().unwrap_or_default();
     let _ = err_reader.join();

@@ -198,41 +198,8 @@ fn client(
     stdin: Vec<u8>,
     limit: Duration,
 ) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    let mut input = child.stdin.take().expect("piped");
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let mut out = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{program} {args:?}: timed out after {limit:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = writer.join();
-    let text = reader.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!("{program} {args:?} failed ({status}): {text}"));
-    }
-    Ok(text)
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    crate::unikernel::client_within(program, &args, &stdin, limit)
 }
 
 /// `redis-cli -h guest args...`.

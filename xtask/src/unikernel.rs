@@ -188,15 +188,7 @@ impl Boot {
         c.arg("-M")
             .arg(format!("{}{}", self.machine.qemu_name(), self.machine_opts))
             .args(["-accel", &self.accel, "-m", &self.mem])
-            .args([
-                "-nodefaults",
-                "-no-user-config",
-                "-display",
-                "none",
-                "-serial",
-                "stdio",
-            ])
-            .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+            .args(QEMU_COMMON)
             .args(["-netdev"])
             .arg(format!(
                 "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:6379",
@@ -335,6 +327,19 @@ fn wait_bounded(child: &mut Child, limit: Duration) -> Result<ExitStatus, String
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// QEMU arguments every boot shares: no default devices or user config, no display, the
+/// serial console on stdio, and the isa-debug-exit port the image exits through.
+pub(crate) const QEMU_COMMON: &[&str] = &[
+    "-nodefaults",
+    "-no-user-config",
+    "-display",
+    "none",
+    "-serial",
+    "stdio",
+    "-device",
+    "isa-debug-exit,iobase=0xf4,iosize=0x04",
+];
 
 /// Runs a client program with `stdin` bytes, bounded in time; returns its stdout.
 fn client(program: &str, args: &[&str], stdin: &[u8]) -> Result<String, String> {

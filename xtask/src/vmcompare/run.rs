@@ -112,15 +112,7 @@ fn qemu(system: System, inp: &Inputs) -> Command {
     c.args([
         "-M", "q35", "-accel", &inp.accel, "-smp", "1", "-m", GUEST_MEM,
     ])
-    .args([
-        "-nodefaults",
-        "-no-user-config",
-        "-display",
-        "none",
-        "-serial",
-        "stdio",
-    ])
-    .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+    .args(crate::unikernel::QEMU_COMMON)
     .args(["-netdev", "tap,id=n0,ifname=tap0,script=no,downscript=no"])
     .arg("-device")
     .arg(format!(

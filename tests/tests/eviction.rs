@@ -89,6 +89,14 @@ fn limit_above_now(c: &mut Conn, extra_bytes: u64, policy: &str) -> u64 {
     limit
 }
 
+/// The index of the first `-OOM` reply (the test fails if there is none).
+fn first_refusal(replies: &[String]) -> usize {
+    replies
+        .iter()
+        .position(|r| r == OOM)
+        .expect("never refused")
+}
+
 #[test]
 fn noeviction_refuses_writes_but_serves_reads_and_deletes() {
     let Some(server) = server() else { return };
@@ -96,10 +104,7 @@ fn noeviction_refuses_writes_but_serves_reads_and_deletes() {
     ok(&mut c, &["SET", "kept", "1"]);
     limit_above_now(&mut c, 2 << 20, "noeviction");
     let replies = pipeline(&mut c, &sets("k", 0..6000, &[]));
-    let first_oom = replies
-        .iter()
-        .position(|r| r == OOM)
-        .expect("never refused");
+    let first_oom = first_refusal(&replies);
     assert!(first_oom > 500, "refused too early: {first_oom}");
     assert!(replies[first_oom..].iter().all(|r| r == OOM));
     assert_eq!(show(&c.cmd_str(&["GET", "kept"])), "$1\\r\\n1\\r\\n");
@@ -164,10 +169,7 @@ fn volatile_lru_evicts_only_keys_with_a_ttl_then_refuses() {
     pipeline(&mut c, &sets("ttl", 0..volatile, &["EX", "1000"]));
     limit_above_now(&mut c, 1 << 20, "volatile-lru");
     let replies = pipeline(&mut c, &sets("plain", 0..8000, &[]));
-    let first_oom = replies
-        .iter()
-        .position(|r| r == OOM)
-        .expect("never refused");
+    let first_oom = first_refusal(&replies);
     assert!(first_oom > 1000, "refused too early: {first_oom}");
     assert!(replies[..first_oom].iter().all(|r| r == "+OK\\r\\n"));
     assert_eq!(surviving(&mut c, "plain", first_oom), first_oom);

@@ -203,6 +203,22 @@ impl CommandSpec {
         get_keys: None,
     };
 
+    /// A container command's HELP subcommand row as Redis 7.0 has it (arity 2, `loading`,
+    /// `stale`, @slow, one summary); `since` and `group` vary by container.
+    pub const fn help_sub(since: &'static str, group: &'static str, handler: Handler) -> Self {
+        CommandSpec {
+            name: "help",
+            arity: 2,
+            flags: flags::LOADING | flags::STALE,
+            acl: acl::SLOW,
+            summary: "Show helpful text about the different subcommands",
+            since,
+            group,
+            handler,
+            ..CommandSpec::DEFAULT
+        }
+    }
+
     /// Whether `argc` arguments (name included) satisfy the arity.
     #[inline]
     pub fn arity_ok(&self, argc: usize) -> bool {

@@ -54,17 +54,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: config_get,
         ..CommandSpec::DEFAULT
     },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE,
-        acl: acl::SLOW,
-        summary: "Show helpful text about the different subcommands",
-        since: "5.0.0",
-        group: "server",
-        handler: config_help,
-        ..CommandSpec::DEFAULT
-    },
+    CommandSpec::help_sub("5.0.0", "server", config_help),
     CommandSpec {
         name: "resetstat",
         arity: 2,

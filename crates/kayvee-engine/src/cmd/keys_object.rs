@@ -70,14 +70,8 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE,
         acl: acl::KEYSPACE | acl::SLOW,
-        summary: "Show helpful text about the different subcommands",
-        since: "6.2.0",
-        handler: object_help,
-        ..CommandSpec::DEFAULT
+        ..CommandSpec::help_sub("6.2.0", "generic", object_help)
     },
     CommandSpec {
         key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],

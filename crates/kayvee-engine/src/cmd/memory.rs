@@ -34,17 +34,7 @@ const TIPS_SPECIAL: &[&str] = &[
 
 /// MEMORY's subcommands.
 const SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE,
-        acl: acl::SLOW,
-        summary: "Show helpful text about the different subcommands",
-        since: "4.0.0",
-        group: "server",
-        handler: memory_help,
-        ..CommandSpec::DEFAULT
-    },
+    CommandSpec::help_sub("4.0.0", "server", memory_help),
     CommandSpec {
         name: "purge",
         arity: 2,

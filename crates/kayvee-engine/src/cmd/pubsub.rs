@@ -147,17 +147,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
         ..intro_spec("shardnumsub", -2, "Get the count of subscribers for shard channels")
     },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE,
-        acl: acl::SLOW,
-        summary: "Show helpful text about the different subcommands",
-        since: "6.2.0",
-        group: "pubsub",
-        handler: help,
-        ..CommandSpec::DEFAULT
-    },
+    CommandSpec::help_sub("6.2.0", "pubsub", help),
 ];
 
 /// The reply name of each kind's (un)subscribe confirmation.

@@ -109,17 +109,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: slowlog_reset,
         ..CommandSpec::DEFAULT
     },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE,
-        acl: acl::SLOW,
-        summary: "Show helpful text about the different subcommands",
-        since: "6.2.0",
-        group: "server",
-        handler: slowlog_help,
-        ..CommandSpec::DEFAULT
-    },
+    CommandSpec::help_sub("6.2.0", "server", slowlog_help),
     CommandSpec {
         name: "get",
         arity: -2,

@@ -267,49 +267,60 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// Readiness probe: a PING on a fresh connection every millisecond, each kept open (and
-/// polled) for up to 300 ms; true at the first real `+PONG` (a forwarded connect
-/// succeeds before the guest is up, so only the reply counts). Overlapping probes keep the
-/// reaction time to a few ms without cutting off a slow first answer; `give_up` ends it.
+/// Readiness probe: a PING on a fresh connection every millisecond, each kept open for up
+/// to 300 ms; true at the first real `+PONG` (a forwarded connect succeeds before the guest
+/// is up, so only the reply counts). Overlapping probes keep the reaction time to a few ms
+/// without cutting off a slow first answer; `give_up` ends it.
 fn wait_pong(port: u16, give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     probe_pong(addr, Duration::from_millis(1), give_up)
 }
 
 /// [`wait_pong`] on any address, opening a probe connection every `every` (also used by
-/// `vm-compare` for the guests' servers).
+/// `vm-compare` for the guests' servers). Each probe waits for its reply on a thread of its
+/// own, blocked in the kernel: the probe must not take the CPU from the VM it times (a loop
+/// polling every open socket every 200 us took a good part of a core on a 2-core host).
 pub(crate) fn probe_pong(
     addr: std::net::SocketAddr,
     every: Duration,
     mut give_up: impl FnMut() -> Result<bool, String>,
 ) -> Result<bool, String> {
     const PROBE_PATIENCE: Duration = Duration::from_millis(300);
-    let mut probes: Vec<(Instant, TcpStream, Vec<u8>)> = Vec::new();
-    let mut last_open: Option<Instant> = None;
-    loop {
-        if last_open.is_none_or(|t| t.elapsed() >= every) {
-            last_open = Some(Instant::now());
-            if let Ok(mut s) = TcpStream::connect_timeout(&addr, every) {
-                if s.set_nonblocking(true).is_ok() && s.write_all(b"PING\r\n").is_ok() {
-                    probes.push((Instant::now(), s, Vec::new()));
-                }
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let result = loop {
+        let opened = Instant::now();
+        if let Ok(mut s) = TcpStream::connect_timeout(&addr, every) {
+            if s.set_read_timeout(Some(PROBE_PATIENCE)).is_ok() && s.write_all(b"PING\r\n").is_ok()
+            {
+                let (tx, done) = (tx.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 16];
+                    while got.len() < 7 && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        match s.read(&mut buf) {
+                            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    if got.starts_with(b"+PONG\r\n") {
+                        let _ = tx.send(());
+                    }
+                });
             }
         }
-        for (_, s, got) in probes.iter_mut() {
-            let mut buf = [0u8; 16];
-            if let Ok(n) = s.read(&mut buf) {
-                got.extend_from_slice(&buf[..n]);
-            }
-            if got.starts_with(b"+PONG\r\n") {
-                return Ok(true);
-            }
+        let wait = every.saturating_sub(opened.elapsed());
+        match rx.recv_timeout(wait) {
+            Ok(()) => break Ok(true),
+            Err(_) => match give_up() {
+                Ok(true) => break Ok(false),
+                Ok(false) => {}
+                Err(e) => break Err(e),
+            },
         }
-        probes.retain(|(t, _, _)| t.elapsed() < PROBE_PATIENCE);
-        if give_up()? {
-            return Ok(false);
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
+    };
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    result
 }
 
 /// Waits for `child` up to `limit`; kills it on timeout.

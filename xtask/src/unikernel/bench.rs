@@ -20,6 +20,8 @@ struct BootTimes {
 /// Options shared by both benches: `--mem M`, `--machine-opts ,a=b`, `--runs N`, key=value.
 struct Opts {
     runs: usize,
+    /// `--floor`: also boot [`null_pvh_image`] in every round (QEMU's own start-up floor).
+    floor: bool,
     /// `--image PATH`: an image built elsewhere (no build).
     image: Option<std::path::PathBuf>,
     boot: Boot,
@@ -29,6 +31,7 @@ struct Opts {
 fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
     let mut o = Opts {
         runs,
+        floor: false,
         image: None,
         boot: Boot::new(Machine::Microvm, "tcg", 0),
     };
@@ -40,6 +43,7 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
             "--mem" => o.boot.mem = val()?.clone(),
             "--machine-opts" => o.boot.machine_opts = val()?.clone(),
             "--dhcp" => o.boot.net.clear(),
+            "--floor" => o.floor = true,
             "--image" => o.image = Some(val()?.into()),
             w if w.contains('=') => o.boot.extra.push(w.to_string()),
             other => return Err(format!("unknown option '{other}'")),
@@ -72,7 +76,14 @@ fn boot_once(
         let _ = qemu.wait();
         return Err(ponged.err().unwrap_or_else(|| "no PONG in time".into()));
     }
-    std::thread::sleep(Duration::from_millis(5)); // let the console thread catch up
+    // The guest prints its held-back boot log (with the phase line) right after the first
+    // answer; give the console thread up to a second to read it.
+    let waited = std::time::Instant::now();
+    while console_time_line(&console, "boot phases").is_none()
+        && waited.elapsed() < Duration::from_secs(1)
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let times = BootTimes {
         first_line: console_time(&console, "booting"),
         ready: console_time(&console, "ready:"),
@@ -100,8 +111,19 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
         Some(p) => p.clone(),
         None => build()?.0,
     };
+    let null = if o.floor {
+        Some(null_pvh_image()?)
+    } else {
+        None
+    };
     let mut all = Vec::new();
+    let mut floors = Vec::new();
     for i in 0..o.runs.max(1) {
+        // The floor boot goes first in even rounds and last in odd ones.
+        let floor_first = i % 2 == 0;
+        if let (Some(n), true) = (&null, floor_first) {
+            floors.push(floor_once(n, &o.boot)?);
+        }
         let (mut qemu, _, t) = boot_once(
             &image,
             &o.boot,
@@ -110,8 +132,21 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
         )?;
         let _ = qemu.kill();
         let _ = qemu.wait();
+        if let (Some(n), false) = (&null, floor_first) {
+            floors.push(floor_once(n, &o.boot)?);
+        }
+        let floor = floors
+            .last()
+            .map(|f| {
+                format!(
+                    " | null image: console {:6.1} ms, exit {:6.1} ms",
+                    ms(Some(f.0)),
+                    ms(Some(f.1))
+                )
+            })
+            .unwrap_or_default();
         println!(
-            "bench-boot: run {i:2}: first console line {:6.1} ms, ready {:6.1} ms, first PONG {:6.1} ms",
+            "bench-boot: run {i:2}: first console line {:6.1} ms, ready {:6.1} ms, first PONG {:6.1} ms{floor}",
             ms(t.first_line),
             ms(t.ready),
             ms(Some(t.pong))
@@ -128,12 +163,118 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
         all.len(),
         o.boot.mem
     );
+    if !floors.is_empty() {
+        let (c0, c1) = min_median(floors.iter().map(|f| ms(Some(f.0))).collect());
+        let (e0, e1) = min_median(floors.iter().map(|f| ms(Some(f.1))).collect());
+        println!(
+            "bench-boot: {} boots of a null PVH image (the same QEMU command; its first instruction prints a line and exits): min/median ms: console line {c0:.1}/{c1:.1}, exit {e0:.1}/{e1:.1}",
+            floors.len()
+        );
+    }
     let best = all.iter().min_by_key(|t| t.pong).expect("one run at least");
     println!(
         "bench-boot: fastest boot's guest {}",
         best.phases.trim_start_matches("kayvee: ")
     );
     Ok(())
+}
+
+/// Boots the null image with `boot`'s QEMU command: (its console line, QEMU's exit), from
+/// QEMU's start.
+fn floor_once(null: &std::path::Path, boot: &Boot) -> Result<(Duration, Duration), String> {
+    let mut b = boot.clone();
+    b.host_port = free_port()?;
+    let (mut qemu, start, console) = super::spawn_logged(null, &b, "bench-boot-null.log")?;
+    // Polled every half millisecond (wait_bounded's 20 ms would round the exit time up).
+    let st = loop {
+        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            return Err("the null image did not exit within 20 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    };
+    let exit = start.elapsed();
+    if st.code() != Some(EXIT_SUCCESS) {
+        return Err(format!("the null image: {}", super::describe(st)));
+    }
+    // The console thread reads the line by the pipe's end at the latest.
+    let waited = std::time::Instant::now();
+    loop {
+        if let Some(t) = console_time(&console, "null") {
+            return Ok((t, exit));
+        }
+        if waited.elapsed() > Duration::from_secs(1) {
+            return Err("the null image printed nothing".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Writes the null PVH image: an ELF whose PVH entry (32-bit protected mode, as the PVH
+/// boot protocol enters) prints "null" on the serial port and exits through isa-debug-exit
+/// with the success status. Booted with the same QEMU command as Kayvee's image, it measures
+/// what no guest can go below: QEMU's start, the firmware (qboot) and the PVH hand-over.
+fn null_pvh_image() -> Result<std::path::PathBuf, String> {
+    const BASE: u32 = 0x10_0000;
+    const NOTE_OFF: usize = 64 + 2 * 56;
+    const CODE_OFF: usize = NOTE_OFF + 20;
+    let mut code = Vec::new();
+    code.extend_from_slice(&[0x66, 0xba, 0xf8, 0x03]); // mov dx, 0x3f8 (COM1)
+    for &b in b"null\n" {
+        code.extend_from_slice(&[0xb0, b, 0xee]); // mov al, b; out dx, al
+    }
+    code.extend_from_slice(&[0x66, 0xba, 0xf4, 0x00]); // mov dx, 0xf4 (isa-debug-exit)
+    code.extend_from_slice(&[0xb0, 0x10, 0xee]); // mov al, 0x10; out dx, al: status 33
+    code.extend_from_slice(&[0xf4, 0xeb, 0xfd]); // hlt; jmp back to hlt
+    let total = (CODE_OFF + code.len()) as u64;
+    let entry = BASE + CODE_OFF as u32;
+    let mut f = Vec::new();
+    // ELF header: 64-bit, little-endian, executable, x86-64, two program headers.
+    f.extend_from_slice(b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00");
+    f.extend_from_slice(&2u16.to_le_bytes()); // e_type: EXEC
+    f.extend_from_slice(&0x3eu16.to_le_bytes()); // e_machine: x86-64
+    f.extend_from_slice(&1u32.to_le_bytes()); // e_version
+    f.extend_from_slice(&u64::from(entry).to_le_bytes()); // e_entry
+    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
+    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
+    f.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    for v in [64u16, 56, 2, 64, 0, 0] {
+        f.extend_from_slice(&v.to_le_bytes()); // ehsize, phentsize, phnum, shentsize, shnum, shstrndx
+    }
+    // PT_LOAD: the whole file at BASE, RWX.
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&7u32.to_le_bytes());
+    for v in [0, u64::from(BASE), u64::from(BASE), total, total, 0x1000] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    // PT_NOTE: the Xen note naming the PVH entry.
+    f.extend_from_slice(&4u32.to_le_bytes());
+    f.extend_from_slice(&4u32.to_le_bytes());
+    for v in [
+        NOTE_OFF as u64,
+        u64::from(BASE) + NOTE_OFF as u64,
+        u64::from(BASE) + NOTE_OFF as u64,
+        20,
+        20,
+        4,
+    ] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    // The note: namesz 4, descsz 4, type 18 (XEN_ELFNOTE_PHYS32_ENTRY), "Xen\0", the entry.
+    for v in [4u32, 4, 18] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(b"Xen\0");
+    f.extend_from_slice(&entry.to_le_bytes());
+    f.extend_from_slice(&code);
+    debug_assert_eq!(f.len() as u64, total);
+    let path = super::dir().join("target/null-pvh.elf");
+    std::fs::write(&path, &f).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// Keys `bench-mem` loads.

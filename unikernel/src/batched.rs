@@ -5,13 +5,16 @@
 //! buffers it stops notifying and the queue stalls), no longer decides anything.
 //!
 //! It also adds device features virtio-drivers does not ask for (checksum offload), when the
-//! device offers them.
+//! device offers them, and hides EVENT_IDX (interrupt suppression needs the rings' flags).
 
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 use virtio_drivers::transport::{DeviceStatus, DeviceType, InterruptStatus, Transport};
 use virtio_drivers::{PhysAddr, Result};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
+
+/// `VIRTIO_F_RING_EVENT_IDX` (virtio 1.2, 6), never negotiated.
+const F_RING_EVENT_IDX: u64 = 1 << 29;
 
 /// The transport, shared by the wrapper (inside virtio-drivers' device) and the [`Notifier`].
 struct Shared<T> {
@@ -67,8 +70,11 @@ impl<T: Transport> Transport for Batched<T> {
     fn device_type(&self) -> DeviceType {
         self.0.transport.borrow().device_type()
     }
+    /// The device's features less EVENT_IDX: with it, virtio-drivers re-arms the used-buffer
+    /// interrupt after every buffer it takes, so the loop could not suppress interrupts while
+    /// it polls; without it the rings' flags do (see `NetDevice::set_interrupts`).
     fn read_device_features(&mut self) -> u64 {
-        self.0.transport.borrow_mut().read_device_features()
+        self.0.transport.borrow_mut().read_device_features() & !F_RING_EVENT_IDX
     }
     /// virtio-drivers' choice plus the extra features the device offers.
     fn write_driver_features(&mut self, driver_features: u64) {

@@ -28,9 +28,11 @@ pub struct Args {
     /// `debug-fault=pf|ud|gp|stack|oom`: raise that CPU exception (or overflow the stack, or exhaust the heap) right after parsing (tests the
     /// exception handlers: the boot must end with their message and a failure exit).
     pub debug_fault: Option<Fault>,
-    /// `idle=poll`: never `hlt` when idle (lowest latency, a busy host core); the default
-    /// `idle=halt` halts until the next timer tick after a quiet spell.
-    pub idle_poll: bool,
+    /// `idle=halt` (the default): after a quiet spell the loop halts until the NIC's
+    /// interrupt or its next timer; `idle=tick`: halts in 500 us timer ticks only, the NIC
+    /// polled (what q35 always does); `idle=poll`: never `hlt` (lowest latency, a busy host
+    /// core).
+    pub idle: Idle,
     /// virtio-mmio devices named on the command line (Firecracker), in order.
     pub virtio_mmio: Vec<MmioDevice>,
     /// Linux kernel parameters seen and ignored.
@@ -52,6 +54,19 @@ pub enum Fault {
     OutOfMemory,
 }
 
+/// What the loop does once idle (`idle=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Idle {
+    /// Halt until the NIC interrupts or the next deadline (timer ticks where the NIC's
+    /// interrupt is not wired).
+    #[default]
+    Halt,
+    /// Halt in timer ticks only; the NIC is polled after each.
+    Tick,
+    /// Never halt.
+    Poll,
+}
+
 /// A virtio-mmio device from `virtio_mmio.device=<size>@<base>:<irq>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MmioDevice {
@@ -59,7 +74,7 @@ pub struct MmioDevice {
     pub base: u64,
     /// Bytes of the register block.
     pub size: u64,
-    /// Its interrupt line (unused: the image polls).
+    /// Its interrupt line: a GSI (`arch::ioapic` routes it to end the idle `hlt`).
     pub irq: u32,
 }
 
@@ -203,10 +218,11 @@ pub fn parse(line: &str) -> Result<Args, String> {
         };
         match key {
             "idle" => {
-                args.idle_poll = match value {
-                    "poll" => true,
-                    "halt" => false,
-                    _ => return Err(alloc::format!("idle={value}: expected halt or poll")),
+                args.idle = match value {
+                    "poll" => Idle::Poll,
+                    "tick" => Idle::Tick,
+                    "halt" => Idle::Halt,
+                    _ => return Err(alloc::format!("idle={value}: expected halt, tick or poll")),
                 };
             }
             "debug-fault" => {

@@ -276,6 +276,8 @@ impl NetDevice {
             rx_csum: features & F_GUEST_CSUM != 0,
             rx_bad_csum: 0,
         };
+        // Used-buffer interrupts stay off while the loop polls (see `set_interrupts`).
+        inner.raw.disable_interrupts();
         crate::boottime::stamp("virtio-init");
         for _ in 0..RX_POSTED_AT_BOOT {
             inner.post_rx(vec![0u8; BUF_BYTES].into_boxed_slice());
@@ -343,6 +345,32 @@ impl NetDevice {
             inner.tx_frames,
             self.kicks,
         )
+    }
+
+    /// Asks the device for used-buffer interrupts (`true`, just before the loop halts) or
+    /// suppresses them (`false`, while it polls): the rings' `VRING_AVAIL_F_NO_INTERRUPT`
+    /// flag, which the device honours because EVENT_IDX is not negotiated (see `batched`).
+    /// After enabling, the caller must look at [`rx_pending`](Self::rx_pending) again before
+    /// halting: a frame that landed before the device saw the flag raised no interrupt.
+    pub fn set_interrupts(&mut self, on: bool) {
+        let raw = &mut self.inner.get_mut().raw;
+        if on {
+            raw.enable_interrupts();
+            // The flag store must be visible to the device before the used ring is read.
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        } else {
+            raw.disable_interrupts();
+        }
+    }
+
+    /// Whether a received frame waits in the used ring.
+    pub fn rx_pending(&self) -> bool {
+        self.inner.borrow().raw.poll_receive().is_some()
+    }
+
+    /// Frames sent so far.
+    pub fn tx_frames(&self) -> u64 {
+        self.inner.borrow().tx_frames
     }
 
     /// The feature bits negotiated with the device.

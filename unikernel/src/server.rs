@@ -5,7 +5,7 @@
 //! loop keeps at least [`LISTENERS_MIN`] sockets listening, topping the pool up after every
 //! received frame (a burst of SYNs must find listeners), and reuses sockets once closed.
 
-use crate::cmdline::Args;
+use crate::cmdline::{Args, Idle};
 use crate::conn::{Conn, Event};
 use crate::net::{self, NetDevice};
 use crate::time::Clock;
@@ -37,12 +37,19 @@ const GROW_RESERVE: usize = 512 * 1024;
 const SOCK_RX_BYTES: usize = 16 * 1024;
 /// Send buffer per TCP socket.
 const SOCK_TX_BYTES: usize = 32 * 1024;
-/// The loop halts (`hlt` until the next idle tick) once no frame has arrived for this long;
-/// busy clients never see it, and an idle guest stops burning a host core under TCG.
+/// Without the NIC's interrupt (q35's PCI NIC, `idle=tick`), the loop halts (`hlt` until
+/// the next idle tick) once no frame has arrived for this long; busy clients never see it,
+/// and an idle guest stops burning a host core under TCG. Also how long after the last frame
+/// the held-back boot log is printed.
 const IDLE_AFTER_US: u64 = 10_000;
-/// The idle tick: the most a frame arriving at an idle guest waits before it is looked at.
+/// The idle tick without the NIC's interrupt: the most a frame arriving at an idle guest
+/// waits before it is looked at.
 #[cfg_attr(feature = "ring3", allow(dead_code))]
 const IDLE_TICK_US: u32 = 500;
+/// The longest halt with the NIC's interrupt wired (the LAPIC timer still bounds it; the
+/// engine cron at `hz` >= 1 comes sooner anyway).
+#[cfg_attr(feature = "ring3", allow(dead_code))]
+const HALT_MAX_US: u64 = 1_000_000;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
 
@@ -149,6 +156,10 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     crate::boottime::stamp("virtio-net");
     let mac = EthernetAddress(dev.mac());
     let features = dev.features();
+    let mmio_base = match addr {
+        NicAt::Mmio(base, _) => Some(base),
+        NicAt::Pci(_) => None,
+    };
     crate::println_later!("kayvee: virtio-net at {addr}, MAC {mac}, features {features:#x}");
     let now = Instant::from_micros(clock.uptime_us() as i64);
     let mut iface = Interface::new(IfaceConfig::new(mac.into()), &mut dev, now);
@@ -183,10 +194,16 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
     let mut last_rx_us = last_us;
+    // Frames, commands or sends seen at this uptime (the busy-poll spell counts from it).
+    let mut last_busy_us = last_us;
+    let (mut commands, mut sent) = (0u64, 0u64);
     #[cfg(not(feature = "ring3"))]
-    if !args.idle_poll {
+    if args.idle != Idle::Poll {
         crate::arch::apic::init_idle_timer();
     }
+    let nic_irq = args.idle == Idle::Halt && wire_nic_interrupt(mmio_base, args);
+    let mut halts = 0u64;
+    engine.core.host.counters = vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
@@ -214,6 +231,10 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             let _ = poll_dhcp(&mut iface, &mut sockets, h);
         }
         engine.core.host.used_memory = heap::used_bytes();
+        if let [(_, irqs), (_, halted)] = engine.core.host.counters.as_mut_slice() {
+            *irqs = crate::arch::idt::NIC_IRQS.load(core::sync::atomic::Ordering::Relaxed);
+            *halted = halts;
+        }
         if engine.next_block_deadline().is_some() {
             engine.expire_blocked(Now {
                 unix_us: clock.unix_us(),
@@ -260,10 +281,93 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             // The held-back boot log, once the first command is answered or the loop is idle.
             crate::serial::release();
         }
-        if !args.idle_poll && up - last_rx_us > IDLE_AFTER_US {
+        let (c, t) = (engine.core.stats.total_commands_processed, dev.tx_frames());
+        if last_rx_us == start_us || c != commands || t != sent {
+            (last_busy_us, commands, sent) = (up, c, t);
+        }
+        if nic_irq {
+            let spell = u64::from(engine.core.config.busy_poll_us);
+            if up - last_busy_us >= spell {
+                let wake = next_wake_us(up, next_cron_us, engine, clock, &mut iface, &sockets);
+                if wake > up && halt_until_interrupt(&mut dev, wake - up) {
+                    halts += 1;
+                    last_us = clock.uptime_us();
+                }
+            }
+        } else if args.idle != Idle::Poll && up - last_rx_us > IDLE_AFTER_US {
             idle_wait();
+            halts += 1;
+            last_us = clock.uptime_us();
         }
     }
+}
+
+/// The uptime (us) by which the loop must run again: the engine cron, a blocked client's
+/// (or CLIENT PAUSE's) deadline, smoltcp's next timer (TCP retransmit, delayed ACK, DHCP), the
+/// clock's next refinement; at most [`HALT_MAX_US`] ahead.
+fn next_wake_us(
+    up: u64,
+    next_cron_us: u64,
+    engine: &Engine,
+    clock: &Clock,
+    iface: &mut Interface,
+    sockets: &SocketSet<'_>,
+) -> u64 {
+    let mut at = next_cron_us.min(up + HALT_MAX_US);
+    if let Some(ms) = engine.next_block_deadline() {
+        let unix = clock.unix_us();
+        at = at.min(up + (ms * 1000 + 1).saturating_sub(unix));
+    }
+    if let Some(t) = iface.poll_at(Instant::from_micros(up as i64), sockets) {
+        at = at.min(t.total_micros().max(0) as u64);
+    }
+    if let Some(r) = clock.next_refine_us() {
+        at = at.min(r);
+    }
+    at
+}
+
+/// Routes the NIC's interrupt (virtio-mmio only) to end idle halts; false when it cannot be
+/// (PCI: the INTx routing is not done, the loop keeps the timer tick; ring 3: no `hlt`).
+fn wire_nic_interrupt(mmio_base: Option<usize>, args: &Args) -> bool {
+    #[cfg(not(feature = "ring3"))]
+    if let Some(base) = mmio_base {
+        use crate::arch::{idt, ioapic};
+        let irq = args.virtio_mmio.iter().find(|d| d.base as usize == base);
+        let Some(gsi) = ioapic::microvm_gsi(base, irq.map(|d| d.irq)) else {
+            println!("kayvee: no interrupt known for the NIC at {base:#x}: idle halts tick");
+            return false;
+        };
+        let Some((ioapic, pin)) = ioapic::route(gsi) else {
+            println!("kayvee: no I/O APIC pin for the NIC's GSI {gsi}: idle halts tick");
+            return false;
+        };
+        idt::NIC_ISR_ADDR.store(base as u64 + 0x60, core::sync::atomic::Ordering::Relaxed);
+        crate::println_later!(
+            "kayvee: NIC interrupt: GSI {gsi} (I/O APIC {ioapic:#x} pin {pin}), vector {}",
+            idt::NIC_VECTOR
+        );
+        return true;
+    }
+    let _ = (mmio_base, args);
+    false
+}
+
+/// Halts until the NIC interrupts or `us` pass: the device's used-buffer interrupts are
+/// enabled, the receive ring looked at once more (a frame that landed before the device saw
+/// the flag raised no interrupt: it must not wait for the timer), then `sti; hlt` (an
+/// interrupt raised after the check is pending at `sti` and ends the `hlt`), and interrupts
+/// are suppressed again. Returns whether it halted.
+fn halt_until_interrupt(dev: &mut NetDevice, us: u64) -> bool {
+    dev.set_interrupts(true);
+    let halt = !dev.rx_pending();
+    #[cfg(not(feature = "ring3"))]
+    if halt {
+        crate::arch::apic::halt_for(us.min(HALT_MAX_US) as u32);
+    }
+    let _ = us;
+    dev.set_interrupts(false);
+    halt
 }
 
 /// Where the NIC was found, for the boot log (formatted only when the log is printed).

@@ -99,6 +99,13 @@ impl Clock {
         }
     }
 
+    /// The uptime (us) of the next refinement point, if one is still to come: an idle loop
+    /// halts no longer than that, so the refinement is not taken late.
+    pub fn next_refine_us(&self) -> Option<u64> {
+        let (_, _, base_us) = self.pit_base.get()?;
+        REFINE_AT_US.get(self.refined.get()).map(|at| base_us + at)
+    }
+
     /// Refines a PIT-measured frequency when the next point of [`REFINE_AT_US`] after the
     /// baseline is reached (cheap otherwise: call it every loop round). Uptime stays
     /// continuous: the clock is rebased at the current reading before the new rate applies.

@@ -134,6 +134,9 @@ pub struct HostInfo {
     /// Whether the shell can write snapshots (a file system or a disk). Without it SAVE and
     /// BGSAVE answer [`cmd::persist::NO_STORAGE`] instead of pretending.
     pub storage: bool,
+    /// The shell's own counters (Kayvee-only `name:value` lines at the end of INFO's Server
+    /// section, e.g. the unikernel's NIC interrupts); empty by default, so nothing is added.
+    pub counters: Vec<(&'static str, u64)>,
 }
 
 /// Everything but the client table (split so handlers can borrow both).

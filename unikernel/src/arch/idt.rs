@@ -4,14 +4,16 @@
 //! triple-fault reset. The gates are filled and loaded by the boot stub (`arch::boot`) before
 //! any Rust runs: in the ring-3 mode `lidt` is not allowed later.
 //!
-//! Vector 32 is the LAPIC timer that ends an idle `hlt` (see `arch::apic`), 47 the LAPIC's
-//! spurious vector; both return.
+//! Vector 32 is the LAPIC timer that ends an idle `hlt` (see `arch::apic`), 33 the NIC's
+//! used-buffer interrupt (virtio-mmio through an IOAPIC pin, see `arch::ioapic`), 47 the
+//! LAPIC's spurious vector; all three return.
 //!
 //! Exception handlers never return, so they need no saved state and may run on the interrupted stack
 //! (gate IST 0; the red zone they overwrite is never used again). In the ring-3 mode the CPU
 //! switches to the TSS's ring-0 stack; the handler runs at ring 0 (selector 0x08).
 
 use core::arch::global_asm;
+use core::sync::atomic::AtomicU64;
 
 /// Vectors the IDT covers: the 32 exceptions, [`TIMER_VECTOR`], and up to
 /// [`SPURIOUS_VECTOR`]; any other interrupt in that range is reported like an exception.
@@ -19,6 +21,18 @@ pub const VECTORS: usize = 48;
 /// The LAPIC timer's vector (its handler only acknowledges it: it exists to end a `hlt`).
 #[cfg_attr(feature = "ring3", allow(dead_code))] // ring 3 never halts
 pub const TIMER_VECTOR: u8 = 32;
+/// The NIC's interrupt vector: its handler acknowledges the device (virtio-mmio
+/// InterruptStatus -> InterruptACK at [`NIC_ISR_ADDR`]), counts in [`NIC_IRQS`] and sends the
+/// LAPIC EOI. It touches nothing else: the loop finds the frames itself once `hlt` returns.
+#[cfg_attr(feature = "ring3", allow(dead_code))]
+pub const NIC_VECTOR: u8 = 33;
+/// NIC interrupts taken (written only by the handler; read by the loop for INFO).
+#[no_mangle]
+pub static NIC_IRQS: AtomicU64 = AtomicU64::new(0);
+/// Address of the NIC's virtio-mmio InterruptStatus register (InterruptACK follows at +4);
+/// 0 until the interrupt is wired (the handler then acknowledges nothing).
+#[no_mangle]
+pub static NIC_ISR_ADDR: AtomicU64 = AtomicU64::new(0);
 /// The LAPIC's spurious-interrupt vector (ignored, no EOI).
 #[cfg_attr(feature = "ring3", allow(dead_code))]
 pub const SPURIOUS_VECTOR: u8 = 47;
@@ -157,6 +171,25 @@ irq_timer:
 irq_spurious:
     iretq
 
+    /* NIC (virtio-mmio): InterruptStatus read and written back to InterruptACK (the device
+       drops its line), the count, the LAPIC EOI. Taken only inside the loop's `sti; hlt`
+       (like the timer); touches no SSE state and no memory the loop uses. */
+irq_nic:
+    pushq %rax
+    pushq %rdx
+    movq NIC_ISR_ADDR(%rip), %rax
+    testq %rax, %rax
+    jz 1f
+    movl (%rax), %edx
+    movl %edx, 4(%rax)
+1:
+    lock incq NIC_IRQS(%rip)
+    movabsq $0xfee000b0, %rax
+    movl $0, (%rax)
+    popq %rdx
+    popq %rax
+    iretq
+
 exc_common:
     movq %rsp, %rdi                      /* &Frame */
     andq $-16, %rsp                      /* the ABI's alignment at the call */
@@ -178,8 +211,9 @@ exc_stub_table:
         .set i, i + 1
     .endr
     .quad irq_timer                      /* 32 */
-    .set i, 33
-    .rept 14
+    .quad irq_nic                        /* 33 */
+    .set i, 34
+    .rept 13
         exc_entry %i
         .set i, i + 1
     .endr

@@ -6,5 +6,7 @@ pub mod boot;
 #[cfg(not(feature = "ring3"))]
 pub mod guard;
 pub mod idt;
+#[cfg(not(feature = "ring3"))]
+pub mod ioapic;
 pub mod mem;
 pub mod port;

@@ -194,6 +194,9 @@ fn server(cx: &Cx<'_>, s: &mut String) {
     );
     field(s, "io_threads_active", 0);
     field(s, "kayvee_version", env!("CARGO_PKG_VERSION"));
+    for &(name, value) in &host.counters {
+        field(s, name, value);
+    }
 }
 
 /// The Clients section.
@@ -613,6 +616,18 @@ mod tests {
             [Reply::Verbatim(f, text)] if f == "txt" => String::from_utf8(text.clone()).unwrap(),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn host_counters_end_the_server_section() {
+        let mut e = Engine::new(Config::default(), 7, Now::from_ms(1000));
+        assert!(!info_of(&mut e, "server").contains("kayvee_nic_interrupts"));
+        e.core.host.counters = alloc::vec![("kayvee_nic_interrupts", 12), ("kayvee_idle_halts", 3)];
+        let text = info_of(&mut e, "server");
+        assert!(
+            text.ends_with("\r\nkayvee_nic_interrupts:12\r\nkayvee_idle_halts:3\r\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -640,6 +640,7 @@ pub fn uk_test() -> Result<(), String> {
     )?;
     fault_test(&path)?;
     oom_test(&path)?;
+    nic_interrupt_test(&path)?;
     run_suites(&path)?;
     ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
@@ -885,6 +886,83 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
         println!("uk-test: {what}: {}", lease.trim_start_matches("kayvee: "));
     }
     Ok(())
+}
+
+/// PINGs the NIC interrupt check sends to the idle guest.
+const IRQ_PINGS: u64 = 5;
+
+/// Boots the image on microvm and checks that the NIC's interrupt ends its idle halts: after
+/// an idle spell (the guest halted: `kayvee_idle_halts` in INFO server went up), each of
+/// [`IRQ_PINGS`] PINGs sent 200 ms apart (the guest halts between them) is answered, and
+/// `kayvee_nic_interrupts` went up by at least one per PING (each new connection's frames
+/// reach a halted guest). No timing is asserted.
+fn nic_interrupt_test(image: &std::path::Path) -> Result<(), String> {
+    let port = free_port()?;
+    let boot = Boot::new(Machine::Microvm, "tcg", port);
+    let name = "uk-test-irq-console.log";
+    let log = dir().join("target").join(name);
+    let (mut qemu, start, _console) = spawn_logged(image, &boot, name)?;
+    let p = port.to_string();
+    let counters = || -> Result<(u64, u64), String> {
+        let info = client("redis-cli", &["-p", &p, "INFO", "server"], b"")?;
+        let get = |key: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':')?.trim().parse().ok())
+                .ok_or_else(|| format!("INFO server has no {key}: {info}"))
+        };
+        Ok((get("kayvee_nic_interrupts")?, get("kayvee_idle_halts")?))
+    };
+    let result = (|| {
+        let ponged = wait_pong(port, || {
+            if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+                return Err(format!("QEMU exited before PONG: {}", describe(st)));
+            }
+            Ok(start.elapsed() > BOOT_TIMEOUT)
+        })?;
+        if !ponged {
+            return Err("no PONG within the boot timeout".into());
+        }
+        let (irqs0, halts0) = counters()?;
+        let idle = Duration::from_millis(1500);
+        std::thread::sleep(idle);
+        let (irqs1, halts1) = counters()?;
+        if halts1 <= halts0 {
+            return Err(format!(
+                "the idle guest never halted ({halts0} -> {halts1})"
+            ));
+        }
+        for _ in 0..IRQ_PINGS {
+            std::thread::sleep(Duration::from_millis(200));
+            let pong = client("redis-cli", &["-p", &p, "PING"], b"")?;
+            if pong.trim() != "PONG" {
+                return Err(format!("PING answered {:?}", pong.trim()));
+            }
+        }
+        let (irqs2, _) = counters()?;
+        if irqs2 < irqs1 + IRQ_PINGS {
+            return Err(format!(
+                "{IRQ_PINGS} PINGs to the halted guest: NIC interrupts {irqs1} -> {irqs2}, want one a PING at least"
+            ));
+        }
+        let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
+        let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
+        if status.code() != Some(EXIT_SUCCESS) {
+            return Err(format!("after SHUTDOWN NOSAVE: {}", describe(status)));
+        }
+        println!(
+            "uk-test: NIC interrupt (microvm): idle {:.1} s: {} halts, {} NIC interrupts; \
+             {IRQ_PINGS} PINGs 200 ms apart: NIC interrupts {irqs1} -> {irqs2}",
+            idle.as_secs_f64(),
+            halts1 - halts0,
+            irqs1 - irqs0
+        );
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+    }
+    result.map_err(|e| format!("NIC interrupt: {e} (console: {})", log.display()))
 }
 
 /// Differential seeds run against the image (the Linux server runs 20).

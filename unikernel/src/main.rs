@@ -133,9 +133,13 @@ fn recurse(depth: u64) -> u64 {
     recurse(depth + 1).wrapping_add(frame[7])
 }
 
-/// Applies the Redis directives from the command line; any bad one stops the boot.
+/// Applies the Redis directives from the command line over the defaults (the unikernel's own
+/// `busy-poll-us`, see [`server::BUSY_POLL_US`]); any bad one stops the boot.
 fn build_config(pairs: &[(String, String)]) -> Config {
-    let mut config = Config::default();
+    let mut config = Config {
+        busy_poll_us: server::BUSY_POLL_US,
+        ..Config::default()
+    };
     for (name, value) in pairs {
         if let Err(e) = config.apply(name, &[value.as_str()]) {
             bad_cmdline(&alloc::format!("{name}={value}: {e}"));

@@ -1,9 +1,11 @@
 //! Idling: the local APIC timer (xAPIC registers at 0xfee00000, identity mapped uncached),
-//! armed one-shot just before a `hlt`, ends it, so the loop can halt when nothing happens
-//! instead of spinning (under QEMU TCG a spinning guest burns a host core). Its handler
-//! (`arch::idt`) acknowledges it. Interrupts stay disabled except inside `sti; hlt`, and the
-//! timer is stopped again after each halt: a busy loop takes no interrupts at all (a
-//! periodic timer left running looked slower at pipeline 1 under TCG, in noisy runs).
+//! armed one-shot just before a `hlt`, bounds it (the loop's next deadline; the NIC's
+//! interrupt, routed by `arch::ioapic`, ends it sooner when a frame comes), so the loop can
+//! halt when nothing happens instead of spinning (under QEMU TCG a spinning guest burns a host
+//! core). Its handler (`arch::idt`) acknowledges it. Interrupts stay disabled except inside
+//! `sti; hlt`, and the timer is stopped again after each halt: a busy loop takes no
+//! interrupts at all (a periodic timer left running looked slower at pipeline 1 under TCG,
+//! in noisy runs).
 //!
 //! The timer counts at the APIC bus frequency, which KVM and QEMU model as 1 GHz (one count a
 //! nanosecond) with the divider at 1. The 8259 PICs are masked first: on q35 the firmware

@@ -183,6 +183,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
     let mut last_rx_us = last_us;
+    let (mut received, mut answered) = (false, false);
     #[cfg(not(feature = "ring3"))]
     if !args.idle_poll {
         crate::arch::apic::init_idle_timer();
@@ -205,6 +206,11 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 break;
             }
             last_rx_us = start_us;
+            if !received {
+                // The boot report's phase from "ready" to the first frame taken in.
+                received = true;
+                crate::boottime::stamp("first-frame");
+            }
             pool.refill(&mut sockets, LISTENERS_LOW);
         }
         let grown = pool.listening.len() + 1;
@@ -255,6 +261,11 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 unix_us: clock.unix_us(),
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
+        }
+        if !answered && engine.core.stats.total_commands_processed > 0 {
+            // The boot report's last phase: "ready" to the first reply handed to smoltcp.
+            answered = true;
+            crate::boottime::stamp("first-answer");
         }
         if engine.core.stats.total_commands_processed > 0 || up - last_rx_us > IDLE_AFTER_US {
             // The held-back boot log, once the first command is answered or the loop is idle.

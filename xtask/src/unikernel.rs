@@ -161,6 +161,8 @@ pub(crate) struct Boot {
     pub extra: Vec<String>,
     /// Extra `-M` options appended to the machine's own (`,x-option-roms=off`).
     pub machine_opts: String,
+    /// Extra QEMU arguments, appended (`bench-boot --qemu ARG`, for experiments).
+    pub qemu_extra: Vec<String>,
 }
 
 impl Boot {
@@ -174,6 +176,7 @@ impl Boot {
             net: "ip=10.0.2.15/24 gw=10.0.2.2".into(),
             extra: Vec::new(),
             machine_opts: String::new(),
+            qemu_extra: Vec::new(),
         }
     }
 
@@ -197,7 +200,8 @@ impl Boot {
             .args(["-device", self.machine.nic(), "-kernel"])
             .arg(image)
             .arg("-append")
-            .arg(cmdline);
+            .arg(cmdline)
+            .args(&self.qemu_extra);
         c
     }
 }

@@ -22,6 +22,8 @@ struct Opts {
     runs: usize,
     /// `--floor`: also boot [`null_pvh_image`] in every round (QEMU's own start-up floor).
     floor: bool,
+    /// `--phases`: print every boot's guest phase line, not only the fastest one's.
+    phases: bool,
     /// `--image PATH`: an image built elsewhere (no build).
     image: Option<std::path::PathBuf>,
     boot: Boot,
@@ -32,6 +34,7 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
     let mut o = Opts {
         runs,
         floor: false,
+        phases: false,
         image: None,
         boot: Boot::new(Machine::Microvm, "tcg", 0),
     };
@@ -44,6 +47,8 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
             "--machine-opts" => o.boot.machine_opts = val()?.clone(),
             "--dhcp" => o.boot.net.clear(),
             "--floor" => o.floor = true,
+            "--phases" => o.phases = true,
+            "--qemu" => o.boot.qemu_extra.push(val()?.clone()),
             "--image" => o.image = Some(val()?.into()),
             w if w.contains('=') => o.boot.extra.push(w.to_string()),
             other => return Err(format!("unknown option '{other}'")),
@@ -151,6 +156,12 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
             ms(t.ready),
             ms(Some(t.pong))
         );
+        if o.phases {
+            println!(
+                "bench-boot: run {i:2}: guest {}",
+                t.phases.trim_start_matches("kayvee: ")
+            );
+        }
         all.push(t);
         std::thread::sleep(Duration::from_millis(50));
     }

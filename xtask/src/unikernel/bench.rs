@@ -121,6 +121,7 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
     } else {
         None
     };
+    let cpu_before = cpu_times();
     let mut all = Vec::new();
     let mut floors = Vec::new();
     for i in 0..o.runs.max(1) {
@@ -182,12 +183,36 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
             floors.len()
         );
     }
+    if let (Some(a), Some(b)) = (cpu_before, cpu_times()) {
+        let total = (b.0 - a.0).max(1) as f64;
+        println!(
+            "bench-boot: host during the runs (/proc/stat): {:.0}% of CPU time stolen by the hypervisor, {:.0}% idle, load average {}",
+            100.0 * (b.1 - a.1) as f64 / total,
+            100.0 * (b.2 - a.2) as f64 / total,
+            std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').take(3).collect::<Vec<_>>().join(" ")
+        );
+    }
     let best = all.iter().min_by_key(|t| t.pong).expect("one run at least");
     println!(
         "bench-boot: fastest boot's guest {}",
         best.phases.trim_start_matches("kayvee: ")
     );
     Ok(())
+}
+
+/// The first line of /proc/stat summed: (all jiffies, steal, idle + iowait), or None off Linux.
+fn cpu_times() -> Option<(u64, u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user already).
+    let total = v.iter().take(8).sum();
+    Some((total, *v.get(7)?, v.get(3)? + v.get(4)?))
 }
 
 /// Boots the null image with `boot`'s QEMU command: (its console line, QEMU's exit), from

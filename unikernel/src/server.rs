@@ -215,6 +215,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     // Frames, commands or sends seen at this uptime (the busy-poll spell counts from it).
     let mut last_busy_us = last_us;
     let (mut commands, mut sent) = (0u64, 0u64);
+    let (mut received, mut answered) = (false, false);
     #[cfg(not(feature = "ring3"))]
     if args.idle != Idle::Poll {
         crate::arch::apic::init_idle_timer();
@@ -240,6 +241,11 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 break;
             }
             last_rx_us = start_us;
+            if !received {
+                // The boot report's phase from "ready" to the first frame taken in.
+                received = true;
+                crate::boottime::stamp("first-frame");
+            }
             pool.refill(&mut sockets, LISTENERS_LOW);
         }
         let grown = pool.listening.len() + 1;
@@ -294,6 +300,11 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 unix_us: clock.unix_us(),
             });
             next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
+        }
+        if !answered && engine.core.stats.total_commands_processed > 0 {
+            // The boot report's last phase: "ready" to the first reply handed to smoltcp.
+            answered = true;
+            crate::boottime::stamp("first-answer");
         }
         if engine.core.stats.total_commands_processed > 0 || up - last_rx_us > IDLE_AFTER_US {
             // The held-back boot log, once the first command is answered or the loop is idle.
@@ -411,9 +422,18 @@ impl core::fmt::Display for NicAt {
 /// Writes "kayvee: ready: listening on TCP port N" straight to the console (the host times
 /// it), with the number converted by hand: no formatting code on the way to the first answer.
 fn ready_line(port: u16) {
-    let mut line = *b"kayvee: ready: listening on TCP port 00000\n";
-    let mut digits = [0u8; 5];
-    let (mut n, mut len) = (port, 0);
+    let mut line = alloc::string::String::from("kayvee: ready: listening on TCP port ");
+    push_decimal(&mut line, port.into());
+    line.push('\n');
+    crate::serial::write_through(line.as_bytes());
+}
+
+/// Appends `n` in decimal. By hand rather than through `core::fmt`, whose code under TCG is a
+/// long first translation on the way to the first answer (the ready line, each connection's
+/// address for CLIENT LIST).
+fn push_decimal(out: &mut alloc::string::String, n: u32) {
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (n, 0);
     loop {
         digits[len] = b'0' + (n % 10) as u8;
         len += 1;
@@ -422,12 +442,24 @@ fn ready_line(port: u16) {
             break;
         }
     }
-    let start = line.len() - 6;
-    for i in 0..len {
-        line[start + i] = digits[len - 1 - i];
+    for &d in digits[..len].iter().rev() {
+        out.push(char::from(d));
     }
-    line[start + len] = b'\n';
-    crate::serial::write_through(&line[..start + len + 1]);
+}
+
+/// "a.b.c.d:port", as Redis shows a TCP peer (see [`push_decimal`]).
+fn endpoint_text(e: smoltcp::wire::IpEndpoint) -> alloc::string::String {
+    let mut out = alloc::string::String::with_capacity(21);
+    let smoltcp::wire::IpAddress::Ipv4(a) = e.addr;
+    for (i, octet) in a.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        push_decimal(&mut out, octet.into());
+    }
+    out.push(':');
+    push_decimal(&mut out, e.port.into());
+    out
 }
 
 /// Halts until the next idle tick; the ring-3 mode spins instead (`hlt` is privileged there).
@@ -643,10 +675,7 @@ fn register(
     slot: usize,
     clock: &Clock,
 ) -> kayvee_engine::Handle {
-    let show = |e: Option<smoltcp::wire::IpEndpoint>| {
-        e.map(|e| alloc::format!("{}:{}", e.addr, e.port))
-            .unwrap_or_default()
-    };
+    let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(endpoint_text).unwrap_or_default();
     let conn = ConnInfo {
         transport: Transport::Tcp {
             addr: show(sock.remote_endpoint()),

@@ -19,9 +19,12 @@ tasks:
   run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]
                    boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
                    127.0.0.1:N (6379) -> guest; Ctrl-C stops
-  bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [--image PATH] [key=value...]
+  bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [--image PATH] [--floor]
+             [--phases] [--qemu ARG]... [key=value...]
                    boot the unikernel N times (20) under TCG microvm; min/median ms from QEMU
-                   start to the first console line, to \"ready\" and to the first PONG
+                   start to the first console line, to \"ready\" and to the first PONG;
+                   --floor also boots a null PVH image each round (QEMU's own floor),
+                   --phases prints every boot's guest phases, --qemu appends a QEMU argument
   bench-mem [--mem M] [--image PATH] [key=value...]
                    the least guest RAM (-m, from 32M down) in which the unikernel boots, holds
                    10,000 small keys (redis-cli --pipe) and answers

@@ -161,6 +161,8 @@ pub(crate) struct Boot {
     pub extra: Vec<String>,
     /// Extra `-M` options appended to the machine's own (`,x-option-roms=off`).
     pub machine_opts: String,
+    /// Extra QEMU arguments, appended (`bench-boot --qemu ARG`, for experiments).
+    pub qemu_extra: Vec<String>,
 }
 
 impl Boot {
@@ -174,6 +176,7 @@ impl Boot {
             net: "ip=10.0.2.15/24 gw=10.0.2.2".into(),
             extra: Vec::new(),
             machine_opts: String::new(),
+            qemu_extra: Vec::new(),
         }
     }
 
@@ -197,7 +200,8 @@ impl Boot {
             .args(["-device", self.machine.nic(), "-kernel"])
             .arg(image)
             .arg("-append")
-            .arg(cmdline);
+            .arg(cmdline)
+            .args(&self.qemu_extra);
         c
     }
 }
@@ -267,50 +271,72 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// Readiness probe: a PING on a fresh connection every millisecond, each kept open for up
-/// to 300 ms; true at the first real `+PONG` (a forwarded connect succeeds before the guest
-/// is up, so only the reply counts). Overlapping probes keep the reaction time to a few ms
-/// without cutting off a slow first answer; `give_up` ends it.
+/// Readiness probe for a guest behind QEMU's user-mode forward: a PING on a fresh
+/// connection, each kept open for up to 300 ms; true at the first real `+PONG` (a forwarded
+/// connect succeeds before the guest is up, so only the reply counts). The forward holds a
+/// connection's SYN until the guest's NIC takes frames, so one waiting connection is enough:
+/// a new one opens 1 ms after the last ended (refused before QEMU listens, reset if the guest
+/// was not listening yet) and every 20 ms regardless. Opening one every millisecond made the
+/// guest answer a burst of a dozen queued SYNs before its first PONG; `give_up` ends it.
 fn wait_pong(port: u16, give_up: impl FnMut() -> Result<bool, String>) -> Result<bool, String> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    probe_pong(addr, Duration::from_millis(1), give_up)
+    probe_pong(
+        addr,
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+        give_up,
+    )
 }
 
-/// [`wait_pong`] on any address, opening a probe connection every `every` (also used by
-/// `vm-compare` for the guests' servers). Each probe waits for its reply on a thread of its
-/// own, blocked in the kernel: the probe must not take the CPU from the VM it times (a loop
-/// polling every open socket every 200 us took a good part of a core on a 2-core host).
+/// Opens a PING probe connection every `every` while none is waiting for its reply, and every
+/// `busy_every` while some are (`vm-compare` passes the same 4 ms for both: on a tap network
+/// a SYN sent before the guest is up is only retried after a second). Each probe waits for
+/// its reply on a thread of its own, blocked in the kernel: the probe must not take the CPU
+/// from the VM it times (a loop polling every open socket every 200 us took a good part of a
+/// core on a 2-core host).
 pub(crate) fn probe_pong(
     addr: std::net::SocketAddr,
     every: Duration,
+    busy_every: Duration,
     mut give_up: impl FnMut() -> Result<bool, String>,
 ) -> Result<bool, String> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     const PROBE_PATIENCE: Duration = Duration::from_millis(300);
     let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let waiting = std::sync::Arc::new(AtomicUsize::new(0));
+    let mut last_open: Option<Instant> = None;
     let result = loop {
-        let opened = Instant::now();
-        if let Ok(mut s) = TcpStream::connect_timeout(&addr, every) {
-            if s.set_read_timeout(Some(PROBE_PATIENCE)).is_ok() && s.write_all(b"PING\r\n").is_ok()
-            {
-                let (tx, done) = (tx.clone(), done.clone());
-                std::thread::spawn(move || {
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 16];
-                    while got.len() < 7 && !done.load(std::sync::atomic::Ordering::Relaxed) {
-                        match s.read(&mut buf) {
-                            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
-                            _ => return,
+        let gap = match waiting.load(Ordering::Relaxed) {
+            0 => every,
+            _ => busy_every,
+        };
+        if last_open.is_none_or(|t| t.elapsed() >= gap) {
+            last_open = Some(Instant::now());
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, every) {
+                if s.set_read_timeout(Some(PROBE_PATIENCE)).is_ok()
+                    && s.write_all(b"PING\r\n").is_ok()
+                {
+                    let (tx, done, waiting) = (tx.clone(), done.clone(), waiting.clone());
+                    waiting.fetch_add(1, Ordering::Relaxed);
+                    std::thread::spawn(move || {
+                        let mut got = Vec::new();
+                        let mut buf = [0u8; 16];
+                        while got.len() < 7 && !done.load(Ordering::Relaxed) {
+                            match s.read(&mut buf) {
+                                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                                _ => break,
+                            }
                         }
-                    }
-                    if got.starts_with(b"+PONG\r\n") {
-                        let _ = tx.send(());
-                    }
-                });
+                        if got.starts_with(b"+PONG\r\n") {
+                            let _ = tx.send(());
+                        }
+                        waiting.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
             }
         }
-        let wait = every.saturating_sub(opened.elapsed());
-        match rx.recv_timeout(wait) {
+        match rx.recv_timeout(Duration::from_micros(500)) {
             Ok(()) => break Ok(true),
             Err(_) => match give_up() {
                 Ok(true) => break Ok(false),
@@ -319,7 +345,7 @@ pub(crate) fn probe_pong(
             },
         }
     };
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
     result
 }
 
@@ -478,6 +504,17 @@ fn exercise(port: u16) -> Result<Vec<String>, String> {
     expect_cli(port, &["INCR", "n"], "1")?;
     expect_cli(port, &["INCR", "n"], "2")?;
     expect_cli(port, &["DBSIZE"], "2")?;
+    // The image writes the addresses itself (no core::fmt): slirp's peer and the guest's end.
+    let p = port.to_string();
+    let me = client("redis-cli", &["-p", &p, "CLIENT", "INFO"], b"")?;
+    let peer_ok = me
+        .split(' ')
+        .find_map(|w| w.strip_prefix("addr=10.0.2.2:"))
+        .is_some_and(|port| port.parse::<u16>().is_ok());
+    if !peer_ok || !me.contains(" laddr=10.0.2.15:6379 ") {
+        return Err(format!("CLIENT INFO: {}", me.trim()));
+    }
+    println!("uk-test: CLIENT INFO: addr=10.0.2.2:<port> laddr=10.0.2.15:6379");
     let mut pipe = Vec::new();
     for i in 0..1000 {
         let (k, v) = (format!("key:{i}"), format!("value:{i}"));
@@ -490,7 +527,6 @@ fn exercise(port: u16) -> Result<Vec<String>, String> {
             .as_bytes(),
         );
     }
-    let p = port.to_string();
     let out = client("redis-cli", &["-p", &p, "--pipe"], &pipe)?;
     if !out.contains("errors: 0, replies: 1000") {
         return Err(format!("redis-cli --pipe: {out}"));

@@ -22,6 +22,8 @@ struct Opts {
     runs: usize,
     /// `--floor`: also boot [`null_pvh_image`] in every round (QEMU's own start-up floor).
     floor: bool,
+    /// `--phases`: print every boot's guest phase line, not only the fastest one's.
+    phases: bool,
     /// `--image PATH`: an image built elsewhere (no build).
     image: Option<std::path::PathBuf>,
     boot: Boot,
@@ -32,6 +34,7 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
     let mut o = Opts {
         runs,
         floor: false,
+        phases: false,
         image: None,
         boot: Boot::new(Machine::Microvm, "tcg", 0),
     };
@@ -44,6 +47,8 @@ fn parse(args: &[String], runs: usize) -> Result<Opts, String> {
             "--machine-opts" => o.boot.machine_opts = val()?.clone(),
             "--dhcp" => o.boot.net.clear(),
             "--floor" => o.floor = true,
+            "--phases" => o.phases = true,
+            "--qemu" => o.boot.qemu_extra.push(val()?.clone()),
             "--image" => o.image = Some(val()?.into()),
             w if w.contains('=') => o.boot.extra.push(w.to_string()),
             other => return Err(format!("unknown option '{other}'")),
@@ -116,6 +121,7 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
     } else {
         None
     };
+    let cpu_before = cpu_times();
     let mut all = Vec::new();
     let mut floors = Vec::new();
     for i in 0..o.runs.max(1) {
@@ -151,6 +157,12 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
             ms(t.ready),
             ms(Some(t.pong))
         );
+        if o.phases {
+            println!(
+                "bench-boot: run {i:2}: guest {}",
+                t.phases.trim_start_matches("kayvee: ")
+            );
+        }
         all.push(t);
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -171,12 +183,36 @@ pub fn bench_boot(args: &[String]) -> Result<(), String> {
             floors.len()
         );
     }
+    if let (Some(a), Some(b)) = (cpu_before, cpu_times()) {
+        let total = (b.0 - a.0).max(1) as f64;
+        println!(
+            "bench-boot: host during the runs (/proc/stat): {:.0}% of CPU time stolen by the hypervisor, {:.0}% idle, load average {}",
+            100.0 * (b.1 - a.1) as f64 / total,
+            100.0 * (b.2 - a.2) as f64 / total,
+            std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').take(3).collect::<Vec<_>>().join(" ")
+        );
+    }
     let best = all.iter().min_by_key(|t| t.pong).expect("one run at least");
     println!(
         "bench-boot: fastest boot's guest {}",
         best.phases.trim_start_matches("kayvee: ")
     );
     Ok(())
+}
+
+/// The first line of /proc/stat summed: (all jiffies, steal, idle + iowait), or None off Linux.
+fn cpu_times() -> Option<(u64, u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user already).
+    let total = v.iter().take(8).sum();
+    Some((total, *v.get(7)?, v.get(3)? + v.get(4)?))
 }
 
 /// Boots the null image with `boot`'s QEMU command: (its console line, QEMU's exit), from

@@ -173,7 +173,7 @@ fn wait_pong(
     mut alive: impl FnMut() -> Result<(), String>,
 ) -> Result<Duration, String> {
     let every = Duration::from_millis(4);
-    let ponged = crate::unikernel::probe_pong(server_addr(6379), every, || {
+    let ponged = crate::unikernel::probe_pong(server_addr(6379), every, every, || {
         alive()?;
         Ok(start.elapsed() >= BOOT_TIMEOUT)
     })?;

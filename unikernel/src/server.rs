@@ -344,8 +344,9 @@ fn next_wake_us(
 ) -> u64 {
     let mut at = next_cron_us.min(up + HALT_MAX_US);
     if let Some(ms) = engine.next_block_deadline() {
+        // A deadline is due once the clock's milliseconds are past it.
         let unix = clock.unix_us();
-        at = at.min(up + (ms * 1000 + 1).saturating_sub(unix));
+        at = at.min(up + ((ms + 1) * 1000).saturating_sub(unix));
     }
     if let Some(t) = iface.poll_at(Instant::from_micros(up as i64), sockets) {
         at = at.min(t.total_micros().max(0) as u64);

@@ -51,6 +51,9 @@ const SOCK_TX_BYTES: usize = 32 * 1024;
 /// and an idle guest stops burning a host core under TCG. Also how long after the last frame
 /// the held-back boot log is printed.
 const IDLE_AFTER_US: u64 = 10_000;
+/// How long the loop polls after "ready" before its first idle halt, unless a command was
+/// answered before.
+const BOOT_SPELL_US: u64 = 10_000;
 /// The idle tick without the NIC's interrupt: the most a frame arriving at an idle guest
 /// waits before it is looked at.
 #[cfg_attr(feature = "ring3", allow(dead_code))]
@@ -220,7 +223,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     if args.idle != Idle::Poll {
         crate::arch::apic::init_idle_timer();
     }
-    let nic_irq = args.idle == Idle::Halt && wire_nic_interrupt(mmio_base, args);
+    // Wired at the first idle halt: the I/O APIC probing is not on the way to the first answer.
+    let mut nic_irq: Option<bool> = None;
     let mut halts = 0u64;
     engine.core.host.counters = vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
     loop {
@@ -314,16 +318,24 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         if last_rx_us == start_us || c != commands || t != sent {
             (last_busy_us, commands, sent) = (up, c, t);
         }
-        if nic_irq {
-            let spell = u64::from(engine.core.config.busy_poll_us);
-            if up - last_busy_us >= spell {
+        if args.idle == Idle::Halt && nic_irq != Some(false) {
+            // Until the first answer (or BOOT_SPELL_US) the loop keeps polling: a freshly
+            // booted server expects its first client, and halting for it would add a wakeup.
+            let spell = match answered {
+                true => u64::from(engine.core.config.busy_poll_us),
+                false => u64::from(engine.core.config.busy_poll_us).max(BOOT_SPELL_US),
+            };
+            if up - last_busy_us >= spell
+                && *nic_irq.get_or_insert_with(|| wire_nic_interrupt(mmio_base, args))
+            {
                 let wake = next_wake_us(up, next_cron_us, engine, clock, &mut iface, &sockets);
                 if wake > up && halt_until_interrupt(&mut dev, wake - up) {
                     halts += 1;
                     last_us = clock.uptime_us();
                 }
             }
-        } else if args.idle != Idle::Poll && up - last_rx_us > IDLE_AFTER_US {
+        }
+        if nic_irq != Some(true) && args.idle != Idle::Poll && up - last_rx_us > IDLE_AFTER_US {
             idle_wait();
             halts += 1;
             last_us = clock.uptime_us();

@@ -489,7 +489,7 @@ fn configure_ip(
     sockets: &mut SocketSet<'_>,
     args: &Args,
 ) -> Option<SocketHandle> {
-    let Some(cidr) = args.ip else {
+    let Some(cidr) = args.ip.map(crate::cmdline::ipv4_cidr) else {
         println!("kayvee: no ip= given: waiting for a DHCP lease");
         return Some(sockets.add(dhcpv4::Socket::new()));
     };

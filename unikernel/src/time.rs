@@ -7,6 +7,7 @@
 
 use crate::arch::port::{inb, outb, rdtsc};
 use core::cell::Cell;
+use kayvee_bootargs::days_from_civil;
 
 /// PIT input clock.
 const PIT_HZ: u64 = 1_193_182;
@@ -297,15 +298,4 @@ pub fn rtc_unix_seconds() -> Option<u64> {
     }
     let days = days_from_civil(year, u64::from(month), u64::from(day));
     Some(days * 86_400 + u64::from(hour) * 3600 + u64::from(min) * 60 + u64::from(sec))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (years from 1970).
-pub fn days_from_civil(y: u64, m: u64, d: u64) -> u64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }

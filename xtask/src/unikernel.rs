@@ -675,6 +675,7 @@ pub fn uk_test() -> Result<(), String> {
         "DHCP lease: address 10.0.2.15/24",
     )?;
     fault_test(&path)?;
+    bad_cmdline_test(&path)?;
     oom_test(&path)?;
     nic_interrupt_test(&path)?;
     run_suites(&path)?;
@@ -753,6 +754,50 @@ fn fault_test(image: &std::path::Path) -> Result<(), String> {
             "uk-test: {word}: {}, failure exit",
             line.trim().trim_start_matches("kayvee: ")
         );
+    }
+    Ok(())
+}
+
+/// Boots with a bad command-line value each time (the parser's own kernel keys, a Redis
+/// directive the engine's config rejects, a word without `=`, an unbalanced quote): the
+/// console must name it in `kayvee: bad command line: ...`, QEMU must exit with the failure
+/// status, and no "ready:" line may appear (never a half-configured server).
+fn bad_cmdline_test(image: &std::path::Path) -> Result<(), String> {
+    // (command-line word, the console line it must produce)
+    let cases = [
+        (
+            "maxmemory=lots",
+            "bad command line: maxmemory=lots: argument must be a memory value",
+        ),
+        (
+            "ip=10.0.2.300/24",
+            "bad command line: ip=10.0.2.300/24: expected ADDRESS/PREFIX such as 10.0.2.15/24",
+        ),
+        (
+            "port=99999",
+            "bad command line: port=99999: argument must be between 0 and 65535 inclusive",
+        ),
+        (
+            "nonsense",
+            "bad command line: 'nonsense': expected key=value",
+        ),
+        (
+            "requirepass=\"a",
+            "bad command line: unbalanced double quote in the command line",
+        ),
+    ];
+    for (word, want) in cases {
+        let console = fault_boot(image, word)?;
+        if !console
+            .lines()
+            .any(|l| l.trim() == format!("kayvee: {want}"))
+        {
+            return Err(format!("{word}: no 'kayvee: {want}' line:\n{console}"));
+        }
+        if console.contains("ready:") {
+            return Err(format!("{word}: the server got ready anyway:\n{console}"));
+        }
+        println!("uk-test: {word}: \"{want}\", failure exit, never ready");
     }
     Ok(())
 }

@@ -232,3 +232,263 @@ fn parse_fault(value: &str) -> Result<Fault, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error text `parse` gives for `line`.
+    fn err(line: &str) -> String {
+        parse(line).expect_err(line)
+    }
+
+    /// The directives `parse` passes through for `line`, as `(&str, &str)` pairs.
+    fn directives(args: &Args) -> Vec<(&str, &str)> {
+        args.config
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn the_xtask_line_configures_everything() {
+        let a = parse(
+            "ip=10.0.2.15/24 gw=10.0.2.2 port=6379 time=1795295281.472909 maxmemory=64mb \
+             requirepass=\"a b\" idle=tick",
+        )
+        .unwrap();
+        let ip = a.ip.unwrap();
+        assert_eq!(
+            (ip.address, ip.prefix_len),
+            (Ipv4Addr::new(10, 0, 2, 15), 24)
+        );
+        assert_eq!(a.gw, Some(Ipv4Addr::new(10, 0, 2, 2)));
+        assert_eq!(a.time_us, Some(1_795_295_281_472_909));
+        assert_eq!(a.idle, Idle::Tick);
+        assert_eq!(a.debug_fault, None);
+        assert!(a.virtio_mmio.is_empty() && a.ignored.is_empty());
+        assert_eq!(
+            directives(&a),
+            [
+                ("port", "6379"),
+                ("maxmemory", "64mb"),
+                ("requirepass", "a b")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_line_is_all_defaults() {
+        for line in ["", "   ", "\t\n"] {
+            let a = parse(line).unwrap();
+            assert!(a.ip.is_none() && a.gw.is_none() && a.time_us.is_none());
+            assert_eq!(a.idle, Idle::Halt);
+            assert!(a.config.is_empty() && a.ignored.is_empty() && a.virtio_mmio.is_empty());
+        }
+    }
+
+    #[test]
+    fn directives_pass_through_in_order_with_their_raw_values() {
+        let a = parse("save=\"\" appendonly=no requirepass=a=b SAVE=\"900 1\" nosuch=1 port=x")
+            .unwrap();
+        assert_eq!(
+            directives(&a),
+            [
+                ("save", ""),
+                ("appendonly", "no"),
+                ("requirepass", "a=b"), // split at the first '='
+                ("SAVE", "900 1"),
+                ("nosuch", "1"), // unknown names are the engine's to reject
+                ("port", "x"),   // and so are bad values
+            ]
+        );
+    }
+
+    #[test]
+    fn kernel_keys_are_case_sensitive_and_a_repeat_wins() {
+        let a = parse("ip=10.0.0.1/8 ip=10.0.2.15/24 IP=nonsense Idle=poll").unwrap();
+        assert_eq!(a.ip.unwrap().address, Ipv4Addr::new(10, 0, 2, 15));
+        assert_eq!(a.idle, Idle::Halt);
+        assert_eq!(directives(&a), [("IP", "nonsense"), ("Idle", "poll")]);
+    }
+
+    #[test]
+    fn words_split_on_ascii_blanks() {
+        assert_eq!(words(" a=1\tb=2\n\r c=3  ").unwrap(), ["a=1", "b=2", "c=3"]);
+        assert_eq!(words("").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn quotes_join_and_may_cover_part_of_a_word() {
+        assert_eq!(words("requirepass=\"a b\"").unwrap(), ["requirepass=a b"]);
+        assert_eq!(words("\"k=v w\"").unwrap(), ["k=v w"]);
+        assert_eq!(words("a\"b c\"d e").unwrap(), ["ab cd", "e"]);
+        assert_eq!(words("x=\"\" \"\"").unwrap(), ["x=", ""]);
+        assert_eq!(words("x=\"é ü\"").unwrap(), ["x=é ü"]);
+        let a = parse("requirepass=\"a b\" masterauth=\"\"").unwrap();
+        assert_eq!(directives(&a), [("requirepass", "a b"), ("masterauth", "")]);
+    }
+
+    #[test]
+    fn an_unbalanced_quote_is_an_error() {
+        for line in ["requirepass=\"a b", "\"", "a=\"b\" c=\"", "x=1 \"y=2 z=3"] {
+            assert_eq!(err(line), "unbalanced double quote in the command line");
+        }
+    }
+
+    #[test]
+    fn a_word_without_equals_is_an_error() {
+        assert_eq!(err("nonsense"), "'nonsense': expected key=value");
+        assert_eq!(err("port=1 quiet"), "'quiet': expected key=value");
+        assert_eq!(err("\"\""), "'': expected key=value");
+        assert_eq!(
+            err("virtio_mmio.device"),
+            "'virtio_mmio.device': expected key=value"
+        );
+    }
+
+    #[test]
+    fn firecracker_boot_args_are_ignored_not_directives() {
+        let a = parse(
+            "console=ttyS0 reboot=k panic=1 pci=off nomodule swiotlb=noforce \
+             8250.nr_uarts=0 i8042.noaux module.param=x port=7000",
+        )
+        .unwrap();
+        assert_eq!(
+            a.ignored,
+            [
+                "console=ttyS0",
+                "reboot=k",
+                "panic=1",
+                "pci=off",
+                "nomodule",
+                "swiotlb=noforce",
+                "8250.nr_uarts=0",
+                "i8042.noaux",
+                "module.param=x",
+            ]
+        );
+        assert_eq!(directives(&a), [("port", "7000")]);
+    }
+
+    #[test]
+    fn virtio_mmio_devices_are_read_in_order() {
+        let a = parse("virtio_mmio.device=4K@0xd0000000:5 virtio_mmio.device=512@0xfeb00e00:12:3")
+            .unwrap();
+        assert_eq!(
+            a.virtio_mmio,
+            [
+                MmioDevice {
+                    base: 0xd000_0000,
+                    size: 4096,
+                    irq: 5
+                },
+                MmioDevice {
+                    base: 0xfeb0_0e00,
+                    size: 512,
+                    irq: 12
+                },
+            ]
+        );
+        assert!(a.ignored.is_empty() && a.config.is_empty());
+    }
+
+    #[test]
+    fn a_bad_virtio_mmio_device_is_an_error() {
+        for v in ["4K", "255@0x1000:5", "4K@0xd0000002:5", "4K@0xd0000000", ""] {
+            assert_eq!(
+                err(&alloc::format!("virtio_mmio.device={v}")),
+                alloc::format!(
+                    "virtio_mmio.device={v}: expected SIZE@BASE:IRQ such as 4K@0xd0000000:5"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn bad_addresses_are_errors_naming_the_value() {
+        for v in [
+            "10.0.2.300/24",
+            "10.0.2.15",
+            "10.0.2.15/33",
+            "1.2.3/24",
+            "",
+            "/24",
+        ] {
+            assert_eq!(
+                err(&alloc::format!("ip={v}")),
+                alloc::format!("ip={v}: expected ADDRESS/PREFIX such as 10.0.2.15/24")
+            );
+        }
+        for v in ["256.1.1.1", "1.2.3", "1.2.3.4.5", "10.0.2.2/24", ""] {
+            assert_eq!(
+                err(&alloc::format!("gw={v}")),
+                alloc::format!("gw={v}: expected an IPv4 address such as 10.0.2.2")
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_time_is_an_error() {
+        for v in ["soon", "1.1234567", "-1", "", "18446744073709551615"] {
+            assert_eq!(
+                err(&alloc::format!("time={v}")),
+                alloc::format!("time={v}: expected unix seconds such as 1700000000.25")
+            );
+        }
+        assert_eq!(parse("time=0").unwrap().time_us, Some(0));
+    }
+
+    #[test]
+    fn idle_takes_halt_tick_or_poll() {
+        for (v, want) in [
+            ("halt", Idle::Halt),
+            ("tick", Idle::Tick),
+            ("poll", Idle::Poll),
+        ] {
+            assert_eq!(parse(&alloc::format!("idle={v}")).unwrap().idle, want);
+        }
+        for v in ["", "Poll", "spin", "halt "] {
+            let line = alloc::format!("idle=\"{v}\"");
+            assert_eq!(
+                err(&line),
+                alloc::format!("idle={v}: expected halt, tick or poll")
+            );
+        }
+    }
+
+    #[test]
+    fn debug_fault_takes_the_five_faults() {
+        let all = [
+            ("pf", Fault::Page),
+            ("ud", Fault::InvalidOpcode),
+            ("gp", Fault::GeneralProtection),
+            ("stack", Fault::StackOverflow),
+            ("oom", Fault::OutOfMemory),
+        ];
+        for (v, want) in all {
+            let a = parse(&alloc::format!("debug-fault={v}")).unwrap();
+            assert_eq!(a.debug_fault, Some(want));
+        }
+        for v in ["", "PF", "de", "segv"] {
+            assert_eq!(
+                err(&alloc::format!("debug-fault={v}")),
+                alloc::format!("debug-fault={v}: expected pf, ud, gp, stack or oom")
+            );
+        }
+    }
+
+    #[test]
+    fn the_first_error_stops_the_parse() {
+        // A bad kernel key before a bare word: the key's message, not the word's.
+        assert_eq!(
+            err("idle=never nonsense"),
+            "idle=never: expected halt, tick or poll"
+        );
+        // A bad quote anywhere comes first: the words are split before any is read.
+        assert_eq!(
+            err("nonsense \""),
+            "unbalanced double quote in the command line"
+        );
+    }
+}

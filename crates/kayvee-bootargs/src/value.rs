@@ -99,3 +99,182 @@ pub fn parse_time_us(v: &str) -> Option<u64> {
     }
     secs.checked_mul(1_000_000)?.checked_add(us)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Some(a.b.c.d)` for the expected parse.
+    fn ip(a: u8, b: u8, c: u8, d: u8) -> Option<Ipv4Addr> {
+        Some(Ipv4Addr::new(a, b, c, d))
+    }
+
+    #[test]
+    fn cut_splits_at_the_first_separator() {
+        assert_eq!(cut("a=b=c", b'='), Some(("a", "b=c")));
+        assert_eq!(cut("=x", b'='), Some(("", "x")));
+        assert_eq!(cut("x=", b'='), Some(("x", "")));
+        assert_eq!(cut("é=ü", b'='), Some(("é", "ü")));
+        assert_eq!(cut("abc", b'='), None);
+    }
+
+    #[test]
+    fn dotted_quads() {
+        assert_eq!(parse_ipv4("10.0.2.15"), ip(10, 0, 2, 15));
+        assert_eq!(parse_ipv4("0.0.0.0"), ip(0, 0, 0, 0));
+        assert_eq!(parse_ipv4("255.255.255.255"), ip(255, 255, 255, 255));
+    }
+
+    /// Leading zeros are decimal (Linux's `ip=` reads them so), never octal, and a part is
+    /// at most three digits.
+    #[test]
+    fn leading_zeros_are_decimal() {
+        assert_eq!(parse_ipv4("01.2.3.4"), ip(1, 2, 3, 4));
+        assert_eq!(parse_ipv4("010.0.2.015"), ip(10, 0, 2, 15));
+        assert_eq!(parse_ipv4("000.000.000.000"), ip(0, 0, 0, 0));
+        assert_eq!(parse_ipv4("0010.1.1.1"), None);
+    }
+
+    #[test]
+    fn malformed_quads_are_rejected() {
+        for v in [
+            "256.1.1.1",
+            "1.2.3.256",
+            "999.1.1.1",
+            "1.2.3",
+            "1.2.3.4.5",
+            "1..2.3",
+            ".1.2.3",
+            "1.2.3.",
+            "",
+            "1.2.3.4 ",
+            " 1.2.3.4",
+            "+1.2.3.4",
+            "1.2.3.-4",
+            "a.b.c.d",
+            "0x1.2.3.4",
+            "1.2.3.٣",
+            "10.0.2.15/24",
+        ] {
+            assert_eq!(parse_ipv4(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn cidrs() {
+        let c = parse_cidr("10.0.2.15/24").unwrap();
+        assert_eq!((c.address, c.prefix_len), (Ipv4Addr::new(10, 0, 2, 15), 24));
+        assert_eq!(parse_cidr("0.0.0.0/0").unwrap().prefix_len, 0);
+        assert_eq!(parse_cidr("1.2.3.4/32").unwrap().prefix_len, 32);
+        assert_eq!(parse_cidr("1.2.3.4/07").unwrap().prefix_len, 7);
+        for v in [
+            "1.2.3.4/33",
+            "1.2.3.4/99",
+            "1.2.3.4/024",
+            "1.2.3.4/",
+            "1.2.3.4",
+            "1.2.3.4/2a",
+            "1.2.3.4/+8",
+            "1.2.3.4/24/1",
+            "/24",
+            "1.2.3.256/24",
+        ] {
+            assert_eq!(parse_cidr(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn times_with_up_to_six_fraction_digits() {
+        assert_eq!(parse_time_us("1700000000"), Some(1_700_000_000_000_000));
+        assert_eq!(parse_time_us("1700000000.25"), Some(1_700_000_000_250_000));
+        assert_eq!(
+            parse_time_us("1700000000.000001"),
+            Some(1_700_000_000_000_001)
+        );
+        assert_eq!(parse_time_us("1.123456"), Some(1_123_456));
+        assert_eq!(parse_time_us("1."), Some(1_000_000));
+        assert_eq!(parse_time_us("0"), Some(0));
+        // core's integer parser takes a leading '+' on the seconds (kept as it was).
+        assert_eq!(parse_time_us("+5"), Some(5_000_000));
+        for v in [
+            "1.1234567",
+            ".5",
+            "",
+            "1.2.3",
+            "1.-5",
+            "1.+5",
+            "-1",
+            "1e9",
+            "soon",
+        ] {
+            assert_eq!(parse_time_us(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn times_that_overflow_are_rejected() {
+        assert_eq!(parse_time_us("18446744073709.551615"), Some(u64::MAX));
+        assert_eq!(parse_time_us("18446744073709.551616"), None);
+        assert_eq!(parse_time_us("18446744073710"), None);
+        assert_eq!(parse_time_us("18446744073709551616"), None);
+    }
+
+    #[test]
+    fn sizes_and_integers() {
+        assert_eq!(parse_size("4K"), Some(4096));
+        assert_eq!(parse_size("4k"), Some(4096));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("0x200"), Some(512));
+        assert_eq!(parse_size("0x1K"), Some(1024));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("17179869183G"), Some(17_179_869_183 << 30));
+        for v in ["", "K", "0x", "4KB", "4 K", "-4K", "17179869184G", "4T"] {
+            assert_eq!(parse_size(v), None, "{v:?}");
+        }
+        assert_eq!(parse_int("0XfF"), Some(255));
+        assert_eq!(parse_int("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_int("18446744073709551616"), None);
+    }
+
+    #[test]
+    fn mmio_devices() {
+        let dev = |size, base, irq| Some(MmioDevice { base, size, irq });
+        assert_eq!(
+            parse_mmio_device("4K@0xd0000000:5"),
+            dev(4096, 0xd000_0000, 5)
+        );
+        assert_eq!(
+            parse_mmio_device("512@0xfeb00e00:12:3"),
+            dev(512, 0xfeb0_0e00, 12)
+        );
+        // The platform id after the second colon is not read, even when empty.
+        assert_eq!(parse_mmio_device("0x100@4096:7:"), dev(256, 4096, 7));
+        assert_eq!(
+            parse_mmio_device("1M@0XD0000000:0"),
+            dev(1 << 20, 0xd000_0000, 0)
+        );
+    }
+
+    #[test]
+    fn bad_mmio_devices_are_rejected() {
+        for v in [
+            "255@0x1000:5",             // smaller than the 256-byte register block
+            "4K@0xd0000002:5",          // base not 4-byte aligned
+            "4K@0xd0000000",            // no interrupt
+            "4K@0xd0000000:",           // empty interrupt
+            "4K0xd0000000:5",           // no '@'
+            "@0xd0000000:5",            // no size
+            "K@0xd0000000:5",           // a suffix without a number
+            "4K@:5",                    // no base
+            "4K@0xzz:5",                // not hex
+            "4K@0xd0000000:-1",         // negative interrupt
+            "4K@0xd0000000:x",          // not a number
+            "4K@0xd0000000:4294967296", // more than 32 bits
+            "17179869184G@0x0:5",       // size overflows 64 bits
+            "",
+        ] {
+            assert_eq!(parse_mmio_device(v), None, "{v:?}");
+        }
+    }
+}

@@ -288,6 +288,21 @@ fn wait_pong(port: u16, give_up: impl FnMut() -> Result<bool, String>) -> Result
     )
 }
 
+/// Waits for the first PONG from the guest QEMU runs, forwarded to `port`: `Err` if QEMU
+/// exits first or no PONG comes within `limit` of `start` (QEMU's spawn).
+fn await_pong(qemu: &mut Child, port: u16, start: Instant, limit: Duration) -> Result<(), String> {
+    let ponged = wait_pong(port, || {
+        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("QEMU exited before PONG: {}", describe(st)));
+        }
+        Ok(start.elapsed() > limit)
+    })?;
+    match ponged {
+        true => Ok(()),
+        false => Err(format!("no PONG within {limit:?}")),
+    }
+}
+
 /// Opens a PING probe connection every `every` while none is waiting for its reply, and every
 /// `busy_every` while some are (`vm-compare` passes the same 4 ms for both: on a tap network
 /// a SYN sent before the guest is up is only retried after a second). Each probe waits for
@@ -918,15 +933,7 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
     let log = dir().join("target").join(&name);
     let (mut qemu, start, console) = spawn_logged(image, &boot, &name)?;
     let result = (|| {
-        let ponged = wait_pong(port, || {
-            if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-                return Err(format!("{what}: QEMU exited before PONG: {}", describe(st)));
-            }
-            Ok(start.elapsed() > BOOT_TIMEOUT)
-        })?;
-        if !ponged {
-            return Err(format!("{what}: no PONG within the boot timeout"));
-        }
+        await_pong(&mut qemu, port, start, BOOT_TIMEOUT).map_err(|e| format!("{what}: {e}"))?;
         let first_pong = start.elapsed();
         expect_cli(port, &["SET", "smoke", "ok"], "OK")?;
         expect_cli(port, &["GET", "smoke"], "ok")?;
@@ -994,15 +1001,7 @@ fn nic_interrupt_test(image: &std::path::Path) -> Result<(), String> {
         Ok((get("kayvee_nic_interrupts")?, get("kayvee_idle_halts")?))
     };
     let result = (|| {
-        let ponged = wait_pong(port, || {
-            if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-                return Err(format!("QEMU exited before PONG: {}", describe(st)));
-            }
-            Ok(start.elapsed() > BOOT_TIMEOUT)
-        })?;
-        if !ponged {
-            return Err("no PONG within the boot timeout".into());
-        }
+        await_pong(&mut qemu, port, start, BOOT_TIMEOUT)?;
         let (irqs0, halts0) = counters()?;
         let idle = Duration::from_millis(1500);
         std::thread::sleep(idle);
@@ -1092,18 +1091,7 @@ fn drive(
     port: u16,
     start: Instant,
 ) -> Result<(Duration, Vec<String>, ExitStatus), String> {
-    let ponged = wait_pong(port, || {
-        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!(
-                "QEMU exited before answering PING: {}",
-                describe(st)
-            ));
-        }
-        Ok(start.elapsed() > BOOT_TIMEOUT)
-    })?;
-    if !ponged {
-        return Err("no PONG within the boot timeout".into());
-    }
+    await_pong(qemu, port, start, BOOT_TIMEOUT)?;
     let first_pong = start.elapsed();
     let bench = exercise(port)?;
     let p = port.to_string();

@@ -3,8 +3,7 @@
 //! holds 10,000 small keys and still answers).
 
 use super::{
-    build, console_time, console_time_line, free_port, wait_bounded, wait_pong, Boot, Machine,
-    EXIT_SUCCESS,
+    build, console_time, console_time_line, free_port, wait_bounded, Boot, Machine, EXIT_SUCCESS,
 };
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -69,17 +68,12 @@ fn boot_once(
     let mut b = boot.clone();
     b.host_port = port;
     let (mut qemu, start, console) = super::spawn_logged(image, &b, log)?;
-    let ponged = wait_pong(port, || {
-        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!("QEMU exited before PONG: {}", super::describe(st)));
-        }
-        Ok(start.elapsed() > limit)
-    });
+    let ponged = super::await_pong(&mut qemu, port, start, limit);
     let pong = start.elapsed();
-    if !matches!(ponged, Ok(true)) {
+    if let Err(e) = ponged {
         let _ = qemu.kill();
         let _ = qemu.wait();
-        return Err(ponged.err().unwrap_or_else(|| "no PONG in time".into()));
+        return Err(e);
     }
     // The guest prints its held-back boot log (with the phase line) right after the first
     // answer; give the console thread up to a second to read it.

@@ -699,11 +699,12 @@ pub fn uk_test() -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask uk-test --robustness`: only the failure checks (fault reports, heap
+/// `cargo xtask uk-test --robustness`: only the failure checks (fault reports, bad command lines, heap
 /// exhaustion), a few seconds, for working on them.
 pub fn uk_test_robustness() -> Result<(), String> {
     let (path, _) = build()?;
     fault_test(&path)?;
+    bad_cmdline_test(&path)?;
     oom_test(&path)
 }
 

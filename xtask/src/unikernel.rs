@@ -699,8 +699,8 @@ pub fn uk_test() -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask uk-test --robustness`: only the failure checks (fault reports, bad command lines, heap
-/// exhaustion), a few seconds, for working on them.
+/// `cargo xtask uk-test --robustness`: only the failure checks (fault reports, bad command
+/// lines, heap exhaustion), a few seconds, for working on them.
 pub fn uk_test_robustness() -> Result<(), String> {
     let (path, _) = build()?;
     fault_test(&path)?;

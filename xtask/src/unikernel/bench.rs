@@ -224,18 +224,8 @@ fn floor_once(null: &std::path::Path, boot: &Boot) -> Result<(Duration, Duration
     let mut b = boot.clone();
     b.host_port = free_port()?;
     let (mut qemu, start, console) = super::spawn_logged(null, &b, "bench-boot-null.log")?;
-    // Polled every half millisecond (wait_bounded's 20 ms would round the exit time up).
-    let st = loop {
-        if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = qemu.kill();
-            let _ = qemu.wait();
-            return Err("the null image did not exit within 20 s".into());
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    };
+    let st = wait_bounded(&mut qemu, Duration::from_secs(20))
+        .map_err(|e| format!("the null image: {e}"))?;
     let exit = start.elapsed();
     if st.code() != Some(EXIT_SUCCESS) {
         return Err(format!("the null image: {}", super::describe(st)));

@@ -1,0 +1,771 @@
+//! The driver: the engine and every connection's [`Session`], and the one order in which
+//! bytes become commands, commands become replies, and replies owed to other clients are
+//! delivered.
+//!
+//! A shell's loop pass, whatever the shell:
+//! 1. for each readable connection, while [`Driver::wants_input`]: read, then
+//!    [`Driver::receive`] (or [`Driver::receive_eof`]); the commands run at once;
+//! 2. carry out [`Driver::next_request`]s and [`Driver::complete`] them;
+//! 3. [`Driver::poll`] when [`Driver::poll_at`] is due (cron, blocked clients' timeouts);
+//! 4. make durable what must be before replies go out (the AOF), then for each connection of
+//!    [`Driver::take_dirty`]: [`Driver::flush`] into its socket, and close it or read it
+//!    again as the answer says;
+//! 5. sleep until readiness or [`Driver::poll_at`] (after [`Driver::sleep_timeout_us`]'s spin).
+//!
+//! Delivery order (after every command): pub/sub messages (keyspace notifications, tracking
+//! invalidations and MONITOR lines travel the same way) first, then blocked clients' wakeups;
+//! a woken client's reply is followed at once by the commands it pipelined behind the blocking
+//! one, which may publish or wake others in turn: repeated until nothing is left.
+
+use crate::busy::BusyPoll;
+use crate::session::{Closing, Session, OUTPUT_PAUSE};
+use alloc::collections::VecDeque;
+use alloc::rc::Rc;
+use alloc::string::String;
+use alloc::vec::Vec;
+use kayvee_engine::config::OutputLimit;
+use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
+use kayvee_resp::{Limits, ProtocolError, RespWriter};
+
+/// The shell's clock. Readings never go backwards; the wall time is what `TIME` and expiry see.
+pub trait Clock {
+    /// The current time.
+    fn now(&self) -> Now;
+    /// Blocks the whole server for `us` microseconds (DEBUG SLEEP, as in Redis).
+    fn sleep_us(&self, us: u64);
+}
+
+/// Work only the shell can do; the connection's further commands wait until
+/// [`Driver::complete`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// SHUTDOWN: save first if `save` says so (`None`: per the configured save points), then
+    /// stop. On failure, complete with `Answer::Error("ERR Errors trying to SHUTDOWN. Check
+    /// logs.")` after clearing `core.shutting_down`.
+    Shutdown {
+        /// SAVE (`Some(true)`), NOSAVE (`Some(false)`) or the configuration's choice.
+        save: Option<bool>,
+    },
+    /// SAVE (`background` false: answer `Ok` or `Error("ERR")` once written) or BGSAVE (already
+    /// answered: start the background save and answer `Nothing`).
+    Save {
+        /// BGSAVE or a save point.
+        background: bool,
+    },
+    /// CONFIG REWRITE: write [`Engine::rewrite_config`]'s text, answer `Ok` or the error.
+    RewriteConfig,
+    /// ACL LOAD (`save` false) or ACL SAVE: do the file work, answer `Ok` or the error.
+    AclFile {
+        /// ACL SAVE.
+        save: bool,
+    },
+}
+
+/// The shell's answer to a [`Request`]: the reply the client gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// No reply (BGSAVE was answered when it ran).
+    Nothing,
+    /// `+OK`.
+    Ok,
+    /// An error reply with this text (counted in INFO errorstats).
+    Error(String),
+}
+
+/// What the shell must do with a connection after [`Driver::flush`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushed {
+    /// Keep it.
+    Open,
+    /// Its output fell below the pause mark: its buffered commands ran; read its socket again
+    /// (an edge-triggered shell gets no new event for bytes that waited meanwhile).
+    ReadAgain,
+    /// Close the socket and call [`Driver::close`].
+    Close,
+}
+
+/// What [`Driver::poll`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Polled {
+    /// The cron ran: the shell's own periodic work (persistence, host facts) is due too.
+    pub cron: bool,
+}
+
+/// Something for the shell's log (Redis logs the same events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// A client broke the protocol; its connection closes after the error reply.
+    ProtocolError {
+        /// The client's id.
+        id: u64,
+        /// The error.
+        error: ProtocolError,
+    },
+    /// "Closing client that reached max query buffer length".
+    QueryBufferLimit {
+        /// The client's id.
+        id: u64,
+    },
+    /// "Client id=N scheduled to be closed ASAP for overcoming of output buffer limits."
+    OutputLimit {
+        /// The client's id.
+        id: u64,
+    },
+    /// "Closing idle client".
+    IdleTimeout {
+        /// The client's id.
+        id: u64,
+    },
+}
+
+/// Notices kept for a shell that does not drain them.
+const NOTICES_MAX: usize = 256;
+
+/// The Redis connection driver.
+pub struct Driver {
+    engine: Engine,
+    /// Sessions by handle slot.
+    sessions: Vec<Option<Session>>,
+    /// Slots with output to write or a close to carry out, in the order they became so.
+    dirty: Vec<usize>,
+    /// Requests for the shell, oldest first.
+    requests: VecDeque<(Handle, Request)>,
+    notices: Vec<Notice>,
+    /// When the next cron is due (unix us; 0: at the first poll).
+    next_cron_us: u64,
+    /// Whether command durations are measured (two clock readings per command).
+    pub time_commands: bool,
+    busy: BusyPoll,
+}
+
+impl Driver {
+    /// A driver around `engine`, with no connection yet.
+    pub fn new(engine: Engine) -> Self {
+        Driver {
+            engine,
+            sessions: Vec::new(),
+            dirty: Vec::new(),
+            requests: VecDeque::new(),
+            notices: Vec::new(),
+            next_cron_us: 0,
+            time_commands: true,
+            busy: BusyPoll::default(),
+        }
+    }
+
+    /// The engine.
+    #[inline]
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine, to change (persistence, host facts, loading).
+    #[inline]
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// The engine, given back.
+    pub fn into_engine(self) -> Engine {
+        self.engine
+    }
+
+    // ---- Connections ----
+
+    /// Admits a new connection, or refuses it with the bytes to send before closing it
+    /// (`maxclients` reached, protected mode).
+    pub fn connect(&mut self, info: ConnInfo, now: Now) -> Result<Handle, &'static str> {
+        let engine = &mut self.engine;
+        if engine.clients.len() as u64 >= engine.core.config.maxclients {
+            engine.core.stats.rejected_connections += 1;
+            return Err("-ERR max number of clients reached\r\n");
+        }
+        if let Some(denied) = engine.protected_mode_refusal(&info.transport) {
+            engine.core.stats.total_connections_received += 1;
+            return Err(denied);
+        }
+        let h = engine.connect(info, now);
+        if self.sessions.len() <= h.0 {
+            self.sessions.resize_with(h.0 + 1, || None);
+        }
+        let session = Session::new(h, limits(&self.engine));
+        self.note_io(&session);
+        self.sessions[h.0] = Some(session);
+        Ok(h)
+    }
+
+    /// Forgets a connection the shell closed (for any reason).
+    pub fn close(&mut self, h: Handle) {
+        if let Some(s) = self.sessions.get_mut(h.0).and_then(Option::take) {
+            self.requests.retain(|(r, _)| *r != s.handle);
+            self.engine.disconnect(s.handle);
+        }
+    }
+
+    /// Every open connection's handle.
+    pub fn handles(&self) -> impl Iterator<Item = Handle> + '_ {
+        self.sessions.iter().flatten().map(|s| s.handle)
+    }
+
+    /// Whether the shell should read connection `h` now: false while it closes, waits for a
+    /// request, or has more output pending than [`OUTPUT_PAUSE`] (then [`Driver::flush`]
+    /// says when to read again).
+    pub fn wants_input(&mut self, h: Handle) -> bool {
+        let Some(s) = self.session_mut(h) else {
+            return false;
+        };
+        if s.closing != Closing::No || s.awaiting {
+            return false;
+        }
+        s.read_paused = s.out_pending() > OUTPUT_PAUSE;
+        !s.read_paused
+    }
+
+    /// Bytes read from connection `h`: runs every command they complete (with what was
+    /// pending), then delivers what those commands owe other clients.
+    pub fn receive(&mut self, h: Handle, data: &[u8], clock: &dyn Clock) {
+        let epoch = self.busy.epoch();
+        let Some(s) = self.session_mut(h) else {
+            return;
+        };
+        s.idle_since_cron = false;
+        let new_sender = s.epoch != epoch;
+        s.epoch = epoch;
+        if new_sender {
+            self.busy.note_sender();
+        }
+        self.engine.core.stats.total_net_input_bytes += data.len() as u64;
+        let slot = h.0;
+        let s = self.sessions[slot].as_mut().expect("looked up above");
+        if s.closing != Closing::No {
+            return;
+        }
+        if s.pending_input() == 0 {
+            // The common case: whole commands, run from the shell's buffer without a copy.
+            let used = self.run_commands(slot, data, clock, false);
+            let s = self.sessions[slot].as_mut().expect("sessions stay while running");
+            s.stash(&data[used..]);
+        } else {
+            s.append(data);
+            self.run_buffered(slot, clock, false);
+        }
+        self.check_query_limit(slot);
+        self.after_batch(slot, clock.now());
+    }
+
+    /// The peer closed its side: the connection closes once its pending replies are written.
+    pub fn receive_eof(&mut self, h: Handle) {
+        if let Some(s) = self.session_mut(h) {
+            if s.closing == Closing::No {
+                s.closing = Closing::AfterReply;
+            }
+            self.mark_dirty(h.0);
+        }
+    }
+
+    /// Moves the connections with output to write (or a close to carry out) into `into`.
+    pub fn take_dirty(&mut self, into: &mut Vec<Handle>) {
+        for slot in self.dirty.drain(..) {
+            if let Some(s) = self.sessions[slot].as_mut() {
+                s.dirty = false;
+                into.push(s.handle);
+            }
+        }
+    }
+
+    /// Whether some connection has output to write.
+    pub fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Hands connection `h`'s pending output to `write` (one call; it returns the bytes it
+    /// took), then applies the output limit and the connection's closing. A `write` error
+    /// comes back as is: the shell closes the connection.
+    pub fn flush<E>(
+        &mut self,
+        h: Handle,
+        clock: &dyn Clock,
+        write: impl FnOnce(&[u8]) -> Result<usize, E>,
+    ) -> Result<Flushed, E> {
+        let Some(s) = self.session_mut(h) else {
+            return Ok(Flushed::Close);
+        };
+        if s.closing == Closing::Now {
+            return Ok(Flushed::Close);
+        }
+        if s.out_pending() > 0 {
+            let n = write(&s.out[s.out_sent..])?;
+            s.written(n);
+            self.engine.core.stats.total_net_output_bytes += n as u64;
+        }
+        let now = clock.now();
+        if self.over_output_limit(h.0, now) {
+            return Ok(Flushed::Close);
+        }
+        let s = self.sessions[h.0].as_mut().expect("looked up above");
+        match s.closing {
+            Closing::AfterWrite => return Ok(Flushed::Close),
+            Closing::AfterReply if s.out_pending() == 0 => return Ok(Flushed::Close),
+            _ => {}
+        }
+        if s.read_paused && s.out_pending() <= OUTPUT_PAUSE {
+            s.read_paused = false;
+            self.run_buffered(h.0, clock, false);
+            self.after_batch(h.0, now);
+            return Ok(Flushed::ReadAgain);
+        }
+        Ok(Flushed::Open)
+    }
+
+    /// Connection `h`'s pending output, for a shell's last write at shutdown.
+    pub fn pending_output(&self, h: Handle) -> &[u8] {
+        self.sessions
+            .get(h.0)
+            .and_then(Option::as_ref)
+            .map_or(&[], |s| &s.out[s.out_sent..])
+    }
+
+    // ---- Requests for the shell ----
+
+    /// The oldest request waiting for the shell.
+    pub fn next_request(&mut self) -> Option<(Handle, Request)> {
+        self.requests.pop_front()
+    }
+
+    /// The shell carried out `h`'s request: sends `answer` and runs the commands that waited
+    /// behind it.
+    pub fn complete(&mut self, h: Handle, answer: Answer, clock: &dyn Clock) {
+        let protocol = self.engine.protocol(h);
+        let Some(s) = self.session_mut(h) else {
+            return;
+        };
+        s.awaiting = false;
+        let mut sink = RespWriter::new(&mut s.out, protocol);
+        match &answer {
+            Answer::Nothing => {}
+            Answer::Ok => sink.ok(),
+            Answer::Error(text) => {
+                sink.error(text);
+                self.engine.core.stats.count_error(text);
+            }
+        }
+        // ACL LOAD may have logged users out.
+        self.close_killed(h);
+        self.run_buffered(h.0, clock, false);
+        self.after_batch(h.0, clock.now());
+    }
+
+    /// What the log should say, oldest first.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        core::mem::take(&mut self.notices)
+    }
+
+    // ---- Time ----
+
+    /// When (unix us) [`Driver::poll`] must run next: the cron at `hz`, or just past the
+    /// earliest blocked client's (or CLIENT PAUSE's) deadline.
+    pub fn poll_at(&self) -> u64 {
+        let mut at = self.next_cron_us;
+        if let Some(ms) = self.engine.next_block_deadline() {
+            // The engine times a client out once the clock's milliseconds are past it.
+            at = at.min((ms + 1) * 1000);
+        }
+        at
+    }
+
+    /// Runs what is due: the cron (engine cron, idle clients, buffers, I/O fields), blocked
+    /// clients' timeouts, and the delivery of what they owe.
+    pub fn poll(&mut self, clock: &dyn Clock) -> Polled {
+        let now = clock.now();
+        let mut polled = Polled::default();
+        if now.unix_us >= self.next_cron_us {
+            self.engine.cron(now);
+            self.clients_cron(now);
+            let hz = u64::from(self.engine.core.config.hz.clamp(1, 500));
+            let period_us = 1_000_000 / hz;
+            self.next_cron_us = if self.next_cron_us + period_us <= now.unix_us {
+                now.unix_us + period_us
+            } else {
+                self.next_cron_us + period_us
+            };
+            polled.cron = true;
+        }
+        if self.engine.next_block_deadline().is_some() {
+            self.engine.expire_blocked(now);
+        }
+        self.deliver(clock, false);
+        polled
+    }
+
+    /// How long the shell may sleep, in us, when it would otherwise sleep `wanted_us`: zero
+    /// while the adaptive busy poll spins (see [`BusyPoll`]).
+    pub fn sleep_timeout_us(&mut self, now: Now, wanted_us: u64) -> u64 {
+        if self.has_dirty() || !self.requests.is_empty() {
+            return 0;
+        }
+        self.busy.timeout_us(now.unix_us, wanted_us)
+    }
+
+    /// The shell's wait ended, with readiness events (`worked`) or without.
+    pub fn after_wait(&mut self, now: Now, worked: bool) {
+        let window = u64::from(self.engine.core.config.busy_poll_us);
+        self.busy.after_wait(now.unix_us, worked, window);
+    }
+
+    // ---- Running commands ----
+
+    /// Runs the commands of slot's pending input (after a wakeup, a request, a drained
+    /// output).
+    fn run_buffered(&mut self, slot: usize, clock: &dyn Clock, nested: bool) {
+        let s = self.sessions[slot].as_mut().expect("running a live session");
+        if s.pending_input() == 0 {
+            return;
+        }
+        // The buffer leaves the session for the run (a move, not a copy) so that the decoder
+        // and the output can be borrowed beside it.
+        let input = core::mem::take(&mut s.input);
+        let (start, end) = (s.in_start, s.in_end);
+        let used = self.run_commands(slot, &input[start..end], clock, nested);
+        let s = self.sessions[slot].as_mut().expect("sessions stay while running");
+        s.input = input;
+        s.consume(used);
+    }
+
+    /// Decodes and runs every complete command at the start of `input`, stopping when the
+    /// connection must close, is blocked or waits for a request, or has too much output
+    /// pending. Returns the bytes used. `nested`: run from a delivery (which goes on itself).
+    fn run_commands(&mut self, slot: usize, input: &[u8], clock: &dyn Clock, nested: bool) -> usize {
+        let mut used = 0;
+        loop {
+            let Driver {
+                engine, sessions, ..
+            } = self;
+            let s = sessions[slot].as_mut().expect("running a live session");
+            let h = s.handle;
+            if used >= input.len() || !s.runnable() || engine.is_blocked(h) {
+                return used;
+            }
+            s.decoder.set_limits(limits(engine));
+            let authenticated = engine.clients.get(h).is_some_and(|c| c.authenticated);
+            let frame = match s.decoder.decode(&input[used..], authenticated) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return used,
+                Err(error) => {
+                    error.write_reply(&mut s.out);
+                    s.closing = Closing::AfterReply;
+                    let id = client_id(engine, h);
+                    let notice = match error {
+                        ProtocolError::QueryBufferLimit => Notice::QueryBufferLimit { id },
+                        error => Notice::ProtocolError { id, error },
+                    };
+                    self.notice(notice);
+                    return used;
+                }
+            };
+            used += frame.consumed;
+            let start = clock.now();
+            let protocol = engine.protocol(h);
+            let outcome = engine.execute(
+                h,
+                &frame.argv,
+                start,
+                &mut RespWriter::new(&mut s.out, protocol),
+            );
+            if let Outcome::Sleep(us) = outcome {
+                clock.sleep_us(us);
+            }
+            if self.time_commands {
+                let end = clock.now();
+                let usec = end.unix_us.saturating_sub(start.unix_us);
+                self.engine.command_timed(h, &frame.argv, usec, end);
+            }
+            self.apply_outcome(slot, outcome);
+            self.deliver(clock, nested);
+        }
+    }
+
+    /// Acts on a command's [`Outcome`] (the loop in [`Driver::run_commands`] stops on its own
+    /// when the session may not go on).
+    fn apply_outcome(&mut self, slot: usize, outcome: Outcome) {
+        let s = self.sessions[slot].as_mut().expect("running a live session");
+        let h = s.handle;
+        let request = match outcome {
+            Outcome::Continue | Outcome::Sleep(_) | Outcome::Blocked => return,
+            Outcome::Close => {
+                s.closing = Closing::AfterReply;
+                return;
+            }
+            Outcome::KillClients => {
+                self.close_killed(h);
+                return;
+            }
+            Outcome::Shutdown { save } => Request::Shutdown { save },
+            Outcome::Save { background } => Request::Save { background },
+            Outcome::RewriteConfig => Request::RewriteConfig,
+            Outcome::AclFile { save } => Request::AclFile { save },
+        };
+        s.awaiting = true;
+        self.requests.push_back((h, request));
+    }
+
+    /// Marks the sessions of clients CLIENT KILL (or ACL LOAD) killed for closing: the one
+    /// running (`me`) after its reply, the others after one last write.
+    fn close_killed(&mut self, me: Handle) {
+        for slot in 0..self.sessions.len() {
+            let Some(s) = self.sessions[slot].as_mut() else {
+                continue;
+            };
+            let killed = self
+                .engine
+                .clients
+                .get(s.handle)
+                .is_some_and(|c| c.killed);
+            if !killed || s.closing != Closing::No {
+                continue;
+            }
+            s.closing = if s.handle == me {
+                Closing::AfterReply
+            } else {
+                Closing::AfterWrite
+            };
+            self.mark_dirty(slot);
+        }
+    }
+
+    // ---- Delivery ----
+
+    /// Delivers messages and wakeups until none is left. `nested` (inside a delivery): only
+    /// messages; the outer loop takes the wakeups.
+    fn deliver(&mut self, clock: &dyn Clock, nested: bool) {
+        loop {
+            if self.engine.core.pubsub.has_messages() {
+                self.deliver_messages();
+            }
+            if nested {
+                return;
+            }
+            let woken = self.engine.take_wakeups();
+            if woken.is_empty() {
+                return;
+            }
+            for (h, replies) in woken {
+                let protocol = self.engine.protocol(h);
+                let Some(s) = self.session_mut(h) else {
+                    continue;
+                };
+                let mut sink = RespWriter::new(&mut s.out, protocol);
+                replies.iter().for_each(|r| r.write_to(&mut sink));
+                self.mark_dirty(h.0);
+                self.run_buffered(h.0, clock, true);
+            }
+        }
+    }
+
+    /// Appends the engine's queued messages to their receivers' output, encoded in each
+    /// receiver's protocol. A message goes to its receivers back to back, so it is encoded
+    /// once per protocol and copied.
+    fn deliver_messages(&mut self) {
+        let mut encoded: Option<(Rc<Reply>, Protocol, Vec<u8>)> = None;
+        for (h, msg) in self.engine.take_messages() {
+            let protocol = self.engine.protocol(h);
+            let Some(s) = self.sessions.get_mut(h.0).and_then(Option::as_mut) else {
+                continue;
+            };
+            if s.closing != Closing::No {
+                continue;
+            }
+            match &mut encoded {
+                Some((m, p, bytes)) if Rc::ptr_eq(m, &msg) && *p == protocol => {
+                    s.out.extend_from_slice(bytes);
+                }
+                cached => {
+                    let mut bytes = Vec::new();
+                    msg.write_to(&mut RespWriter::new(&mut bytes, protocol));
+                    s.out.extend_from_slice(&bytes);
+                    *cached = Some((msg, protocol, bytes));
+                }
+            }
+            self.mark_dirty(h.0);
+        }
+    }
+
+    // ---- Limits and the cron ----
+
+    /// After a batch of a connection's commands: its I/O fields, its output limit, and its
+    /// place in the dirty list.
+    fn after_batch(&mut self, slot: usize, now: Now) {
+        if let Some(s) = self.sessions[slot].as_ref() {
+            let (h, io) = (s.handle, s.io_stats());
+            let dirty = s.out_pending() > 0 || s.closing != Closing::No;
+            if let Some(c) = self.engine.clients.get_mut(h) {
+                c.io = io;
+            }
+            if dirty {
+                self.mark_dirty(slot);
+            }
+        }
+        if self.over_output_limit(slot, now) {
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// Closes (silently, as Redis does) a connection whose buffered input passed
+    /// `client-query-buffer-limit` without completing a command it may run.
+    fn check_query_limit(&mut self, slot: usize) {
+        let max = limits(&self.engine).query_buffer_max;
+        let s = self.sessions[slot].as_mut().expect("checked by the caller");
+        if s.pending_input() > max && s.closing == Closing::No {
+            s.closing = Closing::Now;
+            let id = client_id(&self.engine, s.handle);
+            self.notice(Notice::QueryBufferLimit { id });
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// Whether slot's pending output breaks the limit of its class (`pubsub` for a
+    /// subscriber, `normal` otherwise): above the hard limit, or above the soft limit for
+    /// longer than its seconds. Marks the session for closing when it does.
+    fn over_output_limit(&mut self, slot: usize, now: Now) -> bool {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return false;
+        };
+        if s.closing == Closing::Now {
+            return true;
+        }
+        let class = if self.engine.is_subscriber(s.handle) {
+            2
+        } else {
+            0
+        };
+        let limit = self.engine.core.config.client_output_buffer_limit[class];
+        if !breaks(limit, s.out_pending() as u64, &mut s.soft_since_ms, now.ms()) {
+            return false;
+        }
+        s.closing = Closing::Now;
+        let id = client_id(&self.engine, s.handle);
+        self.notice(Notice::OutputLimit { id });
+        true
+    }
+
+    /// The clients part of the cron: idle `timeout` (blocked clients and subscribers are
+    /// exempt, as in Redis), idle buffers, CLIENT LIST's I/O fields.
+    fn clients_cron(&mut self, now: Now) {
+        let timeout_ms = self.engine.core.config.timeout_s.saturating_mul(1000);
+        for slot in 0..self.sessions.len() {
+            let Some(s) = self.sessions[slot].as_mut() else {
+                continue;
+            };
+            s.release_idle_buffers();
+            let h = s.handle;
+            let io = s.io_stats();
+            let Some(c) = self.engine.clients.get_mut(h) else {
+                continue;
+            };
+            c.io = io;
+            let idle_ms = now.ms().saturating_sub(c.last_interaction_ms);
+            if timeout_ms == 0
+                || idle_ms <= timeout_ms
+                || s.closing != Closing::No
+                || self.engine.is_blocked(h)
+                || self.engine.is_subscriber(h)
+            {
+                continue;
+            }
+            s.closing = Closing::Now;
+            let id = client_id(&self.engine, h);
+            self.notice(Notice::IdleTimeout { id });
+            self.mark_dirty(slot);
+        }
+    }
+
+    // ---- Small helpers ----
+
+    fn session_mut(&mut self, h: Handle) -> Option<&mut Session> {
+        self.sessions
+            .get_mut(h.0)
+            .and_then(Option::as_mut)
+            .filter(|s| s.handle == h)
+    }
+
+    fn mark_dirty(&mut self, slot: usize) {
+        if let Some(s) = self.sessions[slot].as_mut() {
+            if !s.dirty {
+                s.dirty = true;
+                self.dirty.push(slot);
+            }
+        }
+    }
+
+    fn notice(&mut self, notice: Notice) {
+        if self.notices.len() < NOTICES_MAX {
+            self.notices.push(notice);
+        }
+    }
+
+    fn note_io(&mut self, s: &Session) {
+        if let Some(c) = self.engine.clients.get_mut(s.handle) {
+            c.io = s.io_stats();
+        }
+    }
+}
+
+/// The decoder limits the configuration gives now (CONFIG SET applies to the next command).
+#[inline]
+fn limits(engine: &Engine) -> Limits {
+    let cfg = &engine.core.config;
+    Limits {
+        bulk_len_max: usize::try_from(cfg.proto_max_bulk_len).unwrap_or(usize::MAX),
+        query_buffer_max: usize::try_from(cfg.client_query_buffer_limit).unwrap_or(usize::MAX),
+    }
+}
+
+fn client_id(engine: &Engine, h: Handle) -> u64 {
+    engine.clients.get(h).map_or(0, |c| c.id)
+}
+
+/// Whether `pending` output bytes break `limit` at `now_ms`; `soft_since_ms` is when the output
+/// was first seen above the soft limit (reset when it falls back below).
+fn breaks(limit: OutputLimit, pending: u64, soft_since_ms: &mut Option<u64>, now_ms: u64) -> bool {
+    if limit.hard_bytes > 0 && pending >= limit.hard_bytes {
+        return true;
+    }
+    if limit.soft_bytes == 0 || pending < limit.soft_bytes {
+        *soft_since_ms = None;
+        return false;
+    }
+    match *soft_since_ms {
+        None => {
+            *soft_since_ms = Some(now_ms);
+            false
+        }
+        Some(since) => now_ms.saturating_sub(since) > limit.soft_s.saturating_mul(1000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_limits_hard_at_once_soft_after_its_seconds() {
+        let limit = OutputLimit {
+            hard_bytes: 100,
+            soft_bytes: 10,
+            soft_s: 2,
+        };
+        let mut since = None;
+        assert!(breaks(limit, 100, &mut since, 0));
+        assert!(!breaks(limit, 50, &mut since, 1_000));
+        assert_eq!(since, Some(1_000));
+        assert!(!breaks(limit, 50, &mut since, 3_000), "exactly its seconds");
+        assert!(breaks(limit, 50, &mut since, 3_001));
+        assert!(!breaks(limit, 5, &mut since, 3_002));
+        assert_eq!(since, None, "below the soft limit the clock stops");
+        let none = OutputLimit {
+            hard_bytes: 0,
+            soft_bytes: 0,
+            soft_s: 0,
+        };
+        assert!(!breaks(none, u64::MAX, &mut since, 0));
+    }
+}

@@ -1,0 +1,262 @@
+//! One connection's state in the driver: its input buffer and decoder, its output buffer, and
+//! how it is closing.
+//!
+//! Input: a connection with nothing pending runs commands straight from the shell's read
+//! buffer and keeps only an incomplete tail; its own buffer (`input[start..end]` pending) is
+//! allocated for the first tail, grows for a command that does not fit, and is freed by the
+//! cron when the client idles with nothing pending, as Redis frees idle query buffers.
+//! Output: replies are encoded straight into `out`; `out[sent..]` is not written yet.
+
+use alloc::vec::Vec;
+use kayvee_engine::client::IoStats;
+use kayvee_engine::Handle;
+use kayvee_resp::{Decoder, Limits};
+
+/// First size of an input buffer (Redis's `PROTO_IOBUF_LEN`).
+pub const INPUT_INITIAL: usize = 16 * 1024;
+
+/// Output above this many pending bytes stops the running of more commands (and the shell's
+/// reading) until it drains.
+pub const OUTPUT_PAUSE: usize = 1024 * 1024;
+
+/// An empty output buffer with more capacity than this is released by the cron.
+const OUTPUT_KEEP: usize = 64 * 1024;
+
+/// How a connection ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Closing {
+    /// Open.
+    No,
+    /// Close once the pending output is written (QUIT, a protocol error, the peer's EOF).
+    AfterReply,
+    /// Close after one more write of what is pending (CLIENT KILL of another client).
+    AfterWrite,
+    /// Close without writing (output limit, idle timeout, query buffer limit).
+    Now,
+}
+
+/// A connection.
+pub(crate) struct Session {
+    /// The engine's handle.
+    pub handle: Handle,
+    /// The request decoder (keeps its argument spans between commands).
+    pub decoder: Decoder,
+    /// The read area; `input[in_start..in_end]` is pending.
+    pub input: Vec<u8>,
+    pub in_start: usize,
+    pub in_end: usize,
+    /// Encoded replies; `out[out_sent..]` is not written yet.
+    pub out: Vec<u8>,
+    pub out_sent: usize,
+    pub closing: Closing,
+    /// A [`crate::Request`] of this connection waits for the shell: its further commands wait.
+    pub awaiting: bool,
+    /// The shell was told to stop reading (output above [`OUTPUT_PAUSE`]).
+    pub read_paused: bool,
+    /// Whether the cron saw no traffic since its last run (for releasing buffers).
+    pub idle_since_cron: bool,
+    /// Since when (unix ms) the pending output has been above the soft output limit.
+    pub soft_since_ms: Option<u64>,
+    /// In the driver's dirty list.
+    pub dirty: bool,
+    /// The busy-poll epoch in which this connection last sent something.
+    pub epoch: u32,
+}
+
+impl Session {
+    /// A new connection with empty buffers (allocated on first use).
+    pub fn new(handle: Handle, limits: Limits) -> Self {
+        Session {
+            handle,
+            decoder: Decoder::new(limits),
+            input: Vec::new(),
+            in_start: 0,
+            in_end: 0,
+            out: Vec::new(),
+            out_sent: 0,
+            closing: Closing::No,
+            awaiting: false,
+            read_paused: false,
+            idle_since_cron: false,
+            soft_since_ms: None,
+            dirty: false,
+            epoch: u32::MAX,
+        }
+    }
+
+    /// Bytes received but not yet consumed.
+    #[inline]
+    pub fn pending_input(&self) -> usize {
+        self.in_end - self.in_start
+    }
+
+    /// Bytes of output not yet written.
+    #[inline]
+    pub fn out_pending(&self) -> usize {
+        self.out.len() - self.out_sent
+    }
+
+    /// Whether commands may run now (the engine's blocking aside).
+    #[inline]
+    pub fn runnable(&self) -> bool {
+        self.closing == Closing::No && !self.awaiting && self.out_pending() <= OUTPUT_PAUSE
+    }
+
+    /// Appends received bytes behind the pending ones: the consumed front is reclaimed first,
+    /// and the buffer at least doubles when it grows.
+    pub fn append(&mut self, data: &[u8]) {
+        if self.in_start > 0 && self.in_end + data.len() > self.input.len() {
+            self.input.copy_within(self.in_start..self.in_end, 0);
+            self.in_end -= self.in_start;
+            self.in_start = 0;
+        }
+        let need = self.in_end + data.len();
+        if need > self.input.len() {
+            let len = need.max(self.input.len() * 2).max(INPUT_INITIAL);
+            self.input.resize(len, 0);
+        }
+        self.input[self.in_end..need].copy_from_slice(data);
+        self.in_end = need;
+    }
+
+    /// Keeps `rest` (an incomplete command run from the shell's buffer) as the pending input.
+    /// Only called with nothing pending.
+    pub fn stash(&mut self, rest: &[u8]) {
+        debug_assert_eq!(self.pending_input(), 0);
+        self.in_start = 0;
+        self.in_end = 0;
+        if !rest.is_empty() {
+            self.append(rest);
+        }
+    }
+
+    /// Marks `n` pending input bytes as used (rewinding to the start when none is left).
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        self.in_start += n;
+        debug_assert!(self.in_start <= self.in_end);
+        if self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+    }
+
+    /// Marks `n` output bytes as written; the written front is dropped when all is written,
+    /// or when it is most of a large buffer (a reader that keeps up only partly: the buffer's
+    /// memory follows the pending bytes, not everything ever queued).
+    pub fn written(&mut self, n: usize) {
+        self.out_sent = (self.out_sent + n).min(self.out.len());
+        if self.out_sent == self.out.len() {
+            self.out.clear();
+            self.out_sent = 0;
+        } else if self.out_sent >= OUTPUT_KEEP && self.out_sent * 2 >= self.out.len() {
+            self.out.drain(..self.out_sent);
+            self.out_sent = 0;
+        }
+    }
+
+    /// Buffer sizes for `CLIENT LIST`.
+    pub fn io_stats(&self) -> IoStats {
+        IoStats {
+            qbuf: self.pending_input(),
+            qbuf_free: self.input.len() - self.in_end,
+            obl: self.out_pending(),
+            omem: self.out.capacity(),
+            tot_mem: self.input.capacity() + self.out.capacity() + core::mem::size_of::<Self>(),
+        }
+    }
+
+    /// Releases the buffers of a client idle since the last cron with nothing pending (10,000
+    /// idle clients should not keep 16 KiB each).
+    pub fn release_idle_buffers(&mut self) {
+        if self.idle_since_cron && self.pending_input() == 0 && !self.input.is_empty() {
+            self.input = Vec::new();
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+        if self.out_pending() == 0 && self.out.capacity() > OUTPUT_KEEP {
+            self.out = Vec::new();
+            self.out_sent = 0;
+        }
+        self.idle_since_cron = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Session {
+        Session::new(Handle(0), Limits::default())
+    }
+
+    #[test]
+    fn append_grows_and_reclaims_the_consumed_front() {
+        let mut s = session();
+        s.append(b"PING\r\n");
+        assert_eq!(s.input.len(), INPUT_INITIAL);
+        assert_eq!(&s.input[s.in_start..s.in_end], b"PING\r\n");
+        s.consume(6);
+        assert_eq!((s.in_start, s.in_end), (0, 0));
+        s.append(&[b'x'; 100]);
+        s.consume(60);
+        s.append(&[b'y'; INPUT_INITIAL - 50]);
+        // The consumed 60 bytes were reclaimed before the buffer had to grow.
+        assert_eq!(s.in_start, 0);
+        assert_eq!(s.input.len(), INPUT_INITIAL);
+        assert_eq!(s.pending_input(), 40 + INPUT_INITIAL - 50);
+        s.append(&[b'z'; 20]);
+        assert_eq!(s.input.len(), 2 * INPUT_INITIAL);
+        assert_eq!(s.input[s.in_end - 1], b'z');
+    }
+
+    #[test]
+    fn stash_keeps_only_the_tail() {
+        let mut s = session();
+        s.stash(b"");
+        assert!(s.input.is_empty(), "no buffer for nothing");
+        s.stash(b"*1\r\n$4\r\nPI");
+        assert_eq!(&s.input[..s.in_end], b"*1\r\n$4\r\nPI");
+    }
+
+    #[test]
+    fn written_output_is_dropped_and_large_fronts_are_reclaimed() {
+        let mut s = session();
+        s.out.extend_from_slice(b"+PONG\r\n");
+        s.written(7);
+        assert_eq!((s.out.len(), s.out_sent), (0, 0));
+        s.out = alloc::vec![b'a'; 4 * OUTPUT_KEEP];
+        s.written(OUTPUT_KEEP);
+        assert_eq!(s.out_sent, OUTPUT_KEEP, "a quarter written: kept");
+        s.written(OUTPUT_KEEP);
+        assert_eq!((s.out.len(), s.out_sent), (2 * OUTPUT_KEEP, 0));
+        assert_eq!(s.out_pending(), 2 * OUTPUT_KEEP);
+    }
+
+    #[test]
+    fn idle_buffers_are_released_on_the_second_cron() {
+        let mut s = session();
+        s.append(b"x");
+        s.consume(1);
+        s.idle_since_cron = false;
+        s.release_idle_buffers();
+        assert_eq!(s.input.len(), INPUT_INITIAL, "active since the last cron");
+        s.release_idle_buffers();
+        assert!(s.input.is_empty());
+        assert_eq!(s.io_stats().qbuf, 0);
+    }
+
+    #[test]
+    fn runnable_follows_closing_awaiting_and_the_output_mark() {
+        let mut s = session();
+        assert!(s.runnable());
+        s.out = alloc::vec![0; OUTPUT_PAUSE + 1];
+        assert!(!s.runnable());
+        s.written(OUTPUT_PAUSE + 1);
+        s.awaiting = true;
+        assert!(!s.runnable());
+        s.awaiting = false;
+        s.closing = Closing::AfterReply;
+        assert!(!s.runnable());
+    }
+}

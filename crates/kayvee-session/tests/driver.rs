@@ -1,0 +1,365 @@
+//! The driver without sockets: bytes in, bytes and closes out, with a clock the test moves.
+
+use kayvee_engine::{ConnInfo, Engine, Handle, Now, Transport};
+use kayvee_session::{Answer, Clock, Driver, Flushed, Notice, Request};
+use std::cell::Cell;
+
+const T0_US: u64 = 1_700_000_000_000_000;
+
+/// A clock the test moves; DEBUG SLEEP moves it too.
+struct TestClock(Cell<u64>);
+
+impl Clock for TestClock {
+    fn now(&self) -> Now {
+        Now {
+            unix_us: self.0.get(),
+        }
+    }
+    fn sleep_us(&self, us: u64) {
+        self.0.set(self.0.get() + us);
+    }
+}
+
+struct Rig {
+    driver: Driver,
+    clock: TestClock,
+    next_port: u16,
+}
+
+impl Rig {
+    fn new() -> Self {
+        let mut engine = Engine::new(Default::default(), 7, Now { unix_us: T0_US });
+        engine.core.host.storage = true;
+        Rig {
+            driver: Driver::new(engine),
+            clock: TestClock(Cell::new(T0_US)),
+            next_port: 40000,
+        }
+    }
+
+    fn connect(&mut self) -> Handle {
+        self.next_port += 1;
+        let info = ConnInfo {
+            transport: Transport::Tcp {
+                addr: format!("127.0.0.1:{}", self.next_port),
+                laddr: "127.0.0.1:6379".into(),
+            },
+            fd: i64::from(self.next_port),
+        };
+        self.driver.connect(info, self.clock.now()).unwrap()
+    }
+
+    fn send(&mut self, h: Handle, bytes: &[u8]) {
+        assert!(self.driver.wants_input(h), "the driver wants input");
+        self.driver.receive(h, bytes, &self.clock);
+    }
+
+    /// Writes every dirty connection whole; returns what each got and how each flush ended.
+    fn write_all(&mut self) -> Vec<(Handle, Vec<u8>, Flushed)> {
+        let mut dirty = Vec::new();
+        self.driver.take_dirty(&mut dirty);
+        let mut got = Vec::new();
+        for h in dirty {
+            let mut bytes = Vec::new();
+            let flushed = self
+                .driver
+                .flush(h, &self.clock, |b: &[u8]| {
+                    bytes.extend_from_slice(b);
+                    Ok::<usize, ()>(b.len())
+                })
+                .unwrap();
+            got.push((h, bytes, flushed));
+        }
+        got
+    }
+
+    /// What `h` got in one write pass (empty when it was not dirty).
+    fn output_of(&mut self, h: Handle) -> String {
+        let all = self.write_all();
+        let mine = all.iter().find(|(x, ..)| *x == h);
+        mine.map(|(_, b, _)| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+fn cmd(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+#[test]
+fn commands_split_across_reads_and_pipelined_run_in_order() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    let mut bytes = cmd(&["SET", "k", "v"]);
+    bytes.extend(cmd(&["GET", "k"]));
+    bytes.extend_from_slice(b"PING\r\n");
+    let (first, rest) = bytes.split_at(7);
+    rig.send(a, first);
+    assert_eq!(rig.output_of(a), "", "nothing complete yet");
+    rig.send(a, rest);
+    assert_eq!(rig.output_of(a), "+OK\r\n$1\r\nv\r\n+PONG\r\n");
+}
+
+#[test]
+fn a_woken_client_gets_its_reply_then_runs_what_it_pipelined() {
+    let mut rig = Rig::new();
+    let (a, b) = (rig.connect(), rig.connect());
+    let mut pipeline = cmd(&["BLPOP", "q", "0"]);
+    pipeline.extend(cmd(&["LLEN", "q"]));
+    pipeline.extend(cmd(&["ECHO", "after"]));
+    rig.send(a, &pipeline);
+    assert_eq!(rig.output_of(a), "", "blocked: the rest waits");
+    rig.send(b, &cmd(&["RPUSH", "q", "x", "y"]));
+    let out = rig.write_all();
+    let text = |h: Handle| {
+        let (_, bytes, _) = out.iter().find(|(x, ..)| *x == h).unwrap();
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    assert_eq!(text(b), ":2\r\n");
+    assert_eq!(
+        text(a),
+        "*2\r\n$1\r\nq\r\n$1\r\nx\r\n:1\r\n$5\r\nafter\r\n"
+    );
+}
+
+#[test]
+fn a_blocked_client_times_out_at_its_deadline() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.driver.poll(&rig.clock); // the first cron
+    rig.send(a, &cmd(&["BLPOP", "q", "0.5"]));
+    let mut polls = 0;
+    let mut got = String::new();
+    while got.is_empty() {
+        let due = rig.driver.poll_at();
+        assert!(due <= T0_US + 501_000, "{due}");
+        rig.clock.0.set(due);
+        rig.driver.poll(&rig.clock);
+        got = rig.output_of(a);
+        polls += 1;
+        assert!(polls < 10);
+    }
+    assert_eq!(got, "*-1\r\n");
+    assert!(rig.clock.now().unix_us > T0_US + 500_000, "not before its deadline");
+}
+
+#[test]
+fn publish_fans_out_to_every_subscriber_in_its_protocol() {
+    let mut rig = Rig::new();
+    let (s2, s3, p) = (rig.connect(), rig.connect(), rig.connect());
+    rig.send(s2, &cmd(&["SUBSCRIBE", "ch"]));
+    rig.send(s3, &cmd(&["HELLO", "3"]));
+    rig.send(s3, &cmd(&["SUBSCRIBE", "ch"]));
+    rig.write_all();
+    rig.send(p, &cmd(&["PUBLISH", "ch", "hi"]));
+    let out = rig.write_all();
+    let text = |h: Handle| {
+        let (_, bytes, _) = out.iter().find(|(x, ..)| *x == h).unwrap();
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    assert_eq!(text(p), ":2\r\n");
+    assert_eq!(text(s2), "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n");
+    assert_eq!(text(s3), ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n");
+}
+
+#[test]
+fn keyspace_notifications_reach_other_connections() {
+    let mut rig = Rig::new();
+    let (sub, w) = (rig.connect(), rig.connect());
+    rig.send(w, &cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]));
+    rig.send(sub, &cmd(&["SUBSCRIBE", "__keyevent@0__:set"]));
+    rig.write_all();
+    rig.send(w, &cmd(&["SET", "k", "v"]));
+    let out = rig.output_of(sub);
+    assert_eq!(
+        out,
+        "*3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@0__:set\r\n$1\r\nk\r\n"
+    );
+}
+
+#[test]
+fn quit_answers_then_closes_once_written() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    let mut bytes = cmd(&["QUIT"]);
+    bytes.extend(cmd(&["PING"]));
+    rig.send(a, &bytes);
+    let out = rig.write_all();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, b"+OK\r\n", "nothing after QUIT runs");
+    assert_eq!(out[0].2, Flushed::Close);
+    assert!(!rig.driver.wants_input(a));
+    rig.driver.close(a);
+    assert_eq!(rig.driver.engine().clients.len(), 0);
+}
+
+#[test]
+fn client_kill_closes_the_other_after_one_write() {
+    let mut rig = Rig::new();
+    let (a, victim) = (rig.connect(), rig.connect());
+    rig.send(victim, &cmd(&["CLIENT", "ID"]));
+    let id_reply = rig.output_of(victim);
+    let id = id_reply.trim_start_matches(':').trim_end();
+    rig.send(a, &cmd(&["CLIENT", "KILL", "ID", id]));
+    let out = rig.write_all();
+    let (_, bytes, f) = out.iter().find(|(h, ..)| *h == a).unwrap();
+    assert_eq!((bytes.as_slice(), *f), (&b":1\r\n"[..], Flushed::Open));
+    let (_, _, f) = out.iter().find(|(h, ..)| *h == victim).unwrap();
+    assert_eq!(*f, Flushed::Close);
+    assert!(!rig.driver.wants_input(victim));
+}
+
+#[test]
+fn protocol_errors_get_redis_bytes_then_close() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(a, b"PING\r\n*x\r\n");
+    let out = rig.write_all();
+    assert_eq!(
+        String::from_utf8_lossy(&out[0].1),
+        "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n"
+    );
+    assert_eq!(out[0].2, Flushed::Close);
+    assert!(matches!(
+        rig.driver.take_notices().as_slice(),
+        [Notice::ProtocolError { .. }]
+    ));
+}
+
+#[test]
+fn config_set_limits_apply_to_the_next_command() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(a, &cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]));
+    assert_eq!(rig.output_of(a), "+OK\r\n");
+    rig.send(a, b"*2\r\n$3\r\nGET\r\n$2000000\r\n");
+    let out = rig.write_all();
+    assert_eq!(
+        String::from_utf8_lossy(&out[0].1),
+        "-ERR Protocol error: invalid bulk length\r\n"
+    );
+    assert_eq!(out[0].2, Flushed::Close);
+}
+
+#[test]
+fn the_output_limit_closes_a_subscriber_that_does_not_read() {
+    let mut rig = Rig::new();
+    let (sub, p) = (rig.connect(), rig.connect());
+    rig.send(
+        p,
+        &cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 1000 0 0",
+        ]),
+    );
+    rig.send(sub, &cmd(&["SUBSCRIBE", "ch"]));
+    rig.write_all();
+    let payload = "x".repeat(600);
+    rig.send(p, &cmd(&["PUBLISH", "ch", &payload]));
+    rig.send(p, &cmd(&["PUBLISH", "ch", &payload]));
+    // The subscriber's socket takes nothing: its output passes the hard limit.
+    let mut dirty = Vec::new();
+    rig.driver.take_dirty(&mut dirty);
+    assert!(dirty.contains(&sub));
+    let f = rig
+        .driver
+        .flush(sub, &rig.clock, |_: &[u8]| Ok::<usize, ()>(0))
+        .unwrap();
+    assert_eq!(f, Flushed::Close);
+    assert!(rig
+        .driver
+        .take_notices()
+        .contains(&Notice::OutputLimit { id: 1 }));
+}
+
+#[test]
+fn output_above_the_pause_mark_holds_further_commands_until_written() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    let big = "v".repeat(600 * 1024);
+    rig.send(a, &cmd(&["SET", "big", &big]));
+    rig.write_all();
+    let mut pipeline = cmd(&["GET", "big"]);
+    pipeline.extend(cmd(&["GET", "big"]));
+    pipeline.extend(cmd(&["PING"]));
+    rig.send(a, &pipeline);
+    assert!(!rig.driver.wants_input(a), "two big replies: over the mark");
+    let mut dirty = Vec::new();
+    rig.driver.take_dirty(&mut dirty);
+    let mut first = Vec::new();
+    let f = rig
+        .driver
+        .flush(a, &rig.clock, |b: &[u8]| {
+            first.extend_from_slice(b);
+            Ok::<usize, ()>(b.len())
+        })
+        .unwrap();
+    assert_eq!(f, Flushed::ReadAgain);
+    assert!(!String::from_utf8_lossy(&first).contains("PONG"));
+    assert_eq!(rig.output_of(a), "+PONG\r\n", "the held command ran");
+}
+
+#[test]
+fn shell_requests_hold_the_pipeline_until_completed() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    let mut bytes = cmd(&["SAVE"]);
+    bytes.extend(cmd(&["PING"]));
+    rig.send(a, &bytes);
+    assert_eq!(
+        rig.driver.next_request(),
+        Some((a, Request::Save { background: false }))
+    );
+    assert_eq!(rig.output_of(a), "");
+    rig.driver.complete(a, Answer::Error("ERR".into()), &rig.clock);
+    assert_eq!(rig.output_of(a), "-ERR\r\n+PONG\r\n");
+    assert_eq!(rig.driver.next_request(), None);
+}
+
+#[test]
+fn debug_sleep_is_timed_and_slowlogged() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(a, &cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "100000"]));
+    rig.send(a, &cmd(&["DEBUG", "SLEEP", "0.2"]));
+    rig.send(a, &cmd(&["SLOWLOG", "LEN"]));
+    assert_eq!(rig.output_of(a), "+OK\r\n+OK\r\n:1\r\n");
+    assert_eq!(rig.clock.now().unix_us, T0_US + 200_000);
+}
+
+#[test]
+fn idle_clients_time_out_but_subscribers_do_not() {
+    let mut rig = Rig::new();
+    let (idle, sub) = (rig.connect(), rig.connect());
+    rig.send(idle, &cmd(&["CONFIG", "SET", "timeout", "1"]));
+    rig.send(sub, &cmd(&["SUBSCRIBE", "ch"]));
+    rig.write_all();
+    rig.clock.0.set(T0_US + 2_500_000);
+    assert!(rig.driver.poll(&rig.clock).cron);
+    let out = rig.write_all();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].2), (idle, Flushed::Close));
+    assert!(rig.driver.wants_input(sub));
+}
+
+#[test]
+fn the_query_buffer_limit_closes_without_a_reply() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(
+        a,
+        &cmd(&["CONFIG", "SET", "client-query-buffer-limit", "1048576"]),
+    );
+    rig.write_all();
+    rig.send(a, b"*2\r\n$3\r\nSET\r\n$2000000\r\n");
+    rig.send(a, &vec![b'x'; 1_100_000]);
+    let out = rig.write_all();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].1.len(), out[0].2), (0, Flushed::Close));
+}

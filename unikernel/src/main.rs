@@ -94,7 +94,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");
-    server::run(&mut engine, &clock, &args)
+    server::run(engine, &clock, &args)
 }
 
 /// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt`).

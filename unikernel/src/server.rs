@@ -15,13 +15,14 @@
 //! received frame (a burst of SYNs must find listeners), and reuses sockets once closed.
 
 use crate::cmdline::{Args, Idle};
-use crate::conn::{Conn, Event};
+use crate::conn;
 use crate::net::{self, NetDevice};
 use crate::time::Clock;
 use crate::{exit, heap, println};
 use alloc::vec;
 use alloc::vec::Vec;
-use kayvee_engine::{ConnInfo, Engine, Now, Transport};
+use kayvee_engine::{ConnInfo, Engine, Handle, Transport};
+use kayvee_session::{Clock as _, Driver, Flushed};
 use smoltcp::iface::{
     Config as IfaceConfig, Interface, PollIngressSingleResult, SocketHandle, SocketSet,
 };
@@ -74,10 +75,10 @@ const HALT_MAX_US: u64 = 1_000_000;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
 
-/// A TCP socket of the pool and the connection on it, if any.
+/// A TCP socket of the pool and the client connected on it, if any.
 struct Slot {
     socket: SocketHandle,
-    conn: Option<Conn>,
+    client: Option<Handle>,
     /// The server closed this connection (QUIT, CLIENT KILL, protocol error, peer gone): the
     /// client is disconnected from the engine already while the socket finishes its TCP close;
     /// no new connection may attach to it until it listens again.
@@ -96,6 +97,8 @@ struct Pool {
     free: Vec<usize>,
     /// Upper bound on sockets (maxclients + the listeners).
     sockets_max: usize,
+    /// The pool slot of each client, by its handle's slot.
+    slot_of: Vec<usize>,
 }
 
 impl Pool {
@@ -146,7 +149,7 @@ impl Pool {
         let socket = sockets.add(sock);
         self.slots.push(Slot {
             socket,
-            conn: None,
+            client: None,
             retired: false,
         });
         Some(self.slots.len() - 1)
@@ -154,7 +157,8 @@ impl Pool {
 }
 
 /// Brings up the network and serves clients until SHUTDOWN.
-pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
+pub fn run(engine: Engine, clock: &Clock, args: &Args) -> ! {
+    let mut driver = Driver::new(engine);
     let (addr, transport) = match net::probe_mmio(&args.virtio_mmio) {
         Some((addr, t)) => (NicAt::Mmio(addr, !args.virtio_mmio.is_empty()), t),
         None if !args.virtio_mmio.is_empty() => {
@@ -194,14 +198,15 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     if let (Some(IpCidr::Ipv4(cidr)), Some(gw)) = (iface.ip_addrs().first(), gateway) {
         dev.announce(cidr.address(), gw);
     }
-    let port = engine.core.config.port;
+    let port = driver.engine().core.config.port;
     let mut pool = Pool {
         port,
         slots: Vec::new(),
         listening: Vec::new(),
         active: Vec::new(),
         free: Vec::new(),
-        sockets_max: engine.core.config.maxclients as usize + LISTENERS_MIN,
+        sockets_max: driver.engine().core.config.maxclients as usize + LISTENERS_MIN,
+        slot_of: Vec::new(),
     };
     pool.refill(&mut sockets, LISTENERS_LOW);
     crate::boottime::stamp("listeners");
@@ -211,7 +216,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         crate::boottime::report(tsc_hz)
     }));
     // The first cron round waits one period: its code is not on the way to the first answer.
-    let mut next_cron_us = clock.uptime_us() + 1_000_000 / u64::from(engine.core.config.hz.max(1));
+    let hz = u64::from(driver.engine().core.config.hz.max(1));
+    driver.defer_cron(clock.now().unix_us + 1_000_000 / hz);
     let mut next_stats_us = 0u64;
     let mut last_us = clock.uptime_us();
     let mut last_rx_us = last_us;
@@ -226,7 +232,8 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     // Wired at the first idle halt: the I/O APIC probing is not on the way to the first answer.
     let mut nic_irq: Option<bool> = None;
     let mut halts = 0u64;
-    engine.core.host.counters = vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
+    driver.engine_mut().core.host.counters =
+        vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
     loop {
         let start_us = clock.uptime_us();
         if start_us - last_us > 200_000 {
@@ -258,19 +265,18 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
         if let Some(h) = dhcp {
             let _ = poll_dhcp(&mut iface, &mut sockets, h);
         }
-        engine.core.host.used_memory = heap::used_bytes();
-        if let [(_, irqs), (_, halted)] = engine.core.host.counters.as_mut_slice() {
+        let host = &mut driver.engine_mut().core.host;
+        host.used_memory = heap::used_bytes();
+        if let [(_, irqs), (_, halted)] = host.counters.as_mut_slice() {
             *irqs = crate::arch::idt::NIC_IRQS.load(core::sync::atomic::Ordering::Relaxed);
             *halted = halts;
         }
-        if engine.next_block_deadline().is_some() {
-            engine.expire_blocked(Now {
-                unix_us: clock.unix_us(),
-            });
-            deliver_wakeups(&mut pool, engine);
+        read_connections(&mut pool, &mut sockets, &mut driver, clock);
+        carry_out_requests(&mut driver, clock);
+        if clock.now().unix_us >= driver.poll_at() {
+            driver.poll(clock);
         }
-        service_connections(&mut pool, &mut sockets, engine, clock);
-        deliver_wakeups(&mut pool, engine);
+        write_connections(&mut pool, &mut sockets, &mut driver, clock);
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
         dev.kick();
         let up = clock.uptime_us();
@@ -291,7 +297,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
                 println!(
                     "  active slot {a}: {} conn={} recvq={} sendq={} remote={:?}",
                     sk.state(),
-                    pool.slots[a].conn.is_some(),
+                    pool.slots[a].client.is_some(),
                     sk.recv_queue(),
                     sk.send_queue(),
                     sk.remote_endpoint()
@@ -299,12 +305,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             }
             next_stats_us = up + 2_000_000;
         }
-        if up >= next_cron_us {
-            engine.cron(Now {
-                unix_us: clock.unix_us(),
-            });
-            next_cron_us = up + 1_000_000 / u64::from(engine.core.config.hz.max(1));
-        }
+        let engine = driver.engine();
         if !answered && engine.core.stats.total_commands_processed > 0 {
             // The boot report's last phase: "ready" to the first reply handed to smoltcp.
             answered = true;
@@ -328,7 +329,7 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
             if up - last_busy_us >= spell
                 && *nic_irq.get_or_insert_with(|| wire_nic_interrupt(mmio_base, args))
             {
-                let wake = next_wake_us(up, next_cron_us, engine, clock, &mut iface, &sockets);
+                let wake = next_wake_us(up, &driver, clock, &mut iface, &sockets);
                 if wake > up && halt_until_interrupt(&mut dev, wake - up) {
                     halts += 1;
                     last_us = clock.uptime_us();
@@ -343,23 +344,18 @@ pub fn run(engine: &mut Engine, clock: &Clock, args: &Args) -> ! {
     }
 }
 
-/// The uptime (us) by which the loop must run again: the engine cron, a blocked client's
-/// (or CLIENT PAUSE's) deadline, smoltcp's next timer (TCP retransmit, delayed ACK, DHCP), the
-/// clock's next refinement; at most [`HALT_MAX_US`] ahead.
+/// The uptime (us) by which the loop must run again: the driver's (the engine cron, a blocked
+/// client's or CLIENT PAUSE's deadline), smoltcp's next timer (TCP retransmit, delayed ACK,
+/// DHCP), the clock's next refinement; at most [`HALT_MAX_US`] ahead.
 fn next_wake_us(
     up: u64,
-    next_cron_us: u64,
-    engine: &Engine,
+    driver: &Driver,
     clock: &Clock,
     iface: &mut Interface,
     sockets: &SocketSet<'_>,
 ) -> u64 {
-    let mut at = next_cron_us.min(up + HALT_MAX_US);
-    if let Some(ms) = engine.next_block_deadline() {
-        // A deadline is due once the clock's milliseconds are past it.
-        let unix = clock.unix_us();
-        at = at.min(up + ((ms + 1) * 1000).saturating_sub(unix));
-    }
+    let due_in = driver.poll_at().saturating_sub(clock.unix_us());
+    let mut at = up + due_in.min(HALT_MAX_US);
     if let Some(t) = iface.poll_at(Instant::from_micros(up as i64), sockets) {
         at = at.min(t.total_micros().max(0) as u64);
     }
@@ -574,37 +570,24 @@ fn poll_dhcp(
     }
 }
 
-/// Runs every active connection once; attaches new ones, detaches and recycles closed ones.
-/// Wakeups a connection's commands cause are delivered at once, so a woken client's reply
-/// goes out before the commands it pipelined behind the blocking one run.
-fn service_connections(
+/// Reads every active connection into the driver (its commands run at once); attaches new
+/// connections, detaches and recycles closed sockets.
+fn read_connections(
     pool: &mut Pool,
     sockets: &mut SocketSet<'_>,
-    engine: &mut Engine,
+    driver: &mut Driver,
     clock: &Clock,
 ) {
-    let mut kill = false;
     let mut i = 0;
     while i < pool.active.len() {
         let s = pool.active[i];
-        let event = service_slot(&mut pool.slots[s], s, sockets, engine, clock);
-        match event {
-            Event::None => {}
-            Event::KillClients => kill = true,
-            Event::Shutdown => {
-                println!(
-                    "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
-                );
-                exit::success()
-            }
-        }
-        deliver_wakeups(pool, engine);
+        read_slot(pool, s, sockets, driver, clock);
         let slot = &mut pool.slots[s];
         let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
         match sock.state() {
             tcp::State::Closed | tcp::State::TimeWait => {
-                if let Some(conn) = slot.conn.take() {
-                    engine.disconnect(conn.client);
+                if let Some(h) = slot.client.take() {
+                    driver.close(h); // the peer reset or the close completed
                 }
                 if sock.state() == tcp::State::Closed {
                     slot.retired = false;
@@ -622,72 +605,109 @@ fn service_connections(
         }
         i += 1;
     }
-    if kill {
-        close_killed(pool, engine);
-    }
 }
 
-/// Attaches, runs and (once it is done) retires the connection on one slot.
-fn service_slot(
-    slot: &mut Slot,
+/// Attaches a new connection on pool slot `s`, then hands the driver what it received.
+fn read_slot(
+    pool: &mut Pool,
     s: usize,
     sockets: &mut SocketSet<'_>,
-    engine: &mut Engine,
+    driver: &mut Driver,
     clock: &Clock,
-) -> Event {
+) {
+    let slot = &mut pool.slots[s];
     let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
-    if slot.conn.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
+    if slot.client.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
         sock.close(); // the peer connected and left without a word
     }
-    if slot.conn.is_none() && !slot.retired && sock.may_recv() {
-        slot.conn = Some(Conn::new(register(engine, sock, s, clock)));
+    if slot.client.is_none() && !slot.retired && sock.may_recv() {
+        match register(driver, sock, s, clock) {
+            Ok(h) => {
+                if pool.slot_of.len() <= h.0 {
+                    pool.slot_of.resize(h.0 + 1, usize::MAX);
+                }
+                pool.slot_of[h.0] = s;
+                slot.client = Some(h);
+            }
+            Err(refusal) => {
+                let _ = sock.send_slice(refusal.as_bytes());
+                sock.close();
+                slot.retired = true;
+            }
+        }
         if DEBUG_STATS {
             println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
         }
     }
-    let Some(conn) = slot.conn.as_mut() else {
-        return Event::None;
+    let Some(h) = slot.client else {
+        return;
     };
-    let event = conn.service(sock, engine, clock);
-    if !sock.may_recv() && !conn.closing {
-        conn.closing = true; // the peer closed its side
-        sock.close();
+    conn::read(sock, driver, h, clock);
+    if sock.can_send() {
+        driver.writable(h); // output the socket could not take before
     }
-    if conn.finished() {
-        // Closed by the server with everything sent: the client is gone now (a blocked
-        // client stops counting at once), whatever the peer does with its half.
-        engine.disconnect(conn.client);
-        slot.conn = None;
-        slot.retired = true;
-        if DEBUG_STATS {
-            println!("kayvee: retired slot {s} ({})", sock.state());
-        }
-    }
-    event
 }
 
-/// Gives woken (served or timed out) blocked clients their replies; their pipelined commands
-/// run on the next round, which may wake others in turn.
-fn deliver_wakeups(pool: &mut Pool, engine: &mut Engine) {
-    for (h, replies) in engine.take_wakeups() {
-        let protocol = engine.protocol(h);
-        let found = pool.active.iter().find_map(|&s| {
-            let conn = pool.slots[s].conn.as_ref()?;
-            (conn.client == h).then_some(s)
-        });
-        if let Some(conn) = found.and_then(|s| pool.slots[s].conn.as_mut()) {
-            conn.deliver(&replies, protocol);
+/// Carries out what commands asked of the shell (SHUTDOWN stops the machine).
+fn carry_out_requests(driver: &mut Driver, clock: &Clock) {
+    while let Some((h, request)) = driver.next_request() {
+        match conn::answer(driver, request, clock.now()) {
+            Some(answer) => driver.complete(h, answer, clock),
+            None => {
+                println!(
+                    "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
+                );
+                exit::success()
+            }
         }
     }
 }
 
-/// Registers a new connection with the engine.
+/// Hands every connection's output to its socket; closes those the driver is done with (the
+/// client is gone from the engine at once, whatever the peer does with its half).
+fn write_connections(
+    pool: &mut Pool,
+    sockets: &mut SocketSet<'_>,
+    driver: &mut Driver,
+    clock: &Clock,
+) {
+    let mut dirty = Vec::new();
+    while driver.has_dirty() {
+        driver.take_dirty(&mut dirty);
+        for h in dirty.drain(..) {
+            let Some(&s) = pool.slot_of.get(h.0) else {
+                continue;
+            };
+            let slot = &mut pool.slots[s];
+            if slot.client != Some(h) {
+                continue;
+            }
+            let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+            match conn::write(sock, driver, h, clock) {
+                Flushed::Open => {}
+                Flushed::ReadAgain => conn::read(sock, driver, h, clock),
+                Flushed::Close => {
+                    sock.close();
+                    driver.close(h);
+                    slot.client = None;
+                    slot.retired = true;
+                    if DEBUG_STATS {
+                        println!("kayvee: retired slot {s} ({})", sock.state());
+                    }
+                }
+            }
+        }
+        carry_out_requests(driver, clock);
+    }
+}
+
+/// Registers a new connection with the driver, or gives the bytes it is refused with.
 fn register(
-    engine: &mut Engine,
+    driver: &mut Driver,
     sock: &tcp::Socket<'_>,
     slot: usize,
     clock: &Clock,
-) -> kayvee_engine::Handle {
+) -> Result<Handle, &'static str> {
     let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(endpoint_text).unwrap_or_default();
     let conn = ConnInfo {
         transport: Transport::Tcp {
@@ -696,21 +716,5 @@ fn register(
         },
         fd: slot as i64 + 8,
     };
-    engine.connect(
-        conn,
-        Now {
-            unix_us: clock.unix_us(),
-        },
-    )
-}
-
-/// Marks the connections of killed clients for closing.
-fn close_killed(pool: &mut Pool, engine: &Engine) {
-    for &s in &pool.active {
-        if let Some(conn) = pool.slots[s].conn.as_mut() {
-            if engine.clients.get(conn.client).is_some_and(|c| c.killed) {
-                conn.closing = true;
-            }
-        }
-    }
+    driver.connect(conn, clock.now())
 }

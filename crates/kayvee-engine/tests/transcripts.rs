@@ -25,18 +25,32 @@
 //!   tested before the string commands exist.
 //! - `#` starts a comment; blank lines are ignored.
 
-use kayvee_engine::{
-    util::glob_match, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplySink,
-    ReplyTree, Transport, Value,
-};
+use kayvee_engine::{util::glob_match, ConnInfo, Engine, Handle, Now, Reply, Transport, Value};
+use kayvee_session::{Clock, Driver, Flushed};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write;
 
+/// The runner's clock: moved by `@time` and `@advance` (and DEBUG SLEEP), still otherwise, so
+/// every command takes 0 us.
+struct StillClock(Cell<u64>);
+
+impl Clock for StillClock {
+    fn now(&self) -> Now {
+        Now::from_ms(self.0.get())
+    }
+    fn sleep_us(&self, us: u64) {
+        self.0.set(self.0.get() + us / 1000);
+    }
+}
+
+/// The engine behind the connection driver every shell uses (kayvee-session), fed bytes as a
+/// socket would; replies are parsed back from the bytes each connection got.
 struct Runner {
-    engine: Engine,
+    driver: Driver,
+    clock: StillClock,
     clients: HashMap<String, Handle>,
     current: Handle,
-    now_ms: u64,
     /// Replies woken clients got, not yet checked by `@woken`.
     woken: HashMap<Handle, Vec<String>>,
 }
@@ -44,50 +58,75 @@ struct Runner {
 impl Runner {
     fn new() -> Self {
         let now_ms = 1_700_000_000_000;
-        let mut engine = Engine::new(Default::default(), 42, Now::from_ms(now_ms));
-        let current = engine.connect(conn(1), Now::from_ms(now_ms));
+        let engine = Engine::new(Default::default(), 42, Now::from_ms(now_ms));
+        let mut driver = Driver::new(engine);
+        let current = driver.connect(conn(1), Now::from_ms(now_ms)).unwrap();
         let mut clients = HashMap::new();
         clients.insert("default".to_string(), current);
         Runner {
-            engine,
+            driver,
+            clock: StillClock(Cell::new(now_ms)),
             clients,
             current,
-            now_ms,
             woken: HashMap::new(),
         }
     }
 
-    fn run(&mut self, args: &[Vec<u8>]) -> Vec<String> {
-        let argv = ArgvBuf::from_args(args);
-        let proto = self.engine.protocol(self.current);
-        let mut tree = ReplyTree::new(proto);
-        self.engine.execute(
-            self.current,
-            &argv.argv(),
-            Now::from_ms(self.now_ms),
-            &mut tree,
-        );
-        // As the shells do: every command reports its duration (0 µs here), so SLOWLOG with
-        // `slowlog-log-slower-than 0` logs it.
-        let now = Now::from_ms(self.now_ms);
-        self.engine
-            .command_timed(self.current, &argv.argv(), 0, now);
-        let resp3 = tree.protocol() == Protocol::Resp3;
-        let lines = render_all(tree.take(), resp3);
-        self.collect_wakeups();
-        lines
+    fn engine(&mut self) -> &mut Engine {
+        self.driver.engine_mut()
     }
 
-    /// Moves the engine's wakeup replies into `woken`, rendered.
-    fn collect_wakeups(&mut self) {
-        for (h, replies) in self.engine.take_wakeups() {
-            let resp3 = self.engine.protocol(h) == Protocol::Resp3;
-            let lines = render_all(replies, resp3);
-            self.woken.entry(h).or_default().extend(lines);
+    fn now_ms(&self) -> u64 {
+        self.clock.0.get()
+    }
+
+    /// Sends one command as a multibulk request; returns the reply lines the current client
+    /// got, and keeps what the others got for `@woken`.
+    fn run(&mut self, args: &[Vec<u8>]) -> Vec<String> {
+        let mut bytes = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            bytes.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            bytes.extend_from_slice(a);
+            bytes.extend_from_slice(b"\r\n");
         }
-        for (h, message) in self.engine.take_messages() {
-            let resp3 = self.engine.protocol(h) == Protocol::Resp3;
-            let lines = render_all(vec![(*message).clone()], resp3);
+        let h = self.current;
+        if self.driver.wants_input(h) {
+            self.driver.receive(h, &bytes, &self.clock);
+        }
+        let mut mine = self.collect_output();
+        mine.remove(&h).unwrap_or_default()
+    }
+
+    /// Takes every connection's output, rendered; the current client's is returned, the
+    /// others' go to `woken`.
+    fn collect_output(&mut self) -> HashMap<Handle, Vec<String>> {
+        let mut dirty = Vec::new();
+        self.driver.take_dirty(&mut dirty);
+        let mut got = HashMap::new();
+        for h in dirty {
+            let mut bytes = Vec::new();
+            let flushed = self.driver.flush(h, &self.clock, |b: &[u8]| {
+                bytes.extend_from_slice(b);
+                Ok::<usize, ()>(b.len())
+            });
+            let lines = render_bytes(&bytes);
+            if h == self.current {
+                got.insert(h, lines);
+            } else {
+                self.woken.entry(h).or_default().extend(lines);
+            }
+            if flushed == Ok(Flushed::Close) {
+                // QUIT, CLIENT KILL: the shell closes the socket; the name stays for the file.
+                self.driver.close(h);
+            }
+        }
+        got
+    }
+
+    /// Moves the output every client got (wakeups, messages) into `woken`.
+    fn collect_wakeups(&mut self) {
+        let current = self.collect_output();
+        for (h, lines) in current {
             self.woken.entry(h).or_default().extend(lines);
         }
     }
@@ -107,20 +146,23 @@ impl Runner {
                 args.len()
             ));
         };
-        let db = self.engine.clients.get(self.current).map_or(0, |c| c.db);
+        let current = self.current;
+        let now_ms = self.now_ms();
+        let engine = self.engine();
+        let db = engine.clients.get(current).map_or(0, |c| c.db);
         let value = Value::Str(kayvee_pds::SmallBytes::from_slice(value));
-        self.engine.core.dbs[db].set(key, value, self.now_ms, false);
+        engine.core.dbs[db].set(key, value, now_ms, false);
         Ok(())
     }
 
     fn switch(&mut self, name: &str) {
         let n = self.clients.len() as i64 + 1;
-        let now = Now::from_ms(self.now_ms);
-        let engine = &mut self.engine;
+        let now = Now::from_ms(self.now_ms());
+        let driver = &mut self.driver;
         self.current = *self
             .clients
             .entry(name.to_string())
-            .or_insert_with(|| engine.connect(conn(n), now));
+            .or_insert_with(|| driver.connect(conn(n), now).unwrap());
     }
 }
 
@@ -134,12 +176,16 @@ fn conn(n: i64) -> ConnInfo {
     }
 }
 
-/// Renders replies as the client's protocol shows them.
-fn render_all(replies: Vec<Reply>, resp3: bool) -> Vec<String> {
+/// Renders the replies in `bytes` as the wire shows them.
+fn render_bytes(mut bytes: &[u8]) -> Vec<String> {
     let mut lines = Vec::new();
-    for r in replies {
-        let r = if resp3 { r } else { to_resp2(r) };
-        render(&r, &mut lines);
+    while !bytes.is_empty() {
+        let Ok(Some((reply, used))) = kayvee_resp::parse_reply(bytes) else {
+            lines.push(format!("(unparsable: {})", escape(bytes)));
+            break;
+        };
+        render(&reply, &mut lines);
+        bytes = &bytes[used..];
     }
     lines
 }
@@ -156,26 +202,6 @@ fn escape(b: &[u8]) -> String {
         }
     }
     s
-}
-
-/// The reply as a RESP2 client receives it (RESP3-only types downgraded as the codec does).
-fn to_resp2(r: Reply) -> Reply {
-    match r {
-        Reply::Map(pairs) => Reply::Array(
-            pairs
-                .into_iter()
-                .flat_map(|(k, v)| [to_resp2(k), to_resp2(v)])
-                .collect(),
-        ),
-        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
-            Reply::Array(items.into_iter().map(to_resp2).collect())
-        }
-        Reply::Verbatim(_, text) => Reply::Bulk(text),
-        Reply::Boolean(b) => Reply::Int(b as i64),
-        Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
-        Reply::Double(d) => Reply::Bulk(g17(d).into_bytes()),
-        other => other,
-    }
 }
 
 /// A double as the codec sends it (`%.17g`, as Redis 7.0).
@@ -312,15 +338,17 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
                 ));
             }
         } else if let Some(ms) = line.strip_prefix("@time ") {
-            r.now_ms = ms
+            let ms = ms
                 .trim()
                 .parse()
                 .map_err(|_| format!("line {lineno}: bad @time"))?;
+            r.clock.0.set(ms);
         } else if let Some(ms) = line.strip_prefix("@advance ") {
-            r.now_ms += ms
+            let ms = ms
                 .trim()
                 .parse::<u64>()
                 .map_err(|_| format!("line {lineno}: bad @advance"))?;
+            r.clock.0.set(r.now_ms() + ms);
         } else if let Some(name) = line.strip_prefix("@client ") {
             flush(&mut pending, &pending_cmd, lineno)?;
             r.switch(name.trim());
@@ -328,7 +356,7 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
             r.set(&split_args(rest))
                 .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if line == "@cron" {
-            r.engine.cron(Now::from_ms(r.now_ms));
+            r.driver.cron(&r.clock);
             r.collect_wakeups();
         } else if let Some(name) = line.strip_prefix("@disconnect ") {
             flush(&mut pending, &pending_cmd, lineno)?;
@@ -336,9 +364,9 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
                 .clients
                 .remove(name.trim())
                 .ok_or(format!("line {lineno}: no client {name}"))?;
-            r.engine.disconnect(h);
+            r.driver.close(h);
         } else if line == "@expire" {
-            r.engine.expire_blocked(Now::from_ms(r.now_ms));
+            r.driver.expire_blocked(&r.clock);
             r.collect_wakeups();
         } else if let Some(name) = line.strip_prefix("@woken ") {
             flush(&mut pending, &pending_cmd, lineno)?;
@@ -382,5 +410,4 @@ fn transcripts() {
         failures.join("\n")
     );
     assert!(total > 0);
-    let _ = Protocol::Resp2;
 }

@@ -2,10 +2,9 @@
 //! lines), reread by ACL LOAD and written by ACL SAVE. The engine parses and renders the text;
 //! this module only does the file I/O, with redis-server 7.0.15's messages.
 
-use crate::conn::Conn;
-use crate::server::{os_error_text, write_atomically};
-use kayvee_engine::{Engine, ReplySink};
-use kayvee_resp::RespWriter;
+use crate::requests::{os_error_text, write_atomically};
+use kayvee_engine::Engine;
+use kayvee_session::Answer;
 use tracing::warn;
 
 /// Reads the ACL file, as Redis words a failure to open it.
@@ -36,33 +35,24 @@ pub fn load_at_startup(engine: &mut Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// ACL LOAD (`save` false) or ACL SAVE after the engine asked for it: does the file work and
-/// sends the reply. True when clients were marked for closing (ACL LOAD).
-pub fn acl_file_command(engine: &mut Engine, conn: &mut Conn, save: bool) -> bool {
+/// ACL LOAD (`save` false) or ACL SAVE after the engine asked for it: does the file work
+/// and gives the reply (the driver closes the clients ACL LOAD logged out).
+pub fn acl_file_command(engine: &mut Engine, save: bool) -> Answer {
     let path = engine.acl_file().unwrap_or_default();
-    let result =
-        if save {
-            write_atomically(&path, &engine.acl_save_text()).map(|_| false).map_err(|e| {
+    let result = if save {
+        write_atomically(&path, &engine.acl_save_text()).map_err(|e| {
             warn!("Opening temp ACL file for ACL SAVE: {}", os_error_text(&e));
             "ERR There was an error trying to save the ACLs. Please check the server logs for \
              more information"
                 .to_string()
         })
-        } else {
-            read(&path)
-                .and_then(|text| engine.acl_load(&text))
-                .map_err(|e| format!("ERR {e}"))
-        };
-    let mut sink = RespWriter::new(&mut conn.out, engine.protocol(conn.handle));
+    } else {
+        read(&path)
+            .and_then(|text| engine.acl_load(&text).map(|_| ()))
+            .map_err(|e| format!("ERR {e}"))
+    };
     match result {
-        Ok(killed) => {
-            sink.ok();
-            killed
-        }
-        Err(text) => {
-            engine.core.stats.count_error(&text);
-            sink.error(&text);
-            false
-        }
+        Ok(()) => Answer::Ok,
+        Err(text) => Answer::Error(text),
     }
 }

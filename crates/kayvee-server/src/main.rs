@@ -9,11 +9,12 @@ mod acl;
 mod alloc;
 mod aof;
 mod config;
-mod conn;
+mod durability;
 mod host;
 mod log;
 mod net;
 mod persist;
+mod requests;
 mod server;
 
 use anyhow::Context;
@@ -94,8 +95,8 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     };
     info!("Running mode=standalone, port={port}.");
     let mut server = server::Server::bind(engine).context("Failed listening")?;
-    server.set_loading(load);
-    server.aof = aof;
+    server.files.loading = load;
+    server.files.aof = aof;
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);
     }

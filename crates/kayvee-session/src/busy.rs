@@ -116,7 +116,11 @@ mod tests {
         assert_eq!(b.timeout_us(20, 1000), 0);
         assert_eq!(b.timeout_us(60, 1000), 1000, "the window is over");
         b.after_wait(30, true, 50);
-        assert_eq!(b.timeout_us(40, 1000), 0, "work found in the spin: spin again");
+        assert_eq!(
+            b.timeout_us(40, 1000),
+            0,
+            "work found in the spin: spin again"
+        );
     }
 
     #[test]

@@ -118,6 +118,10 @@ pub enum Notice {
     },
 }
 
+/// The part of a client's pending output the output limits do not count: Redis's static
+/// reply buffer (`PROTO_REPLY_CHUNK_BYTES`), which its limits never see.
+const REPLY_BUFFER_STATIC: usize = 16 * 1024;
+
 /// Notices kept for a shell that does not drain them.
 const NOTICES_MAX: usize = 256;
 
@@ -243,7 +247,9 @@ impl Driver {
         if s.pending_input() == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
-            let s = self.sessions[slot].as_mut().expect("sessions stay while running");
+            let s = self.sessions[slot]
+                .as_mut()
+                .expect("sessions stay while running");
             s.stash(&data[used..]);
         } else {
             s.append(data);
@@ -260,6 +266,16 @@ impl Driver {
                 s.closing = Closing::AfterReply;
             }
             self.mark_dirty(h.0);
+        }
+    }
+
+    /// The socket of connection `h` can take bytes again: it is flushed in the next write pass
+    /// if it has output pending.
+    pub fn writable(&mut self, h: Handle) {
+        if let Some(s) = self.session_mut(h) {
+            if s.out_pending() > 0 || s.closing != Closing::No {
+                self.mark_dirty(h.0);
+            }
         }
     }
 
@@ -362,6 +378,12 @@ impl Driver {
 
     // ---- Time ----
 
+    /// Delays the first (or next) cron to `unix_us` (a booting unikernel keeps its code off
+    /// the way to the first answer).
+    pub fn defer_cron(&mut self, unix_us: u64) {
+        self.next_cron_us = unix_us;
+    }
+
     /// When (unix us) [`Driver::poll`] must run next: the cron at `hz`, or just past the
     /// earliest blocked client's (or CLIENT PAUSE's) deadline.
     pub fn poll_at(&self) -> u64 {
@@ -379,8 +401,7 @@ impl Driver {
         let now = clock.now();
         let mut polled = Polled::default();
         if now.unix_us >= self.next_cron_us {
-            self.engine.cron(now);
-            self.clients_cron(now);
+            self.cron(clock);
             let hz = u64::from(self.engine.core.config.hz.clamp(1, 500));
             let period_us = 1_000_000 / hz;
             self.next_cron_us = if self.next_cron_us + period_us <= now.unix_us {
@@ -390,11 +411,25 @@ impl Driver {
             };
             polled.cron = true;
         }
+        self.expire_blocked(clock);
+        polled
+    }
+
+    /// The cron, now (whether due or not): the engine's (active expiry, eviction, blocked
+    /// clients' timeouts), then idle clients, buffers and CLIENT LIST's I/O fields.
+    pub fn cron(&mut self, clock: &dyn Clock) {
+        let now = clock.now();
+        self.engine.cron(now);
+        self.clients_cron(now);
+        self.deliver(clock, false);
+    }
+
+    /// Answers the blocked clients (and CLIENT PAUSE's held commands) whose deadline passed.
+    pub fn expire_blocked(&mut self, clock: &dyn Clock) {
         if self.engine.next_block_deadline().is_some() {
-            self.engine.expire_blocked(now);
+            self.engine.expire_blocked(clock.now());
         }
         self.deliver(clock, false);
-        polled
     }
 
     /// How long the shell may sleep, in us, when it would otherwise sleep `wanted_us`: zero
@@ -417,7 +452,9 @@ impl Driver {
     /// Runs the commands of slot's pending input (after a wakeup, a request, a drained
     /// output).
     fn run_buffered(&mut self, slot: usize, clock: &dyn Clock, nested: bool) {
-        let s = self.sessions[slot].as_mut().expect("running a live session");
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("running a live session");
         if s.pending_input() == 0 {
             return;
         }
@@ -426,7 +463,9 @@ impl Driver {
         let input = core::mem::take(&mut s.input);
         let (start, end) = (s.in_start, s.in_end);
         let used = self.run_commands(slot, &input[start..end], clock, nested);
-        let s = self.sessions[slot].as_mut().expect("sessions stay while running");
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("sessions stay while running");
         s.input = input;
         s.consume(used);
     }
@@ -434,7 +473,13 @@ impl Driver {
     /// Decodes and runs every complete command at the start of `input`, stopping when the
     /// connection must close, is blocked or waits for a request, or has too much output
     /// pending. Returns the bytes used. `nested`: run from a delivery (which goes on itself).
-    fn run_commands(&mut self, slot: usize, input: &[u8], clock: &dyn Clock, nested: bool) -> usize {
+    fn run_commands(
+        &mut self,
+        slot: usize,
+        input: &[u8],
+        clock: &dyn Clock,
+        nested: bool,
+    ) -> usize {
         let mut used = 0;
         loop {
             let Driver {
@@ -446,7 +491,9 @@ impl Driver {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
-            let authenticated = engine.clients.get(h).is_some_and(|c| c.authenticated);
+            // Redis's `authRequired`: the tighter limits apply only while a password is set.
+            let authenticated = !engine.core.acl.auth_required()
+                || engine.clients.get(h).is_some_and(|c| c.authenticated);
             let frame = match s.decoder.decode(&input[used..], authenticated) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return used,
@@ -487,7 +534,9 @@ impl Driver {
     /// Acts on a command's [`Outcome`] (the loop in [`Driver::run_commands`] stops on its own
     /// when the session may not go on).
     fn apply_outcome(&mut self, slot: usize, outcome: Outcome) {
-        let s = self.sessions[slot].as_mut().expect("running a live session");
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("running a live session");
         let h = s.handle;
         let request = match outcome {
             Outcome::Continue | Outcome::Sleep(_) | Outcome::Blocked => return,
@@ -515,11 +564,7 @@ impl Driver {
             let Some(s) = self.sessions[slot].as_mut() else {
                 continue;
             };
-            let killed = self
-                .engine
-                .clients
-                .get(s.handle)
-                .is_some_and(|c| c.killed);
+            let killed = self.engine.clients.get(s.handle).is_some_and(|c| c.killed);
             if !killed || s.closing != Closing::No {
                 continue;
             }
@@ -638,7 +683,9 @@ impl Driver {
             0
         };
         let limit = self.engine.core.config.client_output_buffer_limit[class];
-        if !breaks(limit, s.out_pending() as u64, &mut s.soft_since_ms, now.ms()) {
+        // Redis counts only what overflows a client's static reply buffer.
+        let counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
+        if !breaks(limit, counted, &mut s.soft_since_ms, now.ms()) {
             return false;
         }
         s.closing = Closing::Now;

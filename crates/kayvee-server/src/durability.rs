@@ -1,0 +1,196 @@
+//! What the server keeps on disk besides the sockets' work: the background save (BGSAVE and
+//! save points), the append-only file with its group commit and rewrites (BGREWRITEAOF, also
+//! with the AOF off), and the startup load. The event loop calls in at fixed points: before
+//! any reply is written ([`Durability::flush_aof`]), after each pass
+//! ([`Durability::after_pass`]) and at the cron ([`Durability::cron`]).
+
+use kayvee_engine::{Engine, Now};
+use std::io;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tracing::warn;
+
+/// The files' state.
+#[derive(Default)]
+pub struct Durability {
+    /// The background save under way (BGSAVE, save points).
+    bgsave: Option<crate::persist::BgSave>,
+    /// The append-only file, when on.
+    pub aof: Option<crate::aof::Aof>,
+    /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
+    detached_rewrite: Option<(JoinHandle<io::Result<u64>>, Instant)>,
+    /// The startup load, while it runs.
+    pub loading: Option<crate::persist::StartupLoad>,
+}
+
+impl Durability {
+    /// Writes (and under `always` fsyncs) what the engine propagated: called before any reply
+    /// of the pass goes out (group commit).
+    #[inline]
+    pub fn flush_aof(&mut self, engine: &mut Engine) {
+        if let Some(aof) = self.aof.as_mut() {
+            if aof.needs_flush(engine) {
+                aof.flush(engine);
+            }
+        }
+    }
+
+    /// BGSAVE: starts the background save of an O(1) snapshot (reported to the engine).
+    pub fn start_bgsave(&mut self, engine: &mut Engine, now: Now) {
+        engine.save_started(true, now);
+        match crate::persist::BgSave::start(engine, now) {
+            Ok(bg) => self.bgsave = Some(bg),
+            Err(e) => {
+                warn!("Can't start the background save: {e}");
+                engine.save_finished(false, true, now);
+            }
+        }
+    }
+
+    /// Waits for the running background save, if any, and reports it to the engine.
+    pub fn wait_bgsave(&mut self, engine: &mut Engine, now: Now) {
+        if let Some(bg) = self.bgsave.take() {
+            bg.finish(engine, now);
+        }
+    }
+
+    /// The cron part: a finished background save is reported and the one a save point or
+    /// BGSAVE SCHEDULE asks for starts; the AOF's own cron (everysec, rewrites) runs.
+    pub fn cron(&mut self, engine: &mut Engine, now: Now) {
+        if self
+            .bgsave
+            .as_ref()
+            .is_some_and(crate::persist::BgSave::is_finished)
+        {
+            self.wait_bgsave(engine, now);
+        }
+        if self.bgsave.is_none() && engine.take_due_save(now) {
+            match crate::persist::BgSave::start(engine, now) {
+                Ok(bg) => self.bgsave = Some(bg),
+                Err(e) => {
+                    warn!("Can't start the background save: {e}");
+                    engine.save_finished(false, true, now);
+                }
+            }
+        }
+        if let Some(aof) = self.aof.as_mut() {
+            aof.cron(engine, now);
+        }
+        self.after_pass(engine, now);
+    }
+
+    /// Acts on the AOF requests of the last commands: BGREWRITEAOF (after the running
+    /// BGSAVE), CONFIG SET appendonly.
+    pub fn after_pass(&mut self, engine: &mut Engine, now: Now) {
+        let s = &engine.core.aof.status;
+        if s.rewrite_scheduled && self.bgsave.is_none() {
+            engine.core.aof.status.rewrite_requested = true;
+        }
+        if engine.core.aof.status.rewrite_requested {
+            match self.aof.as_mut() {
+                Some(aof) if !aof.rewriting() => aof.start_rewrite(engine, now),
+                Some(_) => {}
+                None => self.start_detached_rewrite(engine, now),
+            }
+        }
+        if self.detached_finished() {
+            self.finish_detached_rewrite(engine);
+        }
+        let wanted = engine.core.config.appendonly;
+        if wanted && self.aof.is_none() {
+            while self.detached_rewrite.is_some() {
+                std::thread::sleep(Duration::from_millis(2));
+                if self.detached_finished() {
+                    self.finish_detached_rewrite(engine);
+                }
+            }
+            match crate::aof::Aof::open(engine, now, false) {
+                Ok((aof, _)) => self.aof = Some(aof),
+                Err(e) => {
+                    warn!("Can't turn the append only file on: {e}");
+                    engine.core.config.appendonly = false;
+                }
+            }
+        } else if !wanted {
+            if let Some(aof) = self.aof.take() {
+                aof.close(engine, now);
+            }
+        }
+    }
+
+    /// Reports the startup load's progress; when it is done, installs the data or fails.
+    pub fn loading_cron(&mut self, engine: &mut Engine, now: Now) -> io::Result<()> {
+        let done = match &self.loading {
+            Some(load) => load.poll(engine),
+            None => return Ok(()),
+        };
+        if done {
+            let load = self.loading.take().expect("checked above");
+            load.finish(engine, now).map_err(|e| {
+                warn!("{e}");
+                io::Error::other(e.to_string())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The end: the last AOF write and fsync.
+    pub fn close(&mut self, engine: &mut Engine, now: Now) {
+        if let Some(aof) = self.aof.take() {
+            aof.close(engine, now);
+        }
+    }
+
+    fn detached_finished(&self) -> bool {
+        self.detached_rewrite
+            .as_ref()
+            .is_some_and(|(t, _)| t.is_finished())
+    }
+
+    /// BGREWRITEAOF with the AOF off: a base and a manifest on a thread (see
+    /// [`crate::aof::rewrite_detached`]).
+    fn start_detached_rewrite(&mut self, engine: &mut Engine, now: Now) {
+        let s = &mut engine.core.aof.status;
+        s.rewrite_requested = false;
+        s.rewrite_scheduled = false;
+        if self.detached_rewrite.is_some() {
+            return;
+        }
+        match crate::aof::rewrite_detached(engine, now) {
+            Ok(t) => {
+                engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                self.detached_rewrite = Some((t, Instant::now()));
+            }
+            Err(e) => {
+                warn!("Can't rewrite append only file in background: {e}");
+                engine.core.aof.status.last_bgrewrite_ok = false;
+            }
+        }
+    }
+
+    /// Reports the end of a detached rewrite to the engine.
+    fn finish_detached_rewrite(&mut self, engine: &mut Engine) {
+        let Some((t, started)) = self.detached_rewrite.take() else {
+            return;
+        };
+        let result = t
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
+        let s = &mut engine.core.aof.status;
+        s.rewrite_started_ms = None;
+        s.last_rewrite_time_s = started.elapsed().as_secs() as i64;
+        match result {
+            Ok(_) => {
+                tracing::info!("Background AOF rewrite finished successfully");
+                s.last_bgrewrite_ok = true;
+                s.rewrites += 1;
+                s.consecutive_failures = 0;
+            }
+            Err(e) => {
+                warn!("Background AOF rewrite failed: {e}");
+                s.last_bgrewrite_ok = false;
+                s.consecutive_failures += 1;
+            }
+        }
+    }
+}

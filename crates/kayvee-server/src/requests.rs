@@ -1,0 +1,102 @@
+//! The file work commands ask of the shell ([`kayvee_session::Request`]): SAVE and BGSAVE,
+//! SHUTDOWN's final save, CONFIG REWRITE and the ACL file, each answered with Redis's reply.
+
+use crate::durability::Durability;
+use kayvee_engine::{Engine, Now};
+use kayvee_session::Answer;
+use std::io::{self, Write};
+use tracing::warn;
+
+/// SAVE: writes the snapshot now; `+OK` or `-ERR` (the reason goes to the log).
+pub fn save(engine: &mut Engine, now: Now) -> Answer {
+    match crate::persist::save_sync(engine, now) {
+        Ok(()) => Answer::Ok,
+        Err(_) => Answer::Error("ERR".into()),
+    }
+}
+
+/// SHUTDOWN: saves first when asked (after the running background save, so an older
+/// snapshot cannot land last). `Err` carries the reply when the save failed: the shutdown is
+/// cancelled, as in Redis.
+pub fn shutdown(
+    engine: &mut Engine,
+    files: &mut Durability,
+    save: Option<bool>,
+    now: Now,
+) -> Result<(), Answer> {
+    warn!("User requested shutdown...");
+    let save = save.unwrap_or(!engine.core.config.save.is_empty());
+    if !save {
+        return Ok(());
+    }
+    files.wait_bgsave(engine, now);
+    warn!("Saving the final RDB snapshot before exiting.");
+    if crate::persist::save_sync(engine, now).is_ok() {
+        return Ok(());
+    }
+    warn!("Error trying to save the DB, can't exit.");
+    engine.core.shutting_down = false;
+    Err(Answer::Error(
+        "ERR Errors trying to SHUTDOWN. Check logs.".into(),
+    ))
+}
+
+/// CONFIG REWRITE: the engine renders the file's text, this writes it.
+pub fn rewrite_config(engine: &mut Engine) -> Answer {
+    let result = match engine.rewrite_config() {
+        Ok((path, text)) => write_atomically(&path, &text)
+            .map_err(|e| format!("ERR Rewriting config file: {}", os_error_text(&e))),
+        Err(e) => Err(e.to_string()),
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!("CONFIG REWRITE executed with success.");
+            Answer::Ok
+        }
+        Err(text) => {
+            warn!("CONFIG REWRITE failed: {text}");
+            Answer::Error(text)
+        }
+    }
+}
+
+/// Replaces `path` with `text` atomically: a temporary file beside it, fsync, rename.
+pub fn write_atomically(path: &str, text: &str) -> io::Result<()> {
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// An OS error as `strerror` words it (`Permission denied`), without Rust's `(os error 13)`.
+pub fn os_error_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_files_are_replaced_whole_and_errors_read_like_strerror() {
+        let path = std::env::temp_dir().join(format!("kv-rewrite-{}.conf", std::process::id()));
+        let p = path.to_str().unwrap();
+        std::fs::write(p, "port 1\nold line\n").unwrap();
+        write_atomically(p, "port 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(p).unwrap(), "port 2\n");
+        std::fs::remove_file(p).unwrap();
+        let e = write_atomically("/nonexistent-dir/k.conf", "x").unwrap_err();
+        assert_eq!(os_error_text(&e), "No such file or directory");
+    }
+}

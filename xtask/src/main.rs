@@ -32,7 +32,7 @@ tasks:
                    redis-benchmark SET/GET, 8 clients, -P 1 and -P 16: the unikernel under TCG
                    through the port forward, then redis-server on the host
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
-                   (PCI) boot, then the differential/clients/blocking suites against it
+                   (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
                    heap-exhaustion checks
   vm-compare [--quick] [--accel tcg|kvm] [--report]

@@ -1050,12 +1050,26 @@ fn nic_interrupt_test(image: &std::path::Path) -> Result<(), String> {
 /// Differential seeds run against the image (the Linux server runs 20).
 const UK_DIFF_SEEDS: &str = "10";
 
-/// Runs the end-to-end suites of the tests crate (differential against redis-server, real
-/// clients, blocking commands) against the image: `KAYVEE_TARGET=unikernel` makes
-/// `Server::kayvee` boot it under QEMU TCG behind the port forward.
+/// The end-to-end suites of the tests crate that need no file system: they run against the
+/// image as they run against kayvee-server (tests that need one skip themselves).
+const UK_SUITES: [&str; 8] = [
+    "differential",
+    "clients",
+    "blocking",
+    "pubsub",
+    "tracking",
+    "notify",
+    "eviction",
+    "acl",
+];
+
+/// Runs the end-to-end suites of the tests crate ([`UK_SUITES`]: differential against
+/// redis-server, real clients, blocking commands, pub/sub, tracking, keyspace notifications,
+/// eviction, ACL) against the image: `KAYVEE_TARGET=unikernel` makes `Server::kayvee` boot it
+/// under QEMU TCG behind the port forward.
 fn run_suites(image: &std::path::Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let suites = ["differential", "clients", "blocking"];
+    let suites = UK_SUITES;
     eprintln!("uk-test: end-to-end suites against the image: {suites:?} (KAYVEE_TARGET=unikernel)");
     let mut cmd = Command::new(cargo);
     cmd.current_dir(super::root())

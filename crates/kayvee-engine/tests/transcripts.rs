@@ -1,5 +1,8 @@
 //! Transcript tests at the engine boundary: every `tests/transcripts/*.txt` file is a script of
-//! commands and the replies they must produce, run against a fresh engine.
+//! commands and the replies they must produce, run against a fresh engine behind the connection
+//! driver every shell uses (`kayvee-session`): each command goes in as RESP bytes, and each
+//! client's replies are parsed back from the bytes it got, so delivery (wakeups, messages) and
+//! closing follow the shells' order.
 //!
 //! Format (one directive per line):
 //! - `> ARG ARG ...` runs a command. Arguments split on spaces; `"..."` quotes an argument
@@ -10,7 +13,7 @@
 //!   numbers. Every `>` must be followed by exactly the lines its reply renders to.
 //!   Replies render as the wire shows them in the protocol the reply was encoded for: in RESP2
 //!   a map is a flat `*2N` array, a set or push an array, a verbatim string a bulk `$text`,
-//!   a boolean `:1`/`:0`, a big number a bulk string.
+//!   a boolean `:1`/`:0`, a big number a bulk string; in RESP3 every null is `(nil)`.
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
 //! - `@client NAME` switches to (and creates on first use) another client connection.

@@ -134,10 +134,14 @@ fn recurse(depth: u64) -> u64 {
 }
 
 /// Applies the Redis directives from the command line over the defaults (the unikernel's own
-/// `busy-poll-us`, see [`server::BUSY_POLL_US`]); any bad one stops the boot.
+/// `busy-poll-us`, see [`server::BUSY_POLL_US`], and `protected-mode no`: the image has no
+/// loopback interface, every client comes through the network, so Redis's default would
+/// refuse them all; `protected-mode=yes` on the command line turns it back on); any bad one
+/// stops the boot.
 fn build_config(pairs: &[(String, String)]) -> Config {
     let mut config = Config {
         busy_poll_us: server::BUSY_POLL_US,
+        protected_mode: false,
         ..Config::default()
     };
     for (name, value) in pairs {

@@ -32,7 +32,6 @@ pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
-pub mod xenstore;
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The snapshot benchmark of issue 7, side by side: redis-server 7.0.15 (BGSAVE forks) and
+"""The snapshot benchmark, side by side: redis-server 7.0.15 (BGSAVE forks) and
 kayvee-server (BGSAVE serializes a persistent snapshot on a thread, no fork).
 
 For each server: load KEYS keys of 100 bytes (`key:%012d`, the names redis-benchmark's

@@ -2,7 +2,7 @@
  *
  * Same workloads and output line as src/main.rs (xs-bench), but every request goes through Xen's
  * own client library (xs_open(0), which honours XENSTORED_PATH), so daemons can be compared the
- * way the issue asks: "measured the same way with a libxenstore client".
+ * way real Xen tools see them: through the library every toolstack uses.
  *
  *   cc -O2 -o libxs-bench libxs-bench.c -lxenstore
  *   XENSTORED_PATH=/path/socket ./libxs-bench --label L --workload 7.1|7.1-create|7.3 \

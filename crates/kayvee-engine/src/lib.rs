@@ -32,7 +32,6 @@ pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
-pub mod xenstore;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -678,7 +677,8 @@ impl Engine {
         self.core.stats.total_commands_processed += 1;
         match result {
             // An approximation of Redis's per-key `dirty` count: one per successful write
-            // command. The persistence issue refines it where save points need precision.
+            // command, where Redis counts changed keys (so a multi-key write moves save points
+            // less than in Redis).
             Ok(()) if spec.has(command::flags::WRITE) => self.core.stats.dirty += 1,
             Ok(()) => {}
             Err(e) => {

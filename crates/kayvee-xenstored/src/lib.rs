@@ -1,4 +1,4 @@
-//! kayvee-xenstored: the Linux shell around the engine's Xenstore state machine. Options as
+//! kayvee-xenstored: the Linux shell around the Xenstore store (`kayvee-xenstore`). Options as
 //! Xen's xenstored takes them ([`options`]), a byte-transport-independent protocol session
 //! per connection ([`session`]), and a mio event loop on the Unix socket ([`server`]).
 

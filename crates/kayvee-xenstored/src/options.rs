@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use kayvee_engine::xenstore::control::quota_set;
-use kayvee_engine::xenstore::{ConflictPolicy, XsConfig};
+use kayvee_xenstore::control::quota_set;
+use kayvee_xenstore::{ConflictPolicy, XsConfig};
 
 /// Parsed options.
 #[derive(Clone, Debug, Default)]

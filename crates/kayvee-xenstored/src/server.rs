@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 
-use kayvee_engine::xenstore::{ConnId, Xenstored};
-use kayvee_engine::Now;
+use kayvee_xenstore::Now;
+use kayvee_xenstore::{ConnId, Xenstored};
 
 use crate::options::Options;
 use crate::session::{Session, Sessions};
@@ -23,14 +23,12 @@ const READ_BUF: usize = 16384;
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
 
-/// The current time for the engine.
+/// The current time for the store.
 fn now() -> Now {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    Now {
-        unix_us: d.as_micros() as u64,
-    }
+    Now::from_ms(d.as_millis() as u64)
 }
 
 /// Bind the socket as cxenstored does: create the directory, unlink, bind, chmod 0600.
@@ -47,7 +45,7 @@ pub fn bind(path: &Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// The daemon: engine, sockets and sessions.
+/// The daemon: store, sockets and sessions.
 pub struct Server {
     xs: Xenstored,
     poll: Poll,
@@ -63,12 +61,12 @@ pub struct Server {
     rbuf: Vec<u8>,
     trace: Option<File>,
     verbose: bool,
-    /// Where the engine's log lines (memory-quota reports) go.
+    /// Where the store's log lines (memory-quota reports) go.
     syslog: Syslog,
 }
 
 impl Server {
-    /// Bind the socket and build the engine from the options.
+    /// Bind the socket and build the store from the options.
     pub fn new(opts: &Options) -> io::Result<Self> {
         let mut listener = bind(&opts.socket)?;
         let poll = Poll::new()?;
@@ -126,7 +124,7 @@ impl Server {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
                     // The lowest free slot: ids are reused once a connection is gone (its
-                    // engine state went with it).
+                    // store state went with it).
                     let id = self.sessions.free_id();
                     let token = Token(id as usize);
                     self.poll

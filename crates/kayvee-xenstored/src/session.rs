@@ -1,11 +1,11 @@
 //! One client session, independent of its byte transport (Unix socket today, a Xen shared
-//! ring later): bytes in, decoded requests run on the engine, reply bytes out.
+//! ring later): bytes in, decoded requests run on the store, reply bytes out.
 
 use std::collections::VecDeque;
 use std::ops::Index;
 
-use kayvee_engine::xenstore::{ConnId, Op, Xenstored};
-use kayvee_engine::Now;
+use kayvee_xenstore::Now;
+use kayvee_xenstore::{ConnId, Op, Xenstored};
 use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder, MsgType};
 
 /// Protocol state of one connection.
@@ -16,7 +16,7 @@ pub struct Session {
     pub out: Vec<u8>,
     /// End offsets in `out` of the replies not yet sent (outstanding requests).
     replies: VecDeque<usize>,
-    /// Requests are waiting in the decoder because the engine said not to read
+    /// Requests are waiting in the decoder because the store said not to read
     /// (outstanding or memory quota); run them again once output drains.
     pub held: bool,
 }
@@ -145,7 +145,7 @@ impl Session {
 
 impl Session {
     /// Queue a reply and remember where it ends (it is outstanding until sent).
-    fn reply(&mut self, header: &kayvee_xswire::Header, reply: &kayvee_engine::xenstore::Reply) {
+    fn reply(&mut self, header: &kayvee_xswire::Header, reply: &kayvee_xenstore::Reply) {
         encode_reply(&mut self.out, header, reply);
         self.replies.push_back(self.out.len());
     }
@@ -173,7 +173,7 @@ fn reply_to(
     sessions: &mut Sessions,
     conn: ConnId,
     header: &kayvee_xswire::Header,
-    reply: &kayvee_engine::xenstore::Reply,
+    reply: &kayvee_xenstore::Reply,
 ) {
     let me = sessions.get_mut(&conn).expect("session exists");
     let was_empty = me.out.is_empty();
@@ -199,7 +199,7 @@ pub fn deliver_events(xs: &mut Xenstored, sessions: &mut Sessions) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kayvee_engine::xenstore::XsConfig;
+    use kayvee_xenstore::XsConfig;
     use kayvee_xswire::{encode, Header};
 
     #[test]
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn guest_at_outstanding_quota_is_held_until_replies_are_sent() {
-        use kayvee_engine::xenstore::Quota;
+        use kayvee_xenstore::Quota;
         let quota = Quota {
             outstanding: 2,
             ..Quota::default()

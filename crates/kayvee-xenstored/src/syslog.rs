@@ -1,11 +1,11 @@
-//! Log lines the engine produces (cxenstored sends them to syslog): one datagram per line to
+//! Log lines the store produces (cxenstored sends them to syslog): one datagram per line to
 //! the syslog socket (`/dev/log`, facility daemon), or to stderr when there is no syslog.
 
 use std::io;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 
-use kayvee_engine::xenstore::{LogLine, Severity};
+use kayvee_xenstore::{LogLine, Severity};
 
 /// The syslog socket.
 pub const DEV_LOG: &str = "/dev/log";

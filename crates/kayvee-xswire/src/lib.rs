@@ -7,7 +7,7 @@
 //!   the connection, as cxenstored does (oxenstored answers E2BIG instead; it cannot resync
 //!   either without reading the oversized payload). An empty payload is a complete message;
 //!   [`parse_request`] turns it into EINVAL for every type that takes arguments (cxenstored).
-//! * [`parse_request`]: a message to the engine's [`Op`], with cxenstored's argument rules.
+//! * [`parse_request`]: a message to the store's [`Op`] (`kayvee-xenstore`), with cxenstored's argument rules.
 //! * [`encode_reply`], [`encode_event`], [`encode`]: bytes out.
 #![no_std]
 #![forbid(unsafe_code)]
@@ -23,7 +23,7 @@ pub use msgtype::MsgType;
 pub use parse::parse_request;
 
 use alloc::vec::Vec;
-use kayvee_engine::xenstore::{Reply, XsError};
+use kayvee_xenstore::{Reply, XsError};
 
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 16;

@@ -1,11 +1,11 @@
-//! Request payloads to engine [`Op`]s, with cxenstored 4.17's argument rules (checked on the
+//! Request payloads to the store's [`Op`]s, with cxenstored 4.17's argument rules (checked on the
 //! real daemon): single-argument requests need exactly one NUL-terminated string; WRITE needs
 //! a NUL after the path; multi-argument requests count complete (NUL-terminated) strings and
 //! ignore an unterminated tail. Wrong shapes are EINVAL; unknown or server-only types ENOSYS.
 
 use alloc::vec::Vec;
 
-use kayvee_engine::xenstore::{Op, XsError};
+use kayvee_xenstore::{Op, XsError};
 
 use crate::MsgType;
 
@@ -41,7 +41,7 @@ fn write(payload: &[u8]) -> Result<Op, XsError> {
     ))
 }
 
-/// SET_PERMS: path then at least one permission (the engine checks the count).
+/// SET_PERMS: path then at least one permission (the store checks the count).
 fn set_perms(payload: &[u8]) -> Result<Op, XsError> {
     let mut s = strings(payload);
     if s.is_empty() {

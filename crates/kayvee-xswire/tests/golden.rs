@@ -1,7 +1,7 @@
 //! Golden wire vectors: exact bytes of requests and replies as libxenstore and cxenstored
 //! 4.17 put them on the socket (captured with a raw client against the real daemon).
 
-use kayvee_engine::xenstore::{Op, Reply, XsError};
+use kayvee_xenstore::{Op, Reply, XsError};
 use kayvee_xswire::{encode_event, encode_reply, parse_request, Decoder, Header};
 
 /// Hex to bytes, spaces ignored.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The three systems, in the order (a), (b), (c).
+/// The three systems, in the order (a), (b), (c) of bench/vm-compare/README.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum System {
     /// (a) Debian's redis-server 7.0 in the Linux guest.

@@ -1,10 +1,10 @@
-//! Fuzz the Xenstore decoder, request parser and engine: arbitrary bytes, split at a
+//! Fuzz the Xenstore decoder, request parser and store: arbitrary bytes, split at a
 //! fuzzer-chosen point, must never panic, must yield only payloads <= 4096, and must decode the
 //! same messages however the input is split (no desynchronisation).
 #![no_main]
 
-use kayvee_engine::xenstore::{XsConfig, Xenstored};
-use kayvee_engine::Now;
+use kayvee_xenstore::{XsConfig, Xenstored};
+use kayvee_xenstore::Now;
 use kayvee_xswire::{encode_reply, parse_request, Decoder, PAYLOAD_MAX};
 use libfuzzer_sys::fuzz_target;
 

@@ -7,16 +7,16 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::domain::Domains;
-use super::error::XsError;
-use super::exec::{Ctx, Effects};
-use super::node::Node;
-use super::op::{Op, Reply};
-use super::path::{canonicalize, domain_home, is_special};
-use super::perms::{parse_lenient, Perms};
-use super::store::{Actor, Change, Quota, Store};
-use super::txn::{CommitPath, ConflictPolicy, Txn};
-use super::watch::Watch;
+use crate::domain::Domains;
+use crate::error::XsError;
+use crate::exec::{Ctx, Effects};
+use crate::node::Node;
+use crate::op::{Op, Reply};
+use crate::path::{canonicalize, domain_home, is_special};
+use crate::perms::{parse_lenient, Perms};
+use crate::store::{Actor, Change, Quota, Store};
+use crate::txn::{CommitPath, ConflictPolicy, Txn};
+use crate::watch::Watch;
 use crate::Now;
 
 /// A connection handle chosen by the shell.
@@ -171,7 +171,7 @@ impl Xenstored {
                     gen: &mut xs.gen,
                 };
                 let op = Op::Mkdir(p.into());
-                super::exec::apply(&mut xs.store, &mut cx, &op, &mut Effects::default());
+                crate::exec::apply(&mut xs.store, &mut cx, &op, &mut Effects::default());
             }
         }
         xs
@@ -344,7 +344,7 @@ impl Xenstored {
 
     /// Handle one request of `conn` in transaction `tx_id` (0 = none).
     pub fn handle(&mut self, conn: ConnId, tx_id: u32, op: &Op, now: Now) -> Reply {
-        self.now_s = now.unix_us / 1_000_000;
+        self.now_s = now.secs();
         let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
             return Reply::Error(XsError::Einval);
         };
@@ -388,7 +388,7 @@ impl Xenstored {
             return txn.expect("checked by handle").run(&mut cx, op);
         }
         let mut fx = Effects::default();
-        let reply = super::exec::apply(&mut self.store, &mut cx, op, &mut fx);
+        let reply = crate::exec::apply(&mut self.store, &mut cx, op, &mut fx);
         if !fx.changes.is_empty() {
             self.commits += 1;
         }
@@ -613,7 +613,7 @@ impl Xenstored {
             Op::SetTarget(d, t) => self.set_target(parse_lenient(d), parse_lenient(t)),
             Op::SetFeature(args) => self.set_feature(args),
             Op::SetQuota(args) => self.set_quota(args),
-            Op::Control(args) => super::control::control(self, args),
+            Op::Control(args) => crate::control::control(self, args),
             _ => Err(XsError::Enosys),
         }
     }
@@ -689,7 +689,7 @@ impl Xenstored {
         let [d, v] = args else {
             return Err(XsError::Einval);
         };
-        let v = super::perms::parse_u32(v).ok_or(XsError::Einval)?;
+        let v = crate::perms::parse_u32(v).ok_or(XsError::Einval)?;
         let dom = self
             .domains
             .table
@@ -705,12 +705,12 @@ impl Xenstored {
     /// GET_QUOTA: names, a global value, or a domain's value.
     fn get_quota(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let (q, name) = match args {
-            [] => return Ok(Reply::Text(super::control::QUOTA_NAMES.join(" "))),
+            [] => return Ok(Reply::Text(crate::control::QUOTA_NAMES.join(" "))),
             [name] => (self.config.quota, name),
             [d, name] => (self.domain_quota(d)?, name),
             _ => return Err(XsError::Einval),
         };
-        let v = super::control::quota_get(&q, name).ok_or(XsError::Einval)?;
+        let v = crate::control::quota_get(&q, name).ok_or(XsError::Einval)?;
         Ok(Reply::Text(alloc::format!("{v}")))
     }
 
@@ -726,10 +726,10 @@ impl Xenstored {
     /// SET_QUOTA: a global value, or a domain's.
     fn set_quota(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         match args {
-            [name, v] => super::control::quota_set(&mut self.config.quota, name, v)?,
+            [name, v] => crate::control::quota_set(&mut self.config.quota, name, v)?,
             [d, name, v] => {
                 let mut q = self.domain_quota(d)?;
-                super::control::quota_set(&mut q, name, v)?;
+                crate::control::quota_set(&mut q, name, v)?;
                 let dom = self
                     .domains
                     .table

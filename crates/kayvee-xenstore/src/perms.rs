@@ -5,7 +5,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::XsError;
+use crate::error::XsError;
 
 /// An access right: none, read, write or both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,12 +6,12 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::error::XsError;
-use super::exec::{apply, Ctx, Effects};
-use super::node::{replace_at, Node};
-use super::op::{Op, Reply};
-use super::path::{common_prefix, components};
-use super::store::{Change, Store};
+use crate::error::XsError;
+use crate::exec::{apply, Ctx, Effects};
+use crate::node::{replace_at, Node};
+use crate::op::{Op, Reply};
+use crate::path::{common_prefix, components};
+use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

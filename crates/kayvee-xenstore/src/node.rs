@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use kayvee_pds::PMap;
 
-use super::perms::Perms;
+use crate::perms::Perms;
 
 /// Seed of the child maps' hash. Fixed: iteration order never leaks (listings are sorted) and
 /// a domain can only crowd its own directories, whose size the node quota bounds.

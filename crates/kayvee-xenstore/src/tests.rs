@@ -342,7 +342,7 @@ fn transaction_ends_leave_trees_for_sweep() {
     xs.sweep();
     assert_eq!(xs.unswept(), 0);
     assert_eq!(xs.handle(1, 0, &read("/a"), now), val("x"));
-    for n in 0..super::xenstored::DEAD_MAX {
+    for n in 0..crate::xenstored::DEAD_MAX {
         let tid = n as u32 + 3;
         assert_eq!(
             xs.handle(1, 0, &Op::TransactionStart, now),
@@ -351,9 +351,9 @@ fn transaction_ends_leave_trees_for_sweep() {
         let v = alloc::format!("{n}");
         assert_eq!(xs.handle(1, tid, &write("/a", &v), now), OK);
         assert_eq!(xs.handle(1, tid, &Op::TransactionEnd(true), now), OK);
-        assert!(xs.unswept() <= super::xenstored::DEAD_MAX);
+        assert!(xs.unswept() <= crate::xenstored::DEAD_MAX);
     }
-    let last = alloc::format!("{}", super::xenstored::DEAD_MAX - 1);
+    let last = alloc::format!("{}", crate::xenstored::DEAD_MAX - 1);
     assert_eq!(xs.handle(1, 0, &read("/a"), now), val(&last));
     xs.store().check_invariants();
 }
@@ -674,9 +674,7 @@ fn memory_quota_reports_as_cxenstored_syslog_lines() {
     };
     let mut xs = with_quota(q);
     let g1 = conn_of("g1").0;
-    let at = |s: u64| Now {
-        unix_us: s * 1_000_000,
-    };
+    let at = |s: u64| Now::from_ms(s * 1000);
     // A request at second `t` from g1, then the flow-control check the transport makes.
     let step = |xs: &mut Xenstored, t: u64, op: Op| {
         xs.handle(g1, 0, &op, at(t));

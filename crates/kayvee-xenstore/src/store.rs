@@ -6,10 +6,10 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::error::XsError;
-use super::node::{lookup, replace_at, Node};
-use super::path::{components, parent};
-use super::perms::{Access, Perms};
+use crate::error::XsError;
+use crate::node::{lookup, replace_at, Node};
+use crate::path::{components, parent};
+use crate::perms::{Access, Perms};
 
 /// Who performs an operation: a domain, whether it is privileged (dom0), and the domain it
 /// may act for (SET_TARGET).

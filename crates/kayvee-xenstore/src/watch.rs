@@ -4,8 +4,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::path::{is_prefix, relativize};
-use super::store::Change;
+use crate::path::{is_prefix, relativize};
+use crate::store::Change;
 
 /// One watch of a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xenstore::perms::Perms;
+    use crate::perms::Perms;
     use alloc::sync::Arc;
 
     fn change(path: &str, recursive: bool) -> Change {

@@ -4,7 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::XsError;
+use crate::error::XsError;
 
 /// A request. Paths and domids are kept as sent: the engine validates them, because the rules
 /// depend on the sender's domain.

@@ -6,11 +6,11 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::XsError;
-use super::op::{Op, Reply};
-use super::path::{canonicalize, parent};
-use super::perms::{parse_lenient, Perms};
-use super::store::{child_names, Actor, Change, Quota, Store};
+use crate::error::XsError;
+use crate::op::{Op, Reply};
+use crate::path::{canonicalize, parent};
+use crate::perms::{parse_lenient, Perms};
+use crate::store::{child_names, Actor, Change, Quota, Store};
 
 /// Largest payload a reply may carry (XENSTORE_PAYLOAD_MAX).
 pub const PAYLOAD_MAX: usize = 4096;

@@ -12,8 +12,8 @@ use alloc::vec::Vec;
 
 use proptest::prelude::*;
 
-use super::node::Node;
 use super::*;
+use crate::node::Node;
 use crate::Now;
 
 /// Paths the generated operations use (nested, with shared parents).
@@ -24,7 +24,7 @@ type Model = BTreeMap<String, Vec<u8>>;
 
 /// The parent of a path in the model.
 fn parent(p: &str) -> &str {
-    super::path::parent(p)
+    crate::path::parent(p)
 }
 
 /// Create `p` and any missing ancestors with empty values.

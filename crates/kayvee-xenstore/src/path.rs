@@ -5,7 +5,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::XsError;
+use crate::error::XsError;
 
 /// A special watch path (`@introduceDomain`, `@releaseDomain`, or any `@name` for WATCH).
 pub fn is_special(raw: &[u8]) -> bool {

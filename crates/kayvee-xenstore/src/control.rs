@@ -5,11 +5,11 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::XsError;
-use super::op::Reply;
-use super::perms::parse_u32;
-use super::store::Quota;
-use super::xenstored::Xenstored;
+use crate::error::XsError;
+use crate::op::Reply;
+use crate::perms::parse_u32;
+use crate::store::Quota;
+use crate::xenstored::Xenstored;
 
 /// Quota names accepted by GET/SET_QUOTA and `CONTROL quota set`.
 pub const QUOTA_NAMES: [&str; 9] = [

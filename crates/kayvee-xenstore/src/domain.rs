@@ -3,7 +3,7 @@
 
 use alloc::collections::BTreeMap;
 
-use super::store::Quota;
+use crate::store::Quota;
 
 /// An introduced domain.
 #[derive(Clone, Debug, PartialEq, Eq)]

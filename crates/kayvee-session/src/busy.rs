@@ -1,23 +1,25 @@
 //! The adaptive busy poll: after a loop pass that did work, a shell may keep polling for
 //! `busy-poll-us` before it sleeps, so a request that arrives meanwhile does not pay the wakeup
-//! of an idle (v)CPU. It only pays off when the server waits on one or two clients' round trips;
-//! with many clients sending, a request that arrives while the server sleeps is served in the
-//! next pass with the others, the wakeup is shared, and the spin only burns CPU time (at
-//! `-P 16` with 50 clients it cost a third of the requests per CPU-second).
+//! of an idle (v)CPU, a cost its sender pays in its own CPU time. The spin pays off when passes
+//! are small: each request then costs a wakeup, and with the load generator at 100% of its core
+//! the wakeups slow it down (`-P 1`: one command per connection and round trip). When passes
+//! carry many commands (`-P 16`: sixteen per read), one wakeup is shared by all of them and the
+//! spin only burns the server's CPU time (it cost a third of the requests per CPU-second).
 //!
 //! So the loop spins only while both hold:
-//! - few connections sent anything in the last epoch ([`EPOCH_US`]): at most
-//!   [`SENDERS_MAX`];
-//! - recent spins found work: a spin that ends with nothing found doubles the number of
-//!   busy passes that follow without a spin (up to [`BACKOFF_MAX`]); a spin that finds work
-//!   resets it.
+//! - the passes it served lately ran few commands: a moving average of commands per busy pass
+//!   (weight 1/8 to the last pass) below [`COMMANDS_PER_PASS_MAX`];
+//! - recent spins found work: a spin that ends with nothing found doubles the number of busy
+//!   passes that follow without a spin (up to [`BACKOFF_MAX`]); a spin that finds work resets
+//!   it.
 
-/// Length of a sender-counting epoch.
-pub const EPOCH_US: u64 = 2_000;
-/// Most connections sending in an epoch for which the loop still spins.
-pub const SENDERS_MAX: u32 = 2;
+/// Commands per busy pass (moving average) at or above which the loop does not spin.
+pub const COMMANDS_PER_PASS_MAX: u32 = 8;
 /// Most busy passes without a spin after spins that found nothing.
 pub const BACKOFF_MAX: u32 = 64;
+
+/// Fixed-point scale of the average (1/16 of a command).
+const SCALE: u32 = 16;
 
 /// The busy-poll state (see the module documentation).
 #[derive(Clone, Debug, Default)]
@@ -27,24 +29,16 @@ pub struct BusyPoll {
     /// Busy passes still to go without a spin, and the next backoff's length.
     skip: u32,
     backoff: u32,
-    /// The current epoch's number and end, its senders so far, and the last epoch's.
-    epoch: u32,
-    epoch_end_us: u64,
-    senders: u32,
-    senders_last: u32,
+    /// Commands run since the last wait, and the moving average per busy pass (x [`SCALE`]).
+    commands: u32,
+    average: u32,
 }
 
 impl BusyPoll {
-    /// The current epoch (a connection counts as a sender once per epoch).
+    /// A command ran.
     #[inline]
-    pub fn epoch(&self) -> u32 {
-        self.epoch
-    }
-
-    /// A connection sent its first bytes of this epoch.
-    #[inline]
-    pub fn note_sender(&mut self) {
-        self.senders += 1;
+    pub fn note_command(&mut self) {
+        self.commands = self.commands.saturating_add(1);
     }
 
     /// How long the loop may sleep when it would sleep `wanted_us`: 0 while a spin runs.
@@ -57,8 +51,13 @@ impl BusyPoll {
     }
 
     /// A wait ended at `now_us`, with events (`worked`) or not; `window_us` is `busy-poll-us`.
+    /// The commands counted since the last wait were the last pass's.
     pub fn after_wait(&mut self, now_us: u64, worked: bool, window_us: u64) {
-        self.roll_epoch(now_us);
+        let ran = core::mem::take(&mut self.commands);
+        if ran > 0 {
+            let sample = ran.min(1024) * SCALE;
+            self.average = self.average - self.average / 8 + sample / 8;
+        }
         let spinning = self.spin_until_us != 0;
         if !worked {
             if spinning && now_us >= self.spin_until_us {
@@ -73,7 +72,7 @@ impl BusyPoll {
             self.backoff = 0;
         }
         self.spin_until_us = 0;
-        if window_us == 0 || self.senders_last.max(self.senders) > SENDERS_MAX {
+        if window_us == 0 || self.average >= COMMANDS_PER_PASS_MAX * SCALE {
             return;
         }
         if self.skip > 0 {
@@ -82,40 +81,27 @@ impl BusyPoll {
         }
         self.spin_until_us = now_us + window_us;
     }
-
-    /// Starts a new epoch when the current one is over.
-    fn roll_epoch(&mut self, now_us: u64) {
-        if now_us < self.epoch_end_us {
-            return;
-        }
-        // A gap of several epochs without a wait (a long command) still ends one epoch.
-        self.senders_last = self.senders;
-        self.senders = 0;
-        self.epoch = self.epoch.wrapping_add(1);
-        self.epoch_end_us = now_us + EPOCH_US;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A busy pass of a loop whose one connection sends (counted once per epoch, as the
-    /// driver does).
-    fn one_sender(b: &mut BusyPoll, now: u64) {
+    /// A busy pass that ran `n` commands (counted before the next wait, as the driver does).
+    fn pass(b: &mut BusyPoll, now: u64, n: u32) {
         b.after_wait(now, true, 50);
-        if b.senders == 0 {
-            b.note_sender();
+        for _ in 0..n {
+            b.note_command();
         }
     }
 
     #[test]
-    fn one_client_spins_after_each_busy_pass() {
+    fn small_passes_spin_after_each_busy_pass() {
         let mut b = BusyPoll::default();
-        one_sender(&mut b, 10);
+        pass(&mut b, 10, 1);
         assert_eq!(b.timeout_us(20, 1000), 0);
         assert_eq!(b.timeout_us(60, 1000), 1000, "the window is over");
-        b.after_wait(30, true, 50);
+        pass(&mut b, 30, 1);
         assert_eq!(
             b.timeout_us(40, 1000),
             0,
@@ -124,51 +110,53 @@ mod tests {
     }
 
     #[test]
-    fn many_senders_never_spin() {
+    fn pipelined_passes_stop_the_spin_and_small_ones_bring_it_back() {
         let mut b = BusyPoll::default();
-        b.after_wait(10, true, 50);
-        for _ in 0..=SENDERS_MAX {
-            b.note_sender();
+        let mut t = 0;
+        for _ in 0..20 {
+            t += 100;
+            pass(&mut b, t, 16);
         }
-        b.after_wait(20, true, 50);
-        assert_eq!(b.timeout_us(21, 1000), 1000, "this epoch has too many");
-        // The next epoch still remembers the last one's senders.
-        b.after_wait(EPOCH_US + 20, true, 50);
-        assert_eq!(b.timeout_us(EPOCH_US + 21, 1000), 1000);
-        b.note_sender();
-        // An epoch with one sender after it spins again.
-        one_sender(&mut b, 2 * EPOCH_US + 30);
-        assert_eq!(b.timeout_us(2 * EPOCH_US + 31, 1000), 0);
+        t += 100;
+        b.after_wait(t, true, 50);
+        assert_eq!(b.timeout_us(t + 1, 1000), 1000, "sixteen a pass: no spin");
+        let mut spun = false;
+        for _ in 0..40 {
+            t += 100;
+            pass(&mut b, t, 1);
+            spun |= b.timeout_us(t + 1, 1000) == 0;
+        }
+        assert!(spun, "the average came down");
     }
 
     #[test]
     fn empty_spins_back_off_and_a_paying_spin_resets() {
         let mut b = BusyPoll::default();
-        one_sender(&mut b, 10);
+        pass(&mut b, 10, 1);
         b.after_wait(70, false, 50); // the window passed with nothing
         assert_eq!(b.timeout_us(71, 1000), 1000);
-        one_sender(&mut b, 100); // backoff 1: this busy pass does not spin
+        pass(&mut b, 100, 1); // backoff 1: this busy pass does not spin
         assert_eq!(b.timeout_us(101, 1000), 1000);
-        one_sender(&mut b, 200);
+        pass(&mut b, 200, 1);
         assert_eq!(b.timeout_us(201, 1000), 0, "spins again");
         b.after_wait(260, false, 50);
         for t in [300, 400] {
-            one_sender(&mut b, t); // backoff 2
+            pass(&mut b, t, 1); // backoff 2
             assert_eq!(b.timeout_us(t + 1, 1000), 1000);
         }
-        one_sender(&mut b, 500);
+        pass(&mut b, 500, 1);
         assert_eq!(b.timeout_us(501, 1000), 0);
-        b.after_wait(520, true, 50); // found work: backoff cleared
+        pass(&mut b, 520, 1); // found work: backoff cleared
         b.after_wait(580, false, 50);
-        one_sender(&mut b, 600);
+        pass(&mut b, 600, 1);
         assert_eq!(b.timeout_us(601, 1000), 1000, "backoff 1 again, not 4");
     }
 
     #[test]
     fn a_zero_window_turns_it_off() {
         let mut b = BusyPoll::default();
-        b.note_sender();
-        b.after_wait(10, true, 0);
-        assert_eq!(b.timeout_us(11, 1000), 1000);
+        pass(&mut b, 10, 1);
+        b.after_wait(20, true, 0);
+        assert_eq!(b.timeout_us(21, 1000), 1000);
     }
 }

@@ -228,16 +228,10 @@ impl Driver {
     /// Bytes read from connection `h`: runs every command they complete (with what was
     /// pending), then delivers what those commands owe other clients.
     pub fn receive(&mut self, h: Handle, data: &[u8], clock: &dyn Clock) {
-        let epoch = self.busy.epoch();
         let Some(s) = self.session_mut(h) else {
             return;
         };
         s.idle_since_cron = false;
-        let new_sender = s.epoch != epoch;
-        s.epoch = epoch;
-        if new_sender {
-            self.busy.note_sender();
-        }
         self.engine.core.stats.total_net_input_bytes += data.len() as u64;
         let slot = h.0;
         let s = self.sessions[slot].as_mut().expect("looked up above");
@@ -510,6 +504,7 @@ impl Driver {
                 }
             };
             used += frame.consumed;
+            self.busy.note_command();
             let start = clock.now();
             let protocol = engine.protocol(h);
             let outcome = engine.execute(

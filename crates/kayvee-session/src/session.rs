@@ -59,8 +59,6 @@ pub(crate) struct Session {
     pub soft_since_ms: Option<u64>,
     /// In the driver's dirty list.
     pub dirty: bool,
-    /// The busy-poll epoch in which this connection last sent something.
-    pub epoch: u32,
 }
 
 impl Session {
@@ -80,7 +78,6 @@ impl Session {
             idle_since_cron: false,
             soft_since_ms: None,
             dirty: false,
-            epoch: u32::MAX,
         }
     }
 

@@ -5,11 +5,13 @@ requests/s and requests per server-CPU-second for both with Kayvee/Redis ratios,
 per string key, per hash and per sorted set.
 
 Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
-hash and zset tests), pubsub (PUBLISH to 1, 10, 100 subscribers), multi (MULTI + 10 commands + EXEC),
+hash and zset tests), single (SET and GET with one client, -P 1), pubsub (PUBLISH to 1, 10, 100
+subscribers), multi (MULTI + 10 commands + EXEC),
 aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per key / hash / zset).
 
 Standard library only. See bench/README.md. Usage:
-    python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--seconds S]
+    python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--before-bin PATH]
+                             [--seconds S]
                              [--keys N] [--json FILE] [--rounds R]
 With KAYVEE_TARGET=redis (or --kayvee-bin redis-server) the "kayvee" side is a second redis-server:
 a check of the harness itself, whose ratios should all be close to 1.
@@ -30,7 +32,7 @@ import time
 import rawload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GROUPS = ["strings", "types", "pubsub", "multi", "aof", "memory"]
+GROUPS = ["strings", "types", "single", "pubsub", "multi", "aof", "memory"]
 # The aof group: SET with the AOF on, per appendfsync policy.
 AOF_POLICIES = ["always", "everysec"]
 # (name shown, redis-benchmark arguments: ["-t", test] or a custom command, the CSV label it prints)
@@ -50,6 +52,8 @@ TYPE_TESTS = [(t.upper(), ["-t", t], t.upper())
 TYPE_TESTS += [(f"LRANGE_{n}", ["LRANGE", "mylist", "0", str(n - 1)], f"LRANGE mylist 0 {n - 1}")
                for n in [100, 300, 500, 600]]
 LRANGE_FILL = 1000
+# The single group: one client, no pipelining (every request a round trip).
+SINGLE_TESTS = [("SET_c1", ["-t", "set"], "SET"), ("GET_c1", ["-t", "get"], "GET")]
 # --quick request counts at -P 1 (times 4 at -P 16), per test; the default is QUICK_REQUESTS.
 QUICK_REQUESTS = 15000
 QUICK_SMALL = {"LRANGE_100": 4000, "LRANGE_300": 2000, "LRANGE_500": 1500, "LRANGE_600": 1500}
@@ -145,10 +149,10 @@ def command(port, *args):
         return s.recv(4096)
 
 
-def benchmark(port, bench_args, label, pipeline, requests):
+def benchmark(port, bench_args, label, pipeline, requests, clients=CLIENTS):
     """Runs one redis-benchmark test; returns (requests per second from its CSV row `label`,
     the share of its CPU that redis-benchmark used: user + system seconds over wall seconds)."""
-    cmd = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-p", str(port), "-c", str(CLIENTS),
+    cmd = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-p", str(port), "-c", str(clients),
            "-n", str(requests), "-P", str(pipeline), "--csv"] + bench_args
     usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall_before = time.monotonic()
@@ -169,24 +173,24 @@ def cpu_result(requests, rps, cpu):
     return {"rps": rps, "cpu_s": cpu, "per_cpu_s": requests / cpu if cpu > 0 else float("inf")}
 
 
-def measure(server, test, pipeline, requests):
+def measure(server, test, pipeline, requests, clients=CLIENTS):
     """rps and requests per server-CPU-second for one test against one server."""
     _, bench_args, label = test
     cpu_before = server.cpu_seconds()
-    rps, client_load = benchmark(server.port, bench_args, label, pipeline, requests)
+    rps, client_load = benchmark(server.port, bench_args, label, pipeline, requests, clients)
     result = cpu_result(requests, rps, server.cpu_seconds() - cpu_before)
     result["client_load"] = client_load
     return result
 
 
-def calibrate(server, test, pipeline, seconds):
+def calibrate(server, test, pipeline, seconds, clients=CLIENTS):
     """A request count that makes the test last about `seconds` against `server`."""
     _, bench_args, label = test
-    rps, _ = benchmark(server.port, bench_args, label, pipeline, 10000 * pipeline)
+    rps, _ = benchmark(server.port, bench_args, label, pipeline, 10000 * pipeline, clients)
     return max(10000, int(rps * seconds))
 
 
-def request_counts(redis, tests, pipeline, quick, seconds):
+def request_counts(redis, tests, pipeline, quick, seconds, clients=CLIENTS):
     """Requests per test: fixed with --quick, else calibrated on redis-server (then flushed)."""
     counts = {}
     for test in tests:
@@ -195,7 +199,7 @@ def request_counts(redis, tests, pipeline, quick, seconds):
             counts[name] = QUICK_SMALL.get(name, QUICK_REQUESTS) * (4 if pipeline > 1 else 1)
         else:
             prepare(redis, name)
-            counts[name] = calibrate(redis, test, pipeline, seconds)
+            counts[name] = calibrate(redis, test, pipeline, seconds, clients)
     command(redis.port, "FLUSHALL")
     # A pop must not outnumber what the pushes before it left, or it measures empty-list replies.
     pushed = counts.get("LPUSH", 0) + counts.get("RPUSH", 0)
@@ -217,27 +221,29 @@ def log_row(row):
         f"kayvee {row['kayvee']['rps']:.0f}/s")
 
 
-def run_benchmark_tests(servers, tests, quick, seconds, rounds):
-    """Every test at every pipeline depth on both servers, `rounds` times. In a round both
-    servers are flushed, then each test runs on one server and at once on the other (the first
-    server alternates from test to test and round to round), so the two runs of a pair see the
-    same moment of a noisy host. Returns one row per test and depth: the median over rounds of
-    each figure, and of the per-round Kayvee/Redis ratios (with their range)."""
+def run_benchmark_tests(servers, tests, quick, seconds, rounds, pipelines=PIPELINES,
+                        clients=CLIENTS):
+    """Every test at every pipeline depth on every server, `rounds` times. In a round the
+    servers are flushed, then each test runs on one server and at once on the other(s) (the
+    order rotates from test to test and round to round), so the runs of a test see the same
+    moment of a noisy host. Returns one row per test and depth: the median over rounds of each
+    figure, and of the per-round Kayvee/Redis ratios (with their range); with a `before` server
+    (an earlier build), also the per-round Kayvee/before ratios."""
     rows = []
-    for pipeline in PIPELINES:
-        counts = request_counts(servers["redis"], tests, pipeline, quick, seconds)
+    for pipeline in pipelines:
+        counts = request_counts(servers["redis"], tests, pipeline, quick, seconds, clients)
         results = {}
         for rnd in range(rounds):
             for server in servers.values():
                 command(server.port, "FLUSHALL")
             for i, test in enumerate(tests):
                 order = list(servers.items())
-                if (i + rnd) % 2:
-                    order.reverse()
+                turn = (i + rnd) % len(order)
+                order = order[turn:] + order[:turn]
                 for kind, server in order:
                     prepare(server, test[0])
                     results.setdefault((kind, test[0]), []).append(
-                        measure(server, test, pipeline, counts[test[0]]))
+                        measure(server, test, pipeline, counts[test[0]], clients))
         for name, _, _ in tests:
             row = {"test": name, "pipeline": pipeline, "requests": counts[name], "rounds": rounds}
             for kind in servers:
@@ -247,6 +253,11 @@ def run_benchmark_tests(servers, tests, quick, seconds, rounds):
                          for k, r in zip(results["kayvee", name], results["redis", name])]
                 row[f"ratio_{key}"] = {"median": median(pairs), "min": min(pairs),
                                        "max": max(pairs)}
+                if "before" in servers:
+                    pairs = [ratio(k[key], b[key])
+                             for k, b in zip(results["kayvee", name], results["before", name])]
+                    row[f"vs_before_{key}"] = {"median": median(pairs), "min": min(pairs),
+                                               "max": max(pairs)}
             log_row(row)
             rows.append(row)
     rows.sort(key=lambda r: [t[0] for t in tests].index(r["test"]))
@@ -383,6 +394,26 @@ def print_throughput(rows):
               f" -P is transactions per write)")
     print("(client: the larger share of its CPU that redis-benchmark used in the row; near 100%"
           " the client, not the server, sets the pace)")
+    before = [r for r in rows if "before" in r]
+    if before:
+        print_before(before)
+
+
+def print_before(rows):
+    """Kayvee against an earlier build (`--before-bin`), measured in the same rounds."""
+    head = (f"\n{'test':<18}{'P':>3} {'before req/s':>13}{'kayvee req/s':>14}{'ratio':>7}"
+            f" {'before/redis cpu':>17}{'kayvee/redis cpu':>17} {'ratio range':>11}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        bef, kay, red = r["before"], r["kayvee"], r["redis"]
+        spread = f"{r['vs_before_rps']['min']:.2f}-{r['vs_before_rps']['max']:.2f}"
+        print(f"{r['test']:<18}{r['pipeline']:>3} {bef['rps']:>13.0f}{kay['rps']:>14.0f}"
+              f"{r['vs_before_rps']['median']:>7.2f}"
+              f" {ratio(bef['per_cpu_s'], red['per_cpu_s']):>17.2f}"
+              f"{r['ratio_per_cpu_s']['median']:>17.2f} {spread:>11}")
+    print("(Kayvee against the earlier build in the same rounds: req/s ratio median and range;"
+          " requests per server-CPU-second of each relative to Redis's)")
 
 
 def string_commands(i):
@@ -502,6 +533,9 @@ def parse_args():
     p.add_argument("--only", default=",".join(GROUPS),
                    help=f"comma-separated groups to run, of: {' '.join(GROUPS)}")
     p.add_argument("--kayvee-bin", help="kayvee-server binary (default: release build)")
+    p.add_argument("--before-bin",
+                   help="an earlier kayvee-server build, run in the same rounds of the strings,"
+                        " types and single groups (a before/after table)")
     p.add_argument("--seconds", type=float, default=4.0, help="target duration per test")
     p.add_argument("--keys", type=int, help="string keys for the memory test (default 1000000)")
     p.add_argument("--json", help="also write the results as JSON to this file")
@@ -530,6 +564,8 @@ def run_throughput(binaries, args):
                                                   args.rounds),
         "types": lambda sv: run_benchmark_tests(sv, TYPE_TESTS, args.quick, args.seconds,
                                                 args.rounds),
+        "single": lambda sv: run_benchmark_tests(sv, SINGLE_TESTS, args.quick, args.seconds,
+                                                 args.rounds, pipelines=[1], clients=1),
         "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
         "multi": lambda sv: run_multi(sv, args.quick, args.seconds),
     }
@@ -538,10 +574,14 @@ def run_throughput(binaries, args):
     try:
         servers["redis"] = Server("redis", binaries["redis"], PORT_BASE)
         servers["kayvee"] = Server("kayvee", binaries["kayvee"], PORT_BASE + 1000)
+        if binaries.get("before"):
+            servers["before"] = Server("before", binaries["before"], PORT_BASE + 2000)
         for group, run in groups.items():
             if group in args.only:
                 log(f"{group}:")
-                rows += run(servers)
+                # The pub/sub and MULTI groups compare two servers only.
+                two = {k: v for k, v in servers.items() if k != "before"}
+                rows += run(servers if group in ("strings", "types", "single") else two)
     finally:
         for s in servers.values():
             s.stop()
@@ -551,7 +591,8 @@ def run_throughput(binaries, args):
 def main():
     args = parse_args()
     keys = args.keys or (100_000 if args.quick else 1_000_000)
-    binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin()}
+    binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin(),
+                "before": args.before_bin}
     # This script's own load (subscribers, MULTI/EXEC) runs on the client CPU, like redis-benchmark.
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
     log(f"redis: {binaries['redis']}  kayvee: {binaries['kayvee']}  (servers on CPU {SERVER_CPU},"

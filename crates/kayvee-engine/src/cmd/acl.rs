@@ -527,7 +527,7 @@ const HELP: &[&str] = &[
 
 /// ACL HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    super::config_cmd::help_reply(out, "ACL", HELP);
+    crate::reply::help_reply(out, "ACL", HELP);
     Ok(())
 }
 

@@ -686,7 +686,7 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    super::config_cmd::help_reply(out, "CLIENT", HELP);
+    crate::reply::help_reply(out, "CLIENT", HELP);
     Ok(())
 }
 

@@ -4,11 +4,11 @@
 //! and, per key, from Kayvee's own layout ([`entry_usage`]): the keyspace slot (key and
 //! [`Entry`]) plus what the value holds on the heap, sampling collections as Redis does.
 
-use super::config_cmd::help_reply;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::reply::help_reply;
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, ScoreMember, Value, ZRef};

@@ -323,6 +323,6 @@ fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
     ];
-    super::config_cmd::help_reply(out, "PUBSUB", LINES);
+    crate::reply::help_reply(out, "PUBSUB", LINES);
     Ok(())
 }

@@ -41,8 +41,8 @@ pub struct Core {
     pub shutting_down: bool,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
-    /// Number of clients that WATCH at least one key (see [`crate::txn`]).
-    pub watching: usize,
+    /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).
+    pub txn: crate::txn::Transactions,
     /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.

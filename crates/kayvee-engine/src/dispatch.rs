@@ -61,7 +61,6 @@ impl Dispatch<'_> {
             self.core.pause.postpone(h, argv);
             let spec = self.core.commands.get(id).spec;
             if let Some(c) = self.clients.get_mut(h) {
-                c.blocked = true;
                 (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
             }
             return Outcome::Blocked;
@@ -87,7 +86,7 @@ impl Dispatch<'_> {
         if self.core.blocking.has_ready() {
             blocking::serve_ready(self.core, self.clients, now);
         }
-        txn::settle(self.core, self.clients);
+        txn::settle(self.core);
         if self.core.tracking.active() {
             tracking::after_command(self.core, self.clients, Some(h), Some(out));
         }
@@ -143,9 +142,10 @@ impl Dispatch<'_> {
         let mut write = replicates(spec);
         if Some(id) == self.state.exec_id {
             let queue = self
-                .clients
-                .get(h)
-                .map(|c| &c.txn.queue[..])
+                .core
+                .txn
+                .of(h)
+                .map(|t| &t.queue[..])
                 .unwrap_or_default();
             write |= queue.iter().any(|a| {
                 let argv = a.argv();
@@ -161,9 +161,6 @@ impl Dispatch<'_> {
         for (h, args) in self.core.pause.take_due(now.ms()) {
             let protocol = self.protocol(h);
             let mut tree = ReplyTree::new(protocol);
-            if let Some(c) = self.clients.get_mut(h) {
-                c.blocked = false;
-            }
             self.execute(h, &args.argv(), now, &mut tree);
             self.core.blocking.push_wakeup(h, tree.take());
         }
@@ -199,7 +196,8 @@ impl Dispatch<'_> {
             return self.reject(h, Some(id), &Error::NoAuth, out);
         }
         // A NO_MULTI command inside MULTI gets that error first, as in Redis.
-        if !(client.in_multi && spec.has(command::flags::NO_MULTI)) {
+        let in_multi = self.core.txn.in_multi(h);
+        if !(in_multi && spec.has(command::flags::NO_MULTI)) {
             if let Some(e) = self.acl_denied(h, id, argv, now) {
                 return self.reject(h, Some(id), &e, out);
             }
@@ -220,23 +218,23 @@ impl Dispatch<'_> {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
         let client = self.clients.get(h).expect("checked by execute");
-        if client.monitor && monitor::refused(spec) {
+        if self.core.monitors.is_monitor(h) && monitor::refused(spec) {
             return self.reject(h, Some(id), &monitor::keyspace_error(), out);
         }
         if client.protocol == Protocol::Resp2
-            && client.subs.active()
+            && self.core.pubsub.subscribed(h)
             && !pubsub::allowed_when_subscribed(spec.name)
         {
             let name = &self.core.commands.get(id).full_name;
             return self.reject(h, Some(id), &pubsub::subscribed_context_error(name), out);
         }
-        if client.in_multi {
+        if in_multi {
             if spec.has(command::flags::NO_MULTI) {
                 let e = Error::msg("ERR Command not allowed inside a transaction");
                 return self.reject(h, Some(id), &e, out);
             }
             if !txn::runs_in_multi(spec.name) {
-                txn::queue(self.clients, h, argv);
+                txn::queue(&mut self.core.txn, h, argv);
                 out.simple("QUEUED");
                 return Outcome::Continue;
             }
@@ -254,12 +252,11 @@ impl Dispatch<'_> {
         if evict::perform(self.core, now) != evict::Evicted::Fail {
             return Ok(());
         }
-        let client = self.clients.get(h).expect("checked by execute");
         let mut refuse = spec.has(command::flags::DENYOOM);
-        if client.in_multi {
+        if let Some(t) = self.core.txn.of(h).filter(|t| t.multi) {
             refuse |= !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
             if spec.name == "exec" {
-                refuse |= client.txn.queue.iter().any(|args| {
+                refuse |= t.queue.iter().any(|args| {
                     let argv = args.argv();
                     self.resolve(&argv).is_ok_and(|id| {
                         self.core.commands.get(id).spec.has(command::flags::DENYOOM)
@@ -343,19 +340,17 @@ impl Dispatch<'_> {
         now: Now,
         out: &mut dyn ReplySink,
     ) -> Outcome {
-        let client = self.clients.get_mut(h).expect("checked by execute");
-        if !client.in_multi {
+        if !self.core.txn.in_multi(h) {
             let e = Error::msg("ERR EXEC without MULTI");
             self.core.stats.commands[id.0 as usize].failed_calls += 1;
             self.core.stats.commands[id.0 as usize].calls += 1;
             return self.reject(h, None, &e, out);
         }
-        let errored = client.txn.errored;
-        let dirty =
-            client.txn.dirty || txn::watched_key_expired(self.core, self.clients, h, now.ms());
-        let client = self.clients.get_mut(h).expect("checked by execute");
-        let queue = core::mem::take(&mut client.txn.queue);
-        txn::unwatch_all(self.core, self.clients, h);
+        let t = self.core.txn.of(h).expect("in MULTI");
+        let errored = t.errored;
+        let dirty = t.dirty || txn::watched_key_expired(self.core, h, now.ms());
+        let queue = self.core.txn.take_queue(h);
+        txn::unwatch_all(self.core, h);
         self.core.stats.commands[id.0 as usize].calls += 1;
         let mut outcome = Outcome::Continue;
         if errored {
@@ -378,20 +373,16 @@ impl Dispatch<'_> {
                     },
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };
-                txn::settle(self.core, self.clients);
+                txn::settle(self.core);
                 if step != Outcome::Continue {
                     outcome = step;
                 }
             }
         }
-        txn::discard(self.core, self.clients, h);
+        txn::discard(self.core, h);
         self.state.last_cmd = Some(id);
         // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
-        if let Some(t) = self
-            .clients
-            .get_mut(h)
-            .and_then(|c| c.tracking.as_deref_mut())
-        {
+        if let Some(t) = self.core.tracking.of_mut(h) {
             t.caching = None;
         }
         if self.core.monitors.active() {
@@ -475,9 +466,9 @@ impl Dispatch<'_> {
         if let Some(id) = id {
             self.core.stats.commands[id.0 as usize].rejected_calls += 1;
         }
-        txn::flag_error(self.clients, h);
+        txn::flag_error(&mut self.core.txn, h);
         if id.is_some() && id == self.state.exec_id {
-            txn::discard(self.core, self.clients, h);
+            txn::discard(self.core, h);
             let text = alloc::format!("{e}");
             let why = text.strip_prefix("ERR ").unwrap_or(&text);
             let e = Error::msg(alloc::format!(

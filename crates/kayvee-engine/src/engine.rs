@@ -17,7 +17,7 @@ use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::txn;
-use crate::{acl, aof, blocking, cmd, evict, expire, notify, persist, pubsub, slowlog, tracking};
+use crate::{acl, aof, blocking, cmd, evict, expire, notify, persist, slowlog, tracking};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -63,7 +63,7 @@ impl Engine {
             used_memory_peak: 0,
             shutting_down: false,
             blocking: Default::default(),
-            watching: 0,
+            txn: Default::default(),
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
             evict: Default::default(),
@@ -100,8 +100,8 @@ impl Engine {
         tracking::disable(&mut self.core, &mut self.clients, h);
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
-        txn::discard(&mut self.core, &mut self.clients, h);
-        pubsub::unsubscribe_all(&mut self.core, &mut self.clients, h);
+        txn::remove(&mut self.core, h);
+        self.core.pubsub.remove(h);
         self.clients.remove(h);
     }
 
@@ -294,7 +294,7 @@ impl Engine {
         if self.core.aof.enabled {
             aof::drain_expired(&mut self.core);
         }
-        txn::settle(&mut self.core, &mut self.clients);
+        txn::settle(&mut self.core);
         if self.core.tracking.active() {
             tracking::after_command(&mut self.core, &mut self.clients, None, None);
         }
@@ -338,7 +338,7 @@ impl Engine {
     /// Whether client `h` has a pub/sub subscription (its output buffer falls under the
     /// `pubsub` class of `client-output-buffer-limit`).
     pub fn is_subscriber(&self, h: Handle) -> bool {
-        self.clients.get(h).is_some_and(|c| c.subs.active())
+        self.core.pubsub.subscribed(h)
     }
 
     /// Installs the codec DUMP and RESTORE use (the shell passes `kayvee-rdb`'s).

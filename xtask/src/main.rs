@@ -13,8 +13,8 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  ci               fmt check, module circles, clippy -D warnings, build, all tests with
-                   KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1
+  ci               fmt check, clippy -D warnings, build, all tests with
+                   KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1, module circles
   circles          fail when a crate's modules import each other in a circle (the rule:
                    xtask/src/circles/mod.rs)
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
@@ -100,11 +100,11 @@ fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
     }
 }
 
-/// What CI runs: formatting, module circles, lints, build, then every test with the Redis tools required
-/// (so a machine without redis-server fails instead of silently skipping the differential test).
+/// What CI runs: formatting, lints, build, every test with the Redis tools required
+/// (so a machine without redis-server fails instead of silently skipping the differential test),
+/// then the module circles check.
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
-    circles::check(&root())?;
     cargo(
         &[
             "clippy",
@@ -123,7 +123,9 @@ fn ci() -> Result<(), String> {
             ("KAYVEE_REQUIRE_REDIS", "1"),
             ("KAYVEE_REQUIRE_XENSTORE", "1"),
         ],
-    )
+    )?;
+    // Last, so a module cycle is reported after everything else had its say.
+    circles::check(&root())
 }
 
 /// Builds the release server and runs `bench/compare.py` with `args` (e.g. `--quick`).

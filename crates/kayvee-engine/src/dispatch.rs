@@ -9,11 +9,10 @@ use crate::cx::{Core, Cx};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
-use crate::stats::Stats;
+use crate::stats::send_error;
 use crate::time::Now;
 use crate::{acl, aof, blocking, cmd, evict, monitor, notify, pause, persist, pubsub, tracking};
 use crate::{txn, util};
-use alloc::string::String;
 use alloc::vec::Vec;
 
 /// What dispatch remembers between commands (kept in the engine).
@@ -484,21 +483,6 @@ impl Dispatch<'_> {
     /// The protocol a client negotiated.
     fn protocol(&self, h: Handle) -> Protocol {
         self.clients.get(h).map(|c| c.protocol).unwrap_or_default()
-    }
-}
-
-/// Counts an error reply and sends it (raw bytes for [`Error::Bytes`], text otherwise).
-pub(crate) fn send_error(stats: &mut Stats, e: &Error, out: &mut dyn ReplySink) {
-    match e {
-        Error::Bytes(b) => {
-            stats.count_error(&String::from_utf8_lossy(b));
-            out.error_bytes(b);
-        }
-        e => {
-            let text = alloc::format!("{e}");
-            stats.count_error(&text);
-            out.error(&text);
-        }
     }
 }
 

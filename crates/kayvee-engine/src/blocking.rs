@@ -22,7 +22,7 @@
 //!    waiter silently.
 //!
 //! Architecture invariant: a client is in `waiters` if and only if its handle is in the queue of
-//! each of its keys, and its `Client::blocked` flag is set.
+//! each of its keys (`CLIENT LIST flags=b` asks `Blocking::is_blocked`).
 
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;

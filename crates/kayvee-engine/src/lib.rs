@@ -4,6 +4,11 @@
 //! [`ReplySink`] and requests to the shell come back as an [`Outcome`]. The engine reads no clock,
 //! opens no socket or file and draws no randomness of its own: the shell passes time in, and the
 //! seed at construction. The same engine runs in the Linux server and in the unikernel.
+//!
+//! This file holds only module declarations and the re-exports that make the public API
+//! (`kayvee_engine::Engine`, `Now`, `Cx`...): the engine is [`engine`], one command's run is
+//! [`dispatch`], a handler's context is [`cx`]. Keep it so: `cargo xtask circles` resolves a
+//! re-export to the module that defines the name and counts the crate root as no module.
 #![no_std]
 #![forbid(unsafe_code)]
 

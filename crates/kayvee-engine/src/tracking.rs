@@ -36,7 +36,7 @@ use alloc::vec::Vec;
 /// The channel RESP2 clients subscribe to for redirected invalidations.
 pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
 
-/// One client's tracking state (`Client::tracking`, `None` when tracking is off).
+/// One client's tracking state (kept in [`Tracking`] by handle, `None` when tracking is off).
 #[derive(Clone, Debug, Default)]
 pub struct ClientTracking {
     /// BCAST mode.

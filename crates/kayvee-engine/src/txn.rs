@@ -1,7 +1,7 @@
 //! Transactions' engine side: the per-client MULTI queue and WATCH list, the per-database record
 //! of watched keys, and the bookkeeping that marks watchers dirty when a watched key is
 //! modified. The commands themselves (MULTI, EXEC, DISCARD, WATCH, UNWATCH) are in
-//! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in `Engine::dispatch`.
+//! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in [`crate::dispatch`].
 //!
 //! How a modification is detected (Redis 7.0.15 semantics, checked against the real server):
 //! every `Db` method that writes a key ([`crate::Db::set`], `insert_entry`, `remove`,

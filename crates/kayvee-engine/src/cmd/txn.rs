@@ -1,6 +1,6 @@
 //! Transaction commands: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis 7.0.15's replies and
 //! error texts (checked against the real server). The queueing while in MULTI and EXEC's run of
-//! the queue live in `Engine::dispatch`; the bookkeeping in [`crate::txn`].
+//! the queue live in [`crate::dispatch`]; the bookkeeping in [`crate::txn`].
 
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
@@ -89,7 +89,7 @@ fn multi(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     Ok(())
 }
 
-/// EXEC is run by `Engine::dispatch` itself (it runs the queued commands); this handler is
+/// EXEC is run by [`crate::dispatch`] itself (it runs the queued commands); this handler is
 /// only reached if something bypasses the dispatcher.
 fn exec(_cx: &mut Cx<'_>, _args: &Argv<'_>, _out: &mut dyn ReplySink) -> CmdResult {
     Err(Error::msg("ERR EXEC without MULTI"))

@@ -1,6 +1,7 @@
 //! Project tooling beyond cargo: `cargo xtask ci` (what CI runs) and `cargo xtask bench`
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
+mod circles;
 mod unikernel;
 mod vmcompare;
 
@@ -12,7 +13,10 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  ci               fmt check, clippy -D warnings, build, all tests with KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1
+  ci               fmt check, clippy -D warnings, build, all tests with
+                   KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1, module circles
+  circles          fail when a crate's modules import each other in a circle (the rule:
+                   xtask/src/circles/mod.rs)
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
   image            build the unikernel image (unikernel/README.md); print its path and size
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("circles") => circles::check(&root()),
         Some("bench") => bench(&args[1..]),
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
@@ -95,8 +100,9 @@ fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
     }
 }
 
-/// What CI runs: formatting, lints, build, then every test with the Redis tools required
-/// (so a machine without redis-server fails instead of silently skipping the differential test).
+/// What CI runs: formatting, lints, build, every test with the Redis tools required
+/// (so a machine without redis-server fails instead of silently skipping the differential test),
+/// then the module circles check.
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     cargo(
@@ -117,7 +123,9 @@ fn ci() -> Result<(), String> {
             ("KAYVEE_REQUIRE_REDIS", "1"),
             ("KAYVEE_REQUIRE_XENSTORE", "1"),
         ],
-    )
+    )?;
+    // Last, so a module cycle is reported after everything else had its say.
+    circles::check(&root())
 }
 
 /// Builds the release server and runs `bench/compare.py` with `args` (e.g. `--quick`).

@@ -22,7 +22,7 @@
 //!    waiter silently.
 //!
 //! Architecture invariant: a client is in `waiters` if and only if its handle is in the queue of
-//! each of its keys, and its `Client::blocked` flag is set.
+//! each of its keys (`CLIENT LIST flags=b` asks `Blocking::is_blocked`).
 
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
@@ -209,7 +209,7 @@ pub fn signal_key_ready(cx: &mut Cx<'_>, db: usize, key: &[u8]) {
 /// Whether the running client may block: not inside MULTI (where blocking commands answer
 /// their timeout reply at once, as Redis does).
 pub fn may_block(cx: &mut Cx<'_>) -> bool {
-    !cx.client().in_multi
+    !cx.core.txn.in_multi(cx.me)
 }
 
 /// Blocks the running client on `spec` (or, when it may not block, writes the timeout reply):
@@ -226,7 +226,6 @@ pub fn block(cx: &mut Cx<'_>, args: &Argv<'_>, spec: BlockSpec, out: &mut dyn Re
         cmd: cx.cmd,
     };
     let me = cx.me;
-    cx.client().blocked = true;
     cx.core.blocking.add(me, waiter);
     cx.outcome = Outcome::Blocked;
 }
@@ -365,20 +364,12 @@ fn serve_one(
         core.aof.flush();
     }
     core.blocking.waiters.insert(h, w);
-    unblock(core, clients, h, replies);
+    unblock(core, h, replies);
 }
 
 /// Removes waiter `h` and queues its replies for the shell.
-fn unblock(
-    core: &mut crate::Core,
-    clients: &mut crate::ClientTable,
-    h: Handle,
-    replies: Vec<Reply>,
-) {
+fn unblock(core: &mut crate::Core, h: Handle, replies: Vec<Reply>) {
     core.blocking.remove(h);
-    if let Some(c) = clients.get_mut(h) {
-        c.blocked = false;
-    }
     core.blocking.wakeups.push((h, replies));
 }
 
@@ -401,7 +392,7 @@ pub(crate) fn unblock_on_request(
     } else {
         (w.spec.on_timeout)(&mut tree);
     }
-    unblock(core, clients, h, tree.take());
+    unblock(core, h, tree.take());
     true
 }
 
@@ -416,7 +407,7 @@ pub(crate) fn expire(core: &mut crate::Core, clients: &mut crate::ClientTable, n
         if let Some(w) = core.blocking.waiters.get(&h) {
             (w.spec.on_timeout)(&mut tree);
         }
-        unblock(core, clients, h, tree.take());
+        unblock(core, h, tree.take());
     }
 }
 

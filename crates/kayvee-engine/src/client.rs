@@ -1,6 +1,10 @@
 //! Connected clients as the engine sees them: identity, selected database, protocol, auth and
 //! the fields `CLIENT LIST` reports. The shell registers a client on accept and removes it on
 //! close; it fills [`IoStats`] so `CLIENT LIST` can show buffer sizes.
+//!
+//! A feature's own per-client state (subscriptions, MULTI, tracking...) is not here: each
+//! feature keeps it in a [`PerClient`] table keyed by the handle and drops it in its own
+//! `remove(h)`, which `Engine::disconnect` calls.
 
 use crate::reply::Protocol;
 use alloc::string::String;
@@ -101,18 +105,6 @@ pub struct Client {
     pub killed: bool,
     /// Buffer sizes, refreshed by the shell.
     pub io: IoStats,
-    /// Blocked on keys (BLPOP...): `CLIENT LIST flags=b`. See [`crate::blocking`].
-    pub blocked: bool,
-    /// Inside MULTI: blocking commands answer their timeout reply instead of blocking.
-    pub in_multi: bool,
-    /// The MULTI queue and the WATCHed keys (see [`crate::txn`]).
-    pub txn: crate::txn::ClientTxn,
-    /// Channel, pattern and shard-channel subscriptions (see [`crate::pubsub`]).
-    pub subs: crate::pubsub::ClientSubs,
-    /// `CLIENT TRACKING` state, `None` when off (see [`crate::tracking`]).
-    pub tracking: Option<alloc::boxed::Box<crate::tracking::ClientTracking>>,
-    /// In MONITOR mode (see [`crate::monitor`]): `CLIENT LIST flags=O`.
-    pub monitor: bool,
     /// `CLIENT NO-EVICT on`: `flags=e` in CLIENT LIST.
     pub no_evict: bool,
 }
@@ -147,12 +139,6 @@ impl ClientTable {
             last_cmd_id: None,
             killed: false,
             io: IoStats::default(),
-            blocked: false,
-            in_multi: false,
-            txn: Default::default(),
-            subs: Default::default(),
-            tracking: None,
-            monitor: false,
             no_evict: false,
         };
         self.len += 1;
@@ -212,5 +198,43 @@ impl ClientTable {
             .iter_mut()
             .enumerate()
             .filter_map(|(i, c)| c.as_mut().map(|c| (Handle(i), c)))
+    }
+}
+
+/// A feature's state for each client, indexed by handle slot (O(1), no hashing: this is read
+/// on every command). A slot holds `T::default()` for a client the feature knows nothing
+/// about; the feature resets it in its `remove(h)` so a reused handle starts clean.
+#[derive(Clone, Debug)]
+pub struct PerClient<T> {
+    slots: Vec<T>,
+}
+
+impl<T> Default for PerClient<T> {
+    fn default() -> Self {
+        PerClient { slots: Vec::new() }
+    }
+}
+
+impl<T: Default> PerClient<T> {
+    /// The state of `h`, if the feature ever stored one.
+    #[inline]
+    pub fn get(&self, h: Handle) -> Option<&T> {
+        self.slots.get(h.0)
+    }
+
+    /// The state of `h`, created (default) when missing.
+    pub fn entry(&mut self, h: Handle) -> &mut T {
+        if self.slots.len() <= h.0 {
+            self.slots.resize_with(h.0 + 1, T::default);
+        }
+        &mut self.slots[h.0]
+    }
+
+    /// Takes the state of `h`, leaving the default.
+    pub fn take(&mut self, h: Handle) -> T {
+        self.slots
+            .get_mut(h.0)
+            .map(core::mem::take)
+            .unwrap_or_default()
     }
 }

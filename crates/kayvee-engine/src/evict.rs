@@ -17,8 +17,8 @@ use crate::value::Meta;
 use crate::{Core, Now};
 use alloc::vec::Vec;
 
-/// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
-pub const LFU_INIT_VAL: u8 = 5;
+pub use crate::value::{minutes, LFU_INIT_VAL};
+
 /// Candidates the eviction pool keeps (Redis's `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
 /// The OOM error, exactly as Redis 7.0.15 words it.
@@ -139,11 +139,6 @@ impl Touch {
             ..meta
         }
     }
-}
-
-/// The LFU clock: unix minutes, low 16 bits (as Redis's `LFUGetTimeInMinutes`).
-pub fn minutes(now_ms: u64) -> u16 {
-    ((now_ms / 60_000) & 0xFFFF) as u16
 }
 
 /// Minutes from `ldt` to `now` on the 16-bit clock (wrapping once, as Redis counts).
@@ -290,7 +285,7 @@ pub fn perform(core: &mut Core, now: Now) -> Evicted {
         let Some((entry, _)) = core.dbs[db].remove(&key, now.ms()) else {
             continue; // it had expired: reclaimed, not evicted
         };
-        let estimate = crate::cmd::memory::entry_usage(&key, &entry, 5) as u64;
+        let estimate = crate::value::usage::entry_usage(&key, &entry, 5) as u64;
         drop(entry);
         freed += before.saturating_sub(used_memory(core)).max(estimate);
         evicted(core, db, &key);
@@ -551,7 +546,7 @@ mod tests {
         assert_eq!(b.run("SET k2 v"), ok());
         let gone = 102 - b.engine.core.dbs[0].len();
         let per_key =
-            crate::cmd::memory::entry_usage(b"p1", &Entry::new(Value::Str("v".into()), 0), 5);
+            crate::value::usage::entry_usage(b"p1", &Entry::new(Value::Str("v".into()), 0), 5);
         assert_eq!(gone, 1000usize.div_ceil(per_key), "{gone} evicted");
         USED.store(0, Ordering::Relaxed);
         let n = b.engine.core.dbs[0].len();

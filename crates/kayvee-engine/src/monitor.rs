@@ -35,6 +35,12 @@ impl Monitors {
         !self.clients.is_empty()
     }
 
+    /// Whether `h` monitors (`CLIENT LIST flags=O`; a monitor may run few commands).
+    #[inline]
+    pub fn is_monitor(&self, h: Handle) -> bool {
+        self.active() && self.clients.contains(&h)
+    }
+
     /// Stops `h` monitoring (RESET, disconnect).
     pub fn remove(&mut self, h: Handle) {
         self.clients.retain(|x| *x != h);
@@ -72,11 +78,9 @@ pub fn refused(spec: &CommandSpec) -> bool {
 /// MONITOR: the client starts receiving every command; a monitor asking again gets no reply.
 pub fn monitor(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let me = cx.me;
-    let c = cx.client();
-    if c.monitor {
+    if cx.core.monitors.is_monitor(me) {
         return Ok(());
     }
-    c.monitor = true;
     cx.core.monitors.clients.push(me);
     out.ok();
     Ok(())

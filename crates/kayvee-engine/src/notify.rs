@@ -21,7 +21,7 @@
 
 use crate::client::Handle;
 use crate::db::{Db, Key};
-use crate::pubsub::{self, Kind};
+use crate::pubsub::Kind;
 use crate::reply::Discard;
 use crate::{Core, Cx};
 use alloc::string::String;
@@ -247,8 +247,7 @@ fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
     if flags & class::KEYSPACE != 0 {
         let mut channel = channel_prefix(b"__keyspace@", db);
         channel.extend_from_slice(key);
-        pubsub::publish(
-            core,
+        core.pubsub.publish(
             nobody,
             Kind::Channel,
             &channel,
@@ -259,8 +258,7 @@ fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
     if flags & class::KEYEVENT != 0 {
         let mut channel = channel_prefix(b"__keyevent@", db);
         channel.extend_from_slice(event.as_bytes());
-        pubsub::publish(
-            core,
+        core.pubsub.publish(
             nobody,
             Kind::Channel,
             &channel,

@@ -8,14 +8,13 @@
 //! is one reference-counted [`Reply`] shared by every receiver of the same kind (channel or
 //! pattern), so a PUBLISH to N subscribers allocates one tree, plus one outbox slot each.
 //!
-//! Architecture invariant: a client's `ClientSubs` names a channel if and only if its handle is
-//! in that channel's list here (same for patterns and shard channels).
+//! Architecture invariant: a client's `ClientSubs` (kept here, by handle) names a channel if and
+//! only if its handle is in that channel's list (same for patterns and shard channels).
 
-use crate::client::{ClientTable, Handle};
+use crate::client::{Handle, PerClient};
 use crate::db::Key;
 use crate::error::Error;
 use crate::reply::{Reply, ReplySink};
-use crate::Core;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
 use alloc::vec::Vec;
@@ -74,6 +73,8 @@ pub struct PubSub {
     patterns: BTreeMap<Key, Vec<Handle>>,
     shard: BTreeMap<Key, Vec<Handle>>,
     outbox: Vec<(Handle, Rc<Reply>)>,
+    /// Each client's subscriptions.
+    subs: PerClient<ClientSubs>,
 }
 
 impl PubSub {
@@ -133,105 +134,125 @@ impl PubSub {
     }
 }
 
-/// Subscribes `h` to `name`; returns false when it already was.
-pub fn subscribe(core: &mut Core, clients: &mut ClientTable, h: Handle, kind: Kind, name: &[u8]) {
-    let Some(c) = clients.get_mut(h) else {
-        return;
-    };
-    if c.subs.set_mut(kind).insert(Key::from_slice(name)) {
-        let list = core.pubsub.map_mut(kind).entry(Key::from_slice(name));
-        list.or_default().push(h);
+impl PubSub {
+    /// The subscriptions of `h`, if it ever had one.
+    pub fn of(&self, h: Handle) -> Option<&ClientSubs> {
+        self.subs.get(h)
     }
-}
 
-/// Unsubscribes `h` from `name` (nothing when it was not subscribed).
-pub fn unsubscribe(core: &mut Core, clients: &mut ClientTable, h: Handle, kind: Kind, name: &[u8]) {
-    let Some(c) = clients.get_mut(h) else {
-        return;
-    };
-    if !c.subs.set_mut(kind).remove(name) {
-        return;
+    /// Whether `h` is in subscribed mode.
+    #[inline]
+    pub fn subscribed(&self, h: Handle) -> bool {
+        self.subs.get(h).is_some_and(ClientSubs::active)
     }
-    let map = core.pubsub.map_mut(kind);
-    if let Some(list) = map.get_mut(name) {
-        list.retain(|x| *x != h);
-        if list.is_empty() {
-            map.remove(name);
+
+    /// The count SUBSCRIBE-like replies to `h` carry (see [`ClientSubs::count`]).
+    pub fn count(&self, h: Handle, kind: Kind) -> usize {
+        self.subs.get(h).map_or(0, |s| s.count(kind))
+    }
+
+    /// Subscribes `h` to `name` (nothing when it already was).
+    pub fn subscribe(&mut self, h: Handle, kind: Kind, name: &[u8]) {
+        if self
+            .subs
+            .entry(h)
+            .set_mut(kind)
+            .insert(Key::from_slice(name))
+        {
+            let list = self.map_mut(kind).entry(Key::from_slice(name));
+            list.or_default().push(h);
         }
     }
-}
 
-/// Drops every subscription of `h` (disconnect, RESET).
-pub fn unsubscribe_all(core: &mut Core, clients: &mut ClientTable, h: Handle) {
-    let Some(c) = clients.get(h) else {
-        return;
-    };
-    if !c.subs.active() {
-        return;
-    }
-    for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-        for name in subscriptions(clients, h, kind) {
-            unsubscribe(core, clients, h, kind, &name);
+    /// Unsubscribes `h` from `name` (nothing when it was not subscribed).
+    pub fn unsubscribe(&mut self, h: Handle, kind: Kind, name: &[u8]) {
+        if !self.subs.entry(h).set_mut(kind).remove(name) {
+            return;
         }
-    }
-}
-
-/// The names `h` is subscribed to, in order.
-pub fn subscriptions(clients: &mut ClientTable, h: Handle, kind: Kind) -> Vec<Key> {
-    clients
-        .get_mut(h)
-        .map(|c| c.subs.set_mut(kind).iter().cloned().collect())
-        .unwrap_or_default()
-}
-
-/// PUBLISH / SPUBLISH: hands `message` to every subscriber of `channel` (and, for a plain
-/// channel, of every matching pattern); returns how many receivers got it. The publisher's own
-/// copies are written to `out` at once.
-pub fn publish(
-    core: &mut Core,
-    me: Handle,
-    kind: Kind,
-    channel: &[u8],
-    message: &[u8],
-    out: &mut dyn ReplySink,
-) -> usize {
-    let ps = &mut core.pubsub;
-    let mut receivers = 0;
-    let named = match kind {
-        Kind::Channel => &ps.channels,
-        Kind::Pattern => &ps.patterns,
-        Kind::Shard => &ps.shard,
-    };
-    if let Some(list) = named.get(channel) {
-        let head = if kind == Kind::Shard {
-            "smessage"
-        } else {
-            "message"
-        };
-        let msg = Rc::new(Reply::Push(alloc::vec![
-            Reply::Bulk(head.into()),
-            Reply::Bulk(channel.into()),
-            Reply::Bulk(message.into()),
-        ]));
-        receivers += list.len();
-        deliver(&mut ps.outbox, list, me, &msg, out);
-    }
-    if kind == Kind::Channel && !ps.patterns.is_empty() {
-        for (pattern, list) in &ps.patterns {
-            if !crate::util::glob_match(pattern, channel, false) {
-                continue;
+        let map = self.map_mut(kind);
+        if let Some(list) = map.get_mut(name) {
+            list.retain(|x| *x != h);
+            if list.is_empty() {
+                map.remove(name);
             }
+        }
+    }
+
+    /// Drops every subscription of `h` (disconnect, RESET).
+    pub fn remove(&mut self, h: Handle) {
+        if !self.subscribed(h) {
+            return;
+        }
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for name in self.subscriptions(h, kind) {
+                self.unsubscribe(h, kind, &name);
+            }
+        }
+        self.subs.take(h);
+    }
+
+    /// The names `h` is subscribed to, in order.
+    pub fn subscriptions(&self, h: Handle, kind: Kind) -> Vec<Key> {
+        let Some(s) = self.subs.get(h) else {
+            return Vec::new();
+        };
+        let set = match kind {
+            Kind::Channel => &s.channels,
+            Kind::Pattern => &s.patterns,
+            Kind::Shard => &s.shard,
+        };
+        set.iter().cloned().collect()
+    }
+
+    /// PUBLISH / SPUBLISH: hands `message` to every subscriber of `channel` (and, for a plain
+    /// channel, of every matching pattern); returns how many receivers got it. The
+    /// publisher's own copies are written to `out` at once.
+    pub fn publish(
+        &mut self,
+        me: Handle,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+        out: &mut dyn ReplySink,
+    ) -> usize {
+        let ps = self;
+        let mut receivers = 0;
+        let named = match kind {
+            Kind::Channel => &ps.channels,
+            Kind::Pattern => &ps.patterns,
+            Kind::Shard => &ps.shard,
+        };
+        if let Some(list) = named.get(channel) {
+            let head = if kind == Kind::Shard {
+                "smessage"
+            } else {
+                "message"
+            };
             let msg = Rc::new(Reply::Push(alloc::vec![
-                Reply::Bulk(b"pmessage".to_vec()),
-                Reply::Bulk(pattern.to_vec()),
+                Reply::Bulk(head.into()),
                 Reply::Bulk(channel.into()),
                 Reply::Bulk(message.into()),
             ]));
             receivers += list.len();
             deliver(&mut ps.outbox, list, me, &msg, out);
         }
+        if kind == Kind::Channel && !ps.patterns.is_empty() {
+            for (pattern, list) in &ps.patterns {
+                if !crate::util::glob_match(pattern, channel, false) {
+                    continue;
+                }
+                let msg = Rc::new(Reply::Push(alloc::vec![
+                    Reply::Bulk(b"pmessage".to_vec()),
+                    Reply::Bulk(pattern.to_vec()),
+                    Reply::Bulk(channel.into()),
+                    Reply::Bulk(message.into()),
+                ]));
+                receivers += list.len();
+                deliver(&mut ps.outbox, list, me, &msg, out);
+            }
+        }
+        receivers
     }
-    receivers
 }
 
 /// Queues `msg` for every client of `list`, writing the publisher's own copy to `out`.

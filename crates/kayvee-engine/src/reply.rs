@@ -309,6 +309,19 @@ impl ReplySink for Discard {
     fn big_number(&mut self, _: &str) {}
 }
 
+/// A HELP reply as Redis words it: a header line, the given lines, then HELP's own entry.
+pub fn help_reply(out: &mut dyn ReplySink, command: &str, lines: &[&str]) {
+    out.array(lines.len() + 3);
+    out.simple(&alloc::format!(
+        "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Prints this help.");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,8 @@
-//! Counters for INFO: commands, connections, errors, per-command call statistics.
+//! Counters for INFO: commands, connections, errors, per-command call statistics; and the
+//! sending of an error reply, which counts it.
 
+use crate::error::Error;
+use crate::reply::ReplySink;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -109,6 +112,21 @@ impl Stats {
             None => {
                 self.errors.insert(code.into(), 1);
             }
+        }
+    }
+}
+
+/// Counts an error reply and sends it (raw bytes for [`Error::Bytes`], text otherwise).
+pub fn send_error(stats: &mut Stats, e: &Error, out: &mut dyn ReplySink) {
+    match e {
+        Error::Bytes(b) => {
+            stats.count_error(&String::from_utf8_lossy(b));
+            out.error_bytes(b);
+        }
+        e => {
+            let text = alloc::format!("{e}");
+            stats.count_error(&text);
+            out.error(&text);
         }
     }
 }

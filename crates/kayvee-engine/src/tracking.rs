@@ -22,7 +22,7 @@
 //! member) still invalidates, where Redis does not.
 
 use crate::argv::Argv;
-use crate::client::{ClientTable, Handle};
+use crate::client::{ClientTable, Handle, PerClient};
 use crate::command::CommandId;
 use crate::db::Key;
 use crate::error::Error;
@@ -36,7 +36,7 @@ use alloc::vec::Vec;
 /// The channel RESP2 clients subscribe to for redirected invalidations.
 pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
 
-/// One client's tracking state (`Client::tracking`, `None` when tracking is off).
+/// One client's tracking state (kept in [`Tracking`] by handle, `None` when tracking is off).
 #[derive(Clone, Debug, Default)]
 pub struct ClientTracking {
     /// BCAST mode.
@@ -77,9 +77,23 @@ pub struct Tracking {
     clients: BTreeMap<u64, Handle>,
     /// Invalidations owed to the running client, written after its reply.
     pending_self: Vec<Reply>,
+    /// Each client's `CLIENT TRACKING` mode, `None` when off.
+    per: PerClient<Option<Box<ClientTracking>>>,
 }
 
 impl Tracking {
+    /// The tracking mode of `h`, `None` when off.
+    #[inline]
+    pub fn of(&self, h: Handle) -> Option<&ClientTracking> {
+        self.per.get(h)?.as_deref()
+    }
+
+    /// The tracking mode of `h`, mutable.
+    #[inline]
+    pub fn of_mut(&mut self, h: Handle) -> Option<&mut ClientTracking> {
+        self.per.entry(h).as_deref_mut()
+    }
+
     /// Whether any client tracks (then writes are noted).
     #[inline]
     pub fn active(&self) -> bool {
@@ -239,7 +253,7 @@ pub fn command(
         disable(core, clients, me);
         return Ok(());
     }
-    let cur = clients.get(me).and_then(|c| c.tracking.as_deref());
+    let cur = core.tracking.of(me);
     check_on(&o, cur)?;
     enable(core, clients, me, o);
     Ok(())
@@ -247,10 +261,10 @@ pub fn command(
 
 /// Turns tracking on for `me` with options `o` (merged into the current mode).
 fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
-    let Some(c) = clients.get_mut(me) else {
+    let Some(id) = clients.get(me).map(|c| c.id) else {
         return;
     };
-    let t = c.tracking.get_or_insert_with(Box::default);
+    let t = core.tracking.per.entry(me).get_or_insert_with(Box::default);
     t.bcast |= o.bcast;
     t.optin |= o.optin;
     t.optout |= o.optout;
@@ -261,26 +275,22 @@ fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
     if o.bcast && prefixes.is_empty() && t.prefixes.is_empty() {
         prefixes.push(Key::from_slice(b""));
     }
+    t.prefixes.extend(prefixes.iter().cloned());
     for p in prefixes {
-        core.tracking
-            .prefixes
-            .entry(p.clone())
-            .or_default()
-            .clients
-            .insert(me);
-        t.prefixes.insert(p);
+        let entry = core.tracking.prefixes.entry(p).or_default();
+        entry.clients.insert(me);
     }
-    core.tracking.clients.insert(c.id, me);
+    core.tracking.clients.insert(id, me);
     set_noting(core, true);
 }
 
 /// Turns tracking off for `me` (CLIENT TRACKING off, RESET, disconnect). Its entries in the
 /// table stay until the keys are invalidated, as in Redis (ids are never reused).
 pub fn disable(core: &mut Core, clients: &mut ClientTable, me: Handle) {
-    let Some(c) = clients.get_mut(me) else {
+    let Some(id) = clients.get(me).map(|c| c.id) else {
         return;
     };
-    let Some(t) = c.tracking.take() else {
+    let Some(t) = core.tracking.per.take(me) else {
         return;
     };
     for p in &t.prefixes {
@@ -291,7 +301,7 @@ pub fn disable(core: &mut Core, clients: &mut ClientTable, me: Handle) {
             }
         }
     }
-    core.tracking.clients.remove(&c.id);
+    core.tracking.clients.remove(&id);
     if !core.tracking.active() {
         set_noting(core, false);
     }
@@ -305,8 +315,8 @@ fn set_noting(core: &mut Core, on: bool) {
 }
 
 /// CLIENT CACHING yes|no.
-pub fn caching(clients: &mut ClientTable, me: Handle, arg: &[u8]) -> Result<(), Error> {
-    let t = clients.get_mut(me).and_then(|c| c.tracking.as_deref_mut());
+pub fn caching(tracking: &mut Tracking, me: Handle, arg: &[u8]) -> Result<(), Error> {
+    let t = tracking.of_mut(me);
     let Some(t) = t.filter(|t| t.optin || t.optout) else {
         return Err(Error::msg(
             "ERR CLIENT CACHING can be called only when the client is in tracking mode with \
@@ -378,14 +388,15 @@ pub fn after_run(
 ) {
     invalidate_written(core, clients, Some(me));
     let reg = core.commands.get(id);
-    let Some(c) = clients.get_mut(me) else {
+    let in_multi = core.txn.in_multi(me);
+    let Some(id) = clients.get(me).map(|c| c.id) else {
         return;
     };
-    let Some(t) = c.tracking.as_deref_mut() else {
+    let Some(t) = core.tracking.of_mut(me) else {
         return;
     };
     let caching = t.caching;
-    if !reg.full_name.starts_with("client|") && !c.in_multi {
+    if !reg.full_name.starts_with("client|") && !in_multi {
         t.caching = None;
     }
     let wanted = !t.bcast
@@ -395,7 +406,6 @@ pub fn after_run(
     if !wanted {
         return;
     }
-    let id = c.id;
     let Ok(keys) = reg.spec.find_keys(args) else {
         return;
     };
@@ -472,9 +482,9 @@ fn invalidate_key(
         .filter_map(|id| tr.clients.get(id).copied())
         .collect();
     for h in handles {
-        let skip = clients
-            .get(h)
-            .and_then(|c| c.tracking.as_deref())
+        let skip = core
+            .tracking
+            .of(h)
             .is_none_or(|t| t.bcast || (by_write && t.noloop && Some(h) == me));
         if !skip {
             send(core, clients, h, Some(alloc::vec![key.clone()]), me);
@@ -514,10 +524,7 @@ fn broadcast(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
         }
         let pending = core::mem::take(&mut entry.pending);
         for &h in &entry.clients {
-            let noloop = clients
-                .get(h)
-                .and_then(|c| c.tracking.as_deref())
-                .is_some_and(|t| t.noloop);
+            let noloop = tracking_of(&core.tracking.per, h).is_some_and(|t| t.noloop);
             let keys: Vec<Key> = pending
                 .iter()
                 .filter(|(_, by)| !(noloop && **by == Some(h)))
@@ -541,11 +548,7 @@ fn send(
     keys: Option<Vec<Key>>,
     me: Option<Handle>,
 ) {
-    let Some(redirect) = clients
-        .get(h)
-        .and_then(|c| c.tracking.as_deref())
-        .map(|t| t.redirect)
-    else {
+    let Some(redirect) = core.tracking.of(h).map(|t| t.redirect) else {
         return;
     };
     let receiver = match redirect {
@@ -564,7 +567,7 @@ fn send(
     };
     let msg = if rc.protocol == Protocol::Resp3 {
         Reply::Push(alloc::vec![Reply::Bulk(b"invalidate".to_vec()), payload])
-    } else if rc.subs.active() {
+    } else if core.pubsub.subscribed(receiver) {
         Reply::Push(alloc::vec![
             Reply::Bulk(b"message".to_vec()),
             Reply::Bulk(INVALIDATE_CHANNEL.to_vec()),
@@ -589,11 +592,11 @@ fn redirect_broken(
     id: u64,
     me: Option<Handle>,
 ) {
-    let Some(c) = clients.get_mut(h) else {
+    let Some(c) = clients.get(h) else {
         return;
     };
     let resp3 = c.protocol == Protocol::Resp3;
-    let Some(t) = c.tracking.as_deref_mut().filter(|t| !t.broken_redirect) else {
+    let Some(t) = core.tracking.of_mut(h).filter(|t| !t.broken_redirect) else {
         return;
     };
     t.broken_redirect = true;
@@ -609,6 +612,11 @@ fn redirect_broken(
     } else {
         core.pubsub.queue(h, Rc::new(msg));
     }
+}
+
+/// The tracking mode of `h` in `per` (for loops that hold other parts of [`Tracking`]).
+fn tracking_of(per: &PerClient<Option<Box<ClientTracking>>>, h: Handle) -> Option<&ClientTracking> {
+    per.get(h)?.as_deref()
 }
 
 /// The handle of the client with this id.

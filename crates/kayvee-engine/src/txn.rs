@@ -1,7 +1,7 @@
 //! Transactions' engine side: the per-client MULTI queue and WATCH list, the per-database record
 //! of watched keys, and the bookkeeping that marks watchers dirty when a watched key is
 //! modified. The commands themselves (MULTI, EXEC, DISCARD, WATCH, UNWATCH) are in
-//! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in `Engine::dispatch`.
+//! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in [`crate::dispatch`].
 //!
 //! How a modification is detected (Redis 7.0.15 semantics, checked against the real server):
 //! every `Db` method that writes a key ([`crate::Db::set`], `insert_entry`, `remove`,
@@ -20,16 +20,19 @@
 //! client's handle is in `dbs[db].watch.clients[key]`.
 
 use crate::argv::ArgvBuf;
-use crate::client::{ClientTable, Handle};
+use crate::client::{Handle, PerClient};
 use crate::db::{Db, Key};
 use crate::value::Value;
 use crate::Core;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-/// A client's transaction state (kept in `Client::txn`; `Client::in_multi` is the MULTI flag).
+/// A client's transaction state (kept in [`Transactions`], by handle).
 #[derive(Clone, Debug, Default)]
 pub struct ClientTxn {
+    /// Inside MULTI: commands are queued, blocking ones answer their timeout reply instead of
+    /// blocking.
+    pub multi: bool,
     /// Commands queued since MULTI, in order.
     pub queue: Vec<ArgvBuf>,
     /// A command was refused at queue time: EXEC answers EXECABORT (Redis's `DIRTY_EXEC`).
@@ -40,6 +43,38 @@ pub struct ClientTxn {
     pub watched: Vec<(usize, Key, bool)>,
     /// Bytes held by the queue (`CLIENT LIST multi-mem=`).
     pub queued_bytes: usize,
+}
+
+/// Every client's transaction state, in `Core::txn`.
+#[derive(Clone, Debug, Default)]
+pub struct Transactions {
+    per: PerClient<ClientTxn>,
+    /// Number of clients that WATCH at least one key (nothing to settle when none does).
+    watching: usize,
+}
+
+impl Transactions {
+    /// The transaction state of `h`, if it ever had one.
+    #[inline]
+    pub fn of(&self, h: Handle) -> Option<&ClientTxn> {
+        self.per.get(h)
+    }
+
+    /// Whether `h` is inside MULTI.
+    #[inline]
+    pub fn in_multi(&self, h: Handle) -> bool {
+        self.per.get(h).is_some_and(|t| t.multi)
+    }
+
+    /// MULTI: `h` starts queueing.
+    pub fn begin(&mut self, h: Handle) {
+        self.per.entry(h).multi = true;
+    }
+
+    /// EXEC: takes the queue of `h`.
+    pub fn take_queue(&mut self, h: Handle) -> Vec<ArgvBuf> {
+        core::mem::take(&mut self.per.entry(h).queue)
+    }
 }
 
 /// Watch bookkeeping kept in each [`Db`].
@@ -150,8 +185,8 @@ pub fn touch_swap(dbs: &mut [Db], a: usize, b: usize) {
 
 /// Turns the databases' notes into dirty flags on the watching clients: a noted write always,
 /// a probe when the value differs now (or the key is gone). Runs after every command.
-pub fn settle(core: &mut Core, clients: &mut ClientTable) {
-    if core.watching == 0 {
+pub fn settle(core: &mut Core) {
+    if core.txn.watching == 0 {
         return;
     }
     for (i, db) in core.dbs.iter_mut().enumerate() {
@@ -166,9 +201,7 @@ pub fn settle(core: &mut Core, clients: &mut ClientTable) {
         }
         for (k, by_expiry) in core::mem::take(&mut db.watch.touched) {
             for h in db.watch.clients.get(&k).into_iter().flatten() {
-                if let Some(c) = clients.get_mut(*h) {
-                    mark_dirty(&mut c.txn, i, &k, by_expiry);
-                }
+                mark_dirty(core.txn.per.entry(*h), i, &k, by_expiry);
             }
         }
     }
@@ -189,40 +222,28 @@ fn mark_dirty(t: &mut ClientTxn, db: usize, key: &Key, by_expiry: bool) {
 
 /// EXEC's last check: whether a key `h` watches, live at WATCH time, has passed its TTL without
 /// being deleted yet.
-pub fn watched_key_expired(core: &Core, clients: &ClientTable, h: Handle, now_ms: u64) -> bool {
-    let Some(c) = clients.get(h) else {
+pub fn watched_key_expired(core: &Core, h: Handle, now_ms: u64) -> bool {
+    let Some(t) = core.txn.of(h) else {
         return false;
     };
-    c.txn.watched.iter().any(|(db, key, expired)| {
+    t.watched.iter().any(|(db, key, expired)| {
         !expired && core.dbs[*db].expire_at(key).is_some_and(|at| at <= now_ms)
     })
 }
 
 /// WATCH's work for one key: records that client `h` watches `key` of `db` (once), and whether
 /// the key had already expired (its TTL passed, not yet deleted).
-pub fn watch(
-    core: &mut Core,
-    clients: &mut ClientTable,
-    h: Handle,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-) {
-    let Some(c) = clients.get_mut(h) else {
-        return;
-    };
-    if c.txn
-        .watched
-        .iter()
-        .any(|(d, k, _)| *d == db && k[..] == *key)
-    {
+pub fn watch(core: &mut Core, h: Handle, db: usize, key: &[u8], now_ms: u64) {
+    let t = core.txn.per.entry(h);
+    if t.watched.iter().any(|(d, k, _)| *d == db && k[..] == *key) {
         return;
     }
-    if c.txn.watched.is_empty() {
-        core.watching += 1;
+    if t.watched.is_empty() {
+        core.txn.watching += 1;
     }
     let expired = core.dbs[db].expire_at(key).is_some_and(|at| at <= now_ms);
-    c.txn.watched.push((db, Key::from_slice(key), expired));
+    let t = core.txn.per.entry(h);
+    t.watched.push((db, Key::from_slice(key), expired));
     core.dbs[db]
         .watch
         .clients
@@ -233,16 +254,15 @@ pub fn watch(
 
 /// Forgets every key client `h` watches and its dirty flag (EXEC, DISCARD, UNWATCH, RESET,
 /// disconnect).
-pub fn unwatch_all(core: &mut Core, clients: &mut ClientTable, h: Handle) {
-    let Some(c) = clients.get_mut(h) else {
-        return;
-    };
-    c.txn.dirty = false;
-    if c.txn.watched.is_empty() {
+pub fn unwatch_all(core: &mut Core, h: Handle) {
+    let t = core.txn.per.entry(h);
+    t.dirty = false;
+    if t.watched.is_empty() {
         return;
     }
-    core.watching -= 1;
-    for (db, key, _) in core::mem::take(&mut c.txn.watched) {
+    let watched = core::mem::take(&mut t.watched);
+    core.txn.watching -= 1;
+    for (db, key, _) in watched {
         let w = &mut core.dbs[db].watch;
         if let Some(list) = w.clients.get_mut(&key) {
             list.retain(|x| *x != h);
@@ -254,29 +274,35 @@ pub fn unwatch_all(core: &mut Core, clients: &mut ClientTable, h: Handle) {
 }
 
 /// Leaves MULTI: drops the queue and the error flag and unwatches (EXEC, DISCARD, RESET).
-pub fn discard(core: &mut Core, clients: &mut ClientTable, h: Handle) {
-    if let Some(c) = clients.get_mut(h) {
-        c.in_multi = false;
-        c.txn.queue = Vec::new();
-        c.txn.errored = false;
-        c.txn.queued_bytes = 0;
+pub fn discard(core: &mut Core, h: Handle) {
+    if core.txn.of(h).is_some() {
+        let t = core.txn.per.entry(h);
+        t.multi = false;
+        t.queue = Vec::new();
+        t.errored = false;
+        t.queued_bytes = 0;
     }
-    unwatch_all(core, clients, h);
+    unwatch_all(core, h);
+}
+
+/// Forgets client `h` (disconnect): leaves MULTI, unwatches, drops its state.
+pub fn remove(core: &mut Core, h: Handle) {
+    discard(core, h);
+    core.txn.per.take(h);
 }
 
 /// Queues a command for EXEC.
-pub fn queue(clients: &mut ClientTable, h: Handle, argv: &crate::Argv<'_>) {
-    if let Some(c) = clients.get_mut(h) {
-        let bytes: usize = argv.iter().map(<[u8]>::len).sum();
-        c.txn.queued_bytes += bytes + 16 * argv.len();
-        c.txn.queue.push(ArgvBuf::from_args(argv.iter()));
-    }
+pub fn queue(txns: &mut Transactions, h: Handle, argv: &crate::Argv<'_>) {
+    let t = txns.per.entry(h);
+    let bytes: usize = argv.iter().map(<[u8]>::len).sum();
+    t.queued_bytes += bytes + 16 * argv.len();
+    t.queue.push(ArgvBuf::from_args(argv.iter()));
 }
 
 /// Marks the transaction of `h` (if in MULTI) as failed at queue time.
-pub fn flag_error(clients: &mut ClientTable, h: Handle) {
-    if let Some(c) = clients.get_mut(h).filter(|c| c.in_multi) {
-        c.txn.errored = true;
+pub fn flag_error(txns: &mut Transactions, h: Handle) {
+    if txns.in_multi(h) {
+        txns.per.entry(h).errored = true;
     }
 }
 

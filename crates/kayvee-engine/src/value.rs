@@ -7,6 +7,7 @@
 
 mod flat;
 mod hash;
+pub mod usage;
 mod zset;
 
 pub use hash::{Hash, HashIter};
@@ -14,6 +15,14 @@ pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
 use kayvee_pds::{PList, PMap, SmallBytes};
+
+/// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// The LFU clock: unix minutes, low 16 bits (as Redis's `LFUGetTimeInMinutes`).
+pub fn minutes(now_ms: u64) -> u16 {
+    ((now_ms / 60_000) & 0xFFFF) as u16
+}
 
 /// A list's elements, head first.
 pub type List = PList<SmallBytes>;
@@ -153,8 +162,8 @@ impl Entry {
             meta: Meta {
                 access_s: (now_ms / 1000) as u32,
                 flags: 0,
-                freq: crate::evict::LFU_INIT_VAL,
-                ldt_min: crate::evict::minutes(now_ms),
+                freq: LFU_INIT_VAL,
+                ldt_min: minutes(now_ms),
             },
         }
     }

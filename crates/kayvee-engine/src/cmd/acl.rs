@@ -229,13 +229,16 @@ fn kill_disallowed_subscribers(cx: &mut Cx<'_>, name: &[u8]) -> bool {
         })
     };
     let mut killed = false;
-    for (_, c) in cx.clients.iter_mut() {
-        if c.user.as_bytes() != name || !c.subs.active() {
+    for (h, c) in cx.clients.iter_mut() {
+        let Some(subs) = cx.core.pubsub.of(h).filter(|s| s.active()) else {
+            continue;
+        };
+        if c.user.as_bytes() != name {
             continue;
         }
-        let bad = c.subs.channels.iter().any(|ch| !allowed(ch, false))
-            || c.subs.shard.iter().any(|ch| !allowed(ch, false))
-            || c.subs.patterns.iter().any(|p| !allowed(p, true));
+        let bad = subs.channels.iter().any(|ch| !allowed(ch, false))
+            || subs.shard.iter().any(|ch| !allowed(ch, false))
+            || subs.patterns.iter().any(|p| !allowed(p, true));
         if bad {
             c.killed = true;
             killed = true;
@@ -527,7 +530,7 @@ const HELP: &[&str] = &[
 
 /// ACL HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    super::config_cmd::help_reply(out, "ACL", HELP);
+    crate::reply::help_reply(out, "ACL", HELP);
     Ok(())
 }
 
@@ -537,9 +540,13 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
         return;
     };
     let mut info = String::new();
-    super::client::client_line(cx, c, 0, &mut info);
+    super::client::client_line(cx, cx.me, c, 0, &mut info);
     info.pop();
-    let context = if c.in_multi { "multi" } else { "toplevel" };
+    let context = if cx.core.txn.in_multi(cx.me) {
+        "multi"
+    } else {
+        "toplevel"
+    };
     let entry = log::Entry {
         count: 1,
         reason,

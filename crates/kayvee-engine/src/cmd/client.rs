@@ -12,7 +12,7 @@ use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
-use crate::{Cx, Handle, Outcome};
+use crate::{Core, Cx, Handle, Outcome};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
@@ -288,15 +288,13 @@ fn reply(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 
 /// CLIENT GETREDIR: the REDIRECT target's id, 0 when tracking without one, -1 when off.
 fn getredir(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.int(crate::tracking::redirect_id(
-        cx.client().tracking.as_deref(),
-    ));
+    out.int(crate::tracking::redirect_id(cx.core.tracking.of(cx.me)));
     Ok(())
 }
 
 /// CLIENT TRACKINGINFO: flags, redirect and prefixes of the caller's tracking.
 fn trackinginfo(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    crate::tracking::info(cx.client().tracking.as_deref(), out);
+    crate::tracking::info(cx.core.tracking.of(cx.me), out);
     Ok(())
 }
 
@@ -309,7 +307,7 @@ fn tracking(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT CACHING yes|no: whether the next command's keys are tracked (OPTIN / OPTOUT).
 fn caching(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    crate::tracking::caching(cx.clients, cx.me, args.get(2))?;
+    crate::tracking::caching(&mut cx.core.tracking, cx.me, args.get(2))?;
     out.ok();
     Ok(())
 }
@@ -366,12 +364,14 @@ fn laddr(c: &Client) -> String {
 
 /// One `CLIENT LIST` line (with its trailing `\n`), fields in Redis 7.0.15's order.
 /// `argv_mem` is the size of the command being run (only the caller has one).
-pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut String) {
+pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s: &mut String) {
     let now = cx.now_ms();
     let io = &c.io;
     let name = c.name.as_ref().map(|n| n.as_bytes()).unwrap_or_default();
     let tcp = matches!(c.conn.transport, Transport::Tcp { .. });
-    let flags = client_flags(c, tcp);
+    let flags = client_flags(cx.core, h, c, tcp);
+    let subs = cx.core.pubsub.of(h).cloned().unwrap_or_default();
+    let txn = cx.core.txn.of(h).cloned().unwrap_or_default();
     let cmd = match c.last_cmd_id {
         Some(id) => cx.core.commands.get(id).full_name.as_str(),
         None => "NULL",
@@ -390,22 +390,22 @@ pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut Stri
         now.saturating_sub(c.created_ms) / 1000,
         now.saturating_sub(c.last_interaction_ms) / 1000,
         c.db,
-        c.subs.channels.len(),
-        c.subs.patterns.len(),
-        c.subs.shard.len(),
-        if c.in_multi {
-            c.txn.queue.len() as i64
+        subs.channels.len(),
+        subs.patterns.len(),
+        subs.shard.len(),
+        if txn.multi {
+            txn.queue.len() as i64
         } else {
             -1
         },
         io.qbuf,
         io.qbuf_free,
-        c.txn.queued_bytes,
+        txn.queued_bytes,
         io.obl,
         io.omem,
         io.tot_mem,
         String::from_utf8_lossy(&c.user),
-        crate::tracking::redirect_id(c.tracking.as_deref()),
+        crate::tracking::redirect_id(cx.core.tracking.of(h)),
         c.protocol.number(),
     );
 }
@@ -413,18 +413,20 @@ pub(crate) fn client_line(cx: &Cx<'_>, c: &Client, argv_mem: usize, s: &mut Stri
 /// The `flags=` letters in Redis's order: P (subscriber), x (in MULTI), b (blocked), t
 /// (tracking), R (its redirect target is gone), B (BCAST), d (a watched key was modified), U
 /// (Unix socket); `N` when none applies.
-fn client_flags(c: &Client, tcp: bool) -> String {
+/// The features keep their own per-client state: each is asked about `h`.
+fn client_flags(core: &Core, h: Handle, c: &Client, tcp: bool) -> String {
     let mut f = String::new();
-    let t = c.tracking.as_deref();
+    let t = core.tracking.of(h);
+    let txn = core.txn.of(h);
     for (on, letter) in [
-        (c.monitor, 'O'),
-        (c.subs.active(), 'P'),
-        (c.in_multi, 'x'),
-        (c.blocked, 'b'),
+        (core.monitors.is_monitor(h), 'O'),
+        (core.pubsub.subscribed(h), 'P'),
+        (txn.is_some_and(|t| t.multi), 'x'),
+        (core.blocking.is_blocked(h) || core.pause.holds(h), 'b'),
         (t.is_some(), 't'),
         (t.is_some_and(|t| t.broken_redirect), 'R'),
         (t.is_some_and(|t| t.bcast), 'B'),
-        (c.txn.dirty, 'd'),
+        (txn.is_some_and(|t| t.dirty), 'd'),
         (!tcp, 'U'),
         (c.no_evict, 'e'),
     ] {
@@ -449,7 +451,7 @@ fn reply_lines(cx: &Cx<'_>, handles: &[Handle], args: &Argv<'_>, out: &mut dyn R
     for &h in handles {
         if let Some(c) = cx.clients.get(h) {
             let mem = if h == cx.me { argv_mem(args) } else { 0 };
-            client_line(cx, c, mem, &mut s);
+            client_line(cx, h, c, mem, &mut s);
         }
     }
     out.verbatim("txt", s.as_bytes());
@@ -686,7 +688,7 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// CLIENT HELP
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    super::config_cmd::help_reply(out, "CLIENT", HELP);
+    crate::reply::help_reply(out, "CLIENT", HELP);
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::reply::ReplySink;
+use crate::reply::{help_reply, ReplySink};
 use crate::{Cx, Outcome, Stats};
 use alloc::vec::Vec;
 
@@ -168,17 +168,4 @@ fn config_help(_: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         ],
     );
     Ok(())
-}
-
-/// A HELP reply as Redis words it: a header line, the given lines, then HELP's own entry.
-pub fn help_reply(out: &mut dyn ReplySink, command: &str, lines: &[&str]) {
-    out.array(lines.len() + 3);
-    out.simple(&alloc::format!(
-        "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    ));
-    for l in lines {
-        out.simple(l);
-    }
-    out.simple("HELP");
-    out.simple("    Prints this help.");
 }

@@ -99,7 +99,7 @@ fn ping(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     if args.len() > 2 {
         return Err(Error::WrongArity("ping".into()));
     }
-    if out.protocol() == Protocol::Resp2 && cx.client().subs.active() {
+    if out.protocol() == Protocol::Resp2 && cx.core.pubsub.subscribed(cx.me) {
         out.array(2);
         out.bulk(b"pong");
         out.bulk(args.try_get(1).unwrap_or_default());
@@ -130,11 +130,10 @@ fn quit(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 /// authenticated when a password is required), then `+RESET`.
 fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let need_auth = cx.core.acl.auth_required();
-    crate::txn::discard(cx.core, cx.clients, cx.me);
-    crate::pubsub::unsubscribe_all(cx.core, cx.clients, cx.me);
+    crate::txn::discard(cx.core, cx.me);
+    cx.core.pubsub.remove(cx.me);
     crate::tracking::disable(cx.core, cx.clients, cx.me);
     cx.core.monitors.remove(cx.me);
-    cx.client().monitor = false;
     cx.db_index = 0;
     let client = cx.client();
     client.db = 0;

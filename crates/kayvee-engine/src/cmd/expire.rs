@@ -1,5 +1,5 @@
 //! Expiry commands (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX/XX/GT/LT; TTL, PTTL,
-//! EXPIRETIME, PEXPIRETIME; PERSIST) and the active expiry cycle the engine's cron runs.
+//! EXPIRETIME, PEXPIRETIME; PERSIST). The active expiry cycle is [`crate::expire`].
 //!
 //! Expiry times are absolute unix milliseconds, compared with the time passed into the engine
 //! (`cx.now_ms()`). Argument checks, their order and their error texts follow Redis 7.0.15.
@@ -10,7 +10,7 @@ use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
-use crate::{Core, Cx, Now};
+use crate::Cx;
 
 /// The flags, arity and key position shared by the four EXPIRE-family commands.
 const fn set_expire_spec(
@@ -126,25 +126,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
 ];
-
-/// Keys with a TTL checked per database per step, as Redis's
-/// `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`.
-const KEYS_PER_STEP: usize = 20;
-/// Steps per database per cycle at most (bounds the work of one cron tick).
-const STEPS_MAX: usize = 16;
-
-/// Deletes expired keys, walking each database's TTLs from where the last cycle stopped and
-/// going on while over a quarter of a step's keys had expired (Redis's adaptive cycle).
-pub fn active_expire_cycle(core: &mut Core, now: Now) {
-    for db in core.dbs.iter_mut() {
-        for _ in 0..STEPS_MAX {
-            let (checked, expired) = db.active_expire_step(now.ms(), KEYS_PER_STEP);
-            if checked == 0 || expired * 4 <= checked {
-                break;
-            }
-        }
-    }
-}
 
 /// How an EXPIRE-family command reads its time argument.
 #[derive(Clone, Copy)]

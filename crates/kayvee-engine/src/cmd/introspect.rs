@@ -4,12 +4,12 @@
 //! specs, subcommands). Key specs come from the table (or are derived from first/last/step);
 //! `COMMAND DOCS` has no `arguments` or `history` since the table does not describe them.
 
-use super::config_cmd::help_reply;
 use crate::argv::Argv;
 use crate::command::{
     acl, flags, BeginSearch, CommandId, CommandSpec, CommandTable, FindKeys, FoundKey,
 };
 use crate::error::{CmdResult, Error};
+use crate::reply::help_reply;
 use crate::reply::ReplySink;
 use crate::util::glob_match;
 use crate::Cx;

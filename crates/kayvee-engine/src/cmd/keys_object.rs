@@ -209,7 +209,7 @@ fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cmd
 
 /// OBJECT HELP.
 fn object_help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    super::config_cmd::help_reply(out, "OBJECT", HELP);
+    crate::reply::help_reply(out, "OBJECT", HELP);
     Ok(())
 }
 

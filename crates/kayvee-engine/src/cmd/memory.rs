@@ -1,27 +1,21 @@
 //! MEMORY (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP), shaped as Redis 7.0.15 answers.
 //!
 //! Figures come from the process's real allocation count (see [`crate::evict::used_memory`])
-//! and, per key, from Kayvee's own layout ([`entry_usage`]): the keyspace slot (key and
-//! [`Entry`]) plus what the value holds on the heap, sampling collections as Redis does.
+//! and, per key, from Kayvee's own layout ([`crate::value::usage`]).
 
-use super::config_cmd::help_reply;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
+use crate::reply::help_reply;
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, ScoreMember, Value, ZRef};
+use crate::value::usage::{entry_usage, DEFAULT_SAMPLES, TRIE_SLOT_OVERHEAD};
+use crate::value::Entry;
 use crate::{Core, Cx};
 use core::mem::size_of;
 use kayvee_pds::SmallBytes;
 
-/// Collection elements MEMORY USAGE samples by default (Redis's `OBJ_COMPUTE_SIZE_DEF_SAMPLES`).
-pub const DEFAULT_SAMPLES: usize = 5;
-/// Bytes a hash-trie slot costs beyond its key and value (node bitmaps and pointers, amortised).
-const TRIE_SLOT_OVERHEAD: usize = 16;
-/// Bytes a list or ordered-set element costs beyond itself (B+tree chunk headers, amortised).
-const TREE_ELEM_OVERHEAD: usize = 4;
 /// Below this many used bytes MEMORY DOCTOR declines to judge (as Redis, 5 MB).
 const DOCTOR_MIN_BYTES: u64 = 5 << 20;
 
@@ -130,79 +124,6 @@ const HELP: &[&str] = &[
     "    Return memory in bytes used by <key> and its value. Nested values are",
     "    sampled up to <count> times (default: 5, 0 means sample all).",
 ];
-
-/// Heap bytes a string holds beyond its inline form.
-fn heap(b: &SmallBytes) -> usize {
-    b.heap_size()
-}
-
-/// Heap bytes a `SmallBytes` of `len` bytes holds (as [`SmallBytes::heap_size`] counts).
-fn out_of_line(len: usize) -> usize {
-    match len {
-        n if n > kayvee_pds::bytes::INLINE_LEN_MAX => n + size_of::<usize>(),
-        _ => 0,
-    }
-}
-
-/// Bytes the key's slot and its value take: the keyspace slot (key, entry, trie overhead) plus
-/// the value's heap, collections estimated from `samples` elements (0 = all) scaled to their
-/// length.
-pub fn entry_usage(key: &[u8], entry: &Entry, samples: usize) -> usize {
-    let key_heap = out_of_line(key.len());
-    let slot = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + key_heap;
-    slot + value_usage(&entry.value, samples)
-}
-
-/// The value's heap bytes (see [`entry_usage`]).
-fn value_usage(value: &Value, samples: usize) -> usize {
-    let elem = size_of::<SmallBytes>();
-    match value {
-        Value::Str(s) => heap(s),
-        Value::List(l) => {
-            let per = |e: &SmallBytes| elem + TREE_ELEM_OVERHEAD + heap(e);
-            size_of::<crate::value::List>() + scaled(l.iter(), l.len(), samples, per)
-        }
-        // Small hashes and sorted sets are one flat buffer: its size is exact.
-        Value::Hash(h) if !h.is_big() => h.heap_size(),
-        Value::Hash(h) => {
-            let per = |(f, v): (&[u8], &[u8])| {
-                2 * elem + TRIE_SLOT_OVERHEAD + out_of_line(f.len()) + out_of_line(v.len())
-            };
-            size_of::<crate::value::Hash>() + scaled(h.iter(), h.len(), samples, per)
-        }
-        Value::Set(s) => {
-            let per = |(m, _): (&SmallBytes, &())| elem + TRIE_SLOT_OVERHEAD + heap(m);
-            size_of::<crate::value::Set>() + scaled(s.iter(), s.len(), samples, per)
-        }
-        Value::ZSet(z) if !z.is_big() => z.heap_size(),
-        Value::ZSet(z) => {
-            // Each member is in the score map and in the order (one shared heap copy).
-            let per = |e: ZRef<'_>| {
-                elem + 8
-                    + TRIE_SLOT_OVERHEAD
-                    + size_of::<ScoreMember>()
-                    + TREE_ELEM_OVERHEAD
-                    + out_of_line(e.1.len())
-            };
-            size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
-        }
-    }
-}
-
-/// The cost of `len` elements estimated from the first `samples` (0 = all) of `items`.
-fn scaled<T>(
-    items: impl Iterator<Item = T>,
-    len: usize,
-    samples: usize,
-    per: impl Fn(T) -> usize,
-) -> usize {
-    let take = if samples == 0 { len } else { samples.min(len) };
-    if take == 0 {
-        return 0;
-    }
-    let sum: usize = items.take(take).map(per).sum();
-    (sum as f64 / take as f64 * len as f64) as usize
-}
 
 /// MEMORY USAGE key [SAMPLES count]: null for a missing key. As in Redis the key is found
 /// without expiring it or recording an access.
@@ -359,65 +280,4 @@ fn memory_stats(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> C
     dbl(out, "fragmentation", ratio(rss, o.total));
     int(out, "fragmentation.bytes", rss - o.total);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::value::{Hash, List};
-
-    fn s(n: usize) -> SmallBytes {
-        SmallBytes::from_vec(alloc::vec![b'x'; n])
-    }
-
-    #[test]
-    fn usage_scales_with_content() {
-        let small = Entry::new(Value::Str(s(3)), 0);
-        let big = Entry::new(Value::Str(s(1000)), 0);
-        assert_eq!(
-            entry_usage(b"k", &big, 5) - entry_usage(b"k", &small, 5),
-            1000 + size_of::<usize>()
-        );
-        let list = |n: usize| {
-            let l: List = (0..n).map(|_| s(100)).collect();
-            entry_usage(
-                b"k",
-                &Entry::new(Value::List(alloc::boxed::Box::new(l)), 0),
-                5,
-            )
-        };
-        let (ten, thousand) = (list(10), list(1000));
-        assert!(
-            thousand > 90 * ten && thousand < 110 * ten,
-            "{ten} {thousand}"
-        );
-    }
-
-    #[test]
-    fn flat_collections_count_their_buffer() {
-        let mut h = Hash::new();
-        h.insert(b"field", &[b'x'; 300]);
-        let e = Entry::new(Value::Hash(h.clone()), 0);
-        let slot = entry_usage(b"h", &Entry::new(Value::Str(s(1)), 0), 5);
-        assert_eq!(entry_usage(b"h", &e, 5), slot + h.heap_size());
-        assert!(h.heap_size() >= 305);
-    }
-
-    #[test]
-    fn samples_estimate_from_the_first_elements() {
-        let mut h = Hash::with_seed(1);
-        for i in 0..100 {
-            let v = if i < 50 { s(1) } else { s(200) };
-            h.insert(alloc::format!("f{i}").as_bytes(), &v);
-        }
-        let e = Entry::new(Value::Hash(h), 0);
-        let all = entry_usage(b"h", &e, 0);
-        let exact = size_of::<SmallBytes>()
-            + size_of::<Entry>()
-            + TRIE_SLOT_OVERHEAD
-            + size_of::<Hash>()
-            + 100 * (2 * size_of::<SmallBytes>() + TRIE_SLOT_OVERHEAD)
-            + 50 * (200 + size_of::<usize>());
-        assert_eq!(all, exact);
-    }
 }

@@ -5,7 +5,7 @@
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::pubsub::{self, Kind};
+use crate::pubsub::Kind;
 use crate::reply::ReplySink;
 use crate::Cx;
 
@@ -164,7 +164,7 @@ fn head(kind: Kind, sub: bool) -> &'static str {
 
 /// One confirmation: `[head, name, count]` (a push in RESP3, an array in RESP2).
 fn confirm(cx: &mut Cx<'_>, kind: Kind, sub: bool, name: Option<&[u8]>, out: &mut dyn ReplySink) {
-    let count = cx.client().subs.count(kind);
+    let count = cx.core.pubsub.count(cx.me, kind);
     out.push(3);
     out.bulk_str(head(kind, sub));
     match name {
@@ -182,7 +182,7 @@ fn subscribe_generic(
     out: &mut dyn ReplySink,
 ) -> CmdResult {
     for name in args.iter().skip(1) {
-        pubsub::subscribe(cx.core, cx.clients, cx.me, kind, name);
+        cx.core.pubsub.subscribe(cx.me, kind, name);
         confirm(cx, kind, true, Some(name), out);
     }
     Ok(())
@@ -198,17 +198,17 @@ fn unsubscribe_generic(
 ) -> CmdResult {
     if args.len() > 1 {
         for name in args.iter().skip(1) {
-            pubsub::unsubscribe(cx.core, cx.clients, cx.me, kind, name);
+            cx.core.pubsub.unsubscribe(cx.me, kind, name);
             confirm(cx, kind, false, Some(name), out);
         }
         return Ok(());
     }
-    let all = pubsub::subscriptions(cx.clients, cx.me, kind);
+    let all = cx.core.pubsub.subscriptions(cx.me, kind);
     if all.is_empty() {
         confirm(cx, kind, false, None, out);
     }
     for name in all {
-        pubsub::unsubscribe(cx.core, cx.clients, cx.me, kind, &name);
+        cx.core.pubsub.unsubscribe(cx.me, kind, &name);
         confirm(cx, kind, false, Some(&name), out);
     }
     Ok(())
@@ -246,14 +246,20 @@ fn sunsubscribe(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cm
 
 /// PUBLISH channel message: the number of receivers (pattern matches included).
 fn publish(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let n = pubsub::publish(cx.core, cx.me, Kind::Channel, args.get(1), args.get(2), out);
+    let n = cx
+        .core
+        .pubsub
+        .publish(cx.me, Kind::Channel, args.get(1), args.get(2), out);
     out.int(n as i64);
     Ok(())
 }
 
 /// SPUBLISH shardchannel message
 fn spublish(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let n = pubsub::publish(cx.core, cx.me, Kind::Shard, args.get(1), args.get(2), out);
+    let n = cx
+        .core
+        .pubsub
+        .publish(cx.me, Kind::Shard, args.get(1), args.get(2), out);
     out.int(n as i64);
     Ok(())
 }
@@ -323,6 +329,6 @@ fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
     ];
-    super::config_cmd::help_reply(out, "PUBSUB", LINES);
+    crate::reply::help_reply(out, "PUBSUB", LINES);
     Ok(())
 }

@@ -1,10 +1,10 @@
 //! Server commands: TIME, SHUTDOWN, DEBUG (SLEEP and HELP only). CONFIG is in
 //! [`super::config_cmd`], COMMAND in [`super::introspect`].
 
-use super::config_cmd::help_reply;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::reply::help_reply;
 use crate::reply::ReplySink;
 use crate::{Cx, Outcome};
 

@@ -1,95 +1,11 @@
-//! SLOWLOG (GET, LEN, RESET, HELP) and the log itself: commands slower than
-//! `slowlog-log-slower-than` microseconds (measured by the shell, see
-//! [`crate::Engine::command_timed`]), newest first, at most `slowlog-max-len` entries, each
-//! with Redis 7.0's argument truncation (32 arguments, 128 bytes each).
+//! SLOWLOG (GET, LEN, RESET, HELP); the log itself is [`crate::slowlog`].
 
-use super::config_cmd::help_reply;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::reply::ReplySink;
+use crate::reply::{help_reply, ReplySink};
 use crate::util::parse_i64;
 use crate::Cx;
-use alloc::collections::VecDeque;
-use alloc::string::String;
-use alloc::vec::Vec;
-use kayvee_pds::SmallBytes;
-
-/// Arguments an entry keeps (Redis's `SLOWLOG_ENTRY_MAX_ARGC`); the last one left becomes
-/// `... (N more arguments)`.
-pub const ENTRY_ARGC_MAX: usize = 32;
-/// Bytes an argument keeps (`SLOWLOG_ENTRY_MAX_STRING`) before `... (N more bytes)`.
-pub const ENTRY_STRING_MAX: usize = 128;
-
-/// One logged command.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    /// Increasing id (never reset by SLOWLOG RESET).
-    pub id: u64,
-    /// Unix seconds when it was logged.
-    pub time_s: i64,
-    /// Its duration.
-    pub usec: u64,
-    /// Its arguments, truncated.
-    pub args: Vec<SmallBytes>,
-    /// The client's `ip:port`.
-    pub addr: String,
-    /// The client's name (empty when none).
-    pub name: SmallBytes,
-}
-
-/// The slow log.
-#[derive(Clone, Debug, Default)]
-pub struct SlowLog {
-    /// Newest first.
-    pub entries: VecDeque<Entry>,
-    /// The id the next entry gets.
-    pub next_id: u64,
-}
-
-impl SlowLog {
-    /// Whether a command that took `usec` belongs in the log with threshold `slower_than`
-    /// (negative = off).
-    pub fn wants(slower_than: i64, usec: u64) -> bool {
-        slower_than >= 0 && usec >= slower_than as u64
-    }
-
-    /// Logs a command, dropping the oldest entries beyond `len_max`.
-    pub fn push(&mut self, mut entry: Entry, len_max: usize) {
-        entry.id = self.next_id;
-        self.next_id += 1;
-        self.entries.push_front(entry);
-        self.entries.truncate(len_max);
-    }
-}
-
-/// The arguments as an entry keeps them: at most [`ENTRY_ARGC_MAX`], each at most
-/// [`ENTRY_STRING_MAX`] bytes, with Redis's notes for what was cut.
-pub fn truncated_args(argv: &Argv<'_>) -> Vec<SmallBytes> {
-    let argc = argv.len();
-    let kept = if argc > ENTRY_ARGC_MAX {
-        ENTRY_ARGC_MAX - 1
-    } else {
-        argc
-    };
-    let mut args: Vec<SmallBytes> = argv.iter().take(kept).map(truncated_arg).collect();
-    if kept < argc {
-        let note = alloc::format!("... ({} more arguments)", argc - kept);
-        args.push(SmallBytes::from_slice(note.as_bytes()));
-    }
-    args
-}
-
-/// One argument, cut at [`ENTRY_STRING_MAX`] bytes with `... (N more bytes)` appended.
-fn truncated_arg(arg: &[u8]) -> SmallBytes {
-    if arg.len() <= ENTRY_STRING_MAX {
-        return SmallBytes::from_slice(arg);
-    }
-    let mut s = arg[..ENTRY_STRING_MAX].to_vec();
-    let more = arg.len() - ENTRY_STRING_MAX;
-    s.extend_from_slice(alloc::format!("... ({more} more bytes)").as_bytes());
-    SmallBytes::from_vec(s)
-}
 
 const ADMIN_SUB: u32 = flags::ADMIN | flags::LOADING | flags::STALE;
 const ADMIN_ACL: u32 = acl::ADMIN | acl::SLOW | acl::DANGEROUS;
@@ -219,56 +135,4 @@ fn slowlog_get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cmd
         out.bulk(&e.name);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::argv::ArgvBuf;
-    use alloc::vec;
-
-    fn argv(args: &[Vec<u8>]) -> Vec<SmallBytes> {
-        let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-        let buf = ArgvBuf::from_args(refs);
-        truncated_args(&buf.argv())
-    }
-
-    #[test]
-    fn arguments_are_cut_as_redis_cuts_them() {
-        let many: Vec<Vec<u8>> = (0..41)
-            .map(|i| alloc::format!("k{i}").into_bytes())
-            .collect();
-        let got = argv(&many);
-        assert_eq!(got.len(), 32);
-        assert_eq!(&got[30][..], b"k30");
-        assert_eq!(&got[31][..], b"... (10 more arguments)");
-        assert_eq!(argv(&many[..32]).len(), 32);
-        assert_eq!(&argv(&many[..33])[31][..], b"... (2 more arguments)");
-        let long = argv(&[b"set".to_vec(), vec![b'x'; 128], vec![b'y'; 129]]);
-        assert_eq!(long[1].len(), 128);
-        let mut want = vec![b'y'; 128];
-        want.extend_from_slice(b"... (1 more bytes)");
-        assert_eq!(&long[2][..], &want[..]);
-    }
-
-    #[test]
-    fn log_is_bounded_and_newest_first() {
-        let mut log = SlowLog::default();
-        for usec in 0..5 {
-            let e = Entry {
-                id: 0,
-                time_s: 1,
-                usec,
-                args: Vec::new(),
-                addr: String::new(),
-                name: SmallBytes::new(),
-            };
-            log.push(e, 3);
-        }
-        let ids: Vec<u64> = log.entries.iter().map(|e| e.id).collect();
-        assert_eq!(ids, [4, 3, 2]);
-        assert!(SlowLog::wants(0, 0));
-        assert!(!SlowLog::wants(-1, 1 << 40));
-        assert!(!SlowLog::wants(10, 9));
-    }
 }

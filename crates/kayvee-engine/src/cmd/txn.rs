@@ -1,6 +1,6 @@
 //! Transaction commands: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis 7.0.15's replies and
 //! error texts (checked against the real server). The queueing while in MULTI and EXEC's run of
-//! the queue live in `Engine::dispatch`; the bookkeeping in [`crate::txn`].
+//! the queue live in [`crate::dispatch`]; the bookkeeping in [`crate::txn`].
 
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
@@ -81,16 +81,15 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// MULTI: enters the queueing state.
 fn multi(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let c = cx.client();
-    if c.in_multi {
+    if cx.core.txn.in_multi(cx.me) {
         return Err(Error::msg("ERR MULTI calls can not be nested"));
     }
-    c.in_multi = true;
+    cx.core.txn.begin(cx.me);
     out.ok();
     Ok(())
 }
 
-/// EXEC is run by `Engine::dispatch` itself (it runs the queued commands); this handler is
+/// EXEC is run by [`crate::dispatch`] itself (it runs the queued commands); this handler is
 /// only reached if something bypasses the dispatcher.
 fn exec(_cx: &mut Cx<'_>, _args: &Argv<'_>, _out: &mut dyn ReplySink) -> CmdResult {
     Err(Error::msg("ERR EXEC without MULTI"))
@@ -98,21 +97,21 @@ fn exec(_cx: &mut Cx<'_>, _args: &Argv<'_>, _out: &mut dyn ReplySink) -> CmdResu
 
 /// DISCARD: drops the queue and the watched keys.
 fn discard(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    if !cx.client().in_multi {
+    if !cx.core.txn.in_multi(cx.me) {
         return Err(Error::msg("ERR DISCARD without MULTI"));
     }
-    txn::discard(cx.core, cx.clients, cx.me);
+    txn::discard(cx.core, cx.me);
     out.ok();
     Ok(())
 }
 
 /// WATCH key [key ...]: EXEC will answer null if one of them is modified before it.
 fn watch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    if cx.client().in_multi {
+    if cx.core.txn.in_multi(cx.me) {
         return Err(Error::msg("ERR WATCH inside MULTI is not allowed"));
     }
     for key in args.iter().skip(1) {
-        txn::watch(cx.core, cx.clients, cx.me, cx.db_index, key, cx.now.ms());
+        txn::watch(cx.core, cx.me, cx.db_index, key, cx.now.ms());
     }
     out.ok();
     Ok(())
@@ -120,7 +119,7 @@ fn watch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 
 /// UNWATCH: forgets every watched key (and that one was modified).
 fn unwatch(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    txn::unwatch_all(cx.core, cx.clients, cx.me);
+    txn::unwatch_all(cx.core, cx.me);
     out.ok();
     Ok(())
 }

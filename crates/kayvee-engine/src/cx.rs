@@ -1,0 +1,104 @@
+//! The state command handlers work on: `Core` (databases, configuration, counters and every
+//! feature's tables) and `Cx`, the context one command runs in (`Core`, the client table, the
+//! running client, its database, the time, and the outcome it leaves for the shell).
+
+use crate::client::{Client, ClientTable, Handle};
+use crate::command::{CommandId, CommandTable};
+use crate::config::Config;
+use crate::db::Db;
+use crate::host::HostInfo;
+use crate::outcome::Outcome;
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::time::Now;
+use crate::{acl, aof, blocking, evict, monitor, pause, persist, pubsub, slowlog, tracking};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// Everything but the client table (split so handlers can borrow both).
+pub struct Core {
+    /// The numbered databases.
+    pub dbs: Vec<Db>,
+    /// Configuration.
+    pub config: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The command table.
+    pub commands: CommandTable,
+    /// Host facts for INFO.
+    pub host: HostInfo,
+    /// 40 hex chars, random per start.
+    pub run_id: String,
+    /// When the engine started (unix ms).
+    pub start_ms: u64,
+    /// The hash seed the databases use.
+    pub seed: u64,
+    /// The engine's random source, seeded by the shell.
+    pub rng: Rng,
+    /// Peak of `host.used_memory`.
+    pub used_memory_peak: u64,
+    /// Set while a SHUTDOWN is under way.
+    pub shutting_down: bool,
+    /// Clients blocked on keys, ready keys and the replies owed to woken clients.
+    pub blocking: blocking::Blocking,
+    /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).
+    pub txn: crate::txn::Transactions,
+    /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
+    pub pubsub: pubsub::PubSub,
+    /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
+    pub persist: persist::Persistence,
+    /// The memory limit: probe and eviction pool (see [`evict`]).
+    pub evict: evict::Evictor,
+    /// SLOWLOG's entries.
+    pub slowlog: slowlog::SlowLog,
+    /// Users, their permissions and the denial log (see [`acl`]).
+    pub acl: acl::Acl,
+    /// Command propagation for the append-only file (see [`aof`]).
+    pub aof: aof::Propagation,
+    /// Client-side caching: the tracking table and BCAST prefixes (see [`tracking`]).
+    pub tracking: tracking::Tracking,
+    /// CLIENT PAUSE: the pause in force and the commands it holds (see [`pause`]).
+    pub pause: pause::Pause,
+    /// MONITOR clients (see [`monitor`]).
+    pub monitors: monitor::Monitors,
+}
+
+/// The context a command handler runs in.
+pub struct Cx<'a> {
+    /// Databases, config, stats.
+    pub core: &'a mut Core,
+    /// All clients (this one included).
+    pub clients: &'a mut ClientTable,
+    /// The client running the command.
+    pub me: Handle,
+    /// Its selected database (copied in at dispatch; SELECT updates both).
+    pub db_index: usize,
+    /// The current time.
+    pub now: Now,
+    /// What the shell must do after this command.
+    pub outcome: Outcome,
+    /// The command being run.
+    pub cmd: CommandId,
+}
+
+impl<'a> Cx<'a> {
+    /// The client running the command.
+    #[inline]
+    pub fn client(&mut self) -> &mut Client {
+        self.clients
+            .get_mut(self.me)
+            .expect("running client is registered")
+    }
+
+    /// The selected database.
+    #[inline]
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.core.dbs[self.db_index]
+    }
+
+    /// Current unix time in ms.
+    #[inline]
+    pub fn now_ms(&self) -> u64 {
+        self.now.ms()
+    }
+}

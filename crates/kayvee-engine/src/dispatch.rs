@@ -1,0 +1,507 @@
+//! Running one command: lookup and arity, authentication, ACL, the memory limit, the client's
+//! mode (MULTI, subscribed, MONITOR, CLIENT PAUSE), the call itself with its statistics, and
+//! the work after it (serving blocked clients, WATCH, tracking, MONITOR, notifications).
+
+use crate::argv::Argv;
+use crate::client::{self, ClientTable, Handle};
+use crate::command::{self, CommandId, CommandSpec, CommandTable};
+use crate::cx::{Core, Cx};
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::reply::{Protocol, ReplySink, ReplyTree};
+use crate::stats::send_error;
+use crate::time::Now;
+use crate::{acl, aof, blocking, cmd, evict, monitor, notify, pause, persist, pubsub, tracking};
+use crate::{txn, util};
+use alloc::vec::Vec;
+
+/// What dispatch remembers between commands (kept in the engine).
+pub struct State {
+    /// The command the last `execute` ran, if any (for the shell's timing).
+    pub last_cmd: Option<CommandId>,
+    /// EXEC's id: dispatch runs it itself (it runs other commands).
+    exec_id: Option<CommandId>,
+}
+
+impl State {
+    /// For the command table `commands`.
+    pub fn new(commands: &CommandTable) -> Self {
+        State {
+            last_cmd: None,
+            exec_id: commands.lookup(b"exec"),
+        }
+    }
+}
+
+/// The engine's parts one command needs, borrowed for its run.
+pub struct Dispatch<'e> {
+    /// Databases, configuration, counters and the features' tables.
+    pub core: &'e mut Core,
+    /// All clients.
+    pub clients: &'e mut ClientTable,
+    /// What dispatch remembers between commands.
+    pub state: &'e mut State,
+}
+
+impl Dispatch<'_> {
+    /// Runs one command for client `h`, writing its reply to `out`.
+    pub fn execute(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        self.state.last_cmd = None;
+        if argv.is_empty() {
+            return Outcome::Continue;
+        }
+        if let Some(id) = self.paused_for(h, argv, now) {
+            self.core.pause.postpone(h, argv);
+            let spec = self.core.commands.get(id).spec;
+            if let Some(c) = self.clients.get_mut(h) {
+                (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
+            }
+            return Outcome::Blocked;
+        }
+        let Some(client) = self.clients.get_mut(h) else {
+            return Outcome::Continue;
+        };
+        client.last_interaction_ms = now.ms();
+        let skip = match client.reply_mode {
+            client::ReplyMode::Off => true,
+            client::ReplyMode::Skip => {
+                client.reply_mode = client::ReplyMode::SkipThis;
+                true
+            }
+            _ => false,
+        };
+        let protocol = client.protocol;
+        let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        if self.core.aof.enabled {
+            aof::drain_expired(self.core);
+            self.core.aof.flush();
+        }
+        if self.core.blocking.has_ready() {
+            blocking::serve_ready(self.core, self.clients, now);
+        }
+        txn::settle(self.core);
+        if self.core.tracking.active() {
+            tracking::after_command(self.core, self.clients, Some(h), Some(out));
+        }
+        if self.core.monitors.active() {
+            self.core
+                .monitors
+                .take_self()
+                .iter()
+                .for_each(|r| r.write_to(out));
+        }
+        notify::drain(self.core);
+        outcome
+    }
+
+    /// `execute` without the serving of blocked clients afterwards.
+    fn execute_top(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        skip: bool,
+        protocol: Protocol,
+    ) -> Outcome {
+        if skip {
+            // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
+            // RESET under OFF) still answers, as in Redis.
+            let mut held = ReplyTree::new(protocol);
+            let outcome = self.dispatch(h, argv, now, &mut held);
+            let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
+            if on {
+                held.take().iter().for_each(|r| r.write_to(out));
+            }
+            self.end_skip(h);
+            outcome
+        } else {
+            self.dispatch(h, argv, now, out)
+        }
+    }
+
+    /// The command, when the pause in force covers this command of `h` (see [`crate::pause`]):
+    /// unknown commands and arity errors are answered at once, QUIT is never held.
+    fn paused_for(&self, h: Handle, argv: &Argv<'_>, now: Now) -> Option<CommandId> {
+        if !self.core.pause.active(now.ms()) {
+            return None;
+        }
+        let id = self.resolve(argv).ok()?;
+        let spec = self.core.commands.get(id).spec;
+        if spec.name == "quit" {
+            return None;
+        }
+        let replicates = pause::held_by_write;
+        let mut write = replicates(spec);
+        if Some(id) == self.state.exec_id {
+            let queue = self
+                .core
+                .txn
+                .of(h)
+                .map(|t| &t.queue[..])
+                .unwrap_or_default();
+            write |= queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
+            });
+        }
+        self.core.pause.covers(write).then_some(id)
+    }
+
+    /// Runs the commands a pause held once it is over; their replies go out as wakeups.
+    pub(crate) fn run_postponed(&mut self, now: Now) {
+        for (h, args) in self.core.pause.take_due(now.ms()) {
+            let protocol = self.protocol(h);
+            let mut tree = ReplyTree::new(protocol);
+            self.execute(h, &args.argv(), now, &mut tree);
+            self.core.blocking.push_wakeup(h, tree.take());
+        }
+    }
+
+    fn end_skip(&mut self, h: Handle) {
+        if let Some(c) = self.clients.get_mut(h) {
+            if c.reply_mode == client::ReplyMode::SkipThis {
+                c.reply_mode = client::ReplyMode::On;
+            }
+        }
+    }
+
+    /// Looks the command up, checks arity, auth and the client's mode (subscribed, MULTI), then
+    /// runs it (or queues it inside MULTI) and counts it.
+    fn dispatch(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        let id = match self.resolve(argv) {
+            Ok(id) => id,
+            Err((id, e)) => return self.reject(h, id, &e, out),
+        };
+        let spec = self.core.commands.get(id).spec;
+        let client = self.clients.get_mut(h).expect("checked by execute");
+        // A client that connected while a password was required needs none once it is
+        // removed (CONFIG SET requirepass ""), as in Redis.
+        let auth_required = self.core.acl.auth_required();
+        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
+            return self.reject(h, Some(id), &Error::NoAuth, out);
+        }
+        // A NO_MULTI command inside MULTI gets that error first, as in Redis.
+        let in_multi = self.core.txn.in_multi(h);
+        if !(in_multi && spec.has(command::flags::NO_MULTI)) {
+            if let Some(e) = self.acl_denied(h, id, argv, now) {
+                return self.reject(h, Some(id), &e, out);
+            }
+        }
+        if self.core.config.maxmemory != 0 {
+            if let Err(e) = self.admit_memory(h, spec, now) {
+                return self.reject(h, Some(id), &e, out);
+            }
+        }
+        if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
+            return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
+        }
+        if self.core.config.stop_writes_on_bgsave_error
+            && self.core.persist.last_bgsave_failed
+            && !self.core.config.save.is_empty()
+            && (spec.has(command::flags::WRITE) || spec.name == "ping")
+        {
+            return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
+        }
+        let client = self.clients.get(h).expect("checked by execute");
+        if self.core.monitors.is_monitor(h) && monitor::refused(spec) {
+            return self.reject(h, Some(id), &monitor::keyspace_error(), out);
+        }
+        if client.protocol == Protocol::Resp2
+            && self.core.pubsub.subscribed(h)
+            && !pubsub::allowed_when_subscribed(spec.name)
+        {
+            let name = &self.core.commands.get(id).full_name;
+            return self.reject(h, Some(id), &pubsub::subscribed_context_error(name), out);
+        }
+        if in_multi {
+            if spec.has(command::flags::NO_MULTI) {
+                let e = Error::msg("ERR Command not allowed inside a transaction");
+                return self.reject(h, Some(id), &e, out);
+            }
+            if !txn::runs_in_multi(spec.name) {
+                txn::queue(&mut self.core.txn, h, argv);
+                out.simple("QUEUED");
+                return Outcome::Continue;
+            }
+        }
+        if Some(id) == self.state.exec_id {
+            return self.exec(h, id, argv, now, out);
+        }
+        self.run(h, id, argv, now, out)
+    }
+
+    /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
+    /// when that fails, refuse DENYOOM commands, any command queued inside MULTI (but EXEC,
+    /// DISCARD, QUIT and RESET), and EXEC of a transaction holding a DENYOOM command.
+    fn admit_memory(&mut self, h: Handle, spec: &CommandSpec, now: Now) -> Result<(), Error> {
+        if evict::perform(self.core, now) != evict::Evicted::Fail {
+            return Ok(());
+        }
+        let mut refuse = spec.has(command::flags::DENYOOM);
+        if let Some(t) = self.core.txn.of(h).filter(|t| t.multi) {
+            refuse |= !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+            if spec.name == "exec" {
+                refuse |= t.queue.iter().any(|args| {
+                    let argv = args.argv();
+                    self.resolve(&argv).is_ok_and(|id| {
+                        self.core.commands.get(id).spec.has(command::flags::DENYOOM)
+                    })
+                });
+            }
+        }
+        if refuse {
+            return Err(Error::msg(evict::OOM));
+        }
+        Ok(())
+    }
+
+    /// Runs a resolved, admitted command and counts it.
+    fn run(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        let spec = self.core.commands.get(id).spec;
+        let client = self.clients.get_mut(h).expect("checked by execute");
+        client.last_cmd = spec.name;
+        client.last_cmd_id = Some(id);
+        let db_index = client.db;
+        self.state.last_cmd = Some(id);
+        let mut cx = Cx {
+            core: self.core,
+            clients: self.clients,
+            me: h,
+            db_index,
+            now,
+            outcome: Outcome::Continue,
+            cmd: id,
+        };
+        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
+            let mut tee = aof::Tee::new(out);
+            let result = (spec.handler)(&mut cx, argv, &mut tee);
+            let reply = tee.reply();
+            aof::drain_expired(cx.core);
+            if result.is_ok() {
+                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
+            }
+            result
+        } else {
+            (spec.handler)(&mut cx, argv, out)
+        };
+        let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.tracking.active() {
+            tracking::after_run(self.core, self.clients, h, id, argv);
+        }
+        if self.core.monitors.active() {
+            monitor::feed(self.core, self.clients, h, spec, argv, now);
+        }
+        let stat = &mut self.core.stats.commands[id.0 as usize];
+        stat.calls += 1;
+        self.core.stats.total_commands_processed += 1;
+        match result {
+            // An approximation of Redis's per-key `dirty` count: one per successful write
+            // command. The persistence issue refines it where save points need precision.
+            Ok(()) if spec.has(command::flags::WRITE) => self.core.stats.dirty += 1,
+            Ok(()) => {}
+            Err(e) => {
+                stat.failed_calls += 1;
+                send_error(&mut self.core.stats, &e, out);
+            }
+        }
+        outcome
+    }
+
+    /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
+    /// the queued commands run back to back (nothing else runs in between) and their replies
+    /// form one array. Run-time errors are elements of the array and do not stop the rest.
+    fn exec(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        exec_argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        if !self.core.txn.in_multi(h) {
+            let e = Error::msg("ERR EXEC without MULTI");
+            self.core.stats.commands[id.0 as usize].failed_calls += 1;
+            self.core.stats.commands[id.0 as usize].calls += 1;
+            return self.reject(h, None, &e, out);
+        }
+        let t = self.core.txn.of(h).expect("in MULTI");
+        let errored = t.errored;
+        let dirty = t.dirty || txn::watched_key_expired(self.core, h, now.ms());
+        let queue = self.core.txn.take_queue(h);
+        txn::unwatch_all(self.core, h);
+        self.core.stats.commands[id.0 as usize].calls += 1;
+        let mut outcome = Outcome::Continue;
+        if errored {
+            let e = Error::msg("EXECABORT Transaction discarded because of previous errors.");
+            send_error(&mut self.core.stats, &e, out);
+        } else if dirty {
+            out.null_array();
+        } else {
+            out.array(queue.len());
+            for args in &queue {
+                let argv = args.argv();
+                let step = match self.resolve(&argv) {
+                    // Permissions may have changed since the command was queued.
+                    Ok(cmd) => match self.acl_denied(h, cmd, &argv, now) {
+                        Some(e) => {
+                            send_error(&mut self.core.stats, &e, out);
+                            Outcome::Continue
+                        }
+                        None => self.run(h, cmd, &argv, now, out),
+                    },
+                    Err((_, e)) => self.reject(h, None, &e, out),
+                };
+                txn::settle(self.core);
+                if step != Outcome::Continue {
+                    outcome = step;
+                }
+            }
+        }
+        txn::discard(self.core, h);
+        self.state.last_cmd = Some(id);
+        // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
+        if let Some(t) = self.core.tracking.of_mut(h) {
+            t.caching = None;
+        }
+        if self.core.monitors.active() {
+            let spec = self.core.commands.get(id).spec;
+            monitor::feed(self.core, self.clients, h, spec, exec_argv, now);
+        }
+        outcome
+    }
+
+    /// Finds the command (and subcommand) and checks arity, producing Redis's error texts.
+    fn resolve(&self, argv: &Argv<'_>) -> Result<CommandId, (Option<CommandId>, Error)> {
+        let table = &self.core.commands;
+        let Some(id) = table.lookup(argv.get(0)) else {
+            return Err((None, unknown_command(argv)));
+        };
+        let spec = table.get(id).spec;
+        if spec.subcommands.is_empty() || argv.len() < 2 {
+            if !spec.arity_ok(argv.len()) {
+                return Err((Some(id), Error::WrongArity(spec.name.into())));
+            }
+            return Ok(id);
+        }
+        let Some(sub) = table.lookup_sub(id, argv.get(1)) else {
+            let name = util::sanitize(argv.get(1), 128);
+            let parent = spec.name.to_ascii_uppercase();
+            // Not counted as a rejected call of the container (as Redis 7.0 counts).
+            return Err((
+                None,
+                Error::msg(alloc::format!(
+                    "ERR unknown subcommand '{name}'. Try {parent} HELP."
+                )),
+            ));
+        };
+        let reg = table.get(sub);
+        if !reg.spec.arity_ok(argv.len()) {
+            return Err((Some(sub), Error::WrongArity(reg.full_name.clone())));
+        }
+        Ok(sub)
+    }
+
+    /// The `NOPERM` error when the client's user may not run `argv` (logged in `ACL LOG`).
+    fn acl_denied(&mut self, h: Handle, id: CommandId, argv: &Argv<'_>, now: Now) -> Option<Error> {
+        let client = self.clients.get(h)?;
+        let denied = self
+            .core
+            .acl
+            .check(&client.user, &self.core.commands, id, argv)?;
+        let user = client.user.as_bytes().to_vec();
+        let name = self.core.commands.get(id).full_name.clone();
+        let client = self.clients.get_mut(h)?;
+        // Redis notes the refused command as the client's last one (CLIENT LIST cmd=).
+        client.last_cmd = self.core.commands.get(id).spec.name;
+        client.last_cmd_id = Some(id);
+        let (reason, object) = match denied.kind {
+            acl::DenyKind::Command => ("command", name.as_bytes()),
+            acl::DenyKind::Key => ("key", argv.get(denied.index)),
+            acl::DenyKind::Channel => ("channel", argv.get(denied.index)),
+        };
+        let mut cx = Cx {
+            core: self.core,
+            clients: self.clients,
+            me: h,
+            db_index: 0,
+            now,
+            outcome: Outcome::Continue,
+            cmd: id,
+        };
+        cmd::acl::log_denial(&mut cx, reason, object, &user);
+        Some(Error::msg(denied.error_text(&name)))
+    }
+
+    /// Refuses a command before it runs, as Redis's `rejectCommand`: counts it, fails the
+    /// transaction being queued, and for EXEC itself aborts the transaction.
+    fn reject(
+        &mut self,
+        h: Handle,
+        id: Option<CommandId>,
+        e: &Error,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        if let Some(id) = id {
+            self.core.stats.commands[id.0 as usize].rejected_calls += 1;
+        }
+        txn::flag_error(&mut self.core.txn, h);
+        if id.is_some() && id == self.state.exec_id {
+            txn::discard(self.core, h);
+            let text = alloc::format!("{e}");
+            let why = text.strip_prefix("ERR ").unwrap_or(&text);
+            let e = Error::msg(alloc::format!(
+                "EXECABORT Transaction discarded because of: {why}"
+            ));
+            send_error(&mut self.core.stats, &e, out);
+        } else {
+            send_error(&mut self.core.stats, e, out);
+        }
+        Outcome::Continue
+    }
+
+    /// The protocol a client negotiated.
+    fn protocol(&self, h: Handle) -> Protocol {
+        self.clients.get(h).map(|c| c.protocol).unwrap_or_default()
+    }
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` exactly as Redis 7.0 words it.
+/// Arguments are raw bytes as Redis prints them with `%.*s` (cut at a NUL, no re-encoding).
+fn unknown_command(argv: &Argv<'_>) -> Error {
+    let mut args = Vec::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push(b'\'');
+        args.extend_from_slice(util::c_str_prefix(a, room));
+        args.extend_from_slice(b"' ");
+    }
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(util::c_str_prefix(argv.get(0), 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    text.extend_from_slice(&args);
+    Error::Bytes(text)
+}

@@ -1,0 +1,472 @@
+//! The engine's API: `Engine`, what the shell calls (connect, execute, cron, saves, loading,
+//! propagation) and what it takes back (wakeups, messages, snapshots). Running one command is
+//! [`crate::dispatch`]'s work.
+
+use crate::argv::Argv;
+use crate::client::{ClientTable, ConnInfo, Handle, Transport};
+use crate::command::{self, CommandId, CommandTable};
+use crate::config::Config;
+use crate::cx::Core;
+use crate::db::{Db, DbSnapshot};
+use crate::dispatch::{self, Dispatch};
+use crate::error::Error;
+use crate::host::HostInfo;
+use crate::outcome::Outcome;
+use crate::reply::{Protocol, Reply, ReplySink};
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::time::Now;
+use crate::txn;
+use crate::{acl, aof, blocking, cmd, evict, expire, notify, persist, slowlog, tracking};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// An O(1) snapshot of every database: what persistence, transactions and replication build on.
+#[derive(Clone)]
+pub struct Snapshot {
+    /// One snapshot per database, by index.
+    pub dbs: Vec<DbSnapshot>,
+    /// When it was taken (unix ms).
+    pub taken_ms: u64,
+}
+
+/// The engine.
+pub struct Engine {
+    /// Databases, configuration, counters.
+    pub core: Core,
+    /// Connected clients.
+    pub clients: ClientTable,
+    /// What dispatch remembers between commands.
+    dispatch: dispatch::State,
+}
+
+impl Engine {
+    /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
+    /// from the OS); `now` is the start time.
+    pub fn new(config: Config, seed: u64, now: Now) -> Self {
+        let commands = CommandTable::new(cmd::GROUPS);
+        let acl = acl::Acl::new(&commands, config.requirepass.as_deref());
+        let mut core = Core {
+            dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
+            stats: Stats {
+                commands: alloc::vec![Default::default(); commands.all().len()],
+                reset_ms: now.ms(),
+                ..Default::default()
+            },
+            config,
+            commands,
+            host: HostInfo::default(),
+            run_id: String::new(),
+            start_ms: now.ms(),
+            seed,
+            rng: Rng::new(seed),
+            used_memory_peak: 0,
+            shutting_down: false,
+            blocking: Default::default(),
+            txn: Default::default(),
+            pubsub: Default::default(),
+            persist: persist::Persistence::new(now.ms()),
+            evict: Default::default(),
+            slowlog: Default::default(),
+            acl,
+            aof: Default::default(),
+            tracking: Default::default(),
+            pause: Default::default(),
+            monitors: Default::default(),
+        };
+        evict::sync(&mut core);
+        core.run_id = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
+            .collect();
+        let dispatch = dispatch::State::new(&core.commands);
+        notify::sync(&mut core);
+        Engine {
+            core,
+            clients: ClientTable::default(),
+            dispatch,
+        }
+    }
+
+    /// Registers a new connection; returns its handle.
+    pub fn connect(&mut self, conn: ConnInfo, now: Now) -> Handle {
+        self.core.stats.total_connections_received += 1;
+        let authenticated = !self.core.acl.auth_required();
+        self.clients.add(conn, now.ms(), authenticated)
+    }
+
+    /// Unregisters a connection.
+    pub fn disconnect(&mut self, h: Handle) {
+        self.core.blocking.remove(h);
+        tracking::disable(&mut self.core, &mut self.clients, h);
+        self.core.pause.remove(h);
+        self.core.monitors.remove(h);
+        txn::remove(&mut self.core, h);
+        self.core.pubsub.remove(h);
+        self.clients.remove(h);
+    }
+
+    /// The protocol a client negotiated (the shell's encoder starts each reply with it).
+    pub fn protocol(&self, h: Handle) -> Protocol {
+        self.clients.get(h).map(|c| c.protocol).unwrap_or_default()
+    }
+
+    /// An O(1) snapshot of all databases.
+    pub fn snapshot(&self, now: Now) -> Snapshot {
+        Snapshot {
+            dbs: self.core.dbs.iter().map(Db::snapshot).collect(),
+            taken_ms: now.ms(),
+        }
+    }
+
+    /// The command the last `execute` ran, if any (for the shell's timing).
+    pub fn last_command(&self) -> Option<CommandId> {
+        self.dispatch.last_cmd
+    }
+
+    /// Adds measured time to a command's statistics.
+    pub fn record_usec(&mut self, id: CommandId, usec: u64) {
+        self.core.stats.commands[id.0 as usize].usec += usec;
+    }
+
+    /// The shell measured the command it just ran for client `h` (`argv`, as the client sent
+    /// it) at `usec`: adds the time to the command's statistics and logs it in SLOWLOG when
+    /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are).
+    pub fn command_timed(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
+        let Some(id) = self.dispatch.last_cmd else {
+            return;
+        };
+        self.record_usec(id, usec);
+        let config = &self.core.config;
+        if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
+            || self
+                .core
+                .commands
+                .get(id)
+                .spec
+                .has(command::flags::SKIP_SLOWLOG)
+        {
+            return;
+        }
+        let (addr, name) = match self.clients.get(h) {
+            Some(c) => (
+                cmd::client::peer_addr(c),
+                c.name.clone().unwrap_or_default(),
+            ),
+            None => (String::new(), Default::default()),
+        };
+        let entry = slowlog::Entry {
+            id: 0,
+            time_s: (now.ms() / 1000) as i64,
+            usec,
+            args: slowlog::truncated_args(argv),
+            addr,
+            name,
+        };
+        let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
+        self.core.slowlog.push(entry, len_max);
+    }
+
+    /// Installs the shell's reading of the bytes the process has allocated (its global
+    /// allocator's count): the memory limit and INFO read it at command time.
+    pub fn set_memory_probe(&mut self, probe: fn() -> u64) {
+        self.core.evict.probe = Some(probe);
+        self.core.evict.startup_bytes = probe();
+    }
+
+    /// Runs one command for client `h`, writing its reply to `out`.
+    pub fn execute(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        self.dispatcher().execute(h, argv, now, out)
+    }
+
+    /// The parts of the engine dispatch works on, borrowed.
+    fn dispatcher(&mut self) -> Dispatch<'_> {
+        Dispatch {
+            core: &mut self.core,
+            clients: &mut self.clients,
+            state: &mut self.dispatch,
+        }
+    }
+
+    /// The bytes to send (then close) when protected mode refuses a new connection, checked
+    /// by the shell on accept before [`Engine::connect`] (see [`acl::Acl::protected_mode_denies`]).
+    pub fn protected_mode_refusal(&self, t: &Transport) -> Option<&'static str> {
+        let protected = self.core.config.protected_mode;
+        self.core
+            .acl
+            .protected_mode_denies(protected, t)
+            .then_some(acl::PROTECTED_MODE_DENIED)
+    }
+
+    /// The configured ACL file (`aclfile`), if any: ACL LOAD and SAVE read and write it.
+    pub fn acl_file(&self) -> Option<String> {
+        let f = &self.core.config.aclfile;
+        (!f.is_empty()).then(|| f.clone())
+    }
+
+    /// Replaces every user with those of an ACL file's `text` (ACL LOAD, and startup with
+    /// `aclfile`). On error (Redis's text, without `ERR `) nothing changes. Clients of
+    /// users other than `default` are disconnected, as Redis 7.0 does; the shell closes the
+    /// clients marked `killed` when this returns `Ok(true)`.
+    pub fn acl_load(&mut self, text: &str) -> Result<bool, String> {
+        let path = self.core.config.aclfile.clone();
+        let users = acl::file::parse(text, &path, &self.core.commands)?;
+        self.core.acl.users = users;
+        self.core.acl.refresh();
+        let mut killed = false;
+        for (_, c) in self.clients.iter_mut() {
+            if c.user.as_bytes() != acl::DEFAULT_USER {
+                c.killed = true;
+                killed = true;
+            }
+        }
+        Ok(killed)
+    }
+
+    /// The text ACL SAVE writes to [`Engine::acl_file`].
+    pub fn acl_save_text(&self) -> String {
+        acl::file::render(&self.core.acl.users, &self.core.commands)
+    }
+
+    /// Applies the `user` lines of the config file at startup; Redis's error text when one is
+    /// invalid or when an `aclfile` is configured too.
+    pub fn acl_apply_config_users(&mut self) -> Result<(), String> {
+        let lines = self.core.config.users.clone();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        if !self.core.config.aclfile.is_empty() {
+            return Err(acl::file::BOTH_CONFIGURED.into());
+        }
+        for line in &lines {
+            let words: Vec<&[u8]> = line
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(str::as_bytes)
+                .collect();
+            let Some((name, rules)) = words.split_first() else {
+                continue;
+            };
+            let u = acl::file::user_from_rules(name, rules, &self.core.commands).map_err(|e| {
+                alloc::format!(
+                    "Error in user declaration '{}': {e}",
+                    String::from_utf8_lossy(name)
+                )
+            })?;
+            self.core.acl.users.insert(name.to_vec(), u);
+        }
+        self.core.acl.refresh();
+        Ok(())
+    }
+
+    /// CONFIG REWRITE's work after the command asked for it ([`Outcome::RewriteConfig`]): the
+    /// config file's path and its new text, for the shell to write (then the shell replies
+    /// `+OK`, or the error). The new text becomes the base of the next rewrite. Errs with
+    /// Redis's text when the server was started without a config file.
+    pub fn rewrite_config(&mut self) -> Result<(String, String), Error> {
+        let config = &mut self.core.config;
+        let path = config
+            .config_file
+            .clone()
+            .ok_or_else(cmd::config_cmd::no_config_file)?;
+        let content = config.rewrite(config.config_file_text.as_deref().unwrap_or(""));
+        config.config_file_text = Some(content.clone());
+        Ok((path, content))
+    }
+
+    /// The background cycle the shell runs `hz` times a second: active expiry, and the
+    /// timeouts of blocked clients.
+    pub fn cron(&mut self, now: Now) {
+        self.core.stats.sample_metrics(now.ms());
+        notify::sync(&mut self.core);
+        // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
+        // Nor is anything evicted, as in Redis 7.0.
+        if !self.core.pause.active(now.ms()) {
+            expire::active_expire_cycle(&mut self.core.dbs, now);
+            evict::perform(&mut self.core, now);
+        }
+        notify::drain(&mut self.core);
+        if self.core.aof.enabled {
+            aof::drain_expired(&mut self.core);
+        }
+        txn::settle(&mut self.core);
+        if self.core.tracking.active() {
+            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+        }
+        self.expire_blocked(now);
+    }
+
+    /// Answers (with their timeout reply) and unblocks the blocked clients whose timeout has
+    /// passed; the replies come out of [`Engine::take_wakeups`]. The shell calls this on every
+    /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
+    pub fn expire_blocked(&mut self, now: Now) {
+        blocking::expire(&mut self.core, &mut self.clients, now);
+        if self.core.pause.deadline().is_some() {
+            self.dispatcher().run_postponed(now);
+        }
+    }
+
+    /// The earliest unix ms at which a blocked client times out (it times out once the clock
+    /// is past it): the shell's poll should wake by then.
+    pub fn next_block_deadline(&self) -> Option<u64> {
+        let pause = self.core.pause.deadline();
+        match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Replies owed to clients other than the one that ran the last command: blocked clients
+    /// that were served or timed out, in wake order. The shell encodes each client's replies
+    /// in that client's protocol ([`Engine::protocol`]) and then resumes running its buffered
+    /// commands (it is no longer blocked).
+    pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
+        self.core.blocking.take_wakeups()
+    }
+
+    /// Pub/sub messages owed to clients other than the one that ran the last command, in
+    /// publish order; the shell encodes each in its receiver's protocol ([`Engine::protocol`]).
+    pub fn take_messages(&mut self) -> Vec<(Handle, alloc::rc::Rc<Reply>)> {
+        self.core.pubsub.take_messages()
+    }
+
+    /// Whether client `h` has a pub/sub subscription (its output buffer falls under the
+    /// `pubsub` class of `client-output-buffer-limit`).
+    pub fn is_subscriber(&self, h: Handle) -> bool {
+        self.core.pubsub.subscribed(h)
+    }
+
+    /// Installs the codec DUMP and RESTORE use (the shell passes `kayvee-rdb`'s).
+    pub fn set_codec(&mut self, codec: &'static dyn persist::ValueCodec) {
+        self.core.persist.codec = Some(codec);
+    }
+
+    /// Notes that a save starts now (SAVE, BGSAVE, a save point, SHUTDOWN): counts it and
+    /// remembers the dirty counter a success will subtract.
+    pub fn save_started(&mut self, background: bool, now: Now) {
+        let p = &mut self.core.persist;
+        p.saves += 1;
+        p.dirty_at_start = self.core.stats.dirty;
+        if background {
+            p.bgsave_started_ms = Some(now.ms());
+            p.last_bgsave_try_ms = now.ms();
+        }
+    }
+
+    /// The shell reports the end of a save: on success the changes made before it started
+    /// no longer count as unsaved and LASTSAVE moves; a failed background save turns on
+    /// MISCONF (with `stop-writes-on-bgsave-error` and save points).
+    pub fn save_finished(&mut self, ok: bool, background: bool, now: Now) {
+        let p = &mut self.core.persist;
+        if let Some(start) = p.bgsave_started_ms.take().filter(|_| background) {
+            p.last_bgsave_time_s = (now.ms().saturating_sub(start) / 1000) as i64;
+        }
+        if ok {
+            self.core.stats.dirty = self.core.stats.dirty.saturating_sub(p.dirty_at_start);
+            p.last_save_ms = now.ms();
+            p.last_bgsave_failed = false;
+        } else if background {
+            p.last_bgsave_failed = true;
+        }
+    }
+
+    /// Whether a background save should start now (a BGSAVE SCHEDULE waiting, or a `save`
+    /// point reached); if so it is marked started and the shell must run it like BGSAVE's
+    /// [`Outcome::Save`]. The shell asks in its cron.
+    pub fn take_due_save(&mut self, now: Now) -> bool {
+        let p = &self.core.persist;
+        if p.bgsave_in_progress() || p.loading.is_some() {
+            return false;
+        }
+        let due = p.bgsave_scheduled
+            || persist::save_point_due(
+                &self.core.config.save_points(),
+                p,
+                self.core.stats.dirty,
+                now.ms(),
+            );
+        if due {
+            self.core.persist.bgsave_scheduled = false;
+            self.save_started(true, now);
+        }
+        due
+    }
+
+    /// Replaces the databases with loaded ones (startup loading): the last save is the load,
+    /// and the loading state, if any, ends.
+    pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {
+        for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
+            *slot = db;
+        }
+        notify::sync(&mut self.core);
+        evict::sync(&mut self.core);
+        let p = &mut self.core.persist;
+        p.last_save_ms = now.ms();
+        p.last_load_keys_loaded = loaded;
+        p.last_load_keys_expired = expired;
+        p.loading = None;
+    }
+
+    /// Starts the loading state, for a shell that loads the dataset while it accepts clients:
+    /// until [`load_dbs`](Self::load_dbs) or [`end_loading`](Self::end_loading), commands
+    /// without the `loading` flag answer `-LOADING`, and INFO shows the progress.
+    pub fn begin_loading(&mut self, total_bytes: u64, now: Now) {
+        self.core.persist.loading = Some(persist::Loading {
+            start_ms: now.ms(),
+            total_bytes,
+            ..Default::default()
+        });
+    }
+
+    /// Progress of the load: bytes read, keys loaded so far, the file's `used-mem`.
+    pub fn loading_progress(&mut self, loaded_bytes: u64, keys_loaded: u64, rdb_used_mem: u64) {
+        let p = &mut self.core.persist;
+        if let Some(l) = &mut p.loading {
+            l.loaded_bytes = loaded_bytes;
+            l.rdb_used_mem = rdb_used_mem;
+            p.last_load_keys_loaded = keys_loaded;
+        }
+    }
+
+    /// Ends the loading state without data (a load that found nothing to load).
+    pub fn end_loading(&mut self) {
+        self.core.persist.loading = None;
+    }
+
+    /// Whether the startup load is under way.
+    pub fn is_loading(&self) -> bool {
+        self.core.persist.loading.is_some()
+    }
+
+    /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
+    /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
+    /// (see [`aof`]). Off, no work at all is done for it.
+    pub fn set_propagation(&mut self, on: bool) {
+        aof::set_enabled(&mut self.core, on);
+    }
+
+    /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.
+    pub fn drain_propagated(&mut self, into: &mut Vec<u8>) {
+        self.core.aof.drain_into(into);
+    }
+
+    /// Whether propagated commands wait in the buffer.
+    pub fn has_propagated(&self) -> bool {
+        self.core.aof.has_output()
+    }
+
+    /// The propagated stream starts a new file: its next command is preceded by a SELECT.
+    pub fn reset_propagation_db(&mut self) {
+        self.core.aof.reset_db();
+    }
+
+    /// Whether client `h` is blocked (waiting for a key or its timeout).
+    pub fn is_blocked(&self, h: Handle) -> bool {
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
+    }
+}

@@ -1,0 +1,42 @@
+//! What a command asks of the shell once it has run (close, block, save, shut down...).
+
+/// What the shell must do after a command.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Outcome {
+    /// Nothing special.
+    #[default]
+    Continue,
+    /// Close this connection once its pending replies are written (QUIT).
+    Close,
+    /// Some clients were marked `killed` (CLIENT KILL): close them (this one included, maybe).
+    KillClients,
+    /// Stop the server (SHUTDOWN); `save` is the SAVE/NOSAVE choice if one was given.
+    Shutdown {
+        /// `Some(true)` = SAVE, `Some(false)` = NOSAVE, `None` = per configuration.
+        save: Option<bool>,
+    },
+    /// Block the whole server for this many microseconds (DEBUG SLEEP), then continue.
+    Sleep(u64),
+    /// Write the configuration back to its file (CONFIG REWRITE): the shell calls
+    /// [`crate::Engine::rewrite_config`], writes the file and sends the reply itself.
+    RewriteConfig,
+    /// The client blocked (BLPOP and co. found nothing): it got no reply yet. The shell runs
+    /// none of its further commands until [`crate::Engine::take_wakeups`] hands it its reply (see
+    /// [`crate::blocking`]).
+    Blocked,
+    /// Write an RDB snapshot (SAVE, BGSAVE, a save point): the shell takes
+    /// [`crate::Engine::snapshot`] now, writes it (on a thread when `background`) and reports with
+    /// [`crate::Engine::save_finished`]. For SAVE (`background` false) the shell sends the reply
+    /// itself, `+OK` or `-ERR`, once the file is written.
+    Save {
+        /// BGSAVE (the reply was sent) or SAVE (the shell replies after writing).
+        background: bool,
+    },
+    /// ACL LOAD (`save` false) or ACL SAVE: the shell reads the file named by
+    /// [`crate::Engine::acl_file`] and passes its text to [`crate::Engine::acl_load`], or writes
+    /// [`crate::Engine::acl_save_text`] to it, then sends the reply itself (`+OK` or the error).
+    AclFile {
+        /// ACL SAVE (true) or ACL LOAD.
+        save: bool,
+    },
+}

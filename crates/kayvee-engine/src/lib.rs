@@ -19,6 +19,7 @@ pub mod command;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod evict;
 pub mod keyspec;
 pub mod monitor;
@@ -165,8 +166,8 @@ pub struct Core {
     pub shutting_down: bool,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
-    /// Number of clients that WATCH at least one key (see [`txn`]).
-    pub watching: usize,
+    /// WATCHed keys and the modifications noted for them (see [`txn`]).
+    pub watches: txn::Watches,
     /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
@@ -246,6 +247,32 @@ impl<'a> Cx<'a> {
     pub fn now_ms(&self) -> u64 {
         self.now.ms()
     }
+
+    /// Whether propagated commands are recorded (the AOF is on): a handler whose propagated
+    /// form costs work to build (a formatted time) asks first.
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.core.aof.enabled
+    }
+
+    /// The write changed the dataset and propagates as `args`, in the running command's
+    /// database (Redis's `alsoPropagate`): the deterministic form of a relative or random
+    /// effect. May be called more than once; a write that changed nothing does not call it.
+    #[inline]
+    pub fn propagate(&mut self, args: &[&[u8]]) {
+        if self.core.aof.enabled {
+            self.core.aof.push(self.db_index, args);
+        }
+    }
+
+    /// The write changed the dataset and propagates as the client sent it (after anything
+    /// the handler passed to [`Cx::propagate`]).
+    #[inline]
+    pub fn propagate_verbatim(&mut self) {
+        if self.core.aof.enabled {
+            self.core.aof.verbatim = true;
+        }
+    }
 }
 
 /// An O(1) snapshot of every database: what persistence, transactions and replication build on.
@@ -291,7 +318,7 @@ impl Engine {
             used_memory_peak: 0,
             shutting_down: false,
             blocking: Default::default(),
-            watching: 0,
+            watches: Default::default(),
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
             evict: Default::default(),
@@ -307,7 +334,7 @@ impl Engine {
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let exec_id = core.commands.lookup(b"exec");
-        notify::sync(&mut core);
+        events::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -437,12 +464,13 @@ impl Engine {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        events::drain(&mut self.core);
         if self.core.aof.enabled {
-            aof::drain_expired(&mut self.core);
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
             blocking::serve_ready(&mut self.core, &mut self.clients, now);
+            events::drain(&mut self.core);
         }
         txn::settle(&mut self.core, &mut self.clients);
         if self.core.tracking.active() {
@@ -455,7 +483,6 @@ impl Engine {
                 .iter()
                 .for_each(|r| r.write_to(out));
         }
-        notify::drain(&mut self.core);
         outcome
     }
 
@@ -654,18 +681,11 @@ impl Engine {
             outcome: Outcome::Continue,
             cmd: id,
         };
-        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
-            let mut tee = aof::Tee::new(out);
-            let result = (spec.handler)(&mut cx, argv, &mut tee);
-            let reply = tee.reply();
-            aof::drain_expired(cx.core);
-            if result.is_ok() {
-                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
-            }
-            result
-        } else {
-            (spec.handler)(&mut cx, argv, out)
-        };
+        let result = (spec.handler)(&mut cx, argv, out);
+        if cx.core.aof.enabled {
+            cx.core.aof.end_command(db_index, argv);
+        }
+        events::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
         if self.core.tracking.active() {
             tracking::after_run(&mut self.core, &mut self.clients, h, id, argv);
@@ -937,17 +957,14 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         self.core.stats.sample_metrics(now.ms());
-        notify::sync(&mut self.core);
+        events::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             cmd::expire::active_expire_cycle(&mut self.core, now);
             evict::perform(&mut self.core, now);
         }
-        notify::drain(&mut self.core);
-        if self.core.aof.enabled {
-            aof::drain_expired(&mut self.core);
-        }
+        events::drain(&mut self.core);
         txn::settle(&mut self.core, &mut self.clients);
         if self.core.tracking.active() {
             tracking::after_command(&mut self.core, &mut self.clients, None, None);
@@ -1057,7 +1074,7 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
-        notify::sync(&mut self.core);
+        events::sync(&mut self.core);
         evict::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();

@@ -465,4 +465,135 @@ mod tests {
         assert!(!t.e.has_propagated());
         assert!(t.e.core.dbs.iter().all(|d| crate::events::pending(d) == 0));
     }
+
+    /// A DUMP codec for strings only: the payload is the bytes.
+    struct RawStrings;
+
+    impl crate::persist::ValueCodec for RawStrings {
+        fn dump(&self, value: &crate::Value, _: bool) -> Vec<u8> {
+            match value {
+                crate::Value::Str(s) => s.to_vec(),
+                _ => Vec::new(),
+            }
+        }
+        fn restore(
+            &self,
+            payload: &[u8],
+            _: u64,
+        ) -> Result<crate::Value, crate::persist::RestoreError> {
+            Ok(crate::Value::Str(kayvee_pds::SmallBytes::from_slice(
+                payload,
+            )))
+        }
+    }
+
+    #[test]
+    fn deletions_and_restores_become_absolute() {
+        let mut t = T::new();
+        t.e.set_codec(&RawStrings);
+        let got = t.run(&[
+            "set a 1",
+            "getdel a",
+            "getdel a",
+            "restore r 5000 payload",
+            "restore r2 0 payload",
+            "restore r 99999999999000 payload replace absttl",
+            "restore r -1 payload",
+            "restore r 1 payload replace absttl",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set a 1",
+                "DEL a",
+                "RESTORE r 1700000005000 payload ABSTTL",
+                "restore r2 0 payload",
+                "restore r 99999999999000 payload replace absttl",
+                "DEL r",
+            ]
+        );
+    }
+
+    #[test]
+    fn set_get_drops_get_and_unchanged_writes_propagate_nothing() {
+        let mut t = T::new();
+        let got = t.run(&[
+            "set k v get",
+            "set k w xx get",
+            "set k x get px 100",
+            "setbit b 1 1",
+            "setbit b 1 1",
+            "rpush l a b",
+            "ltrim l 0 -1",
+            "ltrim l 0 0",
+            "zincrby z 1 m",
+            "zincrby z 0 m",
+            "lpop l 0",
+            "spop nothere 2",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set k v",
+                "set k w xx",
+                "SET k x PXAT 1700000000100",
+                "setbit b 1 1",
+                "rpush l a b",
+                "ltrim l 0 0",
+                "zincrby z 1 m",
+            ]
+        );
+    }
+
+    #[test]
+    fn keyspace_commands_are_verbatim_in_their_database() {
+        let mut t = T::new();
+        let got = t.run(&[
+            "set a 1",
+            "copy a b db 2",
+            "copy a b db 2",
+            "swapdb 0 2",
+            "select 2",
+            "move a 0",
+            "flushdb",
+            "flushdb",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set a 1",
+                "copy a b db 2",
+                "swapdb 0 2",
+                "SELECT 2",
+                "move a 0",
+                "flushdb",
+                "flushdb",
+            ]
+        );
+    }
+
+    #[test]
+    fn served_moves_and_multi_pops_propagate_their_plain_forms() {
+        let mut t = T::new();
+        t.on(1, "blmove src dst right left 0");
+        assert_eq!(
+            t.run(&["rpush src a b"]),
+            ["SELECT 0", "rpush src a b", "LMOVE src dst right left"]
+        );
+        t.on(1, "brpoplpush src2 dst 0");
+        assert_eq!(
+            t.run(&["lpush src2 x"]),
+            ["lpush src2 x", "RPOPLPUSH src2 dst"]
+        );
+        t.on(1, "bzmpop 0 2 z1 z2 max count 5");
+        assert_eq!(
+            t.run(&["zadd z2 1 a 2 b"]),
+            ["zadd z2 1 a 2 b", "ZPOPMAX z2 2"]
+        );
+        t.on(1, "bzpopmax z3 0");
+        assert_eq!(t.run(&["zadd z3 1 a"]), ["zadd z3 1 a", "ZPOPMAX z3"]);
+    }
 }

@@ -174,3 +174,95 @@ fn deliver(core: &mut Core, db: usize, event: &KeyEvent) {
 pub fn pending(db: &Db) -> usize {
     db.events.entries.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+    use kayvee_pds::SmallBytes;
+
+    fn s(v: &str) -> Value {
+        Value::Str(SmallBytes::from_slice(v.as_bytes()))
+    }
+
+    /// The recorded events as `kind:key` words.
+    fn words(db: &Db) -> Vec<alloc::string::String> {
+        let word = |kind: &str, k: &[u8]| {
+            alloc::format!("{kind}:{}", alloc::string::String::from_utf8_lossy(k))
+        };
+        db.events
+            .entries
+            .iter()
+            .map(|e| match e {
+                KeyEvent::Modified(k) => word("modified", k),
+                KeyEvent::Opened(k, before) => word(
+                    if before.is_some() {
+                        "opened="
+                    } else {
+                        "opened"
+                    },
+                    k,
+                ),
+                KeyEvent::Created(k) => word("created", k),
+                KeyEvent::Expired(k) => word("expired", k),
+                KeyEvent::Evicted(k) => word("evicted", k),
+                KeyEvent::Missed(k) => word("missed", k),
+                KeyEvent::Flushed(old) => alloc::format!("flushed:{}", old.len()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_a_listener() {
+        let mut db = Db::new(1);
+        db.set(b"k", s("v"), 0, false);
+        db.lookup_write(b"k", 0);
+        db.lookup_read(b"nothere", 0);
+        db.clear();
+        assert!(db.events.is_empty());
+    }
+
+    #[test]
+    fn changes_are_recorded_in_order_as_listened_to() {
+        let mut db = Db::new(1);
+        db.events.listen = listen::CHANGES | listen::CREATED;
+        db.set(b"k", s("v"), 0, false);
+        db.set(b"k", s("w"), 0, false);
+        db.lookup_write(b"k", 0);
+        db.set_expire(b"k", 10);
+        db.lookup_read(b"k", 20);
+        db.lookup_read(b"nothere", 20);
+        db.set(b"a", s("v"), 20, false);
+        db.evict(b"a", 20);
+        db.set(b"b", s("v"), 20, false);
+        db.clear();
+        let want = [
+            "modified:k",
+            "created:k",
+            "modified:k",
+            "opened:k",
+            "modified:k",
+            "expired:k",
+            "modified:a",
+            "created:a",
+            "evicted:a",
+            "modified:b",
+            "created:b",
+            "flushed:1",
+        ];
+        assert_eq!(words(&db), want);
+    }
+
+    #[test]
+    fn watch_gets_the_value_before_an_in_place_write_and_misses_can_be_forgotten() {
+        let mut db = Db::new(1);
+        db.set(b"k", s("v"), 0, false);
+        db.events.listen = listen::OPENED | listen::OPENED_VALUE | listen::MISSED;
+        db.lookup_write(b"k", 0);
+        db.lookup_read(b"x", 0);
+        db.events.forget_miss(b"y");
+        assert_eq!(words(&db), ["opened=:k", "missed:x"]);
+        db.events.forget_miss(b"x");
+        assert_eq!(words(&db), ["opened=:k"]);
+    }
+}

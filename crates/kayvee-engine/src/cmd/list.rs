@@ -349,14 +349,19 @@ pub(crate) fn ltrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
         let l = as_list_mut(e)?;
+        let len_before = l.len();
         match index_range(start, stop, l.len()) {
             Some((s, e)) => l.retain_range(s, e),
             None => l.retain_range(0, 0),
         }
+        let trimmed = l.len() != len_before;
         let deleted = delete_if_empty(db, key, now);
-        // A modification for WATCH even when nothing was trimmed, as in Redis.
+        // A modification for WATCH (and an event) even when nothing was trimmed, as in Redis;
+        // but then nothing changed, so nothing is propagated.
         db.modified(key);
-        cx.propagate_verbatim();
+        if trimmed || deleted {
+            cx.propagate_verbatim();
+        }
         emit(cx, nc::LIST, "ltrim", key);
         if deleted {
             emptied(cx, key);

@@ -397,19 +397,19 @@ fn set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     }
     let opts = SetOpts::parse(args, 3, Mode::Set)?;
     let at = opts.expire_at(now, "set")?;
-    set_generic(cx, args.get(1), args.get(2), &opts, at, out)
+    set_generic(cx, args, &opts, at, out)
 }
 
 /// The body of SET once options are known: GET's old value first (WRONGTYPE stops here),
 /// then the NX/XX condition, the store and the TTL.
 fn set_generic(
     cx: &mut Cx<'_>,
-    key: &[u8],
-    val: &[u8],
+    args: &Argv<'_>,
     opts: &SetOpts<'_>,
     at: Option<u64>,
     out: &mut dyn ReplySink,
 ) -> CmdResult {
+    let (key, val) = (args.get(1), args.get(2));
     let now = cx.now_ms();
     let db = cx.db();
     if opts.get {
@@ -435,6 +435,7 @@ fn set_generic(
             db.set_expire(key, at);
             propagate_set_pxat(cx, key, val, at);
         }
+        None if opts.get => propagate_without_get(cx, args),
         None => cx.propagate_verbatim(),
     }
     emit(cx, nc::STRING, "set", key);
@@ -454,6 +455,26 @@ fn propagate_set_pxat(cx: &mut Cx<'_>, key: &[u8], val: &[u8], at_ms: u64) {
         let ms = crate::aof::itoa(at_ms);
         cx.propagate(&[b"SET", key, val, b"PXAT", ms.as_bytes()]);
     }
+}
+
+/// Propagates `SET ... GET` without its GET option (the old value only matters to the
+/// client), as Redis 7.0 does; the other arguments keep the client's spelling.
+fn propagate_without_get(cx: &mut Cx<'_>, args: &Argv<'_>) {
+    if !cx.propagating() {
+        return;
+    }
+    let mut dropped = false;
+    let prop: Vec<&[u8]> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, a)| {
+            let get = !dropped && i >= 3 && a.eq_ignore_ascii_case(b"GET");
+            dropped |= get;
+            !get
+        })
+        .map(|(_, a)| a)
+        .collect();
+    cx.propagate(&prop);
 }
 
 /// SETNX key value: 1 when stored, 0 when the key existed.

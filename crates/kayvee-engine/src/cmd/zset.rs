@@ -510,7 +510,8 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let Value::ZSet(zs) = &mut entry.value else {
         unreachable!("type checked");
     };
-    let new = zs.score(member).map_or(incr, |old| old + incr);
+    let old = zs.score(member);
+    let new = old.map_or(incr, |old| old + incr);
     if new.is_nan() {
         drop_if_empty(cx, key);
         return Err(Error::msg("ERR resulting score is not a number (NaN)"));
@@ -520,8 +521,12 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len(), seed);
     }
     out.double(new);
-    cx.propagate_verbatim();
-    emit(cx, nc::ZSET, "zincr", key);
+    // An increment that leaves the score as it was changes nothing: no event, nothing
+    // propagated, as in Redis.
+    if old != Some(new) {
+        cx.propagate_verbatim();
+        emit(cx, nc::ZSET, "zincr", key);
+    }
     signal_zset_ready(cx, key);
     Ok(())
 }

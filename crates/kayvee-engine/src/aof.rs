@@ -1,10 +1,16 @@
-//! Command propagation for the append-only file: after each write, the commands that reproduce
-//! its effect deterministically, RESP-encoded, in the shapes Redis 7.0.15 writes to its AOF
-//! (checked against `appendonlydir/*.incr.aof` of the real server).
+//! The propagated command stream for the append-only file (and, later, replicas): encoding,
+//! the `SELECT` before a command of another database, the `MULTI`/`EXEC` around the commands of
+//! one top-level call, and the shell's interface ([`crate::Engine::drain_propagated`],
+//! [`crate::Engine::set_propagation`]).
 //!
-//! Rules (Redis 7.0.15's, observed):
+//! What a write propagates is decided where it runs: the handler calls
+//! [`crate::Cx::propagate`] (a rewritten form) or [`crate::Cx::propagate_verbatim`] (as the
+//! client sent it) when it changed the dataset, as Redis's commands call `alsoPropagate`; a
+//! key deleted by expiry or eviction arrives through the key event stream ([`on_key_event`]).
+//! The shapes are Redis 7.0.15's (checked against `appendonlydir/*.incr.aof` of the real
+//! server):
 //! - A write that changed nothing (DEL of a missing key, SADD of a present member, SET NX that
-//!   failed...) is not propagated. Kayvee tells them apart by the reply (see [`is_noop`]).
+//!   failed...) is not propagated.
 //! - Relative and random effects become absolute: EXPIRE/PEXPIRE/EXPIREAT/GETEX EX become
 //!   `PEXPIREAT key ms` (its NX/XX/GT/LT kept), or `DEL key` when the time is already past; SET
 //!   with EX/PX/EXAT/PXAT, SETEX and PSETEX become `SET key value PXAT ms`; INCRBYFLOAT becomes
@@ -17,10 +23,11 @@
 //!   `EXEC` when there are more than one; a `SELECT` precedes a command of another database.
 //! - Commands kept verbatim keep the client's spelling; rewritten ones are upper case.
 //!
-//! Nothing here runs unless the shell turned propagation on ([`crate::Engine::set_propagation`]).
+//! Nothing here runs unless the shell turned propagation on ([`crate::Engine::set_propagation`]):
+//! with it off a write's propagation is one flag test.
 
 use crate::argv::Argv;
-use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
+use crate::events::KeyEvent;
 use crate::Core;
 use alloc::vec::Vec;
 
@@ -83,6 +90,8 @@ pub struct Propagation {
     /// Encoded commands of the running top-level call, and each one's (db, end offset).
     pending: Vec<u8>,
     pending_ops: Vec<(usize, usize)>,
+    /// The running command asked to be propagated as the client sent it.
+    pub(crate) verbatim: bool,
 }
 
 impl Propagation {
@@ -107,16 +116,25 @@ impl Propagation {
     }
 
     /// Queues one command of the running call.
-    fn push(&mut self, db: usize, args: &[&[u8]]) {
+    pub(crate) fn push(&mut self, db: usize, args: &[&[u8]]) {
         encode(&mut self.pending, args);
         self.pending_ops.push((db, self.pending.len()));
+    }
+
+    /// After a command's handler (each command of an EXEC too): queues the command as the
+    /// client sent it (`argv`, run in database `db`) if it asked for that.
+    pub(crate) fn end_command(&mut self, db: usize, argv: &Argv<'_>) {
+        if core::mem::take(&mut self.verbatim) {
+            encode_iter(&mut self.pending, argv.len(), argv.iter());
+            self.pending_ops.push((db, self.pending.len()));
+        }
     }
 
     /// Writes `SELECT db` into the stream when it is not the stream's database.
     fn select(&mut self, db: usize) {
         if self.db != Some(db) {
-            let mut digits = itoa(db as u64);
-            encode(&mut self.out, &[b"SELECT", digits.as_bytes_mut()]);
+            let digits = itoa(db as u64);
+            encode(&mut self.out, &[b"SELECT", digits.as_bytes()]);
             self.db = Some(db);
         }
     }
@@ -153,20 +171,21 @@ impl Propagation {
     }
 }
 
-/// A small decimal string.
-struct Digits {
+/// A small decimal string (a propagated time or count), built without allocating.
+pub struct Digits {
     buf: [u8; 20],
     start: usize,
 }
 
 impl Digits {
-    fn as_bytes_mut(&mut self) -> &[u8] {
+    /// The digits.
+    pub fn as_bytes(&self) -> &[u8] {
         &self.buf[self.start..]
     }
 }
 
 /// `v` in decimal.
-fn itoa(mut v: u64) -> Digits {
+pub fn itoa(mut v: u64) -> Digits {
     let mut d = Digits {
         buf: [0; 20],
         start: 20,
@@ -189,455 +208,40 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
 /// [`encode`] from an iterator of `len` arguments (no intermediate vector).
 fn encode_iter<'a>(out: &mut Vec<u8>, len: usize, args: impl Iterator<Item = &'a [u8]>) {
     out.push(b'*');
-    out.extend_from_slice(itoa(len as u64).as_bytes_mut());
+    out.extend_from_slice(itoa(len as u64).as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in args {
         out.push(b'$');
-        out.extend_from_slice(itoa(a.len() as u64).as_bytes_mut());
+        out.extend_from_slice(itoa(a.len() as u64).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
 }
 
-/// Turns expiry logging on or off in every database.
+/// Turns propagation on or off; the keyspace records expired and evicted keys only while it
+/// is on.
 pub fn set_enabled(core: &mut Core, on: bool) {
     core.aof.enabled = on;
     core.aof.db = None;
-    for db in core.dbs.iter_mut() {
-        db.expired_log = on.then(Vec::new);
-    }
+    crate::events::sync(core);
 }
 
-/// Emits `DEL key` for every key expiry deleted since the last call.
-pub fn drain_expired(core: &mut Core) {
-    for (i, db) in core.dbs.iter_mut().enumerate() {
-        let Some(log) = db.expired_log.as_mut().filter(|l| !l.is_empty()) else {
-            continue;
-        };
-        for key in core::mem::take(log) {
-            core.aof.emit_now(i, &[b"DEL", &key]);
-        }
+/// Propagation's consumer of the key event stream (see [`crate::events`]): a key deleted by
+/// expiry or eviction becomes `DEL key`, outside the running call, as Redis 7.0 propagates it.
+pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
+    if !core.aof.enabled {
+        return;
     }
-}
-
-/// Propagates the deletion of `key` from database `db` as `DEL key`, outside the running call:
-/// for deletions no command asked for (eviction under `maxmemory`, as Redis 7.0 propagates them).
-pub fn propagate_del(core: &mut Core, db: usize, key: &[u8]) {
-    if core.aof.enabled {
+    if let KeyEvent::Expired(key) | KeyEvent::Evicted(key) = event {
         core.aof.emit_now(db, &[b"DEL", key]);
     }
-}
-
-/// A reply sink that forwards to the client's sink and keeps a copy of the reply, which the
-/// propagation rules read.
-pub struct Tee<'a> {
-    inner: &'a mut dyn ReplySink,
-    tree: ReplyTree,
-}
-
-impl<'a> Tee<'a> {
-    /// Wraps `inner`.
-    pub fn new(inner: &'a mut dyn ReplySink) -> Self {
-        let tree = ReplyTree::new(inner.protocol());
-        Tee { inner, tree }
-    }
-
-    /// The first reply written, if any.
-    pub fn reply(&mut self) -> Option<Reply> {
-        self.tree.take().into_iter().next()
-    }
-}
-
-impl ReplySink for Tee<'_> {
-    fn protocol(&self) -> Protocol {
-        self.inner.protocol()
-    }
-    fn set_protocol(&mut self, p: Protocol) {
-        self.inner.set_protocol(p);
-        self.tree.set_protocol(p);
-    }
-    fn simple(&mut self, s: &str) {
-        self.inner.simple(s);
-        self.tree.simple(s);
-    }
-    fn error(&mut self, s: &str) {
-        self.inner.error(s);
-        self.tree.error(s);
-    }
-    fn error_bytes(&mut self, b: &[u8]) {
-        self.inner.error_bytes(b);
-        self.tree.error_bytes(b);
-    }
-    fn int(&mut self, v: i64) {
-        self.inner.int(v);
-        self.tree.int(v);
-    }
-    fn bulk(&mut self, b: &[u8]) {
-        self.inner.bulk(b);
-        self.tree.bulk(b);
-    }
-    fn null(&mut self) {
-        self.inner.null();
-        self.tree.null();
-    }
-    fn null_array(&mut self) {
-        self.inner.null_array();
-        self.tree.null_array();
-    }
-    fn array(&mut self, len: usize) {
-        self.inner.array(len);
-        self.tree.array(len);
-    }
-    fn map(&mut self, len: usize) {
-        self.inner.map(len);
-        self.tree.map(len);
-    }
-    fn set(&mut self, len: usize) {
-        self.inner.set(len);
-        self.tree.set(len);
-    }
-    fn push(&mut self, len: usize) {
-        self.inner.push(len);
-        self.tree.push(len);
-    }
-    fn double(&mut self, v: f64) {
-        self.inner.double(v);
-        self.tree.double(v);
-    }
-    fn boolean(&mut self, v: bool) {
-        self.inner.boolean(v);
-        self.tree.boolean(v);
-    }
-    fn verbatim(&mut self, format: &str, text: &[u8]) {
-        self.inner.verbatim(format, text);
-        self.tree.verbatim(format, text);
-    }
-    fn big_number(&mut self, digits: &str) {
-        self.inner.big_number(digits);
-        self.tree.big_number(digits);
-    }
-}
-
-/// Writes whose integer reply 0 means nothing changed.
-const ZERO_NOOP: &[&str] = &[
-    "del",
-    "unlink",
-    "sadd",
-    "srem",
-    "hdel",
-    "zrem",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "persist",
-    "setnx",
-    "hsetnx",
-    "lrem",
-    "renamenx",
-    "msetnx",
-    "smove",
-    "lpushx",
-    "rpushx",
-    "zremrangebyscore",
-    "zremrangebyrank",
-    "zremrangebylex",
-    "move",
-    "copy",
-    "linsert",
-];
-
-/// Writes whose null (or empty aggregate) reply means nothing changed.
-const NULL_NOOP: &[&str] = &[
-    "getdel",
-    "lpop",
-    "rpop",
-    "spop",
-    "lmove",
-    "rpoplpush",
-    "getex",
-    "blpop",
-    "brpop",
-    "blmove",
-    "brpoplpush",
-    "bzpopmin",
-    "bzpopmax",
-    "lmpop",
-    "blmpop",
-    "zmpop",
-    "bzmpop",
-    "zpopmin",
-    "zpopmax",
-];
-
-/// Whether a successful write with this reply changed nothing (so Redis propagates nothing).
-pub fn is_noop(name: &str, reply: Option<&Reply>) -> bool {
-    match reply {
-        None => true,
-        Some(Reply::Int(0)) => ZERO_NOOP.contains(&name),
-        Some(Reply::Int(-1)) => name == "linsert",
-        Some(Reply::Null | Reply::NullArray) => NULL_NOOP.contains(&name),
-        Some(Reply::Array(v) | Reply::Set(v)) if v.is_empty() => NULL_NOOP.contains(&name),
-        _ => false,
-    }
-}
-
-/// What a command propagates, given the state after it ran and its reply.
-struct Rule<'c, 'a> {
-    core: &'c mut Core,
-    db: usize,
-    argv: &'c Argv<'a>,
-}
-
-impl Rule<'_, '_> {
-    fn verbatim(&mut self) {
-        let p = &mut self.core.aof;
-        encode_iter(&mut p.pending, self.argv.len(), self.argv.iter());
-        p.pending_ops.push((self.db, p.pending.len()));
-    }
-
-    fn push(&mut self, args: &[&[u8]]) {
-        self.core.aof.push(self.db, args);
-    }
-
-    /// The key's absolute expiry after the command, if the key is live.
-    fn expire_of(&self, key: &[u8]) -> Option<Option<u64>> {
-        let db = &self.core.dbs[self.db];
-        db.keys.get(key)?;
-        Some(db.expire_at(key))
-    }
-
-    /// `PEXPIREAT key ms [extra]` when the key has a TTL, `PERSIST`-less `DEL` when it is gone.
-    fn absolute_expire(&mut self, key: &[u8], extra: &[&[u8]]) {
-        match self.expire_of(key) {
-            Some(Some(at)) => {
-                let mut ms = itoa(at);
-                let mut args: Vec<&[u8]> = alloc::vec![b"PEXPIREAT", key, ms.as_bytes_mut()];
-                args.extend_from_slice(extra);
-                self.core.aof.push(self.db, &args);
-            }
-            Some(None) => self.verbatim(),
-            None => self.push(&[b"DEL", key]),
-        }
-    }
-
-    /// `SET key value PXAT ms`, or DEL when the key is gone, or SET when it has no TTL.
-    fn set_pxat(&mut self, key: &[u8], value: &[u8]) {
-        match self.expire_of(key) {
-            Some(Some(at)) => {
-                let mut ms = itoa(at);
-                self.push(&[b"SET", key, value, b"PXAT", ms.as_bytes_mut()]);
-            }
-            Some(None) => self.push(&[b"SET", key, value]),
-            None => self.push(&[b"DEL", key]),
-        }
-    }
-}
-
-/// Whether `argv[from..]` holds one of `words` (any case).
-fn has_word(argv: &Argv<'_>, from: usize, words: &[&str]) -> bool {
-    argv.iter()
-        .skip(from)
-        .any(|a| words.iter().any(|w| a.eq_ignore_ascii_case(w.as_bytes())))
-}
-
-/// The bulk strings of an array reply (or of a nested array at `index`).
-fn bulks(reply: &Reply) -> Vec<&[u8]> {
-    match reply {
-        Reply::Array(v) | Reply::Set(v) => v
-            .iter()
-            .filter_map(|r| match r {
-                Reply::Bulk(b) => Some(&b[..]),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Element `i` of an array reply as bytes.
-fn item(reply: &Reply, i: usize) -> Option<&[u8]> {
-    match reply {
-        Reply::Array(v) => match v.get(i)? {
-            Reply::Bulk(b) => Some(b),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// How many items an LMPOP/ZMPOP reply (`[key, items]`, or a map in RESP3) holds.
-fn mpop_count(reply: &Reply) -> usize {
-    let items = match reply {
-        Reply::Array(v) => v.get(1),
-        Reply::Map(m) => m.first().map(|(_, v)| v),
-        _ => None,
-    };
-    match items {
-        Some(Reply::Array(a) | Reply::Set(a)) => a.len(),
-        Some(Reply::Map(m)) => m.len(),
-        _ => 0,
-    }
-}
-
-/// The key of an LMPOP/ZMPOP reply (an array `[key, items]`, a map in RESP3).
-fn mpop_key(reply: &Reply) -> Option<&[u8]> {
-    match reply {
-        Reply::Map(m) => match m.first() {
-            Some((Reply::Bulk(k), _)) => Some(k),
-            _ => None,
-        },
-        r => item(r, 0),
-    }
-}
-
-/// Records what a successful write command propagates (run after its handler, with its reply).
-pub fn after_command(
-    core: &mut Core,
-    db: usize,
-    name: &str,
-    argv: &Argv<'_>,
-    reply: Option<&Reply>,
-) {
-    if is_noop(name, reply) {
-        return;
-    }
-    let mut r = Rule { core, db, argv };
-    let key = argv.try_get(1).unwrap_or_default();
-    match name {
-        "set" => {
-            if has_word(argv, 3, &["EX", "PX", "EXAT", "PXAT"]) {
-                r.set_pxat(key, argv.get(2));
-            } else if matches!(reply, Some(Reply::Null)) && !has_word(argv, 3, &["GET"]) {
-                // NX / XX refused: nothing changed.
-            } else {
-                r.verbatim();
-            }
-        }
-        "setex" | "psetex" => r.set_pxat(key, argv.get(3)),
-        "expire" | "pexpire" | "expireat" | "pexpireat" => {
-            let extra: Vec<&[u8]> = argv.iter().skip(3).collect();
-            r.absolute_expire(key, &extra);
-        }
-        "getex" => getex(&mut r, key),
-        "getdel" => r.push(&[b"DEL", key]),
-        "incrbyfloat" => {
-            if let Some(Reply::Bulk(v)) = reply {
-                r.push(&[b"SET", key, v, b"KEEPTTL"]);
-            }
-        }
-        "hincrbyfloat" => {
-            if let Some(Reply::Bulk(v)) = reply {
-                r.push(&[b"HSET", key, argv.get(2), v]);
-            }
-        }
-        "spop" => spop(&mut r, key, reply.expect("not a no-op")),
-        "restore" => restore(&mut r, key),
-        _ => pops(&mut r, name, reply.expect("not a no-op")),
-    }
-}
-
-/// GETEX: `PEXPIREAT` / `DEL` for EX, PX, EXAT, PXAT; `PERSIST` for PERSIST; nothing without
-/// an option.
-fn getex(r: &mut Rule<'_, '_>, key: &[u8]) {
-    if has_word(r.argv, 2, &["PERSIST"]) {
-        r.push(&[b"PERSIST", key]);
-    } else if r.argv.len() > 2 {
-        r.absolute_expire(key, &[]);
-    }
-}
-
-/// SPOP: `SREM key member` per popped member, or `DEL key` when the set is gone.
-fn spop(r: &mut Rule<'_, '_>, key: &[u8], reply: &Reply) {
-    let members: Vec<&[u8]> = match reply {
-        Reply::Bulk(b) => alloc::vec![&b[..]],
-        other => bulks(other),
-    };
-    if r.argv.len() > 2 && r.expire_of(key).is_none() {
-        r.push(&[b"DEL", key]);
-        return;
-    }
-    for m in members {
-        r.push(&[b"SREM", key, m]);
-    }
-}
-
-/// RESTORE with a relative TTL: `RESTORE key abs-ms payload [options] ABSTTL`.
-fn restore(r: &mut Rule<'_, '_>, key: &[u8]) {
-    let ttl = r.argv.get(2);
-    if ttl == b"0" || has_word(r.argv, 4, &["ABSTTL"]) {
-        r.verbatim();
-        return;
-    }
-    let Some(Some(at)) = r.expire_of(key) else {
-        r.verbatim();
-        return;
-    };
-    let mut ms = itoa(at);
-    let mut args: Vec<&[u8]> = alloc::vec![b"RESTORE", key, ms.as_bytes_mut(), r.argv.get(3)];
-    args.extend(r.argv.iter().skip(4));
-    args.push(b"ABSTTL");
-    r.core.aof.push(r.db, &args);
-}
-
-/// Blocking pops and the multi-key pops become their plain single-key forms; anything else is
-/// propagated verbatim.
-fn pops(r: &mut Rule<'_, '_>, name: &str, reply: &Reply) {
-    let argv = r.argv;
-    match name {
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
-            let cmd: &[u8] = match name {
-                "blpop" => b"LPOP",
-                "brpop" => b"RPOP",
-                "bzpopmin" => b"ZPOPMIN",
-                _ => b"ZPOPMAX",
-            };
-            if let Some(key) = item(reply, 0) {
-                r.push(&[cmd, key]);
-            }
-        }
-        "blmove" => {
-            let args: Vec<&[u8]> = core::iter::once(&b"LMOVE"[..])
-                .chain(argv.iter().skip(1).take(4))
-                .collect();
-            r.push(&args);
-        }
-        "brpoplpush" => r.push(&[b"RPOPLPUSH", argv.get(1), argv.get(2)]),
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => mpop(r, name, reply),
-        _ => r.verbatim(),
-    }
-}
-
-/// LMPOP / ZMPOP (and the blocking forms): `LPOP|RPOP|ZPOPMIN|ZPOPMAX key count`.
-fn mpop(r: &mut Rule<'_, '_>, name: &str, reply: &Reply) {
-    let argv = r.argv;
-    let first = if name.starts_with('b') { 2 } else { 1 };
-    let Some(numkeys) = crate::util::parse_u64(argv.get(first)) else {
-        return;
-    };
-    let dir = argv.get(first + 1 + numkeys as usize);
-    let cmd: &[u8] = match (
-        name.ends_with("zmpop"),
-        dir.eq_ignore_ascii_case(b"left") || dir.eq_ignore_ascii_case(b"min"),
-    ) {
-        (false, true) => b"LPOP",
-        (false, false) => b"RPOP",
-        (true, true) => b"ZPOPMIN",
-        (true, false) => b"ZPOPMAX",
-    };
-    let Some(key) = mpop_key(reply) else {
-        return;
-    };
-    let key = key.to_vec();
-    let mut n = itoa(mpop_count(reply) as u64);
-    r.push(&[cmd, &key, n.as_bytes_mut()]);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgvBuf, Config, ConnInfo, Engine, Handle, Now, Transport};
+    use crate::{ArgvBuf, Config, ConnInfo, Engine, Handle, Now, ReplyTree, Transport};
     use alloc::string::String;
 
     /// An engine with propagation on and two clients.
@@ -846,7 +450,8 @@ mod tests {
     fn evictions_propagate_as_del_in_their_database() {
         let mut t = T::new();
         t.run(&["set a 1"]);
-        propagate_del(&mut t.e.core, 2, b"victim");
+        let victim = KeyEvent::Evicted(crate::db::Key::from_slice(b"victim"));
+        on_key_event(&mut t.e.core, 2, &victim);
         assert_eq!(t.take(), ["SELECT 2", "DEL victim"]);
     }
 
@@ -858,6 +463,137 @@ mod tests {
         t.now = Now::from_ms(t.now.ms() + 5);
         t.run(&["get b"]);
         assert!(!t.e.has_propagated());
-        assert!(t.e.core.dbs.iter().all(|d| d.expired_log.is_none()));
+        assert!(t.e.core.dbs.iter().all(|d| crate::events::pending(d) == 0));
+    }
+
+    /// A DUMP codec for strings only: the payload is the bytes.
+    struct RawStrings;
+
+    impl crate::persist::ValueCodec for RawStrings {
+        fn dump(&self, value: &crate::Value, _: bool) -> Vec<u8> {
+            match value {
+                crate::Value::Str(s) => s.to_vec(),
+                _ => Vec::new(),
+            }
+        }
+        fn restore(
+            &self,
+            payload: &[u8],
+            _: u64,
+        ) -> Result<crate::Value, crate::persist::RestoreError> {
+            Ok(crate::Value::Str(kayvee_pds::SmallBytes::from_slice(
+                payload,
+            )))
+        }
+    }
+
+    #[test]
+    fn deletions_and_restores_become_absolute() {
+        let mut t = T::new();
+        t.e.set_codec(&RawStrings);
+        let got = t.run(&[
+            "set a 1",
+            "getdel a",
+            "getdel a",
+            "restore r 5000 payload",
+            "restore r2 0 payload",
+            "restore r 99999999999000 payload replace absttl",
+            "restore r -1 payload",
+            "restore r 1 payload replace absttl",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set a 1",
+                "DEL a",
+                "RESTORE r 1700000005000 payload ABSTTL",
+                "restore r2 0 payload",
+                "restore r 99999999999000 payload replace absttl",
+                "DEL r",
+            ]
+        );
+    }
+
+    #[test]
+    fn set_get_drops_get_and_unchanged_writes_propagate_nothing() {
+        let mut t = T::new();
+        let got = t.run(&[
+            "set k v get",
+            "set k w xx get",
+            "set k x get px 100",
+            "setbit b 1 1",
+            "setbit b 1 1",
+            "rpush l a b",
+            "ltrim l 0 -1",
+            "ltrim l 0 0",
+            "zincrby z 1 m",
+            "zincrby z 0 m",
+            "lpop l 0",
+            "spop nothere 2",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set k v",
+                "set k w xx",
+                "SET k x PXAT 1700000000100",
+                "setbit b 1 1",
+                "rpush l a b",
+                "ltrim l 0 0",
+                "zincrby z 1 m",
+            ]
+        );
+    }
+
+    #[test]
+    fn keyspace_commands_are_verbatim_in_their_database() {
+        let mut t = T::new();
+        let got = t.run(&[
+            "set a 1",
+            "copy a b db 2",
+            "copy a b db 2",
+            "swapdb 0 2",
+            "select 2",
+            "move a 0",
+            "flushdb",
+            "flushdb",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "SELECT 0",
+                "set a 1",
+                "copy a b db 2",
+                "swapdb 0 2",
+                "SELECT 2",
+                "move a 0",
+                "flushdb",
+                "flushdb",
+            ]
+        );
+    }
+
+    #[test]
+    fn served_moves_and_multi_pops_propagate_their_plain_forms() {
+        let mut t = T::new();
+        t.on(1, "blmove src dst right left 0");
+        assert_eq!(
+            t.run(&["rpush src a b"]),
+            ["SELECT 0", "rpush src a b", "LMOVE src dst right left"]
+        );
+        t.on(1, "brpoplpush src2 dst 0");
+        assert_eq!(
+            t.run(&["lpush src2 x"]),
+            ["lpush src2 x", "RPOPLPUSH src2 dst"]
+        );
+        t.on(1, "bzmpop 0 2 z1 z2 max count 5");
+        assert_eq!(
+            t.run(&["zadd z2 1 a 2 b"]),
+            ["zadd z2 1 a 2 b", "ZPOPMAX z2 2"]
+        );
+        t.on(1, "bzpopmax z3 0");
+        assert_eq!(t.run(&["zadd z3 1 a"]), ["zadd z3 1 a", "ZPOPMAX z3"]);
     }
 }

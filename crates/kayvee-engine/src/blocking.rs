@@ -347,7 +347,6 @@ fn serve_one(
         cmd: w.cmd,
     };
     let result = (w.spec.serve)(&mut cx, key, &w.argv.argv(), &mut tree);
-    let served = result == Ok(true);
     match result {
         Ok(false) => {
             core.blocking.waiters.insert(h, w);
@@ -357,10 +356,8 @@ fn serve_one(
         Err(e) => crate::send_error(&mut core.stats, &e, &mut tree),
     }
     let replies = tree.take();
-    if core.aof.enabled && served {
-        let spec = core.commands.get(w.cmd).spec;
-        let argv = w.argv.argv();
-        crate::aof::after_command(core, db, spec.name, &argv, replies.first());
+    // The serve function propagated the pop it did (as its plain form): one call of its own.
+    if core.aof.enabled {
         core.aof.flush();
     }
     core.blocking.waiters.insert(h, w);

@@ -43,6 +43,8 @@ pub struct Core {
     pub blocking: blocking::Blocking,
     /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).
     pub txn: crate::txn::Transactions,
+    /// WATCHed keys and the modifications noted for them (see [`crate::txn`]).
+    pub watches: crate::txn::Watches,
     /// Channel and pattern subscriptions, and messages owed to subscribers (see [`pubsub`]).
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
@@ -100,5 +102,31 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn now_ms(&self) -> u64 {
         self.now.ms()
+    }
+
+    /// Whether propagated commands are recorded (the AOF is on): a handler whose propagated
+    /// form costs work to build (a formatted time) asks first.
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.core.aof.enabled
+    }
+
+    /// The write changed the dataset and propagates as `args`, in the running command's
+    /// database (Redis's `alsoPropagate`): the deterministic form of a relative or random
+    /// effect. May be called more than once; a write that changed nothing does not call it.
+    #[inline]
+    pub fn propagate(&mut self, args: &[&[u8]]) {
+        if self.core.aof.enabled {
+            self.core.aof.push(self.db_index, args);
+        }
+    }
+
+    /// The write changed the dataset and propagates as the client sent it (after anything
+    /// the handler passed to [`Cx::propagate`]).
+    #[inline]
+    pub fn propagate_verbatim(&mut self) {
+        if self.core.aof.enabled {
+            self.core.aof.verbatim = true;
+        }
     }
 }

@@ -2,8 +2,12 @@
 //! `expires` map (key to absolute unix time in ms), as Redis keeps them.
 //!
 //! Expiry is lazy on access (every lookup here checks the TTL) plus the active cycle in
-//! [`Db::active_expire`]. Taking a [`DbSnapshot`] is O(1): two pointer copies.
+//! [`Db::active_expire_step`]. Taking a [`DbSnapshot`] is O(1): two pointer copies.
+//!
+//! Every change of a key is recorded in the database's event log ([`crate::events`]), the one
+//! place WATCH, client tracking, keyspace notifications and propagation learn of it.
 
+use crate::events::{listen, KeyEvent};
 use crate::value::{Entry, Meta, Value};
 use kayvee_pds::{PMap, SmallBytes};
 
@@ -19,13 +23,8 @@ pub struct Db {
     pub(crate) stats: DbStats,
     /// Where the next active-expiry step resumes in `expires` (a [`PMap::scan`] cursor).
     pub(crate) expire_cursor: u64,
-    /// Watched keys and the writes to them (see [`crate::txn`]); stays with the index on SWAPDB.
-    pub(crate) watch: crate::txn::DbWatch,
-    /// Keys deleted by expiry since the last drain, kept only while commands are propagated
-    /// (AOF on): each becomes a `DEL` in the append-only file (see [`crate::aof`]).
-    pub(crate) expired_log: Option<alloc::vec::Vec<Key>>,
-    /// Keys created or expired, for keyspace notifications (see [`crate::notify`]).
-    pub(crate) events: crate::notify::KeyLog,
+    /// Key events since the last drain (see [`crate::events`]).
+    pub(crate) events: crate::events::Log,
     /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
     /// [`crate::evict::sync`]).
     pub(crate) touch: crate::evict::Touch,
@@ -59,8 +58,6 @@ impl Db {
             expires: PMap::with_seed(seed),
             stats: DbStats::default(),
             expire_cursor: 0,
-            watch: Default::default(),
-            expired_log: None,
             events: Default::default(),
             touch: Default::default(),
         }
@@ -101,11 +98,7 @@ impl Db {
                 self.keys.remove(key);
                 self.expires.remove(key);
                 self.stats.expired += 1;
-                self.watch.note_expired(key);
-                if let Some(log) = &mut self.expired_log {
-                    log.push(Key::from_slice(key));
-                }
-                self.events.expired(key);
+                self.events.key(listen::EXPIRED, key, KeyEvent::Expired);
                 true
             }
             _ => false,
@@ -153,7 +146,7 @@ impl Db {
             Some(_) => self.stats.hits += 1,
             None => {
                 self.stats.misses += 1;
-                self.events.missed(key);
+                self.events.key(listen::MISSED, key, KeyEvent::Missed);
             }
         }
         found
@@ -177,7 +170,13 @@ impl Db {
         } else {
             e.meta.access_s = (now_ms / 1000) as u32;
         }
-        self.watch.probe(key, &e.value);
+        let before = self
+            .events
+            .wants(listen::OPENED_VALUE)
+            .then(|| e.value.clone());
+        self.events.record(listen::OPENED, || {
+            KeyEvent::Opened(Key::from_slice(key), before)
+        });
         Some(e)
     }
 
@@ -185,9 +184,9 @@ impl Db {
     /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
         let entry = Entry::new(value, now_ms);
-        self.watch.note_write(key);
+        self.modified(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
-            self.events.created(key);
+            self.events.key(listen::CREATED, key, KeyEvent::Created);
             return;
         };
         if self.touch.lfu {
@@ -207,8 +206,8 @@ impl Db {
         let expired = self.expires.get(key).is_some_and(|&at| at <= now_ms);
         if expired {
             self.stats.expired += 1;
-            self.events.expired(key);
-            self.events.created(key);
+            self.events.key(listen::EXPIRED, key, KeyEvent::Expired);
+            self.events.key(listen::CREATED, key, KeyEvent::Created);
         }
         if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
@@ -221,7 +220,7 @@ impl Db {
 
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
-        self.watch.note_write(key);
+        self.modified(key);
         entry
             .meta
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
@@ -234,17 +233,33 @@ impl Db {
             }
         }
         if self.keys.insert(Key::from_slice(key), entry).is_none() {
-            self.events.created(key);
+            self.events.key(listen::CREATED, key, KeyEvent::Created);
         }
     }
 
     /// Deletes a key; returns the entry and its TTL if it existed (expired keys count as absent).
     pub fn remove(&mut self, key: &[u8], now_ms: u64) -> Option<(Entry, Option<u64>)> {
+        self.remove_as(key, now_ms, listen::MODIFIED, KeyEvent::Modified)
+    }
+
+    /// Deletes a key for `maxmemory` ([`crate::evict`]): [`Db::remove`] recorded as an eviction.
+    pub fn evict(&mut self, key: &[u8], now_ms: u64) -> Option<(Entry, Option<u64>)> {
+        self.remove_as(key, now_ms, listen::EVICTED, KeyEvent::Evicted)
+    }
+
+    /// [`Db::remove`], recording the deletion as an event of `kind`.
+    fn remove_as(
+        &mut self,
+        key: &[u8],
+        now_ms: u64,
+        kind: u8,
+        make: fn(Key) -> KeyEvent,
+    ) -> Option<(Entry, Option<u64>)> {
         if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
             return None;
         }
         let (_, entry) = self.keys.remove(key)?;
-        self.watch.note_write(key);
+        self.events.key(kind, key, make);
         let ttl = if entry.meta.has(Meta::HAS_EXPIRE) {
             self.expires.remove(key).map(|(_, at)| at)
         } else {
@@ -269,7 +284,7 @@ impl Db {
         let Some((_, entry)) = self.keys.remove(key) else {
             return false;
         };
-        self.watch.note_write(key);
+        self.modified(key);
         if entry.meta.has(Meta::HAS_EXPIRE) {
             self.expires.remove(key);
         }
@@ -283,7 +298,7 @@ impl Db {
         };
         e.meta.set_flag(Meta::HAS_EXPIRE, true);
         self.expires.insert(Key::from_slice(key), at_ms);
-        self.watch.note_write(key);
+        self.modified(key);
         true
     }
 
@@ -297,15 +312,27 @@ impl Db {
         }
         e.meta.set_flag(Meta::HAS_EXPIRE, false);
         self.expires.remove(key);
-        self.watch.note_write(key);
+        self.modified(key);
         true
     }
 
     /// Drops every key (O(1): the old version is freed when no snapshot holds it).
     pub fn clear(&mut self) {
-        crate::txn::touch_existing(self);
+        if self.events.wants(listen::FLUSHED) {
+            let old = self.keys.clone();
+            self.events
+                .record(listen::FLUSHED, || KeyEvent::Flushed(old));
+        }
         self.keys.clear();
         self.expires.clear();
+    }
+
+    /// Records that a command modified `key` (Redis's `signalModifiedKey`). The write methods
+    /// here call it; a handler calls it itself when an in-place write may leave an equal value
+    /// that Redis still counts as a modification (HSET, LSET of the same value).
+    #[inline]
+    pub fn modified(&mut self, key: &[u8]) {
+        self.events.key(listen::MODIFIED, key, KeyEvent::Modified);
     }
 
     /// A read lookup that leaves the access time alone (Redis's `LOOKUP_NOTOUCH`, as EXISTS,
@@ -319,7 +346,7 @@ impl Db {
             Some(_) => self.stats.hits += 1,
             None => {
                 self.stats.misses += 1;
-                self.events.missed(key);
+                self.events.key(listen::MISSED, key, KeyEvent::Missed);
             }
         }
         found
@@ -388,14 +415,11 @@ impl Db {
                 due.push(k.clone());
             }
         });
-        for k in &due {
+        for k in due.iter() {
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
-            self.watch.note_expired(&k[..]);
-            self.events.expired(&k[..]);
-        }
-        if let Some(log) = &mut self.expired_log {
-            log.extend(due.iter().cloned());
+            self.events
+                .record(listen::EXPIRED, || KeyEvent::Expired(k.clone()));
         }
         self.stats.expired += due.len() as u64;
         (checked, due.len())

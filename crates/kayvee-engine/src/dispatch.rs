@@ -11,8 +11,8 @@ use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
 use crate::stats::send_error;
 use crate::time::Now;
-use crate::{acl, aof, blocking, cmd, evict, monitor, notify, pause, persist, pubsub, tracking};
-use crate::{txn, util};
+use crate::{acl, blocking, cmd, evict, monitor, pause, persist, pubsub, tracking};
+use crate::{events, txn, util};
 use alloc::vec::Vec;
 
 /// What dispatch remembers between commands (kept in the engine).
@@ -78,12 +78,13 @@ impl Dispatch<'_> {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        events::drain(self.core);
         if self.core.aof.enabled {
-            aof::drain_expired(self.core);
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
             blocking::serve_ready(self.core, self.clients, now);
+            events::drain(self.core);
         }
         txn::settle(self.core);
         if self.core.tracking.active() {
@@ -96,7 +97,6 @@ impl Dispatch<'_> {
                 .iter()
                 .for_each(|r| r.write_to(out));
         }
-        notify::drain(self.core);
         outcome
     }
 
@@ -293,18 +293,11 @@ impl Dispatch<'_> {
             outcome: Outcome::Continue,
             cmd: id,
         };
-        let result = if cx.core.aof.enabled && spec.has(command::flags::WRITE) {
-            let mut tee = aof::Tee::new(out);
-            let result = (spec.handler)(&mut cx, argv, &mut tee);
-            let reply = tee.reply();
-            aof::drain_expired(cx.core);
-            if result.is_ok() {
-                aof::after_command(cx.core, db_index, spec.name, argv, reply.as_ref());
-            }
-            result
-        } else {
-            (spec.handler)(&mut cx, argv, out)
-        };
+        let result = (spec.handler)(&mut cx, argv, out);
+        if cx.core.aof.enabled {
+            cx.core.aof.end_command(db_index, argv);
+        }
+        events::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
         if self.core.tracking.active() {
             tracking::after_run(self.core, self.clients, h, id, argv);

@@ -17,7 +17,7 @@ use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::txn;
-use crate::{acl, aof, blocking, cmd, evict, expire, notify, persist, slowlog, tracking};
+use crate::{acl, aof, blocking, cmd, events, evict, expire, persist, slowlog, tracking};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -64,6 +64,7 @@ impl Engine {
             shutting_down: false,
             blocking: Default::default(),
             txn: Default::default(),
+            watches: Default::default(),
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
             evict: Default::default(),
@@ -79,7 +80,7 @@ impl Engine {
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let dispatch = dispatch::State::new(&core.commands);
-        notify::sync(&mut core);
+        events::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -283,17 +284,14 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         self.core.stats.sample_metrics(now.ms());
-        notify::sync(&mut self.core);
+        events::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             expire::active_expire_cycle(&mut self.core.dbs, now);
             evict::perform(&mut self.core, now);
         }
-        notify::drain(&mut self.core);
-        if self.core.aof.enabled {
-            aof::drain_expired(&mut self.core);
-        }
+        events::drain(&mut self.core);
         txn::settle(&mut self.core);
         if self.core.tracking.active() {
             tracking::after_command(&mut self.core, &mut self.clients, None, None);
@@ -403,7 +401,7 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
-        notify::sync(&mut self.core);
+        events::sync(&mut self.core);
         evict::sync(&mut self.core);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();

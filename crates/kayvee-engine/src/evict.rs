@@ -262,6 +262,15 @@ fn libm_powi(base: f64, exp: u32) -> f64 {
 /// Evicts keys by the policy until used memory is under `maxmemory`, as Redis's
 /// `performEvictions` before a command and in its cron.
 pub fn perform(core: &mut Core, now: Now) -> Evicted {
+    let result = evict_until_under(core, now);
+    // The evicted keys' events (WATCH, tracking, `evicted`, `DEL` in the AOF) go out at once,
+    // before the command that needed the memory runs, as in Redis.
+    crate::events::drain(core);
+    result
+}
+
+/// [`perform`]'s loop: evicts keys until the memory is under the limit or the budget is spent.
+fn evict_until_under(core: &mut Core, now: Now) -> Evicted {
     let limit = core.config.maxmemory;
     // Nothing is evicted while the dataset loads (Redis's `isSafeToPerformEvictions`).
     if limit == 0 || core.persist.loading.is_some() {
@@ -282,28 +291,19 @@ pub fn perform(core: &mut Core, now: Now) -> Evicted {
             return Evicted::Fail;
         };
         let before = used_memory(core);
-        let Some((entry, _)) = core.dbs[db].remove(&key, now.ms()) else {
+        let Some((entry, _)) = core.dbs[db].evict(&key, now.ms()) else {
             continue; // it had expired: reclaimed, not evicted
         };
         let estimate = crate::value::usage::entry_usage(&key, &entry, 5) as u64;
         drop(entry);
         freed += before.saturating_sub(used_memory(core)).max(estimate);
-        evicted(core, db, &key);
+        core.stats.evicted_keys += 1;
         count += 1;
         if count >= budget && freed < to_free {
             return Evicted::Running;
         }
     }
     Evicted::Ok
-}
-
-/// Accounts for one evicted key (already removed through [`crate::Db::remove`], so WATCH and
-/// client tracking saw it): the one place every eviction passes. It counts, sends the
-/// `evicted` keyspace event and writes a `DEL` to the append-only file, as Redis does.
-fn evicted(core: &mut Core, db: usize, key: &[u8]) {
-    core.stats.evicted_keys += 1;
-    crate::notify::evicted(core, db, key);
-    crate::aof::propagate_del(core, db, key);
 }
 
 /// The next key to evict, or `None` when no database holds an evictable key.

@@ -27,6 +27,7 @@ pub mod db;
 pub mod dispatch;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod evict;
 pub mod expire;
 pub mod host;

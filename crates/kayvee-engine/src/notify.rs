@@ -4,23 +4,22 @@
 //! clients receive them like any message. Event names, classes and order were taken from
 //! redis-server 7.0.15 by experiment.
 //!
-//! Three kinds of event do not come from a command handler's own call: `new` (a key created),
-//! `expired` (a key deleted by lazy or active expiry) and `keymiss` (a read lookup that found
-//! nothing, where Redis counts a keyspace miss). [`Db`] appends those to its small log
-//! ([`KeyLog`], only while such events are wanted, see [`sync`]) and the log is drained, in
-//! order, before the next event is published and after each command and cron step ([`drain`]).
-//! So `SET k v` on an expired `k` gives `expired`, `new`, `set`, as Redis sends them.
+//! Four kinds of event do not come from a command handler's own call: `new` (a key created),
+//! `expired` (a key deleted by lazy or active expiry), `evicted` (deleted for `maxmemory`) and
+//! `keymiss` (a read lookup that found nothing, where Redis counts a keyspace miss). They come
+//! from the keyspace's event stream ([`crate::events`], [`on_key_event`]), which [`notify`]
+//! drains before it publishes: so `SET k v` on an expired `k` gives `expired`, `new`, `set`,
+//! as Redis sends them.
 //!
 //! Cost when notifications are off (the default): [`notify`] compares one integer with zero and
-//! returns; [`Db`] checks one boolean per created or expired key.
+//! returns; the keyspace records none of these events (see [`listening`]).
 //!
 //! Messages go to the outbox ([`crate::pubsub`]) for every receiver, the client that ran the
 //! command included (the shell delivers them right after the command's reply).
-//!
-//! For the eviction code: call [`evicted`] for every key it deletes, after deleting it.
 
 use crate::client::Handle;
-use crate::db::{Db, Key};
+use crate::db::Db;
+use crate::events::{listen, KeyEvent};
 use crate::pubsub::Kind;
 use crate::reply::Discard;
 use crate::{Core, Cx};
@@ -120,75 +119,26 @@ pub fn render_flags(flags: u32) -> String {
     s
 }
 
-/// What a [`KeyLog`] entry reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Logged {
-    /// The key was created (`new`, class `n`).
-    New,
-    /// The key expired (`expired`, class `x`).
-    Expired,
-    /// A read lookup missed the key (`keymiss`, class `m`).
-    Miss,
-}
-
-/// The keys a database created, expired or missed since the last drain, recorded only while
-/// the matching events are wanted (see [`sync`]).
-#[derive(Clone, Debug, Default)]
-pub struct KeyLog {
-    /// Record created keys (`n` is on).
-    pub(crate) new: bool,
-    /// Record expired keys (`x` is on).
-    pub(crate) expired: bool,
-    /// Record read misses (`m` is on).
-    pub(crate) miss: bool,
-    /// In order.
-    pub(crate) entries: Vec<(Logged, Key)>,
-}
-
-impl KeyLog {
-    /// Notes that `key` was created.
-    #[inline]
-    pub(crate) fn created(&mut self, key: &[u8]) {
-        if self.new {
-            self.entries.push((Logged::New, Key::from_slice(key)));
-        }
-    }
-
-    /// Notes that `key` expired.
-    #[inline]
-    pub(crate) fn expired(&mut self, key: &[u8]) {
-        if self.expired {
-            self.entries.push((Logged::Expired, Key::from_slice(key)));
-        }
-    }
-
-    /// Notes that a read lookup did not find `key`.
-    #[inline]
-    pub(crate) fn missed(&mut self, key: &[u8]) {
-        if self.miss {
-            self.entries.push((Logged::Miss, Key::from_slice(key)));
-        }
-    }
-}
-
 /// Whether events of `class` are published at all under `flags`.
 #[inline]
 fn wanted(flags: u32, class: u32) -> bool {
     flags & class != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
 }
 
-/// Tells every database which events to log, after the configuration changed (startup,
-/// CONFIG SET, loaded databases); the engine also calls it from its cron.
-pub fn sync(core: &mut Core) {
-    let flags = core.config.notify_keyspace_events;
-    for db in &mut core.dbs {
-        db.events.new = wanted(flags, class::NEW);
-        db.events.expired = wanted(flags, class::EXPIRED);
-        db.events.miss = wanted(flags, class::KEY_MISS);
-        if !db.events.new && !db.events.expired && !db.events.miss {
-            db.events.entries.clear();
+/// The key events (bits of [`listen`]) notifications need under `flags`.
+pub fn listening(flags: u32) -> u8 {
+    let mut mask = 0;
+    for (class, kind) in [
+        (class::NEW, listen::CREATED),
+        (class::EXPIRED, listen::EXPIRED),
+        (class::EVICTED, listen::EVICTED),
+        (class::KEY_MISS, listen::MISSED),
+    ] {
+        if wanted(flags, class) {
+            mask |= kind;
         }
     }
+    mask
 }
 
 /// Publishes `event` on `key` of the running command's database (one call per write site).
@@ -203,37 +153,23 @@ pub fn notify(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
     if core.config.notify_keyspace_events == 0 {
         return;
     }
-    drain(core);
+    crate::events::drain(core);
     publish(core, db, class, event, key);
 }
 
-/// Publishes an `evicted` event. The eviction code calls it for each key it deleted for
-/// `maxmemory`, right after the deletion.
-pub fn evicted(core: &mut Core, db: usize, key: &[u8]) {
-    notify(core, db, class::EVICTED, "evicted", key);
-}
-
-/// Publishes the `new` and `expired` events the databases logged, in order. The engine calls
-/// it after each command and cron step; [`notify`] calls it before every event.
-pub fn drain(core: &mut Core) {
-    // Off (the default): nothing is logged (see `sync`), so the per-command call costs one test.
+/// Notifications' consumer of the key event stream (see [`crate::events`]).
+pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
     if core.config.notify_keyspace_events == 0 {
         return;
     }
-    for db in 0..core.dbs.len() {
-        if core.dbs[db].events.entries.is_empty() {
-            continue;
-        }
-        let entries = core::mem::take(&mut core.dbs[db].events.entries);
-        for (what, key) in &entries {
-            let (class, event) = match what {
-                Logged::Expired => (class::EXPIRED, "expired"),
-                Logged::New => (class::NEW, "new"),
-                Logged::Miss => (class::KEY_MISS, "keymiss"),
-            };
-            publish(core, db, class, event, key);
-        }
-    }
+    let (class, name, key) = match event {
+        KeyEvent::Created(k) => (class::NEW, "new", k),
+        KeyEvent::Expired(k) => (class::EXPIRED, "expired", k),
+        KeyEvent::Evicted(k) => (class::EVICTED, "evicted", k),
+        KeyEvent::Missed(k) => (class::KEY_MISS, "keymiss", k),
+        _ => return,
+    };
+    publish(core, db, class, name, key);
 }
 
 /// Sends the keyspace and keyevent messages of one event, as enabled.
@@ -295,14 +231,7 @@ pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
 /// Drops the `keymiss` the last lookup of `key` logged: Redis's `LOOKUP_NONOTIFY`, for the
 /// lookups that count a miss but send no event (OBJECT).
 pub fn unlog_miss(db: &mut Db, key: &[u8]) {
-    if matches!(db.events.entries.last(), Some((Logged::Miss, k)) if &k[..] == key) {
-        db.events.entries.pop();
-    }
-}
-
-/// Whether database `db`'s log is empty (tests).
-pub fn log_is_empty(db: &Db) -> bool {
-    db.events.entries.is_empty()
+    db.events.forget_miss(key);
 }
 
 #[cfg(test)]
@@ -380,7 +309,11 @@ mod tests {
     #[test]
     fn evicted_publishes_both_channels_when_enabled() {
         let mut e = engine_with_subscriber("KEe");
-        evicted(&mut e.core, 3, b"k");
+        on_key_event(
+            &mut e.core,
+            3,
+            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
+        );
         let got: Vec<_> = e.take_messages().into_iter().map(|(_, m)| m).collect();
         let want = |channel: &str, msg: &str| {
             crate::Reply::Push(alloc::vec![
@@ -398,24 +331,28 @@ mod tests {
     #[test]
     fn evicted_is_silent_without_its_class() {
         let mut e = engine_with_subscriber("KEg$");
-        evicted(&mut e.core, 0, b"k");
+        on_key_event(
+            &mut e.core,
+            0,
+            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
+        );
         assert!(e.take_messages().is_empty());
         let mut e = engine_with_subscriber("");
-        evicted(&mut e.core, 0, b"k");
+        on_key_event(
+            &mut e.core,
+            0,
+            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
+        );
         assert!(e.take_messages().is_empty());
     }
 
     #[test]
-    fn log_records_only_when_wanted() {
-        let mut log = KeyLog::default();
-        log.created(b"a");
-        log.expired(b"b");
-        assert!(log.entries.is_empty());
-        log.new = true;
-        log.created(b"a");
-        log.expired(b"b");
-        log.missed(b"c");
-        assert_eq!(log.entries.len(), 1);
-        assert_eq!(log.entries[0].0, Logged::New);
+    fn listens_only_to_wanted_events() {
+        let f = |s: &str| listening(parse_flags(s.as_bytes()).unwrap());
+        assert_eq!(f(""), 0);
+        assert_eq!(f("n"), 0, "no K or E: nothing is published");
+        assert_eq!(f("Kn"), listen::CREATED);
+        assert_eq!(f("Exm"), listen::EXPIRED | listen::MISSED);
+        assert_eq!(f("KA"), listen::EXPIRED | listen::EVICTED);
     }
 }

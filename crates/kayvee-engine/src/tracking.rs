@@ -16,9 +16,9 @@
 //!   command follow its reply (Redis 7.0 holds them until the reply is written); others go to the
 //!   pub/sub outbox the shell drains ([`crate::Engine::take_messages`]).
 //!
-//! Writes are seen through the `Db` hooks ([`crate::txn::DbWatch`]): while any client tracks,
-//! every written, expired or deleted key is noted, and [`after_command`] turns the notes into
-//! invalidations. Known deviation: an in-place write that changes nothing (SADD of a present
+//! Writes are seen through the key event stream ([`crate::events`], [`on_key_event`]): while any
+//! client tracks, every written, expired, evicted or deleted key is noted, and [`after_run`] /
+//! [`after_command`] turn the notes into invalidations. Known deviation: an in-place write that changes nothing (SADD of a present
 //! member) still invalidates, where Redis does not.
 
 use crate::argv::Argv;
@@ -79,6 +79,28 @@ pub struct Tracking {
     pending_self: Vec<Reply>,
     /// Each client's `CLIENT TRACKING` mode, `None` when off.
     per: PerClient<Option<Box<ClientTracking>>>,
+    /// Keys modified since the last invalidation pass (from the key event stream).
+    written: Vec<Key>,
+    /// A database was flushed since the last invalidation pass.
+    flushed: bool,
+}
+
+/// Tracking's consumer of the key event stream (see [`crate::events`]): notes the keys to
+/// invalidate after the command.
+pub fn on_key_event(core: &mut Core, event: &crate::events::KeyEvent) {
+    use crate::events::KeyEvent;
+    let t = &mut core.tracking;
+    if !t.active() {
+        return;
+    }
+    match event {
+        KeyEvent::Modified(k)
+        | KeyEvent::Opened(k, _)
+        | KeyEvent::Expired(k)
+        | KeyEvent::Evicted(k) => t.written.push(k.clone()),
+        KeyEvent::Flushed(_) => t.flushed = true,
+        KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
+    }
 }
 
 impl Tracking {
@@ -281,7 +303,7 @@ fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
         entry.clients.insert(me);
     }
     core.tracking.clients.insert(id, me);
-    set_noting(core, true);
+    crate::events::sync(core);
 }
 
 /// Turns tracking off for `me` (CLIENT TRACKING off, RESET, disconnect). Its entries in the
@@ -303,14 +325,8 @@ pub fn disable(core: &mut Core, clients: &mut ClientTable, me: Handle) {
     }
     core.tracking.clients.remove(&id);
     if !core.tracking.active() {
-        set_noting(core, false);
-    }
-}
-
-/// Tells every database whether to note all written keys.
-fn set_noting(core: &mut Core, on: bool) {
-    for db in &mut core.dbs {
-        db.watch.track_all = on;
+        (core.tracking.written, core.tracking.flushed) = Default::default();
+        crate::events::sync(core);
     }
 }
 
@@ -443,12 +459,8 @@ pub fn after_command(
 /// command that wrote ends (each command of an EXEC too, so a key read later in the same
 /// transaction stays tracked, as in Redis).
 fn invalidate_written(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
-    let mut flushed = false;
-    let mut written = Vec::new();
-    for db in &mut core.dbs {
-        flushed |= core::mem::take(&mut db.watch.track_flushed);
-        written.append(&mut db.watch.track_writes);
-    }
+    let flushed = core::mem::take(&mut core.tracking.flushed);
+    let written = core::mem::take(&mut core.tracking.written);
     if flushed {
         invalidate_all(core, clients, me);
     }

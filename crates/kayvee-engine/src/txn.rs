@@ -4,24 +4,25 @@
 //! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in [`crate::dispatch`].
 //!
 //! How a modification is detected (Redis 7.0.15 semantics, checked against the real server):
-//! every `Db` method that writes a key ([`crate::Db::set`], `insert_entry`, `remove`,
-//! `set_expire`, `persist`, `clear`) notes the key when it is watched; a write through
-//! `Db::lookup_write` (collections mutated in place) keeps the value it had before, and after
-//! the command the value is compared: a changed value counts as a modification. So no-op writes
-//! (SADD of a present member, SETNX on a present key, DEL of a missing key) invalidate nothing,
-//! as in Redis. Expiry is a modification in 7.0.15 when the key was live at WATCH time: its
-//! deletion (lazy or active) is noted, and EXEC also checks for watched keys whose TTL passed but
-//! that are not deleted yet. FLUSHDB of a watched key that does not exist is no modification.
-//! Known deviation: an in-place rewrite with an equal value
+//! WATCH listens to the key event stream ([`crate::events`]). A write through a `Db` method
+//! ([`crate::Db::set`], `insert_entry`, `remove`, `set_expire`, `persist`) is a modification of a
+//! watched key; a write through `Db::lookup_write` (collections mutated in place) carries the
+//! value it had before, and after the command the value is compared: a changed value counts as
+//! a modification. So no-op writes (SADD of a present member, SETNX on a present key, DEL of a
+//! missing key) invalidate nothing, as in Redis. Expiry is a modification in 7.0.15 when the key
+//! was live at WATCH time: its deletion (lazy or active) is an event, and EXEC also checks for
+//! watched keys whose TTL passed but that are not deleted yet. FLUSHDB of a watched key that
+//! does not exist is no modification. Known deviation: an in-place rewrite with an equal value
 //! (HSET of the same value, LSET of the same element) is seen as no change, where Redis
-//! invalidates; handlers that care call [`touch`].
+//! invalidates; handlers that care call [`crate::Db::modified`].
 //!
 //! Architecture invariant: `(db, key)` is in a client's `watched` list if and only if that
-//! client's handle is in `dbs[db].watch.clients[key]`.
+//! client's handle is in `Core::watches`' list for `(db, key)`.
 
 use crate::argv::ArgvBuf;
 use crate::client::{Handle, PerClient};
-use crate::db::{Db, Key};
+use crate::db::Key;
+use crate::events::KeyEvent;
 use crate::value::Value;
 use crate::Core;
 use alloc::collections::BTreeMap;
@@ -45,12 +46,11 @@ pub struct ClientTxn {
     pub queued_bytes: usize,
 }
 
-/// Every client's transaction state, in `Core::txn`.
+/// Every client's transaction state, in `Core::txn` (the watched keys' side is
+/// [`Watches`], in `Core::watches`).
 #[derive(Clone, Debug, Default)]
 pub struct Transactions {
     per: PerClient<ClientTxn>,
-    /// Number of clients that WATCH at least one key (nothing to settle when none does).
-    watching: usize,
 }
 
 impl Transactions {
@@ -77,132 +77,121 @@ impl Transactions {
     }
 }
 
-/// Watch bookkeeping kept in each [`Db`].
+/// The server's WATCH state, kept in `Core` (it stays with the database index on SWAPDB).
 #[derive(Clone, Debug, Default)]
-pub struct DbWatch {
-    /// Watched key to the clients watching it.
-    pub clients: BTreeMap<Key, Vec<Handle>>,
-    /// Watched keys written since the last [`settle`], and whether by expiry.
-    pub touched: Vec<(Key, bool)>,
-    /// Watched keys opened by `lookup_write` since the last [`settle`], with their value then.
-    pub probes: Vec<(Key, Value)>,
-    /// Some client tracks keys (`CLIENT TRACKING`): every written key is noted in
-    /// `track_writes` for [`crate::tracking::after_command`].
-    pub track_all: bool,
-    /// Keys written, expired or deleted since the last tracking pass (while `track_all`).
-    pub track_writes: Vec<Key>,
-    /// The database was flushed since the last tracking pass (while `track_all`).
-    pub track_flushed: bool,
+pub struct Watches {
+    /// Per database index: watched key to the clients watching it.
+    keys: Vec<BTreeMap<Key, Vec<Handle>>>,
+    /// Number of clients that WATCH at least one key.
+    clients: usize,
+    /// Watched keys modified since the last [`settle`]: (db, key, whether by expiry).
+    touched: Vec<(usize, Key, bool)>,
+    /// Watched keys opened for an in-place write since the last [`settle`], with their value
+    /// before.
+    probes: Vec<(usize, Key, Value)>,
 }
 
-impl DbWatch {
-    /// Whether some client watches `key` (cheap when nobody watches anything).
+impl Watches {
+    /// Whether some client watches a key (then WATCH listens to key events).
     #[inline]
-    pub fn is_watched(&self, key: &[u8]) -> bool {
-        !self.clients.is_empty() && self.clients.contains_key(key)
+    pub fn active(&self) -> bool {
+        self.clients != 0
     }
 
-    /// Notes a write to `key` if it is watched.
-    #[inline]
-    pub fn note_write(&mut self, key: &[u8]) {
-        if self.track_all {
-            self.track_writes.push(Key::from_slice(key));
-        }
-        if self.is_watched(key) {
-            self.touched.push((Key::from_slice(key), false));
-        }
+    /// Number of clients watching keys.
+    pub fn client_count(&self) -> usize {
+        self.clients
     }
 
-    /// Notes the deletion of `key` by expiry if it is watched.
+    /// Whether some client watches `key` of `db`.
     #[inline]
-    pub fn note_expired(&mut self, key: &[u8]) {
-        if self.track_all {
-            self.track_writes.push(Key::from_slice(key));
-        }
-        if self.is_watched(key) {
-            self.touched.push((Key::from_slice(key), true));
+    fn is_watched(&self, db: usize, key: &[u8]) -> bool {
+        self.keys.get(db).is_some_and(|m| m.contains_key(key))
+    }
+
+    /// Notes a modification of `key` of `db` if it is watched.
+    fn note(&mut self, db: usize, key: &[u8], by_expiry: bool) {
+        if self.is_watched(db, key) {
+            self.touched.push((db, Key::from_slice(key), by_expiry));
         }
     }
 
-    /// Keeps `value` as `key`'s value before an in-place write, if `key` is watched and has no
-    /// probe yet.
-    #[inline]
-    pub fn probe(&mut self, key: &[u8], value: &Value) {
-        if self.track_all {
-            self.track_writes.push(Key::from_slice(key));
-        }
-        if self.is_watched(key) && !self.probes.iter().any(|(k, _)| k[..] == *key) {
-            self.probes.push((Key::from_slice(key), value.clone()));
+    /// Keeps `before` as the value of `key` of `db` before an in-place write, if it is watched
+    /// and has no probe yet.
+    fn probe(&mut self, db: usize, key: &Key, before: Option<&Value>) {
+        let Some(before) = before.filter(|_| self.is_watched(db, key)) else {
+            return;
+        };
+        if !self.probes.iter().any(|(d, k, _)| *d == db && k == key) {
+            self.probes.push((db, key.clone(), before.clone()));
         }
     }
 
-    /// Whether there is something for [`settle`] to look at.
-    #[inline]
-    fn pending(&self) -> bool {
-        !self.touched.is_empty() || !self.probes.is_empty()
+    /// FLUSHDB / FLUSHALL: notes every watched key of `db` that existed (`old`, the keyspace
+    /// before the flush): Redis touches only the watched keys the flush really removes.
+    fn flushed(&mut self, db: usize, old: &kayvee_pds::PMap<Key, crate::Entry>) {
+        let Some(map) = self.keys.get(db) else {
+            return;
+        };
+        let present: Vec<(usize, Key, bool)> = map
+            .keys()
+            .filter(|k| old.get(&k[..]).is_some())
+            .map(|k| (db, k.clone(), false))
+            .collect();
+        self.touched.extend(present);
     }
 }
 
-/// Marks `key` of `db` modified for its watchers: for handlers whose in-place write may leave
-/// an equal value that Redis still counts as a modification (HSET, LSET of the same value).
-pub fn touch(db: &mut Db, key: &[u8]) {
-    db.watch.note_write(key);
-}
-
-/// Notes every watched key of `db` that exists (FLUSHDB, FLUSHALL: Redis touches only the
-/// watched keys the flush really removes).
-pub fn touch_existing(db: &mut Db) {
-    db.watch.track_flushed |= db.watch.track_all;
-    if db.watch.clients.is_empty() {
+/// WATCH's consumer of the key event stream (see [`crate::events`]).
+pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
+    let w = &mut core.watches;
+    if !w.active() {
         return;
     }
-    let present: Vec<(Key, bool)> = db
-        .watch
-        .clients
-        .keys()
-        .filter(|k| db.keys.get(&k[..]).is_some())
-        .map(|k| (k.clone(), false))
-        .collect();
-    db.watch.touched.extend(present);
+    match event {
+        KeyEvent::Modified(k) | KeyEvent::Evicted(k) => w.note(db, k, false),
+        KeyEvent::Expired(k) => w.note(db, k, true),
+        KeyEvent::Opened(k, before) => w.probe(db, k, before.as_ref()),
+        KeyEvent::Flushed(old) => w.flushed(db, old),
+        KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
+    }
 }
 
 /// SWAPDB's part: notes the watched keys of `a` and of `b` that exist in either database
 /// (call before the swap; the watch records stay with their database index).
-pub fn touch_swap(dbs: &mut [Db], a: usize, b: usize) {
+pub fn touch_swap(core: &mut Core, a: usize, b: usize) {
+    let w = &mut core.watches;
     for (this, other) in [(a, b), (b, a)] {
-        let hit: Vec<(Key, bool)> = dbs[this]
-            .watch
-            .clients
-            .keys()
-            .filter(|k| {
-                dbs[this].keys.get(&k[..]).is_some() || dbs[other].keys.get(&k[..]).is_some()
-            })
-            .map(|k| (k.clone(), false))
-            .collect();
-        dbs[this].watch.touched.extend(hit);
+        let Some(map) = w.keys.get(this) else {
+            continue;
+        };
+        let (dbs, touched) = (&core.dbs, &mut w.touched);
+        touched.extend(
+            map.keys()
+                .filter(|k| {
+                    dbs[this].keys.get(&k[..]).is_some() || dbs[other].keys.get(&k[..]).is_some()
+                })
+                .map(|k| (this, k.clone(), false)),
+        );
     }
 }
 
-/// Turns the databases' notes into dirty flags on the watching clients: a noted write always,
-/// a probe when the value differs now (or the key is gone). Runs after every command.
+/// Turns the noted modifications into dirty flags on the watching clients: a noted write
+/// always, a probe when the value differs now (or the key is gone). Runs after every command.
 pub fn settle(core: &mut Core) {
-    if core.txn.watching == 0 {
+    let w = &mut core.watches;
+    if !w.active() || (w.touched.is_empty() && w.probes.is_empty()) {
         return;
     }
-    for (i, db) in core.dbs.iter_mut().enumerate() {
-        if !db.watch.pending() {
-            continue;
+    for (db, k, before) in core::mem::take(&mut w.probes) {
+        if core.dbs[db].keys.get(&k[..]).map(|e| &e.value) != Some(&before) {
+            w.touched.push((db, k, false));
         }
-        let probes = core::mem::take(&mut db.watch.probes);
-        for (k, before) in probes {
-            if db.keys.get(&k[..]).map(|e| &e.value) != Some(&before) {
-                db.watch.touched.push((k, false));
-            }
-        }
-        for (k, by_expiry) in core::mem::take(&mut db.watch.touched) {
-            for h in db.watch.clients.get(&k).into_iter().flatten() {
-                mark_dirty(core.txn.per.entry(*h), i, &k, by_expiry);
-            }
+    }
+    for (db, k, by_expiry) in core::mem::take(&mut w.touched) {
+        let watchers = w.keys.get(db).and_then(|m| m.get(&k));
+        for h in watchers.into_iter().flatten() {
+            mark_dirty(core.txn.per.entry(*h), db, &k, by_expiry);
         }
     }
 }
@@ -234,42 +223,55 @@ pub fn watched_key_expired(core: &Core, h: Handle, now_ms: u64) -> bool {
 /// WATCH's work for one key: records that client `h` watches `key` of `db` (once), and whether
 /// the key had already expired (its TTL passed, not yet deleted).
 pub fn watch(core: &mut Core, h: Handle, db: usize, key: &[u8], now_ms: u64) {
+    let expired = core.dbs[db].expire_at(key).is_some_and(|at| at <= now_ms);
     let t = core.txn.per.entry(h);
     if t.watched.iter().any(|(d, k, _)| *d == db && k[..] == *key) {
         return;
     }
-    if t.watched.is_empty() {
-        core.txn.watching += 1;
-    }
-    let expired = core.dbs[db].expire_at(key).is_some_and(|at| at <= now_ms);
-    let t = core.txn.per.entry(h);
+    let first = t.watched.is_empty();
     t.watched.push((db, Key::from_slice(key), expired));
-    core.dbs[db]
-        .watch
-        .clients
-        .entry(Key::from_slice(key))
-        .or_default()
-        .push(h);
+    let w = &mut core.watches;
+    if w.keys.len() <= db {
+        w.keys.resize_with(db + 1, Default::default);
+    }
+    w.keys[db].entry(Key::from_slice(key)).or_default().push(h);
+    if first {
+        w.clients += 1;
+        if w.clients == 1 {
+            crate::events::sync(core);
+        }
+    }
 }
 
 /// Forgets every key client `h` watches and its dirty flag (EXEC, DISCARD, UNWATCH, RESET,
 /// disconnect).
 pub fn unwatch_all(core: &mut Core, h: Handle) {
+    if core.txn.of(h).is_none() {
+        return;
+    }
     let t = core.txn.per.entry(h);
     t.dirty = false;
     if t.watched.is_empty() {
         return;
     }
     let watched = core::mem::take(&mut t.watched);
-    core.txn.watching -= 1;
+    let w = &mut core.watches;
+    w.clients -= 1;
     for (db, key, _) in watched {
-        let w = &mut core.dbs[db].watch;
-        if let Some(list) = w.clients.get_mut(&key) {
+        let Some(map) = w.keys.get_mut(db) else {
+            continue;
+        };
+        if let Some(list) = map.get_mut(&key) {
             list.retain(|x| *x != h);
             if list.is_empty() {
-                w.clients.remove(&key);
+                map.remove(&key);
             }
         }
+    }
+    if !w.active() {
+        // Nothing is watched: forget notes no one will settle, and stop listening.
+        (w.touched, w.probes) = Default::default();
+        crate::events::sync(core);
     }
 }
 
@@ -317,53 +319,44 @@ pub fn runs_in_multi(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
     use kayvee_pds::SmallBytes;
 
     fn s(v: &str) -> Value {
         Value::Str(SmallBytes::from_slice(v.as_bytes()))
     }
 
-    #[test]
-    fn unwatched_keys_leave_no_notes() {
-        let mut db = Db::new(1);
-        db.set(b"k", s("v"), 0, false);
-        db.watch.note_write(b"k");
-        db.watch.probe(b"k", &s("v"));
-        assert!(!db.watch.pending());
+    fn watching(db: usize, key: &[u8]) -> Watches {
+        let mut w = Watches::default();
+        w.keys.resize_with(db + 1, Default::default);
+        w.keys[db].insert(Key::from_slice(key), alloc::vec![Handle(3)]);
+        w.clients = 1;
+        w
     }
 
     #[test]
     fn notes_and_probes_only_watched_keys_once() {
-        let mut db = Db::new(1);
-        db.watch
-            .clients
-            .insert(Key::from_slice(b"k"), alloc::vec![Handle(3)]);
-        db.watch.probe(b"k", &s("a"));
-        db.watch.probe(b"k", &s("b"));
-        db.watch.probe(b"x", &s("b"));
-        assert_eq!(db.watch.probes.len(), 1);
-        assert_eq!(db.watch.probes[0].1, s("a"));
-        db.watch.note_write(b"x");
-        assert!(db.watch.touched.is_empty());
-        db.watch.note_write(b"k");
-        assert_eq!(db.watch.touched.len(), 1);
+        let mut w = watching(0, b"k");
+        let (a, b) = (s("a"), s("b"));
+        w.probe(0, &Key::from_slice(b"k"), Some(&a));
+        w.probe(0, &Key::from_slice(b"k"), Some(&b));
+        w.probe(0, &Key::from_slice(b"x"), Some(&b));
+        w.probe(1, &Key::from_slice(b"k"), Some(&b));
+        assert_eq!(w.probes.len(), 1);
+        assert_eq!(w.probes[0].2, a);
+        w.note(0, b"x", false);
+        w.note(1, b"k", false);
+        assert!(w.touched.is_empty());
+        w.note(0, b"k", false);
+        assert_eq!(w.touched.len(), 1);
     }
 
     #[test]
     fn flush_touches_only_present_keys() {
-        let mut db = Db::new(1);
-        for k in [&b"here"[..], b"gone"] {
-            db.watch
-                .clients
-                .insert(Key::from_slice(k), alloc::vec![Handle(0)]);
-        }
-        db.keys
-            .insert(Key::from_slice(b"here"), crate::Entry::new(s("v"), 0));
-        touch_existing(&mut db);
-        assert_eq!(
-            db.watch.touched,
-            alloc::vec![(Key::from_slice(b"here"), false)]
-        );
+        let mut w = watching(0, b"here");
+        w.keys[0].insert(Key::from_slice(b"gone"), alloc::vec![Handle(0)]);
+        let mut old = kayvee_pds::PMap::with_seed(1);
+        old.insert(Key::from_slice(b"here"), crate::Entry::new(s("v"), 0));
+        w.flushed(0, &old);
+        assert_eq!(w.touched, alloc::vec![(0, Key::from_slice(b"here"), false)]);
     }
 }

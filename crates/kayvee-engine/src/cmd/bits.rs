@@ -150,6 +150,7 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "setbit", key);
         out.int(0);
         return Ok(());
@@ -167,6 +168,7 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     };
     store_raw(entry, bytes);
     if grew || old != on {
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "setbit", key);
     }
     out.int(i64::from(old));
@@ -406,12 +408,14 @@ fn bitop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
     let dest = args.get(2);
     if len == 0 {
         if db.delete(dest) {
+            cx.propagate_verbatim();
             emit(cx, nc::GENERIC, "del", dest);
         }
     } else {
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, result);
         db.store_result(dest, entry, now);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", dest);
     }
     out.int(len as i64);

@@ -115,7 +115,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         let pass = cx.core.config.requirepass.clone();
         cx.core.acl.set_requirepass(pass.as_deref());
     }
-    crate::notify::sync(cx.core);
+    crate::events::sync(cx.core);
     out.ok();
     Ok(())
 }

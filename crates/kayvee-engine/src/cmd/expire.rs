@@ -271,16 +271,30 @@ fn set_expire_generic(
     let event = match u64::try_from(when) {
         Ok(at) if at > now => {
             db.set_expire(key, at);
+            propagate_pexpireat(cx, key, at, args);
             "expire"
         }
         _ => {
             db.remove(key, now);
+            cx.propagate(&[b"DEL", key]);
             "del"
         }
     };
     emit(cx, nc::GENERIC, event, key);
     out.int(1);
     Ok(())
+}
+
+/// Propagates a TTL set by EXPIRE, PEXPIRE, EXPIREAT or PEXPIREAT as the absolute
+/// `PEXPIREAT key ms`, with the command's NX/XX/GT/LT as the client spelled them.
+fn propagate_pexpireat(cx: &mut Cx<'_>, key: &[u8], at_ms: u64, args: &Argv<'_>) {
+    if !cx.propagating() {
+        return;
+    }
+    let ms = crate::aof::itoa(at_ms);
+    let mut prop: alloc::vec::Vec<&[u8]> = alloc::vec![b"PEXPIREAT", key, ms.as_bytes()];
+    prop.extend(args.iter().skip(3));
+    cx.propagate(&prop);
 }
 
 /// TTL key: remaining seconds (rounded), -1 without TTL, -2 when absent.
@@ -334,6 +348,7 @@ fn persist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let db = cx.db();
     let removed = db.lookup_write(key, now).is_some() && db.persist(key);
     if removed {
+        cx.propagate_verbatim();
         emit(cx, nc::GENERIC, "persist", key);
     }
     out.int(removed as i64);

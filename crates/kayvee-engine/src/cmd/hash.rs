@@ -405,7 +405,8 @@ fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error>
     })?;
     // A modification for WATCH even when every value was already there, as in Redis.
     let db = cx.db();
-    crate::txn::touch(db, args.get(1));
+    db.modified(args.get(1));
+    cx.propagate_verbatim();
     emit(cx, nc::HASH, "hset", args.get(1));
     Ok(added.unwrap_or(0))
 }
@@ -432,6 +433,7 @@ fn hsetnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         Ok(!h.contains_key(field) && hash_put(h, meta, lim, field, value))
     })?;
     if set == Some(true) {
+        cx.propagate_verbatim();
         emit(cx, nc::HASH, "hset", args.get(1));
     }
     out.int(i64::from(set == Some(true)));
@@ -466,6 +468,7 @@ fn hdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         Ok(args.iter().skip(2).filter(|f| h.remove(f)).count())
     })?;
     if removed.unwrap_or(0) > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::HASH, "hdel", args.get(1));
         crate::notify::emptied_if_gone(cx, args.get(1));
     }

@@ -30,6 +30,7 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         let mut buf = [0u8; 20];
         Ok((new, SmallBytes::from_slice(format_i64(new, &mut buf))))
     })?;
+    cx.propagate_verbatim();
     out.int(new);
     Ok(())
 }
@@ -50,6 +51,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
             _ => Err(Error::msg("ERR increment would produce NaN or Infinity")),
         }
     })?;
+    cx.propagate(&[b"HSET", args.get(1), args.get(2), text.as_bytes()]);
     out.bulk(text.as_bytes());
     Ok(())
 }
@@ -71,7 +73,7 @@ fn update_field<R, T: AsRef<[u8]>>(
         hash_put(h, meta, lim, field, new.1.as_ref());
         Ok(new)
     })?;
-    crate::txn::touch(cx.db(), key);
+    cx.db().modified(key);
     emit(cx, nc::HASH, event, key);
     Ok(new.expect("write_hash creates the hash"))
 }

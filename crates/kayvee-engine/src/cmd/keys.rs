@@ -187,6 +187,7 @@ fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let mut removed = 0;
     for k in args.iter().skip(1) {
         if cx.db().remove(k, now).is_some() {
+            cx.propagate_verbatim();
             emit(cx, nc::GENERIC, "del", k);
             removed += 1;
         }
@@ -268,6 +269,7 @@ fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<b
     // Redis deletes the destination first, so the key counts as new (`new` event).
     db.remove(dst, now);
     db.insert_entry(dst, entry, ttl);
+    cx.propagate_verbatim();
     emit(cx, nc::GENERIC, "rename_from", src);
     emit(cx, nc::GENERIC, "rename_to", dst);
     crate::blocking::signal_key_ready(cx, cx.db_index, dst);
@@ -298,6 +300,7 @@ fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         target.remove(dst, now);
     }
     target.insert_entry(dst, value, ttl);
+    cx.propagate_verbatim();
     notify(cx.core, dst_db, nc::GENERIC, "copy_to", dst);
     crate::blocking::signal_key_ready(cx, dst_db, dst);
     out.int(1);
@@ -353,6 +356,7 @@ fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Ok(());
     };
     cx.core.dbs[dst_db].insert_entry(key, entry, ttl);
+    cx.propagate_verbatim();
     emit(cx, nc::GENERIC, "move_from", key);
     notify(cx.core, dst_db, nc::GENERIC, "move_to", key);
     crate::blocking::signal_key_ready(cx, dst_db, key);

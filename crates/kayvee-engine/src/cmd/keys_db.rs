@@ -86,6 +86,7 @@ fn check_flush_mode(args: &Argv<'_>) -> CmdResult {
 fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
     cx.db().clear();
+    cx.propagate_verbatim();
     out.ok();
     Ok(())
 }
@@ -94,6 +95,7 @@ fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
     cx.core.dbs.iter_mut().for_each(|db| db.clear());
+    cx.propagate_verbatim();
     out.ok();
     Ok(())
 }
@@ -107,15 +109,12 @@ fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
-    crate::txn::touch_swap(&mut cx.core.dbs, a, b);
+    crate::txn::touch_swap(cx.core, a, b);
+    // Events recorded so far belong to the index they were recorded under; watches stay with
+    // the index (a client watching a key of db `a` still does).
+    crate::events::drain(cx.core);
     cx.core.dbs.swap(a, b);
-    // Watches stay with the index: a client watching a key of db `a` still does.
-    let (wa, wb) = (
-        core::mem::take(&mut cx.core.dbs[a].watch),
-        core::mem::take(&mut cx.core.dbs[b].watch),
-    );
-    cx.core.dbs[a].watch = wb;
-    cx.core.dbs[b].watch = wa;
+    cx.propagate_verbatim();
     cx.core.blocking.signal_db(a);
     cx.core.blocking.signal_db(b);
     out.ok();

@@ -110,6 +110,9 @@ pub(crate) fn push_items<'a>(
 /// LPUSH key element [element ...]
 pub(crate) fn lpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let n = push_items(cx, args.get(1), args.iter().skip(2), true, false)?;
+    if n > 0 {
+        cx.propagate_verbatim();
+    }
     out.int(n as i64);
     Ok(())
 }
@@ -117,6 +120,9 @@ pub(crate) fn lpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 /// RPUSH key element [element ...]
 pub(crate) fn rpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let n = push_items(cx, args.get(1), args.iter().skip(2), false, false)?;
+    if n > 0 {
+        cx.propagate_verbatim();
+    }
     out.int(n as i64);
     Ok(())
 }
@@ -124,6 +130,9 @@ pub(crate) fn rpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 /// LPUSHX key element [element ...]: only onto an existing list.
 pub(crate) fn lpushx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let n = push_items(cx, args.get(1), args.iter().skip(2), true, true)?;
+    if n > 0 {
+        cx.propagate_verbatim();
+    }
     out.int(n as i64);
     Ok(())
 }
@@ -131,6 +140,9 @@ pub(crate) fn lpushx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// RPUSHX key element [element ...]: only onto an existing list.
 pub(crate) fn rpushx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let n = push_items(cx, args.get(1), args.iter().skip(2), false, true)?;
+    if n > 0 {
+        cx.propagate_verbatim();
+    }
     out.int(n as i64);
     Ok(())
 }
@@ -188,7 +200,11 @@ fn pop_cmd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: boo
         None => None,
     };
     let n = count.map_or(1, |c| c as usize);
-    match (pop_items(cx, args.get(1), n, front)?, count) {
+    let popped = pop_items(cx, args.get(1), n, front)?;
+    if popped.as_ref().is_some_and(|items| !items.is_empty()) {
+        cx.propagate_verbatim();
+    }
+    match (popped, count) {
         (None, None) => out.null(),
         (None, Some(_)) => out.null_array(),
         (Some(items), None) => out.bulk(&items[0]),
@@ -291,7 +307,8 @@ pub(crate) fn lset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     let i = index(i, l.len()).ok_or(Error::IndexOutOfRange)?;
     l.set(i, SmallBytes::from_slice(args.get(3)));
     // A modification for WATCH even when the element is the same, as in Redis.
-    crate::txn::touch(cx.db(), args.get(1));
+    cx.db().modified(args.get(1));
+    cx.propagate_verbatim();
     emit(cx, nc::LIST, "lset", args.get(1));
     out.ok();
     Ok(())
@@ -315,6 +332,7 @@ pub(crate) fn lrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     let removed = l.remove_matching(|v| &v[..] == ele, limit, count < 0);
     let deleted = delete_if_empty(db, key, now);
     if removed > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::LIST, "lrem", key);
     }
     if deleted {
@@ -331,13 +349,19 @@ pub(crate) fn ltrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
         let l = as_list_mut(e)?;
+        let len_before = l.len();
         match index_range(start, stop, l.len()) {
             Some((s, e)) => l.retain_range(s, e),
             None => l.retain_range(0, 0),
         }
+        let trimmed = l.len() != len_before;
         let deleted = delete_if_empty(db, key, now);
-        // A modification for WATCH even when nothing was trimmed, as in Redis.
-        crate::txn::touch(db, key);
+        // A modification for WATCH (and an event) even when nothing was trimmed, as in Redis;
+        // but then nothing changed, so nothing is propagated.
+        db.modified(key);
+        if trimmed || deleted {
+            cx.propagate_verbatim();
+        }
         emit(cx, nc::LIST, "ltrim", key);
         if deleted {
             emptied(cx, key);
@@ -374,6 +398,7 @@ pub(crate) fn linsert(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         SmallBytes::from_slice(args.get(4)),
     );
     let len = l.len();
+    cx.propagate_verbatim();
     emit(cx, nc::LIST, "linsert", args.get(1));
     out.int(len as i64);
     Ok(())
@@ -522,7 +547,10 @@ pub(crate) fn move_one(
 pub(crate) fn lmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (from, to) = (parse_side(args.get(3))?, parse_side(args.get(4))?);
     match move_one(cx, args.get(1), args.get(2), from, to)? {
-        Some(v) => out.bulk(&v),
+        Some(v) => {
+            cx.propagate_verbatim();
+            out.bulk(&v);
+        }
         None => out.null(),
     }
     Ok(())
@@ -531,7 +559,10 @@ pub(crate) fn lmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 /// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
 pub(crate) fn rpoplpush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     match move_one(cx, args.get(1), args.get(2), false, true)? {
-        Some(v) => out.bulk(&v),
+        Some(v) => {
+            cx.propagate_verbatim();
+            out.bulk(&v);
+        }
         None => out.null(),
     }
     Ok(())
@@ -586,10 +617,35 @@ pub(crate) fn mpop_reply(out: &mut dyn ReplySink, key: &[u8], items: &[SmallByte
 pub(crate) fn lmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let m = parse_mpop(args, 1)?;
     match mpop_try(cx, args, &m)? {
-        Some((i, items)) => mpop_reply(out, args.get(i), &items),
+        Some((i, items)) => {
+            propagate_pop(cx, end_pop(m.front), args.get(i), Some(items.len()));
+            mpop_reply(out, args.get(i), &items);
+        }
         None => out.null_array(),
     }
     Ok(())
+}
+
+/// `LPOP` or `RPOP`: the plain form of a list pop from the head (`front`) or the tail.
+pub(crate) fn end_pop(front: bool) -> &'static [u8] {
+    if front {
+        b"LPOP"
+    } else {
+        b"RPOP"
+    }
+}
+
+/// Propagates a pop by a blocking or multi-key command as its plain form: `cmd key` (BLPOP,
+/// BZPOPMIN...) or `cmd key count` (LMPOP, ZMPOP and their blocking forms), as Redis 7.0.
+pub(crate) fn propagate_pop(cx: &mut Cx<'_>, cmd: &[u8], key: &[u8], count: Option<usize>) {
+    match count {
+        None => cx.propagate(&[cmd, key]),
+        Some(n) if cx.propagating() => {
+            let n = crate::aof::itoa(n as u64);
+            cx.propagate(&[cmd, key, n.as_bytes()]);
+        }
+        Some(_) => {}
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! served by its `serve_*` function (from the key that became ready) or times out with the null
 //! array (`*-1` in RESP2, `_` in RESP3: the same for all five, checked on Redis 7.0.15).
 
-use super::list::{move_one, mpop_reply, mpop_try, parse_mpop, parse_side, pop_items};
+use super::list::{
+    end_pop, move_one, mpop_reply, mpop_try, parse_mpop, parse_side, pop_items, propagate_pop,
+};
 use crate::argv::Argv;
 use crate::blocking::{parse_timeout, wait_on_keys};
 use crate::error::{CmdResult, Error};
@@ -31,6 +33,7 @@ fn bpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: bool) 
     let deadline = parse_timeout(args.get(last), cx.now_ms())?;
     for i in 1..last {
         if let Some(items) = pop_items(cx, args.get(i), 1, front)? {
+            propagate_pop(cx, end_pop(front), args.get(i), None);
             key_element(out, args.get(i), &items[0]);
             return Ok(());
         }
@@ -59,6 +62,7 @@ fn serve_bpop(
     }
     match pop_items(cx, key, 1, front)? {
         Some(items) if !items.is_empty() => {
+            propagate_pop(cx, end_pop(front), key, None);
             key_element(out, key, &items[0]);
             Ok(true)
         }
@@ -109,12 +113,26 @@ pub(crate) fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     let (from, to) = move_sides(args)?;
     let deadline = parse_timeout(args.get(args.len() - 1), cx.now_ms())?;
     match move_one(cx, args.get(1), args.get(2), from, to)? {
-        Some(v) => out.bulk(&v),
+        Some(v) => {
+            propagate_bmove(cx, args);
+            out.bulk(&v);
+        }
         // Inside MULTI, Redis answers a null bulk here (not the null array of a timeout).
         None if !crate::blocking::may_block(cx) => out.null(),
         None => wait_on_keys(cx, args, [args.get(1)], deadline, serve_bmove, out),
     }
     Ok(())
+}
+
+/// Propagates BLMOVE as `LMOVE source destination from to`, BRPOPLPUSH as
+/// `RPOPLPUSH source destination`.
+fn propagate_bmove(cx: &mut Cx<'_>, args: &Argv<'_>) {
+    let (src, dst) = (args.get(1), args.get(2));
+    if args.len() == 6 {
+        cx.propagate(&[b"LMOVE", src, dst, args.get(3), args.get(4)]);
+    } else {
+        cx.propagate(&[b"RPOPLPUSH", src, dst]);
+    }
 }
 
 /// Serves a BLMOVE/BRPOPLPUSH waiter: moves to its destination (a destination of another type
@@ -131,6 +149,7 @@ fn serve_bmove(
     let (from, to) = move_sides(args)?;
     match move_one(cx, key, args.get(2), from, to)? {
         Some(v) => {
+            propagate_bmove(cx, args);
             out.bulk(&v);
             Ok(true)
         }
@@ -144,7 +163,10 @@ pub(crate) fn blmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let m = parse_mpop(args, 2)?;
     let deadline = parse_timeout(args.get(1), cx.now_ms())?;
     match mpop_try(cx, args, &m)? {
-        Some((i, items)) => mpop_reply(out, args.get(i), &items),
+        Some((i, items)) => {
+            propagate_pop(cx, end_pop(m.front), args.get(i), Some(items.len()));
+            mpop_reply(out, args.get(i), &items);
+        }
         None => {
             let keys = (m.first..m.first + m.numkeys).map(|i| args.get(i));
             wait_on_keys(cx, args, keys, deadline, serve_blmpop, out);
@@ -166,6 +188,7 @@ fn serve_blmpop(
     let m = parse_mpop(args, 2)?;
     match pop_items(cx, key, m.count, m.front)? {
         Some(items) if !items.is_empty() => {
+            propagate_pop(cx, end_pop(m.front), key, Some(items.len()));
             mpop_reply(out, key, &items);
             Ok(true)
         }

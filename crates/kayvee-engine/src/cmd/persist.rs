@@ -203,6 +203,19 @@ fn restore_opts(args: &Argv<'_>) -> Result<RestoreOpts, Error> {
     Ok(o)
 }
 
+/// Propagates a RESTORE with a relative TTL as `RESTORE key ms payload [options] ABSTTL`.
+fn propagate_absttl(cx: &mut Cx<'_>, args: &Argv<'_>, at_ms: u64) {
+    if !cx.propagating() {
+        return;
+    }
+    let ms = crate::aof::itoa(at_ms);
+    let mut prop: alloc::vec::Vec<&[u8]> =
+        alloc::vec![b"RESTORE", args.get(1), ms.as_bytes(), args.get(3)];
+    prop.extend(args.iter().skip(4));
+    prop.push(b"ABSTTL");
+    cx.propagate(&prop);
+}
+
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f].
 fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let opts = restore_opts(args)?;
@@ -238,6 +251,7 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     if at.is_some_and(|at| at <= now) {
         // Already expired: as Redis, the key is deleted (or simply not created).
         if replaced {
+            cx.propagate(&[b"DEL", key]);
             emit(cx, nc::GENERIC, "del", key);
         }
         out.ok();
@@ -252,6 +266,10 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     entry.meta.set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
+    match at {
+        Some(at) if !opts.absttl => propagate_absttl(cx, args, at),
+        _ => cx.propagate_verbatim(),
+    }
     emit(cx, nc::GENERIC, "restore", key);
     crate::blocking::signal_key_ready(cx, db_index, key);
     out.ok();

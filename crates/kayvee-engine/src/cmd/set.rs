@@ -380,6 +380,7 @@ fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .count())
     })?;
     if added.unwrap_or(0) > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::SET, "sadd", args.get(1));
     }
     out.int(added.unwrap_or(0) as i64);
@@ -396,6 +397,7 @@ fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
             .count())
     })?;
     if removed.unwrap_or(0) > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::SET, "srem", args.get(1));
         emptied_if_gone(cx, args.get(1));
     }
@@ -467,11 +469,13 @@ fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         out.int(0);
         return Ok(());
     }
+    cx.propagate_verbatim();
     emit(cx, nc::SET, "srem", src);
     emptied_if_gone(cx, src);
     let max = cx.core.config.set_max_intset_entries;
     let added = write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
     if added == Some(true) {
+        cx.propagate_verbatim();
         emit(cx, nc::SET, "sadd", dst);
     }
     out.int(1);

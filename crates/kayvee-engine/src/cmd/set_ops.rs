@@ -128,6 +128,7 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     };
     if result.is_empty() {
         if cx.db().delete(dst) {
+            cx.propagate_verbatim();
             emit(cx, nc::GENERIC, "del", dst);
         }
         out.int(0);
@@ -138,6 +139,7 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         set_add(&mut s, &mut meta, max, m);
     }
     cx.db().store_result(dst, set_entry(s, meta, now), now);
+    cx.propagate_verbatim();
     emit(cx, nc::SET, event, dst);
     out.int(result.len() as i64);
     Ok(())

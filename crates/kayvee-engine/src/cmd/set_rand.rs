@@ -90,7 +90,9 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
         out.null();
     }
     drop_if_empty(cx, key);
-    if m.is_some() {
+    if let Some(m) = &m {
+        // The random choice made deterministic: the member it removed.
+        cx.propagate(&[b"SREM", key, m]);
         emit(cx, nc::SET, "spop", key);
         emptied_if_gone(cx, key);
     }
@@ -110,6 +112,7 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
         write_members(out, &redis_order(all, intset));
         let now = cx.now_ms();
         cx.db().remove(key, now);
+        cx.propagate(&[b"DEL", key]);
         emit(cx, nc::SET, "spop", key);
         emptied_if_gone(cx, key);
         return Ok(());
@@ -123,6 +126,13 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
     }
     write_members(out, &picked.iter().collect::<Vec<_>>());
     drop_if_empty(cx, key);
+    let now = cx.now_ms();
+    if !picked.is_empty() && !cx.db().contains(key, now) {
+        cx.propagate(&[b"DEL", key]);
+    } else {
+        // One SREM per member: the call's commands go out in MULTI/EXEC.
+        picked.iter().for_each(|m| cx.propagate(&[b"SREM", key, m]));
+    }
     if !picked.is_empty() {
         emit(cx, nc::SET, "spop", key);
         emptied_if_gone(cx, key);

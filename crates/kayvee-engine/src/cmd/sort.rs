@@ -375,6 +375,7 @@ fn store_list(
     let n = results.len();
     if n == 0 {
         if cx.db().delete(dst) {
+            cx.propagate_verbatim();
             emit(cx, nc::GENERIC, "del", dst);
         }
     } else {
@@ -384,6 +385,7 @@ fn store_list(
         }
         let entry = Entry::new(Value::List(alloc::boxed::Box::new(list)), now);
         cx.db().store_result(dst, entry, now);
+        cx.propagate_verbatim();
         emit(cx, nc::LIST, "sortstore", dst);
     }
     out.int(n as i64);

@@ -390,25 +390,26 @@ fn set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     if args.len() == 3 {
         cx.db().set(args.get(1), str_value(args.get(2)), now, false);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(1));
         out.ok();
         return Ok(());
     }
     let opts = SetOpts::parse(args, 3, Mode::Set)?;
     let at = opts.expire_at(now, "set")?;
-    set_generic(cx, args.get(1), args.get(2), &opts, at, out)
+    set_generic(cx, args, &opts, at, out)
 }
 
 /// The body of SET once options are known: GET's old value first (WRONGTYPE stops here),
 /// then the NX/XX condition, the store and the TTL.
 fn set_generic(
     cx: &mut Cx<'_>,
-    key: &[u8],
-    val: &[u8],
+    args: &Argv<'_>,
     opts: &SetOpts<'_>,
     at: Option<u64>,
     out: &mut dyn ReplySink,
 ) -> CmdResult {
+    let (key, val) = (args.get(1), args.get(2));
     let now = cx.now_ms();
     let db = cx.db();
     if opts.get {
@@ -427,9 +428,15 @@ fn set_generic(
         }
     }
     db.set(key, str_value(val), now, opts.keepttl);
-    if let Some(at) = at {
-        // A time already past still stores the key; it expires on its next access, as in 7.0.
-        db.set_expire(key, at);
+    match at {
+        Some(at) => {
+            // A time already past still stores the key; it expires on its next access, as in
+            // 7.0.
+            db.set_expire(key, at);
+            propagate_set_pxat(cx, key, val, at);
+        }
+        None if opts.get => propagate_without_get(cx, args),
+        None => cx.propagate_verbatim(),
     }
     emit(cx, nc::STRING, "set", key);
     if at.is_some() {
@@ -441,6 +448,35 @@ fn set_generic(
     Ok(())
 }
 
+/// Propagates a SET with a TTL (SET EX/PX/EXAT/PXAT, SETEX, PSETEX) as the absolute
+/// `SET key value PXAT ms`.
+fn propagate_set_pxat(cx: &mut Cx<'_>, key: &[u8], val: &[u8], at_ms: u64) {
+    if cx.propagating() {
+        let ms = crate::aof::itoa(at_ms);
+        cx.propagate(&[b"SET", key, val, b"PXAT", ms.as_bytes()]);
+    }
+}
+
+/// Propagates `SET ... GET` without its GET option (the old value only matters to the
+/// client), as Redis 7.0 does; the other arguments keep the client's spelling.
+fn propagate_without_get(cx: &mut Cx<'_>, args: &Argv<'_>) {
+    if !cx.propagating() {
+        return;
+    }
+    let mut dropped = false;
+    let prop: Vec<&[u8]> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, a)| {
+            let get = !dropped && i >= 3 && a.eq_ignore_ascii_case(b"GET");
+            dropped |= get;
+            !get
+        })
+        .map(|(_, a)| a)
+        .collect();
+    cx.propagate(&prop);
+}
+
 /// SETNX key value: 1 when stored, 0 when the key existed.
 fn setnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
@@ -449,6 +485,7 @@ fn setnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         out.int(0);
     } else {
         db.set(args.get(1), str_value(args.get(2)), now, false);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(1));
         out.int(1);
     }
@@ -479,6 +516,7 @@ fn set_with_ttl(
     let db = cx.db();
     db.set(key, str_value(args.get(3)), now, false);
     db.set_expire(key, at);
+    propagate_set_pxat(cx, key, args.get(3), at);
     emit(cx, nc::STRING, "set", key);
     emit(cx, nc::GENERIC, "expire", key);
     out.ok();
@@ -521,6 +559,7 @@ fn mset_all(cx: &mut Cx<'_>, args: &Argv<'_>) {
     for i in (1..args.len()).step_by(2) {
         cx.db()
             .set(args.get(i), str_value(args.get(i + 1)), now, false);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(i));
     }
 }
@@ -551,6 +590,7 @@ fn getset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         None => out.null(),
     }
     db.set(args.get(1), str_value(args.get(2)), now, false);
+    cx.propagate_verbatim();
     emit(cx, nc::STRING, "set", args.get(1));
     Ok(())
 }
@@ -567,6 +607,7 @@ fn getdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
         }
     }
     db.remove(args.get(1), now);
+    cx.propagate(&[b"DEL", args.get(1)]);
     emit(cx, nc::GENERIC, "del", args.get(1));
     Ok(())
 }
@@ -594,6 +635,15 @@ fn getex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         None => None,
     };
     if let Some(event) = event {
+        match (event, at) {
+            ("expire", Some(at)) if cx.propagating() => {
+                let ms = crate::aof::itoa(at);
+                cx.propagate(&[b"PEXPIREAT", key, ms.as_bytes()]);
+            }
+            ("del", _) => cx.propagate(&[b"DEL", key]),
+            ("persist", _) => cx.propagate(&[b"PERSIST", key]),
+            _ => {}
+        }
         emit(cx, nc::GENERIC, event, key);
     }
     Ok(())
@@ -608,6 +658,7 @@ fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let db = cx.db();
     let Some(entry) = db.lookup_write(key, now) else {
         db.set(key, str_value(val), now, false);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "append", key);
         out.int(val.len() as i64);
         return Ok(());
@@ -621,7 +672,8 @@ fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     bytes.extend_from_slice(val);
     store_raw(entry, bytes);
     // A modification for WATCH even when nothing was appended, as in Redis.
-    crate::txn::touch(db, key);
+    db.modified(key);
+    cx.propagate_verbatim();
     emit(cx, nc::STRING, "append", key);
     out.int(total as i64);
     Ok(())
@@ -689,6 +741,7 @@ fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
+        cx.propagate_verbatim();
         emit(cx, nc::STRING, "setrange", key);
         return Ok(());
     };
@@ -704,7 +757,8 @@ fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     out.int(bytes.len() as i64);
     store_raw(entry, bytes);
     // A modification for WATCH even when the bytes are the same, as in Redis.
-    crate::txn::touch(db, key);
+    db.modified(key);
+    cx.propagate_verbatim();
     emit(cx, nc::STRING, "setrange", key);
     Ok(())
 }

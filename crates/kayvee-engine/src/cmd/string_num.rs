@@ -59,6 +59,7 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
         }
         None => db.set(key, value, now, false),
     }
+    cx.propagate_verbatim();
     emit(cx, nc::STRING, "incrby", key);
     out.int(new);
     Ok(())
@@ -122,6 +123,8 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             db.insert_entry(key, e, None);
         }
     }
+    // The sum as text, so a replay does not depend on float formatting.
+    cx.propagate(&[b"SET", key, text.as_bytes(), b"KEEPTTL"]);
     emit(cx, nc::STRING, "incrbyfloat", key);
     out.bulk(text.as_bytes());
     Ok(())

@@ -230,6 +230,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     let len = zs.len();
     if len == 0 {
         if cx.db().delete(key) {
+            cx.propagate_verbatim();
             crate::notify::emptied(cx, key);
         }
         return 0;
@@ -473,6 +474,7 @@ fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     }
     drop_if_empty(cx, key);
     if added + changed > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     }
     signal_zset_ready(cx, key);
@@ -508,7 +510,8 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     let Value::ZSet(zs) = &mut entry.value else {
         unreachable!("type checked");
     };
-    let new = zs.score(member).map_or(incr, |old| old + incr);
+    let old = zs.score(member);
+    let new = old.map_or(incr, |old| old + incr);
     if new.is_nan() {
         drop_if_empty(cx, key);
         return Err(Error::msg("ERR resulting score is not a number (NaN)"));
@@ -518,7 +521,12 @@ fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         note_growth(config, entry, member.len(), seed);
     }
     out.double(new);
-    emit(cx, nc::ZSET, "zincr", key);
+    // An increment that leaves the score as it was changes nothing: no event, nothing
+    // propagated, as in Redis.
+    if old != Some(new) {
+        cx.propagate_verbatim();
+        emit(cx, nc::ZSET, "zincr", key);
+    }
     signal_zset_ready(cx, key);
     Ok(())
 }
@@ -541,6 +549,7 @@ fn zrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         .count();
     drop_if_empty(cx, key);
     if removed > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::ZSET, "zrem", key);
         emptied_if_gone(cx, key);
     }

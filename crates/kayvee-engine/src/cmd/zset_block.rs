@@ -7,7 +7,8 @@
 //! Argument order as Redis checks it: BZPOPMIN/BZPOPMAX parse their timeout before looking at
 //! any key; BZMPOP parses `numkeys`, `MIN|MAX` and `COUNT` (as ZMPOP) before its timeout.
 
-use super::zset_pop::{mpop_first, parse_mpop, pop, Mpop};
+use super::list::propagate_pop;
+use super::zset_pop::{end_pop, mpop_first, parse_mpop, pop, Mpop};
 use crate::argv::Argv;
 use crate::blocking::{parse_timeout, wait_on_keys};
 use crate::command::{acl, flags, CommandSpec};
@@ -97,6 +98,7 @@ fn bpop_first(
 ) -> Result<bool, Error> {
     for key in keys {
         if let Some(items) = pop(cx, key, 1, max)? {
+            propagate_pop(cx, end_pop(max), key, None);
             let (member, score) = &items[0];
             out.array(3);
             out.bulk(key);

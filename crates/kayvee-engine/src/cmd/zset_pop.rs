@@ -5,6 +5,7 @@
 //! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
 
 use super::coll;
+use super::list::propagate_pop;
 use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
 use super::zset_num::format_g17;
 use crate::argv::Argv;
@@ -49,6 +50,15 @@ pub(crate) fn pop(
     Ok(Some(items))
 }
 
+/// `ZPOPMAX` or `ZPOPMIN`: the plain form of a pop from the high (`max`) or low end.
+pub(crate) fn end_pop(max: bool) -> &'static [u8] {
+    if max {
+        b"ZPOPMAX"
+    } else {
+        b"ZPOPMIN"
+    }
+}
+
 /// ZPOPMIN / ZPOPMAX key [count].
 fn zpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -> CmdResult {
     if args.len() > 3 {
@@ -64,6 +74,9 @@ fn zpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) ->
     };
     let n = count.map_or(1, |c| usize::try_from(c).unwrap_or(usize::MAX));
     let items = pop(cx, args.get(1), n, max)?.unwrap_or_default();
+    if !items.is_empty() {
+        cx.propagate_verbatim();
+    }
     if count.is_some() {
         reply_scored(out, &items, true);
     } else {
@@ -113,6 +126,7 @@ pub(crate) fn mpop_first(
 ) -> Result<bool, Error> {
     for key in &m.keys {
         if let Some(items) = pop(cx, key, m.count, m.max)? {
+            propagate_pop(cx, end_pop(m.max), key, Some(items.len()));
             out.array(2);
             out.bulk(key);
             out.array(items.len());

@@ -387,6 +387,7 @@ fn zrange_generic(
             });
             let n = store_zset(cx, dst, zs);
             if n > 0 {
+                cx.propagate_verbatim();
                 emit(cx, nc::ZSET, "zrangestore", dst);
             }
             out.int(n as i64);
@@ -487,6 +488,7 @@ fn remove_span(
     let n = zs.remove_rank_range(lo, hi);
     drop_if_empty(cx, key);
     if n > 0 {
+        cx.propagate_verbatim();
         emit(cx, nc::ZSET, event, key);
         emptied_if_gone(cx, key);
     }

@@ -245,6 +245,7 @@ fn setop(
     if store {
         let len = store_zset(cx, args.get(1), zs);
         if len > 0 {
+            cx.propagate_verbatim();
             emit(cx, nc::ZSET, name, args.get(1));
         }
         out.int(len as i64);

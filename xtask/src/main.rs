@@ -15,8 +15,8 @@ usage: cargo xtask <task>
 tasks:
   ci               fmt check, clippy -D warnings, build, all tests with
                    KAYVEE_REQUIRE_REDIS=1 KAYVEE_REQUIRE_XENSTORE=1, module circles
-  circles          fail when a crate's modules import each other in a circle (the rule:
-                   xtask/src/circles/mod.rs)
+  circles          fail when a crate's modules import each other in a circle not listed in
+                   xtask/circles-known.txt (the rule: xtask/src/circles/mod.rs)
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
   image            build the unikernel image (unikernel/README.md); print its path and size

@@ -217,6 +217,22 @@ fn shutdown_command_exits_0() {
 }
 
 #[test]
+fn inline_request_over_64k_is_a_protocol_error() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    let mut line = b"ECHO ".to_vec();
+    line.extend(std::iter::repeat_n(b'a', 100_000));
+    line.extend_from_slice(b"\r\n");
+    c.write_all(&line).unwrap();
+    assert_eq!(
+        read_to_eof(&mut c),
+        b"-ERR Protocol error: too big inline request\r\n"
+    );
+    let mut d = server.connect();
+    assert_eq!(roundtrip(&mut d, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
 fn debug_is_refused_by_default() {
     let server = Server::start_default(&[]);
     let mut c = server.connect();

@@ -101,6 +101,93 @@ pub fn judge(entries: &[Entry], results: &[UnitResult]) -> Verdict {
     v
 }
 
+/// The missing feature a failure belongs to, from its unit, test name and message; "not yet
+/// compatible" for the rest.
+pub fn group_of(unit: &str, test: &str, why: &str) -> &'static str {
+    let text = [unit, test, why].join(" ").to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if has(&[
+        "scripting",
+        "functions",
+        "eval",
+        "function ",
+        "fcall",
+        "script",
+        " lua",
+    ]) {
+        "scripting"
+    } else if has(&["stream", "xadd", "xread", "xgroup", "xclaim"]) {
+        "streams"
+    } else if has(&["geo"]) {
+        "geo"
+    } else if has(&["hyperloglog", "pfadd", "pfcount", "pfmerge"]) {
+        "HyperLogLog"
+    } else if has(&["bitfield"]) {
+        "BITFIELD"
+    } else if has(&["cluster"]) {
+        "cluster"
+    } else if has(&["module"]) {
+        "modules"
+    } else if has(&[
+        "replica",
+        "replication",
+        "repl-",
+        "block-repl",
+        "psync",
+        "slaveof",
+        "failover",
+        "unit/wait",
+    ]) {
+        "replication"
+    } else {
+        "not yet compatible"
+    }
+}
+
+/// Every failure and abort of `results` as entries under their groups' headings.
+pub fn entries_for(results: &[UnitResult]) -> String {
+    let mut rows: Vec<(&'static str, String)> = Vec::new();
+    for r in results {
+        for (i, t) in r.failed.iter().enumerate() {
+            let why = r.failed_why.get(i).map_or("", String::as_str);
+            let why = if why.is_empty() { "fails" } else { why };
+            let why = why.replace(" | ", " / ");
+            rows.push((
+                group_of(&r.unit, t, &why),
+                format!("{} | {t} | {why}", r.unit),
+            ));
+        }
+        if let Some(why) = &r.aborted {
+            let line = format!("{} | {ABORTED} | {}", r.unit, why.replace(" | ", " / "));
+            rows.push((group_of(&r.unit, "", why), line));
+        }
+    }
+    let mut out = String::new();
+    let groups = [
+        "scripting",
+        "streams",
+        "geo",
+        "HyperLogLog",
+        "BITFIELD",
+        "replication",
+        "cluster",
+        "modules",
+        "not yet compatible",
+    ];
+    for g in groups {
+        let mine: Vec<&String> = rows
+            .iter()
+            .filter(|(k, _)| *k == g)
+            .map(|(_, l)| l)
+            .collect();
+        if !mine.is_empty() {
+            out.push_str(&format!("\n## {g}\n"));
+            mine.iter().for_each(|l| out.push_str(&format!("{l}\n")));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +197,7 @@ mod tests {
             unit: unit.to_string(),
             passed: passed.iter().map(|s| s.to_string()).collect(),
             failed: failed.iter().map(|s| s.to_string()).collect(),
+            failed_why: Vec::new(),
             aborted: aborted.then(|| "exception".to_string()),
             secs: 0,
         }

@@ -82,6 +82,8 @@ struct Options {
     runtest_args: Vec<String>,
     gate: bool,
     save: bool,
+    /// Print the failures as expected-failures entries, grouped.
+    print_expected: bool,
     /// Render the last saved results instead of running.
     report: bool,
 }
@@ -94,6 +96,7 @@ usage: cargo xtask redis-suite [--server kayvee|redis|both] [--single UNIT]... [
   ./runtest per unit, N units at a time (2). Default units: the suite's all_tests.
   --gate: the CI gate units against kayvee-server, judged by tests/redis-suite/expected-failures.txt
   --save: write the table to bench/results/<date>-<commit>-redis-suite.txt
+  --print-expected: print the first server's failures as expected-failures entries
   --report: print (and with --save write) the table of the last runs of both servers";
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
@@ -106,6 +109,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         runtest_args: Vec::new(),
         gate: false,
         save: false,
+        print_expected: false,
         report: false,
     };
     let mut it = args.iter();
@@ -139,6 +143,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--gate" => o.gate = true,
             "--save" => o.save = true,
             "--report" => o.report = true,
+            "--print-expected" => o.print_expected = true,
             "--" => o.runtest_args.extend(it.by_ref().cloned()),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown option '{other}'\n{USAGE}")),
@@ -154,6 +159,8 @@ pub struct UnitResult {
     pub unit: String,
     pub passed: Vec<String>,
     pub failed: Vec<String>,
+    /// The first line of each failure's message, in `failed`'s order (empty when unknown).
+    pub failed_why: Vec<String>,
     /// Why the unit did not run to its end (exception, timeout, crash).
     pub aborted: Option<String>,
     pub secs: u64,
@@ -177,8 +184,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let mut all = Vec::new();
     if o.report {
         for s in [Server::Kayvee, Server::Redis] {
-            if let Ok(text) = std::fs::read_to_string(results_path(&cache, s)) {
-                all.push((s, read_results(&text)));
+            match std::fs::read_to_string(results_path(&cache, s)) {
+                Ok(text) => all.push((s, read_results(&text))),
+                Err(_) => {
+                    let from_logs = results_from_logs(&cache, s, &o.units);
+                    if !from_logs.is_empty() {
+                        all.push((s, from_logs));
+                    }
+                }
             }
         }
         if all.is_empty() {
@@ -190,6 +203,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         stage_binaries(&cache)?;
     }
     for &server in o.servers.iter().filter(|_| !o.report) {
+        let _ = std::fs::remove_file(results_path(&cache, server));
         let started = Instant::now();
         let results = run_units(&cache, &tree, server, &o)?;
         eprintln!(
@@ -201,15 +215,42 @@ pub fn main(args: &[String]) -> Result<(), String> {
         std::fs::write(&path, write_results(&results)).map_err(|e| e.to_string())?;
         all.push((server, results));
     }
-    let table = render(&all);
+    let table = render(&all, &o.units);
     print!("{table}");
     if o.save {
         save(&table)?;
+    }
+    if o.print_expected {
+        print!("{}", expected::entries_for(&all[0].1));
     }
     if o.gate {
         return gate(&all[0].1);
     }
     Ok(())
+}
+
+/// The results of the units of `units` that have a log (a run that was stopped before its
+/// end leaves no results file, but each finished unit's log).
+fn results_from_logs(cache: &Path, server: Server, units: &[String]) -> Vec<UnitResult> {
+    let logs = cache.join("logs").join(server.name());
+    let mut out = Vec::new();
+    for unit in units {
+        let log = logs.join(format!("{}.log", unit.replace('/', "_")));
+        let Ok(text) = std::fs::read_to_string(&log) else {
+            continue;
+        };
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut r = UnitResult {
+            unit: unit.clone(),
+            ..UnitResult::default()
+        };
+        parse_output(&lines, &mut r);
+        if r.aborted.is_none() && !lines.iter().any(|l| l.contains(" done]: ")) {
+            r.aborted = Some("did not finish (timeout or crash)".to_string());
+        }
+        out.push(r);
+    }
+    out
 }
 
 /// Where a run's results are kept for `--report`.
@@ -425,6 +466,7 @@ fn run_unit(
         .current_dir(dir)
         .args(["--single", unit, "--clients", "1"])
         .args(["--baseport", &base.to_string(), "--portcount", "1400"])
+        .args(own_timeout(args, limit))
         .args(args)
         .env("TERM", "dumb")
         .stdin(Stdio::null())
@@ -441,11 +483,12 @@ fn run_unit(
     };
     let pgid = child.id();
     let stdout = child.stdout.take().expect("piped");
+    let collected = Arc::new(Mutex::new(Vec::new()));
+    let sink = collected.clone();
     let reader = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<String>>()
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
     });
     let status = loop {
         match child.try_wait() {
@@ -462,7 +505,13 @@ fn run_unit(
         // Servers the suite left behind (after an exception) share the group.
         kill_group(pgid);
     }
-    let lines = reader.join().unwrap_or_default();
+    // A process that left the group could hold the pipe open: wait for the end of the
+    // output a few seconds at most.
+    let drained = Instant::now();
+    while !reader.is_finished() && drained.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let lines = std::mem::take(&mut *collected.lock().unwrap());
     let _ = std::fs::write(log, lines.join("\n"));
     parse_output(&lines, &mut r);
     if status.is_none() {
@@ -472,6 +521,18 @@ fn run_unit(
     }
     r.secs = started.elapsed().as_secs();
     r
+}
+
+/// The suite's own `--timeout` (seconds without progress), below the wall-clock bound unless
+/// given: the suite then stops by itself and its buffered output is not lost to a kill.
+fn own_timeout(args: &[String], limit: Duration) -> Vec<String> {
+    match args.iter().any(|a| a == "--timeout") {
+        true => Vec::new(),
+        false => vec![
+            "--timeout".into(),
+            (limit.as_secs() * 2 / 3).max(10).to_string(),
+        ],
+    }
 }
 
 /// The unit's stderr goes to `<log>.stderr`.
@@ -491,13 +552,16 @@ fn kill_group(pgid: u32) {
 
 /// Reads `[ok]: name (N ms)`, `[err]: name in tests/...`, `[exception]: ...` lines.
 fn parse_output(lines: &[String], r: &mut UnitResult) {
-    for line in lines {
+    for (i, line) in lines.iter().enumerate() {
         if let Some(rest) = line.strip_prefix("[ok]: ") {
             let name = rest.rsplit_once(" (").map_or(rest, |(n, _)| n);
             r.passed.push(name.to_string());
         } else if let Some(rest) = line.strip_prefix("[err]: ") {
             let name = rest.rsplit_once(" in tests/").map_or(rest, |(n, _)| n);
             r.failed.push(name.to_string());
+            let why = lines.get(i + 1).filter(|l| !l.starts_with('['));
+            r.failed_why
+                .push(why.map_or(String::new(), |l| first_words(l)));
         } else if let Some(rest) = line.strip_prefix("[exception]: ") {
             r.aborted = Some(first_words(rest));
         } else if line.starts_with("[TIMEOUT]") {
@@ -517,7 +581,7 @@ fn first_words(s: &str) -> String {
 }
 
 /// The per-unit table and the closing `N passed, N failed` line (per server).
-fn render(all: &[(Server, Vec<UnitResult>)]) -> String {
+fn render(all: &[(Server, Vec<UnitResult>)], units: &[String]) -> String {
     let mut out = String::new();
     let head: Vec<String> = all
         .iter()
@@ -526,12 +590,17 @@ fn render(all: &[(Server, Vec<UnitResult>)]) -> String {
     out.push_str(&format!("{:<40}{}\n", "unit", head.join("")));
     let sub: Vec<&str> = all.iter().map(|_| "   passed failed aborted").collect();
     out.push_str(&format!("{:<40}{}\n", "", sub.join("")));
-    let units = &all[0].1;
-    for (i, u) in units.iter().enumerate() {
-        let mut row = format!("{:<40}", u.unit);
-        let mut differ = false;
-        for (_, rs) in all {
-            let Some(r) = rs.iter().find(|r| r.unit == u.unit) else {
+    for unit in units {
+        let found: Vec<Option<&UnitResult>> = all
+            .iter()
+            .map(|(_, rs)| rs.iter().find(|r| &r.unit == unit))
+            .collect();
+        if found.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = format!("{unit:<40}");
+        for r in &found {
+            let Some(r) = r else {
                 row.push_str(&format!("{:>24}", "(not run)"));
                 continue;
             };
@@ -542,10 +611,12 @@ fn render(all: &[(Server, Vec<UnitResult>)]) -> String {
                 r.failed.len(),
                 ab
             ));
-            differ |=
-                r.passed.len() != units[i].passed.len() || r.failed.len() != units[i].failed.len();
         }
-        if differ {
+        let counts: Vec<Option<(usize, usize)>> = found
+            .iter()
+            .map(|r| r.map(|r| (r.passed.len(), r.failed.len())))
+            .collect();
+        if counts.windows(2).any(|w| w[0] != w[1]) {
             row.push_str("   *");
         }
         out.push_str(row.trim_end());

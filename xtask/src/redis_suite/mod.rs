@@ -22,33 +22,90 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The gate's units: those that run in about 8 minutes on 2 cores against kayvee-server
-/// (timings in docs/redis-suite.md).
+/// The gate's units: the suite's all_tests in order, without the units that hang or run for
+/// minutes against kayvee-server today (unit/auth: no output limit for unauthenticated
+/// clients, the test's million writes never end; integration/corrupt-dump: about 3 minutes
+/// of crash-and-restart; unit/pubsub: no delivery to a client in CLIENT REPLY OFF, the test
+/// waits forever) and those not yet timed alone (integration/corrupt-dump-fuzzer,
+/// unit/pubsubshard, unit/introspection-2, unit/obuf-limits, unit/memefficiency,
+/// unit/lazyfree), and integration/aof-multi-part, whose old-AOF loading tests fail only
+/// sometimes on a loaded machine (kayvee-server loads the AOF before it listens, and the test
+/// connects early). About 2 minutes on 2 cores today, since most units stop early.
 const GATE_UNITS: &[&str] = &[
     "unit/printver",
-    "unit/auth",
+    "unit/dump",
     "unit/protocol",
     "unit/keyspace",
     "unit/scan",
+    "unit/info",
     "unit/info-command",
     "unit/type/string",
     "unit/type/incr",
+    "unit/type/list",
     "unit/type/list-2",
     "unit/type/list-3",
     "unit/type/set",
+    "unit/type/zset",
     "unit/type/hash",
+    "unit/type/stream",
+    "unit/type/stream-cgroups",
     "unit/sort",
     "unit/expire",
+    "unit/other",
     "unit/multi",
     "unit/quit",
+    "unit/aofrw",
+    "unit/acl",
     "unit/acl-v2",
-    "unit/pubsubshard",
+    "unit/latency-monitor",
+    "integration/block-repl",
+    "integration/replication",
+    "integration/replication-2",
+    "integration/replication-3",
+    "integration/replication-4",
+    "integration/replication-psync",
+    "integration/replication-buffer",
+    "integration/shutdown",
+    "integration/aof",
+    "integration/rdb",
+    "integration/convert-zipmap-hash-on-load",
+    "integration/convert-ziplist-hash-on-load",
+    "integration/convert-ziplist-zset-on-load",
+    "integration/logging",
+    "integration/psync2",
+    "integration/psync2-reg",
+    "integration/psync2-pingoff",
+    "integration/psync2-master-restart",
+    "integration/failover",
+    "integration/redis-cli",
+    "integration/redis-benchmark",
+    "integration/dismiss-mem",
     "unit/slowlog",
-    "unit/bitops",
-    "unit/tracking",
-    "unit/querybuf",
+    "unit/scripting",
+    "unit/functions",
+    "unit/maxmemory",
+    "unit/introspection",
     "unit/limits",
-    "unit/info",
+    "unit/bitops",
+    "unit/bitfield",
+    "unit/geo",
+    "unit/hyperloglog",
+    "unit/wait",
+    "unit/pause",
+    "unit/querybuf",
+    "unit/pendingquerybuf",
+    "unit/tls",
+    "unit/tracking",
+    "unit/oom-score-adj",
+    "unit/shutdown",
+    "unit/networking",
+    "unit/cluster",
+    "unit/client-eviction",
+    "unit/violations",
+    "unit/replybufsize",
+    "unit/cluster-scripting",
+    "unit/cluster/misc",
+    "unit/cluster/links",
 ];
 
 /// The gate's expected failures, relative to the workspace root.
@@ -84,6 +141,8 @@ struct Options {
     save: bool,
     /// Print the failures as expected-failures entries, grouped.
     print_expected: bool,
+    /// First port of the workers' ranges (two harness runs at once need different ones).
+    baseport: usize,
     /// Render the last saved results instead of running.
     report: bool,
 }
@@ -91,7 +150,7 @@ struct Options {
 const USAGE: &str = "\
 usage: cargo xtask redis-suite [--server kayvee|redis|both] [--single UNIT]... [--skipunit UNIT]...
            [--clients N] [--unit-timeout SECS] [--tags TAGS] [--timeout SECS] [--dont-clean]
-           [--gate] [--save] [--report] [-- RUNTEST-ARGS...]
+           [--gate] [--save] [--report] [--print-expected] [--baseport N] [-- RUNTEST-ARGS...]
   Runs Redis 7.0.15's test suite (normal mode) against the server (default kayvee), one
   ./runtest per unit, N units at a time (2). Default units: the suite's all_tests.
   --gate: the CI gate units against kayvee-server, judged by tests/redis-suite/expected-failures.txt
@@ -110,6 +169,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         gate: false,
         save: false,
         print_expected: false,
+        baseport: 21111,
         report: false,
     };
     let mut it = args.iter();
@@ -144,6 +204,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--save" => o.save = true,
             "--report" => o.report = true,
             "--print-expected" => o.print_expected = true,
+            "--baseport" => o.baseport = value()?.parse().map_err(|_| "bad --baseport")?,
             "--" => o.runtest_args.extend(it.by_ref().cloned()),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown option '{other}'\n{USAGE}")),
@@ -203,7 +264,6 @@ pub fn main(args: &[String]) -> Result<(), String> {
         stage_binaries(&cache)?;
     }
     for &server in o.servers.iter().filter(|_| !o.report) {
-        let _ = std::fs::remove_file(results_path(&cache, server));
         let started = Instant::now();
         let results = run_units(&cache, &tree, server, &o)?;
         eprintln!(
@@ -211,8 +271,13 @@ pub fn main(args: &[String]) -> Result<(), String> {
             server.name(),
             started.elapsed().as_secs()
         );
+        // The saved results keep each unit's latest run: this run's units replace theirs.
         let path = results_path(&cache, server);
-        std::fs::write(&path, write_results(&results)).map_err(|e| e.to_string())?;
+        let mut kept =
+            std::fs::read_to_string(&path).map_or_else(|_| Vec::new(), |t| read_results(&t));
+        kept.retain(|k| !results.iter().any(|r| r.unit == k.unit));
+        kept.extend(results.iter().cloned());
+        std::fs::write(&path, write_results(&kept)).map_err(|e| e.to_string())?;
         all.push((server, results));
     }
     let table = render(&all, &o.units);
@@ -330,9 +395,9 @@ fn run_units(
     let results = Arc::new(Mutex::new(Vec::new()));
     let mut handles = Vec::new();
     for w in 0..o.workers {
-        let dir = prepare_run_dir(cache, tree, server, w)?;
+        let dir = prepare_run_dir(cache, tree, server, o.baseport, w)?;
         let (queue, results) = (queue.clone(), results.clone());
-        let (args, limit) = (o.runtest_args.clone(), o.unit_timeout);
+        let (args, limit, baseport) = (o.runtest_args.clone(), o.unit_timeout, o.baseport);
         let logs = cache.join("logs").join(server.name());
         std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
         handles.push(std::thread::spawn(move || loop {
@@ -342,7 +407,8 @@ fn run_units(
             let log = logs.join(format!("{}.log", unit.replace('/', "_")));
             // Port ranges apart for every worker of both servers (they may run at once).
             let slot = w + if server == Server::Redis { 4 } else { 0 };
-            let r = run_unit(&dir, slot, &unit, &args, limit, &log);
+            let base = baseport + 1500 * slot;
+            let r = run_unit(&dir, base, &unit, &args, limit, &log);
             eprintln!(
                 "xtask: [{}] {unit}: {} passed, {} failed{} ({} s)",
                 server.name(),
@@ -366,8 +432,17 @@ fn run_units(
 
 /// A private copy of the suite for one worker: `runtest`, `tests/` (copied fresh), and `src/`
 /// holding the server wrapper and links to Debian's tools.
-fn prepare_run_dir(cache: &Path, tree: &Path, server: Server, w: usize) -> Result<PathBuf, String> {
-    let dir = cache.join("run").join(format!("{}-{w}", server.name()));
+fn prepare_run_dir(
+    cache: &Path,
+    tree: &Path,
+    server: Server,
+    base: usize,
+    w: usize,
+) -> Result<PathBuf, String> {
+    // Named by the port range too, so two harness runs at once (--baseport) never share one.
+    let dir = cache
+        .join("run")
+        .join(format!("{}-{base}-{w}", server.name()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
     let status = Command::new("cp")
@@ -448,7 +523,7 @@ fn write_wrapper(path: &Path) -> Result<(), String> {
 /// Runs one unit, bounded by `limit`; its output goes to `log` and is parsed.
 fn run_unit(
     dir: &Path,
-    w: usize,
+    base: usize,
     unit: &str,
     args: &[String],
     limit: Duration,
@@ -459,9 +534,8 @@ fn run_unit(
         unit: unit.to_string(),
         ..UnitResult::default()
     };
-    // Port ranges per worker: the suite probes for free ports, but two runs racing for the
-    // same port would make one fail at random.
-    let base = 21111 + 1500 * w;
+    // Port ranges per worker (`base`): the suite probes for free ports, but two runs racing
+    // for the same port would make one fail at random.
     let mut child = match Command::new("./runtest")
         .current_dir(dir)
         .args(["--single", unit, "--clients", "1"])
@@ -559,9 +633,7 @@ fn parse_output(lines: &[String], r: &mut UnitResult) {
         } else if let Some(rest) = line.strip_prefix("[err]: ") {
             let name = rest.rsplit_once(" in tests/").map_or(rest, |(n, _)| n);
             r.failed.push(name.to_string());
-            let why = lines.get(i + 1).filter(|l| !l.starts_with('['));
-            r.failed_why
-                .push(why.map_or(String::new(), |l| first_words(l)));
+            r.failed_why.push(failure_reason(&lines[i + 1..]));
         } else if let Some(rest) = line.strip_prefix("[exception]: ") {
             r.aborted = Some(first_words(rest));
         } else if line.starts_with("[TIMEOUT]") {
@@ -574,6 +646,18 @@ fn parse_output(lines: &[String], r: &mut UnitResult) {
             r.aborted = Some(first_words(why));
         }
     }
+}
+
+/// The first line of a failure's message (the lines after its `[err]` line), without the
+/// Tcl context; for a server that did not start, the configuration line it refused.
+fn failure_reason(after: &[String]) -> String {
+    let message: Vec<&String> = after.iter().take_while(|l| !l.starts_with('[')).collect();
+    if let Some(refused) = message.iter().find(|l| l.starts_with(">>> ")) {
+        return format!("the server refused {}", first_words(&refused[4..]));
+    }
+    let first = message.first().map_or("", |l| l.as_str());
+    let first = first.split(" (context:").next().unwrap_or("");
+    first_words(first)
 }
 
 fn first_words(s: &str) -> String {

@@ -89,6 +89,18 @@ pub fn exec(args: &[String]) -> Result<(), String> {
         Some("-v" | "--version" | "-h" | "--help")
     );
     if is_run {
+        // The suite looks for " PID: <pid>" first and only then for a busy port, so a busy port
+        // is reported here, in Redis's words, before the PID line (the suite then retries
+        // with another port).
+        let text = rest.first().and_then(|f| std::fs::read_to_string(f).ok());
+        if let Some(port) = port_of(text.as_deref().unwrap_or(""), &rest) {
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    println!("Failed listening on port {port} (tcp), aborting.");
+                    std::process::exit(1);
+                }
+            }
+        }
         // The suite waits for " PID: <pid>" in the server's stdout (Redis's logo).
         println!(
             "redis-suite wrapper: exec {bin}, PID: {}",
@@ -97,6 +109,23 @@ pub fn exec(args: &[String]) -> Result<(), String> {
     }
     let err = Command::new(bin).args(&rest).exec();
     Err(format!("cannot exec {bin}: {err}"))
+}
+
+/// The TCP port the server will listen on: the last `port` of the file, then `--port`.
+fn port_of(file: &str, args: &[String]) -> Option<u16> {
+    let mut port = None;
+    for line in file.lines() {
+        let mut w = line.split_whitespace();
+        if w.next() == Some("port") {
+            port = w.next().and_then(|p| p.parse().ok());
+        }
+    }
+    for pair in args.windows(2) {
+        if pair[0] == "--port" {
+            port = pair[1].parse().ok();
+        }
+    }
+    port.filter(|&p| p != 0)
 }
 
 #[cfg(test)]
@@ -110,6 +139,14 @@ mod tests {
             got,
             "port 1\n# dropped by the redis-suite wrapper: always-show-logo yes\n# activerehashing yes\n"
         );
+    }
+
+    #[test]
+    fn port_from_file_then_options() {
+        let args: Vec<String> = ["c", "--port", "7"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(port_of("port 5\nbind x\n", &args), Some(7));
+        assert_eq!(port_of("port 5\n", &[]), Some(5));
+        assert_eq!(port_of("port 0\n", &[]), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! (the side-by-side benchmark against redis-server). Uses only std.
 
 mod circles;
+mod redis_suite;
 mod unikernel;
 mod vmcompare;
 
@@ -39,6 +40,9 @@ tasks:
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
                    heap-exhaustion checks
+  redis-suite [--server kayvee|redis|both] [--single UNIT]... [--gate] [--save] [--clients N] ...
+                   Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
+                   the CI gate against tests/redis-suite/expected-failures.txt
   vm-compare [--quick] [--accel tcg|kvm] [--report]
                    the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
                    QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
@@ -61,6 +65,9 @@ fn main() -> ExitCode {
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),
         Some("vm-compare") => vmcompare::main(&args[1..]),
+        Some("redis-suite") => redis_suite::main(&args[1..]),
+        // The suite's src/redis-server for kayvee-server (written by redis-suite).
+        Some("redis-suite-server") => redis_suite::wrapper::exec(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(())
@@ -82,6 +89,11 @@ fn root() -> PathBuf {
         .parent()
         .expect("xtask has a parent")
         .to_path_buf()
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR` or `<root>/target`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
 /// Runs `cargo args...` in the workspace root with `envs`, failing on a non-zero exit.

@@ -109,6 +109,9 @@ pub struct Config {
     pub stop_writes_on_bgsave_error: bool,
     /// Refuse non-loopback clients when no password is set and bound beyond loopback.
     pub protected_mode: bool,
+    /// Who may run DEBUG (`enable-debug-command`): `no`, `yes` or `local` (loopback and Unix
+    /// socket clients only).
+    pub enable_debug_command: String,
     /// PID file (empty = none).
     pub pidfile: String,
     /// Active expiry effort, 1..=10.
@@ -196,6 +199,7 @@ impl Default for Config {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             protected_mode: true,
+            enable_debug_command: "no".into(),
             pidfile: String::new(),
             active_expire_effort: 1,
             slowlog_log_slower_than: 10000,

@@ -114,7 +114,13 @@ pub fn pause_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     };
     let now = cx.now_ms();
     let p = &mut cx.core.pause;
-    let end = now.saturating_add(timeout as u64);
+    // Redis adds the timeout to the clock in a signed 64-bit sum: past i64::MAX it wraps to
+    // a deadline in the past, so the pause ends at once (checked with redis-server 7.0.15:
+    // `CLIENT PAUSE 9223372036854775807 WRITE` answers +OK and pauses nothing).
+    let end = match now.checked_add(timeout as u64) {
+        Some(end) if end <= i64::MAX as u64 => end,
+        _ => now,
+    };
     let running = p.active(now);
     p.end_ms = Some(match p.end_ms {
         Some(cur) if running => cur.max(end),

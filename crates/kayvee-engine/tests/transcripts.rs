@@ -16,6 +16,8 @@
 //!   a boolean `:1`/`:0`, a big number a bulk string; in RESP3 every null is `(nil)`.
 //! - `<* PATTERN` matches one reply line by glob (`*`, `?`), for values that vary (ids, times).
 //! - `@time MS` sets the clock to unix ms; `@advance MS` moves it on (start: 1_700_000_000_000).
+//! - `@config LINE` applies a config-file line to the engine's configuration (for immutable
+//!   parameters such as `enable-debug-command`).
 //! - `@client NAME` switches to (and creates on first use) another client connection.
 //! - `@cron` runs the engine's background cycle (active expiry, blocked clients' timeouts).
 //! - `@disconnect NAME` closes client NAME's connection (what the shell does after QUIT).
@@ -352,6 +354,14 @@ fn run_file(path: &std::path::Path) -> Result<usize, String> {
                 .parse::<u64>()
                 .map_err(|_| format!("line {lineno}: bad @advance"))?;
             r.clock.0.set(r.now_ms() + ms);
+        } else if let Some(directive) = line.strip_prefix("@config ") {
+            // A config-file line, for parameters CONFIG SET cannot change.
+            let text = format!("{directive}\n");
+            r.engine()
+                .core
+                .config
+                .apply_file(&text)
+                .map_err(|e| format!("line {lineno}: {e}"))?;
         } else if let Some(name) = line.strip_prefix("@client ") {
             flush(&mut pending, &pending_cmd, lineno)?;
             r.switch(name.trim());

@@ -424,6 +424,12 @@ impl Decoder {
                 return Ok(None);
             }
         };
+        // Redis refuses an inline request once 64 KiB are buffered without a newline; it
+        // reads 16 KiB at a time, so a longer line whose newline came in the same read can
+        // slip through there. Kayvee's reads are larger, so the length itself is the bound.
+        if nl > LINE_LEN_MAX {
+            return Err(ProtocolError::TooBigInline);
+        }
         let end = if nl > 0 && buf[nl - 1] == b'\r' {
             nl - 1
         } else {
@@ -880,8 +886,12 @@ mod tests {
         assert_eq!(first(&inline, true), Ok(None));
         inline.push(b'a');
         assert_eq!(first(&inline, true), Err(ProtocolError::TooBigInline));
-        // With its newline a long inline line is fine.
+        // Even with its newline a line past the bound is refused (a 100 KB inline request).
         inline.extend_from_slice(b" b\r\n");
+        assert_eq!(first(&inline, true), Err(ProtocolError::TooBigInline));
+        // Up to the bound, with its newline, it is a request.
+        let mut inline = vec![b'a'; LINE_LEN_MAX - 3];
+        inline.extend_from_slice(b" b\n");
         assert_eq!(first(&inline, true).unwrap().unwrap().len(), 2);
         assert_eq!(
             ProtocolError::TooBigMbulkCount.to_string(),

@@ -217,8 +217,38 @@ fn shutdown_command_exits_0() {
 }
 
 #[test]
-fn debug_sleep_blocks_the_whole_server() {
+fn inline_request_over_64k_is_a_protocol_error() {
     let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    let mut line = b"ECHO ".to_vec();
+    line.extend(std::iter::repeat_n(b'a', 100_000));
+    line.extend_from_slice(b"\r\n");
+    c.write_all(&line).unwrap();
+    assert_eq!(
+        read_to_eof(&mut c),
+        b"-ERR Protocol error: too big inline request\r\n"
+    );
+    let mut d = server.connect();
+    assert_eq!(roundtrip(&mut d, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn debug_is_refused_by_default() {
+    let server = Server::start_default(&[]);
+    let mut c = server.connect();
+    let want: &[u8] = b"-ERR DEBUG command not allowed. If the enable-debug-command option is set \
+        to \"local\", you can run it from a local connection, otherwise you need to set this option \
+        in the configuration file, and then restart the server.\r\n";
+    assert_eq!(
+        roundtrip(&mut c, b"DEBUG SLEEP 1e300\r\n", want.len()),
+        want
+    );
+    assert_eq!(roundtrip(&mut c, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn debug_sleep_blocks_the_whole_server() {
+    let server = Server::start_default(&["--enable-debug-command", "yes"]);
     let mut a = server.connect();
     let mut b = server.connect();
     assert_eq!(roundtrip(&mut b, b"PING\r\n", 7), b"+PONG\r\n");

@@ -28,7 +28,11 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
-        let mut engine = Engine::new(Default::default(), 7, Now { unix_us: T0_US });
+        let config = kayvee_engine::Config {
+            enable_debug_command: "yes".into(),
+            ..Default::default()
+        };
+        let mut engine = Engine::new(config, 7, Now { unix_us: T0_US });
         engine.core.host.storage = true;
         Rig {
             driver: Driver::new(engine),

@@ -8,7 +8,7 @@
 
 use crate::error::Error;
 use crate::util::{glob_match, parse_i64};
-use crate::Rng;
+use crate::{Cx, Rng};
 use alloc::vec::Vec;
 use kayvee_pds::{PMap, SmallBytes};
 
@@ -125,6 +125,24 @@ pub(crate) fn parse_rand_count(arg: &[u8], pairs: bool) -> Result<i64, Error> {
         return Err(Error::msg("ERR value is out of range"));
     }
     Ok(n)
+}
+
+/// Most draws a negative HRANDFIELD/SRANDMEMBER/ZRANDMEMBER count may ask for when no
+/// `client-output-buffer-limit` for normal clients is set (with one, its hard limit over the
+/// smallest reply element, 6 bytes, bounds it instead). Redis 7.0 starts building any such
+/// reply and runs out of memory (or drops the client at its output limit) on counts like
+/// -1099511627776; Kayvee refuses them up front with Redis's out-of-range text.
+pub(crate) const RANDOM_DRAWS_MAX: u64 = 1 << 24;
+
+/// The number of draws of a negative `count` (repeats allowed), within the bound above.
+pub(crate) fn repeat_draws(cx: &Cx<'_>, count: i64) -> Result<usize, Error> {
+    let hard = cx.core.config.client_output_buffer_limit[0].hard_bytes;
+    let max = if hard > 0 { hard / 6 } else { RANDOM_DRAWS_MAX };
+    let n = count.unsigned_abs();
+    match n <= max {
+        true => Ok(n as usize),
+        false => Err(Error::msg("ERR value is out of range")),
+    }
 }
 
 /// The first `count` items of `all` after a partial Fisher-Yates shuffle: `count` distinct

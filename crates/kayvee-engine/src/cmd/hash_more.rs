@@ -90,6 +90,10 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     if args.len() > 3 && !withvalues {
         return Err(Error::Syntax);
     }
+    let draws = match count < 0 {
+        true => coll::repeat_draws(cx, count)?,
+        false => 0,
+    };
     let (h, rng) = hash_and_rng(cx, args.get(1))?;
     let Some(h) = h.filter(|_| count != 0) else {
         out.array(0);
@@ -99,13 +103,13 @@ pub(crate) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         let all: Vec<_> = h.iter().collect();
         coll::shuffle_prefix(all, usize::try_from(count).unwrap_or(usize::MAX), rng)
     } else if h.is_big() {
-        (0..count.unsigned_abs())
+        (0..draws)
             .filter_map(|_| h.random(rng.next_u64()))
             .collect()
     } else {
         // Flat: index the pairs once rather than walking the buffer per draw.
         let all: Vec<_> = h.iter().collect();
-        (0..count.unsigned_abs())
+        (0..draws)
             .map(|_| all[(rng.next_u64() % all.len() as u64) as usize])
             .collect()
     };

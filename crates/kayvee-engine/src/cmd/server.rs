@@ -92,9 +92,32 @@ fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResul
     Ok(())
 }
 
-/// DEBUG SLEEP seconds | DEBUG HELP. Other DEBUG subcommands (OBJECT, RELOAD...) are not
-/// implemented and answer like an unknown subcommand.
+/// Redis 7.0's answer to DEBUG when `enable-debug-command` does not let this client run it.
+const DEBUG_NOT_ALLOWED: &str =
+    "ERR DEBUG command not allowed. If the enable-debug-command option \
+    is set to \"local\", you can run it from a local connection, otherwise you need to set this \
+    option in the configuration file, and then restart the server.";
+
+/// Whether `enable-debug-command` lets the running client use DEBUG: `yes`, or `local` and
+/// the client is on a Unix socket or a loopback address.
+fn debug_allowed(cx: &mut Cx<'_>) -> bool {
+    match cx.core.config.enable_debug_command.as_str() {
+        "yes" => true,
+        "local" => match &cx.client().conn.transport {
+            crate::Transport::Tcp { addr, .. } => crate::acl::is_loopback(addr),
+            crate::Transport::Unix { .. } => true,
+        },
+        _ => false,
+    }
+}
+
+/// DEBUG SLEEP seconds | DEBUG HELP, behind `enable-debug-command` (default `no`) as in
+/// Redis 7.0. Other DEBUG subcommands (OBJECT, RELOAD...) are not implemented and answer like
+/// an unknown subcommand.
 fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if !debug_allowed(cx) {
+        return Err(Error::msg(DEBUG_NOT_ALLOWED));
+    }
     let sub = args.get(1);
     if sub.eq_ignore_ascii_case(b"help") && args.len() == 2 {
         help_reply(
@@ -163,9 +186,33 @@ mod tests {
         (outcome, tree.take())
     }
 
+    /// A config with DEBUG enabled.
+    fn debug_enabled() -> Config {
+        let mut c = Config::default();
+        c.apply_file("enable-debug-command yes\n").unwrap();
+        c
+    }
+
+    #[test]
+    fn debug_needs_enable_debug_command() {
+        let mut e = Engine::new(Config::default(), 1, Now::default());
+        let (outcome, replies) = run(&mut e, "DEBUG SLEEP 1e300");
+        assert_eq!(outcome, Outcome::Continue);
+        assert_eq!(replies, alloc::vec![Reply::Error(DEBUG_NOT_ALLOWED.into())]);
+        let (_, got) = run(&mut e, "CONFIG GET enable-debug-command");
+        assert_eq!(got.len(), 1);
+        let (_, set) = run(&mut e, "CONFIG SET enable-debug-command yes");
+        assert!(matches!(&set[0], Reply::Error(m) if m.contains("can't set immutable config")));
+        // `local`: the test connection is a Unix socket, which counts as local.
+        let mut c = Config::default();
+        c.apply_file("enable-debug-command local\n").unwrap();
+        let mut e = Engine::new(c, 1, Now::default());
+        assert_eq!(run(&mut e, "DEBUG SLEEP 0").0, Outcome::Sleep(0));
+    }
+
     #[test]
     fn shutdown_and_sleep_ask_the_shell() {
-        let mut e = Engine::new(Config::default(), 1, Now::default());
+        let mut e = Engine::new(debug_enabled(), 1, Now::default());
         assert_eq!(
             run(&mut e, "SHUTDOWN"),
             (Outcome::Shutdown { save: None }, alloc::vec![])

@@ -158,6 +158,10 @@ pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         return Ok(());
     }
     let count = parse_rand_count(args.get(2), false)?;
+    let draws = match count < 0 {
+        true => coll::repeat_draws(cx, count)?,
+        false => 0,
+    };
     let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
         out.array(0);
@@ -173,7 +177,7 @@ pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             .map(|(m, _)| m)
             .collect()
     } else {
-        (0..count.unsigned_abs())
+        (0..draws)
             .filter_map(|_| coll::pick(s, rng).map(|(m, _)| m))
             .collect()
     };

@@ -160,6 +160,10 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     if args.len() > 4 || (args.len() == 4 && !scores) {
         return Err(Error::Syntax);
     }
+    let draws = match count {
+        Some(c) if c < 0 => coll::repeat_draws(cx, c)?,
+        _ => 0,
+    };
     let Some((zs, big)) = read_zset(cx, args.get(1))? else {
         match count {
             Some(_) => out.array(0),
@@ -175,7 +179,7 @@ pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     };
     let n = zs.len();
     let picks: Vec<usize> = if count < 0 {
-        (0..count.unsigned_abs())
+        (0..draws)
             .map(|_| (rng.next_u64() % n as u64) as usize)
             .collect()
     } else if count as u64 >= n as u64 {

@@ -499,6 +499,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.protected_mode = v.bool(),
     },
     Param {
+        name: "enable-debug-command",
+        kind: Kind::Enum(&["no", "yes", "local"]),
+        access: Access::Immutable,
+        get: |c| Val::Str(c.enable_debug_command.as_bytes().into()),
+        put: |c, v| c.enable_debug_command = v.string(),
+    },
+    Param {
         name: "pidfile",
         kind: Kind::Str,
         access: Access::Immutable,

@@ -1,0 +1,785 @@
+//! `cargo xtask redis-suite`: Redis 7.0.15's own test suite (`./runtest`, normal mode: the
+//! suite starts every server itself) against kayvee-server or Debian's redis-server, with the
+//! same harness for both (docs/redis-suite.md).
+//!
+//! Each unit runs as its own `./runtest --single <unit> --clients 1` in a private copy of the
+//! suite (`target/redis-suite/run/<server>-<worker>/`: the suite deletes its `tests/tmp` files
+//! on start, so two runs must not share one), with its own port range and a wall-clock bound:
+//! a unit that hangs is killed with its whole process group and reported as aborted, as is a
+//! unit the suite itself stops with an exception. `--clients N` runs N units side by side.
+//! The suite's `src/redis-server` is a wrapper ([`wrapper`]) that starts kayvee-server (release
+//! build), or a link to /usr/bin/redis-server; the other `src/` tools are Debian's.
+
+mod expected;
+mod fetch;
+pub mod wrapper;
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The gate's units: the suite's all_tests in order, without the units that hang or run for
+/// minutes against kayvee-server today (unit/auth: no output limit for unauthenticated
+/// clients, the test's million writes never end; integration/corrupt-dump: about 3 minutes
+/// of crash-and-restart; unit/pubsub: no delivery to a client in CLIENT REPLY OFF, the test
+/// waits forever) and those not yet timed alone (integration/corrupt-dump-fuzzer,
+/// unit/pubsubshard, unit/introspection-2, unit/obuf-limits, unit/memefficiency,
+/// unit/lazyfree), and integration/aof-multi-part, whose old-AOF loading tests fail only
+/// sometimes on a loaded machine (kayvee-server loads the AOF before it listens, and the test
+/// connects early). About 2 minutes on 2 cores today, since most units stop early.
+const GATE_UNITS: &[&str] = &[
+    "unit/printver",
+    "unit/dump",
+    "unit/protocol",
+    "unit/keyspace",
+    "unit/scan",
+    "unit/info",
+    "unit/info-command",
+    "unit/type/string",
+    "unit/type/incr",
+    "unit/type/list",
+    "unit/type/list-2",
+    "unit/type/list-3",
+    "unit/type/set",
+    "unit/type/zset",
+    "unit/type/hash",
+    "unit/type/stream",
+    "unit/type/stream-cgroups",
+    "unit/sort",
+    "unit/expire",
+    "unit/other",
+    "unit/multi",
+    "unit/quit",
+    "unit/aofrw",
+    "unit/acl",
+    "unit/acl-v2",
+    "unit/latency-monitor",
+    "integration/block-repl",
+    "integration/replication",
+    "integration/replication-2",
+    "integration/replication-3",
+    "integration/replication-4",
+    "integration/replication-psync",
+    "integration/replication-buffer",
+    "integration/shutdown",
+    "integration/aof",
+    "integration/rdb",
+    "integration/convert-zipmap-hash-on-load",
+    "integration/convert-ziplist-hash-on-load",
+    "integration/convert-ziplist-zset-on-load",
+    "integration/logging",
+    "integration/psync2",
+    "integration/psync2-reg",
+    "integration/psync2-pingoff",
+    "integration/psync2-master-restart",
+    "integration/failover",
+    "integration/redis-cli",
+    "integration/redis-benchmark",
+    "integration/dismiss-mem",
+    "unit/slowlog",
+    "unit/scripting",
+    "unit/functions",
+    "unit/maxmemory",
+    "unit/introspection",
+    "unit/limits",
+    "unit/bitops",
+    "unit/bitfield",
+    "unit/geo",
+    "unit/hyperloglog",
+    "unit/wait",
+    "unit/pause",
+    "unit/querybuf",
+    "unit/pendingquerybuf",
+    "unit/tls",
+    "unit/tracking",
+    "unit/oom-score-adj",
+    "unit/shutdown",
+    "unit/networking",
+    "unit/cluster",
+    "unit/client-eviction",
+    "unit/violations",
+    "unit/replybufsize",
+    "unit/cluster-scripting",
+    "unit/cluster/misc",
+    "unit/cluster/links",
+];
+
+/// The gate's expected failures, relative to the workspace root.
+const EXPECTED_FAILURES: &str = "tests/redis-suite/expected-failures.txt";
+
+/// Which server the suite starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Kayvee,
+    Redis,
+}
+
+impl Server {
+    fn name(self) -> &'static str {
+        match self {
+            Server::Kayvee => "kayvee",
+            Server::Redis => "redis",
+        }
+    }
+}
+
+/// The command line.
+#[derive(Debug)]
+struct Options {
+    servers: Vec<Server>,
+    units: Vec<String>,
+    skip_units: Vec<String>,
+    workers: usize,
+    unit_timeout: Duration,
+    /// Passed to every `./runtest` (`--tags`, `--timeout`, `--dont-clean`, ...).
+    runtest_args: Vec<String>,
+    gate: bool,
+    save: bool,
+    /// Print the failures as expected-failures entries, grouped.
+    print_expected: bool,
+    /// First port of the workers' ranges (two harness runs at once need different ones).
+    baseport: usize,
+    /// Render the last saved results instead of running.
+    report: bool,
+}
+
+const USAGE: &str = "\
+usage: cargo xtask redis-suite [--server kayvee|redis|both] [--single UNIT]... [--skipunit UNIT]...
+           [--clients N] [--unit-timeout SECS] [--tags TAGS] [--timeout SECS] [--dont-clean]
+           [--gate] [--save] [--report] [--print-expected] [--baseport N] [-- RUNTEST-ARGS...]
+  Runs Redis 7.0.15's test suite (normal mode) against the server (default kayvee), one
+  ./runtest per unit, N units at a time (2). Default units: the suite's all_tests.
+  --gate: the CI gate units against kayvee-server, judged by tests/redis-suite/expected-failures.txt
+  --save: write the table to bench/results/<date>-<commit>-redis-suite.txt
+  --print-expected: print the first server's failures as expected-failures entries
+  --report: print (and with --save write) the table of the last runs of both servers";
+
+fn parse_options(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        servers: vec![Server::Kayvee],
+        units: Vec::new(),
+        skip_units: Vec::new(),
+        workers: 2,
+        unit_timeout: Duration::from_secs(300),
+        runtest_args: Vec::new(),
+        gate: false,
+        save: false,
+        print_expected: false,
+        baseport: 21111,
+        report: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or(format!("{a} needs a value\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--server" => {
+                o.servers = match value()?.as_str() {
+                    "kayvee" => vec![Server::Kayvee],
+                    "redis" => vec![Server::Redis],
+                    "both" => vec![Server::Kayvee, Server::Redis],
+                    other => return Err(format!("unknown server '{other}'\n{USAGE}")),
+                }
+            }
+            "--single" => o.units.push(value()?),
+            "--skipunit" => o.skip_units.push(value()?),
+            "--clients" => o.workers = value()?.parse().map_err(|_| "bad --clients")?,
+            "--unit-timeout" => {
+                o.unit_timeout =
+                    Duration::from_secs(value()?.parse().map_err(|_| "bad --unit-timeout")?)
+            }
+            "--tags" | "--timeout" | "--skiptest" | "--only" => {
+                o.runtest_args.push(a.clone());
+                o.runtest_args.push(value()?);
+            }
+            "--dont-clean" | "--verbose" | "--accurate" => o.runtest_args.push(a.clone()),
+            "--gate" => o.gate = true,
+            "--save" => o.save = true,
+            "--report" => o.report = true,
+            "--print-expected" => o.print_expected = true,
+            "--baseport" => o.baseport = value()?.parse().map_err(|_| "bad --baseport")?,
+            "--" => o.runtest_args.extend(it.by_ref().cloned()),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown option '{other}'\n{USAGE}")),
+        }
+    }
+    o.workers = o.workers.max(1);
+    Ok(o)
+}
+
+/// One unit's outcome.
+#[derive(Debug, Clone, Default)]
+pub struct UnitResult {
+    pub unit: String,
+    pub passed: Vec<String>,
+    pub failed: Vec<String>,
+    /// The first line of each failure's message, in `failed`'s order (empty when unknown).
+    pub failed_why: Vec<String>,
+    /// Why the unit did not run to its end (exception, timeout, crash).
+    pub aborted: Option<String>,
+    pub secs: u64,
+}
+
+/// The task's entry point.
+pub fn main(args: &[String]) -> Result<(), String> {
+    let mut o = parse_options(args)?;
+    let cache = super::target_dir().join("redis-suite");
+    let tree = fetch::source_tree(&cache)?;
+    if o.gate {
+        o.servers = vec![Server::Kayvee];
+        if o.units.is_empty() {
+            o.units = GATE_UNITS.iter().map(|s| s.to_string()).collect();
+        }
+    }
+    if o.units.is_empty() {
+        o.units = all_tests(&tree)?;
+    }
+    o.units.retain(|u| !o.skip_units.contains(u));
+    let mut all = Vec::new();
+    if o.report {
+        for s in [Server::Kayvee, Server::Redis] {
+            match std::fs::read_to_string(results_path(&cache, s)) {
+                Ok(text) => all.push((s, read_results(&text))),
+                Err(_) => {
+                    let from_logs = results_from_logs(&cache, s, &o.units);
+                    if !from_logs.is_empty() {
+                        all.push((s, from_logs));
+                    }
+                }
+            }
+        }
+        if all.is_empty() {
+            return Err("no saved results: run the suite first".to_string());
+        }
+    }
+    if o.servers.contains(&Server::Kayvee) && !o.report {
+        super::cargo(&["build", "--release", "-p", "kayvee-server"], &[])?;
+        stage_binaries(&cache)?;
+    }
+    for &server in o.servers.iter().filter(|_| !o.report) {
+        let started = Instant::now();
+        let results = run_units(&cache, &tree, server, &o)?;
+        eprintln!(
+            "xtask: {} done in {} s",
+            server.name(),
+            started.elapsed().as_secs()
+        );
+        // The saved results keep each unit's latest run: this run's units replace theirs.
+        let path = results_path(&cache, server);
+        let mut kept =
+            std::fs::read_to_string(&path).map_or_else(|_| Vec::new(), |t| read_results(&t));
+        kept.retain(|k| !results.iter().any(|r| r.unit == k.unit));
+        kept.extend(results.iter().cloned());
+        std::fs::write(&path, write_results(&kept)).map_err(|e| e.to_string())?;
+        all.push((server, results));
+    }
+    let table = render(&all, &o.units);
+    print!("{table}");
+    if o.save {
+        save(&table)?;
+    }
+    if o.print_expected {
+        print!("{}", expected::entries_for(&all[0].1));
+    }
+    if o.gate {
+        return gate(&all[0].1);
+    }
+    Ok(())
+}
+
+/// The results of the units of `units` that have a log (a run that was stopped before its
+/// end leaves no results file, but each finished unit's log).
+fn results_from_logs(cache: &Path, server: Server, units: &[String]) -> Vec<UnitResult> {
+    let logs = cache.join("logs").join(server.name());
+    let mut out = Vec::new();
+    for unit in units {
+        let log = logs.join(format!("{}.log", unit.replace('/', "_")));
+        let Ok(text) = std::fs::read_to_string(&log) else {
+            continue;
+        };
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut r = UnitResult {
+            unit: unit.clone(),
+            ..UnitResult::default()
+        };
+        parse_output(&lines, &mut r);
+        if r.aborted.is_none() && !lines.iter().any(|l| l.contains(" done]: ")) {
+            r.aborted = Some("did not finish (timeout or crash)".to_string());
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// Where a run's results are kept for `--report`.
+fn results_path(cache: &Path, server: Server) -> PathBuf {
+    cache.join(format!("results-{}.txt", server.name()))
+}
+
+/// Results as text: `unit<TAB>seconds<TAB>abort reason`, then `+ passed` / `- failed` lines.
+fn write_results(results: &[UnitResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let why = r
+            .aborted
+            .as_deref()
+            .unwrap_or("")
+            .replace(['\t', '\n'], " ");
+        out.push_str(&format!("{}\t{}\t{}\n", r.unit, r.secs, why));
+        r.passed
+            .iter()
+            .for_each(|t| out.push_str(&format!("+ {t}\n")));
+        r.failed
+            .iter()
+            .for_each(|t| out.push_str(&format!("- {t}\n")));
+    }
+    out
+}
+
+/// Reads [`write_results`]'s text.
+fn read_results(text: &str) -> Vec<UnitResult> {
+    let mut out: Vec<UnitResult> = Vec::new();
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("+ ") {
+            out.last_mut()
+                .into_iter()
+                .for_each(|r| r.passed.push(t.to_string()));
+        } else if let Some(t) = line.strip_prefix("- ") {
+            out.last_mut()
+                .into_iter()
+                .for_each(|r| r.failed.push(t.to_string()));
+        } else {
+            let mut f = line.splitn(3, '\t');
+            let unit = f.next().unwrap_or("").to_string();
+            let secs = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let why = f.next().unwrap_or("");
+            out.push(UnitResult {
+                unit,
+                secs,
+                aborted: (!why.is_empty()).then(|| why.to_string()),
+                ..UnitResult::default()
+            });
+        }
+    }
+    out
+}
+
+/// The suite's default unit list (`set ::all_tests { ... }` in tests/test_helper.tcl).
+fn all_tests(tree: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(tree.join("tests/test_helper.tcl"))
+        .map_err(|e| format!("test_helper.tcl: {e}"))?;
+    let start = text.find("set ::all_tests {").ok_or("no ::all_tests")? + 17;
+    let end = start + text[start..].find('}').ok_or("unterminated ::all_tests")?;
+    Ok(text[start..end]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Runs the units on `o.workers` workers; results in the units' order.
+fn run_units(
+    cache: &Path,
+    tree: &Path,
+    server: Server,
+    o: &Options,
+) -> Result<Vec<UnitResult>, String> {
+    let queue: Arc<Mutex<VecDeque<(usize, String)>>> =
+        Arc::new(Mutex::new(o.units.iter().cloned().enumerate().collect()));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for w in 0..o.workers {
+        let dir = prepare_run_dir(cache, tree, server, o.baseport, w)?;
+        let (queue, results) = (queue.clone(), results.clone());
+        let (args, limit, baseport) = (o.runtest_args.clone(), o.unit_timeout, o.baseport);
+        let logs = cache.join("logs").join(server.name());
+        std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
+        handles.push(std::thread::spawn(move || loop {
+            let Some((i, unit)) = queue.lock().unwrap().pop_front() else {
+                break;
+            };
+            let log = logs.join(format!("{}.log", unit.replace('/', "_")));
+            // Port ranges apart for every worker of both servers (they may run at once).
+            let slot = w + if server == Server::Redis { 4 } else { 0 };
+            let base = baseport + 1500 * slot;
+            let r = run_unit(&dir, base, &unit, &args, limit, &log);
+            eprintln!(
+                "xtask: [{}] {unit}: {} passed, {} failed{} ({} s)",
+                server.name(),
+                r.passed.len(),
+                r.failed.len(),
+                r.aborted
+                    .as_ref()
+                    .map_or(String::new(), |a| format!(", aborted: {a}")),
+                r.secs
+            );
+            results.lock().unwrap().push((i, r));
+        }));
+    }
+    for h in handles {
+        h.join().map_err(|_| "a worker panicked")?;
+    }
+    let mut results = std::mem::take(&mut *results.lock().unwrap());
+    results.sort_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// A private copy of the suite for one worker: `runtest`, `tests/` (copied fresh), and `src/`
+/// holding the server wrapper and links to Debian's tools.
+fn prepare_run_dir(
+    cache: &Path,
+    tree: &Path,
+    server: Server,
+    base: usize,
+    w: usize,
+) -> Result<PathBuf, String> {
+    // Named by the port range too, so two harness runs at once (--baseport) never share one.
+    let dir = cache
+        .join("run")
+        .join(format!("{}-{base}-{w}", server.name()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+    let status = Command::new("cp")
+        .args(["-a"])
+        .arg(tree.join("tests"))
+        .arg(tree.join("runtest"))
+        .arg(&dir)
+        .status()
+        .map_err(|e| format!("cp: {e}"))?;
+    if !status.success() {
+        return Err(format!("copying the suite into {} failed", dir.display()));
+    }
+    let src = dir.join("src");
+    for tool in [
+        "redis-cli",
+        "redis-benchmark",
+        "redis-check-aof",
+        "redis-check-rdb",
+    ] {
+        link(&Path::new("/usr/bin").join(tool), &src.join(tool))?;
+    }
+    match server {
+        Server::Redis => link(
+            Path::new("/usr/bin/redis-server"),
+            &src.join("redis-server"),
+        )?,
+        Server::Kayvee => write_wrapper(&src.join("redis-server"))?,
+    }
+    Ok(dir)
+}
+
+fn link(from: &Path, to: &Path) -> Result<(), String> {
+    if !from.exists() {
+        return Err(format!(
+            "{} is missing (install redis-server and redis-tools)",
+            from.display()
+        ));
+    }
+    std::os::unix::fs::symlink(from, to).map_err(|e| format!("{}: {e}", to.display()))
+}
+
+/// Copies kayvee-server and this xtask binary to `<cache>/bin`, so a rebuild while the suite
+/// runs does not change the servers it starts.
+fn stage_binaries(cache: &Path) -> Result<(), String> {
+    let bin = cache.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    let server = super::target_dir().join("release").join("kayvee-server");
+    let xtask = std::env::current_exe().map_err(|e| e.to_string())?;
+    for (from, name) in [(server, "kayvee-server"), (xtask, "xtask")] {
+        let to = bin.join(name);
+        let tmp = bin.join(format!("{name}.new"));
+        std::fs::copy(&from, &tmp).map_err(|e| format!("{}: {e}", from.display()))?;
+        std::fs::rename(&tmp, &to).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `src/redis-server` for kayvee-server: runs the staged xtask binary's hidden wrapper task.
+fn write_wrapper(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = path
+        .ancestors()
+        .nth(4)
+        .ok_or("run directory too shallow")?
+        .join("bin");
+    let (xtask, server) = (bin.join("xtask"), bin.join("kayvee-server"));
+    let script = format!(
+        "#!/bin/sh\n# Written by cargo xtask redis-suite: starts kayvee-server for the suite.\n\
+         exec '{}' redis-suite-server '{}' \"$@\"\n",
+        xtask.display(),
+        server.display()
+    );
+    std::fs::write(path, script).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())
+}
+
+/// Runs one unit, bounded by `limit`; its output goes to `log` and is parsed.
+fn run_unit(
+    dir: &Path,
+    base: usize,
+    unit: &str,
+    args: &[String],
+    limit: Duration,
+    log: &Path,
+) -> UnitResult {
+    let started = Instant::now();
+    let mut r = UnitResult {
+        unit: unit.to_string(),
+        ..UnitResult::default()
+    };
+    // Port ranges per worker (`base`): the suite probes for free ports, but two runs racing
+    // for the same port would make one fail at random.
+    let mut child = match Command::new("./runtest")
+        .current_dir(dir)
+        .args(["--single", unit, "--clients", "1"])
+        .args(["--baseport", &base.to_string(), "--portcount", "1400"])
+        .args(own_timeout(args, limit))
+        .args(args)
+        .env("TERM", "dumb")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr_file(log))
+        .process_group(0)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            r.aborted = Some(format!("cannot run ./runtest: {e}"));
+            return r;
+        }
+    };
+    let pgid = child.id();
+    let stdout = child.stdout.take().expect("piped");
+    let collected = Arc::new(Mutex::new(Vec::new()));
+    let sink = collected.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if started.elapsed() > limit => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
+            Err(_) => break None,
+        }
+    };
+    if status.is_none() {
+        kill_group(pgid);
+        let _ = child.wait();
+    } else {
+        // Servers the suite left behind (after an exception) share the group.
+        kill_group(pgid);
+    }
+    // A process that left the group could hold the pipe open: wait for the end of the
+    // output a few seconds at most.
+    let drained = Instant::now();
+    while !reader.is_finished() && drained.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let lines = std::mem::take(&mut *collected.lock().unwrap());
+    let _ = std::fs::write(log, lines.join("\n"));
+    parse_output(&lines, &mut r);
+    if status.is_none() {
+        r.aborted = Some(format!("timeout after {} s", limit.as_secs()));
+    } else if r.aborted.is_none() && !lines.iter().any(|l| l.contains(" done]: ")) {
+        r.aborted = Some("the unit did not finish".to_string());
+    }
+    r.secs = started.elapsed().as_secs();
+    r
+}
+
+/// The suite's own `--timeout` (seconds without progress), below the wall-clock bound unless
+/// given: the suite then stops by itself and its buffered output is not lost to a kill.
+fn own_timeout(args: &[String], limit: Duration) -> Vec<String> {
+    match args.iter().any(|a| a == "--timeout") {
+        true => Vec::new(),
+        false => vec![
+            "--timeout".into(),
+            (limit.as_secs() * 2 / 3).max(10).to_string(),
+        ],
+    }
+}
+
+/// The unit's stderr goes to `<log>.stderr`.
+fn stderr_file(log: &Path) -> Stdio {
+    match std::fs::File::create(log.with_extension("stderr")) {
+        Ok(f) => Stdio::from(f),
+        Err(_) => Stdio::null(),
+    }
+}
+
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Reads `[ok]: name (N ms)`, `[err]: name in tests/...`, `[exception]: ...` lines.
+fn parse_output(lines: &[String], r: &mut UnitResult) {
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(rest) = line.strip_prefix("[ok]: ") {
+            let name = rest.rsplit_once(" (").map_or(rest, |(n, _)| n);
+            r.passed.push(name.to_string());
+        } else if let Some(rest) = line.strip_prefix("[err]: ") {
+            let name = rest.rsplit_once(" in tests/").map_or(rest, |(n, _)| n);
+            r.failed.push(name.to_string());
+            r.failed_why.push(failure_reason(&lines[i + 1..]));
+        } else if let Some(rest) = line.strip_prefix("[exception]: ") {
+            r.aborted = Some(first_words(rest));
+        } else if line.starts_with("[TIMEOUT]") {
+            r.aborted = Some("the suite's own --timeout".to_string());
+        }
+    }
+    // The exception's reason is on the following lines; keep the first telling one.
+    if let Some(i) = lines.iter().position(|l| l.starts_with("[exception]")) {
+        if let Some(why) = lines[i + 1..].iter().find(|l| !l.trim().is_empty()) {
+            r.aborted = Some(first_words(why));
+        }
+    }
+}
+
+/// The first line of a failure's message (the lines after its `[err]` line), without the
+/// Tcl context; for a server that did not start, the configuration line it refused.
+fn failure_reason(after: &[String]) -> String {
+    let message: Vec<&String> = after.iter().take_while(|l| !l.starts_with('[')).collect();
+    if let Some(refused) = message.iter().find(|l| l.starts_with(">>> ")) {
+        return format!("the server refused {}", first_words(&refused[4..]));
+    }
+    let first = message.first().map_or("", |l| l.as_str());
+    let first = first.split(" (context:").next().unwrap_or("");
+    first_words(first)
+}
+
+fn first_words(s: &str) -> String {
+    s.chars().take(100).collect::<String>().trim().to_string()
+}
+
+/// The per-unit table and the closing `N passed, N failed` line (per server).
+fn render(all: &[(Server, Vec<UnitResult>)], units: &[String]) -> String {
+    let mut out = String::new();
+    let head: Vec<String> = all
+        .iter()
+        .map(|(s, _)| format!("{:>24}", s.name()))
+        .collect();
+    out.push_str(&format!("{:<40}{}\n", "unit", head.join("")));
+    let sub: Vec<&str> = all.iter().map(|_| "   passed failed aborted").collect();
+    out.push_str(&format!("{:<40}{}\n", "", sub.join("")));
+    for unit in units {
+        let found: Vec<Option<&UnitResult>> = all
+            .iter()
+            .map(|(_, rs)| rs.iter().find(|r| &r.unit == unit))
+            .collect();
+        if found.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = format!("{unit:<40}");
+        for r in &found {
+            let Some(r) = r else {
+                row.push_str(&format!("{:>24}", "(not run)"));
+                continue;
+            };
+            let ab = if r.aborted.is_some() { "yes" } else { "-" };
+            row.push_str(&format!(
+                "{:>9}{:>7}{:>8}",
+                r.passed.len(),
+                r.failed.len(),
+                ab
+            ));
+        }
+        let counts: Vec<Option<(usize, usize)>> = found
+            .iter()
+            .map(|r| r.map(|r| (r.passed.len(), r.failed.len())))
+            .collect();
+        if counts.windows(2).any(|w| w[0] != w[1]) {
+            row.push_str("   *");
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out.push('\n');
+    for (s, rs) in all {
+        for r in rs.iter().filter(|r| r.aborted.is_some()) {
+            out.push_str(&format!(
+                "{}: {} aborted: {}\n",
+                s.name(),
+                r.unit,
+                r.aborted.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    for (s, rs) in all {
+        let p: usize = rs.iter().map(|r| r.passed.len()).sum();
+        let f: usize = rs.iter().map(|r| r.failed.len()).sum();
+        let a = rs.iter().filter(|r| r.aborted.is_some()).count();
+        let secs: u64 = rs.iter().map(|r| r.secs).sum();
+        out.push_str(&format!(
+            "{}: {p} passed, {f} failed, {a} units aborted ({secs} unit-seconds)\n",
+            s.name()
+        ));
+    }
+    // The closing line: the (first) server's totals.
+    let p: usize = all[0].1.iter().map(|r| r.passed.len()).sum();
+    let f: usize = all[0].1.iter().map(|r| r.failed.len()).sum();
+    out.push_str(&format!("{p} passed, {f} failed\n"));
+    out
+}
+
+/// Writes the table to `bench/results/<date>-<commit>-redis-suite.txt`.
+fn save(table: &str) -> Result<(), String> {
+    let out = |cmd: &str, args: &[&str]| -> String {
+        Command::new(cmd)
+            .args(args)
+            .current_dir(super::root())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let date = out("date", &["-u", "+%Y-%m-%d"]);
+    let commit = out("git", &["rev-parse", "--short", "HEAD"]);
+    let dir = super::root().join("bench").join("results");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let path = dir.join(format!("{date}-{commit}-redis-suite.txt"));
+    let text = format!(
+        "# cargo xtask redis-suite: Redis {} test suite (Debian's source package), normal mode\n\
+         # commit {commit}, {date}; '*' marks units whose counts differ between the servers\n\n{table}",
+        fetch::REDIS_VERSION
+    );
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {}", path.display());
+    Ok(())
+}
+
+/// Fails on failures missing from the expected-failures file; reports entries that passed.
+fn gate(results: &[UnitResult]) -> Result<(), String> {
+    let path = super::root().join(EXPECTED_FAILURES);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let entries = expected::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v = expected::judge(&entries, results);
+    for s in &v.stale {
+        eprintln!("xtask: redis-suite gate: listed but did not fail (remove it from {EXPECTED_FAILURES}): {s}");
+    }
+    for u in &v.unexpected {
+        eprintln!("xtask: redis-suite gate: unexpected failure: {u}");
+    }
+    match (v.unexpected.is_empty(), v.stale.is_empty()) {
+        (true, true) => Ok(()),
+        (false, _) => Err(format!(
+            "redis-suite gate: {} unexpected failures",
+            v.unexpected.len()
+        )),
+        (true, false) => Err(format!(
+            "redis-suite gate: {} expected failures now pass: prune {EXPECTED_FAILURES}",
+            v.stale.len()
+        )),
+    }
+}

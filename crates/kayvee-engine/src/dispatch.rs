@@ -116,7 +116,7 @@ impl Dispatch<'_> {
             let mut held = ReplyTree::new(protocol);
             let outcome = self.dispatch(h, argv, now, &mut held);
             let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
-            if on {
+            if on || self.pushes_anyway(argv) {
                 held.take().iter().for_each(|r| r.write_to(out));
             }
             self.end_skip(h);
@@ -124,6 +124,19 @@ impl Dispatch<'_> {
         } else {
             self.dispatch(h, argv, now, out)
         }
+    }
+
+    /// Whether `argv`'s replies go out even under CLIENT REPLY OFF/SKIP: (un)subscribe
+    /// confirmations, which Redis 7.0 pushes past the reply mode as it does messages.
+    fn pushes_anyway(&self, argv: &Argv<'_>) -> bool {
+        let Some(id) = self.core.commands.lookup(argv.get(0)) else {
+            return false;
+        };
+        matches!(
+            self.core.commands.get(id).spec.name,
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe"
+                | "sunsubscribe"
+        )
     }
 
     /// The command, when the pause in force covers this command of `h` (see [`crate::pause`]):

@@ -134,7 +134,11 @@ impl Dispatch<'_> {
         };
         matches!(
             self.core.commands.get(id).spec.name,
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe"
+            "subscribe"
+                | "unsubscribe"
+                | "psubscribe"
+                | "punsubscribe"
+                | "ssubscribe"
                 | "sunsubscribe"
         )
     }

@@ -122,6 +122,9 @@ pub enum Notice {
 /// reply buffer (`PROTO_REPLY_CHUNK_BYTES`), which its limits never see.
 const REPLY_BUFFER_STATIC: usize = 16 * 1024;
 
+/// Most counted output bytes a client that has not authenticated may have pending.
+const UNAUTHENTICATED_OUTPUT_MAX: u64 = 1024;
+
 /// Notices kept for a shell that does not drain them.
 const NOTICES_MAX: usize = 256;
 
@@ -680,7 +683,16 @@ impl Driver {
         let limit = self.engine.core.config.client_output_buffer_limit[class];
         // Redis counts only what overflows a client's static reply buffer.
         let counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
-        if !breaks(limit, counted, &mut s.soft_since_ms, now.ms()) {
+        // A client that has not authenticated may not hold more than a little: it could make
+        // the server buffer replies it never reads (Redis's limit).
+        let unauthenticated = counted > UNAUTHENTICATED_OUTPUT_MAX
+            && self.engine.core.acl.auth_required()
+            && !self
+                .engine
+                .clients
+                .get(s.handle)
+                .is_some_and(|c| c.authenticated);
+        if !unauthenticated && !breaks(limit, counted, &mut s.soft_since_ms, now.ms()) {
             return false;
         }
         s.closing = Closing::Now;

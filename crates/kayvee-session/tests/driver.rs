@@ -372,3 +372,32 @@ fn the_query_buffer_limit_closes_without_a_reply() {
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].1.len(), out[0].2), (0, Flushed::Close));
 }
+
+#[test]
+fn an_unauthenticated_client_that_does_not_read_is_closed() {
+    let mut rig = Rig::new();
+    let admin = rig.connect();
+    rig.send(admin, &cmd(&["CONFIG", "SET", "requirepass", "pw"]));
+    rig.write_all();
+    let stranger = rig.connect();
+    let mut many = Vec::new();
+    for _ in 0..1000 {
+        many.extend(cmd(&["SET", "x", "5"]));
+    }
+    rig.send(stranger, &many);
+    let mut dirty = Vec::new();
+    rig.driver.take_dirty(&mut dirty);
+    let f = rig
+        .driver
+        .flush(stranger, &rig.clock, |_: &[u8]| Ok::<usize, ()>(0))
+        .unwrap();
+    assert_eq!(f, Flushed::Close, "1000 NOAUTH errors it never read");
+    // An authenticated client may keep as much as the normal class allows.
+    rig.send(admin, &cmd(&["AUTH", "pw"]));
+    rig.send(admin, &many);
+    let f = rig
+        .driver
+        .flush(admin, &rig.clock, |_: &[u8]| Ok::<usize, ()>(0))
+        .unwrap();
+    assert_eq!(f, Flushed::Open);
+}

@@ -1,13 +1,13 @@
 //! Hash counters and walks: HINCRBY, HINCRBYFLOAT, HRANDFIELD, HSCAN.
 //!
 //! HINCRBYFLOAT computes in x87 extended precision and prints like Redis 7.0's `long double`
-//! path, through the same software arithmetic as INCRBYFLOAT (`string_ld`), so replies are
+//! path, through the same software arithmetic as INCRBYFLOAT (`cmd::long_double`), so replies are
 //! byte-identical. HRANDFIELD draws from the engine's seeded random source.
 
 use super::coll::{self, parse_rand_count};
 use super::hash::{hash_put, read_hash, write_hash, HashLimits};
-use super::string_ld::{self, Ld};
-use super::string_num::format_i64;
+use super::long_double::{self, Ld};
+use super::string::format_i64;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
@@ -37,13 +37,13 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
 
 /// HINCRBYFLOAT key field increment: adds in extended precision; the new value as text.
 pub(crate) fn hincrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let incr = string_ld::parse(args.get(3)).ok_or(Error::NotFloat)?;
+    let incr = long_double::parse(args.get(3)).ok_or(Error::NotFloat)?;
     if incr.is_inf() {
         return Err(Error::msg("ERR value is NaN or Infinity"));
     }
     let ((), text) = update_field(cx, args, "hincrbyfloat", |old| {
         let old = match old {
-            Some(v) => string_ld::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
+            Some(v) => long_double::parse(v).ok_or(Error::msg("ERR hash value is not a float"))?,
             None => Ld::zero(false),
         };
         match old.add(incr) {

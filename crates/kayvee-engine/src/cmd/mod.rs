@@ -12,7 +12,6 @@ pub mod config_cmd;
 pub mod connection;
 pub mod expire;
 pub mod hash;
-pub(crate) mod hash_more;
 pub mod info;
 pub mod introspect;
 pub mod keys;

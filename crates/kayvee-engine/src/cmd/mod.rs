@@ -27,8 +27,6 @@ pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod set;
-pub(crate) mod set_ops;
-pub(crate) mod set_rand;
 pub mod slowlog;
 pub mod sort;
 pub mod string;

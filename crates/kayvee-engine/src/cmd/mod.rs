@@ -10,6 +10,7 @@ pub mod client;
 pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
+pub mod double;
 pub mod expire;
 pub mod hash;
 pub mod info;
@@ -32,11 +33,6 @@ pub mod sort;
 pub mod string;
 pub mod txn;
 pub mod zset;
-pub(crate) mod zset_block;
-pub mod zset_num;
-pub(crate) mod zset_pop;
-pub(crate) mod zset_range;
-pub(crate) mod zset_setops;
 
 /// Every group's table, joined by [`crate::CommandTable::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
@@ -56,7 +52,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     expire::COMMANDS,
     list_spec::COMMANDS,
     zset::COMMANDS,
-    zset_block::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,

@@ -16,9 +16,6 @@ pub mod hash;
 pub mod info;
 pub mod introspect;
 pub mod keys;
-pub mod keys_db;
-pub mod keys_object;
-pub mod keys_scan;
 pub mod list;
 pub(crate) mod list_block;
 pub mod list_spec;
@@ -46,9 +43,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     string::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,
-    keys_scan::COMMANDS,
-    keys_db::COMMANDS,
-    keys_object::COMMANDS,
     expire::COMMANDS,
     list_spec::COMMANDS,
     zset::COMMANDS,

@@ -17,8 +17,6 @@ pub mod info;
 pub mod introspect;
 pub mod keys;
 pub mod list;
-pub(crate) mod list_block;
-pub mod list_spec;
 pub(crate) mod long_double;
 pub mod memory;
 pub mod persist;
@@ -44,7 +42,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     bits::COMMANDS,
     keys::COMMANDS,
     expire::COMMANDS,
-    list_spec::COMMANDS,
+    list::COMMANDS,
     zset::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,

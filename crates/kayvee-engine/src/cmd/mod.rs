@@ -1,5 +1,12 @@
 //! Command implementations, one module per group. Each module exports `COMMANDS`, its slice of
 //! the command table; [`GROUPS`] lists them all.
+//!
+//! A big group is a directory split by concept (`string/`, `list/`, `hash/`, `set/`, `zset/`,
+//! `keys/`): its `mod.rs` holds the group's table and the helpers its files share, and the
+//! sibling files never import each other (`cargo xtask circles` checks it). Helpers several
+//! groups share live in modules that import no command module: `coll` (SCAN-family and
+//! random-count arguments, sampling), `double` (C `strtod` and `%.17g`, for scores and SORT),
+//! `long_double` (x87 extended precision, for INCRBYFLOAT and HINCRBYFLOAT).
 
 use crate::command::CommandSpec;
 

@@ -10,7 +10,7 @@ use crate::Cx;
 
 /// Sets the field/value pairs from argument 2 on; returns how many fields are new. An odd
 /// number of them is the arity error of `name`.
-pub(super) fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error> {
+fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error> {
     if !args.len().is_multiple_of(2) {
         return Err(Error::WrongArity(name.into()));
     }

@@ -2,7 +2,7 @@
 //! files share (reading, writing and growing a hash); the commands on fields are in `fields`,
 //! the counters (HINCRBY, HINCRBYFLOAT) in `numbers`, HRANDFIELD and HSCAN in `scan`.
 //!
-//! A hash is a [`Hash`] (persistent map) whatever its size; `OBJECT ENCODING` reports
+//! A hash is a [`struct@Hash`] (persistent map) whatever its size; `OBJECT ENCODING` reports
 //! `listpack` until Redis 7.0 would convert it (more than `hash-max-listpack-entries` fields, or
 //! a field or value longer than `hash-max-listpack-value` bytes stored), then `hashtable` for
 //! good ([`Meta::BIG`]). Field order in replies is the map's hash order (Redis: insertion order

@@ -36,13 +36,13 @@ const HELP: &[&str] = &[
 
 /// The encoding Redis would report: `int` for strings that parse as a 64-bit integer, `embstr`
 /// up to 44 bytes, `raw` beyond or once modified in place ([`Meta::RAW`]).
-pub(super) fn encoding(value: &Value, meta: &Meta) -> &'static str {
+pub fn encoding(value: &Value, meta: &Meta) -> &'static str {
     value.encoding(meta)
 }
 
 /// The refcount Redis would report: shared integers (int-encoded `0..10000`, unless an LRU or
 /// LFU maxmemory policy disables sharing) answer `2147483647`, everything else 1.
-pub(super) fn refcount(entry: &Entry, config: &Config) -> i64 {
+pub fn refcount(entry: &Entry, config: &Config) -> i64 {
     let policy = config.maxmemory_policy.as_str();
     let sharing = config.maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
     let shared = sharing

@@ -25,7 +25,7 @@ use kayvee_pds::SmallBytes;
 
 /// Pops up to `count` members from the low (or high) end of the set at `key`; `None` when
 /// the key is missing, WRONGTYPE for another type. Deletes the key when emptied.
-pub(super) fn pop(
+fn pop(
     cx: &mut Cx<'_>,
     key: &[u8],
     count: usize,
@@ -56,7 +56,7 @@ pub(super) fn pop(
 }
 
 /// `ZPOPMAX` or `ZPOPMIN`: the plain form of a pop from the high (`max`) or low end.
-pub(super) fn end_pop(max: bool) -> &'static [u8] {
+fn end_pop(max: bool) -> &'static [u8] {
     if max {
         b"ZPOPMAX"
     } else {
@@ -103,7 +103,7 @@ pub(super) fn zpopmax(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
 }
 
 /// ZMPOP's parsed arguments: keys, which end, how many.
-pub(super) struct Mpop<'a> {
+struct Mpop<'a> {
     pub keys: Vec<&'a [u8]>,
     pub max: bool,
     pub count: usize,
@@ -111,7 +111,7 @@ pub(super) struct Mpop<'a> {
 
 /// Parses `numkeys key [key ...] MIN|MAX [COUNT count]` starting at `at` (shared with the
 /// blocking form, which has a timeout before it).
-pub(super) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
+fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
     let m = coll::parse_mpop(args, at, ["MIN", "MAX"])?;
     Ok(Mpop {
         keys: (m.first..m.first + m.numkeys)
@@ -124,11 +124,7 @@ pub(super) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Err
 
 /// Pops from the first non-empty sorted set among `m.keys` and writes ZMPOP's reply (`[key,
 /// [[member, score], ...]]`); returns false (nothing written) when all are empty.
-pub(super) fn mpop_first(
-    cx: &mut Cx<'_>,
-    m: &Mpop<'_>,
-    out: &mut dyn ReplySink,
-) -> Result<bool, Error> {
+fn mpop_first(cx: &mut Cx<'_>, m: &Mpop<'_>, out: &mut dyn ReplySink) -> Result<bool, Error> {
     for key in &m.keys {
         if let Some(items) = pop(cx, key, m.count, m.max)? {
             propagate_pop(cx, end_pop(m.max), key, Some(items.len()));
@@ -185,12 +181,7 @@ fn bpop_first(
 }
 
 /// BZPOPMIN/BZPOPMAX key [key ...] timeout.
-pub(super) fn bzpop(
-    cx: &mut Cx<'_>,
-    args: &Argv<'_>,
-    out: &mut dyn ReplySink,
-    max: bool,
-) -> CmdResult {
+fn bzpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -> CmdResult {
     let last = args.len() - 1;
     let deadline = parse_timeout(args.get(last), cx.now_ms())?;
     let keys: Vec<&[u8]> = (1..last).map(|i| args.get(i)).collect();

@@ -1,6 +1,7 @@
 //! Helpers the collection commands share: SCAN-family argument parsing (HSCAN, SSCAN, ZSCAN
-//! and the keyspace's SCAN) and cursor walks, LMPOP/ZMPOP's arguments, the random-count
-//! argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
+//! and the keyspace's SCAN, the cursor included) and cursor walks, LMPOP/ZMPOP's arguments, the
+//! random-count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
+//! The command groups use it; it imports none of them.
 //!
 //! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
 //! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order

@@ -256,7 +256,7 @@ pub fn wait_on_keys<'k>(
 /// beyond i64, which the C cast turns into `LLONG_MIN`) is `ERR timeout is negative`. Returns
 /// the absolute deadline in unix ms, `None` for 0 (wait forever).
 pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Error> {
-    let v = crate::cmd::string_ld::parse(arg)
+    let v = crate::cmd::long_double::parse(arg)
         .ok_or(Error::msg("ERR timeout is not a float or out of range"))?;
     let ms = ld_times_1000_ceil(v).ok_or(Error::msg("ERR timeout is negative"))?;
     if ms < 0 {
@@ -267,8 +267,8 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Error> {
 
 /// `ceill(v * 1000.0L)` converted to i64, `None` where x86's conversion gives `LLONG_MIN`
 /// (infinities, magnitudes of 2^63 and more).
-fn ld_times_1000_ceil(v: crate::cmd::string_ld::Ld) -> Option<i64> {
-    use crate::cmd::string_ld::Ld;
+fn ld_times_1000_ceil(v: crate::cmd::long_double::Ld) -> Option<i64> {
+    use crate::cmd::long_double::Ld;
     let Ld::Finite { neg, mant, exp } = v else {
         return None;
     };

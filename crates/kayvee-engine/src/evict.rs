@@ -503,7 +503,7 @@ mod tests {
     /// still holds the evicted values takes).
     #[test]
     fn admission_follows_the_policy() {
-        use crate::cmd::string::tests::Bench;
+        use crate::cmd::string::get_set::tests::Bench;
         use crate::value::{Entry, Value};
         use crate::Reply;
         use core::sync::atomic::{AtomicU64, Ordering};

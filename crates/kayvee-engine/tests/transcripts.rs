@@ -212,7 +212,7 @@ fn escape(b: &[u8]) -> String {
 /// A double as the codec sends it (`%.17g`, as Redis 7.0).
 fn g17(d: f64) -> String {
     let mut b = Vec::new();
-    kayvee_engine::cmd::zset_num::format_g17(d, &mut b);
+    kayvee_engine::cmd::double::format_g17(d, &mut b);
     String::from_utf8(b).expect("ascii")
 }
 

@@ -674,7 +674,7 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
                 .iter()
                 .flat_map(|e| {
                     let mut score = Vec::new();
-                    kayvee_engine::cmd::zset_num::format_g17(e.0, &mut score);
+                    kayvee_engine::cmd::double::format_g17(e.0, &mut score);
                     [score, e.1.to_vec()]
                 })
                 .collect();

@@ -1,6 +1,6 @@
 //! The circle check's graph: a crate's module tree (from its file names), the resolution of
-//! the paths each file names to the module that defines them, the import edges at the two
-//! levels the check looks at, and their strongly connected components (Tarjan).
+//! the paths each file names to the module that defines them, the import edges between
+//! siblings at every level of the tree, and their strongly connected components (Tarjan).
 
 use super::refs::{PathRef, Scan};
 use std::collections::{BTreeMap, BTreeSet};
@@ -115,15 +115,11 @@ impl<'a> Tree<'a> {
     }
 }
 
-/// The node a module counts as at the top level: its first segment.
-fn top(m: &[String]) -> String {
-    m[0].clone()
-}
-
-/// The import edges of a crate at both levels: top-level module to top-level module, and
-/// inside a directory module, child to sibling child (`cmd::string -> cmd::list`). The crate
-/// root is no node (a path through its re-exports counts as naming the module that defines
-/// the name), and a directory module's use of its own children is no edge.
+/// The import edges of a crate at every level: top-level module to top-level module, and
+/// inside each directory module, at any depth, child to sibling child (`cmd::string ->
+/// cmd::list`, `cmd::zset::pop -> cmd::zset::range`). The crate root is no node (a path
+/// through its re-exports counts as naming the module that defines the name), and a module's
+/// use of its ancestors or of its own descendants is no edge.
 pub fn edges(files: &[File]) -> Edges {
     let tree = Tree::new(files);
     let mut out = Edges::new();
@@ -140,19 +136,16 @@ pub fn edges(files: &[File]) -> Edges {
     out
 }
 
-/// The edge (if any) that a use of module `to` from module `from` makes.
+/// The edge (if any) that a use of module `to` from module `from` makes: between the two
+/// children of their deepest common ancestor that hold them (siblings), none when one module
+/// holds the other (a child uses its parent, a parent declares and joins its children).
 fn edge(from: &[String], to: &[String]) -> Option<(String, String)> {
-    if to.is_empty() {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
         return None;
     }
-    let (a, b) = (top(from), top(to));
-    if a != b {
-        return Some((a, b));
-    }
-    if from.len() < 2 || to.len() < 2 || from[1] == to[1] {
-        return None;
-    }
-    Some((from[..2].join("::"), to[..2].join("::")))
+    let node = |m: &[String]| m[..=common].join("::");
+    Some((node(from), node(to)))
 }
 
 /// The strongly connected components with more than one node, each sorted, in order.
@@ -294,6 +287,44 @@ mod tests {
             ]
         );
         assert_eq!(cycles(&edges(&files)), [["cmd::list", "cmd::string"]]);
+    }
+
+    #[test]
+    fn siblings_are_checked_at_every_depth() {
+        let files = [
+            file("lib.rs", "mod cmd; mod db;"),
+            file(
+                "cmd/mod.rs",
+                "mod zset; mod coll; pub const G: u8 = zset::T;",
+            ),
+            file("cmd/coll.rs", "use crate::db::Db;"),
+            file(
+                "cmd/zset/mod.rs",
+                "mod pop; mod range; pub const T: u8 = pop::A; pub fn shared() {}",
+            ),
+            file(
+                "cmd/zset/pop.rs",
+                "use super::shared; use super::super::coll::x; use super::range::R;",
+            ),
+            file(
+                "cmd/zset/range.rs",
+                "use crate::cmd::zset::pop::A; use crate::cmd::G;",
+            ),
+            file("db.rs", "pub struct Db;"),
+        ];
+        assert_eq!(
+            edge_list(&files),
+            [
+                "cmd->db",
+                "cmd::zset->cmd::coll",
+                "cmd::zset::pop->cmd::zset::range",
+                "cmd::zset::range->cmd::zset::pop",
+            ]
+        );
+        assert_eq!(
+            cycles(&edges(&files)),
+            [["cmd::zset::pop", "cmd::zset::range"]]
+        );
     }
 
     #[test]

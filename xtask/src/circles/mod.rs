@@ -1,8 +1,9 @@
 //! `cargo xtask circles`: fails when modules of a crate import each other in a circle.
 //!
 //! The rule, for every crate in the repository (the workspace's and the unikernel's):
-//! - **Nodes** are top-level modules (`src/db.rs`, or `src/cmd/` as a whole), and one level
-//!   inside a directory module its children (`cmd::string`, `cmd::list`).
+//! - **Nodes** are top-level modules (`src/db.rs`, or `src/cmd/` as a whole), and, inside
+//!   every directory module at any depth, its children (`cmd::string`, `cmd::list`; inside
+//!   `src/cmd/zset/`, `cmd::zset::pop`, `cmd::zset::range`).
 //! - **Edges** are the paths a file names, in `use` declarations and in code: `crate::a::b`,
 //!   `super::b`, `self::b`, and, in a module's own file, `child::x`. A path counts as naming
 //!   the module that *defines* its target: a re-export (`pub use`) is followed to its source,
@@ -12,10 +13,11 @@
 //!   That is sound only while a library root holds nothing but `mod` lines and re-exports
 //!   (the engine's does); macro paths (`crate::log!`) are skipped, `#[macro_export]` puts
 //!   every macro at the root.
-//! - Top level: a file in module `a` naming module `b` is `a -> b`. Inside a directory `d`:
-//!   `d::x -> d::y` for siblings; a child may use its parent (`d/mod.rs`) and the parent its
-//!   children freely (it declares and joins them), but siblings must not import each other
-//!   in a circle.
+//! - Top level: a file in module `a` naming module `b` is `a -> b`. Inside a directory `d`, at
+//!   any depth: `d::x -> d::y` for siblings (a use from anywhere inside `d::x` of anything
+//!   inside `d::y`); a child may use its parent (`d/mod.rs`) and every ancestor, and a parent
+//!   its descendants, freely (it declares and joins them), but siblings must not import each
+//!   other in a circle. A use in `d::x::p` of top-level `e` is `d -> e`.
 //! - Ignored: comments (doc links are prose), strings, and items under `#[cfg(test)]` (a test
 //!   may drive the whole crate; it is a user of the module, not a dependency). `src/bin/`
 //!   files are other crate roots and are skipped.

@@ -1,6 +1,7 @@
 //! Helpers the collection commands share: SCAN-family argument parsing (HSCAN, SSCAN, ZSCAN
-//! and the keyspace's SCAN) and cursor walks, LMPOP/ZMPOP's arguments, the random-count
-//! argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
+//! and the keyspace's SCAN, the cursor included) and cursor walks, LMPOP/ZMPOP's arguments, the
+//! random-count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
+//! The command groups use it; it imports none of them.
 //!
 //! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
 //! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order
@@ -41,7 +42,7 @@ pub(crate) fn parse_scan_cursor(args: &crate::Argv<'_>) -> Result<u64, Error> {
 
 /// The cursor at argument `at`, or `ERR invalid cursor`.
 fn parse_cursor_at(args: &crate::Argv<'_>, at: usize) -> Result<u64, Error> {
-    super::keys_scan::parse_cursor(args.get(at)).ok_or(Error::msg("ERR invalid cursor"))
+    parse_cursor(args.get(at)).ok_or(Error::msg("ERR invalid cursor"))
 }
 
 /// Parses HSCAN/SSCAN/ZSCAN's cursor and the options after it. Redis checks the options only
@@ -230,6 +231,29 @@ pub(crate) fn parse_mpop(
     })
 }
 
+/// Parses a SCAN cursor as Redis does (C `strtoul`, base 10): optional sign (a minus negates
+/// modulo 2^64), digits, nothing else; no leading space; overflow is an error; the empty
+/// string is cursor 0.
+pub(crate) fn parse_cursor(s: &[u8]) -> Option<u64> {
+    let (neg, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ if s.is_empty() => return Some(0),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +318,30 @@ mod tests {
             parse_rand_count(b"4611686018427387904", false),
             Ok(4611686018427387904)
         );
+    }
+
+    #[test]
+    fn cursor_parses_like_strtoul() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"007"), Some(7));
+        assert_eq!(parse_cursor(b"+1"), Some(1));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"-18446744073709551615"), Some(1));
+        for bad in [
+            &b"18446744073709551616"[..],
+            b"-18446744073709551616",
+            b" 1",
+            b"1 ",
+            b"\t1",
+            b"0x10",
+            b"1e3",
+            b"-",
+            b"+",
+            b"abc",
+        ] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
     }
 }

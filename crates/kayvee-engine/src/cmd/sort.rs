@@ -9,7 +9,7 @@
 //! order (reversed by DESC), sets their iteration order; a set sorted into STORE is sorted
 //! ALPHA instead, as Redis does to keep replication deterministic.
 
-use super::zset_num::parse_sort_weight;
+use super::double::parse_sort_weight;
 use crate::argv::Argv;
 use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};

@@ -1,6 +1,7 @@
-//! Software x87 extended precision ("80-bit long double") for INCRBYFLOAT, so its replies are
-//! byte-identical to Redis 7.0 on x86-64, which parses with `strtold`, adds in `long double`
-//! and prints with `%.17Lf` (then strips trailing zeros). f64 cannot reproduce those digits:
+//! Software x87 extended precision ("80-bit long double") for INCRBYFLOAT, HINCRBYFLOAT and the
+//! blocking commands' timeouts, so replies are byte-identical to Redis 7.0 on x86-64, which
+//! parses with `strtold`, adds in `long double` and prints with `%.17Lf` (then strips trailing
+//! zeros). f64 cannot reproduce those digits:
 //! `INCRBYFLOAT k 123456.789` answers `123456.78900000000000148` there.
 //!
 //! The format: a 64-bit significand with an explicit leading bit, exponents down to 2^-16445

@@ -5,7 +5,7 @@
 //! so a destination that is also a source is safe. A result that is all integers and small
 //! enough is an intset in Redis, answered (and stored) in ascending numeric order.
 
-use super::set::{redis_order, set_add, set_entry, write_members};
+use super::{redis_order, set_add, set_entry, write_members};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
@@ -146,32 +146,32 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
 }
 
 /// SINTER key [key ...]
-pub(crate) fn sinter(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sinter(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     reply_op(cx, args, Op::Inter, out)
 }
 
 /// SUNION key [key ...]
-pub(crate) fn sunion(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sunion(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     reply_op(cx, args, Op::Union, out)
 }
 
 /// SDIFF key [key ...]
-pub(crate) fn sdiff(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sdiff(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     reply_op(cx, args, Op::Diff, out)
 }
 
 /// SINTERSTORE destination key [key ...]
-pub(crate) fn sinterstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sinterstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     store_op(cx, args, Op::Inter, out)
 }
 
 /// SUNIONSTORE destination key [key ...]
-pub(crate) fn sunionstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sunionstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     store_op(cx, args, Op::Union, out)
 }
 
 /// SDIFFSTORE destination key [key ...]
-pub(crate) fn sdiffstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sdiffstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     store_op(cx, args, Op::Diff, out)
 }
 
@@ -204,7 +204,7 @@ fn parse_sintercard(args: &Argv<'_>) -> Result<(usize, Option<usize>), Error> {
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit]: the intersection's size, stopping at
 /// `limit` when nonzero.
-pub(crate) fn sintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (numkeys, limit) = parse_sintercard(args)?;
     let sets = sources(cx, args.iter().skip(2).take(numkeys), false)?;
     out.int(intersect(&sets, limit).len() as i64);

@@ -4,9 +4,9 @@
 //! `inf + -inf` becomes 0, and union and intersection visit the inputs from the smallest to
 //! the largest (which fixes the order of the floating-point sums).
 
-use super::zset::{reply_scored, store_zset};
-use super::zset_num::parse_score;
+use super::{reply_scored, store_zset};
 use crate::argv::Argv;
+use crate::cmd::double::parse_score;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
@@ -260,38 +260,38 @@ fn setop(
 }
 
 /// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES].
-pub(crate) fn zunion(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zunion(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Union, "zunion", false)
 }
 
 /// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES].
-pub(crate) fn zinter(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zinter(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Inter, "zinter", false)
 }
 
 /// ZDIFF numkeys key [key ...] [WITHSCORES].
-pub(crate) fn zdiff(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zdiff(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Diff, "zdiff", false)
 }
 
 /// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX].
-pub(crate) fn zunionstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zunionstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Union, "zunionstore", true)
 }
 
 /// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX].
-pub(crate) fn zinterstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zinterstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Inter, "zinterstore", true)
 }
 
 /// ZDIFFSTORE dst numkeys key [key ...].
-pub(crate) fn zdiffstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zdiffstore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     setop(cx, args, out, Op::Diff, "zdiffstore", true)
 }
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]: the intersection's size, counting stops
 /// at `limit` (0 = no limit).
-pub(crate) fn zintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let n = parse_numkeys(args, 1, "zintercard")?;
     let keys = (0..n).map(|i| SmallBytes::from_slice(args.get(2 + i)));
     let mut srcs = load_sources(cx, keys, false)?;

@@ -4,9 +4,9 @@
 //! Argument checks come in Redis's order: the count before the key, the key's type before a
 //! zero count is served.
 
-use super::coll::{self, parse_rand_count};
-use super::set::{read_set, redis_order, write_members};
+use super::{read_set, redis_order, write_members};
 use crate::argv::Argv;
+use crate::cmd::coll::{self, parse_rand_count};
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
@@ -62,7 +62,7 @@ fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
 
 /// SPOP key [count]: removes and returns one random member (null when missing), or up to
 /// `count` distinct ones as a set reply.
-pub(crate) fn spop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn spop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let key = args.get(1);
     match args.len() {
         2 => spop_one(cx, key, out),
@@ -142,7 +142,7 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
 
 /// SRANDMEMBER key [count]: one random member (null when missing), or `count` members:
 /// distinct when positive (at most all), with repeats when negative.
-pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let key = args.get(1);
     if args.len() > 3 {
         return Err(Error::Syntax);
@@ -188,7 +188,7 @@ pub(crate) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]: the next cursor and a batch of members (an
 /// intset answers everything at once, in numeric order, with cursor 0).
-pub(crate) fn sscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn sscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     coll::parse_scan_cursor(args)?;
     let Some((s, meta)) = read_set(cx, args.get(1))? else {
         coll::write_scan_head(out, 0, 0);

@@ -1,11 +1,11 @@
-//! Counters on strings: INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
+//! Counters on strings (the string group's numbers): INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
 //!
 //! Redis 7.0 computes INCRBYFLOAT in C `long double` (80-bit x87) and prints the result with
-//! `%.17Lf` before stripping trailing zeros; `string_ld` reproduces that arithmetic exactly.
+//! `%.17Lf` before stripping trailing zeros; `cmd::long_double` reproduces that arithmetic exactly.
 
-use super::string::as_str;
-use super::string_ld::{self, Ld};
+use super::{as_str, format_i64};
 use crate::argv::Argv;
+use crate::cmd::long_double::{self, Ld};
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
@@ -65,35 +65,6 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
     Ok(())
 }
 
-/// "00" to "99", for [`format_i64`].
-const DIGIT_PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
-/// Writes `v` in decimal into `buf` (20 bytes hold any i64) without allocating.
-pub(crate) fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    // Two digits per division.
-    while n >= 100 {
-        let pair = (n % 100) as usize * 2;
-        n /= 100;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if n >= 10 {
-        let pair = n as usize * 2;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
-    }
-    if v < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
-}
-
 /// INCRBYFLOAT key increment: replies and stores the sum as text (an `embstr`, never `int`),
 /// keeping the TTL. The stored value is parsed before the increment, as Redis does.
 pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
@@ -101,10 +72,10 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let db = cx.db();
     let entry = db.lookup_write(key, now);
     let old = match &entry {
-        Some(e) => string_ld::parse(as_str(e)?).ok_or(Error::NotFloat)?,
+        Some(e) => long_double::parse(as_str(e)?).ok_or(Error::NotFloat)?,
         None => Ld::zero(false),
     };
-    let incr = string_ld::parse(args.get(2)).ok_or(Error::NotFloat)?;
+    let incr = long_double::parse(args.get(2)).ok_or(Error::NotFloat)?;
     let sum = match old.add(incr) {
         Some(sum) if !sum.is_inf() => sum,
         _ => return Err(Error::msg("ERR increment would produce NaN or Infinity")),

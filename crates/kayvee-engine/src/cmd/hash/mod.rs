@@ -1,22 +1,27 @@
-//! Hash commands (Redis "hash" group): HSET, HSETNX, HMSET, HGET, HMGET, HDEL, HLEN, HEXISTS,
-//! HGETALL, HKEYS, HVALS, HSTRLEN. The counters (HINCRBY, HINCRBYFLOAT), HRANDFIELD and HSCAN
-//! live in `hash_more`.
+//! Hash commands (Redis "hash" group). The group's command table and the helpers its
+//! files share (reading, writing and growing a hash); the commands on fields are in `fields`,
+//! the counters (HINCRBY, HINCRBYFLOAT) in `numbers`, HRANDFIELD and HSCAN in `scan`.
 //!
-//! A hash is a [`Hash`] (persistent map) whatever its size; `OBJECT ENCODING` reports
+//! A hash is a [`struct@Hash`] (persistent map) whatever its size; `OBJECT ENCODING` reports
 //! `listpack` until Redis 7.0 would convert it (more than `hash-max-listpack-entries` fields, or
 //! a field or value longer than `hash-max-listpack-value` bytes stored), then `hashtable` for
 //! good ([`Meta::BIG`]). Field order in replies is the map's hash order (Redis: insertion order
 //! while small); Redis leaves it unspecified. Replies follow Redis 7.0.15 (transcripts in
 //! `tests/transcripts/hash*.txt` were recorded from it).
 
-use super::hash_more::{hincrby, hincrbyfloat, hrandfield, hscan};
-use crate::argv::Argv;
+mod fields;
+mod numbers;
+mod scan;
+
 use crate::command::{acl, flags, CommandSpec};
-use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
-use crate::reply::ReplySink;
+use crate::error::Error;
 use crate::value::{Entry, Hash, Meta, Value};
 use crate::Cx;
+use fields::{
+    hdel, hexists, hget, hgetall, hkeys, hlen, hmget, hmset, hset, hsetnx, hstrlen, hvals,
+};
+use numbers::{hincrby, hincrbyfloat};
+use scan::{hrandfield, hscan};
 
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -387,156 +392,6 @@ pub(crate) fn write_hash<R>(
         db.insert_entry(key, e, None);
     }
     Ok(Some(r))
-}
-
-/// Sets the field/value pairs from argument 2 on; returns how many fields are new. An odd
-/// number of them is the arity error of `name`.
-fn set_pairs(cx: &mut Cx<'_>, args: &Argv<'_>, name: &str) -> Result<i64, Error> {
-    if !args.len().is_multiple_of(2) {
-        return Err(Error::WrongArity(name.into()));
-    }
-    let lim = HashLimits::of(cx);
-    let added = write_hash(cx, args.get(1), true, |h, meta| {
-        let mut added = 0;
-        for i in (2..args.len()).step_by(2) {
-            added += i64::from(hash_put(h, meta, lim, args.get(i), args.get(i + 1)));
-        }
-        Ok(added)
-    })?;
-    // A modification for WATCH even when every value was already there, as in Redis.
-    let db = cx.db();
-    db.modified(args.get(1));
-    cx.propagate_verbatim();
-    emit(cx, nc::HASH, "hset", args.get(1));
-    Ok(added.unwrap_or(0))
-}
-
-/// HSET key field value [field value ...]: the number of new fields.
-fn hset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let added = set_pairs(cx, args, "hset")?;
-    out.int(added);
-    Ok(())
-}
-
-/// HMSET key field value [field value ...]: HSET answering `+OK`.
-fn hmset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    set_pairs(cx, args, "hmset")?;
-    out.ok();
-    Ok(())
-}
-
-/// HSETNX key field value: sets the field only when absent; 1 if set, 0 if not.
-fn hsetnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let (field, value) = (args.get(2), args.get(3));
-    let lim = HashLimits::of(cx);
-    let set = write_hash(cx, args.get(1), true, |h, meta| {
-        Ok(!h.contains_key(field) && hash_put(h, meta, lim, field, value))
-    })?;
-    if set == Some(true) {
-        cx.propagate_verbatim();
-        emit(cx, nc::HASH, "hset", args.get(1));
-    }
-    out.int(i64::from(set == Some(true)));
-    Ok(())
-}
-
-/// HGET key field: the value, or null.
-fn hget(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    match read_hash(cx, args.get(1))?.and_then(|(h, _)| h.get(args.get(2))) {
-        Some(v) => out.bulk(v),
-        None => out.null(),
-    }
-    Ok(())
-}
-
-/// HMGET key field [field ...]: the values, null for missing fields (all null for a missing key).
-fn hmget(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
-    out.array(args.len() - 2);
-    for field in args.iter().skip(2) {
-        match h.and_then(|h| h.get(field)) {
-            Some(v) => out.bulk(v),
-            None => out.null(),
-        }
-    }
-    Ok(())
-}
-
-/// HDEL key field [field ...]: the number of fields removed; an emptied hash is deleted.
-fn hdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let removed = write_hash(cx, args.get(1), false, |h, _| {
-        Ok(args.iter().skip(2).filter(|f| h.remove(f)).count())
-    })?;
-    if removed.unwrap_or(0) > 0 {
-        cx.propagate_verbatim();
-        emit(cx, nc::HASH, "hdel", args.get(1));
-        crate::notify::emptied_if_gone(cx, args.get(1));
-    }
-    out.int(removed.unwrap_or(0) as i64);
-    Ok(())
-}
-
-/// HLEN key: the number of fields (0 for a missing key).
-fn hlen(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let n = read_hash(cx, args.get(1))?.map_or(0, |(h, _)| h.len());
-    out.int(n as i64);
-    Ok(())
-}
-
-/// HEXISTS key field: 1 or 0.
-fn hexists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let found = read_hash(cx, args.get(1))?.is_some_and(|(h, _)| h.contains_key(args.get(2)));
-    out.int(i64::from(found));
-    Ok(())
-}
-
-/// HSTRLEN key field: the value's length (0 when missing).
-fn hstrlen(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let len = read_hash(cx, args.get(1))?
-        .and_then(|(h, _)| h.get(args.get(2)))
-        .map_or(0, |v| v.len());
-    out.int(len as i64);
-    Ok(())
-}
-
-/// HGETALL key: a map of fields to values (a flat array in RESP2).
-fn hgetall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let Some((h, _)) = read_hash(cx, args.get(1))? else {
-        out.map(0);
-        return Ok(());
-    };
-    out.map(h.len());
-    for (k, v) in h.iter() {
-        out.bulk(k);
-        out.bulk(v);
-    }
-    Ok(())
-}
-
-/// HKEYS key: the fields.
-fn hkeys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    write_one_side(cx, args, true, out)
-}
-
-/// HVALS key: the values, in the same order as HKEYS's fields.
-fn hvals(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    write_one_side(cx, args, false, out)
-}
-
-/// HKEYS / HVALS: the fields (`fields`) or the values of the hash at argument 1, in the
-/// hash's order (an empty array for a missing key).
-fn write_one_side(
-    cx: &mut Cx<'_>,
-    args: &Argv<'_>,
-    fields: bool,
-    out: &mut dyn ReplySink,
-) -> CmdResult {
-    let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
-    out.array(h.map_or(0, |h| h.len()));
-    for (k, v) in h.iter().flat_map(|h| h.iter()) {
-        out.bulk(if fields { k } else { v });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,93 +5,12 @@
 //! report for the same history (see [`encoding`] and [`refcount`]).
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
-use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Value};
 use crate::Cx;
-
-/// This group's commands.
-pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "object",
-    arity: -2,
-    acl: acl::SLOW,
-    summary: "A container for object introspection commands",
-    since: "2.2.3",
-    complexity: "Depends on subcommand.",
-    subcommands: SUBCOMMANDS,
-    ..CommandSpec::DEFAULT
-}];
-
-/// A key-reading OBJECT subcommand (`OBJECT <name> key`).
-const fn key_sub(
-    name: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::command::Handler,
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity: 3,
-        flags: flags::READONLY,
-        first_key: 2,
-        last_key: 2,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::READ | acl::SLOW,
-        summary,
-        since,
-        tips: &["nondeterministic_output"],
-        handler,
-        ..CommandSpec::DEFAULT
-    }
-}
-
-/// OBJECT's subcommands.
-const SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
-        ..key_sub(
-            "encoding",
-            "Inspect the internal encoding of a Redis object",
-            "2.2.3",
-            object_encoding,
-        )
-    },
-    CommandSpec {
-        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
-        ..key_sub(
-            "freq",
-            "Get the logarithmic access frequency counter of a Redis object",
-            "4.0.0",
-            object_freq,
-        )
-    },
-    CommandSpec {
-        acl: acl::KEYSPACE | acl::SLOW,
-        ..CommandSpec::help_sub("6.2.0", "generic", object_help)
-    },
-    CommandSpec {
-        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
-        ..key_sub(
-            "idletime",
-            "Get the time since a Redis object was last accessed",
-            "2.2.3",
-            object_idletime,
-        )
-    },
-    CommandSpec {
-        key_specs: &[KeySpec::range(kf::RO, 2, 0, 1)],
-        ..key_sub(
-            "refcount",
-            "Get the number of references to the value of the key",
-            "2.2.3",
-            object_refcount,
-        )
-    },
-];
 
 /// Redis's `OBJ_SHARED_REFCOUNT`: the refcount it reports for shared integer objects.
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
@@ -152,7 +71,11 @@ fn lookup<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
 }
 
 /// OBJECT ENCODING key.
-fn object_encoding(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn object_encoding(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     match lookup(cx, args.get(2)) {
         Some(e) => out.bulk_str(encoding(&e.value, &e.meta)),
         None => out.null(),
@@ -161,7 +84,11 @@ fn object_encoding(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 }
 
 /// OBJECT REFCOUNT key.
-fn object_refcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn object_refcount(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     let (now, key) = (cx.now_ms(), args.get(2));
     let core = &mut *cx.core;
     let db = &mut core.dbs[cx.db_index];
@@ -176,7 +103,11 @@ fn object_refcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 }
 
 /// OBJECT IDLETIME key: seconds since the last access (not tracked under an LFU policy).
-fn object_idletime(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn object_idletime(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     let now_s = (cx.now_ms() / 1000) as u32;
     let lfu = lfu_policy(&cx.core.config);
     let Some(access_s) = lookup(cx, args.get(2)).map(|e| e.meta.access_s) else {
@@ -192,7 +123,7 @@ fn object_idletime(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 
 /// OBJECT FREQ key: the logarithmic access counter, decayed by the `lfu-decay-time` periods
 /// since it was last updated (only tracked under an LFU policy).
-fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now_min = crate::evict::minutes(cx.now_ms());
     let lfu = lfu_policy(&cx.core.config);
     let decay_min = cx.core.config.lfu_decay_time;
@@ -208,7 +139,11 @@ fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cmd
 }
 
 /// OBJECT HELP.
-fn object_help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn object_help(
+    _cx: &mut Cx<'_>,
+    _args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     crate::reply::help_reply(out, "OBJECT", HELP);
     Ok(())
 }

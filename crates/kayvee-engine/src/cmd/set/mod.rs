@@ -1,6 +1,8 @@
-//! Set commands (Redis "set" group): SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD,
-//! SMOVE. The algebra (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) lives in
-//! `set_ops`; SPOP, SRANDMEMBER and SSCAN in `set_rand`.
+//! Set commands (Redis "set" group): the group's command table and the helpers its files
+//! share (reading, writing and growing a set, Redis's reply order). The commands on members
+//! (SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD, SMOVE) are in `members`, the algebra
+//! (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) in `algebra`, SPOP, SRANDMEMBER and
+//! SSCAN in `random`.
 //!
 //! A set is a [`Set`] (persistent map to `()`) whatever its members; `OBJECT ENCODING` reports
 //! `intset` while every member reads as an integer (Redis's `string2ll`) and there are at most
@@ -9,20 +11,23 @@
 //! a big one in the map's hash order (Redis leaves it unspecified). Replies follow Redis
 //! 7.0.15 (transcripts in `tests/transcripts/set*.txt` were recorded from it).
 
-use super::set_ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
-use super::set_rand::{spop, srandmember, sscan};
-use crate::argv::Argv;
+mod algebra;
+mod members;
+mod random;
+
 use crate::command::{acl, flags, CommandSpec, Handler};
-use crate::error::{CmdResult, Error};
+use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Set, Value};
 use crate::Cx;
+use algebra::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
+use members::{sadd, scard, sismember, smembers, smismember, smove, srem};
+use random::{spop, srandmember, sscan};
 
 /// The cost of an intersection (SINTER, SINTERSTORE, SINTERCARD).
 const INTER_CX: &str =
@@ -314,7 +319,7 @@ pub(crate) fn read_set<'c>(
     }
 }
 
-/// Runs `f` on the set at `key` for writing, as [`super::hash::write_hash`] does for hashes:
+/// Runs `f` on the set at `key` for writing, as [`crate::cmd::hash::write_hash`] does for hashes:
 /// a missing key is `Ok(None)` unless `create`; an emptied set is deleted; `f` validates
 /// before it mutates.
 pub(crate) fn write_set<R>(
@@ -367,119 +372,6 @@ pub(crate) fn redis_order(mut members: Vec<&SmallBytes>, intset: bool) -> Vec<&S
 pub(crate) fn write_members(out: &mut dyn ReplySink, members: &[&SmallBytes]) {
     out.set(members.len());
     members.iter().for_each(|m| out.bulk(m));
-}
-
-/// SADD key member [member ...]: the number of members added.
-fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let max = cx.core.config.set_max_intset_entries;
-    let added = write_set(cx, args.get(1), true, |s, meta| {
-        Ok(args
-            .iter()
-            .skip(2)
-            .filter(|m| set_add(s, meta, max, m))
-            .count())
-    })?;
-    if added.unwrap_or(0) > 0 {
-        cx.propagate_verbatim();
-        emit(cx, nc::SET, "sadd", args.get(1));
-    }
-    out.int(added.unwrap_or(0) as i64);
-    Ok(())
-}
-
-/// SREM key member [member ...]: the number removed; an emptied set is deleted.
-fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let removed = write_set(cx, args.get(1), false, |s, _| {
-        Ok(args
-            .iter()
-            .skip(2)
-            .filter(|m| s.remove(*m).is_some())
-            .count())
-    })?;
-    if removed.unwrap_or(0) > 0 {
-        cx.propagate_verbatim();
-        emit(cx, nc::SET, "srem", args.get(1));
-        emptied_if_gone(cx, args.get(1));
-    }
-    out.int(removed.unwrap_or(0) as i64);
-    Ok(())
-}
-
-/// SMEMBERS key: every member (a set reply; empty for a missing key).
-fn smembers(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let Some((s, meta)) = read_set(cx, args.get(1))? else {
-        out.set(0);
-        return Ok(());
-    };
-    let members = redis_order(s.iter().map(|(m, _)| m).collect(), !meta.has(Meta::BIG));
-    write_members(out, &members);
-    Ok(())
-}
-
-/// SISMEMBER key member: 1 or 0.
-fn sismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let found = read_set(cx, args.get(1))?.is_some_and(|(s, _)| s.contains_key(args.get(2)));
-    out.int(i64::from(found));
-    Ok(())
-}
-
-/// SMISMEMBER key member [member ...]: 1 or 0 per member.
-fn smismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let s = read_set(cx, args.get(1))?.map(|(s, _)| s);
-    out.array(args.len() - 2);
-    for m in args.iter().skip(2) {
-        out.int(i64::from(s.is_some_and(|s| s.contains_key(m))));
-    }
-    Ok(())
-}
-
-/// SCARD key: the number of members.
-fn scard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let n = read_set(cx, args.get(1))?.map_or(0, |(s, _)| s.len());
-    out.int(n as i64);
-    Ok(())
-}
-
-/// The type of the value at `key` for writing: `Some(is_set)`, or `None` when missing.
-fn probe_set(cx: &mut Cx<'_>, key: &[u8]) -> Option<bool> {
-    let now = cx.now_ms();
-    let e = cx.db().lookup_write(key, now)?;
-    Some(matches!(e.value, Value::Set(_)))
-}
-
-/// SMOVE source destination member: moves the member; 1 if it was in source, else 0. As in
-/// Redis, a missing source answers 0 before the destination's type is checked, and a move onto
-/// the same set only tests membership.
-fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let (src, dst, member) = (args.get(1), args.get(2), args.get(3));
-    let Some(src_is_set) = probe_set(cx, src) else {
-        out.int(0);
-        return Ok(());
-    };
-    if !src_is_set || probe_set(cx, dst) == Some(false) {
-        return Err(Error::WrongType);
-    }
-    if src == dst {
-        let found = read_set(cx, src)?.is_some_and(|(s, _)| s.contains_key(member));
-        out.int(i64::from(found));
-        return Ok(());
-    }
-    let moved = write_set(cx, src, false, |s, _| Ok(s.remove(member).is_some()))?;
-    if moved != Some(true) {
-        out.int(0);
-        return Ok(());
-    }
-    cx.propagate_verbatim();
-    emit(cx, nc::SET, "srem", src);
-    emptied_if_gone(cx, src);
-    let max = cx.core.config.set_max_intset_entries;
-    let added = write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
-    if added == Some(true) {
-        cx.propagate_verbatim();
-        emit(cx, nc::SET, "sadd", dst);
-    }
-    out.int(1);
-    Ok(())
 }
 
 #[cfg(test)]

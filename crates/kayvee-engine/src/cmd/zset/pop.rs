@@ -1,26 +1,31 @@
-//! Sorted-set pops, random members and scanning: ZPOPMIN, ZPOPMAX, ZMPOP, ZRANDMEMBER and
-//! ZSCAN (Redis 7.0.15 semantics; the blocking forms, in `zset_block`, reuse the pops).
+//! Sorted-set pops: ZPOPMIN, ZPOPMAX, ZMPOP and their blocking forms BZPOPMIN, BZPOPMAX and
+//! BZMPOP (Redis 7.0.15 semantics).
 //!
-//! ZSCAN follows Redis's two regimes: a listpack-sized set is returned whole in one call
-//! (cursor 0), a skiplist-sized one is walked by the member map's hash cursor.
+//! A blocking pop first tries its non-blocking form; when every key is missing it blocks
+//! through [`crate::blocking`] and is later served by its `serve_*` function from the key that
+//! became ready (only a sorted set serves: a key of another type leaves it waiting), or times
+//! out with the null array (`*-1` in RESP2, `_` in RESP3, as for the list pops).
+//!
+//! Argument order as Redis checks it: BZPOPMIN/BZPOPMAX parse their timeout before looking at
+//! any key; BZMPOP parses `numkeys`, `MIN|MAX` and `COUNT` (as ZMPOP) before its timeout.
 
-use super::coll;
-use super::list::propagate_pop;
-use super::zset::{as_zset, drop_if_empty, read_zset, reply_scored};
-use super::zset_num::format_g17;
+use super::{drop_if_empty, reply_scored};
 use crate::argv::Argv;
+use crate::blocking::{parse_timeout, wait_on_keys};
+use crate::cmd::coll;
+use crate::cmd::list::propagate_pop;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Meta, Value};
-use crate::{Core, Cx};
+use crate::value::Value;
+use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
 /// Pops up to `count` members from the low (or high) end of the set at `key`; `None` when
 /// the key is missing, WRONGTYPE for another type. Deletes the key when emptied.
-pub(crate) fn pop(
+fn pop(
     cx: &mut Cx<'_>,
     key: &[u8],
     count: usize,
@@ -51,7 +56,7 @@ pub(crate) fn pop(
 }
 
 /// `ZPOPMAX` or `ZPOPMIN`: the plain form of a pop from the high (`max`) or low end.
-pub(crate) fn end_pop(max: bool) -> &'static [u8] {
+fn end_pop(max: bool) -> &'static [u8] {
     if max {
         b"ZPOPMAX"
     } else {
@@ -89,16 +94,16 @@ fn zpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) ->
     Ok(())
 }
 
-pub(crate) fn zpopmin(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zpopmin(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     zpop(cx, args, out, false)
 }
 
-pub(crate) fn zpopmax(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zpopmax(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     zpop(cx, args, out, true)
 }
 
 /// ZMPOP's parsed arguments: keys, which end, how many.
-pub(crate) struct Mpop<'a> {
+struct Mpop<'a> {
     pub keys: Vec<&'a [u8]>,
     pub max: bool,
     pub count: usize,
@@ -106,7 +111,7 @@ pub(crate) struct Mpop<'a> {
 
 /// Parses `numkeys key [key ...] MIN|MAX [COUNT count]` starting at `at` (shared with the
 /// blocking form, which has a timeout before it).
-pub(crate) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
+fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Error> {
     let m = coll::parse_mpop(args, at, ["MIN", "MAX"])?;
     Ok(Mpop {
         keys: (m.first..m.first + m.numkeys)
@@ -119,11 +124,7 @@ pub(crate) fn parse_mpop<'a>(args: &Argv<'a>, at: usize) -> Result<Mpop<'a>, Err
 
 /// Pops from the first non-empty sorted set among `m.keys` and writes ZMPOP's reply (`[key,
 /// [[member, score], ...]]`); returns false (nothing written) when all are empty.
-pub(crate) fn mpop_first(
-    cx: &mut Cx<'_>,
-    m: &Mpop<'_>,
-    out: &mut dyn ReplySink,
-) -> Result<bool, Error> {
+fn mpop_first(cx: &mut Cx<'_>, m: &Mpop<'_>, out: &mut dyn ReplySink) -> Result<bool, Error> {
     for key in &m.keys {
         if let Some(items) = pop(cx, key, m.count, m.max)? {
             propagate_pop(cx, end_pop(m.max), key, Some(items.len()));
@@ -142,7 +143,7 @@ pub(crate) fn mpop_first(
 }
 
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
-pub(crate) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let m = parse_mpop(args, 1)?;
     if !mpop_first(cx, &m, out)? {
         out.null_array();
@@ -150,86 +151,114 @@ pub(crate) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     Ok(())
 }
 
-/// ZRANDMEMBER key [count [WITHSCORES]].
-pub(crate) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let scores = args.len() == 4 && args.get(3).eq_ignore_ascii_case(b"WITHSCORES");
-    let count = match args.try_get(2) {
-        None => None,
-        Some(c) => Some(coll::parse_rand_count(c, scores)?),
-    };
-    if args.len() > 4 || (args.len() == 4 && !scores) {
-        return Err(Error::Syntax);
+/// Whether `key` holds a sorted set now (only a sorted set serves a waiter).
+fn holds_zset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    let now = cx.now_ms();
+    matches!(cx.db().peek(key, now), Some(e) if matches!(e.value, Value::ZSet(_)))
+}
+
+/// Pops one member from the first sorted set among `keys` that exists and writes `[key,
+/// member, score]`; false (nothing written) when all are missing. WRONGTYPE for a key of
+/// another type met first.
+fn bpop_first(
+    cx: &mut Cx<'_>,
+    keys: &[&[u8]],
+    max: bool,
+    out: &mut dyn ReplySink,
+) -> Result<bool, Error> {
+    for key in keys {
+        if let Some(items) = pop(cx, key, 1, max)? {
+            propagate_pop(cx, end_pop(max), key, None);
+            let (member, score) = &items[0];
+            out.array(3);
+            out.bulk(key);
+            out.bulk(member);
+            out.double(*score);
+            return Ok(true);
+        }
     }
-    let draws = match count {
-        Some(c) if c < 0 => coll::repeat_draws(cx, c)?,
-        _ => 0,
-    };
-    let Some((zs, big)) = read_zset(cx, args.get(1))? else {
-        match count {
-            Some(_) => out.array(0),
-            None => out.null(),
-        }
-        return Ok(());
-    };
-    let rng = &mut cx.core.rng;
-    let Some(count) = count else {
-        let i = (rng.next_u64() % zs.len() as u64) as usize;
-        out.bulk(zs.nth(i).expect("in range").1);
-        return Ok(());
-    };
-    let n = zs.len();
-    let picks: Vec<usize> = if count < 0 {
-        (0..draws)
-            .map(|_| (rng.next_u64() % n as u64) as usize)
-            .collect()
-    } else if count as u64 >= n as u64 {
-        // The whole set: Redis walks a listpack from its tail here.
-        if big {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        }
-    } else {
-        coll::shuffle_prefix((0..n).collect(), count as usize, rng)
-    };
-    let items: Vec<(SmallBytes, f64)> = picks
-        .iter()
-        .map(|&i| {
-            let e = zs.nth(i).expect("in range");
-            (SmallBytes::from_slice(e.1), e.0)
-        })
-        .collect();
-    reply_scored(out, &items, scores);
+    Ok(false)
+}
+
+/// BZPOPMIN/BZPOPMAX key [key ...] timeout.
+fn bzpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -> CmdResult {
+    let last = args.len() - 1;
+    let deadline = parse_timeout(args.get(last), cx.now_ms())?;
+    let keys: Vec<&[u8]> = (1..last).map(|i| args.get(i)).collect();
+    if !bpop_first(cx, &keys, max, out)? {
+        let serve = if max { serve_bzpopmax } else { serve_bzpopmin };
+        wait_on_keys(cx, args, keys, deadline, serve, out);
+    }
     Ok(())
 }
 
-/// ZSCAN key cursor [MATCH pattern] [COUNT count].
-pub(crate) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    coll::parse_scan_cursor(args)?;
-    let now = cx.now_ms();
-    let Core { dbs, .. } = &mut *cx.core;
-    let Some(entry) = dbs[cx.db_index].lookup_read(args.get(1), now) else {
-        coll::write_scan_head(out, 0, 0);
-        return Ok(());
-    };
-    let zs = as_zset(entry)?.clone();
-    let big = entry.meta.has(Meta::BIG);
-    let scan = coll::parse_scan(args)?;
-    let (next, mut found) = if big {
-        zs.scan(scan.cursor, scan.count)
-    } else {
-        (0, zs.iter().collect())
-    };
-    found.retain(|e| scan.matches(e.1));
-    coll::write_scan_head(out, next, found.len() * 2);
-    let mut buf = Vec::new();
-    for e in &found {
-        out.bulk(e.1);
-        buf.clear();
-        format_g17(e.0, &mut buf);
-        out.bulk(&buf);
+/// Serves a BZPOPMIN/BZPOPMAX waiter from `key`.
+fn serve_bzpop(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    out: &mut dyn ReplySink,
+    max: bool,
+) -> Result<bool, Error> {
+    if !holds_zset(cx, key) {
+        return Ok(false);
+    }
+    bpop_first(cx, &[key], max, out)
+}
+
+fn serve_bzpopmin(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    _: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> Result<bool, Error> {
+    serve_bzpop(cx, key, out, false)
+}
+
+fn serve_bzpopmax(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    _: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> Result<bool, Error> {
+    serve_bzpop(cx, key, out, true)
+}
+
+/// BZPOPMIN key [key ...] timeout
+pub(super) fn bzpopmin(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    bzpop(cx, args, out, false)
+}
+
+/// BZPOPMAX key [key ...] timeout
+pub(super) fn bzpopmax(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    bzpop(cx, args, out, true)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+pub(super) fn bzmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let m = parse_mpop(args, 2)?;
+    let deadline = parse_timeout(args.get(1), cx.now_ms())?;
+    if !mpop_first(cx, &m, out)? {
+        wait_on_keys(cx, args, m.keys, deadline, serve_bzmpop, out);
     }
     Ok(())
+}
+
+/// Serves a BZMPOP waiter from `key` with its end and count.
+fn serve_bzmpop(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> Result<bool, Error> {
+    if !holds_zset(cx, key) {
+        return Ok(false);
+    }
+    let m = parse_mpop(args, 2)?;
+    let one = Mpop {
+        keys: alloc::vec![key],
+        ..m
+    };
+    mpop_first(cx, &one, out)
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@
 //! listpack-sized sets; for skiplist-sized ones a binary search stands in for the skiplist
 //! descent (identical whenever the scores are equal).
 
-use super::zset::{drop_if_empty, read_zset, reply_scored, store_zset};
-use super::zset_num::parse_range_score;
+use super::{drop_if_empty, read_zset, reply_scored, store_zset};
 use crate::argv::Argv;
+use crate::cmd::double::parse_range_score;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
@@ -398,18 +398,18 @@ fn zrange_generic(
 }
 
 /// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES].
-pub(crate) fn zrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     zrange_generic(cx, args, out, 1, (None, None), None)
 }
 
 /// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count].
-pub(crate) fn zrangestore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zrangestore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let dst = args.get(1);
     zrange_generic(cx, args, out, 2, (None, None), Some(dst))
 }
 
 /// ZREVRANGE key start stop [WITHSCORES].
-pub(crate) fn zrevrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zrevrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     zrange_generic(cx, args, out, 1, (Some(Kind::Rank), Some(true)), None)
 }
 
@@ -432,7 +432,7 @@ pub(crate) fn zrevrangebyscore(
 }
 
 /// ZRANGEBYLEX key min max [LIMIT offset count].
-pub(crate) fn zrangebylex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zrangebylex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     zrange_generic(cx, args, out, 1, (Some(Kind::Lex), Some(false)), None)
 }
 
@@ -446,7 +446,7 @@ pub(crate) fn zrevrangebylex(
 }
 
 /// ZCOUNT key min max.
-pub(crate) fn zcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let r = ScoreRange::parse(args.get(2), args.get(3))?;
     let n = read_zset(cx, args.get(1))?.map_or(0, |(zs, _)| {
         let (lo, hi) = r.span(&zs);
@@ -457,7 +457,7 @@ pub(crate) fn zcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 }
 
 /// ZLEXCOUNT key min max.
-pub(crate) fn zlexcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn zlexcount(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let r = LexRange::parse(args.get(2), args.get(3))?;
     let n = read_zset(cx, args.get(1))?.map_or(0, |(zs, big)| {
         let (lo, hi) = r.span(&zs, big);

@@ -1,163 +1,17 @@
-//! Generic key commands (Redis's "generic" group): DEL, UNLINK, EXISTS, TYPE, TOUCH, RENAME,
-//! RENAMENX, COPY, MOVE, and SELECT (a connection command in Redis, kept here beside the other
-//! database-index parsing). KEYS/SCAN/RANDOMKEY live in `keys_scan`, the whole-database commands
-//! in `keys_db`, OBJECT in `keys_object`.
+//! Generic commands on named keys (Redis's "generic" group): DEL, UNLINK, EXISTS, TYPE, TOUCH,
+//! RENAME, RENAMENX, COPY, MOVE, and SELECT (a connection command in Redis, kept here beside the
+//! other database-index parsing).
 //!
 //! Semantics follow Redis 7.0.15 as observed from the real server: a key whose TTL has passed is
 //! absent (deleted lazily on access), write lookups count no keyspace hit or miss, reads do.
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::keyspec::{kf, KeySpec};
 use crate::notify::{class as nc, emit, notify};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};
 use crate::Cx;
-
-/// This group's commands.
-pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "del",
-        key_specs: &[KeySpec::range(kf::RM_DELETE, 1, -1, 1)],
-        arity: -2,
-        flags: flags::WRITE,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
-        summary: "Delete a key",
-        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        handler: del,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "unlink",
-        key_specs: &[KeySpec::range(kf::RM_DELETE, 1, -1, 1)],
-        arity: -2,
-        flags: flags::WRITE | flags::FAST,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
-        summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
-        since: "4.0.0",
-        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        handler: del,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "exists",
-        key_specs: &[KeySpec::range(kf::RO, 1, -1, 1)],
-        arity: -2,
-        flags: flags::READONLY | flags::FAST,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::READ | acl::FAST,
-        summary: "Determine if a key exists",
-        complexity: "O(N) where N is the number of keys to check.",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        handler: exists,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "type",
-        key_specs: &[KeySpec::range(kf::RO, 1, 0, 1)],
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::READ | acl::FAST,
-        summary: "Determine the type stored at key",
-        handler: type_,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "touch",
-        key_specs: &[KeySpec::range(kf::RO, 1, -1, 1)],
-        arity: -2,
-        flags: flags::READONLY | flags::FAST,
-        first_key: 1,
-        last_key: -1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::READ | acl::FAST,
-        summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
-        since: "3.2.1",
-        complexity: "O(N) where N is the number of keys that will be touched.",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        handler: touch,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rename",
-        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::OW_UPDATE, 2, 0, 1)],
-        arity: 3,
-        flags: flags::WRITE,
-        first_key: 1,
-        last_key: 2,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
-        summary: "Rename a key",
-        handler: rename,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "renamenx",
-        key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::OW_INSERT, 2, 0, 1)],
-        arity: 3,
-        flags: flags::WRITE | flags::FAST,
-        first_key: 1,
-        last_key: 2,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
-        summary: "Rename a key, only if the new key does not exist",
-        handler: renamenx,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "copy",
-        key_specs: &[KeySpec::range(kf::RO_ACCESS, 1, 0, 1), KeySpec::range(kf::OW_UPDATE, 2, 0, 1)],
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        first_key: 1,
-        last_key: 2,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW,
-        summary: "Copy a key",
-        since: "6.2.0",
-        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
-        handler: copy,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "move",
-        key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE, 1, 0, 1)],
-        arity: 3,
-        flags: flags::WRITE | flags::FAST,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: acl::KEYSPACE | acl::WRITE | acl::FAST,
-        summary: "Move a key to another database",
-        handler: move_,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "select",
-        arity: 2,
-        flags: flags::LOADING | flags::STALE | flags::FAST,
-        acl: acl::FAST | acl::CONNECTION,
-        summary: "Change the selected database for the current connection",
-        group: "connection",
-        handler: select,
-        ..CommandSpec::DEFAULT
-    },
-];
 
 /// `ERR source and destination objects are the same` (RENAME-like commands on one key).
 const SAME_OBJECT: &str = "ERR source and destination objects are the same";
@@ -182,7 +36,7 @@ pub(crate) fn parse_db_index(cx: &Cx<'_>, arg: &[u8]) -> Result<usize, Error> {
 /// DEL key [key ...] and UNLINK key [key ...]: the number of keys removed. UNLINK frees in the
 /// background in Redis; here both only drop a reference (the memory goes when no snapshot
 /// holds it).
-fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     let mut removed = 0;
     for k in args.iter().skip(1) {
@@ -197,13 +51,13 @@ fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
 }
 
 /// EXISTS key [key ...]: how many of the keys exist (a key named twice counts twice).
-fn exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     out.int(count_present(cx, args, false) as i64);
     Ok(())
 }
 
 /// TYPE key: the value's type name, `none` when absent.
-fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     let name = match cx.db().lookup_notouch(args.get(1), now) {
         Some(e) => e.value.type_name(),
@@ -214,7 +68,7 @@ fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 }
 
 /// TOUCH key [key ...]: records an access on each key; the number of keys that exist.
-fn touch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn touch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     out.int(count_present(cx, args, true) as i64);
     Ok(())
 }
@@ -235,7 +89,7 @@ fn count_present(cx: &mut Cx<'_>, args: &Argv<'_>, access: bool) -> usize {
 }
 
 /// RENAME key newkey: `+OK`; replaces newkey; `ERR no such key` when key is absent.
-fn rename(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn rename(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if rename_generic(cx, args.get(1), args.get(2), false)? {
         out.ok();
     }
@@ -243,7 +97,7 @@ fn rename(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
 }
 
 /// RENAMENX key newkey: 1 when renamed, 0 when newkey exists.
-fn renamenx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn renamenx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let renamed = rename_generic(cx, args.get(1), args.get(2), true)?;
     out.int(renamed as i64);
     Ok(())
@@ -278,7 +132,7 @@ fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<b
 
 /// COPY source destination [DB destination-db] [REPLACE]: 1 when copied, 0 when the source is
 /// absent or the destination exists without REPLACE. The copy keeps the TTL and encoding.
-fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (dst_db, replace) = parse_copy_options(cx, args)?;
     let (src, dst) = (args.get(1), args.get(2));
     if dst_db == cx.db_index && src == dst {
@@ -341,7 +195,7 @@ fn parse_copy_options(cx: &Cx<'_>, args: &Argv<'_>) -> Result<(usize, bool), Err
 }
 
 /// MOVE key db: 1 when moved (with its TTL), 0 when absent here or present there.
-fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let dst_db = parse_db_index(cx, args.get(2))?;
     if dst_db == cx.db_index {
         return Err(Error::msg(SAME_OBJECT));
@@ -365,7 +219,7 @@ fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 }
 
 /// SELECT index: switches this client's database (both the running context and the client).
-fn select(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn select(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let index = parse_db_index(cx, args.get(1))?;
     cx.db_index = index;
     cx.client().db = index;

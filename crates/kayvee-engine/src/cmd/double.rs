@@ -1,6 +1,7 @@
 //! Numbers for sorted sets and SORT: C `strtod` as glibc parses it (decimal, hex floats,
 //! `inf`/`infinity`/`nan`, leading white space), the three ways Redis 7.0 accepts its result,
-//! and `%.17g` text (what ZSCAN and stored listpack scores show).
+//! and `%.17g` text (what ZSCAN and stored listpack scores show). Shared by the `zset` group,
+//! SORT and the server's AOF rewrite; it imports no command module.
 
 use alloc::vec::Vec;
 

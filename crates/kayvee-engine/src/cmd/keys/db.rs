@@ -4,66 +4,13 @@
 //! when no snapshot holds them), so FLUSHDB ASYNC and SYNC behave the same.
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::Cx;
 
-/// This group's commands.
-pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "dbsize",
-        arity: 1,
-        flags: flags::READONLY | flags::FAST,
-        acl: acl::KEYSPACE | acl::READ | acl::FAST,
-        summary: "Return the number of keys in the selected database",
-        group: "server",
-        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
-        handler: dbsize,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "flushdb",
-        arity: -1,
-        flags: flags::WRITE,
-        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-        summary: "Remove all keys from the current database",
-        group: "server",
-        complexity: "O(N) where N is the number of keys in the selected database",
-        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-        handler: flushdb,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "flushall",
-        arity: -1,
-        flags: flags::WRITE,
-        acl: acl::KEYSPACE | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-        summary: "Remove all keys from all databases",
-        group: "server",
-        complexity: "O(N) where N is the total number of keys in all databases",
-        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-        handler: flushall,
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "swapdb",
-        arity: 3,
-        flags: flags::WRITE | flags::FAST,
-        acl: acl::KEYSPACE | acl::WRITE | acl::FAST | acl::DANGEROUS,
-        summary: "Swaps two Redis databases",
-        since: "4.0.0",
-        group: "server",
-        complexity:
-            "O(N) where N is the count of clients watching or blocking on keys from both databases.",
-        handler: swapdb,
-        ..CommandSpec::DEFAULT
-    },
-];
-
 /// DBSIZE: the number of keys, expired but not yet reclaimed ones included (as Redis).
-fn dbsize(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn dbsize(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     out.int(cx.db().len() as i64);
     Ok(())
 }
@@ -83,7 +30,7 @@ fn check_flush_mode(args: &Argv<'_>) -> CmdResult {
 }
 
 /// FLUSHDB [ASYNC|SYNC]: empties the selected database.
-fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
     cx.db().clear();
     cx.propagate_verbatim();
@@ -92,7 +39,7 @@ fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 }
 
 /// FLUSHALL [ASYNC|SYNC]: empties every database.
-fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
     cx.core.dbs.iter_mut().for_each(|db| db.clear());
     cx.propagate_verbatim();
@@ -102,7 +49,7 @@ fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// SWAPDB index1 index2: exchanges two databases' contents; clients keep their index, so they
 /// see the other data at once.
-fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let first = swapdb_index(args.get(1), "ERR invalid first DB index")?;
     let second = swapdb_index(args.get(2), "ERR invalid second DB index")?;
     let n = cx.core.dbs.len();

@@ -24,6 +24,13 @@ pub struct Durability {
 }
 
 impl Durability {
+    /// Whether replies must wait for the pass's AOF write: the AOF is on and holds writes of
+    /// this pass.
+    #[inline]
+    pub fn holds_replies(&self, engine: &Engine) -> bool {
+        self.aof.as_ref().is_some_and(|a| a.needs_flush(engine))
+    }
+
     /// Writes (and under `always` fsyncs) what the engine propagated: called before any reply
     /// of the pass goes out (group commit).
     #[inline]

@@ -281,22 +281,28 @@ impl Server {
 
     /// One write of connection `h`'s output; closes or reads it again as the driver says.
     fn write_conn(&mut self, h: Handle) {
+        if self.flush_conn(h) == Some(Flushed::ReadAgain) {
+            self.read_conn(h);
+        }
+    }
+
+    /// One write of connection `h`'s output; closes it when the driver says so (then, or when
+    /// the socket is gone, `None`).
+    fn flush_conn(&mut self, h: Handle) -> Option<Flushed> {
         let Some(stream) = self.sockets.get_mut(h.0).and_then(Option::as_mut) else {
             self.driver.close(h);
-            return;
+            return None;
         };
         match self
             .driver
             .flush(h, &self.clock, |bytes| write_once(stream, bytes))
         {
-            Ok(Flushed::Open) => {}
-            Ok(Flushed::ReadAgain) => self.read_conn(h),
-            Ok(Flushed::Close) => self.close(h),
-            Err(e) => {
-                debug!("Client connection error: {e}");
-                self.close(h);
-            }
+            Ok(Flushed::Close) => {}
+            Ok(flushed) => return Some(flushed),
+            Err(e) => debug!("Client connection error: {e}"),
         }
+        self.close(h);
+        None
     }
 
     /// Routes one readiness event.
@@ -347,6 +353,12 @@ impl Server {
                 }
             };
             self.driver.receive(h, &self.scratch[..n], &self.clock);
+            // The replies go out at once, while they are hot in the cache (a pass that waited
+            // for every connection held megabytes of LRANGE replies); with the AOF on they
+            // wait for the pass's one AOF write instead (group commit, in `write_pass`).
+            if !self.files.holds_replies(self.driver.engine()) && self.flush_conn(h).is_none() {
+                return;
+            }
             if n < self.scratch.len() {
                 return;
             }

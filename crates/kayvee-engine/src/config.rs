@@ -130,6 +130,10 @@ pub struct Config {
     pub hash_max_listpack_value: u64,
     /// `set-max-intset-entries`: an all-integer set with more members is `hashtable`.
     pub set_max_intset_entries: u64,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): accepted, no effect yet.
+    pub list_max_listpack_size: i64,
+    /// `list-compress-depth`: accepted, no effect (list chunks are not compressed).
+    pub list_compress_depth: u64,
     /// `notify-keyspace-events` as class bits (see [`crate::notify::class`]; 0 = off).
     pub notify_keyspace_events: u32,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
@@ -210,6 +214,8 @@ impl Default for Config {
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
             notify_keyspace_events: 0,
             config_file: None,
             config_file_text: None,
@@ -332,21 +338,23 @@ impl Config {
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
         for p in table::PARAMS {
-            let name = p.name.as_bytes();
-            let hit = patterns.iter().find(|pat| {
-                if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
-                    crate::util::glob_match(pat, name, true)
-                } else {
-                    pat.eq_ignore_ascii_case(name)
+            for name in core::iter::once(p.name).chain(table::aliases_of(p.name)) {
+                let name = name.as_bytes();
+                let hit = patterns.iter().find(|pat| {
+                    if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
+                        crate::util::glob_match(pat, name, true)
+                    } else {
+                        pat.eq_ignore_ascii_case(name)
+                    }
+                });
+                if let Some(pat) = hit {
+                    let shown = if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
+                        name
+                    } else {
+                        pat
+                    };
+                    out.push((shown.to_vec(), p.kind.render(&(p.get)(self))));
                 }
-            });
-            if let Some(pat) = hit {
-                let shown = if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
-                    name
-                } else {
-                    pat
-                };
-                out.push((shown.to_vec(), p.kind.render(&(p.get)(self))));
             }
         }
         out
@@ -530,5 +538,33 @@ mod tests {
         assert_eq!(get(&c, "maxmemory-policy"), "noeviction");
         assert_eq!(get(&c, "daemonize"), "no");
         assert_eq!(get(&c, "proto-max-bulk-len"), "536870912");
+    }
+
+    #[test]
+    fn aliases_read_and_write_their_parameter() {
+        let mut c = Config::default();
+        c.set_many(&[(b"hash-max-ziplist-entries", b"7")]).unwrap();
+        assert_eq!(c.hash_max_listpack_entries, 7);
+        assert_eq!(
+            c.get_matching(&[b"hash-max-ziplist-entries"]),
+            [(b"hash-max-ziplist-entries".to_vec(), b"7".to_vec())]
+        );
+        // A glob matches both names, as in Redis 7.0.
+        let names: Vec<Vec<u8>> = c
+            .get_matching(&[b"hash-max-*"])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names.len(), 4);
+        assert!(names.contains(&b"hash-max-ziplist-value".to_vec()));
+        c.set_many(&[(b"list-max-ziplist-size", b"-6")]).unwrap();
+        assert_eq!(get(&c, "list-max-listpack-size"), "-6");
+        let e = c.set_many(&[(b"list-compress-depth", b"-1")]).unwrap_err();
+        assert!(
+            e.contains("argument must be between 0 and 2147483647 inclusive"),
+            "{e}"
+        );
+        c.apply_file("zset-max-ziplist-entries 1\n").unwrap();
+        assert_eq!(c.zset_max_listpack_entries, 1);
     }
 }

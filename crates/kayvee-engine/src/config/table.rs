@@ -1,7 +1,9 @@
 //! The parameter table: every configuration parameter Kayvee honours, as data (name, value
 //! kind with bounds, who may change it, how to read and store it in [`Config`]). `CONFIG GET`,
-//! `CONFIG SET`, the config file and `CONFIG REWRITE` all go through it. None of these
-//! parameters has an alias in Redis 7.0, so the table has no alias column.
+//! `CONFIG SET`, the config file and `CONFIG REWRITE` all go through it. Redis 7.0's aliases
+//! (the `*-ziplist-*` names of the listpack parameters) are in [`ALIASES`]: they are accepted
+//! wherever a name is, and `CONFIG GET` shows them under the name asked for (a glob matches
+//! both names, as in Redis); `CONFIG REWRITE` writes the parameter's own name.
 
 use super::syntax::{
     parse_bool, parse_memory, parse_octal, parse_save, render_memory, render_save,
@@ -596,13 +598,56 @@ pub const PARAMS: &[Param] = &[
         get: |c| Val::Int(c.set_max_intset_entries as i64),
         put: |c, v| c.set_max_intset_entries = v.int() as u64,
     },
+    // Accepted and shown; lists have no packed form yet (docs/compatibility.md).
+    Param {
+        name: "list-max-listpack-size",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.list_max_listpack_size),
+        put: |c, v| c.list_max_listpack_size = v.int(),
+    },
+    // Accepted and shown; Kayvee's list chunks are not compressed (docs/compatibility.md).
+    Param {
+        name: "list-compress-depth",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.list_compress_depth as i64),
+        put: |c, v| c.list_compress_depth = v.int() as u64,
+    },
 ];
 
-/// Finds a parameter by name, case-insensitively.
+/// Redis 7.0's aliases: (alias, the parameter's name).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+];
+
+/// Finds a parameter by its name or an alias, case-insensitively.
 pub fn find(name: &[u8]) -> Option<&'static Param> {
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| alias.as_bytes().eq_ignore_ascii_case(name))
+        .map_or(name, |(_, own)| own.as_bytes());
     PARAMS
         .iter()
         .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// The aliases of parameter `name`.
+pub fn aliases_of(name: &str) -> impl Iterator<Item = &'static str> + '_ {
+    ALIASES
+        .iter()
+        .filter(move |(_, own)| *own == name)
+        .map(|(alias, _)| *alias)
 }
 
 /// The most `bind` addresses Redis accepts.

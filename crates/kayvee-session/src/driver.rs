@@ -281,7 +281,10 @@ impl Driver {
         for slot in self.dirty.drain(..) {
             if let Some(s) = self.sessions[slot].as_mut() {
                 s.dirty = false;
-                into.push(s.handle);
+                // A shell that wrote the connection right after its read left nothing to do.
+                if s.out_pending() > 0 || s.closing != Closing::No || s.read_paused {
+                    into.push(s.handle);
+                }
             }
         }
     }

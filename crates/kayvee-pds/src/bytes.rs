@@ -1,5 +1,6 @@
 //! `SmallBytes`: an immutable byte string that stores up to 22 bytes inline (no heap allocation)
-//! and longer ones in one reference-counted slice. 24 bytes on the stack either way.
+//! and longer ones in one reference-counted slice (or, for a string written in place, a
+//! reference-counted growable buffer). 24 bytes on the stack either way.
 //!
 //! Keys and short string values dominate a key-value store's memory; keeping them inline saves
 //! one allocation (and its allocator overhead) per key.
@@ -24,6 +25,11 @@ pub enum SmallBytes {
     /// (which clones every entry of the node) never copies the values themselves. That keeps a
     /// background save's extra memory to node arrays (see docs/decisions.md).
     Heap(Arc<[u8]>),
+    /// Longer strings written in place (APPEND, SETRANGE, SETBIT): a buffer with room to grow.
+    /// Shared the same way as `Heap`; while nothing else holds it, [`SmallBytes::into_vec`]
+    /// hands the buffer back without a copy, so repeated small writes to a large string cost
+    /// the write, not the string (Redis's `sds` with its free space).
+    Growable(Arc<Vec<u8>>),
 }
 
 impl SmallBytes {
@@ -58,12 +64,23 @@ impl SmallBytes {
         }
     }
 
+    /// Takes ownership of `v` and keeps its spare capacity for later in-place writes (see
+    /// [`SmallBytes::Growable`]); inline when short.
+    pub fn from_growable(v: Vec<u8>) -> Self {
+        if v.len() <= INLINE_LEN_MAX {
+            Self::from_slice(&v)
+        } else {
+            SmallBytes::Growable(Arc::new(v))
+        }
+    }
+
     /// The bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             SmallBytes::Inline { len, buf } => &buf[..*len as usize],
             SmallBytes::Heap(b) => b,
+            SmallBytes::Growable(b) => b,
         }
     }
 
@@ -78,14 +95,18 @@ impl SmallBytes {
             SmallBytes::Inline { .. } => 0,
             // The slice and its reference count.
             SmallBytes::Heap(b) => b.len() + core::mem::size_of::<usize>(),
+            // The buffer, the vector and its reference count.
+            SmallBytes::Growable(b) => b.capacity() + core::mem::size_of::<Vec<u8>>() + 8,
         }
     }
 
-    /// Converts into a `Vec` (copies when inline).
+    /// Converts into a `Vec`: copies when inline, shared or a `Heap` slice; an unshared
+    /// `Growable` buffer is handed back as it is.
     pub fn into_vec(self) -> Vec<u8> {
         match self {
             SmallBytes::Inline { len, buf } => buf[..len as usize].to_vec(),
             SmallBytes::Heap(b) => b.to_vec(),
+            SmallBytes::Growable(b) => Arc::try_unwrap(b).unwrap_or_else(|b| b.to_vec()),
         }
     }
 }
@@ -180,6 +201,28 @@ mod tests {
             assert_eq!(s.as_bytes(), &v[..]);
             assert_eq!(s.is_inline(), n <= INLINE_LEN_MAX);
             assert_eq!(SmallBytes::from_vec(v.clone()).into_vec(), v);
+            let g = SmallBytes::from_growable(v.clone());
+            assert_eq!(g.as_bytes(), &v[..]);
+            assert_eq!(g, SmallBytes::from_slice(&v));
+            assert_eq!(g.into_vec(), v);
         }
+    }
+
+    #[test]
+    fn growable_unshared_is_handed_back_without_a_copy() {
+        let mut v = Vec::with_capacity(1000);
+        v.extend_from_slice(&[7u8; 100]);
+        let ptr = v.as_ptr();
+        let s = SmallBytes::from_growable(v);
+        let back = s.into_vec();
+        assert_eq!(back.as_ptr(), ptr, "an unshared buffer is not copied");
+        assert_eq!(back.capacity(), 1000);
+        // Shared (a snapshot holds it): copied, and the other holder keeps its bytes.
+        let s = SmallBytes::from_growable(back);
+        let held = s.clone();
+        let mut mine = s.into_vec();
+        assert_ne!(mine.as_ptr(), ptr);
+        mine[0] = 1;
+        assert_eq!(held.as_bytes()[0], 7);
     }
 }

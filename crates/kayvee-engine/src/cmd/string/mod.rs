@@ -39,11 +39,29 @@ pub(crate) fn take_str(entry: &mut Entry) -> Result<Vec<u8>, Error> {
     }
 }
 
-/// Stores a string modified in place: Redis reports such strings as `raw`.
+/// Stores a string modified in place: Redis reports such strings as `raw`. The buffer keeps its
+/// spare room, and the next [`take_str`] gets it back without a copy while nothing shares it.
 pub(crate) fn store_raw(entry: &mut Entry, bytes: Vec<u8>) {
-    entry.value = Value::Str(SmallBytes::from_vec(bytes));
+    entry.value = Value::Str(SmallBytes::from_growable(bytes));
     entry.meta.set_flag(Meta::RAW | Meta::EMBSTR, false);
     entry.meta.set_flag(Meta::RAW, true);
+}
+
+/// Makes room in `bytes` for `extra` more bytes the way Redis's `sdsMakeRoomFor` does: double
+/// the needed length below 1 MiB, add 1 MiB above it, so a string grown by small writes costs
+/// amortised O(1) per byte with at most 1 MiB of slack.
+pub(crate) fn make_room(bytes: &mut Vec<u8>, extra: usize) {
+    const MAX_PREALLOC: usize = 1024 * 1024;
+    let need = bytes.len().saturating_add(extra);
+    if need <= bytes.capacity() {
+        return;
+    }
+    let target = if need < MAX_PREALLOC {
+        need * 2
+    } else {
+        need.saturating_add(MAX_PREALLOC)
+    };
+    bytes.reserve_exact(target - bytes.len());
 }
 
 /// A fresh string value (Redis's `tryObjectEncoding` result: int/embstr/raw by content).

@@ -2,7 +2,7 @@
 //!
 //! Semantics and reply texts follow Redis 7.0.15 (checked against the real server).
 
-use super::{as_str, store_raw, str_value, take_str};
+use super::{as_str, make_room, store_raw, str_value, take_str};
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::notify::{class as nc, emit};
@@ -31,7 +31,7 @@ pub(super) fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         return Err(Error::StringTooLong);
     }
     let mut bytes = take_str(entry)?;
-    bytes.reserve_exact(val.len());
+    make_room(&mut bytes, val.len());
     bytes.extend_from_slice(val);
     store_raw(entry, bytes);
     // A modification for WATCH even when nothing was appended, as in Redis.
@@ -133,6 +133,8 @@ fn overwrite(mut bytes: Vec<u8>, offset: u64, val: &[u8], max: u64) -> Result<Ve
         .filter(|&e| e <= max)
         .ok_or(Error::StringTooLong)? as usize;
     if bytes.len() < end {
+        let extra = end - bytes.len();
+        make_room(&mut bytes, extra);
         bytes.resize(end, 0);
     }
     bytes[offset as usize..end].copy_from_slice(val);

@@ -101,14 +101,19 @@ impl Persistence {
 
 /// Whether Redis would hold this value in its big encoding (`hashtable`, `skiplist`) after
 /// loading it: more entries or longer elements than the listpack / intset limits allow.
-/// Hash and set limits are Redis 7.0.15's compiled-in defaults (512 entries / 64 bytes; 512 integers); the sorted
-/// set limits come from the configuration.
+/// The limits are the configured ones (`hash-max-listpack-*`, `set-max-intset-entries`,
+/// `zset-max-listpack-*`), as Redis applies them when it loads a key.
 pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
     match value {
         Value::Str(_) | Value::List(_) => false,
-        Value::Hash(h) => h.len() > 512 || h.iter().any(|(f, v)| f.len() > 64 || v.len() > 64),
+        Value::Hash(h) => {
+            let max = config.hash_max_listpack_value as usize;
+            h.len() as u64 > config.hash_max_listpack_entries
+                || h.iter().any(|(f, v)| f.len() > max || v.len() > max)
+        }
         Value::Set(s) => {
-            s.len() > 512 || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
+            s.len() as u64 > config.set_max_intset_entries
+                || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
         }
         Value::ZSet(z) => {
             z.len() as u64 > config.zset_max_listpack_entries

@@ -50,9 +50,9 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         types::ZSET_LISTPACK => zset_from(listpack(&r.string()?)?, seed)?,
         types::LIST_QUICKLIST => quicklist(r, false)?,
         types::LIST_QUICKLIST_2 => quicklist(r, true)?,
+        types::HASH_ZIPMAP => hash_from(zipmap(&r.string()?)?, seed)?,
         types::MODULE_PRE_GA
         | types::MODULE_2
-        | types::HASH_ZIPMAP
         | types::STREAM_LISTPACKS
         | types::STREAM_LISTPACKS_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
@@ -225,6 +225,35 @@ fn le(b: &[u8]) -> u64 {
 
 /// A ziplist's elements. Layout: total bytes (u32), tail offset (u32), count (u16), entries
 /// (previous length, encoding, data), `0xFF`.
+/// A zipmap (the hash encoding of RDB files before Redis 2.6): a count byte (254 or more:
+/// count it), then for each pair the field's length and bytes, the value's length, a byte
+/// of free space after the value, the value and that free space, and 255 at the end. A length
+/// is one byte below 254, or 254 and four little-endian bytes. Returns fields and values
+/// alternating.
+pub fn zipmap(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+    fn len(r: &mut Reader<'_>) -> Result<Option<usize>> {
+        Ok(match r.u8()? {
+            0xFF => None,
+            0xFE => Some(r.u32_le()? as usize),
+            n => Some(usize::from(n)),
+        })
+    }
+    let mut r = Reader::new(blob);
+    let _count = r.u8()?;
+    let mut items = Vec::new();
+    while let Some(flen) = len(&mut r)? {
+        items.push(r.take(flen)?.to_vec());
+        let vlen = len(&mut r)?.ok_or(Error::Corrupt("zipmap ends after a field"))?;
+        let free = usize::from(r.u8()?);
+        items.push(r.take(vlen)?.to_vec());
+        r.take(free)?;
+    }
+    if !r.is_empty() {
+        return Err(Error::Corrupt("zipmap trailing bytes"));
+    }
+    Ok(items)
+}
+
 pub fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut r = Reader::new(blob);
     let total = r.u32_le()? as usize;
@@ -362,5 +391,37 @@ mod tests {
         let want: [&[u8]; 4] = [b"ab", b"5", b"-2", b"300"];
         assert_eq!(got, want);
         assert!(ziplist(&zl[..zl.len() - 1]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod zipmap_tests {
+    use super::*;
+
+    #[test]
+    fn zipmap_pairs_with_free_space_and_long_lengths() {
+        // Two pairs: "a" => "bc" with 2 free bytes, then a 300-byte field (254 + u32 length).
+        let long = alloc::vec![b'f'; 300];
+        let mut blob = alloc::vec![2u8, 1, b'a', 2, 2, b'b', b'c', 0, 0, 0xFE];
+        blob.extend_from_slice(&300u32.to_le_bytes());
+        blob.extend_from_slice(&long);
+        blob.extend_from_slice(&[1, 0, b'v', 0xFF]);
+        let items = zipmap(&blob).unwrap();
+        assert_eq!(
+            items,
+            alloc::vec![b"a".to_vec(), b"bc".to_vec(), long, b"v".to_vec()]
+        );
+    }
+
+    #[test]
+    fn corrupt_zipmaps_are_errors() {
+        for blob in [
+            &[1u8, 1, b'a'][..],
+            &[1, 1, b'a', 0xFF],
+            &[1, 5, b'a'],
+            &[0, 0xFF, 7],
+        ] {
+            assert!(zipmap(blob).is_err(), "{blob:?}");
+        }
     }
 }

@@ -42,7 +42,9 @@ pub fn level_filter(loglevel: &str) -> LevelFilter {
 }
 
 /// Installs the global subscriber: lines to `logfile` (appended) or stdout when it is empty.
-pub fn init(loglevel: &str, logfile: &str) -> Result<(), LogError> {
+/// Returns the log file's descriptor (`None` for stdout), for the crash reporter.
+pub fn init(loglevel: &str, logfile: &str) -> Result<Option<i32>, LogError> {
+    let mut fd = None;
     let writer = if logfile.is_empty() {
         BoxMakeWriter::new(std::io::stdout)
     } else {
@@ -54,6 +56,7 @@ pub fn init(loglevel: &str, logfile: &str) -> Result<(), LogError> {
                 path: logfile.into(),
                 source,
             })?;
+        fd = Some(std::os::fd::AsRawFd::as_raw_fd(&file));
         BoxMakeWriter::new(Mutex::new(file))
     };
     tracing_subscriber::fmt()
@@ -63,7 +66,7 @@ pub fn init(loglevel: &str, logfile: &str) -> Result<(), LogError> {
             pid: std::process::id(),
         })
         .init();
-    Ok(())
+    Ok(fd)
 }
 
 /// Formats events as Redis log lines.

@@ -9,6 +9,7 @@ mod acl;
 mod alloc;
 mod aof;
 mod config;
+mod crash;
 mod durability;
 mod host;
 mod log;
@@ -62,7 +63,8 @@ fn fatal(e: &dyn std::fmt::Display) -> ExitCode {
 
 /// Starts logging, sizes the descriptor limit, binds, and runs the loop to the end.
 fn run(mut config: Config) -> anyhow::Result<()> {
-    log::init(&config.loglevel, &config.logfile)?;
+    let log_fd = log::init(&config.loglevel, &config.logfile)?;
+    crash::install(log_fd);
     warn!("oO0OoO0OoO0Oo Kayvee is starting oO0OoO0OoO0Oo");
     warn!(
         "Kayvee version={}, bits={}, pid={}, just started",

@@ -51,6 +51,9 @@ pub struct BlockSpec {
     pub serve: ServeFn,
     /// Its timeout reply.
     pub on_timeout: TimeoutFn,
+    /// Whether it is also served when a key it waits on is deleted or changes type (XREADGROUP
+    /// answers an error then): the keyspace then reports deletions (see [`on_key_event`]).
+    pub serve_missing: bool,
 }
 
 /// A blocked client.
@@ -95,6 +98,11 @@ impl Blocking {
             .values()
             .filter(|w| w.spec.deadline_ms.is_some())
             .count()
+    }
+
+    /// Whether some waiter wants to hear of deleted keys ([`BlockSpec::serve_missing`]).
+    pub fn wants_deletions(&self) -> bool {
+        self.waiters.values().any(|w| w.spec.serve_missing)
     }
 
     /// Whether client `h` is blocked.
@@ -226,8 +234,28 @@ pub fn block(cx: &mut Cx<'_>, args: &Argv<'_>, spec: BlockSpec, out: &mut dyn Re
         cmd: cx.cmd,
     };
     let me = cx.me;
+    let deletions = waiter.spec.serve_missing;
     cx.core.blocking.add(me, waiter);
     cx.outcome = Outcome::Blocked;
+    if deletions {
+        crate::events::sync(cx.core);
+    }
+}
+
+/// Blocking's consumer of the key event stream (see [`crate::events`]): while a waiter is
+/// served on deletions, a key written, expired, evicted or flushed away is made ready.
+pub fn on_key_event(core: &mut crate::Core, db: usize, event: &crate::events::KeyEvent) {
+    use crate::events::KeyEvent;
+    if core.blocking.queues.is_empty() {
+        return;
+    }
+    match event {
+        KeyEvent::Modified(k) | KeyEvent::Expired(k) | KeyEvent::Evicted(k) => {
+            core.blocking.signal(db, k)
+        }
+        KeyEvent::Flushed(_) => core.blocking.signal_db(db),
+        _ => {}
+    }
 }
 
 /// Blocks the running client on `keys` with `serve`, answering the null array on timeout
@@ -246,6 +274,7 @@ pub fn wait_on_keys<'k>(
         deadline_ms,
         serve,
         on_timeout: |out| out.null_array(),
+        serve_missing: false,
     };
     block(cx, args, spec, out);
 }
@@ -313,8 +342,14 @@ pub(crate) fn serve_ready(
 ) {
     while let Some((db, key)) = core.blocking.pop_ready() {
         for h in core.blocking.queue(db, &key) {
-            if !core.dbs[db].contains(&key, now.ms()) {
-                break;
+            let missing = !core.dbs[db].contains(&key, now.ms());
+            let on_missing = core
+                .blocking
+                .waiters
+                .get(&h)
+                .is_some_and(|w| w.spec.serve_missing);
+            if missing && !on_missing {
+                continue;
             }
             serve_one(core, clients, now, h, db, &key);
         }

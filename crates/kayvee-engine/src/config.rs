@@ -122,6 +122,10 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// Sorted sets stay `listpack` up to this many members (`zset-max-listpack-entries`).
     pub zset_max_listpack_entries: u64,
+    /// `stream-node-max-bytes`: a stream node (listpack) stops taking entries near this size.
+    pub stream_node_max_bytes: u64,
+    /// `stream-node-max-entries`: ... or at this many entries (0: no limit).
+    pub stream_node_max_entries: u64,
     /// ... and while every member is at most this many bytes (`zset-max-listpack-value`).
     pub zset_max_listpack_value: u64,
     /// `hash-max-listpack-entries`: a hash with more fields is reported as `hashtable`.
@@ -209,6 +213,8 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             zset_max_listpack_entries: 128,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             zset_max_listpack_value: 64,
             // Debian's redis-server 7.0.15 answers 512 (not the 128 of upstream's redis.conf).
             hash_max_listpack_entries: 512,

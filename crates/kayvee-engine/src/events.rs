@@ -134,6 +134,9 @@ pub fn sync(core: &mut Core) {
     if core.aof.enabled {
         mask |= listen::EXPIRED | listen::EVICTED;
     }
+    if core.blocking.wants_deletions() {
+        mask |= listen::MODIFIED | listen::EXPIRED | listen::EVICTED | listen::FLUSHED;
+    }
     mask |= crate::notify::listening(core.config.notify_keyspace_events);
     for db in &mut core.dbs {
         db.events.listen = mask;
@@ -170,6 +173,7 @@ fn deliver(core: &mut Core, db: usize, event: &KeyEvent) {
     crate::tracking::on_key_event(core, event);
     crate::notify::on_key_event(core, db, event);
     crate::aof::on_key_event(core, db, event);
+    crate::blocking::on_key_event(core, db, event);
 }
 
 /// The events `db` holds (tests).

@@ -105,7 +105,7 @@ impl Persistence {
 /// `zset-max-listpack-*`), as Redis applies them when it loads a key.
 pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
     match value {
-        Value::Str(_) | Value::List(_) => false,
+        Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
         Value::Hash(h) => {
             let max = config.hash_max_listpack_value as usize;
             h.len() as u64 > config.hash_max_listpack_entries

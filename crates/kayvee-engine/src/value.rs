@@ -7,10 +7,12 @@
 
 mod flat;
 mod hash;
+pub mod stream;
 pub mod usage;
 mod zset;
 
 pub use hash::{Hash, HashIter};
+pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
@@ -44,6 +46,8 @@ pub enum Value {
     Set(Box<Set>),
     /// A sorted set (`listpack` while small, `skiplist` once [`Meta::BIG`]).
     ZSet(ZSet),
+    /// A stream (encoding `stream`).
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -55,6 +59,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -97,6 +102,7 @@ impl Value {
             Value::Set(_) => "intset",
             Value::ZSet(_) if meta.has(Meta::BIG) => "skiplist",
             Value::ZSet(_) => "listpack",
+            Value::Stream(_) => "stream",
         }
     }
 }

@@ -76,6 +76,7 @@ pub fn type_of(v: &Value) -> u8 {
         Value::Set(_) => types::SET,
         Value::Hash(_) => types::HASH,
         Value::ZSet(_) => types::ZSET_2,
+        Value::Stream(_) => types::STREAM_LISTPACKS_2,
     }
 }
 
@@ -114,6 +115,7 @@ pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) 
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }
+        Value::Stream(s) => crate::stream::write(out, s, compress),
     }
 }
 

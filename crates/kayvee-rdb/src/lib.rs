@@ -19,6 +19,7 @@ pub mod load;
 pub mod lzf;
 pub mod object;
 pub mod read;
+pub mod stream;
 pub mod write;
 
 pub use dump::CODEC;

@@ -214,6 +214,7 @@ fn is_empty(v: &Value) -> bool {
         Value::Set(s) => s.is_empty(),
         Value::Hash(h) => h.is_empty(),
         Value::ZSet(z) => z.is_empty(),
+        Value::Stream(_) => false,
     }
 }
 

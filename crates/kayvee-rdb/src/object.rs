@@ -51,10 +51,8 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         types::LIST_QUICKLIST => quicklist(r, false)?,
         types::LIST_QUICKLIST_2 => quicklist(r, true)?,
         types::HASH_ZIPMAP => hash_from(zipmap(&r.string()?)?, seed)?,
-        types::MODULE_PRE_GA
-        | types::MODULE_2
-        | types::STREAM_LISTPACKS
-        | types::STREAM_LISTPACKS_2 => return Err(Error::UnsupportedType(ty)),
+        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
+        types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
     })
 }
@@ -333,6 +331,7 @@ mod tests {
                     .collect()
             }
             Value::Str(s) => alloc::vec![s.to_vec()],
+            Value::Stream(_) => alloc::vec![],
         };
         out.sort();
         out

@@ -680,6 +680,95 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
                 .collect();
             batched(buf, b"ZADD", items, 2)
         }
+        Value::Stream(s) => stream_commands(key, s, buf),
+    }
+}
+
+/// The commands that rebuild a stream, as Redis's rewrite emits them: one XADD per entry (an
+/// empty stream: `XADD key MAXLEN 0 0-1 x y`), XSETID with the 7.0 counters, then per group
+/// XGROUP CREATE and, per consumer, XCLAIM ... JUSTID FORCE for each pending entry (XGROUP
+/// CREATECONSUMER for a consumer without any).
+fn stream_commands(key: &[u8], s: &kayvee_engine::value::Stream, buf: &mut Vec<u8>) {
+    use kayvee_engine::aof::encode;
+    use kayvee_engine::value::StreamId;
+    let id = |i: StreamId| i.to_string().into_bytes();
+    let entries = s.collect(StreamId::MIN, StreamId::MAX, false, 0);
+    if entries.is_empty() {
+        encode(buf, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
+    }
+    for e in &entries {
+        let eid = id(e.id);
+        let mut args: Vec<&[u8]> = vec![b"XADD", key, &eid];
+        args.extend(e.fields.iter().map(Vec::as_slice));
+        encode(buf, &args);
+    }
+    let (last, added, maxdel) = (
+        id(s.last_id),
+        s.entries_added.to_string(),
+        id(s.max_deleted),
+    );
+    encode(
+        buf,
+        &[
+            b"XSETID",
+            key,
+            &last,
+            b"ENTRIESADDED",
+            added.as_bytes(),
+            b"MAXDELETEDID",
+            &maxdel,
+        ],
+    );
+    for g in &s.groups {
+        let (glast, read) = (id(g.last_id), g.entries_read.to_string());
+        encode(
+            buf,
+            &[
+                b"XGROUP",
+                b"CREATE",
+                key,
+                &g.name,
+                &glast,
+                b"ENTRIESREAD",
+                read.as_bytes(),
+            ],
+        );
+        for c in &g.consumers {
+            if c.pel.is_empty() {
+                encode(buf, &[b"XGROUP", b"CREATECONSUMER", key, &g.name, &c.name]);
+                continue;
+            }
+            for pid in c.pel.iter() {
+                let Some(p) = g
+                    .pel
+                    .get(&kayvee_engine::value::stream::Pending::probe(*pid))
+                else {
+                    continue;
+                };
+                let (pid, time, count) = (
+                    id(p.id),
+                    p.delivery_ms.to_string(),
+                    p.delivery_count.to_string(),
+                );
+                encode(
+                    buf,
+                    &[
+                        b"XCLAIM",
+                        key,
+                        &g.name,
+                        &c.name,
+                        b"0",
+                        &pid,
+                        b"TIME",
+                        time.as_bytes(),
+                        b"RETRYCOUNT",
+                        count.as_bytes(),
+                        b"JUSTID",
+                        b"FORCE",
+                    ],
+                );
+            }
+        }
     }
 }
 

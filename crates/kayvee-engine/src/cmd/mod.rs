@@ -32,6 +32,7 @@ pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod txn;
 pub mod zset;
@@ -51,6 +52,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     expire::COMMANDS,
     list::COMMANDS,
     zset::COMMANDS,
+    stream::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,

@@ -549,6 +549,26 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.slowlog_max_len = v.int() as u64,
     },
     Param {
+        name: "stream-node-max-bytes",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.stream_node_max_bytes),
+        put: |c, v| c.stream_node_max_bytes = v.mem(),
+    },
+    Param {
+        name: "stream-node-max-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.stream_node_max_entries as i64),
+        put: |c, v| c.stream_node_max_entries = v.int() as u64,
+    },
+    Param {
         name: "zset-max-listpack-entries",
         kind: Kind::Int {
             min: 0,

@@ -67,6 +67,7 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             };
             size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
         }
+        Value::Stream(s) => s.heap_size(),
     }
 }
 

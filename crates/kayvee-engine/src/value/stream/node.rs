@@ -1,0 +1,213 @@
+//! One stream node: a listpack of entries sharing a master entry, laid out as Redis 7.0 lays
+//! out its stream listpacks (so RDB files and DUMP payloads carry the bytes unchanged).
+//!
+//! Elements: the master entry `count deleted num-fields field... 0`, then per entry `flags
+//! ms-diff seq-diff` followed by `num-fields field value ...` (or, when its fields are the
+//! master's in order, flag SAMEFIELDS and the values only), then `lp-count`, the number of
+//! elements of the entry before it. IDs are stored as differences from the node's master ID.
+
+use super::listpack::{self as lp, Val};
+use super::StreamId;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+/// The entry was deleted (XDEL, exact trimming) but its node still holds it.
+pub const FLAG_DELETED: i64 = 1;
+/// The entry's fields are the master entry's.
+pub const FLAG_SAMEFIELDS: i64 = 2;
+
+/// A node: its master ID (the key Redis files it under in its radix tree) and its listpack,
+/// shared with snapshots until written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The ID of the first entry ever added to the node.
+    pub master: StreamId,
+    /// The listpack bytes.
+    pub lp: Arc<Vec<u8>>,
+}
+
+impl PartialOrd for Node {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Node {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.master.cmp(&other.master)
+    }
+}
+
+/// One entry as read from a node.
+#[derive(Debug)]
+pub struct RawEntry<'a> {
+    /// Its ID.
+    pub id: StreamId,
+    /// Whether it is marked deleted.
+    pub deleted: bool,
+    /// Byte offset of its flags element.
+    pub flags_at: usize,
+    /// Field, value, field, value...
+    pub fields: Vec<Val<'a>>,
+}
+
+impl Node {
+    /// A node whose first entry is `id` with `fields` (field, value, ...).
+    pub fn new(id: StreamId, fields: &[&[u8]]) -> Node {
+        let mut bytes = lp::new();
+        let nf = fields.len() / 2;
+        let mut master: Vec<Val<'_>> = alloc::vec![Val::Int(0), Val::Int(0), Val::Int(nf as i64)];
+        master.extend(fields.iter().step_by(2).map(|f| Val::Str(f)));
+        master.push(Val::Int(0));
+        lp::append(&mut bytes, &master);
+        let mut node = Node {
+            master: id,
+            lp: Arc::new(bytes),
+        };
+        node.append(id, fields);
+        node
+    }
+
+    /// A node from listpack bytes (RDB, RESTORE).
+    pub fn from_bytes(master: StreamId, bytes: Vec<u8>) -> Node {
+        Node {
+            master,
+            lp: Arc::new(bytes),
+        }
+    }
+
+    /// Live entries.
+    pub fn count(&self) -> u64 {
+        let mut at = lp::HEADER;
+        lp::next(&self.lp, &mut at).int() as u64
+    }
+
+    /// Entries marked deleted.
+    pub fn deleted(&self) -> u64 {
+        let mut at = lp::HEADER;
+        lp::next(&self.lp, &mut at);
+        lp::next(&self.lp, &mut at).int() as u64
+    }
+
+    /// Listpack size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.lp.len()
+    }
+
+    /// The master fields and the offset of the first entry.
+    fn master_fields(&self) -> (Vec<Val<'_>>, usize) {
+        let b: &[u8] = &self.lp;
+        let mut at = lp::HEADER;
+        lp::next(b, &mut at);
+        lp::next(b, &mut at);
+        let nf = lp::next(b, &mut at).int() as usize;
+        let fields = (0..nf).map(|_| lp::next(b, &mut at)).collect();
+        lp::next(b, &mut at); // the master terminator
+        (fields, at)
+    }
+
+    /// Appends entry `id` (greater than every ID in the node).
+    pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
+        let (master, _) = self.master_fields();
+        let nf = fields.len() / 2;
+        let same = master.len() == nf
+            && master
+                .iter()
+                .zip(fields.iter().step_by(2))
+                .all(|(m, f)| m.eq_bytes(f));
+        let ms = id.ms.wrapping_sub(self.master.ms) as i64;
+        let seq = id.seq.wrapping_sub(self.master.seq) as i64;
+        let mut vals: Vec<Val<'_>> = Vec::with_capacity(fields.len() + 5);
+        let flags = if same { FLAG_SAMEFIELDS } else { 0 };
+        vals.extend([Val::Int(flags), Val::Int(ms), Val::Int(seq)]);
+        if same {
+            vals.extend(fields.iter().skip(1).step_by(2).map(|v| Val::Str(v)));
+            vals.push(Val::Int(nf as i64 + 3));
+        } else {
+            vals.push(Val::Int(nf as i64));
+            vals.extend(fields.iter().map(|v| Val::Str(v)));
+            vals.push(Val::Int(2 * nf as i64 + 4));
+        }
+        let count = self.count() as i64;
+        let bytes = Arc::make_mut(&mut self.lp);
+        lp::append(bytes, &vals);
+        lp::replace(bytes, lp::HEADER, Val::Int(count + 1));
+    }
+
+    /// Every entry, deleted ones included, in ID order.
+    pub fn entries(&self) -> Vec<RawEntry<'_>> {
+        let (master, mut at) = self.master_fields();
+        let b: &[u8] = &self.lp;
+        let mut out = Vec::new();
+        while !lp::at_end(b, at) {
+            let flags_at = at;
+            let flags = lp::next(b, &mut at).int();
+            let ms = lp::next(b, &mut at).int() as u64;
+            let seq = lp::next(b, &mut at).int() as u64;
+            let id = StreamId {
+                ms: self.master.ms.wrapping_add(ms),
+                seq: self.master.seq.wrapping_add(seq),
+            };
+            let mut fields = Vec::new();
+            if flags & FLAG_SAMEFIELDS != 0 {
+                for f in &master {
+                    fields.push(*f);
+                    fields.push(lp::next(b, &mut at));
+                }
+            } else {
+                let nf = lp::next(b, &mut at).int() as usize;
+                for _ in 0..2 * nf {
+                    fields.push(lp::next(b, &mut at));
+                }
+            }
+            lp::next(b, &mut at); // lp-count
+            out.push(RawEntry {
+                id,
+                deleted: flags & FLAG_DELETED != 0,
+                flags_at,
+                fields,
+            });
+        }
+        out
+    }
+
+    /// The ID of the last entry (deleted or not).
+    pub fn last_id(&self) -> StreamId {
+        self.entries().last().map_or(self.master, |e| e.id)
+    }
+
+    /// Marks the entry whose flags are at `flags_at` deleted and updates the counters.
+    pub fn mark_deleted(&mut self, flags_at: usize) {
+        let (count, deleted) = (self.count() as i64, self.deleted() as i64);
+        let bytes = Arc::make_mut(&mut self.lp);
+        let mut at = flags_at;
+        let flags = lp::next(bytes, &mut at).int();
+        lp::replace(bytes, flags_at, Val::Int(flags | FLAG_DELETED));
+        // The deleted counter first: the count's new size would move it.
+        let mut at = lp::HEADER;
+        lp::next(bytes, &mut at);
+        lp::replace(bytes, at, Val::Int(deleted + 1));
+        lp::replace(bytes, lp::HEADER, Val::Int(count - 1));
+    }
+
+    /// Checks the node's structure: counters agree with the flags, IDs ascend from the master.
+    pub fn check_invariants(&self) {
+        assert!(lp::validate(&self.lp).is_some(), "malformed listpack");
+        let entries = self.entries();
+        let live = entries.iter().filter(|e| !e.deleted).count() as u64;
+        assert_eq!(live, self.count(), "live counter");
+        assert_eq!(
+            entries.len() as u64 - live,
+            self.deleted(),
+            "deleted counter"
+        );
+        assert!(live > 0, "empty node kept");
+        assert_eq!(
+            entries.first().map(|e| e.id),
+            Some(self.master),
+            "master id"
+        );
+        assert!(entries.windows(2).all(|w| w[0].id < w[1].id), "ids ascend");
+    }
+}

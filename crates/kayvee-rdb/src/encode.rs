@@ -115,7 +115,51 @@ pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) 
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }
-        Value::Stream(s) => crate::stream::write(out, s, compress),
+        Value::Stream(s) => write_stream(out, s, compress),
+    }
+}
+
+fn write_id(out: &mut Vec<u8>, id: kayvee_engine::value::StreamId) {
+    write_len(out, id.ms);
+    write_len(out, id.seq);
+}
+
+/// Appends a stream's body (type 19, layout in `crate::stream`).
+fn write_stream(
+    out: &mut Vec<u8>,
+    s: &kayvee_engine::value::Stream,
+    mut compress: Option<&mut Lzf>,
+) {
+    write_len(out, s.node_count() as u64);
+    for n in s.nodes() {
+        write_string(out, &n.master.to_be_bytes(), compress.as_deref_mut());
+        write_string(out, &n.lp, compress.as_deref_mut());
+    }
+    write_len(out, s.length);
+    write_id(out, s.last_id);
+    write_id(out, s.first_id);
+    write_id(out, s.max_deleted);
+    write_len(out, s.entries_added);
+    write_len(out, s.groups.len() as u64);
+    for g in &s.groups {
+        write_string(out, &g.name, compress.as_deref_mut());
+        write_id(out, g.last_id);
+        write_len(out, g.entries_read as u64);
+        write_len(out, g.pel.len() as u64);
+        for p in g.pel.iter() {
+            out.extend_from_slice(&p.id.to_be_bytes());
+            out.extend_from_slice(&p.delivery_ms.to_le_bytes());
+            write_len(out, p.delivery_count);
+        }
+        write_len(out, g.consumers.len() as u64);
+        for c in &g.consumers {
+            write_string(out, &c.name, compress.as_deref_mut());
+            out.extend_from_slice(&c.seen_ms.to_le_bytes());
+            write_len(out, c.pel.len() as u64);
+            for id in c.pel.iter() {
+                out.extend_from_slice(&id.to_be_bytes());
+            }
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Streams in RDB files and DUMP payloads, as Redis 7.0 writes them (`RDB_TYPE_STREAM_LISTPACKS_2`,
+//! Reading streams from RDB files and DUMP payloads (`encode` writes them), as Redis 7.0 writes them (`RDB_TYPE_STREAM_LISTPACKS_2`,
 //! type 19; type 15 of Redis 5 and 6 is read too).
 //!
 //! Body: the node count, then per node its 16-byte master ID (big-endian ms and seq) and its
@@ -7,55 +7,12 @@
 //! (type 19:) entries-read, its PEL (16-byte IDs raw, delivery time as 8 bytes LE, delivery
 //! count) and its consumers (name, seen time, PEL as raw IDs).
 
-use crate::encode::{write_len, write_string};
-use crate::lzf::Lzf;
 use crate::read::Reader;
 use crate::{types, Error, Result};
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use kayvee_engine::value::stream::{listpack, Consumer, Group, Node, Pending, Stream, StreamId};
 use kayvee_engine::Value;
 use kayvee_pds::SmallBytes;
-
-fn write_id(out: &mut Vec<u8>, id: StreamId) {
-    write_len(out, id.ms);
-    write_len(out, id.seq);
-}
-
-/// Appends a stream's body (type 19).
-pub fn write(out: &mut Vec<u8>, s: &Stream, mut compress: Option<&mut Lzf>) {
-    write_len(out, s.node_count() as u64);
-    for n in s.nodes() {
-        write_string(out, &n.master.to_be_bytes(), compress.as_deref_mut());
-        write_string(out, &n.lp, compress.as_deref_mut());
-    }
-    write_len(out, s.length);
-    write_id(out, s.last_id);
-    write_id(out, s.first_id);
-    write_id(out, s.max_deleted);
-    write_len(out, s.entries_added);
-    write_len(out, s.groups.len() as u64);
-    for g in &s.groups {
-        write_string(out, &g.name, compress.as_deref_mut());
-        write_id(out, g.last_id);
-        write_len(out, g.entries_read as u64);
-        write_len(out, g.pel.len() as u64);
-        for p in g.pel.iter() {
-            out.extend_from_slice(&p.id.to_be_bytes());
-            out.extend_from_slice(&p.delivery_ms.to_le_bytes());
-            write_len(out, p.delivery_count);
-        }
-        write_len(out, g.consumers.len() as u64);
-        for c in &g.consumers {
-            write_string(out, &c.name, compress.as_deref_mut());
-            out.extend_from_slice(&c.seen_ms.to_le_bytes());
-            write_len(out, c.pel.len() as u64);
-            for id in c.pel.iter() {
-                out.extend_from_slice(&id.to_be_bytes());
-            }
-        }
-    }
-}
 
 fn read_id(r: &mut Reader<'_>) -> Result<StreamId> {
     Ok(StreamId::new(r.len()?, r.len()?))

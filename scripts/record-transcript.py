@@ -104,7 +104,7 @@ for raw in open(sys.argv[1]):
     if line.startswith('> '):
         print(line)
         c = conns[cur]; c.send(split_args(line[2:]))
-        if line[2:].split()[0].lower() in ('blpop','brpop','blmove','brpoplpush','blmpop','bzpopmin','bzpopmax','bzmpop') and not c.fill(0.1):
+        if line[2:].split()[0].lower() in ('blpop','brpop','blmove','brpoplpush','blmpop','bzpopmin','bzpopmax','bzmpop','xread','xreadgroup') and not c.fill(0.1):
             drain_others(); continue
         out = []; c.read(out)
         prev = ''

@@ -388,7 +388,13 @@ fn serve_one(
             return;
         }
         Ok(true) => {}
-        Err(e) => crate::send_error(&mut core.stats, &e, &mut tree),
+        Err(e) => {
+            // The blocked call was counted when it blocked; it fails now.
+            if let Some(stat) = core.stats.commands.get_mut(usize::from(w.cmd.0)) {
+                stat.failed_calls += 1;
+            }
+            crate::send_error(&mut core.stats, &e, &mut tree)
+        }
     }
     let replies = tree.take();
     // The serve function propagated the pop it did (as its plain form): one call of its own.

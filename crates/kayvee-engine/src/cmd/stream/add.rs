@@ -300,11 +300,6 @@ pub(super) fn xsetid(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let Some(s) = write_stream(cx, key)? else {
         return Err(Error::NoSuchKey);
     };
-    if id < s.max_deleted {
-        return Err(Error::msg(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        ));
-    }
     if s.length > 0 {
         let top = s.last_entry().map_or(StreamId::MIN, |e| e.id);
         if id < top {

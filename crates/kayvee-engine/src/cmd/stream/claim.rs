@@ -268,7 +268,6 @@ pub(super) fn xclaim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// XAUTOCLAIM key group consumer min-idle start [COUNT count] [JUSTID].
 pub(super) fn xautoclaim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (key, gname, cname) = (args.get(1), args.get(2), args.get(3));
-    group_stream(cx, key, gname)?;
     let min_idle = parse_i64(args.get(4))
         .ok_or(Error::msg(
             "ERR Invalid min-idle-time argument for XAUTOCLAIM",

@@ -177,7 +177,6 @@ pub(crate) fn no_group(key: &[u8], group: &[u8], cmd: &str) -> Error {
     if !cmd.is_empty() {
         t.extend_from_slice(b" in ");
         t.extend_from_slice(cmd.as_bytes());
-        t.extend_from_slice(b" command");
     }
     Error::Bytes(t)
 }

@@ -91,6 +91,8 @@ pub struct Config {
     pub appendfsync: String,
     /// Write the AOF base as an RDB file (`aof-use-rdb-preamble`).
     pub aof_use_rdb_preamble: bool,
+    /// Print the start-up logo even when standard output is no terminal (`always-show-logo`).
+    pub always_show_logo: bool,
     /// Load a truncated AOF up to its last complete command (`aof-load-truncated`).
     pub aof_load_truncated: bool,
     /// `aof-timestamp-enabled` (accepted; Kayvee writes no timestamp annotations).
@@ -194,6 +196,7 @@ impl Default for Config {
             appenddirname: "appendonlydir".into(),
             appendfsync: "everysec".into(),
             aof_use_rdb_preamble: true,
+            always_show_logo: false,
             aof_load_truncated: true,
             aof_timestamp_enabled: false,
             auto_aof_rewrite_percentage: 100,

@@ -446,6 +446,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.appendfsync = v.string(),
     },
     Param {
+        name: "always-show-logo",
+        kind: Kind::Bool,
+        access: Access::Immutable,
+        get: |c| Val::Bool(c.always_show_logo),
+        put: |c, v| c.always_show_logo = v.bool(),
+    },
+    Param {
         name: "aof-use-rdb-preamble",
         kind: Kind::Bool,
         access: Access::Mutable,

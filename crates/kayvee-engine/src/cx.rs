@@ -23,8 +23,6 @@ pub struct Core {
     pub config: Config,
     /// Counters.
     pub stats: Stats,
-    /// The command table.
-    pub commands: CommandTable,
     /// Host facts for INFO.
     pub host: HostInfo,
     /// 40 hex chars, random per start.
@@ -81,6 +79,8 @@ pub struct Cx<'a> {
     pub outcome: Outcome,
     /// The command being run.
     pub cmd: CommandId,
+    /// The command table (metadata; the handlers are [`crate::cmd::spec::Commands`]').
+    pub commands: &'a CommandTable,
 }
 
 impl<'a> Cx<'a> {

@@ -9,10 +9,9 @@
 
 use crate::events::{listen, KeyEvent};
 use crate::value::{Entry, Meta, Value};
-use kayvee_pds::{PMap, SmallBytes};
+use kayvee_pds::PMap;
 
-/// The key type.
-pub type Key = SmallBytes;
+pub use crate::value::Key;
 
 /// A database.
 #[derive(Clone)]

@@ -4,6 +4,7 @@
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, ConnInfo, Handle, Transport};
+use crate::cmd::spec::Commands;
 use crate::command::{self, CommandId, CommandTable};
 use crate::config::Config;
 use crate::cx::Core;
@@ -36,6 +37,8 @@ pub struct Engine {
     pub core: Core,
     /// Connected clients.
     pub clients: ClientTable,
+    /// The command table and the handlers.
+    commands: Commands,
     /// What dispatch remembers between commands.
     dispatch: dispatch::State,
 }
@@ -44,17 +47,16 @@ impl Engine {
     /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
     /// from the OS); `now` is the start time.
     pub fn new(config: Config, seed: u64, now: Now) -> Self {
-        let commands = CommandTable::new(cmd::GROUPS);
-        let acl = acl::Acl::new(&commands, config.requirepass.as_deref());
+        let commands = Commands::new(cmd::GROUPS);
+        let acl = acl::Acl::new(&commands.table, config.requirepass.as_deref());
         let mut core = Core {
             dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
             stats: Stats {
-                commands: alloc::vec![Default::default(); commands.all().len()],
+                commands: alloc::vec![Default::default(); commands.table.all().len()],
                 reset_ms: now.ms(),
                 ..Default::default()
             },
             config,
-            commands,
             host: HostInfo::default(),
             run_id: String::new(),
             start_ms: now.ms(),
@@ -79,11 +81,12 @@ impl Engine {
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
-        let dispatch = dispatch::State::new(&core.commands);
+        let dispatch = dispatch::State::new(&commands.table);
         events::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
+            commands,
             dispatch,
         }
     }
@@ -119,6 +122,11 @@ impl Engine {
         }
     }
 
+    /// The command table.
+    pub fn command_table(&self) -> &CommandTable {
+        &self.commands.table
+    }
+
     /// The command the last `execute` ran, if any (for the shell's timing).
     pub fn last_command(&self) -> Option<CommandId> {
         self.dispatch.last_cmd
@@ -140,8 +148,8 @@ impl Engine {
         let config = &self.core.config;
         if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
             || self
-                .core
                 .commands
+                .table
                 .get(id)
                 .spec
                 .has(command::flags::SKIP_SLOWLOG)
@@ -190,6 +198,7 @@ impl Engine {
         Dispatch {
             core: &mut self.core,
             clients: &mut self.clients,
+            commands: &self.commands,
             state: &mut self.dispatch,
         }
     }
@@ -216,7 +225,7 @@ impl Engine {
     /// clients marked `killed` when this returns `Ok(true)`.
     pub fn acl_load(&mut self, text: &str) -> Result<bool, String> {
         let path = self.core.config.aclfile.clone();
-        let users = acl::file::parse(text, &path, &self.core.commands)?;
+        let users = acl::file::parse(text, &path, &self.commands.table)?;
         self.core.acl.users = users;
         self.core.acl.refresh();
         let mut killed = false;
@@ -231,7 +240,7 @@ impl Engine {
 
     /// The text ACL SAVE writes to [`Engine::acl_file`].
     pub fn acl_save_text(&self) -> String {
-        acl::file::render(&self.core.acl.users, &self.core.commands)
+        acl::file::render(&self.core.acl.users, &self.commands.table)
     }
 
     /// Applies the `user` lines of the config file at startup; Redis's error text when one is
@@ -253,7 +262,7 @@ impl Engine {
             let Some((name, rules)) = words.split_first() else {
                 continue;
             };
-            let u = acl::file::user_from_rules(name, rules, &self.core.commands).map_err(|e| {
+            let u = acl::file::user_from_rules(name, rules, &self.commands.table).map_err(|e| {
                 alloc::format!(
                     "Error in user declaration '{}': {e}",
                     String::from_utf8_lossy(name)
@@ -303,7 +312,7 @@ impl Engine {
     /// passed; the replies come out of [`Engine::take_wakeups`]. The shell calls this on every
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
-        blocking::expire(&mut self.core, &mut self.clients, now);
+        blocking::expire(&mut self.core.blocking, &self.clients, now);
         if self.core.pause.deadline().is_some() {
             self.dispatcher().run_postponed(now);
         }

@@ -21,8 +21,8 @@
 //! Redis's order. Consumers only queue work in their own state; what needs the client table
 //! (dirty flags, invalidation messages) is settled by the engine afterwards.
 
-use crate::db::{Db, Key};
-use crate::value::{Entry, Value};
+use crate::db::Db;
+use crate::value::{Entry, Key, Value};
 use crate::Core;
 use alloc::vec::Vec;
 use kayvee_pds::PMap;

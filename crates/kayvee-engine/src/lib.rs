@@ -50,7 +50,8 @@ pub mod value;
 
 pub use argv::{Argv, ArgvBuf};
 pub use client::{Client, ClientTable, ConnInfo, Handle, Transport};
-pub use command::{CommandId, CommandSpec, CommandTable};
+pub use cmd::spec::CommandSpec;
+pub use command::{CommandId, CommandInfo, CommandTable};
 pub use config::Config;
 pub use cx::{Core, Cx};
 pub use db::{Db, DbSnapshot};
@@ -60,7 +61,6 @@ pub use host::HostInfo;
 pub use outcome::Outcome;
 pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
 pub use rng::Rng;
-pub(crate) use stats::send_error;
 pub use stats::Stats;
 pub use time::Now;
 pub use value::{Entry, Value};

@@ -9,11 +9,11 @@
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, Handle, Transport};
-use crate::command::{flags, CommandSpec};
+use crate::command::{flags, CommandInfo};
 use crate::config::syntax::repr_into;
-use crate::error::{CmdResult, Error};
-use crate::reply::{Reply, ReplySink};
-use crate::{Core, Cx, Now};
+use crate::error::Error;
+use crate::reply::Reply;
+use crate::{Core, Now};
 use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -41,6 +41,15 @@ impl Monitors {
         self.active() && self.clients.contains(&h)
     }
 
+    /// MONITOR: `h` starts monitoring; false when it already was.
+    pub fn add(&mut self, h: Handle) -> bool {
+        if self.is_monitor(h) {
+            return false;
+        }
+        self.clients.push(h);
+        true
+    }
+
     /// Stops `h` monitoring (RESET, disconnect).
     pub fn remove(&mut self, h: Handle) {
         self.clients.retain(|x| *x != h);
@@ -52,38 +61,14 @@ impl Monitors {
     }
 }
 
-/// MONITOR's table entry.
-pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "monitor",
-    arity: 1,
-    flags: flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE,
-    acl: crate::command::acl::ADMIN | crate::command::acl::SLOW | crate::command::acl::DANGEROUS,
-    summary: "Listen for all requests received by the server in real time",
-    since: "1.0.0",
-    group: "server",
-    handler: monitor,
-    ..CommandSpec::DEFAULT
-}];
-
 /// The error a monitor gets for a keyspace command.
 pub fn keyspace_error() -> Error {
     Error::msg("ERR Replica can't interact with the keyspace")
 }
 
 /// Whether a monitor may not run this command (it reads, writes or may replicate).
-pub fn refused(spec: &CommandSpec) -> bool {
+pub fn refused(spec: &CommandInfo) -> bool {
     spec.has(flags::WRITE) || spec.has(flags::READONLY) || spec.has(flags::MAY_REPLICATE)
-}
-
-/// MONITOR: the client starts receiving every command; a monitor asking again gets no reply.
-pub fn monitor(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let me = cx.me;
-    if cx.core.monitors.is_monitor(me) {
-        return Ok(());
-    }
-    cx.core.monitors.clients.push(me);
-    out.ok();
-    Ok(())
 }
 
 /// Feeds a command that ran (`db`: the client's database after it) to the monitors.
@@ -91,7 +76,7 @@ pub fn feed(
     core: &mut Core,
     clients: &ClientTable,
     me: Handle,
-    spec: &CommandSpec,
+    spec: &CommandInfo,
     args: &Argv<'_>,
     now: Now,
 ) {

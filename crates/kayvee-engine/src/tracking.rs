@@ -23,7 +23,7 @@
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, Handle, PerClient};
-use crate::command::CommandId;
+use crate::command::Registered;
 use crate::db::Key;
 use crate::error::Error;
 use crate::reply::{Protocol, Reply, ReplySink};
@@ -399,11 +399,10 @@ pub fn after_run(
     core: &mut Core,
     clients: &mut ClientTable,
     me: Handle,
-    id: CommandId,
+    reg: &Registered,
     args: &Argv<'_>,
 ) {
     invalidate_written(core, clients, Some(me));
-    let reg = core.commands.get(id);
     let in_multi = core.txn.in_multi(me);
     let Some(id) = clients.get(me).map(|c| c.id) else {
         return;

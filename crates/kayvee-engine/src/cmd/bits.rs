@@ -7,7 +7,8 @@
 
 use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::notify::{class as nc, emit};
@@ -27,7 +28,7 @@ const fn spec(
     acl: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,

@@ -2,7 +2,8 @@
 //! pairs for SET, applied atomically). The parameter table lives in [`crate::config`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::{help_reply, ReplySink};
 use crate::{Cx, Outcome, Stats};

@@ -6,7 +6,8 @@
 
 use crate::argv::Argv;
 use crate::client::ReplyMode;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::{Protocol, ReplySink};
 use crate::{Core, Cx, Outcome};

@@ -4,7 +4,8 @@
 //! and, per key, from Kayvee's own layout ([`crate::value::usage`]).
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::help_reply;

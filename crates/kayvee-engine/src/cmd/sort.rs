@@ -11,7 +11,8 @@
 
 use super::double::parse_sort_weight;
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::notify::{class as nc, emit};

@@ -3,7 +3,8 @@
 //! the queue live in [`crate::dispatch`]; the bookkeeping in [`crate::txn`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::txn;

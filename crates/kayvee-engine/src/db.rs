@@ -26,7 +26,7 @@ pub struct Db {
     pub(crate) events: crate::events::Log,
     /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
     /// [`crate::evict::sync`]).
-    pub(crate) touch: crate::evict::Touch,
+    pub(crate) touch: crate::touch::Touch,
 }
 
 /// Counters a database keeps for INFO.

@@ -12,8 +12,7 @@ use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
 use crate::stats::send_error;
 use crate::time::Now;
-use crate::{acl, cmd, evict, monitor, pause, persist, pubsub, tracking};
-use crate::{events, txn, util};
+use crate::{acl, cmd, drain, evict, monitor, pause, persist, pubsub, txn, util};
 use alloc::vec::Vec;
 
 /// What dispatch remembers between commands (kept in the engine).
@@ -88,17 +87,17 @@ impl<'e> Dispatch<'e> {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
-        events::drain(self.core);
+        drain::drain(self.core);
         if self.core.aof.enabled {
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
             self.serve_ready(now);
-            events::drain(self.core);
+            drain::drain(self.core);
         }
-        txn::settle(self.core);
+        drain::settle(self.core);
         if self.core.tracking.active() {
-            tracking::after_command(self.core, self.clients, Some(h), Some(out));
+            drain::after_command(self.core, self.clients, Some(h), Some(out));
         }
         if self.core.monitors.active() {
             self.core
@@ -330,7 +329,7 @@ impl<'e> Dispatch<'e> {
     /// when that fails, refuse DENYOOM commands, any command queued inside MULTI (but EXEC,
     /// DISCARD, QUIT and RESET), and EXEC of a transaction holding a DENYOOM command.
     fn admit_memory(&mut self, h: Handle, spec: &CommandInfo, now: Now) -> Result<(), Error> {
-        if evict::perform(self.core, now) != evict::Evicted::Fail {
+        if drain::evict(self.core, now) != evict::Evicted::Fail {
             return Ok(());
         }
         let mut refuse = spec.has(command::flags::DENYOOM);
@@ -379,10 +378,10 @@ impl<'e> Dispatch<'e> {
         if cx.core.aof.enabled {
             cx.core.aof.end_command(db_index, argv);
         }
-        events::drain(cx.core);
+        drain::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
         if self.core.tracking.active() {
-            tracking::after_run(
+            drain::after_run(
                 self.core,
                 self.clients,
                 h,
@@ -391,7 +390,8 @@ impl<'e> Dispatch<'e> {
             );
         }
         if self.core.monitors.active() {
-            monitor::feed(self.core, self.clients, h, spec, argv, now);
+            let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
+            monitor::feed(monitors, outbox, self.clients, h, spec, argv, now);
         }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
@@ -428,9 +428,10 @@ impl<'e> Dispatch<'e> {
         }
         let t = self.core.txn.of(h).expect("in MULTI");
         let errored = t.errored;
-        let dirty = t.dirty || txn::watched_key_expired(self.core, h, now.ms());
+        let dirty =
+            t.dirty || txn::watched_key_expired(&self.core.txn, &self.core.dbs, h, now.ms());
         let queue = self.core.txn.take_queue(h);
-        txn::unwatch_all(self.core, h);
+        drain::unwatch_all(self.core, h);
         self.core.stats.commands[id.0 as usize].calls += 1;
         let mut outcome = Outcome::Continue;
         if errored {
@@ -453,13 +454,13 @@ impl<'e> Dispatch<'e> {
                     },
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };
-                txn::settle(self.core);
+                drain::settle(self.core);
                 if step != Outcome::Continue {
                     outcome = step;
                 }
             }
         }
-        txn::discard(self.core, h);
+        drain::discard(self.core, h);
         self.state.last_cmd = Some(id);
         // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
         if let Some(t) = self.core.tracking.of_mut(h) {
@@ -467,7 +468,8 @@ impl<'e> Dispatch<'e> {
         }
         if self.core.monitors.active() {
             let spec = self.spec(id);
-            monitor::feed(self.core, self.clients, h, spec, exec_argv, now);
+            let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
+            monitor::feed(monitors, outbox, self.clients, h, spec, exec_argv, now);
         }
         outcome
     }
@@ -550,7 +552,7 @@ impl<'e> Dispatch<'e> {
         }
         txn::flag_error(&mut self.core.txn, h);
         if id.is_some() && id == self.state.exec_id {
-            txn::discard(self.core, h);
+            drain::discard(self.core, h);
             let text = alloc::format!("{e}");
             let why = text.strip_prefix("ERR ").unwrap_or(&text);
             let e = Error::msg(alloc::format!(

@@ -17,8 +17,7 @@ use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
-use crate::txn;
-use crate::{acl, aof, blocking, cmd, events, evict, expire, persist, slowlog, tracking};
+use crate::{acl, blocking, cmd, drain, evict, expire, persist, slowlog};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -77,12 +76,12 @@ impl Engine {
             pause: Default::default(),
             monitors: Default::default(),
         };
-        evict::sync(&mut core);
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
         let dispatch = dispatch::State::new(&commands.table);
-        events::sync(&mut core);
+        drain::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
@@ -101,10 +100,9 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
-        tracking::disable(&mut self.core, &mut self.clients, h);
+        drain::forget_client(&mut self.core, &self.clients, h);
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
-        txn::remove(&mut self.core, h);
         self.core.pubsub.remove(h);
         self.clients.remove(h);
     }
@@ -293,17 +291,17 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         self.core.stats.sample_metrics(now.ms());
-        events::sync(&mut self.core);
+        drain::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             expire::active_expire_cycle(&mut self.core.dbs, now);
-            evict::perform(&mut self.core, now);
+            drain::evict(&mut self.core, now);
         }
-        events::drain(&mut self.core);
-        txn::settle(&mut self.core);
+        drain::drain(&mut self.core);
+        drain::settle(&mut self.core);
         if self.core.tracking.active() {
-            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+            drain::after_command(&mut self.core, &self.clients, None, None);
         }
         self.expire_blocked(now);
     }
@@ -410,8 +408,9 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
-        events::sync(&mut self.core);
-        evict::sync(&mut self.core);
+        drain::sync(&mut self.core);
+        let core = &mut self.core;
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
@@ -454,7 +453,7 @@ impl Engine {
     /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
     /// (see [`aof`]). Off, no work at all is done for it.
     pub fn set_propagation(&mut self, on: bool) {
-        aof::set_enabled(&mut self.core, on);
+        drain::set_propagation(&mut self.core, on);
     }
 
     /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.

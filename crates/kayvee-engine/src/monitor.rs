@@ -12,8 +12,9 @@ use crate::client::{ClientTable, Handle, Transport};
 use crate::command::{flags, CommandInfo};
 use crate::config::syntax::repr_into;
 use crate::error::Error;
+use crate::outbox::Outbox;
 use crate::reply::Reply;
-use crate::{Core, Now};
+use crate::time::Now;
 use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -71,9 +72,11 @@ pub fn refused(spec: &CommandInfo) -> bool {
     spec.has(flags::WRITE) || spec.has(flags::READONLY) || spec.has(flags::MAY_REPLICATE)
 }
 
-/// Feeds a command that ran (`db`: the client's database after it) to the monitors.
+/// Feeds a command that ran (`db`: the client's database after it) to the monitors: the
+/// running client's own line waits for its reply, the others go to `outbox`.
 pub fn feed(
-    core: &mut Core,
+    monitors: &mut Monitors,
+    outbox: &mut Outbox,
     clients: &ClientTable,
     me: Handle,
     spec: &CommandInfo,
@@ -88,11 +91,11 @@ pub fn feed(
     };
     let line = Reply::Simple(line(now, c.db, &c.conn.transport, args));
     let msg = Rc::new(line);
-    for &m in &core.monitors.clients {
+    for &m in &monitors.clients {
         if m == me {
-            core.monitors.pending_self.push((*msg).clone());
+            monitors.pending_self.push((*msg).clone());
         } else {
-            core.pubsub.queue(m, Rc::clone(&msg));
+            outbox.push(m, Rc::clone(&msg));
         }
     }
 }

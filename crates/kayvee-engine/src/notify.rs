@@ -7,22 +7,21 @@
 //! Four kinds of event do not come from a command handler's own call: `new` (a key created),
 //! `expired` (a key deleted by lazy or active expiry), `evicted` (deleted for `maxmemory`) and
 //! `keymiss` (a read lookup that found nothing, where Redis counts a keyspace miss). They come
-//! from the keyspace's event stream ([`crate::events`], [`on_key_event`]), which [`notify`]
-//! drains before it publishes: so `SET k v` on an expired `k` gives `expired`, `new`, `set`,
-//! as Redis sends them.
+//! from the keyspace's event stream ([`crate::events`], [`of_key_event`]), which is drained
+//! before a command's own event is published (`crate::drain::notify`): so `SET k v` on an
+//! expired `k` gives `expired`, `new`, `set`, as Redis sends them.
 //!
-//! Cost when notifications are off (the default): [`notify`] compares one integer with zero and
-//! returns; the keyspace records none of these events (see [`listening`]).
+//! Cost when notifications are off (the default): publishing compares one integer with zero
+//! and returns; the keyspace records none of these events (see [`listening`]).
 //!
-//! Messages go to the outbox ([`crate::pubsub`]) for every receiver, the client that ran the
-//! command included (the shell delivers them right after the command's reply).
+//! This module says what is published ([`messages`]); the glue above the features
+//! (`crate::drain`) publishes it through pub/sub, to every receiver, the client that ran the
+//! command included (the shell delivers them right after the command's reply). The commands'
+//! call is `crate::cmd::notify::emit`.
 
-use crate::client::Handle;
 use crate::db::Db;
 use crate::events::{listen, KeyEvent};
-use crate::pubsub::Kind;
-use crate::reply::Discard;
-use crate::{Core, Cx};
+use crate::value::Key;
 use alloc::vec::Vec;
 
 pub use crate::config::keyspace_events::{class, parse_flags, render_flags, BAD_CLASS};
@@ -49,66 +48,40 @@ pub fn listening(flags: u32) -> u8 {
     mask
 }
 
-/// Publishes `event` on `key` of the running command's database (one call per write site).
-#[inline]
-pub fn emit(cx: &mut Cx<'_>, class: u32, event: &str, key: &[u8]) {
-    notify(cx.core, cx.db_index, class, event, key);
-}
-
-/// Publishes `event` on `key` of database `db` when `class` is enabled, after the pending
-/// `new` / `expired` events (so the stream keeps Redis's order).
-pub fn notify(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
-    if core.config.notify_keyspace_events == 0 {
-        return;
+/// The notification a key event gives, if any: its class, event name and key (`new`,
+/// `expired`, `evicted`, `keymiss`).
+pub fn of_key_event(event: &KeyEvent) -> Option<(u32, &'static str, &Key)> {
+    match event {
+        KeyEvent::Created(k) => Some((class::NEW, "new", k)),
+        KeyEvent::Expired(k) => Some((class::EXPIRED, "expired", k)),
+        KeyEvent::Evicted(k) => Some((class::EVICTED, "evicted", k)),
+        KeyEvent::Missed(k) => Some((class::KEY_MISS, "keymiss", k)),
+        _ => None,
     }
-    crate::events::drain(core);
-    publish(core, db, class, event, key);
 }
 
-/// Notifications' consumer of the key event stream (see [`crate::events`]).
-pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
-    if core.config.notify_keyspace_events == 0 {
-        return;
-    }
-    let (class, name, key) = match event {
-        KeyEvent::Created(k) => (class::NEW, "new", k),
-        KeyEvent::Expired(k) => (class::EXPIRED, "expired", k),
-        KeyEvent::Evicted(k) => (class::EVICTED, "evicted", k),
-        KeyEvent::Missed(k) => (class::KEY_MISS, "keymiss", k),
-        _ => return,
-    };
-    publish(core, db, class, name, key);
-}
-
-/// Sends the keyspace and keyevent messages of one event, as enabled.
-fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
-    let flags = core.config.notify_keyspace_events;
+/// The messages of one event under `flags` (the `notify-keyspace-events` setting), as enabled:
+/// `publish(channel, message)` for the keyspace channel, then for the keyevent channel.
+pub fn messages(
+    flags: u32,
+    db: usize,
+    class: u32,
+    event: &str,
+    key: &[u8],
+    mut publish: impl FnMut(&[u8], &[u8]),
+) {
     if flags & class == 0 {
         return;
     }
-    // No client is the publisher: every receiver gets its copy through the outbox.
-    let nobody = Handle(usize::MAX);
     if flags & class::KEYSPACE != 0 {
         let mut channel = channel_prefix(b"__keyspace@", db);
         channel.extend_from_slice(key);
-        core.pubsub.publish(
-            nobody,
-            Kind::Channel,
-            &channel,
-            event.as_bytes(),
-            &mut Discard(crate::Protocol::Resp2),
-        );
+        publish(&channel, event.as_bytes());
     }
     if flags & class::KEYEVENT != 0 {
         let mut channel = channel_prefix(b"__keyevent@", db);
         channel.extend_from_slice(event.as_bytes());
-        core.pubsub.publish(
-            nobody,
-            Kind::Channel,
-            &channel,
-            key,
-            &mut Discard(crate::Protocol::Resp2),
-        );
+        publish(&channel, key);
     }
 }
 
@@ -121,21 +94,6 @@ fn channel_prefix(head: &[u8], db: usize) -> Vec<u8> {
     c
 }
 
-/// The `del` a command sends when it removed the last element of a collection (after its own
-/// event, as Redis does).
-pub fn emptied(cx: &mut Cx<'_>, key: &[u8]) {
-    emit(cx, class::GENERIC, "del", key);
-}
-
-/// The `del` of a command that may have removed the last element of the collection at `key`
-/// (sent when the key is gone), after the command's own event.
-pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
-    let now = cx.now_ms();
-    if !cx.db().contains(key, now) {
-        emptied(cx, key);
-    }
-}
-
 /// Drops the `keymiss` the last lookup of `key` logged: Redis's `LOOKUP_NONOTIFY`, for the
 /// lookups that count a miss but send no event (OBJECT).
 pub fn unlog_miss(db: &mut Db, key: &[u8]) {
@@ -146,67 +104,33 @@ pub fn unlog_miss(db: &mut Db, key: &[u8]) {
 mod tests {
     use super::*;
 
-    /// An engine with one client subscribed to every keyspace channel.
-    fn engine_with_subscriber(flags: &str) -> crate::Engine {
-        use crate::{ArgvBuf, ConnInfo, Engine, Now, ReplyTree, Transport};
-        let now = Now::from_ms(1_000);
-        let mut e = Engine::new(crate::Config::default(), 7, now);
-        let conn = ConnInfo {
-            transport: Transport::Tcp {
-                addr: "127.0.0.1:1".into(),
-                laddr: "127.0.0.1:2".into(),
-            },
-            fd: 1,
-        };
-        let h = e.connect(conn, now);
-        for line in [
-            alloc::format!("CONFIG SET notify-keyspace-events {flags}"),
-            "PSUBSCRIBE __key*__:*".into(),
-        ] {
-            let mut out = ReplyTree::new(crate::Protocol::Resp2);
-            e.execute(h, &ArgvBuf::from_line(&line).argv(), now, &mut out);
+    /// The messages of `event` on `key` under the letters `flags`, as (channel, message).
+    fn sent(flags: &str, db: usize, event: &KeyEvent) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let flags = parse_flags(flags.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        if let Some((class, name, key)) = of_key_event(event) {
+            messages(flags, db, class, name, key, |c, m| {
+                got.push((c.to_vec(), m.to_vec()))
+            });
         }
-        e
+        got
     }
 
     #[test]
-    fn evicted_publishes_both_channels_when_enabled() {
-        let mut e = engine_with_subscriber("KEe");
-        on_key_event(
-            &mut e.core,
-            3,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
+    fn evicted_goes_to_both_channels_when_enabled() {
+        let evicted = KeyEvent::Evicted(Key::from_slice(b"k"));
+        let got = sent("KEe", 3, &evicted);
+        let want = |c: &str, m: &str| (c.as_bytes().to_vec(), m.as_bytes().to_vec());
+        assert_eq!(
+            got,
+            [
+                want("__keyspace@3__:k", "evicted"),
+                want("__keyevent@3__:evicted", "k")
+            ]
         );
-        let got: Vec<_> = e.take_messages().into_iter().map(|(_, m)| m).collect();
-        let want = |channel: &str, msg: &str| {
-            crate::Reply::Push(alloc::vec![
-                crate::Reply::Bulk(b"pmessage".to_vec()),
-                crate::Reply::Bulk(b"__key*__:*".to_vec()),
-                crate::Reply::Bulk(channel.as_bytes().to_vec()),
-                crate::Reply::Bulk(msg.as_bytes().to_vec()),
-            ])
-        };
-        assert_eq!(got.len(), 2);
-        assert_eq!(*got[0], want("__keyspace@3__:k", "evicted"));
-        assert_eq!(*got[1], want("__keyevent@3__:evicted", "k"));
-    }
-
-    #[test]
-    fn evicted_is_silent_without_its_class() {
-        let mut e = engine_with_subscriber("KEg$");
-        on_key_event(
-            &mut e.core,
-            0,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
-        );
-        assert!(e.take_messages().is_empty());
-        let mut e = engine_with_subscriber("");
-        on_key_event(
-            &mut e.core,
-            0,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
-        );
-        assert!(e.take_messages().is_empty());
+        assert!(sent("KEg$", 0, &evicted).is_empty());
+        assert!(sent("", 0, &evicted).is_empty());
+        assert!(sent("KEA", 0, &KeyEvent::Modified(Key::from_slice(b"k"))).is_empty());
     }
 
     #[test]

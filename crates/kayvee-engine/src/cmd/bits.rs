@@ -7,11 +7,11 @@
 
 use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};

@@ -301,7 +301,7 @@ fn trackinginfo(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> C
 
 /// CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
 fn tracking(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    crate::tracking::command(cx.core, cx.clients, cx.me, args)?;
+    crate::drain::tracking_command(cx.core, cx.clients, cx.me, args)?;
     out.ok();
     Ok(())
 }

@@ -5,10 +5,10 @@
 //! (`cx.now_ms()`). Argument checks, their order and their error texts follow Redis 7.0.15.
 
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
 use crate::Cx;

@@ -226,7 +226,10 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
 /// from that one count.
 fn memory(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
-    let (used, rss) = (crate::evict::used_memory(core), core.host.used_memory_rss);
+    let (used, rss) = (
+        crate::evict::used_memory(&core.evict, &core.host),
+        core.host.used_memory_rss,
+    );
     let peak = core.used_memory_peak.max(used);
     let human = |s: &mut String, name: &str, v: u64| {
         field(s, name, v);

@@ -29,6 +29,7 @@ pub mod list;
 pub(crate) mod long_double;
 pub mod memory;
 pub mod monitor;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod server;

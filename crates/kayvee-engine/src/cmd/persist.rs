@@ -6,10 +6,10 @@
 //! [`crate::persist::ValueCodec`] (`kayvee-rdb`).
 
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;

@@ -6,8 +6,9 @@
 //! absent (deleted lazily on access), write lookups count no keyspace hit or miss, reads do.
 
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
+use crate::drain::notify;
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, notify};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};

@@ -16,12 +16,12 @@ mod moves;
 mod pop;
 mod push;
 
+use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::spec::{CommandSpec, Handler};
 use crate::command::{acl, flags};
 use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};
 use crate::Cx;

@@ -10,8 +10,8 @@ use super::{
 };
 use crate::argv::Argv;
 use crate::cmd::block::{parse_timeout, wait_on_keys};
+use crate::cmd::notify::{class as nc, emit, emptied};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::Cx;
 use alloc::vec::Vec;

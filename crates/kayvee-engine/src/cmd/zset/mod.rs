@@ -300,7 +300,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     if len == 0 {
         if cx.db().delete(key) {
             cx.propagate_verbatim();
-            crate::notify::emptied(cx, key);
+            crate::cmd::notify::emptied(cx, key);
         }
         return 0;
     }

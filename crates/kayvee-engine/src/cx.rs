@@ -1,6 +1,13 @@
 //! The state command handlers work on: `Core` (databases, configuration, counters and every
 //! feature's tables) and `Cx`, the context one command runs in (`Core`, the client table, the
-//! running client, its database, the time, and the outcome it leaves for the shell).
+//! command table, the running client, its database, the time, and the outcome it leaves for
+//! the shell).
+//!
+//! This is the first module above the features (ARCHITECTURE.md, the engine's layers): it
+//! holds their tables, and no feature names it. The features take only their own state and
+//! the lower layers; what joins them (the key event drain, client tracking's delivery,
+//! blocked-client serving) is in the modules above: [`crate::drain`], the commands
+//! ([`crate::cmd`]), [`crate::dispatch`].
 
 use crate::client::{Client, ClientTable, Handle};
 use crate::command::{CommandId, CommandTable};

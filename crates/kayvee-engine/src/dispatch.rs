@@ -1,6 +1,8 @@
 //! Running one command: lookup and arity, authentication, ACL, the memory limit, the client's
-//! mode (MULTI, subscribed, MONITOR, CLIENT PAUSE), the call itself with its statistics, and
-//! the work after it (serving blocked clients, WATCH, tracking, MONITOR, notifications).
+//! mode (MULTI, subscribed, MONITOR, CLIENT PAUSE), the call itself (the handler from the
+//! table's row, [`crate::cmd::spec::Commands`]) with its statistics, and the work after it
+//! (the key event drain, serving blocked clients with their command's serve function, WATCH,
+//! tracking, MONITOR, notifications). EXEC runs here too: it runs other commands.
 
 use crate::argv::Argv;
 use crate::client::{self, ClientTable, Handle};

@@ -13,8 +13,8 @@
 //!   `DEL key`.
 //!
 //! The engine drains after each command runs (each command of an EXEC too), after serving
-//! blocked clients, after eviction ([`evict`]) and after the active-expiry cycle; a keyspace
-//! notification a command sends drains before it publishes ([`notify`]), so `SET` on an
+//! blocked clients, after eviction ([`evict()`]) and after the active-expiry cycle; a keyspace
+//! notification a command sends drains before it publishes ([`notify()`]), so `SET` on an
 //! expired key sends `expired`, `new`, `set`, in Redis's order. Consumers only queue work in
 //! their own state; what needs the client table (dirty flags, invalidation messages) is
 //! settled afterwards.

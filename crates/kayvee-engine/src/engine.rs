@@ -451,7 +451,7 @@ impl Engine {
 
     /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
     /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
-    /// (see [`aof`]). Off, no work at all is done for it.
+    /// (see [`crate::aof`]). Off, no work at all is done for it.
     pub fn set_propagation(&mut self, on: bool) {
         drain::set_propagation(&mut self.core, on);
     }

@@ -9,6 +9,15 @@
 //! (`kayvee_engine::Engine`, `Now`, `Cx`...): the engine is [`engine`], one command's run is
 //! [`dispatch`], a handler's context is [`cx`]. Keep it so: `cargo xtask circles` resolves a
 //! re-export to the module that defines the name and counts the crate root as no module.
+//!
+//! The modules form layers, each naming only the ones below it (ARCHITECTURE.md has what each
+//! owns): the foundations (values, arguments, replies, configuration, the command metadata in
+//! [`command`]...); the per-connection basics ([`client`], [`outbox`]) and the keyspace
+//! ([`db`], with the key event stream's type in [`events`] and the access stamps in
+//! [`touch`]); the features, each on its own state ([`txn`], [`tracking`], [`notify`],
+//! [`pubsub`], [`blocking`], [`pause`], [`monitor`], [`acl`], [`aof`], [`persist`],
+//! [`evict`], [`expire`]); and on top [`cx`], [`drain`], the commands with their handler table
+//! ([`cmd`]), [`dispatch`] and [`engine`].
 #![no_std]
 #![forbid(unsafe_code)]
 

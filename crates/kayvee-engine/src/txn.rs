@@ -7,9 +7,9 @@
 //! say so, and their caller re-syncs what the keyspace records (`crate::drain`).
 //!
 //! How a modification is detected (Redis 7.0.15 semantics, checked against the real server):
-//! WATCH listens to the key event stream ([`crate::events`], [`Watches::on_key_event`]). A write through a `Db` method
-//! ([`crate::Db::set`], `insert_entry`, `remove`, `set_expire`, `persist`) is a modification of a
-//! watched key; a write through `Db::lookup_write` (collections mutated in place) carries the
+//! WATCH listens to the key event stream ([`crate::events`], [`Watches::on_key_event`]). A
+//! write through a `Db` method ([`crate::Db::set`], `insert_entry`, `remove`, `set_expire`,
+//! `persist`) is a modification of a watched key; a write through `Db::lookup_write` (collections mutated in place) carries the
 //! value it had before, and after the command the value is compared: a changed value counts as
 //! a modification. So no-op writes (SADD of a present member, SETNX on a present key, DEL of a
 //! missing key) invalidate nothing, as in Redis. Expiry is a modification in 7.0.15 when the key

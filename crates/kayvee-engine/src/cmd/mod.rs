@@ -6,8 +6,13 @@
 //! sibling files never import each other (`cargo xtask circles` checks it). Helpers several
 //! groups share live in modules that import no command module: `coll` (SCAN-family and
 //! random-count arguments, sampling), `double` (C `strtod` and `%.17g`, for scores and SORT),
-//! `long_double` (x87 extended precision, for INCRBYFLOAT and HINCRBYFLOAT). The row type of the
-//! tables, [`spec::CommandSpec`], and the handlers by id are in `spec`.
+//! `long_double` (x87 extended precision, for INCRBYFLOAT and HINCRBYFLOAT), `block` (the
+//! blocking commands' timeout and wait), `notify` (a command's keyspace notifications).
+//!
+//! The commands are the top of the engine's layers (ARCHITECTURE.md): handlers take a
+//! [`crate::Cx`] and may reach every table of `Core` and the glue in [`crate::drain`]. The row
+//! type of the tables, [`spec::CommandSpec`] (with the handler), and the handlers by command id
+//! ([`spec::Commands`]) are in `spec`; the metadata every layer reads is [`crate::command`].
 
 use spec::CommandSpec;
 

@@ -4,6 +4,7 @@
 //! and `CONFIG REWRITE` ([`Config::rewrite`]) all go through one parameter table
 //! ([`table::PARAMS`]), so validation and texts are shared.
 
+pub mod keyspace_events;
 pub mod rewrite;
 pub mod syntax;
 pub mod table;
@@ -136,7 +137,7 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// `list-compress-depth`: accepted, no effect (list chunks are not compressed).
     pub list_compress_depth: u64,
-    /// `notify-keyspace-events` as class bits (see [`crate::notify::class`]; 0 = off).
+    /// `notify-keyspace-events` as class bits (see [`keyspace_events::class`]; 0 = off).
     pub notify_keyspace_events: u32,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,

@@ -24,6 +24,9 @@ pub fn minutes(now_ms: u64) -> u16 {
     ((now_ms / 60_000) & 0xFFFF) as u16
 }
 
+/// A key (and a member, a field, a channel name): a byte string, inline when short.
+pub type Key = SmallBytes;
+
 /// A list's elements, head first.
 pub type List = PList<SmallBytes>;
 /// A set's members.

@@ -896,7 +896,7 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
             Err(_) => return Replay::Bad,
         };
         let name = frame.argv.get(0);
-        if engine.core.commands.lookup(name).is_none() {
+        if engine.command_table().lookup(name).is_none() {
             let name = String::from_utf8_lossy(name).into_owned();
             return Replay::Unknown(name);
         }

@@ -3,8 +3,8 @@
 
 use super::{as_list, as_list_mut, delete_if_empty, parse_at_least, parse_int};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit, emptied};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::value::List;
 use crate::Cx;

@@ -16,19 +16,20 @@ mod moves;
 mod pop;
 mod push;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};
 use crate::Cx;
 use alloc::boxed::Box;
 use index::{lindex, linsert, llen, lpos, lrange, lrem, lset, ltrim};
 use kayvee_pds::SmallBytes;
-use moves::{bmove, lmove, rpoplpush};
-use pop::{blmpop, blpop, brpop, lmpop, lpop, rpop};
+use moves::{bmove, lmove, rpoplpush, serve_bmove};
+use pop::{blmpop, blpop, brpop, lmpop, lpop, rpop, serve_blmpop, serve_blpop, serve_brpop};
 use push::{lpush, lpushx, rpush, rpushx};
 
 /// A list command spec with one key at position 1.
@@ -158,23 +159,27 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         last_key: -2,
         key_flags: POP_KEY,
+        serve: Some(serve_blpop),
         ..spec("blpop", -3, W_BLOCK, ACL_W_BLOCK, "Remove and get the first element in a list, or block until one is available", "2.0.0", BPOP_CX, blpop)
     },
     CommandSpec {
         last_key: -2,
         key_flags: POP_KEY,
+        serve: Some(serve_brpop),
         ..spec("brpop", -3, W_BLOCK, ACL_W_BLOCK, "Remove and get the last element in a list, or block until one is available", "2.0.0", BPOP_CX, brpop)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
+        serve: Some(serve_bmove),
         ..spec("blmove", 6, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", bmove)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
+        serve: Some(serve_bmove),
         ..spec("brpoplpush", 4, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", bmove)
     },
     CommandSpec {
@@ -183,6 +188,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 2)],
+        serve: Some(serve_blmpop),
         ..spec("blmpop", -5, flags::WRITE | flags::BLOCKING | flags::MOVABLEKEYS, ACL_W_BLOCK, "Pop elements from a list, or block until one is available", "7.0.0", MPOP_CX, blmpop)
     },
 ];
@@ -310,6 +316,6 @@ pub(crate) fn push_items<'a>(
     };
     emit(cx, nc::LIST, end_event(true, front), key);
     let dbi = cx.db_index;
-    crate::blocking::signal_key_ready(cx, dbi, key);
+    crate::cmd::block::signal_key_ready(cx, dbi, key);
     Ok(len)
 }

@@ -3,8 +3,8 @@
 
 use super::{read_set, redis_order, set_add, write_members, write_set};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::value::{Meta, Value};
 use crate::Cx;

@@ -15,7 +15,8 @@ mod algebra;
 mod members;
 mod random;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;

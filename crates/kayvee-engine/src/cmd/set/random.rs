@@ -7,8 +7,8 @@
 use super::{read_set, redis_order, write_members};
 use crate::argv::Argv;
 use crate::cmd::coll::{self, parse_rand_count};
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};

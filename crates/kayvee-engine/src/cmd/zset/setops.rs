@@ -7,8 +7,8 @@
 use super::{reply_scored, store_zset};
 use crate::argv::Argv;
 use crate::cmd::double::parse_score;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Set, Value, ZSet};

@@ -107,9 +107,7 @@ pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
     match value {
         Value::Str(_) | Value::List(_) => false,
         Value::Hash(h) => h.len() > 512 || h.iter().any(|(f, v)| f.len() > 64 || v.len() > 64),
-        Value::Set(s) => {
-            s.len() > 512 || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
-        }
+        Value::Set(s) => s.len() > 512 || s.iter().any(|m| crate::util::parse_i64(&m).is_none()),
         Value::ZSet(z) => {
             z.len() as u64 > config.zset_max_listpack_entries
                 || z.iter()

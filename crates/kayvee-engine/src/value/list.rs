@@ -276,7 +276,12 @@ impl List {
 
     /// Pushes at the head (see [`List::push_back`]).
     pub fn push_front(&mut self, v: &[u8], fill: i64) {
-        self.insert(0, v, fill);
+        if self.is_packed() && self.packed_insert(HEAD, v, fill) {
+            return;
+        }
+        if let Repr::Tree(t) = &mut self.0 {
+            t.push_front(SmallBytes::from_slice(v));
+        }
     }
 
     /// Inserts `v` before index `i` (`i == len` appends).

@@ -746,7 +746,7 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
     match value {
         Value::Str(s) => encode(buf, &[b"SET", key, s]),
         Value::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
-        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|(m, _)| m.to_vec()).collect(), 1),
+        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|m| m.to_vec()).collect(), 1),
         Value::Hash(h) => {
             let items = h
                 .iter()

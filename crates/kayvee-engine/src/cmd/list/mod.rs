@@ -5,8 +5,9 @@
 //! pops in `pop`; LLEN, LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT and LPOS in `index`; LMOVE,
 //! RPOPLPUSH and their blocking forms in `moves`.
 //!
-//! Lists are `Value::List` ([`crate::value::List`], a persistent deque); a list that becomes
-//! empty deletes its key. Every command that creates or grows a list signals the key ready for
+//! Lists are `Value::List` ([`crate::value::List`]: packed while it fits one listpack node
+//! under `list-max-listpack-size`, a persistent deque after); a list that becomes empty
+//! deletes its key. Every command that creates or grows a list signals the key ready for
 //! blocked clients ([`crate::blocking`]). Semantics, argument-check order and error texts follow
 //! Redis 7.0.15 (checked against the real server; `tests/transcripts/list*.txt` were recorded
 //! from it).
@@ -25,7 +26,6 @@ use crate::keyspec::{kf, KeySpec};
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};
 use crate::Cx;
-use alloc::boxed::Box;
 use index::{lindex, linsert, llen, lpos, lrange, lrem, lset, ltrim};
 use kayvee_pds::SmallBytes;
 use moves::{bmove, lmove, rpoplpush, serve_bmove};
@@ -209,12 +209,12 @@ pub(crate) fn as_list_mut(entry: &mut Entry) -> Result<&mut List, Error> {
     }
 }
 
-/// Pushes at the head (`front`) or the tail.
-pub(super) fn push_end(l: &mut List, v: SmallBytes, front: bool) {
+/// Pushes at the head (`front`) or the tail; `fill` is `list-max-listpack-size`.
+pub(super) fn push_end(l: &mut List, v: &[u8], front: bool, fill: i64) {
     if front {
-        l.push_front(v)
+        l.push_front(v, fill)
     } else {
-        l.push_back(v)
+        l.push_back(v, fill)
     }
 }
 
@@ -297,20 +297,20 @@ pub(crate) fn push_items<'a>(
     front: bool,
     only_existing: bool,
 ) -> Result<usize, Error> {
-    let now = cx.now_ms();
+    let (now, fill) = (cx.now_ms(), cx.core.config.list_max_listpack_size);
     let db = cx.db();
     let len = match db.lookup_write(key, now) {
         Some(e) => {
             let l = as_list_mut(e)?;
-            items.for_each(|v| push_end(l, SmallBytes::from_slice(v), front));
+            items.for_each(|v| push_end(l, v, front, fill));
             l.len()
         }
         None if only_existing => return Ok(0),
         None => {
             let mut l = List::new();
-            items.for_each(|v| push_end(&mut l, SmallBytes::from_slice(v), front));
+            items.for_each(|v| push_end(&mut l, v, front, fill));
             let n = l.len();
-            db.insert_entry(key, Entry::new(Value::List(Box::new(l)), now), None);
+            db.insert_entry(key, Entry::new(Value::List(l), now), None);
             n
         }
     };

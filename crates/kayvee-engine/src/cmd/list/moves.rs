@@ -33,7 +33,7 @@ fn move_one(
     from_front: bool,
     to_front: bool,
 ) -> Result<Option<SmallBytes>, Error> {
-    let now = cx.now_ms();
+    let (now, fill) = (cx.now_ms(), cx.core.config.list_max_listpack_size);
     let db = cx.db();
     match db.lookup_write(src, now) {
         None => return Ok(None),
@@ -48,7 +48,7 @@ fn move_one(
     let mut deleted = false;
     if src == dst {
         // A rotation: the key, its TTL and metadata stay.
-        push_end(l, v.clone(), to_front);
+        push_end(l, &v, to_front, fill);
         emit(cx, nc::LIST, end_event(true, to_front), dst);
     } else {
         deleted = delete_if_empty(db, src, now);

@@ -2,12 +2,13 @@
 """Side-by-side benchmark: redis-server 7.0.15 and kayvee-server, started the same way, pinned to
 CPU 0, driven by redis-benchmark (and this script's raw-socket load) pinned to CPU 1. Prints
 requests/s and requests per server-CPU-second for both with Kayvee/Redis ratios, then resident memory
-per string key, per hash and per sorted set.
+per string key and per small and big collection of each type.
 
 Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
 hash and zset tests), single (SET and GET with one client, -P 1), pubsub (PUBLISH to 1, 10, 100
 subscribers), multi (MULTI + 10 commands + EXEC),
-aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per key / hash / zset).
+aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per string key, and per small
+and big hash, sorted set, integer set, string set and list).
 
 Standard library only. See bench/README.md. Usage:
     python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--before-bin PATH]
@@ -421,20 +422,42 @@ def string_commands(i):
     return [("SET", f"key:{i}", f"{i:016d}")]
 
 
-def hash_commands(i):
-    """`HSET hash:N field:0 <16-byte value> ... field:9 <16-byte value>`: 10 fields."""
+def hash_commands(i, n=10):
+    """`HSET hash:N field:0 <16-byte value> ... field:<n-1> <16-byte value>`: n fields."""
     args = ["HSET", f"hash:{i}"]
-    for j in range(10):
-        args += [f"field:{j}", f"{i:014d}:{j}"]
+    for j in range(n):
+        args += [f"field:{j}", f"{i:014d}:{j}"[-16:]]
     return [tuple(args)]
 
 
-def zset_commands(i):
-    """`ZADD zset:N 0.5 member:0 ... 9.5 member:9`: 10 members."""
+def zset_commands(i, n=10):
+    """`ZADD zset:N 0.5 member:0 ... <n-1>.5 member:<n-1>`: n members."""
     args = ["ZADD", f"zset:{i}"]
-    for j in range(10):
+    for j in range(n):
         args += [f"{j}.5", f"member:{j}"]
     return [tuple(args)]
+
+
+def intset_commands(i, n=10):
+    """`SADD iset:N <n small integers>`: distinct members below 32768 (Redis's 16-bit intset
+    while n <= 512)."""
+    return [("SADD", f"iset:{i}", *[str((i + j * 97) % 32768) for j in range(n)])]
+
+
+def strset_commands(i, n=10):
+    """`SADD sset:N member:0 ... member:<n-1>`: n short strings."""
+    return [("SADD", f"sset:{i}", *[f"member:{j}" for j in range(n)])]
+
+
+def list_commands(i, n=10):
+    """`RPUSH list:N element:0 ... element:<n-1>`: n short elements."""
+    return [("RPUSH", f"list:{i}", *[f"element:{j}" for j in range(n)])]
+
+
+def big(generate):
+    """The same command shape with 1,000 elements (Redis's big encodings: hashtable, skiplist,
+    quicklist of several nodes)."""
+    return lambda i: generate(i, 1000)
 
 
 # (dataset, what one item is, how many in a full / quick run (None: --keys), its commands, shape)
@@ -442,6 +465,14 @@ DATASETS = [
     ("strings", "key", None, string_commands, "SET key:N, 16-byte value"),
     ("hashes", "hash", (100_000, 20_000), hash_commands, "HSET hash:N, 10 fields of 16 B"),
     ("zsets", "zset", (100_000, 20_000), zset_commands, "ZADD zset:N, 10 members"),
+    ("intsets", "set", (100_000, 20_000), intset_commands, "SADD iset:N, 10 small integers"),
+    ("strsets", "set", (100_000, 20_000), strset_commands, "SADD sset:N, 10 short strings"),
+    ("lists", "list", (100_000, 20_000), list_commands, "RPUSH list:N, 10 short elements"),
+    ("big hashes", "hash", (10_000, 2_000), big(hash_commands), "HSET, 1000 fields of 16 B"),
+    ("big zsets", "zset", (10_000, 2_000), big(zset_commands), "ZADD, 1000 members"),
+    ("big intsets", "set", (10_000, 2_000), big(intset_commands), "SADD, 1000 integers"),
+    ("big strsets", "set", (10_000, 2_000), big(strset_commands), "SADD, 1000 short strings"),
+    ("big lists", "list", (10_000, 2_000), big(list_commands), "RPUSH, 1000 short elements"),
 ]
 
 
@@ -486,15 +517,18 @@ def load_and_measure(kind, binary, path, count):
         server.stop()
 
 
-def run_memory(binaries, keys, quick):
-    """Loads each dataset into a fresh server of each kind; returns RSS figures per dataset."""
+def run_memory(binaries, keys, quick, only=None):
+    """Loads each dataset (those named in `only`, default all) into a fresh server of each kind;
+    returns RSS figures per dataset."""
     results = {}
     for name, _, counts, generate, _ in DATASETS:
+        if only and name not in only:
+            continue
         count = keys if counts is None else counts[1 if quick else 0]
         path = mass_insert_file(count, generate)
         try:
             results[name] = {kind: load_and_measure(kind, binary, path, count)
-                             for kind, binary in binaries.items()}
+                             for kind, binary in binaries.items() if binary}
         finally:
             os.unlink(path)
         log(f"  memory {name}: " + " ".join(f"{k} {m['bytes_per_item']:.1f} B"
@@ -538,6 +572,9 @@ def parse_args():
                         " types and single groups (a before/after table)")
     p.add_argument("--seconds", type=float, default=4.0, help="target duration per test")
     p.add_argument("--keys", type=int, help="string keys for the memory test (default 1000000)")
+    p.add_argument("--datasets",
+                   help="comma-separated memory datasets to load (default all): "
+                        + ", ".join(d[0] for d in DATASETS))
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--rounds", type=int,
                    help="rounds of the strings and types tests, reported as medians"
@@ -608,7 +645,8 @@ def main():
         result["throughput"] = rows
     if "memory" in args.only:
         log("memory:")
-        result["memory"] = run_memory(binaries, keys, args.quick)
+        only = [d.strip() for d in args.datasets.split(",")] if args.datasets else None
+        result["memory"] = run_memory(binaries, keys, args.quick, only)
         print_memory(result["memory"])
     print(f"\n({time.time() - started:.0f} s; load average at the end "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs)")

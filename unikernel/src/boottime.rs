@@ -1,7 +1,7 @@
 //! Boot phase timing: TSC stamps taken at each step of the boot (the first two by the boot
 //! stub), printed in microseconds once the TSC is calibrated. It shows where boot time goes.
 
-use crate::arch::port::rdtsc;
+use crate::port::rdtsc;
 use crate::println;
 use core::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,7 +3,7 @@
 //! failure (QEMU exits 35). Without that device (Firecracker, Xen) the i8042 reset line stops
 //! the VM (Firecracker treats it as shutdown), and failing that the CPU halts.
 
-use crate::arch::port::{halt_forever, outb, outl};
+use crate::port::{halt_forever, outb, outl};
 
 /// The value written for a clean exit; QEMU's exit status is then 33.
 pub const SUCCESS_VALUE: u32 = 0x10;

@@ -15,8 +15,10 @@ mod boottime;
 mod cmdline;
 mod conn;
 mod exit;
+mod fault;
 mod heap;
 mod net;
+mod port;
 mod pvh;
 mod serial;
 mod server;
@@ -70,7 +72,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     let (unix_base_us, source) = wall_clock_base(args.time_us);
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
-    let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), arch::port::cpl());
+    let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), port::cpl());
     println_later!(
         "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}; persistence: off",
         tsc_hz / 1_000_000,
@@ -82,7 +84,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         }
     );
     boottime::stamp("log");
-    let seed = arch::port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
+    let seed = port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
     let mut engine = Engine::new(
         config,
         seed,
@@ -97,7 +99,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     server::run(engine, &clock, &args)
 }
 
-/// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt`).
+/// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt` and `fault`).
 fn raise(fault: cmdline::Fault) {
     println!("kayvee: debug-fault: raising {fault:?}");
     match fault {

@@ -1,7 +1,7 @@
 //! The console: the first 16550 UART (COM1, I/O port 0x3f8), polled, 115200 8N1. QEMU's
 //! `-serial stdio` shows it; Firecracker and Xen PVH expose the same port.
 
-use crate::arch::port::{inb, outb};
+use crate::port::{inb, outb};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;

@@ -5,7 +5,7 @@
 //! `time=` command-line parameter (the xtask passes the host's unix time) or else the CMOS RTC,
 //! or else 0 (the epoch, logged as such).
 
-use crate::arch::port::{inb, outb, rdtsc};
+use crate::port::{inb, outb, rdtsc};
 use core::cell::Cell;
 use kayvee_bootargs::days_from_civil;
 

@@ -6,7 +6,8 @@
 //! What a write propagates is decided where it runs: the handler calls
 //! [`crate::Cx::propagate`] (a rewritten form) or [`crate::Cx::propagate_verbatim`] (as the
 //! client sent it) when it changed the dataset, as Redis's commands call `alsoPropagate`; a
-//! key deleted by expiry or eviction arrives through the key event stream ([`on_key_event`]).
+//! key deleted by expiry or eviction arrives through the key event stream
+//! ([`Propagation::on_key_event`]).
 //! The shapes are Redis 7.0.15's (checked against `appendonlydir/*.incr.aof` of the real
 //! server):
 //! - A write that changed nothing (DEL of a missing key, SADD of a present member, SET NX that
@@ -28,7 +29,6 @@
 
 use crate::argv::Argv;
 use crate::events::KeyEvent;
-use crate::Core;
 use alloc::vec::Vec;
 
 /// The AOF state INFO persistence reports and BGREWRITEAOF reads; the shell keeps it current.
@@ -76,7 +76,7 @@ impl Default for AofStatus {
     }
 }
 
-/// The propagation state kept in [`Core`].
+/// The propagation state kept in `Core`.
 #[derive(Default)]
 pub struct Propagation {
     /// Whether commands are propagated (AOF on).
@@ -219,22 +219,24 @@ fn encode_iter<'a>(out: &mut Vec<u8>, len: usize, args: impl Iterator<Item = &'a
     }
 }
 
-/// Turns propagation on or off; the keyspace records expired and evicted keys only while it
-/// is on.
-pub fn set_enabled(core: &mut Core, on: bool) {
-    core.aof.enabled = on;
-    core.aof.db = None;
-    crate::events::sync(core);
-}
-
-/// Propagation's consumer of the key event stream (see [`crate::events`]): a key deleted by
-/// expiry or eviction becomes `DEL key`, outside the running call, as Redis 7.0 propagates it.
-pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
-    if !core.aof.enabled {
-        return;
+impl Propagation {
+    /// Turns propagation on or off; the keyspace records expired and evicted keys only while
+    /// it is on (the caller re-syncs what it records, `crate::drain::set_propagation`).
+    pub fn set_enabled(&mut self, on: bool) {
+        self.enabled = on;
+        self.db = None;
     }
-    if let KeyEvent::Expired(key) | KeyEvent::Evicted(key) = event {
-        core.aof.emit_now(db, &[b"DEL", key]);
+
+    /// Propagation's consumer of the key event stream (see [`crate::events`]): a key of
+    /// database `db` deleted by expiry or eviction becomes `DEL key`, outside the running call,
+    /// as Redis 7.0 propagates it.
+    pub fn on_key_event(&mut self, db: usize, event: &KeyEvent) {
+        if !self.enabled {
+            return;
+        }
+        if let KeyEvent::Expired(key) | KeyEvent::Evicted(key) = event {
+            self.emit_now(db, &[b"DEL", key]);
+        }
     }
 }
 
@@ -451,7 +453,7 @@ mod tests {
         let mut t = T::new();
         t.run(&["set a 1"]);
         let victim = KeyEvent::Evicted(crate::db::Key::from_slice(b"victim"));
-        on_key_event(&mut t.e.core, 2, &victim);
+        t.e.core.aof.on_key_event(2, &victim);
         assert_eq!(t.take(), ["SELECT 2", "DEL victim"]);
     }
 
@@ -463,7 +465,7 @@ mod tests {
         t.now = Now::from_ms(t.now.ms() + 5);
         t.run(&["get b"]);
         assert!(!t.e.has_propagated());
-        assert!(t.e.core.dbs.iter().all(|d| crate::events::pending(d) == 0));
+        assert!(t.e.core.dbs.iter().all(|d| d.events.is_empty()));
     }
 
     /// A DUMP codec for strings only: the payload is the bytes.

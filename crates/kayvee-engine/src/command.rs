@@ -1,23 +1,21 @@
-//! The command table: every command is data (name, arity, flags, key positions, ACL categories,
-//! docs, handler). The one table drives dispatch, arity checks, `COMMAND` output and, later, ACL
-//! and cluster routing.
+//! Commands as data: the metadata of every command (name, arity, flags, key positions and key
+//! specs, ACL categories, docs), the ids that name them, and [`CommandTable`], their index by
+//! lower-case name. The one table drives dispatch, arity checks, ACL, client tracking's key
+//! finding and `COMMAND` output.
 //!
-//! Each command group module (`cmd::string`, `cmd::keys`...) exports its own `COMMANDS` slice;
-//! [`CommandTable`] joins them at engine start and indexes them by lower-case name.
+//! This module knows no handler: a command's code is named in the group tables
+//! ([`crate::cmd::spec::CommandSpec`], one per group module), which are joined at engine start
+//! into this table and, beside it, the handlers by [`CommandId`] ([`crate::cmd::spec::Commands`]).
+//! So every layer of the engine can read the table, and only the layer above the handlers'
+//! context ([`crate::cx`]) knows the handlers.
 
 use crate::argv::Argv;
-use crate::error::CmdResult;
-use crate::reply::ReplySink;
-use crate::Cx;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use crate::keyspec::{
     BeginSearch, FindKeys, FoundKey, InvalidKeyArgs, KeyFlags, KeySpec, KeysFn,
 };
-
-/// A command handler. It validates everything before writing any reply; on `Err` it has
-/// written nothing and the dispatcher sends the error.
-pub type Handler = fn(&mut Cx<'_>, &Argv<'_>, &mut dyn ReplySink) -> CmdResult;
 
 /// Command flags, as `COMMAND INFO` names them.
 pub mod flags {
@@ -135,9 +133,9 @@ pub mod acl {
     ];
 }
 
-/// One command (or one subcommand of a container command such as `CLIENT`).
-#[derive(Clone, Copy)]
-pub struct CommandSpec {
+/// One command's metadata (or one subcommand's, of a container command such as `CLIENT`), as
+/// the table keeps it: a copy of its group table's row without the handler.
+pub struct CommandInfo {
     /// Lower-case name (`get`; a subcommand's own name, `list` for `client|list`).
     pub name: &'static str,
     /// Redis arity: `n` = exactly n arguments with the name; `-n` = at least n.
@@ -162,63 +160,21 @@ pub struct CommandSpec {
     pub complexity: &'static str,
     /// `COMMAND INFO` tips (`nondeterministic_output`, `request_policy:all_shards`...).
     pub tips: &'static [&'static str],
-    /// The handler (containers: the handler used when no subcommand matches, usually an error).
-    pub handler: Handler,
-    /// Subcommands (`CLIENT LIST`...), empty for plain commands.
-    pub subcommands: &'static [CommandSpec],
+    /// Number of subcommands (`CLIENT LIST`...), 0 for plain commands; their ids follow the
+    /// container's.
+    pub subcommands: usize,
     /// Key-spec flags `COMMAND INFO` shows (`RO`, `access`; `RW`, `update`; `OW`; `RM`,
-    /// `delete`...). Empty: derived from the command flags (see [`CommandSpec::key_spec_flags`]).
+    /// `delete`...). Empty: derived from the command flags (see [`CommandInfo::key_spec_flags`]).
     pub key_flags: &'static [&'static str],
     /// Key specifications as Redis 7.0 describes them. Empty: one range spec derived from
-    /// first/last/step and [`CommandSpec::key_spec_flags`] (see [`CommandSpec::specs`]).
+    /// first/last/step and [`CommandInfo::key_spec_flags`] (see [`CommandInfo::specs`]).
     pub key_specs: &'static [KeySpec],
     /// The command's own key finder for `COMMAND GETKEYS`, when its specs cannot find all its
     /// keys (`unknown` specs) or its key flags depend on the arguments (`variable_flags`).
     pub get_keys: Option<KeysFn>,
 }
 
-fn unimplemented_handler(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
-    Err(crate::Error::msg("ERR command not implemented"))
-}
-
-impl CommandSpec {
-    /// Defaults for struct-update syntax in the group tables.
-    pub const DEFAULT: CommandSpec = CommandSpec {
-        name: "",
-        arity: 1,
-        flags: 0,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl: 0,
-        summary: "",
-        since: "1.0.0",
-        group: "generic",
-        complexity: "O(1)",
-        tips: &[],
-        handler: unimplemented_handler,
-        subcommands: &[],
-        key_flags: &[],
-        key_specs: &[],
-        get_keys: None,
-    };
-
-    /// A container command's HELP subcommand row as Redis 7.0 has it (arity 2, `loading`,
-    /// `stale`, @slow, one summary); `since` and `group` vary by container.
-    pub const fn help_sub(since: &'static str, group: &'static str, handler: Handler) -> Self {
-        CommandSpec {
-            name: "help",
-            arity: 2,
-            flags: flags::LOADING | flags::STALE,
-            acl: acl::SLOW,
-            summary: "Show helpful text about the different subcommands",
-            since,
-            group,
-            handler,
-            ..CommandSpec::DEFAULT
-        }
-    }
-
+impl CommandInfo {
     /// Whether `argc` arguments (name included) satisfy the arity.
     #[inline]
     pub fn arity_ok(&self, argc: usize) -> bool {
@@ -302,10 +258,11 @@ impl CommandSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CommandId(pub u16);
 
-/// One table entry: the spec, its parent (for subcommands) and its full name (`client|list`).
+/// One table entry: the command's metadata, its parent (for subcommands) and its full name
+/// (`client|list`).
 pub struct Registered {
-    /// The spec.
-    pub spec: &'static CommandSpec,
+    /// The metadata.
+    pub spec: CommandInfo,
     /// The container command, for subcommands.
     pub parent: Option<CommandId>,
     /// `get`, or `client|list`.
@@ -342,57 +299,62 @@ fn name_hash(name: &[u8]) -> u32 {
 }
 
 impl CommandTable {
-    /// Builds the table from the group tables. It runs at every start, so it does little:
-    /// no sorting (the listings sort when asked) and no formatting machinery (an emulated
-    /// guest, such as the unikernel under QEMU TCG, pays for every new code path it runs).
-    pub fn new(groups: &[&'static [CommandSpec]]) -> Self {
-        let entries: usize = groups
-            .iter()
-            .flat_map(|g| g.iter())
-            .map(|s| 1 + s.subcommands.len())
-            .sum();
-        let mut all = Vec::with_capacity(entries);
-        let mut by_name = Vec::with_capacity(groups.iter().map(|g| g.len()).sum());
-        for group in groups {
-            for spec in group.iter() {
-                let id = CommandId(all.len() as u16);
-                all.push(Registered {
-                    spec,
-                    parent: None,
-                    full_name: spec.name.into(),
-                });
-                by_name.push((spec.name, id));
-                for sub in spec.subcommands {
-                    let mut full_name =
-                        alloc::string::String::with_capacity(spec.name.len() + 1 + sub.name.len());
-                    full_name.push_str(spec.name);
-                    full_name.push('|');
-                    full_name.push_str(sub.name);
-                    all.push(Registered {
-                        spec: sub,
-                        parent: Some(id),
-                        full_name,
-                    });
-                }
-            }
+    /// An empty table with room for `entries` commands and subcommands. The table is built at
+    /// every start, so building does little: no sorting (the listings sort when asked) and no
+    /// formatting machinery (an emulated guest, such as the unikernel under QEMU TCG, pays for
+    /// every new code path it runs).
+    pub fn with_capacity(entries: usize) -> Self {
+        CommandTable {
+            all: Vec::with_capacity(entries),
+            by_name: Vec::new(),
+            slots: Vec::new(),
+            max_len: 0,
         }
-        let max_len = by_name.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    }
+
+    /// Adds a top-level command; its subcommands follow it ([`CommandTable::add_subcommand`]).
+    /// Lookups by name find it once [`CommandTable::index`] ran.
+    pub fn add(&mut self, spec: CommandInfo) -> CommandId {
+        let id = CommandId(self.all.len() as u16);
+        self.by_name.push((spec.name, id));
+        self.all.push(Registered {
+            full_name: spec.name.into(),
+            spec,
+            parent: None,
+        });
+        id
+    }
+
+    /// Adds a subcommand of `parent`, the command added last.
+    pub fn add_subcommand(&mut self, parent: CommandId, spec: CommandInfo) -> CommandId {
+        let id = CommandId(self.all.len() as u16);
+        let parent_name = self.get(parent).spec.name;
+        let mut full_name = String::with_capacity(parent_name.len() + 1 + spec.name.len());
+        full_name.push_str(parent_name);
+        full_name.push('|');
+        full_name.push_str(spec.name);
+        self.all.push(Registered {
+            spec,
+            parent: Some(parent),
+            full_name,
+        });
+        id
+    }
+
+    /// Builds the name index over the commands added.
+    pub fn index(&mut self) {
+        self.max_len = self.by_name.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         // At most 1/4 full, so probe chains stay short.
-        let size = (by_name.len() * 4).next_power_of_two().max(16);
+        let size = (self.by_name.len() * 4).next_power_of_two().max(16);
         let mut slots = alloc::vec![EMPTY_SLOT; size];
-        for (pos, (name, _)) in by_name.iter().enumerate() {
+        for (pos, (name, _)) in self.by_name.iter().enumerate() {
             let mut i = name_hash(name.as_bytes()) as usize & (size - 1);
             while slots[i] != EMPTY_SLOT {
                 i = (i + 1) & (size - 1);
             }
             slots[i] = pos as u16;
         }
-        CommandTable {
-            all,
-            by_name,
-            slots,
-            max_len,
-        }
+        self.slots = slots;
     }
 
     /// Finds a top-level command by name, case-insensitively, without allocating: one hash of
@@ -416,9 +378,10 @@ impl CommandTable {
     /// Finds a subcommand of `parent` by name, case-insensitively.
     pub fn lookup_sub(&self, parent: CommandId, name: &[u8]) -> Option<CommandId> {
         let subs = self.get(parent).spec.subcommands;
-        let pos = subs
+        let first = usize::from(parent.0) + 1;
+        let pos = self.all[first..first + subs]
             .iter()
-            .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))?;
+            .position(|r| r.spec.name.as_bytes().eq_ignore_ascii_case(name))?;
         Some(CommandId(parent.0 + 1 + pos as u16))
     }
 
@@ -460,41 +423,36 @@ fn eq_lower(lower: &[u8], name: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn ok(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
-        Ok(())
+    fn info(name: &'static str, subcommands: usize) -> CommandInfo {
+        CommandInfo {
+            name,
+            arity: 1,
+            flags: 0,
+            first_key: 0,
+            last_key: 0,
+            key_step: 0,
+            acl: 0,
+            summary: "",
+            since: "1.0.0",
+            group: "generic",
+            complexity: "O(1)",
+            tips: &[],
+            subcommands,
+            key_flags: &[],
+            key_specs: &[],
+            get_keys: None,
+        }
     }
-
-    const SUBS: &[CommandSpec] = &[
-        CommandSpec {
-            name: "list",
-            handler: ok,
-            ..CommandSpec::DEFAULT
-        },
-        CommandSpec {
-            name: "kill",
-            handler: ok,
-            ..CommandSpec::DEFAULT
-        },
-    ];
-    const GROUP: &[CommandSpec] = &[
-        CommandSpec {
-            name: "get",
-            ..CommandSpec::DEFAULT
-        },
-        CommandSpec {
-            name: "client",
-            subcommands: SUBS,
-            ..CommandSpec::DEFAULT
-        },
-        CommandSpec {
-            name: "set",
-            ..CommandSpec::DEFAULT
-        },
-    ];
 
     #[test]
     fn lookup_is_case_insensitive_and_exact() {
-        let t = CommandTable::new(&[GROUP]);
+        let mut t = CommandTable::with_capacity(5);
+        t.add(info("get", 0));
+        let client = t.add(info("client", 2));
+        t.add_subcommand(client, info("list", 0));
+        t.add_subcommand(client, info("kill", 0));
+        t.add(info("set", 0));
+        t.index();
         let get = t.lookup(b"get").expect("get");
         assert_eq!(t.get(get).spec.name, "get");
         assert_eq!(t.lookup(b"GeT"), Some(get));
@@ -515,33 +473,5 @@ mod tests {
         assert_eq!(t.get(kill).parent, Some(client));
         assert_eq!(t.lookup_sub(client, b"nope"), None);
         assert_eq!(t.count(), 3);
-    }
-
-    #[test]
-    fn every_real_command_is_found_by_its_name() {
-        let t = CommandTable::new(crate::cmd::GROUPS);
-        let mut found = 0;
-        for id in t.top_level() {
-            let name = t.get(id).spec.name;
-            assert_eq!(t.lookup(name.as_bytes()), Some(id), "{name}");
-            assert_eq!(t.lookup(name.to_ascii_uppercase().as_bytes()), Some(id));
-            found += 1;
-        }
-        assert_eq!(found, t.count());
-        assert!(found > 50, "{found} commands");
-    }
-
-    #[test]
-    fn top_level_lists_each_name_once_in_sorted_order() {
-        let t = CommandTable::new(crate::cmd::GROUPS);
-        let names: Vec<&str> = t.top_level().map(|id| t.get(id).spec.name).collect();
-        assert_eq!(names.len(), t.count());
-        assert!(
-            names.windows(2).all(|w| w[0] < w[1]),
-            "unsorted or duplicate"
-        );
-        let client = t.lookup(b"client").expect("client");
-        let kill = t.lookup_sub(client, b"kill").expect("kill");
-        assert_eq!(t.get(kill).full_name, "client|kill");
     }
 }

@@ -4,6 +4,7 @@
 //! and `CONFIG REWRITE` ([`Config::rewrite`]) all go through one parameter table
 //! ([`table::PARAMS`]), so validation and texts are shared.
 
+pub mod keyspace_events;
 pub mod rewrite;
 pub mod syntax;
 pub mod table;
@@ -91,6 +92,8 @@ pub struct Config {
     pub appendfsync: String,
     /// Write the AOF base as an RDB file (`aof-use-rdb-preamble`).
     pub aof_use_rdb_preamble: bool,
+    /// Print the start-up logo even when standard output is no terminal (`always-show-logo`).
+    pub always_show_logo: bool,
     /// Load a truncated AOF up to its last complete command (`aof-load-truncated`).
     pub aof_load_truncated: bool,
     /// `aof-timestamp-enabled` (accepted; Kayvee writes no timestamp annotations).
@@ -138,7 +141,7 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// `list-compress-depth`: accepted, no effect (list chunks are not compressed).
     pub list_compress_depth: u64,
-    /// `notify-keyspace-events` as class bits (see [`crate::notify::class`]; 0 = off).
+    /// `notify-keyspace-events` as class bits (see [`keyspace_events::class`]; 0 = off).
     pub notify_keyspace_events: u32,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
@@ -198,6 +201,7 @@ impl Default for Config {
             appenddirname: "appendonlydir".into(),
             appendfsync: "everysec".into(),
             aof_use_rdb_preamble: true,
+            always_show_logo: false,
             aof_load_truncated: true,
             aof_timestamp_enabled: false,
             auto_aof_rewrite_percentage: 100,

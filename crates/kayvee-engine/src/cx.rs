@@ -1,6 +1,13 @@
 //! The state command handlers work on: `Core` (databases, configuration, counters and every
 //! feature's tables) and `Cx`, the context one command runs in (`Core`, the client table, the
-//! running client, its database, the time, and the outcome it leaves for the shell).
+//! command table, the running client, its database, the time, and the outcome it leaves for
+//! the shell).
+//!
+//! This is the first module above the features (ARCHITECTURE.md, the engine's layers): it
+//! holds their tables, and no feature names it. The features take only their own state and
+//! the lower layers; what joins them (the key event drain, client tracking's delivery,
+//! blocked-client serving) is in the modules above: [`crate::drain`], the commands
+//! ([`crate::cmd`]), [`crate::dispatch`].
 
 use crate::client::{Client, ClientTable, Handle};
 use crate::command::{CommandId, CommandTable};
@@ -23,8 +30,6 @@ pub struct Core {
     pub config: Config,
     /// Counters.
     pub stats: Stats,
-    /// The command table.
-    pub commands: CommandTable,
     /// Host facts for INFO.
     pub host: HostInfo,
     /// 40 hex chars, random per start.
@@ -81,6 +86,8 @@ pub struct Cx<'a> {
     pub outcome: Outcome,
     /// The command being run.
     pub cmd: CommandId,
+    /// The command table (metadata; the handlers are [`crate::cmd::spec::Commands`]').
+    pub commands: &'a CommandTable,
 }
 
 impl<'a> Cx<'a> {

@@ -9,10 +9,9 @@
 
 use crate::events::{listen, KeyEvent};
 use crate::value::{Entry, Meta, Value};
-use kayvee_pds::{PMap, SmallBytes};
+use kayvee_pds::PMap;
 
-/// The key type.
-pub type Key = SmallBytes;
+pub use crate::value::Key;
 
 /// A database.
 #[derive(Clone)]
@@ -27,7 +26,7 @@ pub struct Db {
     pub(crate) events: crate::events::Log,
     /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
     /// [`crate::evict::sync`]).
-    pub(crate) touch: crate::evict::Touch,
+    pub(crate) touch: crate::touch::Touch,
 }
 
 /// Counters a database keeps for INFO.

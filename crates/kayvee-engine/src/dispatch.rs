@@ -1,18 +1,20 @@
 //! Running one command: lookup and arity, authentication, ACL, the memory limit, the client's
-//! mode (MULTI, subscribed, MONITOR, CLIENT PAUSE), the call itself with its statistics, and
-//! the work after it (serving blocked clients, WATCH, tracking, MONITOR, notifications).
+//! mode (MULTI, subscribed, MONITOR, CLIENT PAUSE), the call itself (the handler from the
+//! table's row, [`crate::cmd::spec::Commands`]) with its statistics, and the work after it
+//! (the key event drain, serving blocked clients with their command's serve function, WATCH,
+//! tracking, MONITOR, notifications). EXEC runs here too: it runs other commands.
 
 use crate::argv::Argv;
 use crate::client::{self, ClientTable, Handle};
-use crate::command::{self, CommandId, CommandSpec, CommandTable};
+use crate::cmd::spec::Commands;
+use crate::command::{self, CommandId, CommandInfo, CommandTable};
 use crate::cx::{Core, Cx};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
 use crate::stats::send_error;
 use crate::time::Now;
-use crate::{acl, blocking, cmd, evict, monitor, pause, persist, pubsub, tracking};
-use crate::{events, txn, util};
+use crate::{acl, cmd, drain, evict, monitor, pause, persist, pubsub, txn, util};
 use alloc::vec::Vec;
 
 /// What dispatch remembers between commands (kept in the engine).
@@ -39,11 +41,20 @@ pub struct Dispatch<'e> {
     pub core: &'e mut Core,
     /// All clients.
     pub clients: &'e mut ClientTable,
+    /// The command table and the handlers.
+    pub commands: &'e Commands,
     /// What dispatch remembers between commands.
     pub state: &'e mut State,
 }
 
-impl Dispatch<'_> {
+impl<'e> Dispatch<'e> {
+    /// The metadata of command `id` (borrowed from the table, not from `self`).
+    #[inline]
+    fn spec(&self, id: CommandId) -> &'e CommandInfo {
+        let commands: &'e Commands = self.commands;
+        &commands.table.get(id).spec
+    }
+
     /// Runs one command for client `h`, writing its reply to `out`.
     pub fn execute(
         &mut self,
@@ -58,7 +69,7 @@ impl Dispatch<'_> {
         }
         if let Some(id) = self.paused_for(h, argv, now) {
             self.core.pause.postpone(h, argv);
-            let spec = self.core.commands.get(id).spec;
+            let spec = self.spec(id);
             if let Some(c) = self.clients.get_mut(h) {
                 (c.last_cmd, c.last_cmd_id) = (spec.name, Some(id));
             }
@@ -78,17 +89,17 @@ impl Dispatch<'_> {
         };
         let protocol = client.protocol;
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
-        events::drain(self.core);
+        drain::drain(self.core);
         if self.core.aof.enabled {
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
-            blocking::serve_ready(self.core, self.clients, now);
-            events::drain(self.core);
+            self.serve_ready(now);
+            drain::drain(self.core);
         }
-        txn::settle(self.core);
+        drain::settle(self.core);
         if self.core.tracking.active() {
-            tracking::after_command(self.core, self.clients, Some(h), Some(out));
+            drain::after_command(self.core, self.clients, Some(h), Some(out));
         }
         if self.core.monitors.active() {
             self.core
@@ -129,11 +140,11 @@ impl Dispatch<'_> {
     /// Whether `argv`'s replies go out even under CLIENT REPLY OFF/SKIP: (un)subscribe
     /// confirmations, which Redis 7.0 pushes past the reply mode as it does messages.
     fn pushes_anyway(&self, argv: &Argv<'_>) -> bool {
-        let Some(id) = self.core.commands.lookup(argv.get(0)) else {
+        let Some(id) = self.commands.table.lookup(argv.get(0)) else {
             return false;
         };
         matches!(
-            self.core.commands.get(id).spec.name,
+            self.spec(id).name,
             "subscribe"
                 | "unsubscribe"
                 | "psubscribe"
@@ -150,7 +161,7 @@ impl Dispatch<'_> {
             return None;
         }
         let id = self.resolve(argv).ok()?;
-        let spec = self.core.commands.get(id).spec;
+        let spec = self.spec(id);
         if spec.name == "quit" {
             return None;
         }
@@ -165,8 +176,7 @@ impl Dispatch<'_> {
                 .unwrap_or_default();
             write |= queue.iter().any(|a| {
                 let argv = a.argv();
-                self.resolve(&argv)
-                    .is_ok_and(|q| replicates(self.core.commands.get(q).spec))
+                self.resolve(&argv).is_ok_and(|q| replicates(self.spec(q)))
             });
         }
         self.core.pause.covers(write).then_some(id)
@@ -180,6 +190,69 @@ impl Dispatch<'_> {
             self.execute(h, &args.argv(), now, &mut tree);
             self.core.blocking.push_wakeup(h, tree.take());
         }
+    }
+
+    /// Serves the clients blocked on the keys that became ready, first come first served
+    /// (see [`crate::blocking`], step 3). Runs after each top-level command.
+    fn serve_ready(&mut self, now: Now) {
+        while let Some((db, key)) = self.core.blocking.pop_ready() {
+            for h in self.core.blocking.queue(db, &key) {
+                let missing = !self.core.dbs[db].contains(&key, now.ms());
+                if missing && !self.core.blocking.serves_missing(h) {
+                    continue;
+                }
+                self.serve_one(now, h, db, &key);
+            }
+        }
+    }
+
+    /// Tries to serve waiter `h` from `key` with its command's serve function; unblocks it
+    /// unless it keeps waiting.
+    fn serve_one(&mut self, now: Now, h: Handle, db: usize, key: &[u8]) {
+        let Some(protocol) = self
+            .clients
+            .get(h)
+            .filter(|c| !c.killed)
+            .map(|c| c.protocol)
+        else {
+            return;
+        };
+        let Some(w) = self.core.blocking.take_waiter(h) else {
+            return;
+        };
+        let Some(serve) = self.commands.serve(w.cmd) else {
+            return self.core.blocking.put_back(h, w);
+        };
+        let mut tree = ReplyTree::new(protocol);
+        let mut cx = Cx {
+            core: self.core,
+            clients: self.clients,
+            me: h,
+            db_index: db,
+            now,
+            outcome: Outcome::Continue,
+            cmd: w.cmd,
+            commands: &self.commands.table,
+        };
+        let result = serve(&mut cx, key, &w.argv.argv(), &mut tree);
+        match result {
+            Ok(false) => return self.core.blocking.put_back(h, w),
+            Ok(true) => {}
+            Err(e) => {
+                // The blocked call was counted when it blocked; it fails now.
+                if let Some(stat) = self.core.stats.commands.get_mut(usize::from(w.cmd.0)) {
+                    stat.failed_calls += 1;
+                }
+                send_error(&mut self.core.stats, &e, &mut tree)
+            }
+        }
+        let replies = tree.take();
+        // The serve function propagated the pop it did (as its plain form): one call of its own.
+        if self.core.aof.enabled {
+            self.core.aof.flush();
+        }
+        self.core.blocking.put_back(h, w);
+        self.core.blocking.unblock(h, replies);
     }
 
     fn end_skip(&mut self, h: Handle) {
@@ -203,7 +276,7 @@ impl Dispatch<'_> {
             Ok(id) => id,
             Err((id, e)) => return self.reject(h, id, &e, out),
         };
-        let spec = self.core.commands.get(id).spec;
+        let spec = self.spec(id);
         let client = self.clients.get_mut(h).expect("checked by execute");
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
@@ -241,7 +314,7 @@ impl Dispatch<'_> {
             && self.core.pubsub.subscribed(h)
             && !pubsub::allowed_when_subscribed(spec.name)
         {
-            let name = &self.core.commands.get(id).full_name;
+            let name = &self.commands.table.get(id).full_name;
             return self.reject(h, Some(id), &pubsub::subscribed_context_error(name), out);
         }
         if in_multi {
@@ -264,8 +337,8 @@ impl Dispatch<'_> {
     /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
     /// when that fails, refuse DENYOOM commands, any command queued inside MULTI (but EXEC,
     /// DISCARD, QUIT and RESET), and EXEC of a transaction holding a DENYOOM command.
-    fn admit_memory(&mut self, h: Handle, spec: &CommandSpec, now: Now) -> Result<(), Error> {
-        if evict::perform(self.core, now) != evict::Evicted::Fail {
+    fn admit_memory(&mut self, h: Handle, spec: &CommandInfo, now: Now) -> Result<(), Error> {
+        if drain::evict(self.core, now) != evict::Evicted::Fail {
             return Ok(());
         }
         let mut refuse = spec.has(command::flags::DENYOOM);
@@ -274,9 +347,8 @@ impl Dispatch<'_> {
             if spec.name == "exec" {
                 refuse |= t.queue.iter().any(|args| {
                     let argv = args.argv();
-                    self.resolve(&argv).is_ok_and(|id| {
-                        self.core.commands.get(id).spec.has(command::flags::DENYOOM)
-                    })
+                    self.resolve(&argv)
+                        .is_ok_and(|id| self.spec(id).has(command::flags::DENYOOM))
                 });
             }
         }
@@ -295,7 +367,7 @@ impl Dispatch<'_> {
         now: Now,
         out: &mut dyn ReplySink,
     ) -> Outcome {
-        let spec = self.core.commands.get(id).spec;
+        let spec = self.spec(id);
         let client = self.clients.get_mut(h).expect("checked by execute");
         client.last_cmd = spec.name;
         client.last_cmd_id = Some(id);
@@ -309,18 +381,26 @@ impl Dispatch<'_> {
             now,
             outcome: Outcome::Continue,
             cmd: id,
+            commands: &self.commands.table,
         };
-        let result = (spec.handler)(&mut cx, argv, out);
+        let result = (self.commands.handler(id))(&mut cx, argv, out);
         if cx.core.aof.enabled {
             cx.core.aof.end_command(db_index, argv);
         }
-        events::drain(cx.core);
+        drain::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
         if self.core.tracking.active() {
-            tracking::after_run(self.core, self.clients, h, id, argv);
+            drain::after_run(
+                self.core,
+                self.clients,
+                h,
+                self.commands.table.get(id),
+                argv,
+            );
         }
         if self.core.monitors.active() {
-            monitor::feed(self.core, self.clients, h, spec, argv, now);
+            let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
+            monitor::feed(monitors, outbox, self.clients, h, spec, argv, now);
         }
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
@@ -357,9 +437,10 @@ impl Dispatch<'_> {
         }
         let t = self.core.txn.of(h).expect("in MULTI");
         let errored = t.errored;
-        let dirty = t.dirty || txn::watched_key_expired(self.core, h, now.ms());
+        let dirty =
+            t.dirty || txn::watched_key_expired(&self.core.txn, &self.core.dbs, h, now.ms());
         let queue = self.core.txn.take_queue(h);
-        txn::unwatch_all(self.core, h);
+        drain::unwatch_all(self.core, h);
         self.core.stats.commands[id.0 as usize].calls += 1;
         let mut outcome = Outcome::Continue;
         if errored {
@@ -382,33 +463,34 @@ impl Dispatch<'_> {
                     },
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };
-                txn::settle(self.core);
+                drain::settle(self.core);
                 if step != Outcome::Continue {
                     outcome = step;
                 }
             }
         }
-        txn::discard(self.core, h);
+        drain::discard(self.core, h);
         self.state.last_cmd = Some(id);
         // CLIENT CACHING given before MULTI covered the whole transaction; it ends here.
         if let Some(t) = self.core.tracking.of_mut(h) {
             t.caching = None;
         }
         if self.core.monitors.active() {
-            let spec = self.core.commands.get(id).spec;
-            monitor::feed(self.core, self.clients, h, spec, exec_argv, now);
+            let spec = self.spec(id);
+            let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
+            monitor::feed(monitors, outbox, self.clients, h, spec, exec_argv, now);
         }
         outcome
     }
 
     /// Finds the command (and subcommand) and checks arity, producing Redis's error texts.
     fn resolve(&self, argv: &Argv<'_>) -> Result<CommandId, (Option<CommandId>, Error)> {
-        let table = &self.core.commands;
+        let table = &self.commands.table;
         let Some(id) = table.lookup(argv.get(0)) else {
             return Err((None, unknown_command(argv)));
         };
-        let spec = table.get(id).spec;
-        if spec.subcommands.is_empty() || argv.len() < 2 {
+        let spec = &table.get(id).spec;
+        if spec.subcommands == 0 || argv.len() < 2 {
             if !spec.arity_ok(argv.len()) {
                 return Err((Some(id), Error::WrongArity(spec.name.into())));
             }
@@ -438,12 +520,13 @@ impl Dispatch<'_> {
         let denied = self
             .core
             .acl
-            .check(&client.user, &self.core.commands, id, argv)?;
+            .check(&client.user, &self.commands.table, id, argv)?;
         let user = client.user.as_bytes().to_vec();
-        let name = self.core.commands.get(id).full_name.clone();
+        let name = self.commands.table.get(id).full_name.clone();
+        let last_cmd = self.spec(id).name;
         let client = self.clients.get_mut(h)?;
         // Redis notes the refused command as the client's last one (CLIENT LIST cmd=).
-        client.last_cmd = self.core.commands.get(id).spec.name;
+        client.last_cmd = last_cmd;
         client.last_cmd_id = Some(id);
         let (reason, object) = match denied.kind {
             acl::DenyKind::Command => ("command", name.as_bytes()),
@@ -458,6 +541,7 @@ impl Dispatch<'_> {
             now,
             outcome: Outcome::Continue,
             cmd: id,
+            commands: &self.commands.table,
         };
         cmd::acl::log_denial(&mut cx, reason, object, &user);
         Some(Error::msg(denied.error_text(&name)))
@@ -477,7 +561,7 @@ impl Dispatch<'_> {
         }
         txn::flag_error(&mut self.core.txn, h);
         if id.is_some() && id == self.state.exec_id {
-            txn::discard(self.core, h);
+            drain::discard(self.core, h);
             let text = alloc::format!("{e}");
             let why = text.strip_prefix("ERR ").unwrap_or(&text);
             let e = Error::msg(alloc::format!(

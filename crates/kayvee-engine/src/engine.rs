@@ -4,6 +4,7 @@
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, ConnInfo, Handle, Transport};
+use crate::cmd::spec::Commands;
 use crate::command::{self, CommandId, CommandTable};
 use crate::config::Config;
 use crate::cx::Core;
@@ -16,8 +17,7 @@ use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
-use crate::txn;
-use crate::{acl, aof, blocking, cmd, events, evict, expire, persist, slowlog, tracking};
+use crate::{acl, blocking, cmd, drain, evict, expire, persist, slowlog};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -36,6 +36,8 @@ pub struct Engine {
     pub core: Core,
     /// Connected clients.
     pub clients: ClientTable,
+    /// The command table and the handlers.
+    commands: Commands,
     /// What dispatch remembers between commands.
     dispatch: dispatch::State,
 }
@@ -44,17 +46,16 @@ impl Engine {
     /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
     /// from the OS); `now` is the start time.
     pub fn new(config: Config, seed: u64, now: Now) -> Self {
-        let commands = CommandTable::new(cmd::GROUPS);
-        let acl = acl::Acl::new(&commands, config.requirepass.as_deref());
+        let commands = Commands::new(cmd::GROUPS);
+        let acl = acl::Acl::new(&commands.table, config.requirepass.as_deref());
         let mut core = Core {
             dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
             stats: Stats {
-                commands: alloc::vec![Default::default(); commands.all().len()],
+                commands: alloc::vec![Default::default(); commands.table.all().len()],
                 reset_ms: now.ms(),
                 ..Default::default()
             },
             config,
-            commands,
             host: HostInfo::default(),
             run_id: String::new(),
             start_ms: now.ms(),
@@ -75,15 +76,16 @@ impl Engine {
             pause: Default::default(),
             monitors: Default::default(),
         };
-        evict::sync(&mut core);
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
-        let dispatch = dispatch::State::new(&core.commands);
-        events::sync(&mut core);
+        let dispatch = dispatch::State::new(&commands.table);
+        drain::sync(&mut core);
         Engine {
             core,
             clients: ClientTable::default(),
+            commands,
             dispatch,
         }
     }
@@ -98,10 +100,9 @@ impl Engine {
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
-        tracking::disable(&mut self.core, &mut self.clients, h);
+        drain::forget_client(&mut self.core, &self.clients, h);
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
-        txn::remove(&mut self.core, h);
         self.core.pubsub.remove(h);
         self.clients.remove(h);
     }
@@ -117,6 +118,11 @@ impl Engine {
             dbs: self.core.dbs.iter().map(Db::snapshot).collect(),
             taken_ms: now.ms(),
         }
+    }
+
+    /// The command table.
+    pub fn command_table(&self) -> &CommandTable {
+        &self.commands.table
     }
 
     /// The command the last `execute` ran, if any (for the shell's timing).
@@ -140,8 +146,8 @@ impl Engine {
         let config = &self.core.config;
         if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
             || self
-                .core
                 .commands
+                .table
                 .get(id)
                 .spec
                 .has(command::flags::SKIP_SLOWLOG)
@@ -190,6 +196,7 @@ impl Engine {
         Dispatch {
             core: &mut self.core,
             clients: &mut self.clients,
+            commands: &self.commands,
             state: &mut self.dispatch,
         }
     }
@@ -216,7 +223,7 @@ impl Engine {
     /// clients marked `killed` when this returns `Ok(true)`.
     pub fn acl_load(&mut self, text: &str) -> Result<bool, String> {
         let path = self.core.config.aclfile.clone();
-        let users = acl::file::parse(text, &path, &self.core.commands)?;
+        let users = acl::file::parse(text, &path, &self.commands.table)?;
         self.core.acl.users = users;
         self.core.acl.refresh();
         let mut killed = false;
@@ -231,7 +238,7 @@ impl Engine {
 
     /// The text ACL SAVE writes to [`Engine::acl_file`].
     pub fn acl_save_text(&self) -> String {
-        acl::file::render(&self.core.acl.users, &self.core.commands)
+        acl::file::render(&self.core.acl.users, &self.commands.table)
     }
 
     /// Applies the `user` lines of the config file at startup; Redis's error text when one is
@@ -253,7 +260,7 @@ impl Engine {
             let Some((name, rules)) = words.split_first() else {
                 continue;
             };
-            let u = acl::file::user_from_rules(name, rules, &self.core.commands).map_err(|e| {
+            let u = acl::file::user_from_rules(name, rules, &self.commands.table).map_err(|e| {
                 alloc::format!(
                     "Error in user declaration '{}': {e}",
                     String::from_utf8_lossy(name)
@@ -284,17 +291,17 @@ impl Engine {
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
         self.core.stats.sample_metrics(now.ms());
-        events::sync(&mut self.core);
+        drain::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
         if !self.core.pause.active(now.ms()) {
             expire::active_expire_cycle(&mut self.core.dbs, now);
-            evict::perform(&mut self.core, now);
+            drain::evict(&mut self.core, now);
         }
-        events::drain(&mut self.core);
-        txn::settle(&mut self.core);
+        drain::drain(&mut self.core);
+        drain::settle(&mut self.core);
         if self.core.tracking.active() {
-            tracking::after_command(&mut self.core, &mut self.clients, None, None);
+            drain::after_command(&mut self.core, &self.clients, None, None);
         }
         self.expire_blocked(now);
     }
@@ -303,7 +310,7 @@ impl Engine {
     /// passed; the replies come out of [`Engine::take_wakeups`]. The shell calls this on every
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
-        blocking::expire(&mut self.core, &mut self.clients, now);
+        blocking::expire(&mut self.core.blocking, &self.clients, now);
         if self.core.pause.deadline().is_some() {
             self.dispatcher().run_postponed(now);
         }
@@ -401,8 +408,9 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
-        events::sync(&mut self.core);
-        evict::sync(&mut self.core);
+        drain::sync(&mut self.core);
+        let core = &mut self.core;
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
         let p = &mut self.core.persist;
         p.last_save_ms = now.ms();
         p.last_load_keys_loaded = loaded;
@@ -443,9 +451,9 @@ impl Engine {
 
     /// Turns command propagation on or off (the shell's `appendonly`): with it on, every
     /// write leaves the commands that reproduce it in a buffer for [`Engine::drain_propagated`]
-    /// (see [`aof`]). Off, no work at all is done for it.
+    /// (see [`crate::aof`]). Off, no work at all is done for it.
     pub fn set_propagation(&mut self, on: bool) {
-        aof::set_enabled(&mut self.core, on);
+        drain::set_propagation(&mut self.core, on);
     }
 
     /// Appends the propagated commands (RESP, the AOF record format) to `into` and forgets them.

@@ -1,29 +1,18 @@
 //! Key events: the one stream of "this key changed" facts the keyspace records (the role of
-//! Redis's `signalModifiedKey`, `signalFlushedDb` and the keyspace-level notifications), and the
-//! one place that hands them to the features that care.
+//! Redis's `signalModifiedKey`, `signalFlushedDb` and the keyspace-level notifications).
 //!
-//! Each [`Db`] records events in its [`Log`] as its methods change keys: a write
-//! ([`KeyEvent::Modified`]), an in-place write opened by `lookup_write` ([`KeyEvent::Opened`]), a
-//! key created, expired (lazily or by the active cycle), evicted, missed by a read, a flush. The
-//! keyspace knows nothing of the features: it records only the kinds some feature listens to
-//! ([`sync`] sets the mask in every database), so with no listener a write costs one test.
+//! Each database (`crate::db::Db`) records events in its [`Log`] as its methods change keys: a
+//! write ([`KeyEvent::Modified`]), an in-place write opened by `lookup_write`
+//! ([`KeyEvent::Opened`]), a key created, expired (lazily or by the active cycle), evicted,
+//! missed by a read, a flush. The keyspace knows nothing of the features: it records only the
+//! kinds some feature listens to (the mask [`Log::set_listen`] sets), so with no listener a
+//! write costs one test.
 //!
-//! [`drain`] empties the logs, in order, and hands each event to every consumer:
-//! - WATCH ([`crate::txn::on_key_event`]): watched keys become dirty (CAS);
-//! - client tracking ([`crate::tracking::on_key_event`]): readers get invalidations;
-//! - keyspace notifications ([`crate::notify::on_key_event`]): `new`, `expired`, `evicted`,
-//!   `keymiss`;
-//! - propagation ([`crate::aof::on_key_event`]): an expired or evicted key becomes `DEL key`.
-//!
-//! The engine drains after each command runs (each command of an EXEC too), after serving
-//! blocked clients, after eviction and after the active-expiry cycle; keyspace notifications
-//! drain before they publish, so `SET` on an expired key sends `expired`, `new`, `set`, in
-//! Redis's order. Consumers only queue work in their own state; what needs the client table
-//! (dirty flags, invalidation messages) is settled by the engine afterwards.
+//! This module is the stream's type only. Which kinds are recorded and the one place that
+//! hands the events to the features (WATCH, client tracking, keyspace notifications,
+//! propagation) are [`crate::drain`]'s, above the features.
 
-use crate::db::{Db, Key};
-use crate::value::{Entry, Value};
-use crate::Core;
+use crate::value::{Entry, Key, Value};
 use alloc::vec::Vec;
 use kayvee_pds::PMap;
 
@@ -73,11 +62,11 @@ pub mod listen {
     pub const CHANGES: u8 = MODIFIED | OPENED | EXPIRED | EVICTED | FLUSHED;
 }
 
-/// A database's event log: the events recorded since the last [`drain`], and which kinds to
+/// A database's event log: the events recorded since the last drain, and which kinds to
 /// record at all.
 #[derive(Clone, Default)]
 pub struct Log {
-    /// Bits of [`listen`]: the kinds some consumer wants (set by [`sync`]).
+    /// Bits of [`listen`]: the kinds some consumer wants (see [`Log::set_listen`]).
     listen: u8,
     /// In order.
     entries: Vec<KeyEvent>,
@@ -118,73 +107,46 @@ impl Log {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
-}
 
-/// Sets which kinds every database records, from what each consumer needs now. Call it when a
-/// consumer starts or stops listening (WATCH, CLIENT TRACKING, the AOF, the
-/// `notify-keyspace-events` setting) and when databases are replaced.
-pub fn sync(core: &mut Core) {
-    let mut mask = 0;
-    if core.watches.active() {
-        mask |= listen::CHANGES | listen::OPENED_VALUE;
+    /// The number of events waiting.
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
-    if core.tracking.active() {
-        mask |= listen::CHANGES;
+
+    /// The kinds recorded (bits of [`listen`]).
+    #[inline]
+    pub fn listening(&self) -> u8 {
+        self.listen
     }
-    if core.aof.enabled {
-        mask |= listen::EXPIRED | listen::EVICTED;
-    }
-    if core.blocking.wants_deletions() {
-        mask |= listen::MODIFIED | listen::EXPIRED | listen::EVICTED | listen::FLUSHED;
-    }
-    mask |= crate::notify::listening(core.config.notify_keyspace_events);
-    for db in &mut core.dbs {
-        db.events.listen = mask;
+
+    /// Records the kinds `mask` (bits of [`listen`]) from now on; with none, the waiting
+    /// events are dropped.
+    pub fn set_listen(&mut self, mask: u8) {
+        self.listen = mask;
         if mask == 0 {
-            db.events.entries.clear();
+            self.entries.clear();
         }
     }
-}
 
-/// Hands every recorded event, database by database and in order, to WATCH, client tracking,
-/// keyspace notifications and propagation. With no listener this is one test.
-pub fn drain(core: &mut Core) {
-    if core.dbs.first().is_none_or(|d| d.events.listen == 0) {
-        return;
+    /// Takes the waiting events, in order (the drain).
+    pub fn take(&mut self) -> Vec<KeyEvent> {
+        core::mem::take(&mut self.entries)
     }
-    for db in 0..core.dbs.len() {
-        if core.dbs[db].events.entries.is_empty() {
-            continue;
-        }
-        let mut entries = core::mem::take(&mut core.dbs[db].events.entries);
-        for event in entries.drain(..) {
-            deliver(core, db, &event);
-        }
-        // Keep the allocation for the next command, unless an event was recorded meanwhile.
-        if core.dbs[db].events.entries.is_empty() {
-            core.dbs[db].events.entries = entries;
+
+    /// Gives back the drained buffer `entries` (emptied) to keep its allocation, unless an event
+    /// was recorded meanwhile.
+    pub fn give_back(&mut self, mut entries: Vec<KeyEvent>) {
+        if self.entries.is_empty() {
+            entries.clear();
+            self.entries = entries;
         }
     }
-}
-
-/// One event to each consumer; each checks whether it listens.
-fn deliver(core: &mut Core, db: usize, event: &KeyEvent) {
-    crate::txn::on_key_event(core, db, event);
-    crate::tracking::on_key_event(core, event);
-    crate::notify::on_key_event(core, db, event);
-    crate::aof::on_key_event(core, db, event);
-    crate::blocking::on_key_event(core, db, event);
-}
-
-/// The events `db` holds (tests).
-pub fn pending(db: &Db) -> usize {
-    db.events.entries.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
+    use crate::db::Db;
     use kayvee_pds::SmallBytes;
 
     fn s(v: &str) -> Value {

@@ -1,6 +1,11 @@
 //! The memory limit: `maxmemory` and its eviction policies, approximated by sampling as Redis
-//! 7.0 does (Redis's `evict.c`, learnt by experiment), and the per-key access data the
-//! policies rank by (LRU access time, LFU logarithmic counter with decay).
+//! 7.0 does (Redis's `evict.c`, learnt by experiment). The per-key access data the policies
+//! rank by (LRU access time, LFU logarithmic counter with decay) is stamped by the databases
+//! ([`crate::touch`]).
+//!
+//! Eviction works on the databases and a few engine parts it is handed ([`Keyspace`]); the
+//! evicted keys reach WATCH, tracking, notifications and the AOF as key events, which the
+//! caller drains (`crate::drain::evict`, which also skips eviction while the dataset loads).
 //!
 //! The engine reads no allocator itself: the shell installs a probe (`fn() -> u64`, the bytes
 //! its global allocator holds) with [`crate::Engine::set_memory_probe`]; without one the last
@@ -12,12 +17,15 @@
 //! random policies take a random key, visiting the databases round-robin.
 
 use crate::config::Config;
-use crate::db::Key;
+use crate::db::{Db, Key};
+use crate::host::HostInfo;
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::time::Now;
 use crate::value::Meta;
-use crate::{Core, Now};
 use alloc::vec::Vec;
 
-pub use crate::value::{minutes, LFU_INIT_VAL};
+pub use crate::touch::{lfu_decayed, lfu_elapsed, lfu_log_incr, minutes, Touch, LFU_INIT_VAL};
 
 /// Candidates the eviction pool keeps (Redis's `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
@@ -82,105 +90,18 @@ impl Policy {
     }
 }
 
-/// How a database's lookups record an access: the LRU time always, the LFU counter under an
-/// LFU policy. Each [`crate::Db`] holds a copy, refreshed by [`sync`] on configuration changes.
-#[derive(Clone, Copy, Debug)]
-pub struct Touch {
-    /// An LFU policy is selected: lookups update the counter.
-    pub lfu: bool,
-    /// `lfu-log-factor`.
-    pub log_factor: u32,
-    /// `lfu-decay-time` (minutes per decrement; 0 = never decay).
-    pub decay_min: u32,
-    /// State of the draw behind the probabilistic increment (xorshift64).
-    rng: u64,
-}
-
-impl Default for Touch {
-    fn default() -> Self {
-        Touch {
-            lfu: false,
-            log_factor: 10,
-            decay_min: 1,
-            rng: 0x9E37_79B9_7F4A_7C15,
-        }
-    }
-}
-
-impl Touch {
-    /// The access rules the configuration asks for.
-    pub fn from_config(c: &Config, seed: u64) -> Touch {
-        Touch {
-            lfu: Policy::parse(&c.maxmemory_policy).is_lfu(),
-            log_factor: c.lfu_log_factor,
-            decay_min: c.lfu_decay_time,
-            rng: seed | 1,
-        }
-    }
-
-    /// A uniform draw in `[0, 1)`.
-    pub fn draw(&mut self) -> f64 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// The metadata after one access at `now_ms` with draw `r`: the counter decays by the
-    /// periods elapsed, then grows logarithmically, and the decay clock restarts.
-    pub fn accessed(&self, meta: Meta, now_ms: u64, r: f64) -> Meta {
-        let now_min = minutes(now_ms);
-        let counter = lfu_decayed(&meta, now_min, self.decay_min);
-        Meta {
-            freq: lfu_log_incr(counter, r, self.log_factor),
-            ldt_min: now_min,
-            ..meta
-        }
-    }
-}
-
-/// Minutes from `ldt` to `now` on the 16-bit clock (wrapping once, as Redis counts).
-pub fn lfu_elapsed(ldt: u16, now: u16) -> u64 {
-    if now >= ldt {
-        u64::from(now - ldt)
-    } else {
-        65535 - u64::from(ldt) + u64::from(now)
-    }
-}
-
-/// The counter decremented by one per `decay_min` minutes since the last access (what OBJECT
-/// FREQ reports and what eviction ranks by), without storing it.
-pub fn lfu_decayed(meta: &Meta, now_min: u16, decay_min: u32) -> u8 {
-    let periods = match decay_min {
-        0 => 0,
-        d => lfu_elapsed(meta.ldt_min, now_min) / u64::from(d),
-    };
-    u64::from(meta.freq).saturating_sub(periods) as u8
-}
-
-/// The logarithmic increment: with draw `r` in `[0, 1)`, the counter grows with probability
-/// `1 / ((counter - LFU_INIT_VAL) * factor + 1)`, saturating at 255.
-pub fn lfu_log_incr(counter: u8, r: f64, factor: u32) -> u8 {
-    if counter == 255 {
-        return 255;
-    }
-    let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
-    let p = 1.0 / (base * f64::from(factor) + 1.0);
-    if r < p {
-        counter + 1
-    } else {
-        counter
-    }
+/// The access rules `config` asks for, for the database that draws from `seed`.
+pub fn touch_rules(config: &Config, seed: u64) -> Touch {
+    let lfu = Policy::parse(&config.maxmemory_policy).is_lfu();
+    Touch::new(lfu, config.lfu_log_factor, config.lfu_decay_time, seed)
 }
 
 /// Copies the access rules of the configuration into every database (after CONFIG SET, at
 /// start and after loading), and empties the pool, whose scores may belong to another policy.
-pub fn sync(core: &mut Core) {
-    core.evict.pool.clear();
-    for (i, db) in core.dbs.iter_mut().enumerate() {
-        db.touch = Touch::from_config(&core.config, core.seed.wrapping_add(i as u64));
+pub fn sync(evictor: &mut Evictor, dbs: &mut [Db], config: &Config, seed: u64) {
+    evictor.pool.clear();
+    for (i, db) in dbs.iter_mut().enumerate() {
+        db.touch = touch_rules(config, seed.wrapping_add(i as u64));
     }
 }
 
@@ -192,7 +113,7 @@ struct Candidate {
     key: Key,
 }
 
-/// Eviction state kept in [`Core`]: the pool, the random policies' next database and the
+/// Eviction state kept in `Core`: the pool, the random policies' next database and the
 /// memory probe.
 #[derive(Default)]
 pub struct Evictor {
@@ -235,12 +156,26 @@ pub enum Evicted {
     Fail,
 }
 
-/// Bytes the process uses now: the probe's figure, else the shell's last report.
-pub fn used_memory(core: &Core) -> u64 {
-    match core.evict.probe {
+/// Bytes the process uses now: the probe's figure, else the shell's last report (`host`).
+pub fn used_memory(evictor: &Evictor, host: &HostInfo) -> u64 {
+    match evictor.probe {
         Some(probe) => probe(),
-        None => core.host.used_memory,
+        None => host.used_memory,
     }
+}
+
+/// The engine state an eviction works on, borrowed for one call.
+pub struct Keyspace<'a> {
+    /// The databases.
+    pub dbs: &'a mut [Db],
+    /// `maxmemory`, the policy and its settings.
+    pub config: &'a Config,
+    /// The random source the samples draw from.
+    pub rng: &'a mut Rng,
+    /// Counts `evicted_keys`.
+    pub stats: &'a mut Stats,
+    /// The shell's last memory report, read when no probe is installed.
+    pub host: &'a HostInfo,
 }
 
 /// How many keys one call may evict, from `maxmemory-eviction-tenacity` (Redis's time limit of
@@ -259,45 +194,38 @@ fn libm_powi(base: f64, exp: u32) -> f64 {
     (0..exp).fold(1.0, |acc, _| acc * base)
 }
 
-/// Evicts keys by the policy until used memory is under `maxmemory`, as Redis's
-/// `performEvictions` before a command and in its cron.
-pub fn perform(core: &mut Core, now: Now) -> Evicted {
-    let result = evict_until_under(core, now);
-    // The evicted keys' events (WATCH, tracking, `evicted`, `DEL` in the AOF) go out at once,
-    // before the command that needed the memory runs, as in Redis.
-    crate::events::drain(core);
-    result
-}
-
-/// [`perform`]'s loop: evicts keys until the memory is under the limit or the budget is spent.
-fn evict_until_under(core: &mut Core, now: Now) -> Evicted {
-    let limit = core.config.maxmemory;
-    // Nothing is evicted while the dataset loads (Redis's `isSafeToPerformEvictions`).
-    if limit == 0 || core.persist.loading.is_some() {
+/// Evicts keys by the policy until used memory is under `maxmemory` or the per-call budget
+/// is spent, as Redis's `performEvictions` before a command and in its cron. The evicted keys
+/// are recorded as key events; the caller drains them.
+pub fn perform(ev: &mut Evictor, mut ks: Keyspace<'_>, now: Now) -> Evicted {
+    let limit = ks.config.maxmemory;
+    if limit == 0 {
         return Evicted::Ok;
     }
-    let used = used_memory(core);
+    let used = used_memory(ev, ks.host);
     if used <= limit {
         return Evicted::Ok;
     }
-    let policy = Policy::parse(&core.config.maxmemory_policy);
+    let policy = Policy::parse(&ks.config.maxmemory_policy);
     if policy == Policy::NoEviction {
         return Evicted::Fail;
     }
     let (to_free, mut freed, mut count) = (used - limit, 0u64, 0usize);
-    let budget = budget(core.config.maxmemory_eviction_tenacity);
+    let budget = budget(ks.config.maxmemory_eviction_tenacity);
     while freed < to_free {
-        let Some((db, key)) = pick(core, policy, now) else {
+        let Some((db, key)) = pick(ev, &mut ks, policy, now) else {
             return Evicted::Fail;
         };
-        let before = used_memory(core);
-        let Some((entry, _)) = core.dbs[db].evict(&key, now.ms()) else {
+        let before = used_memory(ev, ks.host);
+        let Some((entry, _)) = ks.dbs[db].evict(&key, now.ms()) else {
             continue; // it had expired: reclaimed, not evicted
         };
         let estimate = crate::value::usage::entry_usage(&key, &entry, 5) as u64;
         drop(entry);
-        freed += before.saturating_sub(used_memory(core)).max(estimate);
-        core.stats.evicted_keys += 1;
+        freed += before
+            .saturating_sub(used_memory(ev, ks.host))
+            .max(estimate);
+        ks.stats.evicted_keys += 1;
         count += 1;
         if count >= budget && freed < to_free {
             return Evicted::Running;
@@ -307,12 +235,12 @@ fn evict_until_under(core: &mut Core, now: Now) -> Evicted {
 }
 
 /// The next key to evict, or `None` when no database holds an evictable key.
-fn pick(core: &mut Core, policy: Policy, now: Now) -> Option<(usize, Key)> {
+fn pick(ev: &mut Evictor, ks: &mut Keyspace<'_>, policy: Policy, now: Now) -> Option<(usize, Key)> {
     if policy.random() {
-        return pick_random(core, policy.volatile(), now);
+        return pick_random(ev, ks, policy.volatile());
     }
     loop {
-        let total: usize = core
+        let total: usize = ks
             .dbs
             .iter()
             .map(|d| {
@@ -326,11 +254,11 @@ fn pick(core: &mut Core, policy: Policy, now: Now) -> Option<(usize, Key)> {
         if total == 0 {
             return None;
         }
-        for db in 0..core.dbs.len() {
-            populate(core, db, policy, now);
+        for db in 0..ks.dbs.len() {
+            populate(ev, ks, db, policy, now);
         }
-        while let Some(c) = core.evict.pool.pop() {
-            let d = &core.dbs[c.db];
+        while let Some(c) = ev.pool.pop() {
+            let d = &ks.dbs[c.db];
             let present = if policy.volatile() {
                 d.expires.get(&c.key[..]).is_some()
             } else {
@@ -345,13 +273,13 @@ fn pick(core: &mut Core, policy: Policy, now: Now) -> Option<(usize, Key)> {
 
 /// Random policies: a random key (with a TTL for volatile-random), trying the databases
 /// round-robin from the one after the last pick.
-fn pick_random(core: &mut Core, volatile: bool, _now: Now) -> Option<(usize, Key)> {
-    let n = core.dbs.len();
+fn pick_random(ev: &mut Evictor, ks: &mut Keyspace<'_>, volatile: bool) -> Option<(usize, Key)> {
+    let n = ks.dbs.len();
     for _ in 0..n {
-        let db = core.evict.next_db % n;
-        core.evict.next_db = core.evict.next_db.wrapping_add(1);
-        let r = core.rng.next_u64();
-        let d = &core.dbs[db];
+        let db = ev.next_db % n;
+        ev.next_db = ev.next_db.wrapping_add(1);
+        let r = ks.rng.next_u64();
+        let d = &ks.dbs[db];
         let key = if volatile {
             d.expires.random(r).map(|(k, _)| k.clone())
         } else {
@@ -366,9 +294,9 @@ fn pick_random(core: &mut Core, volatile: bool, _now: Now) -> Option<(usize, Key
 
 /// Samples `maxmemory-samples` keys of database `db` into the pool (Redis's
 /// `evictionPoolPopulate`).
-fn populate(core: &mut Core, db: usize, policy: Policy, now: Now) {
-    let samples = core.config.maxmemory_samples.max(1) as usize;
-    let d = &core.dbs[db];
+fn populate(ev: &mut Evictor, ks: &mut Keyspace<'_>, db: usize, policy: Policy, now: Now) {
+    let samples = ks.config.maxmemory_samples.max(1) as usize;
+    let d = &ks.dbs[db];
     let size = if policy.volatile() {
         d.expires_len()
     } else {
@@ -379,8 +307,8 @@ fn populate(core: &mut Core, db: usize, policy: Policy, now: Now) {
     }
     let decay = d.touch.decay_min;
     for _ in 0..samples.min(size) {
-        let r = core.rng.next_u64();
-        let d = &core.dbs[db];
+        let r = ks.rng.next_u64();
+        let d = &ks.dbs[db];
         let (key, at) = if policy.volatile() {
             match d.expires.random(r) {
                 Some((k, &at)) => (k, at),
@@ -397,7 +325,7 @@ fn populate(core: &mut Core, db: usize, policy: Policy, now: Now) {
         };
         let score = score(policy, &entry.meta, at, now, decay);
         let key = key.clone();
-        core.evict.offer(score, db, &key);
+        ev.offer(score, db, &key);
     }
 }
 
@@ -414,60 +342,6 @@ fn score(policy: Policy, meta: &Meta, expire_at_ms: u64, now: Now, decay_min: u3
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_increment_slows_as_the_counter_grows() {
-        let mut t = Touch::default();
-        let mut hits = |start: u8, factor: u32| {
-            (0..10_000)
-                .filter(|_| lfu_log_incr(start, t.draw(), factor) > start)
-                .count()
-        };
-        // p = 1 at or below LFU_INIT_VAL, 1/11 one step above, 1/101 at +10 (factor 10).
-        assert_eq!(hits(3, 10), 10_000);
-        let one = hits(6, 10);
-        assert!((700..1200).contains(&one), "{one}");
-        let ten = hits(15, 10);
-        assert!((50..160).contains(&ten), "{ten}");
-        assert_eq!(hits(40, 0), 10_000, "factor 0 always increments");
-        assert_eq!(lfu_log_incr(255, 0.0, 0), 255);
-    }
-
-    #[test]
-    fn counter_reaches_redis_figures() {
-        // Redis 7.0.15: 200 reads of a fresh key (counter 5) under factor 10 ended at 11, 11,
-        // 12, 12, 13, 13, 14 in seven runs.
-        let mut t = Touch::default();
-        let mut sum = 0u32;
-        for _ in 0..50 {
-            let mut m = Meta {
-                freq: LFU_INIT_VAL,
-                ..Meta::default()
-            };
-            for _ in 0..200 {
-                let r = t.draw();
-                m = t.accessed(m, 0, r);
-            }
-            assert!((8..=17).contains(&m.freq), "{}", m.freq);
-            sum += u32::from(m.freq);
-        }
-        assert!((550..=650).contains(&sum), "mean {}", sum as f64 / 50.0);
-    }
-
-    #[test]
-    fn decay_counts_periods_on_a_wrapping_clock() {
-        let m = Meta {
-            freq: 10,
-            ldt_min: 65530,
-            ..Meta::default()
-        };
-        assert_eq!(lfu_elapsed(65530, 4), 9);
-        assert_eq!(lfu_decayed(&m, 65533, 1), 7);
-        assert_eq!(lfu_decayed(&m, 4, 1), 1);
-        assert_eq!(lfu_decayed(&m, 4, 3), 7);
-        assert_eq!(lfu_decayed(&m, 100, 0), 10, "decay time 0 never decays");
-        assert_eq!(lfu_decayed(&m, 200, 1), 0);
-    }
 
     #[test]
     fn pool_keeps_the_best_candidates_sorted() {

@@ -9,6 +9,15 @@
 //! (`kayvee_engine::Engine`, `Now`, `Cx`...): the engine is [`engine`], one command's run is
 //! [`dispatch`], a handler's context is [`cx`]. Keep it so: `cargo xtask circles` resolves a
 //! re-export to the module that defines the name and counts the crate root as no module.
+//!
+//! The modules form layers, each naming only the ones below it (ARCHITECTURE.md has what each
+//! owns): the foundations (values, arguments, replies, configuration, the command metadata in
+//! [`command`]...); the per-connection basics ([`client`], [`outbox`]) and the keyspace
+//! ([`db`], with the key event stream's type in [`events`] and the access stamps in
+//! [`touch`]); the features, each on its own state ([`txn`], [`tracking`], [`notify`],
+//! [`pubsub`], [`blocking`], [`pause`], [`monitor`], [`acl`], [`aof`], [`persist`],
+//! [`evict`], [`expire`]); and on top [`cx`], [`drain`], the commands with their handler table
+//! ([`cmd`]), [`dispatch`] and [`engine`].
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -25,6 +34,7 @@ pub mod config;
 pub mod cx;
 pub mod db;
 pub mod dispatch;
+pub mod drain;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -34,6 +44,7 @@ pub mod host;
 pub mod keyspec;
 pub mod monitor;
 pub mod notify;
+pub mod outbox;
 pub mod outcome;
 pub mod pause;
 pub mod persist;
@@ -43,6 +54,7 @@ pub mod rng;
 pub mod slowlog;
 pub mod stats;
 pub mod time;
+pub mod touch;
 pub mod tracking;
 pub mod txn;
 pub mod util;
@@ -50,7 +62,8 @@ pub mod value;
 
 pub use argv::{Argv, ArgvBuf};
 pub use client::{Client, ClientTable, ConnInfo, Handle, Transport};
-pub use command::{CommandId, CommandSpec, CommandTable};
+pub use cmd::spec::CommandSpec;
+pub use command::{CommandId, CommandInfo, CommandTable};
 pub use config::Config;
 pub use cx::{Core, Cx};
 pub use db::{Db, DbSnapshot};
@@ -60,7 +73,6 @@ pub use host::HostInfo;
 pub use outcome::Outcome;
 pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
 pub use rng::Rng;
-pub(crate) use stats::send_error;
 pub use stats::Stats;
 pub use time::Now;
 pub use value::{Entry, Value};

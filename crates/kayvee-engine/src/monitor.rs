@@ -9,11 +9,12 @@
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, Handle, Transport};
-use crate::command::{flags, CommandSpec};
+use crate::command::{flags, CommandInfo};
 use crate::config::syntax::repr_into;
-use crate::error::{CmdResult, Error};
-use crate::reply::{Reply, ReplySink};
-use crate::{Core, Cx, Now};
+use crate::error::Error;
+use crate::outbox::Outbox;
+use crate::reply::Reply;
+use crate::time::Now;
 use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -41,6 +42,15 @@ impl Monitors {
         self.active() && self.clients.contains(&h)
     }
 
+    /// MONITOR: `h` starts monitoring; false when it already was.
+    pub fn add(&mut self, h: Handle) -> bool {
+        if self.is_monitor(h) {
+            return false;
+        }
+        self.clients.push(h);
+        true
+    }
+
     /// Stops `h` monitoring (RESET, disconnect).
     pub fn remove(&mut self, h: Handle) {
         self.clients.retain(|x| *x != h);
@@ -52,46 +62,24 @@ impl Monitors {
     }
 }
 
-/// MONITOR's table entry.
-pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "monitor",
-    arity: 1,
-    flags: flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE,
-    acl: crate::command::acl::ADMIN | crate::command::acl::SLOW | crate::command::acl::DANGEROUS,
-    summary: "Listen for all requests received by the server in real time",
-    since: "1.0.0",
-    group: "server",
-    handler: monitor,
-    ..CommandSpec::DEFAULT
-}];
-
 /// The error a monitor gets for a keyspace command.
 pub fn keyspace_error() -> Error {
     Error::msg("ERR Replica can't interact with the keyspace")
 }
 
 /// Whether a monitor may not run this command (it reads, writes or may replicate).
-pub fn refused(spec: &CommandSpec) -> bool {
+pub fn refused(spec: &CommandInfo) -> bool {
     spec.has(flags::WRITE) || spec.has(flags::READONLY) || spec.has(flags::MAY_REPLICATE)
 }
 
-/// MONITOR: the client starts receiving every command; a monitor asking again gets no reply.
-pub fn monitor(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let me = cx.me;
-    if cx.core.monitors.is_monitor(me) {
-        return Ok(());
-    }
-    cx.core.monitors.clients.push(me);
-    out.ok();
-    Ok(())
-}
-
-/// Feeds a command that ran (`db`: the client's database after it) to the monitors.
+/// Feeds a command that ran (`db`: the client's database after it) to the monitors: the
+/// running client's own line waits for its reply, the others go to `outbox`.
 pub fn feed(
-    core: &mut Core,
+    monitors: &mut Monitors,
+    outbox: &mut Outbox,
     clients: &ClientTable,
     me: Handle,
-    spec: &CommandSpec,
+    spec: &CommandInfo,
     args: &Argv<'_>,
     now: Now,
 ) {
@@ -103,11 +91,11 @@ pub fn feed(
     };
     let line = Reply::Simple(line(now, c.db, &c.conn.transport, args));
     let msg = Rc::new(line);
-    for &m in &core.monitors.clients {
+    for &m in &monitors.clients {
         if m == me {
-            core.monitors.pending_self.push((*msg).clone());
+            monitors.pending_self.push((*msg).clone());
         } else {
-            core.pubsub.queue(m, Rc::clone(&msg));
+            outbox.push(m, Rc::clone(&msg));
         }
     }
 }

@@ -7,117 +7,24 @@
 //! Four kinds of event do not come from a command handler's own call: `new` (a key created),
 //! `expired` (a key deleted by lazy or active expiry), `evicted` (deleted for `maxmemory`) and
 //! `keymiss` (a read lookup that found nothing, where Redis counts a keyspace miss). They come
-//! from the keyspace's event stream ([`crate::events`], [`on_key_event`]), which [`notify`]
-//! drains before it publishes: so `SET k v` on an expired `k` gives `expired`, `new`, `set`,
-//! as Redis sends them.
+//! from the keyspace's event stream ([`crate::events`], [`of_key_event`]), which is drained
+//! before a command's own event is published (`crate::drain::notify`): so `SET k v` on an
+//! expired `k` gives `expired`, `new`, `set`, as Redis sends them.
 //!
-//! Cost when notifications are off (the default): [`notify`] compares one integer with zero and
-//! returns; the keyspace records none of these events (see [`listening`]).
+//! Cost when notifications are off (the default): publishing compares one integer with zero
+//! and returns; the keyspace records none of these events (see [`listening`]).
 //!
-//! Messages go to the outbox ([`crate::pubsub`]) for every receiver, the client that ran the
-//! command included (the shell delivers them right after the command's reply).
+//! This module says what is published ([`messages`]); the glue above the features
+//! (`crate::drain`) publishes it through pub/sub, to every receiver, the client that ran the
+//! command included (the shell delivers them right after the command's reply). The commands'
+//! call is `crate::cmd::notify::emit`.
 
-use crate::client::Handle;
 use crate::db::Db;
 use crate::events::{listen, KeyEvent};
-use crate::pubsub::Kind;
-use crate::reply::Discard;
-use crate::{Core, Cx};
-use alloc::string::String;
+use crate::value::Key;
 use alloc::vec::Vec;
 
-/// The event classes (bits of `Config::notify_keyspace_events`).
-pub mod class {
-    /// `K`: publish to `__keyspace@<db>__:<key>`.
-    pub const KEYSPACE: u32 = 1 << 0;
-    /// `E`: publish to `__keyevent@<db>__:<event>`.
-    pub const KEYEVENT: u32 = 1 << 1;
-    /// `g`: generic commands (DEL, EXPIRE, RENAME...).
-    pub const GENERIC: u32 = 1 << 2;
-    /// `$`: string commands.
-    pub const STRING: u32 = 1 << 3;
-    /// `l`: list commands.
-    pub const LIST: u32 = 1 << 4;
-    /// `s`: set commands.
-    pub const SET: u32 = 1 << 5;
-    /// `h`: hash commands.
-    pub const HASH: u32 = 1 << 6;
-    /// `z`: sorted set commands.
-    pub const ZSET: u32 = 1 << 7;
-    /// `x`: expired events (a key deleted because its TTL passed).
-    pub const EXPIRED: u32 = 1 << 8;
-    /// `e`: evicted events (a key deleted for `maxmemory`).
-    pub const EVICTED: u32 = 1 << 9;
-    /// `t`: stream commands (Kayvee has none; accepted and shown as Redis does).
-    pub const STREAM: u32 = 1 << 10;
-    /// `m`: key-miss events (not part of `A`).
-    pub const KEY_MISS: u32 = 1 << 11;
-    /// `d`: module key type events (accepted and shown; Kayvee has no modules).
-    pub const MODULE: u32 = 1 << 12;
-    /// `n`: a new key was created (not part of `A`).
-    pub const NEW: u32 = 1 << 13;
-    /// `A`: alias for `g$lshzxetd`.
-    pub const ALL: u32 =
-        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
-}
-
-/// The class letters, in the order `CONFIG GET` writes them (after `A` or its members).
-const LETTERS: [(u8, u32); 11] = [
-    (b'g', class::GENERIC),
-    (b'$', class::STRING),
-    (b'l', class::LIST),
-    (b's', class::SET),
-    (b'h', class::HASH),
-    (b'z', class::ZSET),
-    (b'x', class::EXPIRED),
-    (b'e', class::EVICTED),
-    (b't', class::STREAM),
-    (b'd', class::MODULE),
-    (b'n', class::NEW),
-];
-
-/// The reason text Redis gives for a bad `notify-keyspace-events` value.
-pub const BAD_CLASS: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
-
-/// Parses a `notify-keyspace-events` value (letters in any order, repeats allowed, case
-/// sensitive); `None` for any other byte.
-pub fn parse_flags(s: &[u8]) -> Option<u32> {
-    let mut flags = 0;
-    for &c in s {
-        flags |= match c {
-            b'A' => class::ALL,
-            b'K' => class::KEYSPACE,
-            b'E' => class::KEYEVENT,
-            b'm' => class::KEY_MISS,
-            _ => LETTERS.iter().find(|(l, _)| *l == c)?.1,
-        };
-    }
-    Some(flags)
-}
-
-/// The canonical form `CONFIG GET` shows: `A` (or the class letters), then `K`, `E`, `m`. As in
-/// Redis 7.0, `n` is shown only when `A` is not (`KEAn` reads back as `AKE`).
-pub fn render_flags(flags: u32) -> String {
-    let mut s = String::new();
-    if flags & class::ALL == class::ALL {
-        s.push('A');
-    } else {
-        LETTERS
-            .iter()
-            .filter(|(_, f)| flags & f != 0)
-            .for_each(|(l, _)| s.push(char::from(*l)));
-    }
-    for (l, f) in [
-        ('K', class::KEYSPACE),
-        ('E', class::KEYEVENT),
-        ('m', class::KEY_MISS),
-    ] {
-        if flags & f != 0 {
-            s.push(l);
-        }
-    }
-    s
-}
+pub use crate::config::keyspace_events::{class, parse_flags, render_flags, BAD_CLASS};
 
 /// Whether events of `class` are published at all under `flags`.
 #[inline]
@@ -141,66 +48,40 @@ pub fn listening(flags: u32) -> u8 {
     mask
 }
 
-/// Publishes `event` on `key` of the running command's database (one call per write site).
-#[inline]
-pub fn emit(cx: &mut Cx<'_>, class: u32, event: &str, key: &[u8]) {
-    notify(cx.core, cx.db_index, class, event, key);
-}
-
-/// Publishes `event` on `key` of database `db` when `class` is enabled, after the pending
-/// `new` / `expired` events (so the stream keeps Redis's order).
-pub fn notify(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
-    if core.config.notify_keyspace_events == 0 {
-        return;
+/// The notification a key event gives, if any: its class, event name and key (`new`,
+/// `expired`, `evicted`, `keymiss`).
+pub fn of_key_event(event: &KeyEvent) -> Option<(u32, &'static str, &Key)> {
+    match event {
+        KeyEvent::Created(k) => Some((class::NEW, "new", k)),
+        KeyEvent::Expired(k) => Some((class::EXPIRED, "expired", k)),
+        KeyEvent::Evicted(k) => Some((class::EVICTED, "evicted", k)),
+        KeyEvent::Missed(k) => Some((class::KEY_MISS, "keymiss", k)),
+        _ => None,
     }
-    crate::events::drain(core);
-    publish(core, db, class, event, key);
 }
 
-/// Notifications' consumer of the key event stream (see [`crate::events`]).
-pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
-    if core.config.notify_keyspace_events == 0 {
-        return;
-    }
-    let (class, name, key) = match event {
-        KeyEvent::Created(k) => (class::NEW, "new", k),
-        KeyEvent::Expired(k) => (class::EXPIRED, "expired", k),
-        KeyEvent::Evicted(k) => (class::EVICTED, "evicted", k),
-        KeyEvent::Missed(k) => (class::KEY_MISS, "keymiss", k),
-        _ => return,
-    };
-    publish(core, db, class, name, key);
-}
-
-/// Sends the keyspace and keyevent messages of one event, as enabled.
-fn publish(core: &mut Core, db: usize, class: u32, event: &str, key: &[u8]) {
-    let flags = core.config.notify_keyspace_events;
+/// The messages of one event under `flags` (the `notify-keyspace-events` setting), as enabled:
+/// `publish(channel, message)` for the keyspace channel, then for the keyevent channel.
+pub fn messages(
+    flags: u32,
+    db: usize,
+    class: u32,
+    event: &str,
+    key: &[u8],
+    mut publish: impl FnMut(&[u8], &[u8]),
+) {
     if flags & class == 0 {
         return;
     }
-    // No client is the publisher: every receiver gets its copy through the outbox.
-    let nobody = Handle(usize::MAX);
     if flags & class::KEYSPACE != 0 {
         let mut channel = channel_prefix(b"__keyspace@", db);
         channel.extend_from_slice(key);
-        core.pubsub.publish(
-            nobody,
-            Kind::Channel,
-            &channel,
-            event.as_bytes(),
-            &mut Discard(crate::Protocol::Resp2),
-        );
+        publish(&channel, event.as_bytes());
     }
     if flags & class::KEYEVENT != 0 {
         let mut channel = channel_prefix(b"__keyevent@", db);
         channel.extend_from_slice(event.as_bytes());
-        core.pubsub.publish(
-            nobody,
-            Kind::Channel,
-            &channel,
-            key,
-            &mut Discard(crate::Protocol::Resp2),
-        );
+        publish(&channel, key);
     }
 }
 
@@ -213,21 +94,6 @@ fn channel_prefix(head: &[u8], db: usize) -> Vec<u8> {
     c
 }
 
-/// The `del` a command sends when it removed the last element of a collection (after its own
-/// event, as Redis does).
-pub fn emptied(cx: &mut Cx<'_>, key: &[u8]) {
-    emit(cx, class::GENERIC, "del", key);
-}
-
-/// The `del` of a command that may have removed the last element of the collection at `key`
-/// (sent when the key is gone), after the command's own event.
-pub fn emptied_if_gone(cx: &mut Cx<'_>, key: &[u8]) {
-    let now = cx.now_ms();
-    if !cx.db().contains(key, now) {
-        emptied(cx, key);
-    }
-}
-
 /// Drops the `keymiss` the last lookup of `key` logged: Redis's `LOOKUP_NONOTIFY`, for the
 /// lookups that count a miss but send no event (OBJECT).
 pub fn unlog_miss(db: &mut Db, key: &[u8]) {
@@ -238,112 +104,33 @@ pub fn unlog_miss(db: &mut Db, key: &[u8]) {
 mod tests {
     use super::*;
 
-    fn roundtrip(s: &str) -> String {
-        render_flags(parse_flags(s.as_bytes()).expect("valid"))
-    }
-
-    #[test]
-    fn canonical_forms_match_redis() {
-        // Each pair was read back from redis-server 7.0.15 with CONFIG GET.
-        let cases = [
-            ("KEA", "AKE"),
-            ("Ex", "xE"),
-            ("", ""),
-            ("KEAmn", "AKEm"),
-            ("Kn", "nK"),
-            ("gmn", "gnm"),
-            ("KEg$lshzxet", "g$lshzxetKE"),
-            ("KEg$lshzxetd", "AKE"),
-            ("dt", "td"),
-            ("zhslx", "lshzx"),
-            ("KEd", "dKE"),
-        ];
-        for (input, shown) in cases {
-            assert_eq!(roundtrip(input), shown, "{input}");
+    /// The messages of `event` on `key` under the letters `flags`, as (channel, message).
+    fn sent(flags: &str, db: usize, event: &KeyEvent) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let flags = parse_flags(flags.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        if let Some((class, name, key)) = of_key_event(event) {
+            messages(flags, db, class, name, key, |c, m| {
+                got.push((c.to_vec(), m.to_vec()))
+            });
         }
+        got
     }
 
     #[test]
-    fn bad_letters_are_refused() {
-        assert_eq!(parse_flags(b"kea"), None);
-        assert_eq!(parse_flags(b"K E"), None);
-        assert_eq!(parse_flags(b"ghj"), None);
-        assert_eq!(parse_flags(b"AA"), Some(class::ALL));
-    }
-
-    #[test]
-    fn config_file_and_rewrite_use_the_letters() {
-        let mut c = crate::Config::default();
-        let err = c.apply_file("notify-keyspace-events bogus\n").unwrap_err();
-        assert!(err.0.contains(BAD_CLASS), "{}", err.0);
-        c.apply_file("notify-keyspace-events Ex\n").unwrap();
-        assert_eq!(c.notify_keyspace_events, class::KEYEVENT | class::EXPIRED);
-        // As redis-server 7.0.15 rewrites it: the canonical form, quoted.
-        let text = c.rewrite("notify-keyspace-events Ex");
-        assert_eq!(text, "notify-keyspace-events \"xE\"\n");
-    }
-
-    /// An engine with one client subscribed to every keyspace channel.
-    fn engine_with_subscriber(flags: &str) -> crate::Engine {
-        use crate::{ArgvBuf, ConnInfo, Engine, Now, ReplyTree, Transport};
-        let now = Now::from_ms(1_000);
-        let mut e = Engine::new(crate::Config::default(), 7, now);
-        let conn = ConnInfo {
-            transport: Transport::Tcp {
-                addr: "127.0.0.1:1".into(),
-                laddr: "127.0.0.1:2".into(),
-            },
-            fd: 1,
-        };
-        let h = e.connect(conn, now);
-        for line in [
-            alloc::format!("CONFIG SET notify-keyspace-events {flags}"),
-            "PSUBSCRIBE __key*__:*".into(),
-        ] {
-            let mut out = ReplyTree::new(crate::Protocol::Resp2);
-            e.execute(h, &ArgvBuf::from_line(&line).argv(), now, &mut out);
-        }
-        e
-    }
-
-    #[test]
-    fn evicted_publishes_both_channels_when_enabled() {
-        let mut e = engine_with_subscriber("KEe");
-        on_key_event(
-            &mut e.core,
-            3,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
+    fn evicted_goes_to_both_channels_when_enabled() {
+        let evicted = KeyEvent::Evicted(Key::from_slice(b"k"));
+        let got = sent("KEe", 3, &evicted);
+        let want = |c: &str, m: &str| (c.as_bytes().to_vec(), m.as_bytes().to_vec());
+        assert_eq!(
+            got,
+            [
+                want("__keyspace@3__:k", "evicted"),
+                want("__keyevent@3__:evicted", "k")
+            ]
         );
-        let got: Vec<_> = e.take_messages().into_iter().map(|(_, m)| m).collect();
-        let want = |channel: &str, msg: &str| {
-            crate::Reply::Push(alloc::vec![
-                crate::Reply::Bulk(b"pmessage".to_vec()),
-                crate::Reply::Bulk(b"__key*__:*".to_vec()),
-                crate::Reply::Bulk(channel.as_bytes().to_vec()),
-                crate::Reply::Bulk(msg.as_bytes().to_vec()),
-            ])
-        };
-        assert_eq!(got.len(), 2);
-        assert_eq!(*got[0], want("__keyspace@3__:k", "evicted"));
-        assert_eq!(*got[1], want("__keyevent@3__:evicted", "k"));
-    }
-
-    #[test]
-    fn evicted_is_silent_without_its_class() {
-        let mut e = engine_with_subscriber("KEg$");
-        on_key_event(
-            &mut e.core,
-            0,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
-        );
-        assert!(e.take_messages().is_empty());
-        let mut e = engine_with_subscriber("");
-        on_key_event(
-            &mut e.core,
-            0,
-            &KeyEvent::Evicted(crate::db::Key::from_slice(b"k")),
-        );
-        assert!(e.take_messages().is_empty());
+        assert!(sent("KEg$", 0, &evicted).is_empty());
+        assert!(sent("", 0, &evicted).is_empty());
+        assert!(sent("KEA", 0, &KeyEvent::Modified(Key::from_slice(b"k"))).is_empty());
     }
 
     #[test]

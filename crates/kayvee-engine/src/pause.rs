@@ -11,9 +11,9 @@
 
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
+use crate::command::{flags, CommandInfo};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::Cx;
 use alloc::vec::Vec;
 
 /// The pause in force and the commands it holds.
@@ -81,8 +81,7 @@ impl Pause {
 
 /// Whether a WRITE pause holds this command: writes, and the commands Redis 7.0 flags
 /// may-replicate (a flag COMMAND INFO does not show; these are the ones the real server held).
-pub fn held_by_write(spec: &crate::command::CommandSpec) -> bool {
-    use crate::command::flags;
+pub fn held_by_write(spec: &CommandInfo) -> bool {
     spec.has(flags::WRITE)
         || spec.has(flags::MAY_REPLICATE)
         || matches!(
@@ -91,8 +90,14 @@ pub fn held_by_write(spec: &crate::command::CommandSpec) -> bool {
         )
 }
 
-/// CLIENT PAUSE timeout [WRITE|ALL]: a longer or stricter pause than the current one wins.
-pub fn pause_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+/// CLIENT PAUSE timeout [WRITE|ALL] at `now` (unix ms): a longer or stricter pause than the
+/// current one wins.
+pub fn pause_command(
+    p: &mut Pause,
+    now: u64,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
     if args.len() > 4 {
         let sub = crate::util::sanitize(args.get(1), 128);
         return Err(Error::msg(alloc::format!(
@@ -112,8 +117,6 @@ pub fn pause_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             _ => return Err(Error::msg("ERR CLIENT PAUSE mode must be WRITE or ALL")),
         },
     };
-    let now = cx.now_ms();
-    let p = &mut cx.core.pause;
     // Redis adds the timeout to the clock in a signed 64-bit sum: past i64::MAX it wraps to
     // a deadline in the past, so the pause ends at once (checked with redis-server 7.0.15:
     // `CLIENT PAUSE 9223372036854775807 WRITE` answers +OK and pauses nothing).
@@ -132,8 +135,8 @@ pub fn pause_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 }
 
 /// CLIENT UNPAUSE: lifts the pause; the held commands run on the shell's next turn.
-pub fn unpause_command(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    cx.core.pause.end_ms = None;
+pub fn unpause_command(p: &mut Pause, out: &mut dyn ReplySink) -> CmdResult {
+    p.end_ms = None;
     out.ok();
     Ok(())
 }

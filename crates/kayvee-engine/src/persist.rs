@@ -113,7 +113,7 @@ pub fn loads_big(value: &Value, config: &crate::Config) -> bool {
         }
         Value::Set(s) => {
             s.len() as u64 > config.set_max_intset_entries
-                || s.iter().any(|(m, _)| crate::util::parse_i64(m).is_none())
+                || s.iter().any(|m| crate::util::parse_i64(&m).is_none())
         }
         Value::ZSet(z) => {
             z.len() as u64 > config.zset_max_listpack_entries

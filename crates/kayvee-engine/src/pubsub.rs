@@ -3,7 +3,7 @@
 //!
 //! Delivery protocol with the shell: a message for the publishing client itself is written to
 //! its reply sink at once (before PUBLISH's own reply, as Redis orders them); messages for other
-//! clients go to an outbox the shell drains after each command with `Engine::take_messages`,
+//! clients go to the [`Outbox`] the shell drains after each command with `Engine::take_messages`,
 //! encoding each in its receiver's protocol (a `>` push in RESP3, an array in RESP2). A message
 //! is one reference-counted [`Reply`] shared by every receiver of the same kind (channel or
 //! pattern), so a PUBLISH to N subscribers allocates one tree, plus one outbox slot each.
@@ -14,6 +14,7 @@
 use crate::client::{Handle, PerClient};
 use crate::db::Key;
 use crate::error::Error;
+use crate::outbox::Outbox;
 use crate::reply::{Reply, ReplySink};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
@@ -72,7 +73,8 @@ pub struct PubSub {
     channels: BTreeMap<Key, Vec<Handle>>,
     patterns: BTreeMap<Key, Vec<Handle>>,
     shard: BTreeMap<Key, Vec<Handle>>,
-    outbox: Vec<(Handle, Rc<Reply>)>,
+    /// Messages owed to clients (other features queue theirs here too).
+    pub outbox: Outbox,
     /// Each client's subscriptions.
     subs: PerClient<ClientSubs>,
 }
@@ -120,12 +122,7 @@ impl PubSub {
 
     /// Takes the messages owed to clients, in publish order.
     pub fn take_messages(&mut self) -> Vec<(Handle, Rc<Reply>)> {
-        core::mem::take(&mut self.outbox)
-    }
-
-    /// Queues a message for client `h` (client tracking's invalidations use this path too).
-    pub(crate) fn queue(&mut self, h: Handle, msg: Rc<Reply>) {
-        self.outbox.push((h, msg));
+        self.outbox.take()
     }
 
     /// Whether messages are waiting in the outbox.
@@ -144,6 +141,14 @@ impl PubSub {
     #[inline]
     pub fn subscribed(&self, h: Handle) -> bool {
         self.subs.get(h).is_some_and(ClientSubs::active)
+    }
+
+    /// The outbox and the test whether a client is in subscribed mode, borrowed together
+    /// (client tracking delivers through the one and asks the other).
+    pub fn outbox_and_subscribed(&mut self) -> (&mut Outbox, impl Fn(Handle) -> bool + '_) {
+        let subs = &self.subs;
+        let subscribed = move |h| subs.get(h).is_some_and(ClientSubs::active);
+        (&mut self.outbox, subscribed)
     }
 
     /// The count SUBSCRIBE-like replies to `h` carry (see [`ClientSubs::count`]).
@@ -257,7 +262,7 @@ impl PubSub {
 
 /// Queues `msg` for every client of `list`, writing the publisher's own copy to `out`.
 fn deliver(
-    outbox: &mut Vec<(Handle, Rc<Reply>)>,
+    outbox: &mut Outbox,
     list: &[Handle],
     me: Handle,
     msg: &Rc<Reply>,
@@ -267,7 +272,7 @@ fn deliver(
         if h == me {
             msg.write_to(out);
         } else {
-            outbox.push((h, Rc::clone(msg)));
+            outbox.push(h, Rc::clone(msg));
         }
     }
 }

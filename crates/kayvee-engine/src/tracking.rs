@@ -14,20 +14,26 @@
 //!   `REDIRECT` target in subscribed mode) gets a pub/sub message on `__redis__:invalidate` whose
 //!   payload is the array of keys (null after a flush). Messages for the client running the
 //!   command follow its reply (Redis 7.0 holds them until the reply is written); others go to the
-//!   pub/sub outbox the shell drains ([`crate::Engine::take_messages`]).
+//!   outbox the shell drains ([`crate::Engine::take_messages`]), through a [`Delivery`] the
+//!   caller hands in with the test whether a receiver is in subscribed mode.
 //!
-//! Writes are seen through the key event stream ([`crate::events`], [`on_key_event`]): while any
-//! client tracks, every written, expired, evicted or deleted key is noted, and [`after_run`] /
-//! [`after_command`] turn the notes into invalidations. Known deviation: an in-place write that changes nothing (SADD of a present
+//! Writes are seen through the key event stream ([`crate::events`],
+//! [`Tracking::on_key_event`]): while any client tracks, every written, expired, evicted or
+//! deleted key is noted, and [`after_run`] / [`after_command`] turn the notes into
+//! invalidations. Known deviation: an in-place write that changes nothing (SADD of a present
 //! member) still invalidates, where Redis does not.
+//!
+//! Turning tracking on or off changes what the keyspace records: [`command`] and [`disable`]
+//! say so, and their caller re-syncs it (`crate::drain`).
 
 use crate::argv::Argv;
 use crate::client::{ClientTable, Handle, PerClient};
-use crate::command::CommandId;
+use crate::command::{flags, Registered};
 use crate::db::Key;
 use crate::error::Error;
+use crate::events::KeyEvent;
+use crate::outbox::Outbox;
 use crate::reply::{Protocol, Reply, ReplySink};
-use crate::Core;
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
@@ -65,6 +71,15 @@ struct Prefix {
     pending: BTreeMap<Key, Option<Handle>>,
 }
 
+/// Where invalidations for other clients go: the outbox, and which clients are in subscribed
+/// mode (a RESP2 receiver gets an invalidation only then, as a pub/sub message).
+pub struct Delivery<'a, S: Fn(Handle) -> bool> {
+    /// The messages owed to clients.
+    pub outbox: &'a mut Outbox,
+    /// Whether a client is in subscribed mode.
+    pub subscribed: S,
+}
+
 /// The server's tracking state, kept in `Core`.
 #[derive(Debug, Default)]
 pub struct Tracking {
@@ -85,25 +100,23 @@ pub struct Tracking {
     flushed: bool,
 }
 
-/// Tracking's consumer of the key event stream (see [`crate::events`]): notes the keys to
-/// invalidate after the command.
-pub fn on_key_event(core: &mut Core, event: &crate::events::KeyEvent) {
-    use crate::events::KeyEvent;
-    let t = &mut core.tracking;
-    if !t.active() {
-        return;
-    }
-    match event {
-        KeyEvent::Modified(k)
-        | KeyEvent::Opened(k, _)
-        | KeyEvent::Expired(k)
-        | KeyEvent::Evicted(k) => t.written.push(k.clone()),
-        KeyEvent::Flushed(_) => t.flushed = true,
-        KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
-    }
-}
-
 impl Tracking {
+    /// Tracking's consumer of the key event stream (see [`crate::events`]): notes the keys to
+    /// invalidate after the command.
+    pub fn on_key_event(&mut self, event: &KeyEvent) {
+        if !self.active() {
+            return;
+        }
+        match event {
+            KeyEvent::Modified(k)
+            | KeyEvent::Opened(k, _)
+            | KeyEvent::Expired(k)
+            | KeyEvent::Evicted(k) => self.written.push(k.clone()),
+            KeyEvent::Flushed(_) => self.flushed = true,
+            KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
+        }
+    }
+
     /// The tracking mode of `h`, `None` when off.
     #[inline]
     pub fn of(&self, h: Handle) -> Option<&ClientTracking> {
@@ -264,29 +277,30 @@ fn check_prefixes(new: &[Key], cur: Option<&ClientTracking>) -> Result<(), Error
 }
 
 /// CLIENT TRACKING: turns tracking on (adding options and prefixes to an existing mode) or off.
+/// `Ok(true)`: what the keyspace records must be re-synced (tracking turned on, or the last
+/// tracking client turned it off).
 pub fn command(
-    core: &mut Core,
-    clients: &mut ClientTable,
+    tr: &mut Tracking,
+    clients: &ClientTable,
     me: Handle,
     args: &Argv<'_>,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let o = parse(clients, args)?;
     if !o.on {
-        disable(core, clients, me);
-        return Ok(());
+        return Ok(disable(tr, clients, me));
     }
-    let cur = core.tracking.of(me);
+    let cur = tr.of(me);
     check_on(&o, cur)?;
-    enable(core, clients, me, o);
-    Ok(())
+    Ok(enable(tr, clients, me, o))
 }
 
-/// Turns tracking on for `me` with options `o` (merged into the current mode).
-fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
+/// Turns tracking on for `me` with options `o` (merged into the current mode); false if `me`
+/// is not connected.
+fn enable(tr: &mut Tracking, clients: &ClientTable, me: Handle, o: Options) -> bool {
     let Some(id) = clients.get(me).map(|c| c.id) else {
-        return;
+        return false;
     };
-    let t = core.tracking.per.entry(me).get_or_insert_with(Box::default);
+    let t = tr.per.entry(me).get_or_insert_with(Box::default);
     t.bcast |= o.bcast;
     t.optin |= o.optin;
     t.optout |= o.optout;
@@ -299,35 +313,37 @@ fn enable(core: &mut Core, clients: &mut ClientTable, me: Handle, o: Options) {
     }
     t.prefixes.extend(prefixes.iter().cloned());
     for p in prefixes {
-        let entry = core.tracking.prefixes.entry(p).or_default();
+        let entry = tr.prefixes.entry(p).or_default();
         entry.clients.insert(me);
     }
-    core.tracking.clients.insert(id, me);
-    crate::events::sync(core);
+    tr.clients.insert(id, me);
+    true
 }
 
 /// Turns tracking off for `me` (CLIENT TRACKING off, RESET, disconnect). Its entries in the
-/// table stay until the keys are invalidated, as in Redis (ids are never reused).
-pub fn disable(core: &mut Core, clients: &mut ClientTable, me: Handle) {
+/// table stay until the keys are invalidated, as in Redis (ids are never reused). True when
+/// no client tracks any more (then writes need not be recorded for tracking).
+pub fn disable(tr: &mut Tracking, clients: &ClientTable, me: Handle) -> bool {
     let Some(id) = clients.get(me).map(|c| c.id) else {
-        return;
+        return false;
     };
-    let Some(t) = core.tracking.per.take(me) else {
-        return;
+    let Some(t) = tr.per.take(me) else {
+        return false;
     };
     for p in &t.prefixes {
-        if let Some(entry) = core.tracking.prefixes.get_mut(p) {
+        if let Some(entry) = tr.prefixes.get_mut(p) {
             entry.clients.remove(&me);
             if entry.clients.is_empty() {
-                core.tracking.prefixes.remove(p);
+                tr.prefixes.remove(p);
             }
         }
     }
-    core.tracking.clients.remove(&id);
-    if !core.tracking.active() {
-        (core.tracking.written, core.tracking.flushed) = Default::default();
-        crate::events::sync(core);
+    tr.clients.remove(&id);
+    if !tr.active() {
+        (tr.written, tr.flushed) = Default::default();
+        return true;
     }
+    false
 }
 
 /// CLIENT CACHING yes|no.
@@ -393,22 +409,22 @@ pub fn info(t: Option<&ClientTracking>, out: &mut dyn ReplySink) {
 }
 
 /// After each command run (EXEC's steps included): sends the invalidations for the keys it
-/// wrote, remembers the keys a read-only command read, and clears a `CLIENT CACHING` flag once
-/// a command other than CLIENT ran.
-pub fn after_run(
-    core: &mut Core,
-    clients: &mut ClientTable,
+/// wrote, remembers the keys a read-only command (`reg`, `args`) read, and clears a `CLIENT
+/// CACHING` flag once a command other than CLIENT ran (outside MULTI: `in_multi`).
+pub fn after_run<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
     me: Handle,
-    id: CommandId,
+    reg: &Registered,
+    in_multi: bool,
     args: &Argv<'_>,
 ) {
-    invalidate_written(core, clients, Some(me));
-    let reg = core.commands.get(id);
-    let in_multi = core.txn.in_multi(me);
+    invalidate_written(tr, clients, d, Some(me));
     let Some(id) = clients.get(me).map(|c| c.id) else {
         return;
     };
-    let Some(t) = core.tracking.of_mut(me) else {
+    let Some(t) = tr.of_mut(me) else {
         return;
     };
     let caching = t.caching;
@@ -416,7 +432,7 @@ pub fn after_run(
         t.caching = None;
     }
     let wanted = !t.bcast
-        && reg.spec.has(crate::command::flags::READONLY)
+        && reg.spec.has(flags::READONLY)
         && (!t.optin || caching == Some(true))
         && (!t.optout || caching != Some(false));
     if !wanted {
@@ -426,30 +442,32 @@ pub fn after_run(
         return;
     };
     for k in keys {
-        let set = core
-            .tracking
+        let set = tr
             .table
             .entry(Key::from_slice(args.get(k.index)))
             .or_default();
         if set.insert(id) {
-            core.tracking.items += 1;
+            tr.items += 1;
         }
     }
 }
 
 /// After a top-level command (EXEC as a whole) or the cron: turns the databases' notes into
 /// invalidations (`me` = the client whose command wrote, for NOLOOP), broadcasts BCAST
-/// prefixes' keys, and writes the running client's own invalidations to `out`.
-pub fn after_command(
-    core: &mut Core,
-    clients: &mut ClientTable,
+/// prefixes' keys, keeps the table within `max_keys` (`tracking-table-max-keys`, 0: no
+/// limit), and writes the running client's own invalidations to `out`.
+pub fn after_command<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    max_keys: usize,
     me: Option<Handle>,
     out: Option<&mut dyn ReplySink>,
 ) {
-    invalidate_written(core, clients, me);
-    broadcast(core, clients, me);
-    limit_table(core, clients, me);
-    let pending = core::mem::take(&mut core.tracking.pending_self);
+    invalidate_written(tr, clients, d, me);
+    broadcast(tr, clients, d, me);
+    limit_table(tr, clients, d, max_keys, me);
+    let pending = core::mem::take(&mut tr.pending_self);
     if let Some(out) = out {
         pending.iter().for_each(|r| r.write_to(out));
     }
@@ -458,28 +476,33 @@ pub fn after_command(
 /// Turns the databases' notes (written keys, flushes) into invalidations, as soon as the
 /// command that wrote ends (each command of an EXEC too, so a key read later in the same
 /// transaction stays tracked, as in Redis).
-fn invalidate_written(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
-    let flushed = core::mem::take(&mut core.tracking.flushed);
-    let written = core::mem::take(&mut core.tracking.written);
+fn invalidate_written<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    me: Option<Handle>,
+) {
+    let flushed = core::mem::take(&mut tr.flushed);
+    let written = core::mem::take(&mut tr.written);
     if flushed {
-        invalidate_all(core, clients, me);
+        invalidate_all(tr, clients, d, me);
     }
     for key in written {
-        invalidate_key(core, clients, &key, me, true);
+        invalidate_key(tr, clients, d, &key, me, true);
     }
 }
 
 /// A key was modified (`by_write`; else evicted from the table): its readers get an
 /// invalidation and are forgotten; for a write, BCAST prefixes that match collect it and NOLOOP
 /// spares the writer `me`.
-fn invalidate_key(
-    core: &mut Core,
-    clients: &mut ClientTable,
+fn invalidate_key<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
     key: &Key,
     me: Option<Handle>,
     by_write: bool,
 ) {
-    let tr = &mut core.tracking;
     for (p, entry) in tr.prefixes.iter_mut().filter(|_| by_write) {
         if key.starts_with(p) {
             entry.pending.insert(key.clone(), me);
@@ -494,49 +517,63 @@ fn invalidate_key(
         .filter_map(|id| tr.clients.get(id).copied())
         .collect();
     for h in handles {
-        let skip = core
-            .tracking
+        let skip = tr
             .of(h)
             .is_none_or(|t| t.bcast || (by_write && t.noloop && Some(h) == me));
         if !skip {
-            send(core, clients, h, Some(alloc::vec![key.clone()]), me);
+            send(tr, clients, d, h, Some(alloc::vec![key.clone()]), me);
         }
     }
 }
 
-/// Keeps the table within `tracking-table-max-keys`: evicted keys are invalidated for their
+/// Keeps the table within `max_keys` (0: no limit): evicted keys are invalidated for their
 /// readers as if they had been modified (Redis picks them at random; here the first in key
 /// order).
-fn limit_table(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
-    let max = core.config.tracking_table_max_keys as usize;
-    while max > 0 && core.tracking.table.len() > max {
-        let Some(key) = core.tracking.table.keys().next().cloned() else {
+fn limit_table<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    max_keys: usize,
+    me: Option<Handle>,
+) {
+    while max_keys > 0 && tr.table.len() > max_keys {
+        let Some(key) = tr.table.keys().next().cloned() else {
             return;
         };
-        invalidate_key(core, clients, &key, me, false);
+        invalidate_key(tr, clients, d, &key, me, false);
     }
 }
 
 /// FLUSHDB / FLUSHALL: a null invalidation to every tracking client; the table empties.
-fn invalidate_all(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
-    let all: Vec<Handle> = core.tracking.clients.values().copied().collect();
+fn invalidate_all<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    me: Option<Handle>,
+) {
+    let all: Vec<Handle> = tr.clients.values().copied().collect();
     for h in all {
-        send(core, clients, h, None, me);
+        send(tr, clients, d, h, None, me);
     }
-    core.tracking.table.clear();
-    core.tracking.items = 0;
+    tr.table.clear();
+    tr.items = 0;
 }
 
 /// Sends each BCAST prefix's collected keys to its clients (NOLOOP clients without their own).
-fn broadcast(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
+fn broadcast<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    me: Option<Handle>,
+) {
     let mut due = Vec::new();
-    for entry in core.tracking.prefixes.values_mut() {
+    for entry in tr.prefixes.values_mut() {
         if entry.pending.is_empty() {
             continue;
         }
         let pending = core::mem::take(&mut entry.pending);
         for &h in &entry.clients {
-            let noloop = tracking_of(&core.tracking.per, h).is_some_and(|t| t.noloop);
+            let noloop = tracking_of(&tr.per, h).is_some_and(|t| t.noloop);
             let keys: Vec<Key> = pending
                 .iter()
                 .filter(|(_, by)| !(noloop && **by == Some(h)))
@@ -548,26 +585,27 @@ fn broadcast(core: &mut Core, clients: &mut ClientTable, me: Option<Handle>) {
         }
     }
     for (h, keys) in due {
-        send(core, clients, h, Some(keys), me);
+        send(tr, clients, d, h, Some(keys), me);
     }
 }
 
 /// Delivers one invalidation for tracking client `h` (to it, or to its REDIRECT target).
-fn send(
-    core: &mut Core,
-    clients: &mut ClientTable,
+fn send<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
     h: Handle,
     keys: Option<Vec<Key>>,
     me: Option<Handle>,
 ) {
-    let Some(redirect) = core.tracking.of(h).map(|t| t.redirect) else {
+    let Some(redirect) = tr.of(h).map(|t| t.redirect) else {
         return;
     };
     let receiver = match redirect {
         0 => h,
         id => match find_id(clients, id) {
             Some(rh) => rh,
-            None => return redirect_broken(core, clients, h, id, me),
+            None => return redirect_broken(tr, clients, d, h, id, me),
         },
     };
     let Some(rc) = clients.get(receiver) else {
@@ -579,7 +617,7 @@ fn send(
     };
     let msg = if rc.protocol == Protocol::Resp3 {
         Reply::Push(alloc::vec![Reply::Bulk(b"invalidate".to_vec()), payload])
-    } else if core.pubsub.subscribed(receiver) {
+    } else if (d.subscribed)(receiver) {
         Reply::Push(alloc::vec![
             Reply::Bulk(b"message".to_vec()),
             Reply::Bulk(INVALIDATE_CHANNEL.to_vec()),
@@ -589,17 +627,18 @@ fn send(
         return;
     };
     if Some(receiver) == me {
-        core.tracking.pending_self.push(msg);
+        tr.pending_self.push(msg);
     } else {
-        core.pubsub.queue(receiver, Rc::new(msg));
+        d.outbox.push(receiver, Rc::new(msg));
     }
 }
 
 /// The REDIRECT target of `h` is gone: flags it (`CLIENT LIST flags=R`) and, the first time,
 /// tells a RESP3 client with a `tracking-redir-broken` push naming the lost id.
-fn redirect_broken(
-    core: &mut Core,
-    clients: &mut ClientTable,
+fn redirect_broken<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
     h: Handle,
     id: u64,
     me: Option<Handle>,
@@ -608,7 +647,7 @@ fn redirect_broken(
         return;
     };
     let resp3 = c.protocol == Protocol::Resp3;
-    let Some(t) = core.tracking.of_mut(h).filter(|t| !t.broken_redirect) else {
+    let Some(t) = tr.of_mut(h).filter(|t| !t.broken_redirect) else {
         return;
     };
     t.broken_redirect = true;
@@ -620,9 +659,9 @@ fn redirect_broken(
         Reply::Int(id as i64),
     ]);
     if Some(h) == me {
-        core.tracking.pending_self.push(msg);
+        tr.pending_self.push(msg);
     } else {
-        core.pubsub.queue(h, Rc::new(msg));
+        d.outbox.push(h, Rc::new(msg));
     }
 }
 

@@ -1,12 +1,15 @@
 //! Transactions' engine side: the per-client MULTI queue and WATCH list, the per-database record
 //! of watched keys, and the bookkeeping that marks watchers dirty when a watched key is
 //! modified. The commands themselves (MULTI, EXEC, DISCARD, WATCH, UNWATCH) are in
-//! [`crate::cmd::txn`]; the queueing of commands while in MULTI is in [`crate::dispatch`].
+//! `crate::cmd::txn`; the queueing of commands while in MULTI and EXEC are in
+//! `crate::dispatch`. The functions here take this feature's two tables ([`Transactions`],
+//! [`Watches`]) and the databases; the ones that start or stop WATCH listening to key events
+//! say so, and their caller re-syncs what the keyspace records (`crate::drain`).
 //!
 //! How a modification is detected (Redis 7.0.15 semantics, checked against the real server):
-//! WATCH listens to the key event stream ([`crate::events`]). A write through a `Db` method
-//! ([`crate::Db::set`], `insert_entry`, `remove`, `set_expire`, `persist`) is a modification of a
-//! watched key; a write through `Db::lookup_write` (collections mutated in place) carries the
+//! WATCH listens to the key event stream ([`crate::events`], [`Watches::on_key_event`]). A
+//! write through a `Db` method ([`crate::Db::set`], `insert_entry`, `remove`, `set_expire`,
+//! `persist`) is a modification of a watched key; a write through `Db::lookup_write` (collections mutated in place) carries the
 //! value it had before, and after the command the value is compared: a changed value counts as
 //! a modification. So no-op writes (SADD of a present member, SETNX on a present key, DEL of a
 //! missing key) invalidate nothing, as in Redis. Expiry is a modification in 7.0.15 when the key
@@ -17,14 +20,13 @@
 //! invalidates; handlers that care call [`crate::Db::modified`].
 //!
 //! Architecture invariant: `(db, key)` is in a client's `watched` list if and only if that
-//! client's handle is in `Core::watches`' list for `(db, key)`.
+//! client's handle is in [`Watches`]' list for `(db, key)`.
 
 use crate::argv::ArgvBuf;
 use crate::client::{Handle, PerClient};
-use crate::db::Key;
+use crate::db::{Db, Key};
 use crate::events::KeyEvent;
-use crate::value::Value;
-use crate::Core;
+use crate::value::{Entry, Value};
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
@@ -129,7 +131,7 @@ impl Watches {
 
     /// FLUSHDB / FLUSHALL: notes every watched key of `db` that existed (`old`, the keyspace
     /// before the flush): Redis touches only the watched keys the flush really removes.
-    fn flushed(&mut self, db: usize, old: &kayvee_pds::PMap<Key, crate::Entry>) {
+    fn flushed(&mut self, db: usize, old: &kayvee_pds::PMap<Key, Entry>) {
         let Some(map) = self.keys.get(db) else {
             return;
         };
@@ -142,30 +144,30 @@ impl Watches {
     }
 }
 
-/// WATCH's consumer of the key event stream (see [`crate::events`]).
-pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
-    let w = &mut core.watches;
-    if !w.active() {
-        return;
-    }
-    match event {
-        KeyEvent::Modified(k) | KeyEvent::Evicted(k) => w.note(db, k, false),
-        KeyEvent::Expired(k) => w.note(db, k, true),
-        KeyEvent::Opened(k, before) => w.probe(db, k, before.as_ref()),
-        KeyEvent::Flushed(old) => w.flushed(db, old),
-        KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
+impl Watches {
+    /// WATCH's consumer of the key event stream (an event of database `db`).
+    pub fn on_key_event(&mut self, db: usize, event: &KeyEvent) {
+        if !self.active() {
+            return;
+        }
+        match event {
+            KeyEvent::Modified(k) | KeyEvent::Evicted(k) => self.note(db, k, false),
+            KeyEvent::Expired(k) => self.note(db, k, true),
+            KeyEvent::Opened(k, before) => self.probe(db, k, before.as_ref()),
+            KeyEvent::Flushed(old) => self.flushed(db, old),
+            KeyEvent::Created(_) | KeyEvent::Missed(_) => {}
+        }
     }
 }
 
 /// SWAPDB's part: notes the watched keys of `a` and of `b` that exist in either database
 /// (call before the swap; the watch records stay with their database index).
-pub fn touch_swap(core: &mut Core, a: usize, b: usize) {
-    let w = &mut core.watches;
+pub fn touch_swap(w: &mut Watches, dbs: &[Db], a: usize, b: usize) {
     for (this, other) in [(a, b), (b, a)] {
         let Some(map) = w.keys.get(this) else {
             continue;
         };
-        let (dbs, touched) = (&core.dbs, &mut w.touched);
+        let touched = &mut w.touched;
         touched.extend(
             map.keys()
                 .filter(|k| {
@@ -178,20 +180,19 @@ pub fn touch_swap(core: &mut Core, a: usize, b: usize) {
 
 /// Turns the noted modifications into dirty flags on the watching clients: a noted write
 /// always, a probe when the value differs now (or the key is gone). Runs after every command.
-pub fn settle(core: &mut Core) {
-    let w = &mut core.watches;
+pub fn settle(txns: &mut Transactions, w: &mut Watches, dbs: &[Db]) {
     if !w.active() || (w.touched.is_empty() && w.probes.is_empty()) {
         return;
     }
     for (db, k, before) in core::mem::take(&mut w.probes) {
-        if core.dbs[db].keys.get(&k[..]).map(|e| &e.value) != Some(&before) {
+        if dbs[db].keys.get(&k[..]).map(|e| &e.value) != Some(&before) {
             w.touched.push((db, k, false));
         }
     }
     for (db, k, by_expiry) in core::mem::take(&mut w.touched) {
         let watchers = w.keys.get(db).and_then(|m| m.get(&k));
         for h in watchers.into_iter().flatten() {
-            mark_dirty(core.txn.per.entry(*h), db, &k, by_expiry);
+            mark_dirty(txns.per.entry(*h), db, &k, by_expiry);
         }
     }
 }
@@ -211,51 +212,57 @@ fn mark_dirty(t: &mut ClientTxn, db: usize, key: &Key, by_expiry: bool) {
 
 /// EXEC's last check: whether a key `h` watches, live at WATCH time, has passed its TTL without
 /// being deleted yet.
-pub fn watched_key_expired(core: &Core, h: Handle, now_ms: u64) -> bool {
-    let Some(t) = core.txn.of(h) else {
+pub fn watched_key_expired(txns: &Transactions, dbs: &[Db], h: Handle, now_ms: u64) -> bool {
+    let Some(t) = txns.of(h) else {
         return false;
     };
     t.watched.iter().any(|(db, key, expired)| {
-        !expired && core.dbs[*db].expire_at(key).is_some_and(|at| at <= now_ms)
+        !expired && dbs[*db].expire_at(key).is_some_and(|at| at <= now_ms)
     })
 }
 
 /// WATCH's work for one key: records that client `h` watches `key` of `db` (once), and whether
-/// the key had already expired (its TTL passed, not yet deleted).
-pub fn watch(core: &mut Core, h: Handle, db: usize, key: &[u8], now_ms: u64) {
-    let expired = core.dbs[db].expire_at(key).is_some_and(|at| at <= now_ms);
-    let t = core.txn.per.entry(h);
+/// the key had already expired in `dbs` (its TTL passed, not yet deleted). True when WATCH
+/// starts listening to key events (the first client watching).
+pub fn watch(
+    txns: &mut Transactions,
+    w: &mut Watches,
+    dbs: &[Db],
+    h: Handle,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+) -> bool {
+    let expired = dbs[db].expire_at(key).is_some_and(|at| at <= now_ms);
+    let t = txns.per.entry(h);
     if t.watched.iter().any(|(d, k, _)| *d == db && k[..] == *key) {
-        return;
+        return false;
     }
     let first = t.watched.is_empty();
     t.watched.push((db, Key::from_slice(key), expired));
-    let w = &mut core.watches;
     if w.keys.len() <= db {
         w.keys.resize_with(db + 1, Default::default);
     }
     w.keys[db].entry(Key::from_slice(key)).or_default().push(h);
     if first {
         w.clients += 1;
-        if w.clients == 1 {
-            crate::events::sync(core);
-        }
+        return w.clients == 1;
     }
+    false
 }
 
 /// Forgets every key client `h` watches and its dirty flag (EXEC, DISCARD, UNWATCH, RESET,
-/// disconnect).
-pub fn unwatch_all(core: &mut Core, h: Handle) {
-    if core.txn.of(h).is_none() {
-        return;
+/// disconnect). True when WATCH stops listening to key events (no client watches any more).
+pub fn unwatch_all(txns: &mut Transactions, w: &mut Watches, h: Handle) -> bool {
+    if txns.of(h).is_none() {
+        return false;
     }
-    let t = core.txn.per.entry(h);
+    let t = txns.per.entry(h);
     t.dirty = false;
     if t.watched.is_empty() {
-        return;
+        return false;
     }
     let watched = core::mem::take(&mut t.watched);
-    let w = &mut core.watches;
     w.clients -= 1;
     for (db, key, _) in watched {
         let Some(map) = w.keys.get_mut(db) else {
@@ -271,26 +278,30 @@ pub fn unwatch_all(core: &mut Core, h: Handle) {
     if !w.active() {
         // Nothing is watched: forget notes no one will settle, and stop listening.
         (w.touched, w.probes) = Default::default();
-        crate::events::sync(core);
+        return true;
     }
+    false
 }
 
 /// Leaves MULTI: drops the queue and the error flag and unwatches (EXEC, DISCARD, RESET).
-pub fn discard(core: &mut Core, h: Handle) {
-    if core.txn.of(h).is_some() {
-        let t = core.txn.per.entry(h);
+/// True when WATCH stops listening to key events (see [`unwatch_all`]).
+pub fn discard(txns: &mut Transactions, w: &mut Watches, h: Handle) -> bool {
+    if txns.of(h).is_some() {
+        let t = txns.per.entry(h);
         t.multi = false;
         t.queue = Vec::new();
         t.errored = false;
         t.queued_bytes = 0;
     }
-    unwatch_all(core, h);
+    unwatch_all(txns, w, h)
 }
 
-/// Forgets client `h` (disconnect): leaves MULTI, unwatches, drops its state.
-pub fn remove(core: &mut Core, h: Handle) {
-    discard(core, h);
-    core.txn.per.take(h);
+/// Forgets client `h` (disconnect): leaves MULTI, unwatches, drops its state. True when WATCH
+/// stops listening to key events.
+pub fn remove(txns: &mut Transactions, w: &mut Watches, h: Handle) -> bool {
+    let stopped = discard(txns, w, h);
+    txns.per.take(h);
+    stopped
 }
 
 /// Queues a command for EXEC.
@@ -355,7 +366,7 @@ mod tests {
         let mut w = watching(0, b"here");
         w.keys[0].insert(Key::from_slice(b"gone"), alloc::vec![Handle(0)]);
         let mut old = kayvee_pds::PMap::with_seed(1);
-        old.insert(Key::from_slice(b"here"), crate::Entry::new(s("v"), 0));
+        old.insert(Key::from_slice(b"here"), Entry::new(s("v"), 0));
         w.flushed(0, &old);
         assert_eq!(w.touched, alloc::vec![(0, Key::from_slice(b"here"), false)]);
     }

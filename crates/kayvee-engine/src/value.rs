@@ -1,22 +1,27 @@
 //! Values stored under keys, and the per-key metadata kept beside them.
 //!
 //! Every variant is a persistent structure, a small immutable string, or a small flat buffer
-//! (hashes and sorted sets within Redis's listpack limits, see `value/hash.rs` and
-//! `value/zset.rs`): cloning a `Value` is O(1) or copies at most that bounded buffer, and a clone
-//! is a snapshot.
+//! (hashes and sorted sets within Redis's listpack limits, sets within the intset or packed
+//! limits, lists within one listpack node: see `value/hash.rs`, `value/zset.rs`,
+//! `value/set.rs`, `value/list.rs`): cloning a `Value` is O(1) or copies at most that bounded
+//! buffer, and a clone is a snapshot.
 
 mod flat;
 mod hash;
+mod list;
+mod set;
 pub mod stream;
 pub mod usage;
 mod zset;
 
 pub use hash::{Hash, HashIter};
+pub use list::{List, ListTree, DEFAULT_FILL as LIST_DEFAULT_FILL};
+pub use set::{Member, Set, SetIter, SetMap};
 pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
-use kayvee_pds::{PList, PMap, SmallBytes};
+use kayvee_pds::SmallBytes;
 
 /// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
 pub const LFU_INIT_VAL: u8 = 5;
@@ -26,24 +31,23 @@ pub fn minutes(now_ms: u64) -> u16 {
     ((now_ms / 60_000) & 0xFFFF) as u16
 }
 
-/// A list's elements, head first.
-pub type List = PList<SmallBytes>;
-/// A set's members.
-pub type Set = PMap<SmallBytes, ()>;
+/// A key (and a member, a field, a channel name): a byte string, inline when short.
+pub type Key = SmallBytes;
 
-/// A stored value. Collections are boxed so a `Value` stays as small as a string's (the
-/// keyspace holds one per key); each collection is a persistent structure, so cloning one is
-/// O(1) and a snapshot.
+/// A stored value. Collections are one pointer (a small one's buffer, or a boxed persistent
+/// structure) so a `Value` stays as small as a string's (the keyspace holds one per key);
+/// cloning one is O(1) or copies a bounded buffer, and is a snapshot.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (Redis encodings `int`, `embstr` or `raw`, see [`Meta::RAW`]).
     Str(SmallBytes),
-    /// A list (encoding `quicklist`, as Redis 7.0 reports for every list).
-    List(Box<List>),
+    /// A list (encoding `quicklist`, as Redis 7.0 reports for every list; packed while it
+    /// fits one listpack node).
+    List(List),
     /// A hash (`listpack` while small, `hashtable` once [`Meta::BIG`]).
     Hash(Hash),
-    /// A set (`intset` while small and all integers, `hashtable` once [`Meta::BIG`]).
-    Set(Box<Set>),
+    /// A set (`intset` while small and all integers, `hashtable` after; packed while small).
+    Set(Set),
     /// A sorted set (`listpack` while small, `skiplist` once [`Meta::BIG`]).
     ZSet(ZSet),
     /// A stream (encoding `stream`).
@@ -66,14 +70,18 @@ impl Value {
     /// Puts a collection in the representation its encoding calls for: the compact (flat)
     /// form while `big` is false, the persistent form once it is (`seed` hashes the maps).
     /// Called wherever [`Meta::BIG`] is decided, so "flat" and "not BIG" go together; turning
-    /// flat again only happens to new values (Redis never converts back).
+    /// flat again only happens to new values (Redis never converts back). A set is an intset
+    /// unless `big`, then packed while it fits; a list is packed while it fits one node of the
+    /// default size.
     pub fn normalize(&mut self, big: bool, seed: u64) {
         match self {
             Value::Hash(h) if big => h.make_big(seed),
             Value::Hash(h) => h.make_flat(),
             Value::ZSet(z) if big => z.make_big(seed),
             Value::ZSet(z) => z.make_flat(),
-            _ => {}
+            Value::Set(s) => s.normalize(big, seed),
+            Value::List(l) => l.normalize(LIST_DEFAULT_FILL),
+            Value::Str(_) | Value::Stream(_) => {}
         }
     }
 
@@ -98,8 +106,8 @@ impl Value {
             Value::List(_) => "quicklist",
             Value::Hash(_) if meta.has(Meta::BIG) => "hashtable",
             Value::Hash(_) => "listpack",
-            Value::Set(_) if meta.has(Meta::BIG) => "hashtable",
-            Value::Set(_) => "intset",
+            Value::Set(s) if s.is_intset() => "intset",
+            Value::Set(_) => "hashtable",
             Value::ZSet(_) if meta.has(Meta::BIG) => "skiplist",
             Value::ZSet(_) => "listpack",
             Value::Stream(_) => "stream",
@@ -132,6 +140,7 @@ impl Meta {
     pub const EMBSTR: u8 = 4;
     /// A collection was converted to its big encoding (`hashtable`, `skiplist`): Redis never
     /// converts back, so the flag is sticky for the value's life (a new value starts without).
+    /// A set's form says the same ([`Set::is_intset`]); the set commands keep both in step.
     pub const BIG: u8 = 8;
 
     /// Whether a flag is set.

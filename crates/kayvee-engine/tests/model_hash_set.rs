@@ -487,7 +487,7 @@ fn snapshot_model(snap: &Snapshot) -> Model {
                     .collect(),
                     big,
                 ),
-                Value::Set(s) => M::Set(s.iter().map(|(m, _)| m.to_vec()).collect(), big),
+                Value::Set(s) => M::Set(s.iter().map(|m| m.to_vec()).collect(), big),
                 _ => M::Str,
             };
             (k.to_vec(), m)

@@ -1,6 +1,8 @@
 //! Encoding of RDB primitives and objects: lengths, strings (integer and LZF encodings as
-//! Redis 7.0 chooses them) and values in the plain object types.
+//! Redis 7.0 chooses them) and values: lists as quicklist 2 and intsets in their blob, as
+//! Redis 7.0 writes them (see [`crate::compact`]), the other types in the plain types.
 
+use crate::compact;
 use crate::lzf::Lzf;
 use crate::types;
 use alloc::vec::Vec;
@@ -67,12 +69,14 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
     out.extend_from_slice(s);
 }
 
-/// The plain type a value is written as: 0 string, 1 list, 2 set, 4 hash, 5 zset (binary
-/// scores).
+/// The type a value is written as: 0 string, 18 list (quicklist 2, as Redis 7.0 writes every
+/// list), 11 set when it is an intset and 2 otherwise (Redis 7.0's choice), 4 hash, 5 zset
+/// (binary scores).
 pub fn type_of(v: &Value) -> u8 {
     match v {
         Value::Str(_) => types::STRING,
-        Value::List(_) => types::LIST,
+        Value::List(_) => types::LIST_QUICKLIST_2,
+        Value::Set(s) if s.is_intset() => types::SET_INTSET,
         Value::Set(_) => types::SET,
         Value::Hash(_) => types::HASH,
         Value::ZSet(_) => types::ZSET_2,
@@ -86,21 +90,30 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: Option<&mut Lzf>) {
     write_body(out, v, compress);
 }
 
-/// Appends a value's body in its plain type (zset members highest first, as Redis writes
-/// its skiplists).
+/// Appends a value's body in its [`type_of`] (zset members highest first, as Redis writes
+/// its skiplists; a list's nodes filled as Redis fills them pushing at the tail; blobs
+/// compressed as Redis compresses strings).
 pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) {
     match v {
         Value::Str(s) => write_string(out, s, compress),
         Value::List(l) => {
-            write_len(out, l.len() as u64);
-            l.iter()
-                .for_each(|e| write_string(out, e, compress.as_deref_mut()));
+            let nodes = compact::quicklist_nodes(l.iter());
+            write_len(out, nodes.len() as u64);
+            for node in nodes {
+                write_len(out, compact::QUICKLIST_NODE_PACKED);
+                write_string(out, &node, compress.as_deref_mut());
+            }
         }
-        Value::Set(s) => {
-            write_len(out, s.len() as u64);
-            s.iter()
-                .for_each(|(m, _)| write_string(out, m, compress.as_deref_mut()));
-        }
+        Value::Set(s) => match s.intset() {
+            Some((width, values)) => {
+                write_string(out, &compact::intset_blob(width, values), compress);
+            }
+            None => {
+                write_len(out, s.len() as u64);
+                s.iter()
+                    .for_each(|m| write_string(out, &m, compress.as_deref_mut()));
+            }
+        },
         Value::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, val) in h.iter() {

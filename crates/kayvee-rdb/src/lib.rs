@@ -2,8 +2,9 @@
 //!
 //! - [`RdbWriter`] serialises an O(1) [`kayvee_engine::Snapshot`] piece by piece into byte
 //!   chunks (the shell writes them to a file, from a thread while the engine keeps serving),
-//!   using the plain object types (string, list, set, hash, zset with binary scores) that
-//!   Redis 7.0 loads and `redis-check-rdb` accepts.
+//!   using the plain object types (string, set, hash, zset with binary scores), quicklist 2
+//!   for lists and the intset blob for intsets, as Redis 7.0 writes them, which Redis 7.0
+//!   loads and `redis-check-rdb` accepts.
 //! - [`load`] reads a whole RDB file (Redis 7.0's own dumps included: listpack, quicklist 2,
 //!   intset, ziplist, LZF strings, module and function aux records) into engine databases.
 //!   Corrupt or truncated input is an [`Error`], never a panic.
@@ -13,6 +14,7 @@
 
 extern crate alloc;
 
+pub mod compact;
 pub mod dump;
 pub mod encode;
 pub mod load;

@@ -36,6 +36,9 @@ pub struct Loaded {
     pub keys_expired: u64,
     /// The AUX fields (`redis-ver`, `ctime`...).
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Bytes of the buffer the RDB took, through its checksum: an AOF with an RDB preamble
+    /// goes on with commands from here.
+    pub consumed: usize,
 }
 
 /// Per-key modifiers that precede a key.
@@ -72,9 +75,6 @@ pub fn load_with_progress(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded> {
     let version = check_header(buf)?;
-    if version >= 5 {
-        verify_checksum(buf)?;
-    }
     let mut r = Reader::new(&buf[9..]);
     let mut out = Loaded {
         dbs: (0..opts.config.databases)
@@ -83,6 +83,7 @@ pub fn load_with_progress(
         keys_loaded: 0,
         keys_expired: 0,
         aux: Vec::new(),
+        consumed: 0,
     };
     let mut db = 0usize;
     let mut pending = Pending::default();
@@ -96,6 +97,11 @@ pub fn load_with_progress(
         let op = r.u8()?;
         match op {
             opcode::EOF => {
+                let end = 9 + r.pos();
+                out.consumed = match version >= 5 {
+                    true => verify_checksum(buf, end)?,
+                    false => end,
+                };
                 progress(Progress {
                     bytes: buf.len() as u64,
                     keys: out.keys_loaded,
@@ -158,18 +164,17 @@ fn check_header(buf: &[u8]) -> Result<u16> {
     Ok(v)
 }
 
-/// Checks the trailing CRC-64 (zero = not computed). The checksum covers everything up to
-/// and including the EOF byte; loading then parses up to that EOF.
-fn verify_checksum(buf: &[u8]) -> Result<()> {
-    if buf.len() < 9 + 1 + 8 {
-        return Err(Error::Truncated);
-    }
-    let (body, tail) = buf.split_at(buf.len() - 8);
+/// Checks the CRC-64 (zero = not computed) that follows the EOF byte ending at `end`: it
+/// covers everything up to and including that byte. Checked once the file is parsed, as Redis
+/// does (bytes after it, an AOF's commands, are not the RDB's). Returns the end of the
+/// checksum.
+fn verify_checksum(buf: &[u8], end: usize) -> Result<usize> {
+    let tail = buf.get(end..end + 8).ok_or(Error::Truncated)?;
     let stored = u64::from_le_bytes(tail.try_into().map_err(|_| Error::Truncated)?);
-    if stored != 0 && stored != CRC64.checksum(body) {
+    if stored != 0 && stored != CRC64.checksum(&buf[..end]) {
         return Err(Error::BadChecksum);
     }
-    Ok(())
+    Ok(end + 8)
 }
 
 /// Reads one key and its value and stores it unless expired or empty.

@@ -5,11 +5,15 @@
 use crate::read::{decimal, parse_f64, Reader};
 use crate::{types, Error, Result};
 use alloc::borrow::Cow;
-use alloc::boxed::Box;
 use alloc::vec::Vec;
-use kayvee_engine::value::{Hash, List, ZSet};
+use kayvee_engine::value::{Hash, List, Set, ZSet, LIST_DEFAULT_FILL};
 use kayvee_engine::Value;
-use kayvee_pds::{PMap, SmallBytes};
+use kayvee_pds::SmallBytes;
+
+/// Members a loaded set keeps as an intset while reading (Redis 7.0's default
+/// `set-max-intset-entries`); past it the set reads into a map, and the engine puts each value
+/// in its final form once loaded ([`Value::normalize`]).
+const LOAD_INTSET_MAX: u64 = 512;
 
 /// Quicklist 2 node containers.
 const QUICKLIST_NODE_PLAIN: u64 = 1;
@@ -21,16 +25,19 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
         types::LIST => {
             let n = r.count()?;
-            let items = (0..n).map(|_| r.string().map(|s| SmallBytes::from_slice(&s)));
-            Value::List(Box::new(items.collect::<Result<List>>()?))
+            let mut list = List::new();
+            for _ in 0..n {
+                list.push_back(&r.string()?, LIST_DEFAULT_FILL);
+            }
+            Value::List(list)
         }
         types::SET => {
             let n = r.count()?;
-            let mut set = PMap::with_seed(seed);
+            let mut set = Set::new();
             for _ in 0..n {
-                set.insert(SmallBytes::from_slice(&r.string()?), ());
+                set.insert(&r.string()?, LOAD_INTSET_MAX, seed);
             }
-            Value::Set(Box::new(set))
+            Value::Set(set)
         }
         types::ZSET | types::ZSET_2 => read_zset(r, ty == types::ZSET_2, seed)?,
         types::HASH => {
@@ -78,9 +85,7 @@ fn read_zset(r: &mut Reader<'_>, binary: bool, seed: u64) -> Result<Value> {
 
 /// A list from decoded elements.
 fn list_from(items: Vec<Vec<u8>>) -> Value {
-    Value::List(Box::new(
-        items.iter().map(|e| SmallBytes::from_slice(e)).collect(),
-    ))
+    Value::List(List::from_items(items.iter().map(Vec::as_slice)))
 }
 
 /// A hash from alternating fields and values.
@@ -130,9 +135,9 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value> {
         }
         items
             .iter()
-            .for_each(|e| list.push_back(SmallBytes::from_slice(e)));
+            .for_each(|e| list.push_back(e, LIST_DEFAULT_FILL));
     }
-    Ok(Value::List(Box::new(list)))
+    Ok(Value::List(list))
 }
 
 /// An intset: encoding width (2, 4, 8), count, sorted little-endian integers.
@@ -143,15 +148,25 @@ fn intset(blob: &[u8], seed: u64) -> Result<Value> {
     if !matches!(width, 2 | 4 | 8) || blob.len() != 8 + width.saturating_mul(n) {
         return Err(Error::Corrupt("intset header"));
     }
-    let mut set = PMap::with_seed(seed);
-    for chunk in blob[8..].chunks(width) {
-        let mut b = [0u8; 8];
-        b[..width].copy_from_slice(chunk);
-        let shift = 64 - 8 * width as u32;
-        let v = (i64::from_le_bytes(b) << shift) >> shift;
-        set.insert(SmallBytes::from_vec(decimal(v)), ());
+    let values: Vec<i64> = blob[8..]
+        .chunks(width)
+        .map(|chunk| {
+            let mut b = [0u8; 8];
+            b[..width].copy_from_slice(chunk);
+            let shift = 64 - 8 * width as u32;
+            (i64::from_le_bytes(b) << shift) >> shift
+        })
+        .collect();
+    // Kept at its width, as Redis keeps a loaded intset; one out of order is read member by
+    // member instead.
+    if let Some(set) = Set::from_intset(width, &values) {
+        return Ok(Value::Set(set));
     }
-    Ok(Value::Set(Box::new(set)))
+    let mut set = Set::with_seed(seed);
+    for v in values {
+        set.insert(&decimal(v), LOAD_INTSET_MAX, seed);
+    }
+    Ok(Value::Set(set))
 }
 
 /// A listpack's elements, integers as decimal text. Layout: total bytes (u32), count (u16,
@@ -319,7 +334,7 @@ mod tests {
     fn items(v: &Value) -> Vec<Vec<u8>> {
         let mut out: Vec<Vec<u8>> = match v {
             Value::List(l) => return l.iter().map(|e| e.to_vec()).collect(),
-            Value::Set(s) => s.iter().map(|(m, _)| m.to_vec()).collect(),
+            Value::Set(s) => s.iter().map(|m| m.to_vec()).collect(),
             Value::Hash(h) => h.iter().map(|(f, v)| [f, b"=", v].concat()).collect(),
             Value::ZSet(z) => {
                 return z

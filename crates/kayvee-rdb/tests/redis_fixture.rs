@@ -50,7 +50,7 @@ fn list(v: &Value) -> Vec<String> {
 
 fn set(v: &Value) -> Vec<String> {
     match v {
-        Value::Set(s) => strs(s.iter().map(|(m, _)| m.to_vec())),
+        Value::Set(s) => strs(s.iter().map(|m| m.to_vec())),
         _ => panic!("not a set"),
     }
 }

@@ -4,7 +4,7 @@
 
 use kayvee_engine::value::{Entry, ZSet};
 use kayvee_engine::{Config, Db, Snapshot, Value};
-use kayvee_pds::{PList, PMap, SmallBytes};
+use kayvee_pds::SmallBytes;
 use kayvee_rdb::{load, LoadOptions, RdbWriter, WriteOptions};
 use proptest::prelude::*;
 
@@ -32,23 +32,29 @@ fn score() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// Half the generated lists are in the tree form (both forms must round-trip).
+fn v_len_is_odd(l: &kayvee_engine::value::List) -> bool {
+    l.len() % 2 == 1
+}
+
 fn value() -> impl Strategy<Value = Value> {
     let small = || proptest::collection::vec(bytes(), 1..12);
     prop_oneof![
         bytes().prop_map(|b| Value::Str(SmallBytes::from_vec(b))),
         small().prop_map(|v| {
-            Value::List(Box::new(
-                v.into_iter()
-                    .map(SmallBytes::from_vec)
-                    .collect::<PList<_>>(),
-            ))
+            let mut l: kayvee_engine::value::List =
+                v.into_iter().map(SmallBytes::from_vec).collect();
+            if v_len_is_odd(&l) {
+                l.make_tree();
+            }
+            Value::List(l)
         }),
         small().prop_map(|v| {
-            let mut m = PMap::with_seed(SEED);
+            let mut m = kayvee_engine::value::Set::new();
             v.into_iter().for_each(|b| {
-                m.insert(SmallBytes::from_vec(b), ());
+                m.insert(&b, 512, SEED);
             });
-            Value::Set(Box::new(m))
+            Value::Set(m)
         }),
         proptest::collection::vec((bytes(), bytes()), 1..12).prop_map(|v| {
             let mut m = kayvee_engine::value::Hash::new();

@@ -17,6 +17,7 @@
 //! (and the file cut back), refused with `no`; a malformed file refuses to start.
 
 use kayvee_engine::client::{ConnInfo, Transport};
+use kayvee_engine::config::syntax::{repr, split_args};
 use kayvee_engine::{Discard, Engine, Now, Snapshot, Value};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
 use kayvee_resp::{Decoder, Limits};
@@ -70,46 +71,88 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Parses a manifest (`file <name> seq <n> type <b|h|i>` lines; history lines ignored).
+    /// Parses a manifest with Redis 7.0's rules: `#` lines are skipped; every other line is
+    /// `file <name> seq <n> type <b|h|i>` (more key/value pairs are ignored), its words split
+    /// as Redis's `sdssplitargs` (quotes and escapes, so a name may hold spaces); a blank line,
+    /// a short or odd line, a missing key, a line of 1,024 bytes or more, two bases, increments
+    /// whose sequence does not grow, an unknown type and a manifest naming no file are errors,
+    /// with Redis's messages.
     pub fn parse(text: &str) -> Result<Self, String> {
+        const LINE_MAX: usize = 1024;
         let mut m = Manifest::default();
-        for line in text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        {
-            let words: Vec<&str> = line.split_ascii_whitespace().collect();
+        let invalid = || "Invalid AOF manifest file format".to_string();
+        // Read as Redis's `fgets` of LINE_MAX bytes: a chunk ends at a newline or LINE_MAX.
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let window = &bytes[pos..(pos + LINE_MAX).min(bytes.len())];
+            let (chunk, whole) = match window.iter().position(|&c| c == b'\n') {
+                Some(i) => (&window[..=i], true),
+                None => (window, false),
+            };
+            pos += chunk.len();
+            if chunk[0] == b'#' {
+                continue;
+            }
+            if !whole {
+                return Err("The AOF manifest file contains too long line".into());
+            }
+            let line = chunk.trim_ascii();
+            if line.is_empty() {
+                return Err(invalid());
+            }
+            let words = split_args(line).map_err(|_| invalid())?;
+            if words.len() < 6 || words.len() % 2 != 0 {
+                return Err(invalid());
+            }
             let (mut name, mut seq, mut kind) = (None, None, None);
             for pair in words.chunks(2) {
-                match pair {
-                    ["file", v] => name = Some(v.to_string()),
-                    ["seq", v] => seq = v.parse::<u64>().ok(),
-                    ["type", v] => kind = Some(*v),
+                let value = String::from_utf8_lossy(&pair[1]).into_owned();
+                match pair[0].as_slice() {
+                    b"file" => name = Some(value),
+                    b"seq" => seq = value.parse::<u64>().ok(),
+                    b"type" => kind = Some(value),
                     _ => {}
                 }
             }
             let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
-                return Err("Invalid AOF manifest file format".into());
+                return Err(invalid());
             };
             let part = Part { name, seq };
-            match kind {
+            match kind.as_str() {
+                "b" if m.base.is_some() => {
+                    return Err("Found duplicate base file information".into())
+                }
                 "b" => m.base = Some(part),
+                "i" if m.incrs.last().is_some_and(|last| last.seq >= part.seq) => {
+                    return Err("Found a non-monotonic sequence number".into())
+                }
                 "i" => m.incrs.push(part),
                 "h" => {}
                 _ => return Err("Unknown AOF file type".into()),
             }
         }
+        if m.base.is_none() && m.incrs.is_empty() {
+            return Err("Found an empty AOF manifest".into());
+        }
         Ok(m)
     }
 
-    /// The manifest text as Redis writes it.
+    /// The manifest text as Redis writes it (a name with spaces or unprintable bytes quoted).
     pub fn render(&self) -> String {
         let mut s = String::new();
+        let name = |n: &str| match n
+            .bytes()
+            .any(|c| !(0x21..=0x7e).contains(&c) || c == b'"' || c == b'\\' || c == b'\'')
+        {
+            true => repr(n.as_bytes()),
+            false => n.to_string(),
+        };
         if let Some(b) = &self.base {
-            s.push_str(&format!("file {} seq {} type b\n", b.name, b.seq));
+            s.push_str(&format!("file {} seq {} type b\n", name(&b.name), b.seq));
         }
         for i in &self.incrs {
-            s.push_str(&format!("file {} seq {} type i\n", i.name, i.seq));
+            s.push_str(&format!("file {} seq {} type i\n", name(&i.name), i.seq));
         }
         s
     }
@@ -122,6 +165,8 @@ pub struct Layout {
     pub dir: PathBuf,
     /// `appendfilename`.
     pub name: String,
+    /// `<dir>/<appendfilename>`: where Redis before 7.0 kept its single AOF file.
+    pub old_style: PathBuf,
 }
 
 impl Layout {
@@ -131,6 +176,7 @@ impl Layout {
         Layout {
             dir: Path::new(&c.dir).join(&c.appenddirname),
             name: c.appendfilename.clone(),
+            old_style: Path::new(&c.dir).join(&c.appendfilename),
         }
     }
 
@@ -204,7 +250,10 @@ impl Aof {
     ) -> anyhow::Result<(Self, bool)> {
         let layout = Layout::of(engine);
         std::fs::create_dir_all(&layout.dir)?;
-        let on_disk = layout.read_manifest()?;
+        let mut on_disk = layout.read_manifest()?;
+        if load_existing {
+            on_disk = upgrade_old_style(&layout, on_disk)?;
+        }
         let (mut manifest, loaded) = match on_disk {
             Some(m) if load_existing => {
                 load(engine, &layout, &m, now)?;
@@ -504,6 +553,42 @@ impl Aof {
     }
 }
 
+/// Takes over the single AOF file of Redis before 7.0 (`<dir>/<appendfilename>`) as Redis 7.0
+/// does: with no manifest, a manifest naming it as the base is written, then the file moves
+/// into the AOF directory; a manifest naming it whose file is still in `<dir>` (an upgrade
+/// interrupted between the two steps) gets the move done. A file already in the directory
+/// wins over one left in `<dir>`.
+fn upgrade_old_style(
+    layout: &Layout,
+    on_disk: Option<Manifest>,
+) -> anyhow::Result<Option<Manifest>> {
+    let moved = layout.dir.join(&layout.name);
+    let m = match on_disk {
+        None if layout.old_style.is_file() => {
+            let m = Manifest {
+                base: Some(Part {
+                    name: layout.name.clone(),
+                    seq: 1,
+                }),
+                incrs: Vec::new(),
+            };
+            layout.write_manifest(&m)?;
+            m
+        }
+        Some(m) if m.base.as_ref().is_some_and(|b| b.name == layout.name) => m,
+        other => return Ok(other),
+    };
+    if !moved.exists() && layout.old_style.is_file() {
+        std::fs::rename(&layout.old_style, &moved)?;
+        File::open(&layout.dir)?.sync_all()?;
+        info!(
+            "Successfully migrated an old-style AOF into the AOF directory ({})",
+            layout.name
+        );
+    }
+    Ok(Some(m))
+}
+
 /// Writes a new AOF of the current data: base, empty increment, manifest; then deletes the
 /// files of the `old` manifest.
 fn fresh(
@@ -661,7 +746,7 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
     match value {
         Value::Str(s) => encode(buf, &[b"SET", key, s]),
         Value::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
-        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|(m, _)| m.to_vec()).collect(), 1),
+        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|m| m.to_vec()).collect(), 1),
         Value::Hash(h) => {
             let items = h
                 .iter()
@@ -790,14 +875,18 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
         let path = layout.dir.join(&part.name);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && i > 0 => {
-                anyhow::bail!("The AOF file {} doesn't exist", part.name)
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                anyhow::bail!(
+                    "The append log file {} doesn't exist: No such file or directory",
+                    part.name
+                )
             }
             Err(e) => anyhow::bail!(
-                "Fatal error: can't open the append log file {}: {e}",
+                "Fatal error: can't open the append log file {} for reading: {e}",
                 part.name
             ),
         };
+        let mut commands = &bytes[..];
         if bytes.starts_with(b"REDIS") {
             let opts = LoadOptions {
                 config: &engine.core.config,
@@ -806,12 +895,17 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
             };
             let loaded = kayvee_rdb::load(&bytes, &opts)
                 .map_err(|e| load_error(&path, &format!("Bad file format ({e})")))?;
+            commands = &bytes[loaded.consumed.min(bytes.len())..];
             engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
-            continue;
+            if commands.is_empty() {
+                continue;
+            }
+            // An RDB preamble: the commands written after the rewrite follow it.
         }
         let last = i + 1 == files.len();
         let truncate_ok = engine.core.config.aof_load_truncated;
-        match replay(engine, h, &bytes) {
+        let offset = bytes.len() - commands.len();
+        match replay(engine, h, commands) {
             Replay::Done => {}
             Replay::Truncated(valid) if last && truncate_ok => {
                 warn!(
@@ -825,7 +919,7 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
                 OpenOptions::new()
                     .write(true)
                     .open(&path)?
-                    .set_len(valid as u64)?;
+                    .set_len((offset + valid) as u64)?;
             }
             Replay::Truncated(_) => {
                 engine.disconnect(h);
@@ -891,7 +985,7 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
             Err(_) => return Replay::Bad,
         };
         let name = frame.argv.get(0);
-        if engine.core.commands.lookup(name).is_none() {
+        if engine.command_table().lookup(name).is_none() {
             let name = String::from_utf8_lossy(name).into_owned();
             return Replay::Unknown(name);
         }
@@ -933,6 +1027,60 @@ mod tests {
         assert!(Manifest::parse("file x seq y type b\n").is_err());
         let h = Manifest::parse("file a seq 1 type h\nfile b seq 2 type i\n").unwrap();
         assert!(h.base.is_none() && h.incrs[0].name == "b");
+    }
+
+    #[test]
+    fn manifest_errors_are_redis_words() {
+        let base = "file a.1.base.aof seq 1 type b\n";
+        let long = format!("{}\n", "file a seq 1 type b ".repeat(60));
+        for (text, error) in [
+            ("", "Found an empty AOF manifest"),
+            ("# only a comment\n", "Found an empty AOF manifest"),
+            (&format!("{base}\n"), "Invalid AOF manifest file format"),
+            ("filx a seq 1 type b\n", "Invalid AOF manifest file format"),
+            ("file a type b\n", "Invalid AOF manifest file format"),
+            (
+                "file a seq 1 type b x\n",
+                "Invalid AOF manifest file format",
+            ),
+            (
+                "file a seq 1 type b",
+                "The AOF manifest file contains too long line",
+            ),
+            (&long, "The AOF manifest file contains too long line"),
+            ("file a seq 1 type x\n", "Unknown AOF file type"),
+            (
+                &format!("{base}{base}"),
+                "Found duplicate base file information",
+            ),
+            (
+                "file b seq 2 type i\nfile a seq 1 type i\n",
+                "Found a non-monotonic sequence number",
+            ),
+        ] {
+            assert_eq!(Manifest::parse(text), Err(error.to_string()), "{text:?}");
+        }
+        // Extra pairs are ignored.
+        let m = Manifest::parse("file a seq 1 type b newkey newvalue\n").unwrap();
+        assert_eq!(m.base.unwrap().name, "a");
+    }
+
+    #[test]
+    fn manifest_names_with_spaces_are_quoted() {
+        let name = " file seq \n\n.aof .2.incr.aof";
+        let m = Manifest {
+            base: None,
+            incrs: vec![Part {
+                name: name.into(),
+                seq: 2,
+            }],
+        };
+        let text = m.render();
+        assert_eq!(
+            text,
+            "file \" file seq \\n\\n.aof .2.incr.aof\" seq 2 type i\n"
+        );
+        assert_eq!(Manifest::parse(&text).unwrap(), m);
     }
 
     fn engine() -> (Engine, kayvee_engine::Handle) {

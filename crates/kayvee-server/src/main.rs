@@ -87,16 +87,27 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     // The memory limit and INFO read the counting allocator at command time.
     engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
     acl::load_at_startup(&mut engine)?;
-    // With the AOF on, the data comes from it (loaded here, before clients are accepted) and
-    // the RDB file is not read, as in Redis.
-    let (aof, load) = if engine.core.config.appendonly {
-        let (aof, _) = aof::Aof::open(&mut engine, now, true)?;
+    let show_logo = engine.core.config.always_show_logo
+        // SAFETY: isatty only reads the descriptor's state.
+        || unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
+    // Listening starts before the data loads, as in Redis: a client that connects meanwhile
+    // waits in the listen backlog (AOF) or is answered LOADING (RDB) instead of being refused.
+    let mut server = server::Server::bind(engine).context("Failed listening")?;
+    // As Redis, the logo (or the one line standing for it) comes once the port is bound, so
+    // whoever waits for it (Redis's test suite waits for its ` PID: ` line) may connect.
+    if show_logo {
+        print_logo(port);
+    } else {
+        info!("Running mode=standalone, port={port}.");
+    }
+    // With the AOF on, the data comes from it (loaded here, before the loop accepts anyone)
+    // and the RDB file is not read, as in Redis.
+    let (aof, load) = if server.engine_mut().core.config.appendonly {
+        let (aof, _) = aof::Aof::open(server.engine_mut(), now, true)?;
         (Some(aof), None)
     } else {
-        (None, persist::StartupLoad::start(&mut engine, now)?)
+        (None, persist::StartupLoad::start(server.engine_mut(), now)?)
     };
-    info!("Running mode=standalone, port={port}.");
-    let mut server = server::Server::bind(engine).context("Failed listening")?;
     server.files.loading = load;
     server.files.aof = aof;
     if !pidfile.is_empty() {
@@ -136,6 +147,27 @@ fn adjust_maxclients(config: &mut Config) {
         );
         config.maxclients = maxclients;
     }
+}
+
+/// The start-up banner (`always-show-logo`, or standard output on a terminal), with the lines
+/// tools parse out of Redis's: the version, the mode, the port and the pid.
+fn print_logo(port: u16) {
+    use std::io::Write;
+    let banner = format!(
+        "\n\
+         \x20 _  __\n\
+         \x20| |/ /__ _ _  ___ _____ ___     Kayvee {version} {bits} bit\n\
+         \x20| ' </ _` | || \\ V / -_) -_)\n\
+         \x20|_|\\_\\__,_|\\_, |\\_/\\___\\___|    Running in standalone mode\n\
+         \x20          |__/                 Port: {port}\n\
+         \x20                               PID: {pid}\n\n",
+        version = config::VERSION,
+        bits = usize::BITS,
+        pid = std::process::id(),
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes());
+    let _ = out.flush();
 }
 
 /// Writes the process id to `path` (a failure is logged, not fatal, as in Redis).

@@ -166,7 +166,12 @@ impl Server {
         })
     }
 
-    /// Where the server listens, for the startup log.
+    /// The engine, for loading data between binding and running.
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        self.driver.engine_mut()
+    }
+
+    /// The addresses listened on, for the "Ready to accept connections" lines.
     pub fn listening(&self) -> Vec<String> {
         self.listeners.iter().map(Listener::describe).collect()
     }

@@ -421,7 +421,7 @@ impl Driver {
         let now = clock.now();
         self.engine.cron(now);
         self.clients_cron(now);
-        self.deliver(clock, false);
+        let _ = self.deliver(clock, false);
     }
 
     /// Answers the blocked clients (and CLIENT PAUSE's held commands) whose deadline passed.
@@ -429,7 +429,7 @@ impl Driver {
         if self.engine.next_block_deadline().is_some() {
             self.engine.expire_blocked(clock.now());
         }
-        self.deliver(clock, false);
+        let _ = self.deliver(clock, false);
     }
 
     /// How long the shell may sleep, in us, when it would otherwise sleep `wanted_us`: zero
@@ -481,6 +481,9 @@ impl Driver {
         nested: bool,
     ) -> usize {
         let mut used = 0;
+        // One clock reading per command: a command's end is the next one's start (what lies
+        // between is decoding, well under the clock's microsecond).
+        let mut next_start: Option<Now> = None;
         loop {
             let Driver {
                 engine, sessions, ..
@@ -511,7 +514,7 @@ impl Driver {
             };
             used += frame.consumed;
             self.busy.note_command();
-            let start = clock.now();
+            let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
             let outcome = engine.execute(
                 h,
@@ -526,9 +529,13 @@ impl Driver {
                 let end = clock.now();
                 let usec = end.unix_us.saturating_sub(start.unix_us);
                 self.engine.command_timed(h, &frame.argv, usec, end);
+                next_start = Some(end);
             }
             self.apply_outcome(slot, outcome);
-            self.deliver(clock, nested);
+            if self.deliver(clock, nested) {
+                // Delivery took its own time: the next command reads the clock afresh.
+                next_start = None;
+            }
         }
     }
 
@@ -582,18 +589,22 @@ impl Driver {
 
     /// Delivers messages and wakeups until none is left. `nested` (inside a delivery): only
     /// messages; the outer loop takes the wakeups.
-    fn deliver(&mut self, clock: &dyn Clock, nested: bool) {
+    /// Returns whether there was anything to deliver.
+    fn deliver(&mut self, clock: &dyn Clock, nested: bool) -> bool {
+        let mut delivered = false;
         loop {
             if self.engine.core.pubsub.has_messages() {
                 self.deliver_messages();
+                delivered = true;
             }
             if nested {
-                return;
+                return delivered;
             }
             let woken = self.engine.take_wakeups();
             if woken.is_empty() {
-                return;
+                return delivered;
             }
+            delivered = true;
             for (h, replies) in woken {
                 let protocol = self.engine.protocol(h);
                 let Some(s) = self.session_mut(h) else {

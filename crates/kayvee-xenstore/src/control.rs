@@ -1,15 +1,17 @@
 //! CONTROL (xenstore-control): help, check, log, logfile, print, quota, quota-soft, memreport,
 //! following cxenstored 4.17's command set and texts where Kayvee has the matching feature.
+//!
+//! This module parses the command ([`parse`]) and words the reports from the figures it is
+//! given; the daemon ([`crate::xenstored`]) runs the command on its state. It knows nothing of
+//! the daemon.
 
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::error::XsError;
-use crate::op::Reply;
 use crate::perms::parse_u32;
 use crate::store::Quota;
-use crate::xenstored::Xenstored;
 
 /// Quota names accepted by GET/SET_QUOTA and `CONTROL quota set`.
 pub const QUOTA_NAMES: [&str; 9] = [
@@ -25,7 +27,7 @@ pub const QUOTA_NAMES: [&str; 9] = [
 ];
 
 /// The `help` text: one line per command, tab between name and arguments.
-const HELP: &str = "check\t\nlog\ton|off\nlogfile\t<file>\nmemreport\t\nprint\t<string>\n\
+pub const HELP: &str = "check\t\nlog\ton|off\nlogfile\t<file>\nmemreport\t\nprint\t<string>\n\
 quota\t[set <name> <val>|<domid>]\nquota-soft\t[set <name> <val>]\nhelp\t\n";
 
 /// The value of a named quota.
@@ -64,7 +66,7 @@ pub fn quota_set(q: &mut Quota, name: &[u8], value: &[u8]) -> Result<(), XsError
 }
 
 /// The `quota` report, laid out as cxenstored's.
-fn quota_report(q: &Quota) -> String {
+pub fn quota_report(q: &Quota) -> String {
     let rows: [(&str, u32, &str); 9] = [
         ("nodes", q.nodes, "Nodes per domain"),
         ("watches", q.watches, "Watches per domain"),
@@ -96,7 +98,7 @@ fn quota_report(q: &Quota) -> String {
 }
 
 /// The `quota-soft` report: the soft memory quota only, as cxenstored.
-fn quota_soft_report(q: &Quota) -> String {
+pub fn quota_soft_report(q: &Quota) -> String {
     let what = "Total Xenstore memory per domain (warning level)";
     quota_rows(&[("memory", q.memory_soft, what)])
 }
@@ -112,7 +114,7 @@ fn quota_rows(rows: &[(&str, u32, &str)]) -> String {
 
 /// A quota value as `CONTROL quota set` takes it: atoi-like (leading digits, trailing junk
 /// ignored) and at least 1 (cxenstored 4.17: `5x` is 5; `0`, `-1`, `x` are EINVAL).
-fn control_quota_value(raw: &[u8]) -> Result<u32, XsError> {
+pub fn control_quota_value(raw: &[u8]) -> Result<u32, XsError> {
     let digits = raw.iter().take_while(|b| b.is_ascii_digit()).count();
     match parse_u32(&raw[..digits]) {
         Some(v) if v > 0 => Ok(v),
@@ -120,74 +122,97 @@ fn control_quota_value(raw: &[u8]) -> Result<u32, XsError> {
     }
 }
 
-/// Run a CONTROL command (dom0 only; the caller checked).
-pub fn control(xs: &mut Xenstored, args: &[Vec<u8>]) -> Result<Reply, XsError> {
-    let (cmd, rest) = args.split_first().ok_or(XsError::Einval)?;
-    match (cmd.as_slice(), rest) {
-        (b"help", []) => Ok(Reply::Text(String::from(HELP))),
-        (b"check", []) => {
-            xs.store().check_invariants();
-            Ok(Reply::Text(String::from("OK")))
-        }
-        (b"log", [on]) if on == b"on" || on == b"off" => {
-            xs.logging = on == b"on";
-            Ok(Reply::Text(String::from("OK")))
-        }
-        (b"print", [_]) => Ok(Reply::Text(String::from("OK"))),
-        (b"quota", []) => Ok(Reply::Text(quota_report(&xs.config.quota))),
-        (b"quota", [set, name, v]) if set == b"set" => {
-            let v = format!("{}", control_quota_value(v)?);
-            quota_set(&mut xs.config.quota, name, v.as_bytes())?;
-            Ok(Reply::Text(String::from("OK")))
-        }
-        (b"quota-soft", []) => Ok(Reply::Text(quota_soft_report(&xs.config.quota))),
-        (b"quota-soft", [set, name, v]) if set == b"set" && name == b"memory" => {
-            xs.config.quota.memory_soft = control_quota_value(v)?;
-            Ok(Reply::Text(String::from("OK")))
-        }
-        (b"logfile", [file]) => {
-            // The shell owns files: it reopens its trace file at this name (an empty or
-            // unopenable name closes tracing; the reply is OK either way, as cxenstored).
-            xs.logfile = Some(file.clone());
-            Ok(Reply::Text(String::from("OK")))
-        }
-        (b"quota", [d]) => domain_quota_report(xs, d),
-        (b"memreport", []) => Ok(Reply::Text(memreport(xs))),
-        _ => Err(XsError::Einval),
-    }
+/// A CONTROL command, parsed: its arguments checked as far as they can be without the store
+/// (the daemon runs it, [`crate::xenstored::Xenstored`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command<'a> {
+    /// `help`: [`HELP`].
+    Help,
+    /// `check`: the store's invariants.
+    Check,
+    /// `log on|off`.
+    Log(bool),
+    /// `print <string>`.
+    Print,
+    /// `quota`: [`quota_report`].
+    Quota,
+    /// `quota set <name> <val>`: the value as `CONTROL` reads it (see
+    /// [`control_quota_value`]).
+    QuotaSet(&'a [u8], u32),
+    /// `quota-soft`: [`quota_soft_report`].
+    QuotaSoft,
+    /// `quota-soft set memory <val>`.
+    QuotaSoftSet(u32),
+    /// `logfile <file>`: the trace file the shell should switch to.
+    Logfile(&'a [u8]),
+    /// `quota <domid>`: [`domain_quota_report`].
+    DomainQuota(u32),
+    /// `memreport`: [`memreport`].
+    MemReport,
 }
 
-/// `quota <domid>`: what a domain uses against its limits.
-fn domain_quota_report(xs: &Xenstored, d: &[u8]) -> Result<Reply, XsError> {
-    let d = parse_u32(d).ok_or(XsError::Einval)?;
-    if !xs.domains.exists(d) {
-        return Err(XsError::Enoent);
-    }
-    let nodes = xs.store().owners.get(&d).copied().unwrap_or(0) as u64;
-    let (watches, txns, outstanding) = xs.domain_usage(d);
+/// Parses a CONTROL command's arguments.
+pub fn parse(args: &[Vec<u8>]) -> Result<Command<'_>, XsError> {
+    let (cmd, rest) = args.split_first().ok_or(XsError::Einval)?;
+    Ok(match (cmd.as_slice(), rest) {
+        (b"help", []) => Command::Help,
+        (b"check", []) => Command::Check,
+        (b"log", [on]) if on == b"on" || on == b"off" => Command::Log(on == b"on"),
+        (b"print", [_]) => Command::Print,
+        (b"quota", []) => Command::Quota,
+        (b"quota", [set, name, v]) if set == b"set" => {
+            Command::QuotaSet(name, control_quota_value(v)?)
+        }
+        (b"quota-soft", []) => Command::QuotaSoft,
+        (b"quota-soft", [set, name, v]) if set == b"set" && name == b"memory" => {
+            Command::QuotaSoftSet(control_quota_value(v)?)
+        }
+        (b"logfile", [file]) => Command::Logfile(file),
+        (b"quota", [d]) => Command::DomainQuota(parse_u32(d).ok_or(XsError::Einval)?),
+        (b"memreport", []) => Command::MemReport,
+        _ => return Err(XsError::Einval),
+    })
+}
+
+/// What a domain uses against its limits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DomainUsage {
+    /// Nodes it owns.
+    pub nodes: u64,
+    /// Watches of its connections.
+    pub watches: usize,
+    /// Open transactions of its connections.
+    pub transactions: usize,
+    /// Requests of its connections not answered yet.
+    pub outstanding: usize,
+    /// Bytes its nodes take.
+    pub memory: u64,
+}
+
+/// `quota <domid>`: what domain `d` uses against its limits.
+pub fn domain_quota_report(d: u32, u: &DomainUsage) -> String {
     let rows = [
-        ("nodes", nodes),
-        ("watches", watches as u64),
-        ("transactions", txns as u64),
-        ("outstanding", outstanding as u64),
-        ("memory", xs.memory_of(d)),
+        ("nodes", u.nodes),
+        ("watches", u.watches as u64),
+        ("transactions", u.transactions as u64),
+        ("outstanding", u.outstanding as u64),
+        ("memory", u.memory),
     ];
     let mut s = format!("Domain {d}:\n");
     for (name, v) in rows {
         s.push_str(&format!("{name:<16}: {v:>8}\n"));
     }
-    Ok(Reply::Text(s))
+    s
 }
 
-/// `memreport`: node count, connections, watches, transactions and commit statistics.
-fn memreport(xs: &Xenstored) -> String {
-    let (conns, watches, txns) = xs.counts();
-    let nodes = xs.store().root.count();
-    let s = xs.stats;
+/// `memreport`: node count, connections, watches, transactions (`counts`) and the commit
+/// statistics (`commits`: swaps, grafts, replays, conflicts).
+pub fn memreport(nodes: usize, counts: (usize, usize, usize), commits: [u64; 4]) -> String {
+    let (conns, watches, txns) = counts;
+    let [swaps, grafts, replays, conflicts] = commits;
     format!(
         "nodes: {nodes}\nconnections: {conns}\nwatches: {watches}\ntransactions: {txns}\n\
-         commits: swap {} graft {} replay {} eagain {}\n",
-        s.swaps, s.grafts, s.replays, s.conflicts
+         commits: swap {swaps} graft {grafts} replay {replays} eagain {conflicts}\n"
     )
 }
 

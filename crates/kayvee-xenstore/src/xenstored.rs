@@ -7,6 +7,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::control::{self, Command, DomainUsage};
 use crate::domain::Domains;
 use crate::error::XsError;
 use crate::exec::{Ctx, Effects};
@@ -613,8 +614,69 @@ impl Xenstored {
             Op::SetTarget(d, t) => self.set_target(parse_lenient(d), parse_lenient(t)),
             Op::SetFeature(args) => self.set_feature(args),
             Op::SetQuota(args) => self.set_quota(args),
-            Op::Control(args) => crate::control::control(self, args),
+            Op::Control(args) => self.control(args),
             _ => Err(XsError::Enosys),
+        }
+    }
+
+    /// CONTROL (dom0 only; see [`control`]): runs the parsed command on the daemon's state.
+    fn control(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+        let ok = || Ok(Reply::Text(String::from("OK")));
+        match control::parse(args)? {
+            Command::Help => Ok(Reply::Text(String::from(control::HELP))),
+            Command::Check => {
+                self.store().check_invariants();
+                ok()
+            }
+            Command::Log(on) => {
+                self.logging = on;
+                ok()
+            }
+            Command::Print => ok(),
+            Command::Quota => Ok(Reply::Text(control::quota_report(&self.config.quota))),
+            Command::QuotaSet(name, v) => {
+                let v = alloc::format!("{v}");
+                control::quota_set(&mut self.config.quota, name, v.as_bytes())?;
+                ok()
+            }
+            Command::QuotaSoft => {
+                let q = &self.config.quota;
+                Ok(Reply::Text(control::quota_soft_report(q)))
+            }
+            Command::QuotaSoftSet(v) => {
+                self.config.quota.memory_soft = v;
+                ok()
+            }
+            Command::Logfile(file) => {
+                // The shell owns files: it reopens its trace file at this name (an empty or
+                // unopenable name closes tracing; the reply is OK either way, as cxenstored).
+                self.logfile = Some(file.to_vec());
+                ok()
+            }
+            Command::DomainQuota(d) => {
+                if !self.domains.exists(d) {
+                    return Err(XsError::Enoent);
+                }
+                let (watches, transactions, outstanding) = self.domain_usage(d);
+                let usage = DomainUsage {
+                    nodes: self.store().owners.get(&d).copied().unwrap_or(0) as u64,
+                    watches,
+                    transactions,
+                    outstanding,
+                    memory: self.memory_of(d),
+                };
+                Ok(Reply::Text(control::domain_quota_report(d, &usage)))
+            }
+            Command::MemReport => {
+                let s = self.stats;
+                let commits = [s.swaps, s.grafts, s.replays, s.conflicts];
+                let nodes = self.store().root.count();
+                Ok(Reply::Text(control::memreport(
+                    nodes,
+                    self.counts(),
+                    commits,
+                )))
+            }
         }
     }
 
@@ -705,12 +767,12 @@ impl Xenstored {
     /// GET_QUOTA: names, a global value, or a domain's value.
     fn get_quota(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let (q, name) = match args {
-            [] => return Ok(Reply::Text(crate::control::QUOTA_NAMES.join(" "))),
+            [] => return Ok(Reply::Text(control::QUOTA_NAMES.join(" "))),
             [name] => (self.config.quota, name),
             [d, name] => (self.domain_quota(d)?, name),
             _ => return Err(XsError::Einval),
         };
-        let v = crate::control::quota_get(&q, name).ok_or(XsError::Einval)?;
+        let v = control::quota_get(&q, name).ok_or(XsError::Einval)?;
         Ok(Reply::Text(alloc::format!("{v}")))
     }
 
@@ -726,10 +788,10 @@ impl Xenstored {
     /// SET_QUOTA: a global value, or a domain's.
     fn set_quota(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         match args {
-            [name, v] => crate::control::quota_set(&mut self.config.quota, name, v)?,
+            [name, v] => control::quota_set(&mut self.config.quota, name, v)?,
             [d, name, v] => {
                 let mut q = self.domain_quota(d)?;
-                crate::control::quota_set(&mut q, name, v)?;
+                control::quota_set(&mut q, name, v)?;
                 let dom = self
                     .domains
                     .table

@@ -12,7 +12,7 @@
 //! leaves the PIT's IRQ 0 unmasked on vector 8, which would look like a double fault.
 
 use super::idt::{SPURIOUS_VECTOR, TIMER_VECTOR};
-use super::port::outb;
+use crate::port::outb;
 
 /// The xAPIC register block.
 const LAPIC_BASE: usize = 0xfee0_0000;

@@ -1,5 +1,5 @@
 //! The stack guard (ring 0): the lowest 4 KiB page of the boot stack is unmapped, so a stack
-//! overflow is a page fault that `arch::idt` reports (and stops on) instead of silently
+//! overflow is a page fault that `crate::fault` reports (and stops on) instead of silently
 //! overwriting `.data` below the stack. The page fault and double fault gates switch to a
 //! stack of their own (IST 1, through a TSS): the faulting stack cannot take the CPU's frame.
 

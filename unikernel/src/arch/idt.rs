@@ -1,8 +1,9 @@
-//! CPU exceptions: an IDT whose 32 exception gates lead to [`exception`], which prints the
-//! vector, its name, the error code, RIP (and CR2 for a page fault) on the console and stops
-//! the VM with the failure status, so a guest fault is a clear message instead of a
-//! triple-fault reset. The gates are filled and loaded by the boot stub (`arch::boot`) before
-//! any Rust runs: in the ring-3 mode `lidt` is not allowed later.
+//! CPU exceptions: an IDT whose 32 exception gates lead, through entry stubs that build a
+//! [`Frame`], to the C-ABI function `exception` (`crate::fault::exception`: it prints the
+//! vector, its name, the error code, RIP, and CR2 for a page fault, and stops the VM with the
+//! failure status, so a guest fault is a clear message instead of a triple-fault reset). The
+//! gates are filled and loaded by the boot stub (`arch::boot`) before any Rust runs: in the
+//! ring-3 mode `lidt` is not allowed later.
 //!
 //! Vector 32 is the LAPIC timer that ends an idle `hlt` (see `arch::apic`), 33 the NIC's
 //! used-buffer interrupt (virtio-mmio through an IOAPIC pin, see `arch::ioapic`), 47 the
@@ -49,13 +50,20 @@ pub static mut BOOT_IDT: Idt = Idt([0; VECTORS * 2]);
 /// then the CPU's own frame.
 #[repr(C)]
 pub struct Frame {
-    vector: u64,
-    error: u64,
-    rip: u64,
-    cs: u64,
-    rflags: u64,
-    rsp: u64,
-    ss: u64,
+    /// The vector.
+    pub vector: u64,
+    /// The error code (0 when the CPU pushes none).
+    pub error: u64,
+    /// Where the CPU was.
+    pub rip: u64,
+    /// Its code segment.
+    pub cs: u64,
+    /// Its flags.
+    pub rflags: u64,
+    /// Its stack pointer.
+    pub rsp: u64,
+    /// Its stack segment.
+    pub ss: u64,
 }
 
 /// The exception names of the Intel SDM (vol. 3A, 6.3.1).
@@ -95,7 +103,7 @@ const NAMES: [&str; 32] = [
 ];
 
 /// The faulting address of the last page fault.
-fn cr2() -> u64 {
+pub fn cr2() -> u64 {
     let v: u64;
     // SAFETY: reading CR2 has no side effects; handlers run at ring 0 in both modes.
     unsafe {
@@ -104,36 +112,9 @@ fn cr2() -> u64 {
     v
 }
 
-/// Called by the entry stubs with the frame they built; prints it and stops the VM.
-#[no_mangle]
-extern "C" fn exception(frame: &Frame) -> ! {
-    let v = frame.vector as usize;
-    crate::serial::release();
-    crate::println!(
-        "\nkayvee: CPU exception {v}: {}, error code {:#x}, RIP {:#x}, CS {:#x}, RFLAGS {:#x}, RSP {:#x}, SS {:#x}",
-        NAMES.get(v).unwrap_or(&"unexpected interrupt"),
-        frame.error,
-        frame.rip,
-        frame.cs,
-        frame.rflags,
-        frame.rsp,
-        frame.ss
-    );
-    if v == 14 {
-        let addr = cr2();
-        crate::println!("kayvee: page fault address (CR2) {addr:#x}");
-        #[cfg(not(feature = "ring3"))]
-        {
-            let guard = super::guard::guard_page();
-            if guard != 0 && (guard..guard + 4096).contains(&addr) {
-                crate::println!(
-                    "kayvee: stack overflow: the guard page below the {} KiB stack was hit",
-                    super::guard::stack_bytes() / 1024
-                );
-            }
-        }
-    }
-    crate::exit::fail("CPU exception")
+/// The name of exception `vector` (Intel SDM), or "unexpected interrupt" past the 32.
+pub fn name(vector: usize) -> &'static str {
+    NAMES.get(vector).copied().unwrap_or("unexpected interrupt")
 }
 
 // Entry stubs: vectors whose exception pushes no error code push a 0 first, so every frame

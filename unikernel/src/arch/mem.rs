@@ -156,10 +156,3 @@ pub unsafe extern "C" fn bcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
     // SAFETY: same contract.
     unsafe { memcmp(a, b, n) }
 }
-
-/// Referenced by the prebuilt `alloc` (built with unwinding); never called, since the image
-/// aborts on panic.
-#[no_mangle]
-pub extern "C" fn _Unwind_Resume() -> ! {
-    crate::exit::fail("_Unwind_Resume called")
-}

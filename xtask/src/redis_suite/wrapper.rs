@@ -1,7 +1,7 @@
 //! The suite's `src/redis-server` for kayvee-server: `cargo xtask` runs this as the hidden task
 //! `redis-suite-server <kayvee-server> <redis-server arguments...>`. It translates what
-//! kayvee-server cannot take, prints the ` PID: <pid>` line the suite waits for, and then
-//! exec()s kayvee-server in its own process, so the pid the suite holds is the server's.
+//! kayvee-server cannot take and exec()s kayvee-server in its own process, so the pid the suite
+//! holds is the server's.
 //!
 //! Translation (docs/redis-suite.md lists it too):
 //! - directives in [`DROPPED`] are removed from the config file and the command line. They have
@@ -9,18 +9,15 @@
 //! - everything else is passed on unchanged, so a directive Kayvee lacks and a test sets on
 //!   purpose makes the server refuse to start, and that test fails visibly.
 //!
-//! The ` PID: ` line stands in for Redis's ASCII logo (`always-show-logo yes`), which carries
-//! the pid the suite's `wait_server_started` looks for.
+//! The suite's `wait_server_started` looks for the ` PID: ` line of Redis's logo
+//! (`always-show-logo yes`): kayvee-server prints its own logo, with that line, once its port is
+//! bound, as Redis does.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 /// Directives the wrapper removes, with why each is harmless to drop.
 pub const DROPPED: &[(&str, &str)] = &[
-    (
-        "always-show-logo",
-        "the wrapper prints the logo's PID line itself",
-    ),
     (
         "activerehashing",
         "no incremental rehashing (tries never rehash)",
@@ -89,9 +86,8 @@ pub fn exec(args: &[String]) -> Result<(), String> {
         Some("-v" | "--version" | "-h" | "--help")
     );
     if is_run {
-        // The suite looks for " PID: <pid>" first and only then for a busy port, so a busy port
-        // is reported here, in Redis's words, before the PID line (the suite then retries
-        // with another port).
+        // A busy port is reported here, in Redis's words, before the server starts (the suite
+        // then retries with another port).
         let text = rest.first().and_then(|f| std::fs::read_to_string(f).ok());
         if let Some(port) = port_of(text.as_deref().unwrap_or(""), &rest) {
             if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
@@ -101,11 +97,6 @@ pub fn exec(args: &[String]) -> Result<(), String> {
                 }
             }
         }
-        // The suite waits for " PID: <pid>" in the server's stdout (Redis's logo).
-        println!(
-            "redis-suite wrapper: exec {bin}, PID: {}",
-            std::process::id()
-        );
     }
     let err = Command::new(bin).args(&rest).exec();
     Err(format!("cannot exec {bin}: {err}"))
@@ -134,10 +125,10 @@ mod tests {
 
     #[test]
     fn file_lines_dropped_as_comments() {
-        let got = translate_file("port 1\nalways-show-logo yes\n# activerehashing yes\n");
+        let got = translate_file("port 1\nactiverehashing yes\n# enable-module-command yes\n");
         assert_eq!(
             got,
-            "port 1\n# dropped by the redis-suite wrapper: always-show-logo yes\n# activerehashing yes\n"
+            "port 1\n# dropped by the redis-suite wrapper: activerehashing yes\n# enable-module-command yes\n"
         );
     }
 

@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn errors_are_collected_as_redis_words_them() {
-        let table = CommandTable::new(crate::cmd::GROUPS);
+        let table = crate::cmd::spec::Commands::new(crate::cmd::GROUPS).table;
         let text = "user alice on >pw ~a* +get\nfoo bar\nuser bob on +nosuch\nuser alice off\n";
         let e = parse(text, "/tmp/acl/bad.acl", &table).unwrap_err();
         assert_eq!(
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn load_then_render_round_trips() {
-        let table = CommandTable::new(crate::cmd::GROUPS);
+        let table = crate::cmd::spec::Commands::new(crate::cmd::GROUPS).table;
         let users = parse("user alice on >pw ~a* +get\n", "f", &table).unwrap();
         let text = render(&users, &table);
         assert_eq!(

@@ -325,7 +325,7 @@ fn check_selector(
             index: 0,
         });
     }
-    let spec = table.get(id).spec;
+    let spec = &table.get(id).spec;
     if !s.all_keys {
         if let Ok(keys) = spec.find_keys(argv) {
             // Shard channels are `not_key` specs: checked as channels, not keys.
@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn protected_mode_refuses_only_remote_peers_without_password() {
-        let table = CommandTable::new(crate::cmd::GROUPS);
+        let table = crate::cmd::spec::Commands::new(crate::cmd::GROUPS).table;
         let mut acl = Acl::new(&table, None);
         let tcp = |a: &str| crate::Transport::Tcp {
             addr: a.into(),
@@ -482,7 +482,7 @@ mod tests {
 
     #[test]
     fn requirepass_toggles_auth_required() {
-        let table = CommandTable::new(crate::cmd::GROUPS);
+        let table = crate::cmd::spec::Commands::new(crate::cmd::GROUPS).table;
         let mut acl = Acl::new(&table, None);
         assert!(!acl.auth_required());
         acl.set_requirepass(Some(b"pw"));

@@ -6,7 +6,8 @@
 use crate::acl::rules::{self, describe_channels, describe_commands, describe_keys};
 use crate::acl::{log, DenyKind, User, DEFAULT_USER};
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandId, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags, CommandId};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::{Cx, Outcome};
@@ -27,7 +28,7 @@ const fn sub(
     flags: u32,
     acl: u32,
     summary: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -187,7 +188,7 @@ fn setuser(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             String::from_utf8_lossy(&start)
         ))
     })?;
-    let table = &cx.core.commands;
+    let table = cx.commands;
     let mut user = match cx.core.acl.users.get(name) {
         Some(u) => u.clone(),
         None => User::new(name, table.all().len()),
@@ -253,7 +254,7 @@ fn getuser(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         out.null();
         return Ok(());
     };
-    let table = &cx.core.commands;
+    let table = cx.commands;
     out.map(6);
     out.bulk(b"flags");
     let flags = rules::user_flags(u);
@@ -322,7 +323,7 @@ fn list(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         let line = alloc::format!(
             "user {} {}",
             String::from_utf8_lossy(name),
-            rules::describe_user(u, &cx.core.commands)
+            rules::describe_user(u, cx.commands)
         );
         out.bulk(line.as_bytes());
     }
@@ -360,7 +361,6 @@ fn cat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
         ))
     })?;
     let names: Vec<&str> = cx
-        .core
         .commands
         .all()
         .iter()
@@ -435,7 +435,7 @@ fn dryrun(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     }
     let argv = args.slice_from(3);
     let id = resolve_for_dryrun(cx, &argv)?;
-    let table = &cx.core.commands;
+    let table = cx.commands;
     let u = &cx.core.acl.users[name];
     match crate::acl::check_user(u, table, id, &argv) {
         None => out.ok(),
@@ -462,7 +462,7 @@ fn dryrun(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
 
 /// The command DRYRUN asks about, with Redis's errors for unknown ones and bad arity.
 fn resolve_for_dryrun(cx: &Cx<'_>, argv: &Argv<'_>) -> Result<CommandId, Error> {
-    let table = &cx.core.commands;
+    let table = cx.commands;
     let not_found = || {
         Error::msg(alloc::format!(
             "ERR Command '{}' not found",
@@ -470,7 +470,7 @@ fn resolve_for_dryrun(cx: &Cx<'_>, argv: &Argv<'_>) -> Result<CommandId, Error> 
         ))
     };
     let mut id = table.lookup(argv.get(0)).ok_or_else(not_found)?;
-    if !table.get(id).spec.subcommands.is_empty() && argv.len() > 1 {
+    if table.get(id).spec.subcommands != 0 && argv.len() > 1 {
         id = table.lookup_sub(id, argv.get(1)).ok_or_else(not_found)?;
     }
     let reg = table.get(id);

@@ -3,7 +3,8 @@
 //! batch of commands (no new [`crate::Outcome`], so every shell keeps building).
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::Cx;

@@ -7,10 +7,11 @@
 
 use super::string::{as_str, store_raw, take_str};
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};
@@ -27,7 +28,7 @@ const fn spec(
     acl: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,

@@ -8,7 +8,8 @@
 
 use crate::argv::Argv;
 use crate::client::{Client, ReplyMode, Transport};
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
@@ -164,7 +165,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         acl: ADMIN_ACL,
         summary: "Stop processing commands from clients for some time",
         since: "2.9.50",
-        handler: crate::pause::pause_command,
+        handler: pause,
         ..SUB
     },
     CommandSpec {
@@ -174,7 +175,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         summary: "Resume processing of clients that were paused",
         since: "6.2.0",
         complexity: "O(N) Where N is the number of paused clients",
-        handler: crate::pause::unpause_command,
+        handler: unpause,
         ..SUB
     },
     CommandSpec {
@@ -300,7 +301,7 @@ fn trackinginfo(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> C
 
 /// CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
 fn tracking(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    crate::tracking::command(cx.core, cx.clients, cx.me, args)?;
+    crate::drain::tracking_command(cx.core, cx.clients, cx.me, args)?;
     out.ok();
     Ok(())
 }
@@ -373,7 +374,7 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
     let subs = cx.core.pubsub.of(h).cloned().unwrap_or_default();
     let txn = cx.core.txn.of(h).cloned().unwrap_or_default();
     let cmd = match c.last_cmd_id {
-        Some(id) => cx.core.commands.get(id).full_name.as_str(),
+        Some(id) => cx.commands.get(id).full_name.as_str(),
         None => "NULL",
     };
     let _ = writeln!(
@@ -617,8 +618,15 @@ fn unblock(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         .iter()
         .find(|(_, c)| !c.killed && i64::try_from(c.id) == Ok(id))
         .map(|(h, _)| h);
-    let done = target
-        .is_some_and(|h| crate::blocking::unblock_on_request(cx.core, cx.clients, h, as_error));
+    let done = target.is_some_and(|h| {
+        crate::blocking::unblock_on_request(
+            &mut cx.core.blocking,
+            cx.clients,
+            &mut cx.core.stats,
+            h,
+            as_error,
+        )
+    });
     out.int(i64::from(done));
     Ok(())
 }
@@ -690,6 +698,17 @@ fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 fn help(_cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     crate::reply::help_reply(out, "CLIENT", HELP);
     Ok(())
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL] (see [`crate::pause`]).
+fn pause(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let now = cx.now_ms();
+    crate::pause::pause_command(&mut cx.core.pause, now, args, out)
+}
+
+/// CLIENT UNPAUSE: lifts the pause; the held commands run on the shell's next turn.
+fn unpause(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    crate::pause::unpause_command(&mut cx.core.pause, out)
 }
 
 #[cfg(test)]

@@ -1,17 +1,17 @@
 //! Helpers the collection commands share: SCAN-family argument parsing (HSCAN, SSCAN, ZSCAN
-//! and the keyspace's SCAN, the cursor included) and cursor walks, LMPOP/ZMPOP's arguments, the
-//! random-count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
+//! and the keyspace's SCAN, the cursor included), LMPOP/ZMPOP's arguments, the random-count
+//! argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER, and distinct random sampling.
 //! The command groups use it; it imports none of them.
 //!
-//! Small encodings (`listpack` hashes, `intset` sets) answer a whole scan in one call with
-//! cursor 0 whatever the cursor given, as Redis 7.0 does; big ones walk the map's hash order
-//! with a [`kayvee_pds::PMap::scan`] cursor (values differ from Redis's, the guarantee is the same).
+//! Small encodings (`listpack` hashes, `intset` sets, packed sets) answer a whole scan in one
+//! call with cursor 0 whatever the cursor given, as Redis 7.0 does for its small encodings;
+//! big ones walk the map's hash order with a [`kayvee_pds::PMap::scan`] cursor (values differ
+//! from Redis's, the guarantee is the same).
 
 use crate::error::Error;
 use crate::util::{glob_match, parse_i64};
 use crate::{Cx, Rng};
 use alloc::vec::Vec;
-use kayvee_pds::{PMap, SmallBytes};
 
 /// The SCAN family's default COUNT, as Redis's.
 const SCAN_COUNT_DEFAULT: usize = 10;
@@ -93,25 +93,6 @@ pub(crate) fn write_scan_head(out: &mut dyn crate::ReplySink, cursor: u64, n: us
     out.array(n);
 }
 
-/// One scan step over `map`: all entries at once with cursor 0 when `small`, else a batch in
-/// hash order from the cursor. Returns the next cursor and the visited entries (unfiltered).
-pub(crate) fn scan_step<'m, V: Clone>(
-    map: &'m PMap<SmallBytes, V>,
-    small: bool,
-    scan: &ScanArgs<'_>,
-) -> (u64, Vec<(&'m SmallBytes, &'m V)>) {
-    if small {
-        return (0, map.iter().collect());
-    }
-    let mut keys = Vec::new();
-    let next = map.scan(scan.cursor, scan.count, |k, _| keys.push(k.clone()));
-    let found = keys
-        .iter()
-        .filter_map(|k| map.get_key_value(&k[..]))
-        .collect();
-    (next, found)
-}
-
 /// The count argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER: an integer in
 /// -i64::MAX..=i64::MAX, with Redis's texts for a non-integer and for i64::MIN; when `pairs`
 /// (WITHVALUES / WITHSCORES double the reply) it must also stay within +-i64::MAX/2.
@@ -156,24 +137,6 @@ pub(crate) fn shuffle_prefix<T>(mut all: Vec<T>, count: usize, rng: &mut Rng) ->
     }
     all.truncate(count);
     all
-}
-
-/// `count` distinct entries of `map` chosen uniformly (a partial Fisher-Yates shuffle of the
-/// entries, O(len)); all of them when `count >= len`.
-pub(crate) fn sample_distinct<'m, V: Clone>(
-    map: &'m PMap<SmallBytes, V>,
-    count: usize,
-    rng: &mut Rng,
-) -> Vec<(&'m SmallBytes, &'m V)> {
-    shuffle_prefix(map.iter().collect(), count, rng)
-}
-
-/// One uniformly random entry of a non-empty map.
-pub(crate) fn pick<'m, V: Clone>(
-    map: &'m PMap<SmallBytes, V>,
-    rng: &mut Rng,
-) -> Option<(&'m SmallBytes, &'m V)> {
-    map.random(rng.next_u64())
 }
 
 /// LMPOP / ZMPOP's `numkeys key [key ...] END [COUNT count]`, parsed from argument `at`.
@@ -292,17 +255,12 @@ mod tests {
 
     #[test]
     fn sampling_is_distinct_and_bounded() {
-        let mut m: PMap<SmallBytes, ()> = PMap::with_seed(1);
-        for i in 0..50u32 {
-            m.insert(SmallBytes::from(alloc::format!("{i}").as_str()), ());
-        }
         let mut rng = Rng::new(9);
-        let picked = sample_distinct(&m, 20, &mut rng);
-        let mut keys: Vec<_> = picked.iter().map(|(k, _)| (*k).clone()).collect();
-        keys.sort();
-        keys.dedup();
-        assert_eq!(keys.len(), 20);
-        assert_eq!(sample_distinct(&m, 80, &mut rng).len(), 50);
+        let mut picked = shuffle_prefix((0..50u32).collect(), 20, &mut rng);
+        picked.sort();
+        picked.dedup();
+        assert_eq!(picked.len(), 20);
+        assert_eq!(shuffle_prefix((0..50u32).collect(), 80, &mut rng).len(), 50);
         assert_eq!(parse_rand_count(b"-5", false), Ok(-5));
         assert!(parse_rand_count(b"-9223372036854775808", false).is_err());
         assert_eq!(parse_rand_count(b"x", true), Err(Error::NotInteger));

@@ -2,7 +2,8 @@
 //! pairs for SET, applied atomically). The parameter table lives in [`crate::config`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::{help_reply, ReplySink};
 use crate::{Cx, Outcome, Stats};
@@ -102,10 +103,11 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .collect();
     let maxmemory = cx.core.config.maxmemory;
     cx.core.config.set_many(&pairs).map_err(Error::msg)?;
-    crate::evict::sync(cx.core);
+    let core = &mut *cx.core;
+    crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
     if cx.core.config.maxmemory != maxmemory {
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
-        crate::evict::perform(cx.core, cx.now);
+        crate::drain::evict(cx.core, cx.now);
     }
     // `requirepass` is the default user's password (see `crate::acl`).
     if pairs
@@ -115,7 +117,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         let pass = cx.core.config.requirepass.clone();
         cx.core.acl.set_requirepass(pass.as_deref());
     }
-    crate::events::sync(cx.core);
+    crate::drain::sync(cx.core);
     out.ok();
     Ok(())
 }

@@ -6,7 +6,8 @@
 
 use crate::argv::Argv;
 use crate::client::ReplyMode;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::{Protocol, ReplySink};
 use crate::{Core, Cx, Outcome};
@@ -130,9 +131,9 @@ fn quit(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 /// authenticated when a password is required), then `+RESET`.
 fn reset(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let need_auth = cx.core.acl.auth_required();
-    crate::txn::discard(cx.core, cx.me);
+    crate::drain::discard(cx.core, cx.me);
     cx.core.pubsub.remove(cx.me);
-    crate::tracking::disable(cx.core, cx.clients, cx.me);
+    crate::drain::tracking_off(cx.core, cx.clients, cx.me);
     cx.core.monitors.remove(cx.me);
     cx.db_index = 0;
     let client = cx.client();

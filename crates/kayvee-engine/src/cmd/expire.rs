@@ -5,9 +5,10 @@
 //! (`cx.now_ms()`). Argument checks, their order and their error texts follow Redis 7.0.15.
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::{parse_i64, sanitize};
 use crate::Cx;
@@ -17,7 +18,7 @@ const fn set_expire_spec(
     name: &'static str,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -40,7 +41,7 @@ const fn get_expire_spec(
     summary: &'static str,
     since: &'static str,
     tips: &'static [&'static str],
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,

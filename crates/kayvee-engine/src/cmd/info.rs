@@ -8,7 +8,8 @@
 //! modules) report the values an idle Redis with that feature unused reports.
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::CmdResult;
 use crate::reply::ReplySink;
 use crate::Cx;
@@ -225,7 +226,10 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
 /// from that one count.
 fn memory(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
-    let (used, rss) = (crate::evict::used_memory(core), core.host.used_memory_rss);
+    let (used, rss) = (
+        crate::evict::used_memory(&core.evict, &core.host),
+        core.host.used_memory_rss,
+    );
     let peak = core.used_memory_peak.max(used);
     let human = |s: &mut String, name: &str, v: u64| {
         field(s, name, v);
@@ -558,7 +562,7 @@ fn cpu(cx: &Cx<'_>, s: &mut String) {
 /// One `cmdstat_<name>` line per command (or `parent|sub`) that was called, rejected or
 /// failed, in command table order.
 fn commandstats(cx: &Cx<'_>, s: &mut String) {
-    let all = cx.core.commands.all();
+    let all = cx.commands.all();
     for (reg, st) in all.iter().zip(&cx.core.stats.commands) {
         if st.calls == 0 && st.rejected_calls == 0 && st.failed_calls == 0 {
             continue;

@@ -5,8 +5,9 @@
 //! `COMMAND DOCS` has no `arguments` or `history` since the table does not describe them.
 
 use crate::argv::Argv;
+use crate::cmd::spec::CommandSpec;
 use crate::command::{
-    acl, flags, BeginSearch, CommandId, CommandSpec, CommandTable, FindKeys, FoundKey,
+    acl, flags, BeginSearch, CommandId, CommandInfo, CommandTable, FindKeys, FoundKey,
 };
 use crate::error::{CmdResult, Error};
 use crate::reply::help_reply;
@@ -47,7 +48,7 @@ const fn sub(
     since: &'static str,
     complexity: &'static str,
     tips: &'static [&'static str],
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -132,7 +133,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
 
 /// COMMAND: every top-level command's details.
 fn command_all(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let table = &cx.core.commands;
+    let table = cx.commands;
     out.array(table.count());
     for id in table.top_level() {
         write_info(table, id, out);
@@ -142,7 +143,7 @@ fn command_all(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
 
 /// COMMAND COUNT.
 fn count(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    out.int(cx.core.commands.count() as i64);
+    out.int(cx.commands.count() as i64);
     Ok(())
 }
 
@@ -151,7 +152,7 @@ fn info(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     if args.len() == 2 {
         return command_all(cx, args, out);
     }
-    let table = &cx.core.commands;
+    let table = cx.commands;
     out.array(args.len() - 2);
     for name in args.iter().skip(2) {
         match lookup_full(table, name) {
@@ -176,7 +177,7 @@ pub fn lookup_full(table: &CommandTable, name: &[u8]) -> Option<CommandId> {
 /// One command's 10-element details array.
 fn write_info(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     let reg = table.get(id);
-    let spec = reg.spec;
+    let spec = &reg.spec;
     out.array(10);
     out.bulk_str(&reg.full_name);
     out.int(spec.arity.into());
@@ -201,11 +202,11 @@ fn write_info(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     out.set(spec.tips.len());
     spec.tips.iter().for_each(|t| out.bulk_str(t));
     write_key_specs(spec, out);
-    if spec.subcommands.is_empty() {
+    if spec.subcommands == 0 {
         out.set(0);
     } else {
-        out.array(spec.subcommands.len());
-        for i in 0..spec.subcommands.len() {
+        out.array(spec.subcommands);
+        for i in 0..spec.subcommands {
             write_info(table, CommandId(id.0 + 1 + i as u16), out);
         }
     }
@@ -213,7 +214,7 @@ fn write_info(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
 
 /// The key specs, each a map as Redis 7.0 shows it: `notes` (when any), `flags`,
 /// `begin_search` and `find_keys`, each of the last two a `type` and its `spec` map.
-fn write_key_specs(spec: &CommandSpec, out: &mut dyn ReplySink) {
+fn write_key_specs(spec: &CommandInfo, out: &mut dyn ReplySink) {
     let specs = spec.specs();
     out.set(specs.len());
     for ks in &specs {
@@ -296,7 +297,7 @@ fn write_find_keys(f: &FindKeys, out: &mut dyn ReplySink) {
 
 /// COMMAND DOCS [name ...]: a map from name to its docs; unknown names are left out.
 fn docs(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let table = &cx.core.commands;
+    let table = cx.commands;
     let ids: Vec<CommandId> = if args.len() == 2 {
         table.top_level().collect()
     } else {
@@ -315,8 +316,8 @@ fn docs(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
 
 /// One command's docs map: summary, since, group, complexity, and subcommands for containers.
 fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
-    let spec = table.get(id).spec;
-    let subs = spec.subcommands.len();
+    let spec = &table.get(id).spec;
+    let subs = spec.subcommands;
     out.map(if subs > 0 { 5 } else { 4 });
     for (k, v) in [
         ("summary", spec.summary),
@@ -345,10 +346,10 @@ fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
 fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<Vec<FoundKey>, Error> {
     let invalid = || Error::msg("ERR Invalid command specified");
     let mut id = table.lookup(target.get(0)).ok_or_else(invalid)?;
-    if !table.get(id).spec.subcommands.is_empty() && target.len() >= 2 {
+    if table.get(id).spec.subcommands != 0 && target.len() >= 2 {
         id = table.lookup_sub(id, target.get(1)).ok_or_else(invalid)?;
     }
-    let spec = table.get(id).spec;
+    let spec = &table.get(id).spec;
     if spec.get_keys.is_none() && spec.specs().is_empty() {
         return Err(Error::msg("ERR The command has no key arguments"));
     }
@@ -366,7 +367,7 @@ fn target_keys(table: &CommandTable, target: &Argv<'_>) -> Result<Vec<FoundKey>,
 /// COMMAND GETKEYS cmd arg...: the key arguments.
 fn getkeys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let target = args.slice_from(2);
-    let keys = target_keys(&cx.core.commands, &target)?;
+    let keys = target_keys(cx.commands, &target)?;
     out.array(keys.len());
     keys.iter().for_each(|k| out.bulk(target.get(k.index)));
     Ok(())
@@ -375,7 +376,7 @@ fn getkeys(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
 /// COMMAND GETKEYSANDFLAGS cmd arg...: each key with its key-spec flags.
 fn getkeysandflags(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let target = args.slice_from(2);
-    let keys = target_keys(&cx.core.commands, &target)?;
+    let keys = target_keys(cx.commands, &target)?;
     out.array(keys.len());
     for k in &keys {
         out.array(2);
@@ -400,7 +401,7 @@ fn list(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         }
         _ => return Err(Error::Syntax),
     };
-    let table = &cx.core.commands;
+    let table = cx.commands;
     let names: Vec<&str> = table
         .all()
         .iter()
@@ -523,7 +524,7 @@ mod tests {
     }
 
     fn info_lines(name: &str) -> String {
-        let table = CommandTable::new(&[TEST_GROUP]);
+        let table = crate::cmd::spec::Commands::new(&[TEST_GROUP]).table;
         let mut tree = ReplyTree::new(Protocol::Resp2);
         write_info(&table, table.lookup(name.as_bytes()).unwrap(), &mut tree);
         let mut out = Vec::new();
@@ -562,7 +563,7 @@ mod tests {
 
     #[test]
     fn getkeys_uses_key_specs() {
-        let table = CommandTable::new(&[TEST_GROUP]);
+        let table = crate::cmd::spec::Commands::new(&[TEST_GROUP]).table;
         let keys = |line: &str| {
             let a = crate::ArgvBuf::from_line(line);
             target_keys(&table, &a.argv()).map(|k| k.iter().map(|k| k.index).collect::<Vec<_>>())
@@ -585,9 +586,9 @@ mod tests {
     /// movable keys only (numkeys) has 0,0,0; otherwise the first key is the first spec's.
     #[test]
     fn legacy_key_fields_agree_with_the_key_specs() {
-        let table = CommandTable::new(crate::cmd::GROUPS);
+        let table = crate::cmd::spec::Commands::new(crate::cmd::GROUPS).table;
         for reg in table.all() {
-            let spec = reg.spec;
+            let spec = &reg.spec;
             let specs = spec.specs();
             let movable = specs.iter().any(|s| s.is_movable());
             let name = &reg.full_name;

@@ -4,7 +4,8 @@
 //! and, per key, from Kayvee's own layout ([`crate::value::usage`]).
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::help_reply;
@@ -169,7 +170,7 @@ fn memory_malloc_stats(_cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) 
 
 /// MEMORY DOCTOR: Redis's verdicts for a small instance, a high RSS, or nothing found.
 fn memory_doctor(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let used = crate::evict::used_memory(cx.core);
+    let used = crate::evict::used_memory(&cx.core.evict, &cx.core.host);
     let rss = cx.core.host.used_memory_rss;
     let text = if used < DOCTOR_MIN_BYTES {
         alloc::string::String::from("Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
@@ -195,7 +196,7 @@ struct Overhead {
 
 /// Collects the MEMORY STATS figures.
 fn overhead(core: &Core) -> Overhead {
-    let total = crate::evict::used_memory(core);
+    let total = crate::evict::used_memory(&core.evict, &core.host);
     let slot = (size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD) as u64;
     let ttl_slot = (size_of::<SmallBytes>() + 8 + TRIE_SLOT_OVERHEAD) as u64;
     let dbs = core

@@ -6,13 +6,20 @@
 //! sibling files never import each other (`cargo xtask circles` checks it). Helpers several
 //! groups share live in modules that import no command module: `coll` (SCAN-family and
 //! random-count arguments, sampling), `double` (C `strtod` and `%.17g`, for scores and SORT),
-//! `long_double` (x87 extended precision, for INCRBYFLOAT and HINCRBYFLOAT).
+//! `long_double` (x87 extended precision, for INCRBYFLOAT and HINCRBYFLOAT), `block` (the
+//! blocking commands' timeout and wait), `notify` (a command's keyspace notifications).
+//!
+//! The commands are the top of the engine's layers (ARCHITECTURE.md): handlers take a
+//! [`crate::Cx`] and may reach every table of `Core` and the glue in [`crate::drain`]. The row
+//! type of the tables, [`spec::CommandSpec`] (with the handler), and the handlers by command id
+//! ([`spec::Commands`]) are in `spec`; the metadata every layer reads is [`crate::command`].
 
-use crate::command::CommandSpec;
+use spec::CommandSpec;
 
 pub mod acl;
 pub mod aof;
 pub mod bits;
+pub mod block;
 pub mod client;
 pub(crate) mod coll;
 pub mod config_cmd;
@@ -26,18 +33,21 @@ pub mod keys;
 pub mod list;
 pub(crate) mod long_double;
 pub mod memory;
+pub mod monitor;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod spec;
 pub mod stream;
 pub mod string;
 pub mod txn;
 pub mod zset;
 
-/// Every group's table, joined by [`crate::CommandTable::new`].
+/// Every group's table, joined by [`spec::Commands::new`].
 pub const GROUPS: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     client::COMMANDS,
@@ -62,5 +72,5 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     memory::COMMANDS,
     slowlog::COMMANDS,
     acl::COMMANDS,
-    crate::monitor::COMMANDS,
+    monitor::COMMANDS,
 ];

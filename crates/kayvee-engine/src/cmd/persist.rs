@@ -6,9 +6,10 @@
 //! [`crate::persist::ValueCodec`] (`kayvee-rdb`).
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
@@ -271,7 +272,7 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         _ => cx.propagate_verbatim(),
     }
     emit(cx, nc::GENERIC, "restore", key);
-    crate::blocking::signal_key_ready(cx, db_index, key);
+    crate::cmd::block::signal_key_ready(cx, db_index, key);
     out.ok();
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! real server). Subscriptions and delivery live in [`crate::pubsub`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::pubsub::Kind;
 use crate::reply::ReplySink;

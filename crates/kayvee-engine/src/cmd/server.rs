@@ -2,7 +2,8 @@
 //! [`super::config_cmd`], COMMAND in [`super::introspect`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::help_reply;
 use crate::reply::ReplySink;
@@ -257,7 +258,7 @@ mod tests {
         let (count, _) = (run(&mut e, "COMMAND COUNT").1, ());
         assert_eq!(
             count,
-            alloc::vec![Reply::Int(e.core.commands.count() as i64)]
+            alloc::vec![Reply::Int(e.command_table().count() as i64)]
         );
     }
 

@@ -1,7 +1,8 @@
 //! SLOWLOG (GET, LEN, RESET, HELP); the log itself is [`crate::slowlog`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::{help_reply, ReplySink};
 use crate::util::parse_i64;

@@ -11,10 +11,11 @@
 
 use super::double::parse_sort_weight;
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Meta, Value};
@@ -169,8 +170,11 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
         return Ok((Kind::List, Vec::new()));
     };
     let found = match &e.value {
-        Value::List(l) => (Kind::List, l.iter().cloned().collect()),
-        Value::Set(s) => (Kind::Set, s.iter().map(|(m, _)| m.clone()).collect()),
+        Value::List(l) => (Kind::List, l.iter().map(SmallBytes::from_slice).collect()),
+        Value::Set(s) => (
+            Kind::Set,
+            s.iter().map(|m| SmallBytes::from_slice(&m)).collect(),
+        ),
         Value::ZSet(z) => (
             Kind::ZSet,
             z.iter().map(|e| SmallBytes::from_slice(e.1)).collect(),
@@ -379,11 +383,12 @@ fn store_list(
             emit(cx, nc::GENERIC, "del", dst);
         }
     } else {
+        let fill = cx.core.config.list_max_listpack_size;
         let mut list = List::new();
         for r in results {
-            list.push_back(r.unwrap_or_default());
+            list.push_back(&r.unwrap_or_default(), fill);
         }
-        let entry = Entry::new(Value::List(alloc::boxed::Box::new(list)), now);
+        let entry = Entry::new(Value::List(list), now);
         cx.db().store_result(dst, entry, now);
         cx.propagate_verbatim();
         emit(cx, nc::LIST, "sortstore", dst);

@@ -3,10 +3,10 @@
 //! the queue live in [`crate::dispatch`]; the bookkeeping in [`crate::txn`].
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::txn;
 use crate::Cx;
 
 /// Flags Redis 7.0 gives MULTI, DISCARD, WATCH and UNWATCH.
@@ -100,7 +100,7 @@ fn discard(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     if !cx.core.txn.in_multi(cx.me) {
         return Err(Error::msg("ERR DISCARD without MULTI"));
     }
-    txn::discard(cx.core, cx.me);
+    crate::drain::discard(cx.core, cx.me);
     out.ok();
     Ok(())
 }
@@ -111,7 +111,7 @@ fn watch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Err(Error::msg("ERR WATCH inside MULTI is not allowed"));
     }
     for key in args.iter().skip(1) {
-        txn::watch(cx.core, cx.me, cx.db_index, key, cx.now.ms());
+        crate::drain::watch(cx.core, cx.me, cx.db_index, key, cx.now.ms());
     }
     out.ok();
     Ok(())
@@ -119,7 +119,7 @@ fn watch(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
 
 /// UNWATCH: forgets every watched key (and that one was modified).
 fn unwatch(cx: &mut Cx<'_>, _args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    txn::unwatch_all(cx.core, cx.me);
+    crate::drain::unwatch_all(cx.core, cx.me);
     out.ok();
     Ok(())
 }

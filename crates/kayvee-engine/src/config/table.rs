@@ -49,7 +49,7 @@ pub enum Kind {
     DaemonizeNo,
     /// `client-output-buffer-limit`: `class hard soft seconds` groups.
     BufferLimits,
-    /// `notify-keyspace-events`: class letters, stored as bits (see [`crate::notify`]).
+    /// `notify-keyspace-events`: class letters, stored as bits (see [`super::keyspace_events`]).
     KeyspaceEvents,
 }
 
@@ -446,6 +446,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.appendfsync = v.string(),
     },
     Param {
+        name: "always-show-logo",
+        kind: Kind::Bool,
+        access: Access::Immutable,
+        get: |c| Val::Bool(c.always_show_logo),
+        put: |c, v| c.always_show_logo = v.bool(),
+    },
+    Param {
         name: "aof-use-rdb-preamble",
         kind: Kind::Bool,
         access: Access::Mutable,
@@ -730,9 +737,9 @@ impl Kind {
                     )
                 }),
             Kind::Str => Ok(Val::Str(s.into())),
-            Kind::KeyspaceEvents => crate::notify::parse_flags(s)
+            Kind::KeyspaceEvents => super::keyspace_events::parse_flags(s)
                 .map(|f| Val::Int(f.into()))
-                .ok_or_else(|| crate::notify::BAD_CLASS.into()),
+                .ok_or_else(|| super::keyspace_events::BAD_CLASS.into()),
             Kind::Words | Kind::Save | Kind::BufferLimits => {
                 unreachable!("multi-valued kinds parse in parse()")
             }
@@ -743,7 +750,9 @@ impl Kind {
     pub fn render(self, v: &Val) -> Vec<u8> {
         match (self, v) {
             (_, Val::Bool(b)) => (if *b { "yes" } else { "no" }).into(),
-            (Kind::KeyspaceEvents, Val::Int(f)) => crate::notify::render_flags(*f as u32).into(),
+            (Kind::KeyspaceEvents, Val::Int(f)) => {
+                super::keyspace_events::render_flags(*f as u32).into()
+            }
             (Kind::Octal { .. }, Val::Int(i)) => alloc::format!("{i:o}").into_bytes(),
             (_, Val::Int(i)) => alloc::format!("{i}").into_bytes(),
             (_, Val::Mem(m)) => alloc::format!("{m}").into_bytes(),

@@ -39,9 +39,11 @@ fn value_usage(value: &Value, samples: usize) -> usize {
     let elem = size_of::<SmallBytes>();
     match value {
         Value::Str(s) => heap(s),
+        // Small lists and sets are one packed buffer: its size is exact.
+        Value::List(l) if l.is_packed() => l.heap_size(),
         Value::List(l) => {
-            let per = |e: &SmallBytes| elem + TREE_ELEM_OVERHEAD + heap(e);
-            size_of::<crate::value::List>() + scaled(l.iter(), l.len(), samples, per)
+            let per = |e: &[u8]| elem + TREE_ELEM_OVERHEAD + out_of_line(e.len());
+            size_of::<crate::value::ListTree>() + scaled(l.iter(), l.len(), samples, per)
         }
         // Small hashes and sorted sets are one flat buffer: its size is exact.
         Value::Hash(h) if !h.is_big() => h.heap_size(),
@@ -51,9 +53,11 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             };
             size_of::<crate::value::Hash>() + scaled(h.iter(), h.len(), samples, per)
         }
+        Value::Set(s) if !s.is_map() => s.heap_size(),
         Value::Set(s) => {
-            let per = |(m, _): (&SmallBytes, &())| elem + TRIE_SLOT_OVERHEAD + heap(m);
-            size_of::<crate::value::Set>() + scaled(s.iter(), s.len(), samples, per)
+            let per =
+                |m: crate::value::Member<'_>| elem + TRIE_SLOT_OVERHEAD + out_of_line(m.len());
+            size_of::<crate::value::SetMap>() + scaled(s.iter(), s.len(), samples, per)
         }
         Value::ZSet(z) if !z.is_big() => z.heap_size(),
         Value::ZSet(z) => {
@@ -104,12 +108,9 @@ mod tests {
             1000 + size_of::<usize>()
         );
         let list = |n: usize| {
-            let l: List = (0..n).map(|_| s(100)).collect();
-            entry_usage(
-                b"k",
-                &Entry::new(Value::List(alloc::boxed::Box::new(l)), 0),
-                5,
-            )
+            let mut l: List = (0..n).map(|_| s(100)).collect();
+            l.make_tree();
+            entry_usage(b"k", &Entry::new(Value::List(l), 0), 5)
         };
         let (ten, thousand) = (list(10), list(1000));
         assert!(

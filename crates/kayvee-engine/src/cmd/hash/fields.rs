@@ -3,8 +3,8 @@
 
 use super::{hash_put, read_hash, write_hash, HashLimits};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::Cx;
 
@@ -89,7 +89,7 @@ pub(super) fn hdel(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     if removed.unwrap_or(0) > 0 {
         cx.propagate_verbatim();
         emit(cx, nc::HASH, "hdel", args.get(1));
-        crate::notify::emptied_if_gone(cx, args.get(1));
+        crate::cmd::notify::emptied_if_gone(cx, args.get(1));
     }
     out.int(removed.unwrap_or(0) as i64);
     Ok(())

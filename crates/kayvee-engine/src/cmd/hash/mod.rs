@@ -13,7 +13,8 @@ mod fields;
 mod numbers;
 mod scan;
 
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::value::{Entry, Hash, Meta, Value};
 use crate::Cx;

@@ -7,9 +7,9 @@
 use super::{hash_put, write_hash, HashLimits};
 use crate::argv::Argv;
 use crate::cmd::long_double::{self, Ld};
+use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::string::format_i64;
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::Cx;

@@ -56,10 +56,10 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
-    crate::txn::touch_swap(cx.core, a, b);
+    crate::txn::touch_swap(&mut cx.core.watches, &cx.core.dbs, a, b);
     // Events recorded so far belong to the index they were recorded under; watches stay with
     // the index (a client watching a key of db `a` still does).
-    crate::events::drain(cx.core);
+    crate::drain::drain(cx.core);
     cx.core.dbs.swap(a, b);
     cx.propagate_verbatim();
     cx.core.blocking.signal_db(a);

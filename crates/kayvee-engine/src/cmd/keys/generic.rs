@@ -6,8 +6,9 @@
 //! absent (deleted lazily on access), write lookups count no keyspace hit or miss, reads do.
 
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
+use crate::drain::notify;
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, notify};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta};
@@ -126,7 +127,7 @@ fn rename_generic(cx: &mut Cx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<b
     cx.propagate_verbatim();
     emit(cx, nc::GENERIC, "rename_from", src);
     emit(cx, nc::GENERIC, "rename_to", dst);
-    crate::blocking::signal_key_ready(cx, cx.db_index, dst);
+    crate::cmd::block::signal_key_ready(cx, cx.db_index, dst);
     Ok(true)
 }
 
@@ -156,7 +157,7 @@ pub(super) fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     target.insert_entry(dst, value, ttl);
     cx.propagate_verbatim();
     notify(cx.core, dst_db, nc::GENERIC, "copy_to", dst);
-    crate::blocking::signal_key_ready(cx, dst_db, dst);
+    crate::cmd::block::signal_key_ready(cx, dst_db, dst);
     out.int(1);
     Ok(())
 }
@@ -213,7 +214,7 @@ pub(super) fn move_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     cx.propagate_verbatim();
     emit(cx, nc::GENERIC, "move_from", key);
     notify(cx.core, dst_db, nc::GENERIC, "move_to", key);
-    crate::blocking::signal_key_ready(cx, dst_db, key);
+    crate::cmd::block::signal_key_ready(cx, dst_db, key);
     out.int(1);
     Ok(())
 }

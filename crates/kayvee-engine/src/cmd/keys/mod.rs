@@ -8,7 +8,8 @@ pub mod generic;
 pub mod object;
 pub mod scan;
 
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::keyspec::{kf, KeySpec};
 use db::{dbsize, flushall, flushdb, swapdb};
 use generic::{copy, del, exists, move_, rename, renamenx, select, touch, type_};
@@ -254,7 +255,7 @@ const fn key_sub(
     name: &'static str,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,

@@ -3,13 +3,12 @@
 
 use super::{as_list, as_list_mut, delete_if_empty, parse_at_least, parse_int};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit, emptied};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::value::List;
 use crate::Cx;
 use alloc::vec::Vec;
-use kayvee_pds::SmallBytes;
 
 /// LLEN key: 0 for a missing key.
 pub(super) fn llen(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
@@ -80,6 +79,7 @@ pub(super) fn lindex(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// `ERR index out of range`.
 pub(super) fn lset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
+    let fill = cx.core.config.list_max_listpack_size;
     let e = cx
         .db()
         .lookup_write(args.get(1), now)
@@ -87,7 +87,7 @@ pub(super) fn lset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     let l = as_list_mut(e)?;
     let i = parse_int(args.get(2))?;
     let i = index(i, l.len()).ok_or(Error::IndexOutOfRange)?;
-    l.set(i, SmallBytes::from_slice(args.get(3)));
+    l.set(i, args.get(3), fill);
     // A modification for WATCH even when the element is the same, as in Redis.
     cx.db().modified(args.get(1));
     cx.propagate_verbatim();
@@ -111,7 +111,7 @@ pub(super) fn lrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         0 => usize::MAX,
         c => usize::try_from(c.unsigned_abs()).unwrap_or(usize::MAX),
     };
-    let removed = l.remove_matching(|v| &v[..] == ele, limit, count < 0);
+    let removed = l.remove_matching(|v| v == ele, limit, count < 0);
     let deleted = delete_if_empty(db, key, now);
     if removed > 0 {
         cx.propagate_verbatim();
@@ -164,21 +164,18 @@ pub(super) fn linsert(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
     } else {
         return Err(Error::Syntax);
     };
-    let now = cx.now_ms();
+    let (now, fill) = (cx.now_ms(), cx.core.config.list_max_listpack_size);
     let Some(e) = cx.db().lookup_write(args.get(1), now) else {
         out.int(0);
         return Ok(());
     };
     let l = as_list_mut(e)?;
     let pivot = args.get(3);
-    let Some(pos) = l.iter().position(|v| &v[..] == pivot) else {
+    let Some(pos) = l.iter().position(|v| v == pivot) else {
         out.int(-1);
         return Ok(());
     };
-    l.insert(
-        pos + usize::from(after),
-        SmallBytes::from_slice(args.get(4)),
-    );
+    l.insert(pos + usize::from(after), args.get(4), fill);
     let len = l.len();
     cx.propagate_verbatim();
     emit(cx, nc::LIST, "linsert", args.get(1));
@@ -243,7 +240,7 @@ fn lpos_search(l: &List, ele: &[u8], o: &LposOpts) -> Vec<usize> {
         Some(0) => usize::MAX,
         Some(c) => c,
     };
-    let hits = |(_, v): &(usize, &SmallBytes)| &v[..] == ele;
+    let hits = |(_, v): &(usize, &[u8])| *v == ele;
     let found: Vec<usize> = if o.rank > 0 {
         let it = l.iter().enumerate().take(limit).filter(hits);
         it.skip(skip).take(want).map(|(i, _)| i).collect()
@@ -294,10 +291,7 @@ mod tests {
 
     #[test]
     fn lpos_search_ranks_counts_and_maxlen() {
-        let l: List = ["a", "b", "a", "c", "a"]
-            .iter()
-            .map(|s| SmallBytes::from(*s))
-            .collect();
+        let l = List::from_items(["a", "b", "a", "c", "a"].map(str::as_bytes));
         let o = |rank, count, maxlen| LposOpts {
             rank,
             count,

@@ -5,8 +5,9 @@
 //! pops in `pop`; LLEN, LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT and LPOS in `index`; LMOVE,
 //! RPOPLPUSH and their blocking forms in `moves`.
 //!
-//! Lists are `Value::List` ([`crate::value::List`], a persistent deque); a list that becomes
-//! empty deletes its key. Every command that creates or grows a list signals the key ready for
+//! Lists are `Value::List` ([`crate::value::List`]: packed while it fits one listpack node
+//! under `list-max-listpack-size`, a persistent deque after); a list that becomes empty
+//! deletes its key. Every command that creates or grows a list signals the key ready for
 //! blocked clients ([`crate::blocking`]). Semantics, argument-check order and error texts follow
 //! Redis 7.0.15 (checked against the real server; `tests/transcripts/list*.txt` were recorded
 //! from it).
@@ -16,19 +17,19 @@ mod moves;
 mod pop;
 mod push;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::notify::{class as nc, emit};
 use crate::util::parse_i64;
 use crate::value::{Entry, List, Value};
 use crate::Cx;
-use alloc::boxed::Box;
 use index::{lindex, linsert, llen, lpos, lrange, lrem, lset, ltrim};
 use kayvee_pds::SmallBytes;
-use moves::{bmove, lmove, rpoplpush};
-use pop::{blmpop, blpop, brpop, lmpop, lpop, rpop};
+use moves::{bmove, lmove, rpoplpush, serve_bmove};
+use pop::{blmpop, blpop, brpop, lmpop, lpop, rpop, serve_blmpop, serve_blpop, serve_brpop};
 use push::{lpush, lpushx, rpush, rpushx};
 
 /// A list command spec with one key at position 1.
@@ -158,23 +159,27 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         last_key: -2,
         key_flags: POP_KEY,
+        serve: Some(serve_blpop),
         ..spec("blpop", -3, W_BLOCK, ACL_W_BLOCK, "Remove and get the first element in a list, or block until one is available", "2.0.0", BPOP_CX, blpop)
     },
     CommandSpec {
         last_key: -2,
         key_flags: POP_KEY,
+        serve: Some(serve_brpop),
         ..spec("brpop", -3, W_BLOCK, ACL_W_BLOCK, "Remove and get the last element in a list, or block until one is available", "2.0.0", BPOP_CX, brpop)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
+        serve: Some(serve_bmove),
         ..spec("blmove", 6, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", bmove)
     },
     CommandSpec {
         last_key: 2,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_DELETE, 1, 0, 1), KeySpec::range(kf::RW_INSERT, 2, 0, 1)],
+        serve: Some(serve_bmove),
         ..spec("brpoplpush", 4, W_BLOCK | flags::DENYOOM, ACL_W_BLOCK, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", bmove)
     },
     CommandSpec {
@@ -183,6 +188,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         key_flags: POP_KEY,
         key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 2)],
+        serve: Some(serve_blmpop),
         ..spec("blmpop", -5, flags::WRITE | flags::BLOCKING | flags::MOVABLEKEYS, ACL_W_BLOCK, "Pop elements from a list, or block until one is available", "7.0.0", MPOP_CX, blmpop)
     },
 ];
@@ -203,12 +209,12 @@ pub(crate) fn as_list_mut(entry: &mut Entry) -> Result<&mut List, Error> {
     }
 }
 
-/// Pushes at the head (`front`) or the tail.
-pub(super) fn push_end(l: &mut List, v: SmallBytes, front: bool) {
+/// Pushes at the head (`front`) or the tail; `fill` is `list-max-listpack-size`.
+pub(super) fn push_end(l: &mut List, v: &[u8], front: bool, fill: i64) {
     if front {
-        l.push_front(v)
+        l.push_front(v, fill)
     } else {
-        l.push_back(v)
+        l.push_back(v, fill)
     }
 }
 
@@ -291,25 +297,25 @@ pub(crate) fn push_items<'a>(
     front: bool,
     only_existing: bool,
 ) -> Result<usize, Error> {
-    let now = cx.now_ms();
+    let (now, fill) = (cx.now_ms(), cx.core.config.list_max_listpack_size);
     let db = cx.db();
     let len = match db.lookup_write(key, now) {
         Some(e) => {
             let l = as_list_mut(e)?;
-            items.for_each(|v| push_end(l, SmallBytes::from_slice(v), front));
+            items.for_each(|v| push_end(l, v, front, fill));
             l.len()
         }
         None if only_existing => return Ok(0),
         None => {
             let mut l = List::new();
-            items.for_each(|v| push_end(&mut l, SmallBytes::from_slice(v), front));
+            items.for_each(|v| push_end(&mut l, v, front, fill));
             let n = l.len();
-            db.insert_entry(key, Entry::new(Value::List(Box::new(l)), now), None);
+            db.insert_entry(key, Entry::new(Value::List(l), now), None);
             n
         }
     };
     emit(cx, nc::LIST, end_event(true, front), key);
     let dbi = cx.db_index;
-    crate::blocking::signal_key_ready(cx, dbi, key);
+    crate::cmd::block::signal_key_ready(cx, dbi, key);
     Ok(len)
 }

@@ -5,9 +5,9 @@ use super::{
     as_list, as_list_mut, delete_if_empty, end_event, holds_list, pop_end, push_end, push_items,
 };
 use crate::argv::Argv;
-use crate::blocking::{parse_timeout, wait_on_keys};
+use crate::cmd::block::{parse_timeout, wait_on_keys};
+use crate::cmd::notify::{class as nc, emit, emptied};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::Cx;
 use kayvee_pds::SmallBytes;
@@ -33,7 +33,7 @@ fn move_one(
     from_front: bool,
     to_front: bool,
 ) -> Result<Option<SmallBytes>, Error> {
-    let now = cx.now_ms();
+    let (now, fill) = (cx.now_ms(), cx.core.config.list_max_listpack_size);
     let db = cx.db();
     match db.lookup_write(src, now) {
         None => return Ok(None),
@@ -48,7 +48,7 @@ fn move_one(
     let mut deleted = false;
     if src == dst {
         // A rotation: the key, its TTL and metadata stay.
-        push_end(l, v.clone(), to_front);
+        push_end(l, &v, to_front, fill);
         emit(cx, nc::LIST, end_event(true, to_front), dst);
     } else {
         deleted = delete_if_empty(db, src, now);
@@ -59,7 +59,7 @@ fn move_one(
         emptied(cx, src);
     }
     let dbi = cx.db_index;
-    crate::blocking::signal_key_ready(cx, dbi, dst);
+    crate::cmd::block::signal_key_ready(cx, dbi, dst);
     Ok(Some(v))
 }
 
@@ -108,8 +108,8 @@ pub(super) fn bmove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
             out.bulk(&v);
         }
         // Inside MULTI, Redis answers a null bulk here (not the null array of a timeout).
-        None if !crate::blocking::may_block(cx) => out.null(),
-        None => wait_on_keys(cx, args, [args.get(1)], deadline, serve_bmove, out),
+        None if !crate::cmd::block::may_block(cx) => out.null(),
+        None => wait_on_keys(cx, args, [args.get(1)], deadline, out),
     }
     Ok(())
 }
@@ -127,7 +127,7 @@ fn propagate_bmove(cx: &mut Cx<'_>, args: &Argv<'_>) {
 
 /// Serves a BLMOVE/BRPOPLPUSH waiter: moves to its destination (a destination of another type
 /// answers WRONGTYPE and leaves the element for the next waiter, as Redis 7.0 does).
-fn serve_bmove(
+pub(super) fn serve_bmove(
     cx: &mut Cx<'_>,
     key: &[u8],
     args: &Argv<'_>,

@@ -9,9 +9,9 @@ use super::{
     propagate_pop,
 };
 use crate::argv::Argv;
-use crate::blocking::{parse_timeout, wait_on_keys};
+use crate::cmd::block::{parse_timeout, wait_on_keys};
+use crate::cmd::notify::{class as nc, emit, emptied};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied};
 use crate::reply::ReplySink;
 use crate::Cx;
 use alloc::vec::Vec;
@@ -47,7 +47,7 @@ fn pop_items(
 /// count 0); a missing key is the null (the null array with a count).
 fn pop_cmd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: bool) -> CmdResult {
     if args.len() > 3 {
-        let name = cx.core.commands.get(cx.cmd).full_name.clone();
+        let name = cx.commands.get(cx.cmd).full_name.clone();
         return Err(Error::WrongArity(name));
     }
     let count = match args.try_get(2) {
@@ -164,15 +164,7 @@ fn bpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: bool) 
             return Ok(());
         }
     }
-    let serve = if front { serve_blpop } else { serve_brpop };
-    wait_on_keys(
-        cx,
-        args,
-        (1..last).map(|i| args.get(i)),
-        deadline,
-        serve,
-        out,
-    );
+    wait_on_keys(cx, args, (1..last).map(|i| args.get(i)), deadline, out);
     Ok(())
 }
 
@@ -196,7 +188,7 @@ fn serve_bpop(
     }
 }
 
-fn serve_blpop(
+pub(super) fn serve_blpop(
     cx: &mut Cx<'_>,
     key: &[u8],
     _: &Argv<'_>,
@@ -205,7 +197,7 @@ fn serve_blpop(
     serve_bpop(cx, key, out, true)
 }
 
-fn serve_brpop(
+pub(super) fn serve_brpop(
     cx: &mut Cx<'_>,
     key: &[u8],
     _: &Argv<'_>,
@@ -236,14 +228,14 @@ pub(super) fn blmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         }
         None => {
             let keys = (m.first..m.first + m.numkeys).map(|i| args.get(i));
-            wait_on_keys(cx, args, keys, deadline, serve_blmpop, out);
+            wait_on_keys(cx, args, keys, deadline, out);
         }
     }
     Ok(())
 }
 
 /// Serves a BLMPOP waiter from `key` with its side and count.
-fn serve_blmpop(
+pub(super) fn serve_blmpop(
     cx: &mut Cx<'_>,
     key: &[u8],
     args: &Argv<'_>,

@@ -1,20 +1,20 @@
 //! Set algebra: SINTER, SUNION, SDIFF, their STORE forms, and SINTERCARD.
 //!
 //! Every source key is looked up and type-checked first (one WRONGTYPE fails the command even
-//! when an earlier key is missing, as in Redis). Sources are O(1) snapshots of the stored maps,
-//! so a destination that is also a source is safe. A result that is all integers and small
-//! enough is an intset in Redis, answered (and stored) in ascending numeric order.
+//! when an earlier key is missing, as in Redis). Sources are snapshots of the stored sets (O(1)
+//! for a map, a copy of a small buffer), so a destination that is also a source is safe. A
+//! result that is all integers and small enough is an intset, answered (and stored) in
+//! ascending numeric order, as in Redis.
 
-use super::{redis_order, set_add, set_entry, write_members};
+use super::{add_limits, set_add, set_entry};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Meta, Set, Value};
 use crate::Cx;
 use alloc::vec::Vec;
-use kayvee_pds::SmallBytes;
 
 /// Which operation.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -41,71 +41,74 @@ fn sources<'a>(
         };
         match e.map(|e| &e.value) {
             None => Ok(None),
-            Some(Value::Set(s)) => Ok(Some((**s).clone())),
+            Some(Value::Set(s)) => Ok(Some(s.clone())),
             Some(_) => Err(Error::WrongType),
         }
     })
     .collect()
 }
 
-/// Members of the intersection, iterating the smallest set; empty when any set is missing.
-/// Stops after `limit` members when given (SINTERCARD).
-fn intersect(sets: &[Option<Set>], limit: Option<usize>) -> Vec<SmallBytes> {
+/// Calls `f` on each member of the intersection, iterating the smallest set (nothing when
+/// any set is missing), stopping after `limit` members when given (SINTERCARD); returns how
+/// many it found.
+fn intersect(sets: &[Option<Set>], limit: Option<usize>, mut f: impl FnMut(&[u8])) -> usize {
     let Some(mut sets) = sets
         .iter()
         .map(Option::as_ref)
         .collect::<Option<Vec<&Set>>>()
     else {
-        return Vec::new();
+        return 0;
     };
     sets.sort_by_key(|s| s.len());
-    let mut out = Vec::new();
-    for (m, _) in sets[0].iter() {
-        if limit.is_some_and(|l| out.len() >= l) {
+    let mut found = 0;
+    for m in sets[0].iter() {
+        if limit.is_some_and(|l| found >= l) {
             break;
         }
-        if sets[1..].iter().all(|s| s.contains_key(&m[..])) {
-            out.push(m.clone());
+        if sets[1..].iter().all(|s| s.contains(&m)) {
+            f(&m);
+            found += 1;
         }
     }
-    out
+    found
 }
 
-/// The result of `op` over `sets` (missing sets are empty).
-fn compute(op: Op, sets: &[Option<Set>], seed: u64) -> Vec<SmallBytes> {
+/// The result of `op` over `sets` (missing sets are empty), built as Redis 7.0 builds it: an
+/// intset that converts on the first member that is not an integer or past
+/// `set-max-intset-entries` (`limits` as [`set_add`] takes them).
+fn compute(op: Op, sets: &[Option<Set>], limits: (u64, u64)) -> Set {
+    let (mut acc, mut meta) = (Set::new(), Meta::default());
+    let mut add = |m: &[u8]| {
+        set_add(&mut acc, &mut meta, limits, m);
+    };
     match op {
-        Op::Inter => intersect(sets, None),
-        Op::Union => {
-            let mut acc = Set::with_seed(seed);
-            for (m, _) in sets.iter().flatten().flat_map(|s| s.iter()) {
-                acc.insert(m.clone(), ());
-            }
-            acc.iter().map(|(m, _)| m.clone()).collect()
+        Op::Inter => {
+            intersect(sets, None, add);
         }
+        Op::Union => sets
+            .iter()
+            .flatten()
+            .flat_map(Set::iter)
+            .for_each(|m| add(&m)),
         Op::Diff => {
-            let Some(Some(first)) = sets.first() else {
-                return Vec::new();
-            };
-            first
-                .iter()
-                .filter(|(m, _)| !sets[1..].iter().flatten().any(|s| s.contains_key(&m[..])))
-                .map(|(m, _)| m.clone())
-                .collect()
+            if let Some(Some(first)) = sets.first() {
+                first
+                    .iter()
+                    .filter(|m| !sets[1..].iter().flatten().any(|s| s.contains(m)))
+                    .for_each(|m| add(&m));
+            }
         }
     }
+    acc
 }
 
-/// Whether Redis would hold `members` as an intset.
-fn is_intset(members: &[SmallBytes], intset_max: u64) -> bool {
-    members.len() as u64 <= intset_max && members.iter().all(|m| parse_i64(m).is_some())
-}
-
-/// SINTER / SUNION / SDIFF key [key ...]: the resulting members.
+/// SINTER / SUNION / SDIFF key [key ...]: the resulting members, in the result's order
+/// (ascending when it is an intset, as Redis answers).
 fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
     let sets = sources(cx, args.iter().skip(1), false)?;
-    let result = compute(op, &sets, cx.core.seed);
-    let intset = is_intset(&result, cx.core.config.set_max_intset_entries);
-    write_members(out, &redis_order(result.iter().collect(), intset));
+    let result = compute(op, &sets, add_limits(cx));
+    out.set(result.len());
+    result.iter().for_each(|m| out.bulk(&m));
     Ok(())
 }
 
@@ -114,12 +117,8 @@ fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
 /// destination.
 fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -> CmdResult {
     let sets = sources(cx, args.iter().skip(2), false)?;
-    let (seed, max, now) = (
-        cx.core.seed,
-        cx.core.config.set_max_intset_entries,
-        cx.now_ms(),
-    );
-    let result = compute(op, &sets, seed);
+    let now = cx.now_ms();
+    let result = compute(op, &sets, add_limits(cx));
     let dst = args.get(1);
     let event = match op {
         Op::Inter => "sinterstore",
@@ -134,14 +133,11 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         out.int(0);
         return Ok(());
     }
-    let (mut s, mut meta) = (Set::with_seed(seed), Meta::default());
-    for m in &result {
-        set_add(&mut s, &mut meta, max, m);
-    }
-    cx.db().store_result(dst, set_entry(s, meta, now), now);
+    let n = result.len();
+    cx.db().store_result(dst, set_entry(result, now), now);
     cx.propagate_verbatim();
     emit(cx, nc::SET, event, dst);
-    out.int(result.len() as i64);
+    out.int(n as i64);
     Ok(())
 }
 
@@ -207,7 +203,7 @@ fn parse_sintercard(args: &Argv<'_>) -> Result<(usize, Option<usize>), Error> {
 pub(super) fn sintercard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (numkeys, limit) = parse_sintercard(args)?;
     let sets = sources(cx, args.iter().skip(2).take(numkeys), false)?;
-    out.int(intersect(&sets, limit).len() as i64);
+    out.int(intersect(&sets, limit, |_| {}) as i64);
     Ok(())
 }
 
@@ -217,14 +213,15 @@ mod tests {
     use crate::ArgvBuf;
 
     fn set_of(items: &[&str]) -> Option<Set> {
-        let mut s = Set::with_seed(3);
+        let mut s = Set::new();
         items.iter().for_each(|m| {
-            s.insert((*m).into(), ());
+            s.insert(m.as_bytes(), 512, 3);
         });
         Some(s)
     }
 
-    fn sorted(mut v: Vec<SmallBytes>) -> Vec<SmallBytes> {
+    fn sorted(s: Set) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
         v.sort();
         v
     }
@@ -232,19 +229,29 @@ mod tests {
     #[test]
     fn algebra_matches_set_semantics() {
         let sets = [set_of(&["a", "b", "c"]), set_of(&["b", "c", "d"]), None];
-        let b = |s: &[&str]| s.iter().map(|m| SmallBytes::from(*m)).collect::<Vec<_>>();
-        assert_eq!(sorted(compute(Op::Inter, &sets[..2], 1)), b(&["b", "c"]));
+        let b = |s: &[&str]| s.iter().map(|m| m.as_bytes().to_vec()).collect::<Vec<_>>();
+        let l = (512, 1);
+        assert_eq!(sorted(compute(Op::Inter, &sets[..2], l)), b(&["b", "c"]));
         assert!(
-            compute(Op::Inter, &sets, 1).is_empty(),
+            compute(Op::Inter, &sets, l).is_empty(),
             "a missing key empties it"
         );
         assert_eq!(
-            sorted(compute(Op::Union, &sets, 1)),
+            sorted(compute(Op::Union, &sets, l)),
             b(&["a", "b", "c", "d"])
         );
-        assert_eq!(sorted(compute(Op::Diff, &sets, 1)), b(&["a"]));
-        assert!(compute(Op::Diff, &[None, set_of(&["a"])], 1).is_empty());
-        assert_eq!(intersect(&sets[..2], Some(1)).len(), 1);
+        assert_eq!(sorted(compute(Op::Diff, &sets, l)), b(&["a"]));
+        assert!(compute(Op::Diff, &[None, set_of(&["a"])], l).is_empty());
+        assert_eq!(intersect(&sets[..2], Some(1), |_| {}), 1);
+        let ints = [set_of(&["3", "1", "x"]), set_of(&["2", "1", "3"])];
+        let inter = compute(Op::Inter, &ints, l);
+        assert!(inter.is_intset());
+        assert_eq!(sorted(inter), b(&["1", "3"]));
+        assert!(!compute(Op::Union, &ints, l).is_intset());
+        assert!(
+            !compute(Op::Inter, &ints, (1, 1)).is_intset(),
+            "past the limit"
+        );
     }
 
     #[test]

@@ -1,22 +1,22 @@
 //! Set commands on members: SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD, SMOVE.
 //! Replies follow Redis 7.0.15.
 
-use super::{read_set, redis_order, set_add, write_members, write_set};
+use super::{add_limits, read_set, set_add, write_set};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
-use crate::value::{Meta, Value};
+use crate::value::Value;
 use crate::Cx;
 
 /// SADD key member [member ...]: the number of members added.
 pub(super) fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let max = cx.core.config.set_max_intset_entries;
+    let limits = add_limits(cx);
     let added = write_set(cx, args.get(1), true, |s, meta| {
         Ok(args
             .iter()
             .skip(2)
-            .filter(|m| set_add(s, meta, max, m))
+            .filter(|m| set_add(s, meta, limits, m))
             .count())
     })?;
     if added.unwrap_or(0) > 0 {
@@ -30,11 +30,7 @@ pub(super) fn sadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 /// SREM key member [member ...]: the number removed; an emptied set is deleted.
 pub(super) fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let removed = write_set(cx, args.get(1), false, |s, _| {
-        Ok(args
-            .iter()
-            .skip(2)
-            .filter(|m| s.remove(*m).is_some())
-            .count())
+        Ok(args.iter().skip(2).filter(|m| s.remove(m)).count())
     })?;
     if removed.unwrap_or(0) > 0 {
         cx.propagate_verbatim();
@@ -47,18 +43,18 @@ pub(super) fn srem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 
 /// SMEMBERS key: every member (a set reply; empty for a missing key).
 pub(super) fn smembers(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let Some((s, meta)) = read_set(cx, args.get(1))? else {
+    let Some((s, _)) = read_set(cx, args.get(1))? else {
         out.set(0);
         return Ok(());
     };
-    let members = redis_order(s.iter().map(|(m, _)| m).collect(), !meta.has(Meta::BIG));
-    write_members(out, &members);
+    out.set(s.len());
+    s.iter().for_each(|m| out.bulk(&m));
     Ok(())
 }
 
 /// SISMEMBER key member: 1 or 0.
 pub(super) fn sismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let found = read_set(cx, args.get(1))?.is_some_and(|(s, _)| s.contains_key(args.get(2)));
+    let found = read_set(cx, args.get(1))?.is_some_and(|(s, _)| s.contains(args.get(2)));
     out.int(i64::from(found));
     Ok(())
 }
@@ -68,7 +64,7 @@ pub(super) fn smismember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     let s = read_set(cx, args.get(1))?.map(|(s, _)| s);
     out.array(args.len() - 2);
     for m in args.iter().skip(2) {
-        out.int(i64::from(s.is_some_and(|s| s.contains_key(m))));
+        out.int(i64::from(s.is_some_and(|s| s.contains(m))));
     }
     Ok(())
 }
@@ -100,11 +96,11 @@ pub(super) fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         return Err(Error::WrongType);
     }
     if src == dst {
-        let found = read_set(cx, src)?.is_some_and(|(s, _)| s.contains_key(member));
+        let found = read_set(cx, src)?.is_some_and(|(s, _)| s.contains(member));
         out.int(i64::from(found));
         return Ok(());
     }
-    let moved = write_set(cx, src, false, |s, _| Ok(s.remove(member).is_some()))?;
+    let moved = write_set(cx, src, false, |s, _| Ok(s.remove(member)))?;
     if moved != Some(true) {
         out.int(0);
         return Ok(());
@@ -112,8 +108,10 @@ pub(super) fn smove(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     cx.propagate_verbatim();
     emit(cx, nc::SET, "srem", src);
     emptied_if_gone(cx, src);
-    let max = cx.core.config.set_max_intset_entries;
-    let added = write_set(cx, dst, true, |s, meta| Ok(set_add(s, meta, max, member)))?;
+    let limits = add_limits(cx);
+    let added = write_set(cx, dst, true, |s, meta| {
+        Ok(set_add(s, meta, limits, member))
+    })?;
     if added == Some(true) {
         cx.propagate_verbatim();
         emit(cx, nc::SET, "sadd", dst);

@@ -4,28 +4,25 @@
 //! (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) in `algebra`, SPOP, SRANDMEMBER and
 //! SSCAN in `random`.
 //!
-//! A set is a [`Set`] (persistent map to `()`) whatever its members; `OBJECT ENCODING` reports
-//! `intset` while every member reads as an integer (Redis's `string2ll`) and there are at most
-//! `set-max-intset-entries`, then `hashtable` for good ([`Meta::BIG`]); Redis 7.0 has no
-//! listpack sets. An intset-encoded set answers in ascending numeric order as Redis's does;
-//! a big one in the map's hash order (Redis leaves it unspecified). Replies follow Redis
+//! A set is a [`Set`]: an intset while every member reads as an integer (Redis's `string2ll`)
+//! and there are at most `set-max-intset-entries` (`OBJECT ENCODING` `intset`), then
+//! `hashtable` for good ([`Meta::BIG`]), held packed while small and as a persistent map
+//! after; Redis 7.0 has no listpack sets. An intset answers in ascending numeric order as
+//! Redis's does; a packed set in insertion order and a map in hash order (Redis leaves the
+//! order of a `hashtable` unspecified). Replies follow Redis
 //! 7.0.15 (transcripts in `tests/transcripts/set*.txt` were recorded from it).
 
 mod algebra;
 mod members;
 mod random;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::reply::ReplySink;
-use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Set, Value};
 use crate::Cx;
 use algebra::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
-use kayvee_pds::SmallBytes;
 use members::{sadd, scard, sismember, smembers, smismember, smove, srem};
 use random::{spop, srandmember, sscan};
 
@@ -289,17 +286,21 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Adds `member`; returns whether it is new. Marks the set [`Meta::BIG`] when Redis would
-/// convert its intset: a non-integer member, or more than `intset_max` members.
-pub(crate) fn set_add(s: &mut Set, meta: &mut Meta, intset_max: u64, member: &[u8]) -> bool {
-    if s.contains_key(member) {
-        return false;
-    }
-    s.insert(SmallBytes::from_slice(member), ());
-    if !meta.has(Meta::BIG) && (parse_i64(member).is_none() || s.len() as u64 > intset_max) {
+/// Adds `member`; returns whether it is new. The set leaves its intset form as Redis
+/// converts an intset (a non-integer member, or more than `intset_max` members); the entry is
+/// then marked [`Meta::BIG`] for good.
+pub(crate) fn set_add(s: &mut Set, meta: &mut Meta, limits: (u64, u64), member: &[u8]) -> bool {
+    let (intset_max, seed) = limits;
+    let added = s.insert(member, intset_max, seed);
+    if !s.is_intset() {
         meta.set_flag(Meta::BIG, true);
     }
-    true
+    added
+}
+
+/// What [`set_add`] needs from the core: `set-max-intset-entries` and the hash seed.
+pub(crate) fn add_limits(cx: &Cx<'_>) -> (u64, u64) {
+    (cx.core.config.set_max_intset_entries, cx.core.seed)
 }
 
 /// The set at `key` for reading (counting a hit or miss), with its metadata; `None` when
@@ -328,7 +329,7 @@ pub(crate) fn write_set<R>(
     create: bool,
     f: impl FnOnce(&mut Set, &mut Meta) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    let (now, seed) = (cx.now_ms(), cx.core.seed);
+    let now = cx.now_ms();
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
         let Value::Set(s) = &mut e.value else {
@@ -343,63 +344,51 @@ pub(crate) fn write_set<R>(
     if !create {
         return Ok(None);
     }
-    let mut s = Set::with_seed(seed);
+    let mut s = Set::new();
     let mut meta = Meta::default();
     let r = f(&mut s, &mut meta)?;
     if !s.is_empty() {
-        db.insert_entry(key, set_entry(s, meta, now), None);
+        db.insert_entry(key, set_entry(s, now), None);
     }
     Ok(Some(r))
 }
 
-/// A new entry holding `s`, keeping the BIG flag of `meta`.
-pub(crate) fn set_entry(s: Set, meta: Meta, now_ms: u64) -> Entry {
-    let mut e = Entry::new(Value::Set(Box::new(s)), now_ms);
-    e.meta.set_flag(Meta::BIG, meta.has(Meta::BIG));
+/// A new entry holding `s`, marked [`Meta::BIG`] unless it is an intset.
+pub(crate) fn set_entry(s: Set, now_ms: u64) -> Entry {
+    let big = !s.is_intset();
+    let mut e = Entry::new(Value::Set(s), now_ms);
+    e.meta.set_flag(Meta::BIG, big);
     e
-}
-
-/// Members in the order Redis answers: ascending numeric for an intset (`intset` true),
-/// the given order otherwise.
-pub(crate) fn redis_order(mut members: Vec<&SmallBytes>, intset: bool) -> Vec<&SmallBytes> {
-    if intset {
-        members.sort_by_key(|m| parse_i64(m).unwrap_or(0));
-    }
-    members
-}
-
-/// Writes members as a set reply (an array in RESP2).
-pub(crate) fn write_members(out: &mut dyn ReplySink, members: &[&SmallBytes]) {
-    out.set(members.len());
-    members.iter().for_each(|m| out.bulk(m));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn add_marks_big_like_an_intset_conversion() {
-        let (mut s, mut meta) = (Set::with_seed(1), Meta::default());
-        assert!(set_add(&mut s, &mut meta, 3, b"-5"));
-        assert!(!set_add(&mut s, &mut meta, 3, b"-5"));
-        set_add(&mut s, &mut meta, 3, b"9223372036854775807");
-        set_add(&mut s, &mut meta, 3, b"0");
+        let (mut s, mut meta) = (Set::new(), Meta::default());
+        assert!(set_add(&mut s, &mut meta, (3, 1), b"-5"));
+        assert!(!set_add(&mut s, &mut meta, (3, 1), b"-5"));
+        set_add(&mut s, &mut meta, (3, 1), b"9223372036854775807");
+        set_add(&mut s, &mut meta, (3, 1), b"0");
         assert!(!meta.has(Meta::BIG), "three integers fit the intset");
-        set_add(&mut s, &mut meta, 3, b"1");
+        let order: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
+        assert_eq!(
+            order,
+            [
+                b"-5".to_vec(),
+                b"0".to_vec(),
+                b"9223372036854775807".to_vec()
+            ]
+        );
+        set_add(&mut s, &mut meta, (3, 1), b"1");
         assert!(meta.has(Meta::BIG), "a fourth member converts");
         for not_int in [&b"007"[..], b"+1", b"-0", b"1.0", b"a", b""] {
-            let (mut s, mut meta) = (Set::with_seed(1), Meta::default());
-            set_add(&mut s, &mut meta, 512, not_int);
+            let (mut s, mut meta) = (Set::new(), Meta::default());
+            set_add(&mut s, &mut meta, (512, 1), not_int);
             assert!(meta.has(Meta::BIG), "{not_int:?}");
         }
-    }
-
-    #[test]
-    fn intset_order_is_numeric() {
-        let v: Vec<SmallBytes> = ["10", "-3", "2"].iter().map(|s| (*s).into()).collect();
-        let got = redis_order(v.iter().collect(), true);
-        let got: Vec<&[u8]> = got.iter().map(|m| &m[..]).collect();
-        assert_eq!(got, [&b"-3"[..], b"2", b"10"]);
     }
 }

@@ -4,14 +4,14 @@
 //! Argument checks come in Redis's order: the count before the key, the key's type before a
 //! zero count is served.
 
-use super::{read_set, redis_order, write_members};
+use super::read_set;
 use crate::argv::Argv;
 use crate::cmd::coll::{self, parse_rand_count};
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Meta, Set, Value};
+use crate::value::{Member, Set, Value};
 use crate::{Core, Cx};
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -37,17 +37,9 @@ fn set_and_rng<'c>(
     };
     match e.map(|e| &mut e.value) {
         None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some((&mut **s, rng))),
+        Some(Value::Set(s)) => Ok(Some((s, rng))),
         Some(_) => Err(Error::WrongType),
     }
-}
-
-/// Whether the value at `key` is a set Redis would hold as an intset (peeked: no stats).
-fn set_is_intset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
-    let now = cx.now_ms();
-    cx.db()
-        .peek(key, now)
-        .is_some_and(|e| matches!(e.value, Value::Set(_)) && !e.meta.has(Meta::BIG))
 }
 
 /// Deletes `key` when its set is empty (after SPOP took the last members).
@@ -82,9 +74,9 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
         out.null();
         return Ok(());
     };
-    let m = coll::pick(s, rng).map(|(m, _)| m.clone());
+    let m = s.random(rng.next_u64()).map(|m| SmallBytes::from_slice(&m));
     if let Some(m) = &m {
-        s.remove(&m[..]);
+        s.remove(m);
         out.bulk(m);
     } else {
         out.null();
@@ -101,15 +93,14 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
 
 /// SPOP key count: up to `count` distinct random members, removed.
 fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink) -> CmdResult {
-    let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, true)? else {
         out.set(0);
         return Ok(());
     };
     if count >= s.len() {
         // The whole set, in its iteration order (numeric for an intset), as Redis answers.
-        let all: Vec<&SmallBytes> = s.iter().map(|(m, _)| m).collect();
-        write_members(out, &redis_order(all, intset));
+        out.set(s.len());
+        s.iter().for_each(|m| out.bulk(&m));
         let now = cx.now_ms();
         cx.db().remove(key, now);
         cx.propagate(&[b"DEL", key]);
@@ -117,14 +108,15 @@ fn spop_count(cx: &mut Cx<'_>, key: &[u8], count: usize, out: &mut dyn ReplySink
         emptied_if_gone(cx, key);
         return Ok(());
     }
-    let picked: Vec<SmallBytes> = coll::sample_distinct(s, count, rng)
+    let picked: Vec<SmallBytes> = coll::shuffle_prefix(s.iter().collect(), count, rng)
         .into_iter()
-        .map(|(m, _)| m.clone())
+        .map(|m: Member<'_>| SmallBytes::from_slice(&m))
         .collect();
     for m in &picked {
-        s.remove(&m[..]);
+        s.remove(m);
     }
-    write_members(out, &picked.iter().collect::<Vec<_>>());
+    out.set(picked.len());
+    picked.iter().for_each(|m| out.bulk(m));
     drop_if_empty(cx, key);
     let now = cx.now_ms();
     if !picked.is_empty() && !cx.db().contains(key, now) {
@@ -149,8 +141,8 @@ pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     }
     if args.len() == 2 {
         match set_and_rng(cx, key, false)? {
-            Some((s, rng)) => match coll::pick(s, rng) {
-                Some((m, _)) => out.bulk(m),
+            Some((s, rng)) => match s.random(rng.next_u64()) {
+                Some(m) => out.bulk(&m),
                 None => out.null(),
             },
             None => out.null(),
@@ -162,23 +154,19 @@ pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         true => coll::repeat_draws(cx, count)?,
         false => 0,
     };
-    let intset = set_is_intset(cx, key);
     let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
         out.array(0);
         return Ok(());
     };
-    let picked: Vec<&SmallBytes> = if count > 0 && count as u64 >= s.len() as u64 {
+    let picked: Vec<Member<'_>> = if count > 0 && count as u64 >= s.len() as u64 {
         // The whole set, in its iteration order (numeric for an intset), as Redis answers.
-        redis_order(s.iter().map(|(m, _)| m).collect(), intset)
+        s.iter().collect()
     } else if count > 0 {
         let n = usize::try_from(count).unwrap_or(usize::MAX);
-        coll::sample_distinct(s, n, rng)
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect()
+        coll::shuffle_prefix(s.iter().collect(), n, rng)
     } else {
         (0..draws)
-            .filter_map(|_| coll::pick(s, rng).map(|(m, _)| m))
+            .filter_map(|_| s.random(rng.next_u64()))
             .collect()
     };
     out.array(picked.len());
@@ -190,19 +178,13 @@ pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
 /// intset answers everything at once, in numeric order, with cursor 0).
 pub(super) fn sscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     coll::parse_scan_cursor(args)?;
-    let Some((s, meta)) = read_set(cx, args.get(1))? else {
+    let Some((s, _)) = read_set(cx, args.get(1))? else {
         coll::write_scan_head(out, 0, 0);
         return Ok(());
     };
     let scan = coll::parse_scan(args)?;
-    let small = !meta.has(Meta::BIG);
-    let (next, found) = coll::scan_step(s, small, &scan);
-    let found: Vec<&SmallBytes> = found
-        .into_iter()
-        .map(|(m, _)| m)
-        .filter(|m| scan.matches(m))
-        .collect();
-    let found = redis_order(found, small);
+    let (next, found) = s.scan(scan.cursor, scan.count);
+    let found: Vec<Member<'_>> = found.into_iter().filter(|m| scan.matches(m)).collect();
     coll::write_scan_head(out, next, found.len());
     found.iter().for_each(|m| out.bulk(m));
     Ok(())

@@ -4,9 +4,9 @@ use super::{
     check_type, id_text, parse_id_full, parse_strict_id, read_stream, reply_id, write_stream,
 };
 use crate::argv::Argv;
-use crate::blocking::signal_key_ready;
+use crate::cmd::block::signal_key_ready;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::stream::{Stream, StreamId, TrimStrategy};

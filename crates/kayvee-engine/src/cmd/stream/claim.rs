@@ -5,8 +5,8 @@ use super::{
     reply_id, write_stream,
 };
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, Stream, StreamId};
@@ -103,7 +103,7 @@ pub(super) fn xpending(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
         if min_idle > 0 && idle < min_idle {
             continue;
         }
-        rows.push((p.id, p.consumer.clone(), idle.max(0), p.delivery_count));
+        rows.push((p.id, p.consumer.to_vec(), idle.max(0), p.delivery_count));
     }
     out.array(rows.len());
     for (id, c, idle, n) in rows {

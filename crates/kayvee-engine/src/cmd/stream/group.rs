@@ -2,9 +2,9 @@
 
 use super::{parse_id, parse_strict_id, write_stream};
 use crate::argv::Argv;
-use crate::blocking::signal_key_ready;
+use crate::cmd::block::signal_key_ready;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::{help_reply, ReplySink};
 use crate::util::parse_i64;
 use crate::value::stream::{Group, Stream, StreamId, ENTRIES_READ_INVALID};

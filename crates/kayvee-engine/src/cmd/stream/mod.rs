@@ -13,7 +13,8 @@ mod info;
 mod range;
 mod read;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::keyspec::{kf, BeginSearch, FindKeys, KeySpec};
 use crate::reply::ReplySink;
@@ -482,6 +483,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         key_specs: XREAD_SPECS,
         complexity: "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.",
+        serve: Some(read::serve_xread),
         ..spec("xread", -4, RO | flags::BLOCKING | flags::MOVABLEKEYS, A_R_SLOW | acl::BLOCKING, "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", "5.0.0", read::xread)
     },
     CommandSpec {
@@ -490,6 +492,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         key_specs: XREADGROUP_SPECS,
         complexity: "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
+        serve: Some(read::serve_xreadgroup),
         ..spec("xreadgroup", -7, W | flags::BLOCKING | flags::MOVABLEKEYS, A_W_SLOW | acl::BLOCKING, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", "5.0.0", read::xreadgroup)
     },
     CommandSpec {

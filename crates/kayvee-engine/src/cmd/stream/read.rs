@@ -10,10 +10,11 @@ use super::{
     write_stream,
 };
 use crate::argv::{Argv, ArgvBuf};
-use crate::blocking::{block, BlockSpec};
+use crate::blocking::BlockSpec;
+use crate::cmd::block::block;
+use crate::cmd::notify::{class as nc, emit};
 use crate::db::Key;
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, Stream, StreamId};
@@ -299,21 +300,19 @@ pub(super) fn xread(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         return Ok(());
     }
     match r.block {
-        Some(deadline) => block_read(cx, args, &r, &ids, deadline, serve_xread, false, out),
+        Some(deadline) => block_read(cx, args, &r, &ids, deadline, false, out),
         None => out.null_array(),
     }
     Ok(())
 }
 
 /// Blocks with the IDs resolved into the kept arguments.
-#[allow(clippy::too_many_arguments)]
 fn block_read(
     cx: &mut Cx<'_>,
     args: &Argv<'_>,
     r: &ReadArgs<'_>,
     ids: &[StreamId],
     deadline: Option<u64>,
-    serve: crate::blocking::ServeFn,
     group: bool,
     out: &mut dyn ReplySink,
 ) {
@@ -329,7 +328,6 @@ fn block_read(
             .map(|k| Key::from_slice(args.get(r.streams_at + k)))
             .collect(),
         deadline_ms: deadline,
-        serve,
         on_timeout: |out| out.null_array(),
         serve_missing: group,
     };
@@ -342,7 +340,7 @@ fn key_index(args: &Argv<'_>, r: &ReadArgs<'_>, key: &[u8]) -> Option<usize> {
 }
 
 /// Serves an XREAD waiter from `key`.
-fn serve_xread(
+pub(super) fn serve_xread(
     cx: &mut Cx<'_>,
     key: &[u8],
     args: &Argv<'_>,
@@ -408,14 +406,14 @@ pub(super) fn xreadgroup(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         return Ok(());
     }
     match r.block {
-        Some(deadline) => block_read(cx, args, &r, &ids, deadline, serve_xreadgroup, true, out),
+        Some(deadline) => block_read(cx, args, &r, &ids, deadline, true, out),
         None => out.null_array(),
     }
     Ok(())
 }
 
 /// Serves an XREADGROUP waiter from `key` (or fails it when the key or group went away).
-fn serve_xreadgroup(
+pub(super) fn serve_xreadgroup(
     cx: &mut Cx<'_>,
     key: &[u8],
     args: &Argv<'_>,

@@ -8,8 +8,8 @@ mod options;
 
 use super::{as_str, str_value};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::Cx;
 use alloc::vec::Vec;

@@ -12,7 +12,8 @@ mod numbers;
 mod range;
 
 use crate::argv::Argv;
-use crate::command::{acl, flags, CommandSpec};
+use crate::cmd::spec::CommandSpec;
+use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::value::{Entry, Meta, Value};
@@ -111,7 +112,7 @@ const fn spec(
     acl: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,

@@ -6,8 +6,8 @@
 use super::{as_str, format_i64};
 use crate::argv::Argv;
 use crate::cmd::long_double::{self, Ld};
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Meta, Value};

@@ -4,8 +4,8 @@
 
 use super::{as_str, make_room, store_raw, str_value, take_str};
 use crate::argv::Argv;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Value};
 use crate::{util, Cx};

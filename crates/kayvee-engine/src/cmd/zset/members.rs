@@ -4,8 +4,8 @@
 use super::{as_zset, drop_if_empty, fits_listpack, note_growth, read_zset, signal_zset_ready};
 use crate::argv::Argv;
 use crate::cmd::double::parse_score;
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;

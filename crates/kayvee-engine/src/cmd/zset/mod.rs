@@ -13,7 +13,8 @@ mod range;
 mod scan;
 mod setops;
 
-use crate::command::{acl, flags, CommandSpec, Handler};
+use crate::cmd::spec::{CommandSpec, Handler};
+use crate::command::{acl, flags};
 use crate::config::Config;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
@@ -23,7 +24,7 @@ use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 use members::{zadd, zcard, zincrby, zmscore, zrank, zrem, zrevrank, zscore};
-use pop::{bzmpop, bzpopmax, bzpopmin};
+use pop::{bzmpop, bzpopmax, bzpopmin, serve_bzmpop, serve_bzpopmax, serve_bzpopmin};
 
 /// A sorted-set command spec with one key at argument 1 (a table row: every field is
 /// a column, hence the argument count).
@@ -193,12 +194,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Remove and return the member with the lowest score from one or more sorted sets, or \
          block until one is available",
         bzpopmin,
+        serve_bzpopmin,
     ),
     bpop_spec(
         "bzpopmax",
         "Remove and return the member with the highest score from one or more sorted sets, or \
          block until one is available",
         bzpopmax,
+        serve_bzpopmax,
     ),
     CommandSpec {
         name: "bzmpop",
@@ -213,6 +216,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                      number of elements in the sorted set, and M being the number of elements \
                      popped.",
         handler: bzmpop,
+        serve: Some(serve_bzmpop),
         key_specs: &[KeySpec::keynum(kf::RW_ACCESS_DELETE, 2)],
         ..CommandSpec::DEFAULT
     },
@@ -228,7 +232,8 @@ const BPOP_ACL: u32 = acl::WRITE | acl::SORTEDSET | acl::FAST | acl::BLOCKING;
 const fn bpop_spec(
     name: &'static str,
     summary: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::cmd::spec::Handler,
+    serve: crate::cmd::spec::ServeFn,
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -243,6 +248,7 @@ const fn bpop_spec(
         group: "sorted-set",
         complexity: BPOP_CX,
         handler,
+        serve: Some(serve),
         key_specs: BPOP_KEYS,
         ..CommandSpec::DEFAULT
     }
@@ -294,7 +300,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
     if len == 0 {
         if cx.db().delete(key) {
             cx.propagate_verbatim();
-            crate::notify::emptied(cx, key);
+            crate::cmd::notify::emptied(cx, key);
         }
         return 0;
     }
@@ -323,7 +329,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
 /// when nobody waits, and a waiter re-checks the key when served.
 pub(super) fn signal_zset_ready(cx: &mut Cx<'_>, key: &[u8]) {
     let db = cx.db_index;
-    crate::blocking::signal_key_ready(cx, db, key);
+    crate::cmd::block::signal_key_ready(cx, db, key);
 }
 
 /// Deletes the key when its sorted set became empty (Redis never keeps empty collections).

@@ -11,11 +11,11 @@
 
 use super::{drop_if_empty, reply_scored};
 use crate::argv::Argv;
-use crate::blocking::{parse_timeout, wait_on_keys};
+use crate::cmd::block::{parse_timeout, wait_on_keys};
 use crate::cmd::coll;
 use crate::cmd::list::propagate_pop;
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::Value;
@@ -186,8 +186,7 @@ fn bzpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, max: bool) -
     let deadline = parse_timeout(args.get(last), cx.now_ms())?;
     let keys: Vec<&[u8]> = (1..last).map(|i| args.get(i)).collect();
     if !bpop_first(cx, &keys, max, out)? {
-        let serve = if max { serve_bzpopmax } else { serve_bzpopmin };
-        wait_on_keys(cx, args, keys, deadline, serve, out);
+        wait_on_keys(cx, args, keys, deadline, out);
     }
     Ok(())
 }
@@ -205,7 +204,7 @@ fn serve_bzpop(
     bpop_first(cx, &[key], max, out)
 }
 
-fn serve_bzpopmin(
+pub(super) fn serve_bzpopmin(
     cx: &mut Cx<'_>,
     key: &[u8],
     _: &Argv<'_>,
@@ -214,7 +213,7 @@ fn serve_bzpopmin(
     serve_bzpop(cx, key, out, false)
 }
 
-fn serve_bzpopmax(
+pub(super) fn serve_bzpopmax(
     cx: &mut Cx<'_>,
     key: &[u8],
     _: &Argv<'_>,
@@ -238,13 +237,13 @@ pub(super) fn bzmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let m = parse_mpop(args, 2)?;
     let deadline = parse_timeout(args.get(1), cx.now_ms())?;
     if !mpop_first(cx, &m, out)? {
-        wait_on_keys(cx, args, m.keys, deadline, serve_bzmpop, out);
+        wait_on_keys(cx, args, m.keys, deadline, out);
     }
     Ok(())
 }
 
 /// Serves a BZMPOP waiter from `key` with its end and count.
-fn serve_bzmpop(
+pub(super) fn serve_bzmpop(
     cx: &mut Cx<'_>,
     key: &[u8],
     args: &Argv<'_>,

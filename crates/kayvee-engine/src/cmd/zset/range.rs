@@ -12,8 +12,8 @@
 use super::{drop_if_empty, read_zset, reply_scored, store_zset};
 use crate::argv::Argv;
 use crate::cmd::double::parse_range_score;
+use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit, emptied_if_gone};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Value, ZRef, ZSet};

@@ -7,8 +7,8 @@
 use super::{reply_scored, store_zset};
 use crate::argv::Argv;
 use crate::cmd::double::parse_score;
+use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
-use crate::notify::{class as nc, emit};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Set, Value, ZSet};
@@ -36,7 +36,7 @@ impl Src {
     fn score(&self, m: &[u8]) -> Option<f64> {
         match self {
             Src::Z(z) => z.score(m),
-            Src::S(s) => s.contains_key(m).then_some(1.0),
+            Src::S(s) => s.contains(m).then_some(1.0),
             Src::Missing => None,
         }
     }
@@ -47,7 +47,10 @@ impl Src {
                 .iter()
                 .map(|e| (SmallBytes::from_slice(e.1), e.0))
                 .collect(),
-            Src::S(s) => s.iter().map(|(m, _)| (m.clone(), 1.0)).collect(),
+            Src::S(s) => s
+                .iter()
+                .map(|m| (SmallBytes::from_slice(&m), 1.0))
+                .collect(),
             Src::Missing => Vec::new(),
         }
     }
@@ -125,7 +128,7 @@ fn load_sources(
         srcs.push(match e.map(|e| &e.value) {
             None => Src::Missing,
             Some(Value::ZSet(z)) => Src::Z(z.clone()),
-            Some(Value::Set(s)) => Src::S((**s).clone()),
+            Some(Value::Set(s)) => Src::S(s.clone()),
             Some(_) => return Err(Error::WrongType),
         });
     }

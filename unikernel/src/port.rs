@@ -1,4 +1,7 @@
-//! x86 port I/O. The image runs at ring 0 (or ring 3 with IOPL 3), so `in`/`out` are allowed.
+//! x86 port I/O, the time stamp counter, the privilege level and the final halt: the few
+//! instructions the console, the clock and the exit paths need, in a module of their own below
+//! them and `arch`. The image runs at ring 0 (or ring 3 with IOPL 3), so `in`/`out` are
+//! allowed.
 
 use core::arch::asm;
 

@@ -150,7 +150,8 @@ enum Item {
 /// What a group read did, to propagate after.
 struct Delivery {
     items: Vec<Item>,
-    claims: Vec<Pending>,
+    /// Each new pending entry, with the group's last ID right after it was delivered.
+    claims: Vec<(Pending, StreamId)>,
     last_id: StreamId,
     entries_read: i64,
     moved: bool,
@@ -215,7 +216,7 @@ fn group_read(
         if !noack {
             let g = &mut s.groups[gi];
             let p = g.deliver(cname, e.id, now_ms);
-            d.claims.push(p);
+            d.claims.push((p, g.last_id));
         }
         d.items.push(Item::Entry(e));
     }
@@ -225,16 +226,27 @@ fn group_read(
     d
 }
 
-/// Propagates a group read (XCLAIM per delivery, then XGROUP SETID when the group moved) and
-/// notifies a consumer it created.
-fn after_group_read(cx: &mut Cx<'_>, key: &[u8], gname: &[u8], d: &Delivery) {
+/// Propagates a group read as Redis does: an XCLAIM per new pending entry (which also
+/// creates the consumer and moves the group on a replica); with NOACK, XGROUP CREATECONSUMER
+/// for a consumer it created and XGROUP SETID when the group moved.
+fn after_group_read(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    gname: &[u8],
+    cname: &[u8],
+    noack: bool,
+    d: &Delivery,
+) {
     if d.created {
         emit(cx, nc::STREAM, "xgroup-createconsumer", key);
+        if noack {
+            cx.propagate(&[b"XGROUP", b"CREATECONSUMER", key, gname, cname]);
+        }
     }
-    for p in &d.claims {
-        propagate_claim(cx, key, gname, d.last_id, p);
+    for (p, last) in &d.claims {
+        propagate_claim(cx, key, gname, *last, p);
     }
-    if d.moved {
+    if d.moved && d.claims.is_empty() {
         propagate_group_id(cx, key, gname, d.last_id, d.entries_read);
     }
     if d.created || !d.claims.is_empty() || d.moved || !d.items.is_empty() {
@@ -394,7 +406,7 @@ pub(super) fn xreadgroup(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
             last
         };
         let d = group_read(s, gname, cname, after, r.count, r.noack, history, now);
-        after_group_read(cx, key, gname, &d);
+        after_group_read(cx, key, gname, cname, r.noack, &d);
         served.push((k, d));
     }
     if !served.is_empty() {
@@ -445,7 +457,7 @@ pub(super) fn serve_xreadgroup(
         r.count
     };
     let d = group_read(s, gname, cname, after, count, r.noack, false, now);
-    after_group_read(cx, key, gname, &d);
+    after_group_read(cx, key, gname, cname, r.noack, &d);
     open_streams(out, 1);
     open_stream(out, key);
     reply_items(out, &d.items);

@@ -191,6 +191,76 @@ impl Node {
         lp::replace(bytes, lp::HEADER, Val::Int(count - 1));
     }
 
+    /// Whether the bytes (from an RDB file or a DUMP payload) are a well-formed node: a valid
+    /// listpack holding a master entry and whole entries, with counters that agree with the
+    /// flags, IDs ascending from the master, at least one live entry. Only a well-formed node
+    /// may be read by the other methods (they index the bytes unchecked).
+    pub fn is_well_formed(&self) -> bool {
+        self.check_shape().is_some()
+    }
+
+    fn check_shape(&self) -> Option<()> {
+        let b: &[u8] = &self.lp;
+        let mut left = lp::validate(b)?;
+        let mut at = lp::HEADER;
+        let mut take = || -> Option<i64> {
+            left = left.checked_sub(1)?;
+            Some(lp::next(b, &mut at).int())
+        };
+        let (count, deleted, nf) = (take()?, take()?, take()?);
+        if nf < 0 || count <= 0 || deleted < 0 {
+            return None;
+        }
+        for _ in 0..nf {
+            take()?;
+        }
+        if take()? != 0 {
+            return None;
+        }
+        let (mut live, mut dead, mut prev) = (0, 0, None::<StreamId>);
+        while let Some(flags) = take() {
+            let ms = take()? as u64;
+            let seq = take()? as u64;
+            let id = StreamId::new(
+                self.master.ms.wrapping_add(ms),
+                self.master.seq.wrapping_add(seq),
+            );
+            let n = if flags & FLAG_SAMEFIELDS != 0 {
+                nf
+            } else {
+                let n = take()?;
+                if n < 0 {
+                    return None;
+                }
+                for _ in 0..n {
+                    take()?;
+                }
+                n
+            };
+            for _ in 0..n {
+                take()?;
+            }
+            let want = if flags & FLAG_SAMEFIELDS != 0 {
+                n + 3
+            } else {
+                2 * n + 4
+            };
+            if take()? != want
+                || prev.is_some_and(|p| p >= id)
+                || (prev.is_none() && id != self.master)
+            {
+                return None;
+            }
+            prev = Some(id);
+            if flags & FLAG_DELETED != 0 {
+                dead += 1;
+            } else {
+                live += 1;
+            }
+        }
+        (live == count && dead == deleted).then_some(())
+    }
+
     /// Checks the node's structure: counters agree with the flags, IDs ascend from the master.
     pub fn check_invariants(&self) {
         assert!(lp::validate(&self.lp).is_some(), "malformed listpack");

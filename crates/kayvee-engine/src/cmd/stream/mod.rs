@@ -337,13 +337,13 @@ const XGROUP_SUBS: &[CommandSpec] = &[
     CommandSpec {
         complexity: "O(1)",
         ..sub(
-            "create",
-            -5,
-            W_OOM,
+            "delconsumer",
+            5,
+            W,
             A_W_SLOW,
-            kf::RW_INSERT,
-            "Create a consumer group.",
-            group::xgroup_create,
+            kf::RW_DELETE,
+            "Delete a consumer from a consumer group.",
+            group::xgroup_delconsumer,
         )
     },
     CommandSpec {
@@ -358,18 +358,15 @@ const XGROUP_SUBS: &[CommandSpec] = &[
             group::xgroup_createconsumer,
         )
     },
-    CommandSpec {
-        complexity: "O(1)",
-        ..sub(
-            "delconsumer",
-            5,
-            W,
-            A_W_SLOW,
-            kf::RW_DELETE,
-            "Delete a consumer from a consumer group.",
-            group::xgroup_delconsumer,
-        )
-    },
+    sub(
+        "setid",
+        -5,
+        W,
+        A_W_SLOW,
+        kf::RW_UPDATE,
+        "Set a consumer group to an arbitrary last delivered ID value.",
+        group::xgroup_setid,
+    ),
     CommandSpec {
         complexity:
             "O(N) where N is the number of entries in the group's pending entries list (PEL).",
@@ -384,34 +381,24 @@ const XGROUP_SUBS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        complexity: "O(1)",
+        ..sub(
+            "create",
+            -5,
+            W_OOM,
+            A_W_SLOW,
+            kf::RW_INSERT,
+            "Create a consumer group.",
+            group::xgroup_create,
+        )
+    },
+    CommandSpec {
         acl: acl::STREAM | acl::SLOW,
         ..CommandSpec::help_sub("5.0.0", "stream", group::xgroup_help)
     },
-    sub(
-        "setid",
-        -5,
-        W,
-        A_W_SLOW,
-        kf::RW_UPDATE,
-        "Set a consumer group to an arbitrary last delivered ID value.",
-        group::xgroup_setid,
-    ),
 ];
 
 const XINFO_SUBS: &[CommandSpec] = &[
-    CommandSpec {
-        tips: NONDET,
-        complexity: "O(1)",
-        ..sub(
-            "consumers",
-            4,
-            RO,
-            A_R_SLOW,
-            kf::RO_ACCESS,
-            "List the consumers in a consumer group",
-            info::xinfo_consumers,
-        )
-    },
     sub(
         "groups",
         3,
@@ -435,6 +422,19 @@ const XINFO_SUBS: &[CommandSpec] = &[
             kf::RO_ACCESS,
             "Get information about a stream",
             info::xinfo_stream,
+        )
+    },
+    CommandSpec {
+        tips: NONDET,
+        complexity: "O(1)",
+        ..sub(
+            "consumers",
+            4,
+            RO,
+            A_R_SLOW,
+            kf::RO_ACCESS,
+            "List the consumers in a consumer group",
+            info::xinfo_consumers,
         )
     },
 ];

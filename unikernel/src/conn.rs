@@ -67,6 +67,7 @@ pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer>
                 false => Answer::Error("ERR".into()),
             }
         }
+        Request::LoadAof => Answer::Error("ERR the unikernel has no AOF to load".into()),
         Request::AclFile { .. } => {
             Answer::Error("ERR the unikernel has no file system for the ACL file".into())
         }

@@ -32,6 +32,10 @@ pub enum Outcome {
         /// BGSAVE (the reply was sent) or SAVE (the shell replies after writing).
         background: bool,
     },
+    /// DEBUG LOADAOF: the shell writes out what the AOF has pending, empties the data and
+    /// loads the AOF's files again (propagating nothing), then sends the reply itself (`+OK`,
+    /// or the error).
+    LoadAof,
     /// ACL LOAD (`save` false) or ACL SAVE: the shell reads the file named by
     /// [`crate::Engine::acl_file`] and passes its text to [`crate::Engine::acl_load`], or writes
     /// [`crate::Engine::acl_save_text`] to it, then sends the reply itself (`+OK` or the error).

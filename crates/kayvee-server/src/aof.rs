@@ -857,6 +857,29 @@ fn stream_commands(key: &[u8], s: &kayvee_engine::value::Stream, buf: &mut Vec<u
     }
 }
 
+/// Replaces every database with an empty one (DEBUG LOADAOF's first step).
+pub fn empty_data(engine: &mut Engine, now: Now) {
+    let seed = engine.core.seed;
+    let dbs = (0..engine.core.dbs.len())
+        .map(|_| kayvee_engine::Db::new(seed))
+        .collect();
+    engine.load_dbs(dbs, 0, 0, now);
+}
+
+impl Aof {
+    /// DEBUG LOADAOF: the data again from the files of the current manifest (the caller wrote
+    /// out what was pending), with propagation off so the replay writes nothing back.
+    pub fn reload(&mut self, engine: &mut Engine, now: Now) -> anyhow::Result<()> {
+        self.file.sync_data()?;
+        empty_data(engine, now);
+        engine.set_propagation(false);
+        let result = load(engine, &self.layout, &self.manifest, now);
+        engine.set_propagation(true);
+        engine.reset_propagation_db();
+        result
+    }
+}
+
 /// Startup failures of loading, with Redis's words.
 fn load_error(path: &Path, what: &str) -> anyhow::Error {
     anyhow::anyhow!("{what} reading the append only file {}", path.display())

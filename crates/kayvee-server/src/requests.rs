@@ -41,6 +41,27 @@ pub fn shutdown(
     ))
 }
 
+/// DEBUG LOADAOF: writes out what the AOF has pending, empties the data and loads the AOF's
+/// files again without propagating them (as Redis's DEBUG LOADAOF); with the AOF off, the
+/// data is emptied and nothing is loaded. A load failure is the error reply (Redis exits).
+pub fn load_aof(engine: &mut Engine, files: &mut Durability, now: Now) -> Answer {
+    files.flush_aof(engine);
+    let result = match files.aof.as_mut() {
+        Some(aof) => aof.reload(engine, now),
+        None => {
+            crate::aof::empty_data(engine, now);
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => {
+            warn!("Append Only File loaded by DEBUG LOADAOF");
+            Answer::Ok
+        }
+        Err(e) => Answer::Error(format!("ERR {e}")),
+    }
+}
+
 /// CONFIG REWRITE: the engine renders the file's text, this writes it.
 pub fn rewrite_config(engine: &mut Engine) -> Answer {
     let result = match engine.rewrite_config() {

@@ -54,6 +54,9 @@ pub enum Request {
     },
     /// CONFIG REWRITE: write [`Engine::rewrite_config`]'s text, answer `Ok` or the error.
     RewriteConfig,
+    /// DEBUG LOADAOF: write out the AOF, empty the data, load the AOF again; answer `Ok` or
+    /// the error.
+    LoadAof,
     /// ACL LOAD (`save` false) or ACL SAVE: do the file work, answer `Ok` or the error.
     AclFile {
         /// ACL SAVE.
@@ -560,6 +563,7 @@ impl Driver {
             Outcome::Save { background } => Request::Save { background },
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },
+            Outcome::LoadAof => Request::LoadAof,
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

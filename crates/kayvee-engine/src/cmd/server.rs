@@ -112,7 +112,7 @@ fn debug_allowed(cx: &mut Cx<'_>) -> bool {
     }
 }
 
-/// DEBUG SLEEP seconds | DEBUG HELP, behind `enable-debug-command` (default `no`) as in
+/// DEBUG SLEEP seconds | DEBUG LOADAOF | DEBUG HELP, behind `enable-debug-command` (default `no`) as in
 /// Redis 7.0. Other DEBUG subcommands (OBJECT, RELOAD...) are not implemented and answer like
 /// an unknown subcommand.
 fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
@@ -125,10 +125,15 @@ fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
             out,
             "DEBUG",
             &[
+                "LOADAOF",
+                "    Flush the AOF buffers on disk and reload the AOF in memory.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
         );
+    } else if sub.eq_ignore_ascii_case(b"loadaof") && args.len() == 2 {
+        // The shell reloads and replies.
+        cx.outcome = Outcome::LoadAof;
     } else if sub.eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
         let secs = parse_float_prefix(args.get(2)).max(0.0);
         cx.outcome = Outcome::Sleep((secs * 1e6) as u64);

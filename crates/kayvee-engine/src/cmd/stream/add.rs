@@ -35,6 +35,7 @@ fn parse_add_args(
     args: &Argv<'_>,
     xadd: bool,
     node_max_entries: u64,
+    obey: bool,
 ) -> Result<(AddArgs, usize), Error> {
     let mut a = AddArgs::default();
     let mut limit: Option<i64> = None;
@@ -100,6 +101,7 @@ fn parse_add_args(
         ));
     }
     match limit {
+        _ if obey => a.limit = 0,
         Some(_) if !a.approx => {
             return Err(Error::msg(
                 "ERR syntax error, LIMIT cannot be used without the special ~ option",
@@ -155,7 +157,7 @@ fn rewrite_trim(args: &Argv<'_>, a: &AddArgs, s: &Stream) -> Vec<Vec<u8>> {
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value ...
 pub(super) fn xadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (max_bytes, max_entries) = node_limits(cx);
-    let (a, id_at) = parse_add_args(args, true, max_entries)?;
+    let (a, id_at) = parse_add_args(args, true, max_entries, super::replaying(cx))?;
     let field_at = id_at + 1;
     if args.len() < field_at + 2 || (args.len() - field_at) % 2 == 1 {
         return Err(Error::WrongArity("xadd".into()));
@@ -231,7 +233,7 @@ fn added(
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count].
 pub(super) fn xtrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (_, max_entries) = node_limits(cx);
-    let (a, _) = parse_add_args(args, false, max_entries)?;
+    let (a, _) = parse_add_args(args, false, max_entries, super::replaying(cx))?;
     let key = args.get(1);
     let Some(s) = write_stream(cx, key)? else {
         out.int(0);

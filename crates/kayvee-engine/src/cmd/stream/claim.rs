@@ -181,10 +181,10 @@ pub(super) fn xclaim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         }
         j += 1;
     }
-    // A time in the future is taken as now (a client's clock may run ahead), except on a
-    // clock of 0: the AOF is replayed at time 0, and its XCLAIMs carry the times to restore.
+    // A time in the future is taken as now (a client's clock may run ahead), except in an
+    // AOF replay, whose XCLAIMs carry the times to restore.
     let delivery = match delivery {
-        Some(d) if d >= 0 && (d <= now || now == 0) => d as u64,
+        Some(d) if d >= 0 && (d <= now || super::replaying(cx)) => d as u64,
         _ => now as u64,
     };
     let now = now as u64;

@@ -28,6 +28,13 @@ use alloc::vec::Vec;
 /// Redis's text for an ID that does not parse.
 pub(crate) const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 
+/// Whether the command is replayed from the AOF, which the shell does at time 0: as Redis's
+/// `mustObeyClient`, a replayed trim has no LIMIT (and LIMIT needs no `~`), a replayed XCLAIM
+/// keeps the TIME it carries.
+pub(crate) fn replaying(cx: &Cx<'_>) -> bool {
+    cx.now_ms() == 0
+}
+
 /// Parses `ms` or `ms-seq` strictly (`seq` defaults to `missing_seq`); `-` and `+` mean the
 /// smallest and largest IDs unless `strict`. With `seq_star`, `ms-*` is accepted and the flag
 /// returned is false (sequence to be generated).

@@ -238,7 +238,8 @@ mod tests {
             )
         );
         let (_, help) = run(&mut e, "DEBUG HELP");
-        assert!(matches!(&help[0], Reply::Array(l) if l.len() == 5));
+        assert!(matches!(&help[0], Reply::Array(l) if l.len() == 7));
+        assert_eq!(run(&mut e, "DEBUG LOADAOF"), (Outcome::LoadAof, alloc::vec![]));
     }
 
     #[test]

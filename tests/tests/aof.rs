@@ -554,3 +554,41 @@ fn compare_incr_files(name: &str, script: &[&str]) {
     );
     assert_eq!(files[1], files[0], "kayvee (left) vs redis (right)");
 }
+
+/// Stream writes reach the AOF in Redis 7.0's shapes: XADD with the ID it generated and an
+/// approximate trim made exact, XREADGROUP and XAUTOCLAIM as XCLAIMs (and XGROUP
+/// CREATECONSUMER / SETID under NOACK), the group commands as sent.
+#[test]
+fn stream_propagation_matches_redis_incr_file() {
+    if !have_redis() {
+        return;
+    }
+    let script: &[&str] = &[
+        "XADD s 1-1 a 1",
+        "XADD s 1-* b 2",
+        "XADD s 5-* c 3",
+        "XADD s NOMKSTREAM 6-0 d 4",
+        "XADD nokey NOMKSTREAM 1-0 a 1",
+        "XADD s MAXLEN ~ 1 7-0 e 5",
+        "XADD s MAXLEN ~ 1 LIMIT 10 8-0 e 5",
+        "XADD s MINID = 2 9-0 f 6",
+        "XGROUP CREATE s g 0",
+        "XGROUP CREATE e g $ MKSTREAM",
+        "XREADGROUP GROUP g alice COUNT 2 STREAMS s >",
+        "XREADGROUP GROUP g bob NOACK STREAMS s >",
+        "XREADGROUP GROUP g alice STREAMS s 0",
+        "XCLAIM s g carol 0 8-0",
+        "XCLAIM s g carol 0 9-0 JUSTID LASTID 10-0",
+        "XAUTOCLAIM s g dave 0 0",
+        "XACK s g 8-0 99-0",
+        "XDEL s 9-0 42-0",
+        "XTRIM s MAXLEN 0",
+        "XSETID s 20-0 ENTRIESADDED 30 MAXDELETEDID 10-0",
+        "XGROUP CREATECONSUMER s g eve",
+        "XGROUP DELCONSUMER s g eve",
+        "XGROUP SETID s g 0 ENTRIESREAD 0",
+        "XGROUP DESTROY s g",
+        "XGROUP DESTROY s g",
+    ];
+    compare_incr_files("stream-prop", script);
+}

@@ -239,7 +239,10 @@ mod tests {
         );
         let (_, help) = run(&mut e, "DEBUG HELP");
         assert!(matches!(&help[0], Reply::Array(l) if l.len() == 7));
-        assert_eq!(run(&mut e, "DEBUG LOADAOF"), (Outcome::LoadAof, alloc::vec![]));
+        assert_eq!(
+            run(&mut e, "DEBUG LOADAOF"),
+            (Outcome::LoadAof, alloc::vec![])
+        );
     }
 
     #[test]

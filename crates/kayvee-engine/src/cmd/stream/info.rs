@@ -51,12 +51,6 @@ fn reply_lag(out: &mut dyn ReplySink, s: &Stream, g: &Group) {
     }
 }
 
-/// Radix-tree nodes as Redis would count them for this many keys (an estimate: the head plus
-/// one node per key).
-fn rax_nodes(keys: usize) -> usize {
-    keys + 1
-}
-
 /// XINFO STREAM key [FULL [COUNT count]].
 pub(super) fn xinfo_stream(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let mut full = None;
@@ -83,7 +77,7 @@ pub(super) fn xinfo_stream(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
     out.bulk(b"radix-tree-keys");
     out.int(s.node_count() as i64);
     out.bulk(b"radix-tree-nodes");
-    out.int(rax_nodes(s.node_count()) as i64);
+    out.int(s.rax_nodes() as i64);
     out.bulk(b"last-generated-id");
     reply_id(out, s.last_id);
     out.bulk(b"max-deleted-entry-id");

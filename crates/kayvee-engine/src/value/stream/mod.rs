@@ -302,6 +302,25 @@ impl Stream {
         self.nodes.len()
     }
 
+    /// The nodes Redis's radix tree would have for these master IDs (XINFO's
+    /// radix-tree-nodes): in a compressed trie of equal-length keys, the root, every branching
+    /// prefix, the prefix after each branch and each key.
+    pub fn rax_nodes(&self) -> usize {
+        let keys: Vec<[u8; 16]> = self.nodes.iter().map(|n| n.master.to_be_bytes()).collect();
+        let mut prefixes: alloc::collections::BTreeSet<&[u8]> = alloc::collections::BTreeSet::new();
+        prefixes.insert(&[]);
+        for k in &keys {
+            prefixes.insert(&k[..]);
+        }
+        for w in keys.windows(2) {
+            let l = w[0].iter().zip(&w[1]).take_while(|(a, b)| a == b).count();
+            prefixes.insert(&w[0][..l]);
+            prefixes.insert(&w[0][..l + 1]);
+            prefixes.insert(&w[1][..l + 1]);
+        }
+        prefixes.len()
+    }
+
     /// The nodes, by master ID.
     pub fn nodes(&self) -> impl DoubleEndedIterator<Item = &Node> + '_ {
         self.nodes.iter()

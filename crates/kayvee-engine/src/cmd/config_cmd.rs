@@ -101,7 +101,11 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     let maxmemory = cx.core.config.maxmemory;
-    cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    let local = crate::acl::is_local(&cx.client().conn.transport);
+    cx.core
+        .config
+        .set_many_as(&pairs, local)
+        .map_err(Error::msg)?;
     crate::evict::sync(cx.core);
     if cx.core.config.maxmemory != maxmemory {
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.

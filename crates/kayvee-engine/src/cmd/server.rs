@@ -103,10 +103,7 @@ const DEBUG_NOT_ALLOWED: &str =
 fn debug_allowed(cx: &mut Cx<'_>) -> bool {
     match cx.core.config.enable_debug_command.as_str() {
         "yes" => true,
-        "local" => match &cx.client().conn.transport {
-            crate::Transport::Tcp { addr, .. } => crate::acl::is_loopback(addr),
-            crate::Transport::Unix { .. } => true,
-        },
+        "local" => crate::acl::is_local(&cx.client().conn.transport),
         _ => false,
     }
 }

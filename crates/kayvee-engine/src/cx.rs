@@ -63,6 +63,8 @@ pub struct Core {
     pub pause: pause::Pause,
     /// MONITOR clients (see [`monitor`]).
     pub monitors: monitor::Monitors,
+    /// What DEBUG's switches changed (active expiry, cron pause...).
+    pub debug: crate::debug::Switches,
 }
 
 /// The context a command handler runs in.

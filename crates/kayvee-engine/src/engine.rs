@@ -74,6 +74,7 @@ impl Engine {
             tracking: Default::default(),
             pause: Default::default(),
             monitors: Default::default(),
+            debug: Default::default(),
         };
         evict::sync(&mut core);
         core.run_id = (0..40)
@@ -283,12 +284,17 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
-        self.core.stats.sample_metrics(now.ms());
+        let paused = self.core.debug.cron_paused;
+        if !paused {
+            self.core.stats.sample_metrics(now.ms());
+        }
         events::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
-        if !self.core.pause.active(now.ms()) {
-            expire::active_expire_cycle(&mut self.core.dbs, now);
+        if !paused && !self.core.pause.active(now.ms()) {
+            if self.core.debug.active_expire {
+                expire::active_expire_cycle(&mut self.core.dbs, now);
+            }
             evict::perform(&mut self.core, now);
         }
         events::drain(&mut self.core);

@@ -24,6 +24,7 @@ pub mod command;
 pub mod config;
 pub mod cx;
 pub mod db;
+pub mod debug;
 pub mod dispatch;
 pub mod engine;
 pub mod error;

@@ -17,6 +17,7 @@ pub mod client;
 pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
+pub mod debug;
 pub mod double;
 pub mod expire;
 pub mod hash;

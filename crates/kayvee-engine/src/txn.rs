@@ -89,6 +89,9 @@ pub struct Watches {
     /// Watched keys opened for an in-place write since the last [`settle`], with their value
     /// before.
     probes: Vec<(usize, Key, Value)>,
+    /// Watched keys a coming flush finds stale (TTL passed, not yet deleted), noted by
+    /// [`before_flush`]: the flush is their expiry, not a change.
+    stale: Vec<(usize, Key)>,
 }
 
 impl Watches {
@@ -130,15 +133,17 @@ impl Watches {
     /// FLUSHDB / FLUSHALL: notes every watched key of `db` that existed (`old`, the keyspace
     /// before the flush): Redis touches only the watched keys the flush really removes.
     fn flushed(&mut self, db: usize, old: &kayvee_pds::PMap<Key, crate::Entry>) {
+        let stale = core::mem::take(&mut self.stale);
         let Some(map) = self.keys.get(db) else {
             return;
         };
         let present: Vec<(usize, Key, bool)> = map
             .keys()
             .filter(|k| old.get(&k[..]).is_some())
-            .map(|k| (db, k.clone(), false))
+            .map(|k| (db, k.clone(), stale.iter().any(|(d, s)| *d == db && s == k)))
             .collect();
         self.touched.extend(present);
+        self.stale = stale.into_iter().filter(|(d, _)| *d != db).collect();
     }
 }
 
@@ -157,22 +162,58 @@ pub fn on_key_event(core: &mut Core, db: usize, event: &KeyEvent) {
     }
 }
 
+/// FLUSHDB / FLUSHALL's part before `db` is emptied: notes its watched keys whose TTL has
+/// passed, so that the flush touches them as an expiry (a watcher that saw the key already
+/// expired keeps its transaction, as in Redis 7.0).
+pub fn before_flush(core: &mut Core, db: usize, now_ms: u64) {
+    let w = &mut core.watches;
+    let Some(map) = w.keys.get(db) else {
+        return;
+    };
+    let d = &core.dbs[db];
+    let stale = map
+        .keys()
+        .filter(|k| d.expire_at(k).is_some_and(|at| at <= now_ms))
+        .map(|k| (db, k.clone()));
+    w.stale.extend(stale);
+}
+
 /// SWAPDB's part: notes the watched keys of `a` and of `b` that exist in either database
 /// (call before the swap; the watch records stay with their database index).
-pub fn touch_swap(core: &mut Core, a: usize, b: usize) {
-    let w = &mut core.watches;
+pub fn touch_swap(core: &mut Core, a: usize, b: usize, now_ms: u64) {
+    let (w, dbs, per) = (&mut core.watches, &core.dbs, &mut core.txn.per);
+    let present = |db: usize, k: &Key| dbs[db].keys.get(&k[..]).is_some();
+    let live =
+        |db: usize, k: &Key| present(db, k) && dbs[db].expire_at(k).is_none_or(|at| at > now_ms);
     for (this, other) in [(a, b), (b, a)] {
         let Some(map) = w.keys.get(this) else {
             continue;
         };
-        let (dbs, touched) = (&core.dbs, &mut w.touched);
-        touched.extend(
-            map.keys()
-                .filter(|k| {
-                    dbs[this].keys.get(&k[..]).is_some() || dbs[other].keys.get(&k[..]).is_some()
-                })
-                .map(|k| (this, k.clone(), false)),
-        );
+        for (k, watchers) in map {
+            if live(this, k) || live(other, k) {
+                w.touched.push((this, k.clone(), false));
+            } else if present(this, k) && !present(other, k) {
+                // A stale key swapped for nothing: its expiry.
+                w.touched.push((this, k.clone(), true));
+            } else if present(other, k) {
+                // A stale key comes in (for nothing or for another stale key): no logical
+                // change for a watcher that saw no live key, which now counts it as expired
+                // (EXEC does not abort on it); one that saw it live is dirty.
+                for h in watchers {
+                    let t = per.entry(*h);
+                    match t
+                        .watched
+                        .iter_mut()
+                        .find(|(d, wk, _)| *d == this && wk == k)
+                    {
+                        Some((_, _, expired)) if *expired || !present(this, k) => {
+                            *expired = true;
+                        }
+                        _ => t.dirty = true,
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -25,6 +25,7 @@ pub mod info;
 pub mod introspect;
 pub mod keys;
 pub mod list;
+pub mod lolwut;
 pub(crate) mod long_double;
 pub mod memory;
 pub mod persist;
@@ -60,6 +61,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     persist::COMMANDS,
     memory::COMMANDS,
     slowlog::COMMANDS,
+    lolwut::COMMANDS,
     acl::COMMANDS,
     crate::monitor::COMMANDS,
 ];

@@ -65,6 +65,8 @@ pub struct Core {
     pub monitors: monitor::Monitors,
     /// What DEBUG's switches changed (active expiry, cron pause...).
     pub debug: crate::debug::Switches,
+    /// The latency monitor's events and the per-command latency histograms.
+    pub latency: crate::latency::Latency,
 }
 
 /// The context a command handler runs in.

@@ -75,6 +75,7 @@ impl Engine {
             pause: Default::default(),
             monitors: Default::default(),
             debug: Default::default(),
+            latency: Default::default(),
         };
         evict::sync(&mut core);
         core.run_id = (0..40)
@@ -138,6 +139,7 @@ impl Engine {
             return;
         };
         self.record_usec(id, usec);
+        self.command_latency(id, usec, now);
         let config = &self.core.config;
         if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
             || self
@@ -166,6 +168,23 @@ impl Engine {
         };
         let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
         self.core.slowlog.push(entry, len_max);
+    }
+
+    /// A command's duration for latency tracking (its histogram, with `latency-tracking`) and
+    /// the latency monitor (a `command` or, for a fast command, `fast-command` event, at
+    /// `latency-monitor-threshold`).
+    fn command_latency(&mut self, id: CommandId, usec: u64, now: Now) {
+        let core = &mut self.core;
+        if core.config.latency_tracking {
+            core.latency.record_command(id.0, usec);
+        }
+        let threshold = core.config.latency_monitor_threshold;
+        if threshold != 0 {
+            let fast = core.commands.get(id).spec.has(command::flags::FAST);
+            let event = if fast { "fast-command" } else { "command" };
+            core.latency
+                .add_sample_if_needed(threshold, event, usec / 1000, now.ms() / 1000);
+        }
     }
 
     /// Installs the shell's reading of the bytes the process has allocated (its global

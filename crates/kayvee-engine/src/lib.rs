@@ -33,6 +33,7 @@ pub mod evict;
 pub mod expire;
 pub mod host;
 pub mod keyspec;
+pub mod latency;
 pub mod monitor;
 pub mod notify;
 pub mod outcome;

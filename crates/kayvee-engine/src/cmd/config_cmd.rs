@@ -136,6 +136,7 @@ fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> C
     for db in &mut cx.core.dbs {
         db.stats = Default::default();
     }
+    cx.core.latency.histograms.clear();
     out.ok();
     Ok(())
 }

@@ -24,6 +24,7 @@ pub mod hash;
 pub mod info;
 pub mod introspect;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod lolwut;
 pub(crate) mod long_double;
@@ -62,6 +63,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     memory::COMMANDS,
     slowlog::COMMANDS,
     lolwut::COMMANDS,
+    latency::COMMANDS,
     acl::COMMANDS,
     crate::monitor::COMMANDS,
 ];

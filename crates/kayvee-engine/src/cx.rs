@@ -68,6 +68,10 @@ pub struct Core {
     pub pause: pause::Pause,
     /// MONITOR clients (see [`monitor`]).
     pub monitors: monitor::Monitors,
+    /// What DEBUG's switches changed (active expiry, cron pause...).
+    pub debug: crate::debug::Switches,
+    /// The latency monitor's events and the per-command latency histograms.
+    pub latency: crate::latency::Latency,
 }
 
 /// The context a command handler runs in.

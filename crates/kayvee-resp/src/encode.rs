@@ -162,6 +162,9 @@ impl ReplySink for RespWriter<'_> {
         self.out.extend_from_slice(digits.as_bytes());
         self.out.extend_from_slice(b"\r\n");
     }
+    fn attribute(&mut self, len: usize) {
+        self.header(b'|', len_i64(len));
+    }
 }
 
 /// Longest decimal `i64` (`-9223372036854775808`).

@@ -494,6 +494,13 @@ impl Driver {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
+            // CLIENT LIST / CLIENT INFO during the next command see the buffers as they are:
+            // the query buffer is this batch's input (taken from the shell's buffer or lent
+            // out of the session's), the running command included, as Redis shows it.
+            if let Some(c) = engine.clients.get_mut(h) {
+                c.io = s.io_stats();
+                c.io.qbuf = input.len();
+            }
             // Redis's `authRequired`: the tighter limits apply only while a password is set.
             let authenticated = !engine.core.acl.auth_required()
                 || engine.clients.get(h).is_some_and(|c| c.authenticated);

@@ -24,13 +24,16 @@ pub mod client;
 pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
+pub mod debug;
 pub mod double;
 pub mod expire;
 pub mod hash;
 pub mod info;
 pub mod introspect;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub(crate) mod long_double;
 pub mod memory;
 pub mod monitor;
@@ -69,6 +72,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     persist::COMMANDS,
     memory::COMMANDS,
     slowlog::COMMANDS,
+    lolwut::COMMANDS,
+    latency::COMMANDS,
     acl::COMMANDS,
     monitor::COMMANDS,
 ];

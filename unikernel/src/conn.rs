@@ -57,6 +57,7 @@ pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer>
     let engine = driver.engine_mut();
     Some(match request {
         Request::Shutdown { .. } => return None,
+        Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),
         // A save fails at once (SAVE answers the error; BGSAVE's start was already answered,
         // and INFO reports the failure).
         Request::Save { background } => {

@@ -39,4 +39,7 @@ pub enum Outcome {
         /// ACL SAVE (true) or ACL LOAD.
         save: bool,
     },
+    /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
+    /// crash report and dies. No reply.
+    Crash,
 }

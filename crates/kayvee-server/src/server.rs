@@ -383,6 +383,7 @@ impl Server {
                 }
                 Request::RewriteConfig => crate::requests::rewrite_config(self.engine()),
                 Request::AclFile { save } => crate::acl::acl_file_command(self.engine(), save),
+                Request::Crash => crate::crash::crash_now(),
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {

@@ -59,6 +59,9 @@ pub enum Request {
         /// ACL SAVE.
         save: bool,
     },
+    /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
+    /// end); never answered.
+    Crash,
 }
 
 /// The shell's answer to a [`Request`]: the reply the client gets.
@@ -567,6 +570,7 @@ impl Driver {
             Outcome::Save { background } => Request::Save { background },
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },
+            Outcome::Crash => Request::Crash,
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

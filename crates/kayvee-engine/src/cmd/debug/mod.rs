@@ -54,6 +54,8 @@ const HELP: &[&str] = &[
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
     "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
+    "SEGFAULT",
+    "    Crash the server with sigsegv.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
     "LISTPACK <key>",
@@ -80,6 +82,10 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             Ok(())
         }
         (b"sleep", 3) => switches::sleep(cx, args, out),
+        (b"segfault", 2) => {
+            cx.outcome = crate::Outcome::Crash;
+            Ok(())
+        }
         (b"set-active-expire", 3) => switches::set_active_expire(cx, args, out),
         (b"pause-cron", 3) => switches::pause_cron(cx, args, out),
         (b"quicklist-packed-threshold", 3) => switches::packed_threshold(cx, args, out),

@@ -58,6 +58,9 @@ pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer>
     Some(match request {
         Request::Shutdown { .. } => return None,
         Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),
+        Request::LoadAof => {
+            Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
+        }
         // A save fails at once (SAVE answers the error; BGSAVE's start was already answered,
         // and INFO reports the failure).
         Request::Save { background } => {

@@ -39,6 +39,9 @@ pub enum Outcome {
         /// ACL SAVE (true) or ACL LOAD.
         save: bool,
     },
+    /// DEBUG LOADAOF: the shell writes out the AOF, empties the dataset and loads it again from
+    /// the AOF files, then sends the reply itself (`+OK`).
+    LoadAof,
     /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
     /// crash report and dies. No reply.
     Crash,

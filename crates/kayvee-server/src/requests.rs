@@ -41,6 +41,27 @@ pub fn shutdown(
     ))
 }
 
+/// DEBUG LOADAOF: the open AOF written out and synced, then the dataset emptied and loaded
+/// again from the AOF files. A file that does not load ends the process (Redis exits too: the
+/// dataset is gone by then).
+pub fn load_aof(engine: &mut Engine, files: &mut Durability, now: Now) -> Answer {
+    if let Some(aof) = files.aof.as_mut() {
+        if let Err(e) = aof.flush_and_sync(engine) {
+            return Answer::Error(format!("ERR writing the append only file: {e}"));
+        }
+    }
+    match crate::aof::reload(engine, now) {
+        Ok(()) => {
+            warn!("Append Only File loaded by DEBUG LOADAOF");
+            Answer::Ok
+        }
+        Err(e) => {
+            tracing::error!("{e:#}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// CONFIG REWRITE: the engine renders the file's text, this writes it.
 pub fn rewrite_config(engine: &mut Engine) -> Answer {
     let result = match engine.rewrite_config() {

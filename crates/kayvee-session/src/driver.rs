@@ -59,6 +59,9 @@ pub enum Request {
         /// ACL SAVE.
         save: bool,
     },
+    /// DEBUG LOADAOF: write out the AOF, empty the dataset, load it from the AOF files again;
+    /// answer `Ok` (a file that does not load ends the process, as in Redis).
+    LoadAof,
     /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
     /// end); never answered.
     Crash,
@@ -571,6 +574,7 @@ impl Driver {
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },
             Outcome::Crash => Request::Crash,
+            Outcome::LoadAof => Request::LoadAof,
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

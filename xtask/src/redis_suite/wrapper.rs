@@ -24,6 +24,23 @@ pub fn exec(args: &[String]) -> Result<(), String> {
         Some("-v" | "--version" | "-h" | "--help")
     );
     if is_run {
+        // A configuration kayvee-server refuses: the suite waits for the logo's PID line before
+        // it looks at a dead server, so the refusal is printed with a PID line of the wrapper's
+        // (the suite then reports "Can't start the Redis server" with this output at once).
+        let check = Command::new(bin)
+            .args(rest)
+            .env("KAYVEE_CHECK_CONFIG", "1")
+            .output()
+            .map_err(|e| format!("cannot run {bin}: {e}"))?;
+        if !check.status.success() {
+            print!("{}", String::from_utf8_lossy(&check.stdout));
+            println!("{}", String::from_utf8_lossy(&check.stderr).trim_end());
+            println!(
+                "redis-suite wrapper: the server refused its configuration, PID: {}",
+                std::process::id()
+            );
+            std::process::exit(1);
+        }
         // A busy port is reported here, in Redis's words, before the server starts (the suite
         // then retries with another port).
         let text = rest.first().and_then(|f| std::fs::read_to_string(f).ok());

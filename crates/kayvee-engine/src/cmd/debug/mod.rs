@@ -54,6 +54,8 @@ const HELP: &[&str] = &[
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
     "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "SEGFAULT",
     "    Crash the server with sigsegv.",
     "SLEEP <seconds>",
@@ -82,6 +84,10 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             Ok(())
         }
         (b"sleep", 3) => switches::sleep(cx, args, out),
+        (b"loadaof", 2) => {
+            cx.outcome = crate::Outcome::LoadAof;
+            Ok(())
+        }
         (b"segfault", 2) => {
             cx.outcome = crate::Outcome::Crash;
             Ok(())

@@ -176,7 +176,12 @@ pub const PARAMS: &[Param] = &[
     inert!("cluster-announce-port", PORT, Mut, Val::Int(0)),
     inert!("cluster-announce-tls-port", PORT, Mut, Val::Int(0)),
     inert!("cluster-config-file", STR, Imm, s("nodes.conf")),
-    inert!("cluster-enabled", BOOL, Imm, no()),
+    inert!(
+        "cluster-enabled",
+        Kind::OnlyNo("Kayvee has no cluster mode (cluster-enabled must be no)"),
+        Imm,
+        no()
+    ),
     inert!("cluster-link-sendbuf-limit", mem(0), Mut, Val::Mem(0)),
     inert!(
         "cluster-migration-barrier",

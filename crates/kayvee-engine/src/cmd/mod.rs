@@ -12,6 +12,7 @@ use crate::command::CommandSpec;
 
 pub mod acl;
 pub mod aof;
+pub mod bitfield;
 pub mod bits;
 pub mod client;
 pub(crate) mod coll;
@@ -20,6 +21,7 @@ pub mod connection;
 pub mod double;
 pub mod expire;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod introspect;
 pub mod keys;
@@ -47,6 +49,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    bitfield::COMMANDS,
+    hll::COMMANDS,
     keys::COMMANDS,
     expire::COMMANDS,
     list::COMMANDS,

@@ -20,6 +20,7 @@ pub mod config_cmd;
 pub mod connection;
 pub mod double;
 pub mod expire;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -55,6 +56,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     expire::COMMANDS,
     list::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,

@@ -7,7 +7,8 @@
 //! error texts follow Redis 7.0.15 (checked against the real server; the transcripts in
 //! `tests/transcripts/hll*.txt` were recorded from it): PFADD and PFMERGE propagate as sent and
 //! notify `pfadd`; PFCOUNT of one key stores the cardinality it computed in the header, a write
-//! that propagates (and that a WRITE pause holds) but notifies nothing.
+//! that propagates (and that a WRITE pause holds: `pause::held_by_write` names it, as
+//! COMMAND INFO shows no may-replicate flag in 7.0) but notifies nothing.
 
 mod add;
 mod count;
@@ -80,7 +81,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..spec(
             "pfcount",
             -2,
-            flags::READONLY | flags::MAY_REPLICATE,
+            flags::READONLY,
             acl::READ | acl::HYPERLOGLOG | acl::SLOW,
             "Return the approximated cardinality of the set(s) observed by the HyperLogLog at \
              key(s).",

@@ -27,6 +27,35 @@ const MERCATOR_MAX_M: f64 = 20_037_726.37;
 /// Degrees to radians.
 const D_R: f64 = core::f64::consts::PI / 180.0;
 
+/// The trigonometric functions distances and search boxes use. Redis calls the C library's,
+/// whose last bits differ from the `libm` crate's in a few percent of cases: a shell that has
+/// the C library installs its functions ([`crate::HostInfo::trig`]) so that full-precision
+/// distances (STOREDIST scores) are Redis's bit for bit; the default is `libm`'s.
+#[derive(Clone, Copy, Debug)]
+pub struct Trig {
+    /// Sine.
+    pub sin: fn(f64) -> f64,
+    /// Cosine.
+    pub cos: fn(f64) -> f64,
+    /// Arc sine.
+    pub asin: fn(f64) -> f64,
+}
+
+impl Trig {
+    /// The `libm` crate's functions.
+    pub const LIBM: Trig = Trig {
+        sin: libm::sin,
+        cos: libm::cos,
+        asin: libm::asin,
+    };
+}
+
+impl Default for Trig {
+    fn default() -> Self {
+        Trig::LIBM
+    }
+}
+
 /// A geohash: `2 * step` bits, latitude in the even bits, longitude in the odd ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Hash {
@@ -277,8 +306,9 @@ pub enum Shape {
     Box(f64, f64),
 }
 
-/// A search: its center (longitude, latitude), shape, and the unit's length in meters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A search: its center (longitude, latitude), shape, the unit's length in meters, and the
+/// trigonometric functions to measure with.
+#[derive(Clone, Copy, Debug)]
 pub struct Search {
     /// Longitude of the center.
     pub lon: f64,
@@ -288,6 +318,8 @@ pub struct Search {
     pub shape: Shape,
     /// Meters per unit of the shape's sizes.
     pub to_meters: f64,
+    /// Sine, cosine, arc sine.
+    pub trig: Trig,
 }
 
 /// The precision (bits per coordinate) whose boxes suit a search of this radius at this
@@ -399,22 +431,22 @@ pub fn lat_distance(lat1: f64, lat2: f64) -> f64 {
 }
 
 /// The great-circle distance in meters between two points (haversine).
-pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
-    let v = libm::sin((deg_rad(lon2) - deg_rad(lon1)) / 2.0);
+pub fn distance(t: &Trig, lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
+    let v = (t.sin)((deg_rad(lon2) - deg_rad(lon1)) / 2.0);
     if v == 0.0 {
         return lat_distance(lat1, lat2);
     }
     let (lat1r, lat2r) = (deg_rad(lat1), deg_rad(lat2));
-    let u = libm::sin((lat2r - lat1r) / 2.0);
-    let a = u * u + libm::cos(lat1r) * libm::cos(lat2r) * v * v;
-    2.0 * EARTH_RADIUS_M * libm::asin(libm::sqrt(a))
+    let u = (t.sin)((lat2r - lat1r) / 2.0);
+    let a = u * u + (t.cos)(lat1r) * (t.cos)(lat2r) * v * v;
+    2.0 * EARTH_RADIUS_M * (t.asin)(libm::sqrt(a))
 }
 
 /// The distance from the search's center to a point when the point is inside its shape.
 pub fn within(s: &Search, lon: f64, lat: f64) -> Option<f64> {
     match s.shape {
         Shape::Radius(r) => {
-            let d = distance(s.lon, s.lat, lon, lat);
+            let d = distance(&s.trig, s.lon, s.lat, lon, lat);
             (d <= r * s.to_meters).then_some(d)
         }
         Shape::Box(w, h) => {
@@ -422,10 +454,10 @@ pub fn within(s: &Search, lon: f64, lat: f64) -> Option<f64> {
             if lat_distance(lat, s.lat) > h_m / 2.0 {
                 return None;
             }
-            if distance(lon, lat, s.lon, lat) > w_m / 2.0 {
+            if distance(&s.trig, lon, lat, s.lon, lat) > w_m / 2.0 {
                 return None;
             }
-            Some(distance(s.lon, s.lat, lon, lat))
+            Some(distance(&s.trig, s.lon, s.lat, lon, lat))
         }
     }
 }

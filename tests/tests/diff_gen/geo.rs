@@ -1,8 +1,8 @@
 //! Differential generator for the geo commands over the shared key space (sorted sets of the
 //! zset family read as points, WRONGTYPE on other types). Every member has its own fixed
 //! point, so distances do not tie (Redis's partial sort for COUNT orders ties its own way).
-//! STOREDIST is left out: its scores are full-precision distances, whose last bits depend on
-//! the C library's `sin`/`cos`/`asin` (replies print 4 decimals and match).
+//! STOREDIST scores are full-precision distances: kayvee-server measures with the C library's
+//! `sin`/`cos`/`asin`, as Redis does, so they match to the last bit.
 
 use super::{args, Args, Gen};
 
@@ -143,6 +143,9 @@ impl Gen {
         }
         let with = !store || self.rng.chance(5);
         self.search_options(&mut cmd, with);
+        if store && self.rng.chance(40) {
+            cmd.push(b"STOREDIST".to_vec());
+        }
         cmd
     }
 
@@ -168,7 +171,8 @@ impl Gen {
         let with = !store || self.rng.chance(5);
         self.search_options(&mut cmd, with);
         if store {
-            cmd.extend(["STORE", self.key()].map(|s| s.as_bytes().to_vec()));
+            let how = self.rng.pick(&["STORE", "STOREDIST"]);
+            cmd.extend([how, self.key()].map(|s| s.as_bytes().to_vec()));
         }
         cmd
     }

@@ -43,7 +43,8 @@ pub(super) fn geodist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         (Some(a), Some(b)) => {
             let (lon1, lat1) = geohash::score_to_point(a);
             let (lon2, lat2) = geohash::score_to_point(b);
-            reply_distance(out, geohash::distance(lon1, lat1, lon2, lat2) / to_meters);
+            let d = geohash::distance(&cx.core.host.trig, lon1, lat1, lon2, lat2);
+            reply_distance(out, d / to_meters);
         }
         _ => out.null(),
     }

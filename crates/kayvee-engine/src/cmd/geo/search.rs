@@ -327,6 +327,7 @@ fn run(
         lat,
         shape,
         to_meters: q.to_meters,
+        trig: cx.core.host.trig,
     };
     let mut found = collect(&zs, &s, if q.any { q.count } else { 0 });
     match q.sort {

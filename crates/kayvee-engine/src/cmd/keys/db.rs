@@ -56,14 +56,18 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
-    crate::txn::touch_swap(cx.core, a, b);
-    // Events recorded so far belong to the index they were recorded under; watches stay with
-    // the index (a client watching a key of db `a` still does).
-    crate::events::drain(cx.core);
-    cx.core.dbs.swap(a, b);
+    // A database swapped with itself changes nothing (Redis touches no watched key) but
+    // still propagates.
+    if a != b {
+        crate::txn::touch_swap(cx.core, a, b);
+        // Events recorded so far belong to the index they were recorded under; watches stay
+        // with the index (a client watching a key of db `a` still does).
+        crate::events::drain(cx.core);
+        cx.core.dbs.swap(a, b);
+        cx.core.blocking.signal_db(a);
+        cx.core.blocking.signal_db(b);
+    }
     cx.propagate_verbatim();
-    cx.core.blocking.signal_db(a);
-    cx.core.blocking.signal_db(b);
     out.ok();
     Ok(())
 }

@@ -130,6 +130,8 @@ pub struct Config {
     pub zset_max_listpack_entries: u64,
     /// ... and while every member is at most this many bytes (`zset-max-listpack-value`).
     pub zset_max_listpack_value: u64,
+    /// A sparse HyperLogLog becomes dense past this many bytes (`hll-sparse-max-bytes`).
+    pub hll_sparse_max_bytes: u64,
     /// `hash-max-listpack-entries`: a hash with more fields is reported as `hashtable`.
     pub hash_max_listpack_entries: u64,
     /// `hash-max-listpack-value`: a longer field or value makes a hash `hashtable`.
@@ -230,6 +232,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
             // Debian's redis-server 7.0.15 answers 512 (not the 128 of upstream's redis.conf).
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,

@@ -127,6 +127,7 @@ impl<'a> Cx<'a> {
     /// effect. May be called more than once; a write that changed nothing does not call it.
     #[inline]
     pub fn propagate(&mut self, args: &[&[u8]]) {
+        self.core.aof.changed = true;
         if self.core.aof.enabled {
             self.core.aof.push(self.db_index, args);
         }
@@ -136,6 +137,7 @@ impl<'a> Cx<'a> {
     /// the handler passed to [`Cx::propagate`]).
     #[inline]
     pub fn propagate_verbatim(&mut self) {
+        self.core.aof.changed = true;
         if self.core.aof.enabled {
             self.core.aof.verbatim = true;
         }

@@ -41,6 +41,8 @@ pub mod error;
 pub mod events;
 pub mod evict;
 pub mod expire;
+pub mod geohash;
+pub mod hll;
 pub mod host;
 pub mod keyspec;
 pub mod latency;

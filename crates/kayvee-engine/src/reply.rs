@@ -83,6 +83,16 @@ pub trait ReplySink {
     fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
     }
+    /// A double given with the text Redis prints for it (`addReplyHumanLongDouble`): the text
+    /// as a bulk string in RESP2, a double in RESP3. A sink that writes bytes prints the text
+    /// in RESP3 too; this default (the tree of replies) keeps the value.
+    fn human_double(&mut self, v: f64, text: &str) {
+        if self.protocol() == Protocol::Resp3 {
+            self.double(v);
+        } else {
+            self.bulk(text.as_bytes());
+        }
+    }
 }
 
 /// An owned reply, for tests and for replies that are held before sending.

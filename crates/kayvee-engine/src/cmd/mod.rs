@@ -18,6 +18,7 @@ use spec::CommandSpec;
 
 pub mod acl;
 pub mod aof;
+pub mod bitfield;
 pub mod bits;
 pub mod block;
 pub mod client;
@@ -27,7 +28,9 @@ pub mod connection;
 pub mod debug;
 pub mod double;
 pub mod expire;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod introspect;
 pub mod keys;
@@ -60,10 +63,13 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    bitfield::COMMANDS,
+    hll::COMMANDS,
     keys::COMMANDS,
     expire::COMMANDS,
     list::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,

@@ -215,7 +215,6 @@ pub const PARAMS: &[Param] = &[
         Imm,
         s("no")
     ),
-    inert!("hll-sparse-max-bytes", mem(0), Mut, Val::Mem(3000)),
     inert!("ignore-warnings", STR, Mut, s("")),
     inert!("io-threads", int(1, 128), Imm, Val::Int(1)),
     inert!("io-threads-do-reads", BOOL, Imm, no()),

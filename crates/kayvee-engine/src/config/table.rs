@@ -583,6 +583,16 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.zset_max_listpack_value = v.mem(),
     },
     Param {
+        name: "hll-sparse-max-bytes",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.hll_sparse_max_bytes),
+        put: |c, v| c.hll_sparse_max_bytes = v.mem(),
+    },
+    Param {
         name: "hash-max-listpack-entries",
         kind: Kind::Int {
             min: 0,

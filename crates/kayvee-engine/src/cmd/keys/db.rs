@@ -62,16 +62,20 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
-    let now = cx.now_ms();
-    let core = &mut *cx.core;
-    crate::txn::touch_swap(&mut core.txn, &mut core.watches, &core.dbs, a, b, now);
-    // Events recorded so far belong to the index they were recorded under; watches stay with
-    // the index (a client watching a key of db `a` still does).
-    crate::drain::drain(cx.core);
-    cx.core.dbs.swap(a, b);
+    // A database swapped with itself changes nothing (Redis touches no watched key) but
+    // still propagates.
+    if a != b {
+        let now = cx.now_ms();
+        let core = &mut *cx.core;
+        crate::txn::touch_swap(&mut core.txn, &mut core.watches, &core.dbs, a, b, now);
+        // Events recorded so far belong to the index they were recorded under; watches stay
+        // with the index (a client watching a key of db `a` still does).
+        crate::drain::drain(cx.core);
+        cx.core.dbs.swap(a, b);
+        cx.core.blocking.signal_db(a);
+        cx.core.blocking.signal_db(b);
+    }
     cx.propagate_verbatim();
-    cx.core.blocking.signal_db(a);
-    cx.core.blocking.signal_db(b);
     out.ok();
     Ok(())
 }

@@ -118,6 +118,11 @@ impl Server {
     pub fn log_tail(&self) -> String {
         log_tail(&self.log_path)
     }
+
+    /// The server's whole log (its standard output and error).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
 }
 
 impl Drop for Server {

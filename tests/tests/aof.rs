@@ -509,6 +509,54 @@ fn conditional_writes_match_redis_incr_file() {
     compare_incr_files("cond", script);
 }
 
+/// HyperLogLog, geo and BITFIELD writes propagate as Redis 7.0 propagates them: PFADD, PFMERGE
+/// and the PFCOUNT that refreshes the cached cardinality as sent (not a cached PFCOUNT, nor a
+/// PFADD that changed nothing), PFDEBUG only when it changed the encoding, GEOADD as the ZADD it
+/// ran (lower case, the computed scores), the searches that store as sent, BITFIELD as sent
+/// when a field changed.
+#[test]
+fn hll_geo_bitfield_writes_match_redis_incr_file() {
+    if !have_redis() {
+        return;
+    }
+    let script: &[&str] = &[
+        "PFADD h",
+        "PFADD h a b c",
+        "PFADD h a",
+        "PFCOUNT h",
+        "PFCOUNT h",
+        "PFCOUNT h nokey",
+        "PFMERGE h2 h",
+        "PFDEBUG ENCODING h2",
+        "PFDEBUG TODENSE h2",
+        "PFDEBUG TODENSE h2",
+        "PFDEBUG GETREG h",
+        "PFADD s",
+        "SET str x",
+        "PFADD str a",
+        "GEOADD g 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+        "GEOADD g NX CH 13.361389 38.115556 Palermo 1 2 x",
+        "GEOADD g XX 13.361389 38.115556 Palermo",
+        "GEOADD g XX 200 0 bad",
+        "GEORADIUS g 15 37 200 km",
+        "GEORADIUS g 15 37 200 km STORE g2",
+        "GEORADIUSBYMEMBER g Palermo 1 m STOREDIST g3",
+        "GEOSEARCHSTORE g4 g FROMLONLAT 15 37 BYRADIUS 200 km",
+        "GEOSEARCHSTORE g4 g FROMLONLAT 15 37 BYRADIUS 1 m",
+        "GEOSEARCHSTORE g4 g FROMLONLAT 15 37 BYRADIUS 1 m",
+        "GEOSEARCHSTORE g5 nokey FROMLONLAT 15 37 BYRADIUS 1 m",
+        "BITFIELD b SET u8 0 255",
+        "BITFIELD b SET u8 0 255",
+        "BITFIELD b GET u8 0",
+        "BITFIELD b INCRBY u8 0 0",
+        "BITFIELD b OVERFLOW FAIL INCRBY u8 0 1",
+        "BITFIELD b INCRBY i8 8 1",
+        "BITFIELD f OVERFLOW FAIL SET u2 0 5",
+        "BITFIELD_RO b GET u8 0",
+    ];
+    compare_incr_files("hll-geo-bits", script);
+}
+
 /// Runs `script` (lines split on spaces, `''` an empty argument; `SLEEP` waits 20 ms) on redis-server and on Kayvee
 /// with the AOF on, and compares the commands of their incremental files.
 fn compare_incr_files(name: &str, script: &[&str]) {

@@ -36,8 +36,14 @@ use std::time::Duration;
 // In a subdirectory: Cargo would build a `tests/*.rs` file as a test crate of its own.
 #[path = "diff_gen/acl.rs"]
 mod diff_gen_acl;
+#[path = "diff_gen/bitfield.rs"]
+mod diff_gen_bitfield;
+#[path = "diff_gen/geo.rs"]
+mod diff_gen_geo;
 #[path = "diff_gen/hash.rs"]
 mod diff_gen_hash;
+#[path = "diff_gen/hll.rs"]
+mod diff_gen_hll;
 #[path = "diff_gen/list.rs"]
 mod diff_gen_list;
 #[path = "diff_gen/set.rs"]
@@ -161,6 +167,9 @@ const FAMILIES: &[(u64, Family)] = &[
     (30, Gen::set_family_command),
     (12, Gen::txn_command),
     (6, Gen::acl_command),
+    (12, Gen::hll_command),
+    (10, Gen::bitfield_command),
+    (15, Gen::geo_command),
 ];
 
 type Args = Vec<Vec<u8>>;

@@ -57,6 +57,10 @@ pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer>
     let engine = driver.engine_mut();
     Some(match request {
         Request::Shutdown { .. } => return None,
+        Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),
+        Request::LoadAof => {
+            Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
+        }
         // A save fails at once (SAVE answers the error; BGSAVE's start was already answered,
         // and INFO reports the failure).
         Request::Save { background } => {
@@ -67,7 +71,6 @@ pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer>
                 false => Answer::Error("ERR".into()),
             }
         }
-        Request::LoadAof => Answer::Error("ERR the unikernel has no AOF to load".into()),
         Request::AclFile { .. } => {
             Answer::Error("ERR the unikernel has no file system for the ACL file".into())
         }

@@ -92,6 +92,9 @@ pub struct Propagation {
     pending_ops: Vec<(usize, usize)>,
     /// The running command asked to be propagated as the client sent it.
     pub(crate) verbatim: bool,
+    /// The running command reported a change to the dataset (it asked to propagate, whether
+    /// or not propagation is on): what counts toward `rdb_changes_since_last_save`.
+    pub(crate) changed: bool,
 }
 
 impl Propagation {

@@ -62,9 +62,11 @@ pub struct IoStats {
     pub qbuf: usize,
     /// Free bytes in the query buffer allocation.
     pub qbuf_free: usize,
-    /// Bytes waiting in the output buffer.
+    /// Bytes waiting in the output buffer, up to the size of Redis's fixed reply buffer.
     pub obl: usize,
-    /// Output memory in bytes.
+    /// Redis's reply blocks the rest would take (`oll=`).
+    pub oll: usize,
+    /// Bytes waiting beyond the fixed reply buffer (`omem=`: Redis's reply list memory).
     pub omem: usize,
     /// Total memory of the client's buffers.
     pub tot_mem: usize,

@@ -1,14 +1,17 @@
 //! Server configuration: every parameter Kayvee honours, with Redis 7.0's names, defaults, value
 //! syntax and error texts. The config file ([`Config::apply_file`]), the command line
 //! ([`Config::apply`]), `CONFIG SET` ([`Config::set_many`]), `CONFIG GET` ([`Config::get_matching`])
-//! and `CONFIG REWRITE` ([`Config::rewrite`]) all go through one parameter table
-//! ([`table::PARAMS`]), so validation and texts are shared.
+//! and `CONFIG REWRITE` ([`Config::rewrite`]) all go through one parameter table ([`all`]:
+//! [`table::PARAMS`], then the rest of Redis 7.0's in [`extra::PARAMS`]), so validation and
+//! texts are shared.
 
+pub mod extra;
 pub mod keyspace_events;
 pub mod rewrite;
 pub mod syntax;
 pub mod table;
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -131,6 +134,8 @@ pub struct Config {
     pub stream_node_max_entries: u64,
     /// ... and while every member is at most this many bytes (`zset-max-listpack-value`).
     pub zset_max_listpack_value: u64,
+    /// A sparse HyperLogLog becomes dense past this many bytes (`hll-sparse-max-bytes`).
+    pub hll_sparse_max_bytes: u64,
     /// `hash-max-listpack-entries`: a hash with more fields is reported as `hashtable`.
     pub hash_max_listpack_entries: u64,
     /// `hash-max-listpack-value`: a longer field or value makes a hash `hashtable`.
@@ -143,6 +148,19 @@ pub struct Config {
     pub list_compress_depth: u64,
     /// `notify-keyspace-events` as class bits (see [`keyspace_events::class`]; 0 = off).
     pub notify_keyspace_events: u32,
+    /// `latency-monitor-threshold` in milliseconds: events at least this long are recorded
+    /// for LATENCY (0 = the monitor is off).
+    pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: per-command latency histograms for `INFO latencystats`.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles `INFO latencystats` shows, as
+    /// shown (`50 99 99.9`).
+    pub latency_tracking_info_percentiles: String,
+    /// `enable-protected-configs`: `no`, `yes` or `local`; who may change `dir`,
+    /// `dbfilename`... with `CONFIG SET`.
+    pub enable_protected_configs: String,
+    /// The parameters Kayvee accepts but does not act on yet ([`extra`]), by name, once set.
+    pub extra: BTreeMap<&'static str, table::Val>,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
@@ -220,6 +238,7 @@ impl Default for Config {
             stream_node_max_bytes: 4096,
             stream_node_max_entries: 100,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
             // Debian's redis-server 7.0.15 answers 512 (not the 128 of upstream's redis.conf).
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
@@ -227,11 +246,41 @@ impl Default for Config {
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             notify_keyspace_events: 0,
+            latency_monitor_threshold: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: "50 99 99.9".into(),
+            enable_protected_configs: "no".into(),
+            extra: BTreeMap::new(),
             config_file: None,
             config_file_text: None,
             save_loaded: false,
         }
     }
+}
+
+/// Every parameter: this table's, then [`extra`]'s.
+pub fn all() -> impl Iterator<Item = &'static table::Param> {
+    table::PARAMS.iter().chain(extra::PARAMS)
+}
+
+/// Every alias: (alias, the parameter's name).
+fn all_aliases() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    table::ALIASES.iter().chain(extra::ALIASES)
+}
+
+/// Finds a parameter by its name or an alias, case-insensitively.
+pub fn find(name: &[u8]) -> Option<&'static table::Param> {
+    let name = all_aliases()
+        .find(|(alias, _)| alias.as_bytes().eq_ignore_ascii_case(name))
+        .map_or(name, |(_, own)| own.as_bytes());
+    all().find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// The aliases of parameter `name`.
+pub fn aliases_of(name: &str) -> impl Iterator<Item = &'static str> + '_ {
+    all_aliases()
+        .filter(move |(_, own)| *own == name)
+        .map(|(alias, _)| *alias)
 }
 
 /// A rejected configuration value or file line; Display is the message for the user.
@@ -290,7 +339,7 @@ impl Config {
             self.users.push(words.join(" "));
             return Ok(());
         }
-        let param = table::find(name).ok_or("Bad directive or wrong number of arguments")?;
+        let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
         let mut val = param.kind.parse(values)?;
         if let table::Val::Save(points) = &mut val {
             // The first `save` line replaces the defaults; later ones add (`save ""` clears).
@@ -347,12 +396,13 @@ impl Config {
     /// characters is looked up as a name, and the reply names it as the client spelled it.
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
-        for p in table::PARAMS {
-            for name in core::iter::once(p.name).chain(table::aliases_of(p.name)) {
+        for p in all() {
+            let hidden = extra::is_hidden(p.name);
+            for name in core::iter::once(p.name).chain(aliases_of(p.name)) {
                 let name = name.as_bytes();
                 let hit = patterns.iter().find(|pat| {
                     if pat.iter().any(|c| GLOB_CHARS.contains(c)) {
-                        crate::util::glob_match(pat, name, true)
+                        !hidden && crate::util::glob_match(pat, name, true)
                     } else {
                         pat.eq_ignore_ascii_case(name)
                     }
@@ -372,23 +422,41 @@ impl Config {
 
     /// `CONFIG SET name value [name value ...]`: checks every name first (unknown, immutable,
     /// protected, duplicate), then applies the values in order to a copy, so that either all
-    /// change or none does. The error is the full Redis reply text.
+    /// change or none does. The error is the full Redis reply text. Protected parameters are
+    /// refused as for a remote client (see [`Config::set_many_as`]).
     pub fn set_many(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        self.set_many_as(pairs, false)
+    }
+
+    /// [`Config::set_many`] for a client that is local (Unix socket, loopback) or not: a
+    /// protected parameter may be set with `enable-protected-configs yes`, or `local` and a
+    /// local client.
+    pub fn set_many_as(&mut self, pairs: &[(&[u8], &[u8])], local: bool) -> Result<(), String> {
+        let protected_ok = match self.enable_protected_configs.as_str() {
+            "yes" => true,
+            "local" => local,
+            _ => false,
+        };
         let mut params: Vec<&'static table::Param> = Vec::with_capacity(pairs.len());
         for &(name, _) in pairs {
             let shown = crate::util::sanitize(name, 128);
-            let Some(p) = table::find(name) else {
+            let Some(p) = find(name) else {
                 return Err(alloc::format!(
                     "ERR Unknown option or number of arguments for CONFIG SET - '{shown}'"
                 ));
             };
             let reason = match p.access {
                 table::Access::Immutable => Some("can't set immutable config"),
-                table::Access::Protected => Some("can't set protected config"),
-                table::Access::Mutable if params.iter().any(|q| q.name == p.name) => {
+                table::Access::Protected if !protected_ok => Some("can't set protected config"),
+                // An alias is a parameter of its own here, as in Redis: `lua-time-limit` and
+                // `busy-reply-threshold` in one CONFIG SET both apply, in order.
+                _ if pairs[..params.len()]
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case(name)) =>
+                {
                     Some("duplicate parameter")
                 }
-                table::Access::Mutable => None,
+                _ => None,
             };
             if let Some(reason) = reason {
                 return Err(set_failed(&shown, reason));
@@ -543,7 +611,7 @@ mod tests {
         let names: Vec<&[u8]> = got.iter().map(|(n, _)| n.as_slice()).collect();
         assert_eq!(names, [&b"port"[..], b"hz"]);
         assert_eq!(c.get_matching(&[b"MaxMemory"])[0].0, b"MaxMemory");
-        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 4);
+        assert_eq!(c.get_matching(&[b"MAXMEM*"]).len(), 5);
         assert!(c.get_matching(&[b"nosuch"]).is_empty());
         assert_eq!(get(&c, "maxmemory-policy"), "noeviction");
         assert_eq!(get(&c, "daemonize"), "no");
@@ -576,5 +644,43 @@ mod tests {
         );
         c.apply_file("zset-max-ziplist-entries 1\n").unwrap();
         assert_eq!(c.zset_max_listpack_entries, 1);
+    }
+
+    #[test]
+    fn extra_parameters_read_back_and_rewrite() {
+        let mut c = Config::default();
+        assert_eq!(get(&c, "repl-backlog-size"), "1048576");
+        c.set_many(&[(b"repl-backlog-size", b"2mb"), (b"slave-priority", b"7")])
+            .unwrap();
+        assert_eq!(get(&c, "repl-backlog-size"), "2097152");
+        assert_eq!(get(&c, "replica-priority"), "7");
+        assert_eq!(
+            c.rewrite(""),
+            "# Generated by CONFIG REWRITE\nrepl-backlog-size 2mb\nreplica-priority 7\n"
+        );
+        // Hidden parameters only by name.
+        assert!(c
+            .get_matching(&[b"*delay*"])
+            .iter()
+            .all(|(n, _)| n != b"key-load-delay"));
+        assert_eq!(get(&c, "key-load-delay"), "0");
+        c.apply("key-load-delay", &["-5"]).unwrap();
+        assert_eq!(get(&c, "key-load-delay"), "-5");
+    }
+
+    #[test]
+    fn protected_parameters_follow_enable_protected_configs() {
+        let mut c = Config::default();
+        assert!(c.set_many_as(&[(b"dbfilename", b"x.rdb")], true).is_err());
+        c.apply("enable-protected-configs", &["local"]).unwrap();
+        assert!(c.set_many_as(&[(b"dbfilename", b"x.rdb")], false).is_err());
+        c.set_many_as(&[(b"dbfilename", b"x.rdb")], true).unwrap();
+        c.apply("enable-protected-configs", &["yes"]).unwrap();
+        c.set_many(&[(b"dbfilename", b"y.rdb")]).unwrap();
+        assert_eq!(c.dbfilename, "y.rdb");
+        let e = c
+            .set_many(&[(b"enable-protected-configs", b"no")])
+            .unwrap_err();
+        assert!(e.ends_with("can't set immutable config"), "{e}");
     }
 }

@@ -68,6 +68,10 @@ pub struct Core {
     pub pause: pause::Pause,
     /// MONITOR clients (see [`monitor`]).
     pub monitors: monitor::Monitors,
+    /// What DEBUG's switches changed (active expiry, cron pause...).
+    pub debug: crate::debug::Switches,
+    /// The latency monitor's events and the per-command latency histograms.
+    pub latency: crate::latency::Latency,
 }
 
 /// The context a command handler runs in.
@@ -123,6 +127,7 @@ impl<'a> Cx<'a> {
     /// effect. May be called more than once; a write that changed nothing does not call it.
     #[inline]
     pub fn propagate(&mut self, args: &[&[u8]]) {
+        self.core.aof.changed = true;
         if self.core.aof.enabled {
             self.core.aof.push(self.db_index, args);
         }
@@ -132,6 +137,7 @@ impl<'a> Cx<'a> {
     /// the handler passed to [`Cx::propagate`]).
     #[inline]
     pub fn propagate_verbatim(&mut self) {
+        self.core.aof.changed = true;
         if self.core.aof.enabled {
             self.core.aof.verbatim = true;
         }

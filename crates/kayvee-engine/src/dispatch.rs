@@ -405,10 +405,11 @@ impl<'e> Dispatch<'e> {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
+        // An approximation of Redis's per-key `dirty` count: one per command that changed the
+        // dataset (it asked to propagate: a write that changed nothing does not).
+        let changed = core::mem::take(&mut self.core.aof.changed);
         match result {
-            // An approximation of Redis's per-key `dirty` count: one per successful write
-            // command. The persistence issue refines it where save points need precision.
-            Ok(()) if spec.has(command::flags::WRITE) => self.core.stats.dirty += 1,
+            Ok(()) if changed => self.core.stats.dirty += 1,
             Ok(()) => {}
             Err(e) => {
                 stat.failed_calls += 1;

@@ -75,6 +75,8 @@ impl Engine {
             tracking: Default::default(),
             pause: Default::default(),
             monitors: Default::default(),
+            debug: Default::default(),
+            latency: Default::default(),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)
@@ -143,6 +145,7 @@ impl Engine {
             return;
         };
         self.record_usec(id, usec);
+        self.command_latency(id, usec, now);
         let config = &self.core.config;
         if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
             || self
@@ -171,6 +174,23 @@ impl Engine {
         };
         let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
         self.core.slowlog.push(entry, len_max);
+    }
+
+    /// A command's duration for latency tracking (its histogram, with `latency-tracking`) and
+    /// the latency monitor (a `command` or, for a fast command, `fast-command` event, at
+    /// `latency-monitor-threshold`).
+    fn command_latency(&mut self, id: CommandId, usec: u64, now: Now) {
+        let core = &mut self.core;
+        if core.config.latency_tracking {
+            core.latency.record_command(id.0, usec);
+        }
+        let threshold = core.config.latency_monitor_threshold;
+        if threshold != 0 {
+            let fast = self.commands.table.get(id).spec.has(command::flags::FAST);
+            let event = if fast { "fast-command" } else { "command" };
+            core.latency
+                .add_sample_if_needed(threshold, event, usec / 1000, now.ms() / 1000);
+        }
     }
 
     /// Installs the shell's reading of the bytes the process has allocated (its global
@@ -290,12 +310,17 @@ impl Engine {
     /// The background cycle the shell runs `hz` times a second: active expiry, and the
     /// timeouts of blocked clients.
     pub fn cron(&mut self, now: Now) {
-        self.core.stats.sample_metrics(now.ms());
+        let paused = self.core.debug.cron_paused;
+        if !paused {
+            self.core.stats.sample_metrics(now.ms());
+        }
         drain::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0.
-        if !self.core.pause.active(now.ms()) {
-            expire::active_expire_cycle(&mut self.core.dbs, now);
+        if !paused && !self.core.pause.active(now.ms()) {
+            if self.core.debug.active_expire {
+                expire::active_expire_cycle(&mut self.core.dbs, now);
+            }
             drain::evict(&mut self.core, now);
         }
         drain::drain(&mut self.core);

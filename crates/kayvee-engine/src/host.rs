@@ -34,4 +34,7 @@ pub struct HostInfo {
     /// The shell's own counters (Kayvee-only `name:value` lines at the end of INFO's Server
     /// section, e.g. the unikernel's NIC interrupts); empty by default, so nothing is added.
     pub counters: Vec<(&'static str, u64)>,
+    /// The trigonometric functions of the geo commands: the C library's where the shell links
+    /// it (the Linux server: Redis's distances bit for bit), else the `libm` crate's.
+    pub trig: crate::geohash::Trig,
 }

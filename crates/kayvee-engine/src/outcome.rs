@@ -32,10 +32,6 @@ pub enum Outcome {
         /// BGSAVE (the reply was sent) or SAVE (the shell replies after writing).
         background: bool,
     },
-    /// DEBUG LOADAOF: the shell writes out what the AOF has pending, empties the data and
-    /// loads the AOF's files again (propagating nothing), then sends the reply itself (`+OK`,
-    /// or the error).
-    LoadAof,
     /// ACL LOAD (`save` false) or ACL SAVE: the shell reads the file named by
     /// [`crate::Engine::acl_file`] and passes its text to [`crate::Engine::acl_load`], or writes
     /// [`crate::Engine::acl_save_text`] to it, then sends the reply itself (`+OK` or the error).
@@ -43,4 +39,10 @@ pub enum Outcome {
         /// ACL SAVE (true) or ACL LOAD.
         save: bool,
     },
+    /// DEBUG LOADAOF: the shell writes out the AOF, empties the dataset and loads it again from
+    /// the AOF files, then sends the reply itself (`+OK`).
+    LoadAof,
+    /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
+    /// crash report and dies. No reply.
+    Crash,
 }

@@ -70,6 +70,10 @@ pub trait ReplySink {
     fn verbatim(&mut self, format: &str, text: &[u8]);
     /// A big number given as its decimal digits (a bulk string in RESP2).
     fn big_number(&mut self, digits: &str);
+    /// An attribute of `len` key/value pairs, which annotates the reply that follows it
+    /// (RESP3 only: a command calls it only when [`ReplySink::protocol`] is RESP3). Owned
+    /// trees drop it, as clients that do not ask for attributes do.
+    fn attribute(&mut self, len: usize);
 
     /// Convenience: `+OK`.
     fn ok(&mut self) {
@@ -78,6 +82,16 @@ pub trait ReplySink {
     /// Convenience: a bulk string from text.
     fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
+    }
+    /// A double given with the text Redis prints for it (`addReplyHumanLongDouble`): the text
+    /// as a bulk string in RESP2, a double in RESP3. A sink that writes bytes prints the text
+    /// in RESP3 too; this default (the tree of replies) keeps the value.
+    fn human_double(&mut self, v: f64, text: &str) {
+        if self.protocol() == Protocol::Resp3 {
+            self.double(v);
+        } else {
+            self.bulk(text.as_bytes());
+        }
     }
 }
 
@@ -194,12 +208,17 @@ impl ReplyTree {
                 return;
             }
             let open = self.stack.pop().expect("non-empty");
-            r = Self::close(open);
+            match Self::close(open) {
+                Some(closed) => r = closed,
+                // A complete attribute: dropped, its reply follows on its own.
+                None => return,
+            }
         }
     }
 
-    fn close(open: Open) -> Reply {
-        match open.kind {
+    /// The reply of a complete aggregate; `None` for an attribute, which is dropped.
+    fn close(open: Open) -> Option<Reply> {
+        Some(match open.kind {
             b'%' => {
                 let mut it = open.items.into_iter();
                 let mut pairs = Vec::new();
@@ -210,17 +229,21 @@ impl ReplyTree {
             }
             b'~' => Reply::Set(open.items),
             b'>' => Reply::Push(open.items),
+            b'|' => return None,
             _ => Reply::Array(open.items),
-        }
+        })
     }
 
     fn open(&mut self, kind: u8, len: usize) {
         if len == 0 {
-            self.finish(Self::close(Open {
+            let empty = Self::close(Open {
                 kind,
                 remaining: 0,
                 items: Vec::new(),
-            }));
+            });
+            if let Some(r) = empty {
+                self.finish(r);
+            }
         } else {
             self.stack.push(Open {
                 kind,
@@ -280,6 +303,9 @@ impl ReplySink for ReplyTree {
     fn big_number(&mut self, digits: &str) {
         self.finish(Reply::BigNumber(digits.into()))
     }
+    fn attribute(&mut self, len: usize) {
+        self.open(b'|', len * 2)
+    }
 }
 
 /// A sink that drops everything (`CLIENT REPLY OFF`/`SKIP`).
@@ -307,6 +333,7 @@ impl ReplySink for Discard {
     fn boolean(&mut self, _: bool) {}
     fn verbatim(&mut self, _: &str, _: &[u8]) {}
     fn big_number(&mut self, _: &str) {}
+    fn attribute(&mut self, _: usize) {}
 }
 
 /// A HELP reply as Redis words it: a header line, the given lines, then HELP's own entry.

@@ -66,12 +66,70 @@ pub fn truncated_args(argv: &Argv<'_>) -> Vec<SmallBytes> {
     } else {
         argc
     };
-    let mut args: Vec<SmallBytes> = argv.iter().take(kept).map(truncated_arg).collect();
+    let hidden = redacted(argv);
+    let mut args: Vec<SmallBytes> = argv
+        .iter()
+        .take(kept)
+        .enumerate()
+        .map(|(i, a)| {
+            if hidden.contains(&i) {
+                SmallBytes::from_slice(b"(redacted)")
+            } else {
+                truncated_arg(a)
+            }
+        })
+        .collect();
     if kept < argc {
         let note = alloc::format!("... ({} more arguments)", argc - kept);
         args.push(SmallBytes::from_slice(note.as_bytes()));
     }
     args
+}
+
+/// Parameters whose values CONFIG SET does not show (Redis's sensitive configs).
+const SENSITIVE_PARAMS: &[&str] = &[
+    "masterauth",
+    "masteruser",
+    "requirepass",
+    "tls-key-file-pass",
+    "tls-client-key-file-pass",
+];
+
+/// The argument indexes Redis 7.0 logs as `(redacted)`: ACL SETUSER's user and rules, the
+/// values of sensitive parameters in CONFIG SET, MIGRATE's AUTH / AUTH2 credentials, HELLO's
+/// AUTH pair.
+fn redacted(argv: &Argv<'_>) -> Vec<usize> {
+    let arg = |i: usize| argv.get(i).to_ascii_lowercase();
+    let n = argv.len();
+    match (arg(0).as_slice(), n > 1) {
+        (b"acl", true) if arg(1) == b"setuser" => (2..n).collect(),
+        (b"config", true) if arg(1) == b"set" => (2..n)
+            .step_by(2)
+            .filter(|&i| {
+                let name = arg(i);
+                SENSITIVE_PARAMS.iter().any(|p| p.as_bytes() == name)
+            })
+            .map(|i| i + 1)
+            .filter(|&i| i < n)
+            .collect(),
+        (b"migrate", _) => {
+            let mut out = Vec::new();
+            for i in 6..n {
+                match arg(i).as_slice() {
+                    b"auth" => out.push(i + 1),
+                    b"auth2" => out.extend([i + 1, i + 2]),
+                    _ => {}
+                }
+            }
+            out.retain(|&i| i < n);
+            out
+        }
+        (b"hello", _) => (2..n)
+            .find(|&i| arg(i) == b"auth")
+            .map(|i| (i + 1..(i + 3).min(n)).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 /// One argument, cut at [`ENTRY_STRING_MAX`] bytes with `... (N more bytes)` appended.
@@ -95,6 +153,32 @@ mod tests {
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         let buf = ArgvBuf::from_args(refs);
         truncated_args(&buf.argv())
+    }
+
+    #[test]
+    fn credentials_are_redacted() {
+        let shown = |line: &str| -> String {
+            let args: Vec<Vec<u8>> = line.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+            let got = argv(&args);
+            let words: Vec<String> = got
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            words.join(" ")
+        };
+        assert_eq!(
+            shown("acl setuser u +get +set"),
+            "acl setuser (redacted) (redacted) (redacted)"
+        );
+        assert_eq!(
+            shown("CONFIG SET hz 10 masterauth pw"),
+            "CONFIG SET hz 10 masterauth (redacted)"
+        );
+        assert_eq!(
+            shown("migrate h 1 k 0 5 AUTH2 u p"),
+            "migrate h 1 k 0 5 AUTH2 (redacted) (redacted)"
+        );
+        assert_eq!(shown("acl list"), "acl list");
     }
 
     #[test]

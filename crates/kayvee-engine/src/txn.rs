@@ -88,6 +88,9 @@ pub struct Watches {
     clients: usize,
     /// Watched keys modified since the last [`settle`]: (db, key, whether by expiry).
     touched: Vec<(usize, Key, bool)>,
+    /// Watched keys a coming flush finds stale (TTL passed, not yet deleted), noted by
+    /// [`before_flush`]: the flush is their expiry, not a change.
+    stale: Vec<(usize, Key)>,
     /// Watched keys opened for an in-place write since the last [`settle`], with their value
     /// before.
     probes: Vec<(usize, Key, Value)>,
@@ -135,12 +138,14 @@ impl Watches {
         let Some(map) = self.keys.get(db) else {
             return;
         };
+        let stale = core::mem::take(&mut self.stale);
         let present: Vec<(usize, Key, bool)> = map
             .keys()
             .filter(|k| old.get(&k[..]).is_some())
-            .map(|k| (db, k.clone(), false))
+            .map(|k| (db, k.clone(), stale.iter().any(|(d, s)| *d == db && s == k)))
             .collect();
         self.touched.extend(present);
+        self.stale = stale.into_iter().filter(|(d, _)| *d != db).collect();
     }
 }
 
@@ -160,21 +165,62 @@ impl Watches {
     }
 }
 
-/// SWAPDB's part: notes the watched keys of `a` and of `b` that exist in either database
-/// (call before the swap; the watch records stay with their database index).
-pub fn touch_swap(w: &mut Watches, dbs: &[Db], a: usize, b: usize) {
+/// FLUSHDB / FLUSHALL's part before `db` is emptied: notes its watched keys whose TTL has
+/// passed, so that the flush touches them as an expiry (a watcher that saw the key already
+/// expired keeps its transaction, as in Redis 7.0).
+pub fn before_flush(w: &mut Watches, dbs: &[Db], db: usize, now_ms: u64) {
+    let Some(map) = w.keys.get(db) else {
+        return;
+    };
+    let d = &dbs[db];
+    let stale = map
+        .keys()
+        .filter(|k| d.expire_at(k).is_some_and(|at| at <= now_ms))
+        .map(|k| (db, k.clone()));
+    w.stale.extend(stale);
+}
+
+/// SWAPDB's part (call before the swap; the watch records stay with their database index): a
+/// watched key of `a` or `b` live in either database is touched; a stale one swapped for
+/// nothing expires; a stale one coming in changes nothing for a watcher that saw no live key
+/// (it now counts it as expired, so EXEC does not abort on it), as Redis 7.0 judges.
+pub fn touch_swap(
+    txns: &mut Transactions,
+    w: &mut Watches,
+    dbs: &[Db],
+    a: usize,
+    b: usize,
+    now_ms: u64,
+) {
+    let present = |db: usize, k: &Key| dbs[db].keys.get(&k[..]).is_some();
+    let live =
+        |db: usize, k: &Key| present(db, k) && dbs[db].expire_at(k).is_none_or(|at| at > now_ms);
     for (this, other) in [(a, b), (b, a)] {
         let Some(map) = w.keys.get(this) else {
             continue;
         };
-        let touched = &mut w.touched;
-        touched.extend(
-            map.keys()
-                .filter(|k| {
-                    dbs[this].keys.get(&k[..]).is_some() || dbs[other].keys.get(&k[..]).is_some()
-                })
-                .map(|k| (this, k.clone(), false)),
-        );
+        for (k, watchers) in map {
+            if live(this, k) || live(other, k) {
+                w.touched.push((this, k.clone(), false));
+            } else if present(this, k) && !present(other, k) {
+                // A stale key swapped for nothing: its expiry.
+                w.touched.push((this, k.clone(), true));
+            } else if present(other, k) {
+                for h in watchers {
+                    let t = txns.per.entry(*h);
+                    match t
+                        .watched
+                        .iter_mut()
+                        .find(|(d, wk, _)| *d == this && wk == k)
+                    {
+                        Some((_, _, expired)) if *expired || !present(this, k) => {
+                            *expired = true;
+                        }
+                        _ => t.dirty = true,
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -131,6 +131,16 @@ impl ReplySink for RespWriter<'_> {
             self.blob(b'$', s);
         }
     }
+    fn human_double(&mut self, _: f64, text: &str) {
+        if self.resp3() {
+            self.out.reserve(text.len() + 3);
+            self.out.push(b',');
+            self.out.extend_from_slice(text.as_bytes());
+            self.out.extend_from_slice(b"\r\n");
+        } else {
+            self.blob(b'$', text.as_bytes());
+        }
+    }
     fn boolean(&mut self, v: bool) {
         let line: &[u8] = match (self.resp3(), v) {
             (true, true) => b"#t\r\n",
@@ -161,6 +171,9 @@ impl ReplySink for RespWriter<'_> {
         self.out.push(b'(');
         self.out.extend_from_slice(digits.as_bytes());
         self.out.extend_from_slice(b"\r\n");
+    }
+    fn attribute(&mut self, len: usize) {
+        self.header(b'|', len_i64(len));
     }
 }
 

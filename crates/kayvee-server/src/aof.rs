@@ -318,6 +318,13 @@ impl Aof {
 
     /// Writes what the engine propagated, and fsyncs under `always`: call before sending any
     /// reply of the commands that produced it.
+    /// Writes out what the engine propagated and fsyncs it, whatever the policy (DEBUG
+    /// LOADAOF reads the files back next).
+    pub fn flush_and_sync(&mut self, engine: &mut Engine) -> io::Result<()> {
+        self.flush(engine);
+        self.file.sync_data()
+    }
+
     pub fn flush(&mut self, engine: &mut Engine) {
         engine.drain_propagated(&mut self.buf);
         if self.buf.is_empty() {
@@ -551,6 +558,27 @@ impl Aof {
         engine.set_propagation(false);
         engine.core.aof.status.on = false;
     }
+}
+
+/// DEBUG LOADAOF's work (the open AOF written out first by the caller): empties the dataset
+/// and loads the AOF the manifest on disk names, without propagating what it replays; the
+/// dataset then counts as unchanged (`rdb_changes_since_last_save` 0), as in Redis.
+pub fn reload(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
+    let layout = Layout::of(engine);
+    let propagating = engine.core.aof.enabled;
+    engine.set_propagation(false);
+    let empty = (0..engine.core.dbs.len())
+        .map(|_| kayvee_engine::db::Db::new(engine.core.seed))
+        .collect();
+    engine.load_dbs(empty, 0, 0, now);
+    let result = match layout.read_manifest() {
+        Ok(Some(m)) => load(engine, &layout, &m, now),
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
+    engine.set_propagation(propagating);
+    engine.core.stats.dirty = 0;
+    result
 }
 
 /// Takes over the single AOF file of Redis before 7.0 (`<dir>/<appendfilename>`) as Redis 7.0
@@ -854,29 +882,6 @@ fn stream_commands(key: &[u8], s: &kayvee_engine::value::Stream, buf: &mut Vec<u
                 );
             }
         }
-    }
-}
-
-/// Replaces every database with an empty one (DEBUG LOADAOF's first step).
-pub fn empty_data(engine: &mut Engine, now: Now) {
-    let seed = engine.core.seed;
-    let dbs = (0..engine.core.dbs.len())
-        .map(|_| kayvee_engine::Db::new(seed))
-        .collect();
-    engine.load_dbs(dbs, 0, 0, now);
-}
-
-impl Aof {
-    /// DEBUG LOADAOF: the data again from the files of the current manifest (the caller wrote
-    /// out what was pending), with propagation off so the replay writes nothing back.
-    pub fn reload(&mut self, engine: &mut Engine, now: Now) -> anyhow::Result<()> {
-        self.file.sync_data()?;
-        empty_data(engine, now);
-        engine.set_propagation(false);
-        let result = load(engine, &self.layout, &self.manifest, now);
-        engine.set_propagation(true);
-        engine.reset_propagation_db();
-        result
     }
 }
 

@@ -53,6 +53,17 @@ pub fn install(log_fd: Option<i32>) {
     }));
 }
 
+/// DEBUG SEGFAULT: dies of SIGSEGV as a crashing server would (the handler writes the report).
+pub fn crash_now() -> ! {
+    tracing::warn!("DEBUG SEGFAULT: crashing on purpose");
+    // SAFETY: raise has no memory-safety preconditions; SIGSEGV's handler (or the default
+    // action) ends the process.
+    unsafe {
+        libc::raise(libc::SIGSEGV);
+    }
+    std::process::abort()
+}
+
 /// The fatal-signal handler: writes the report, then dies of the same signal.
 extern "C" fn on_fatal_signal(
     sig: libc::c_int,

@@ -2,6 +2,7 @@
 //! server needs for `maxclients`, and the random seed. Linux only: `/proc`, `uname(2)`,
 //! `getrusage(2)`, `getrlimit(2)`/`setrlimit(2)`.
 
+use kayvee_engine::geohash::Trig;
 use kayvee_engine::HostInfo;
 use std::io::Read;
 
@@ -21,6 +22,12 @@ pub fn initial(tcp_port: u16) -> HostInfo {
         tcp_port,
         total_system_memory: total_system_memory(),
         storage: true,
+        // The C library's, as Redis's geo distances use.
+        trig: Trig {
+            sin: f64::sin,
+            cos: f64::cos,
+            asin: f64::asin,
+        },
         ..HostInfo::default()
     };
     refresh(&mut host);

@@ -45,6 +45,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal(&e),
     };
+    // `KAYVEE_CHECK_CONFIG=1`: only check the command line and the config file (Redis's test
+    // suite wrapper asks first, so a refused directive fails the test at once).
+    if std::env::var_os("KAYVEE_CHECK_CONFIG").is_some() {
+        return ExitCode::SUCCESS;
+    }
     match run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

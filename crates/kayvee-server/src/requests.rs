@@ -41,24 +41,24 @@ pub fn shutdown(
     ))
 }
 
-/// DEBUG LOADAOF: writes out what the AOF has pending, empties the data and loads the AOF's
-/// files again without propagating them (as Redis's DEBUG LOADAOF); with the AOF off, the
-/// data is emptied and nothing is loaded. A load failure is the error reply (Redis exits).
+/// DEBUG LOADAOF: the open AOF written out and synced, then the dataset emptied and loaded
+/// again from the AOF files. A file that does not load ends the process (Redis exits too: the
+/// dataset is gone by then).
 pub fn load_aof(engine: &mut Engine, files: &mut Durability, now: Now) -> Answer {
-    files.flush_aof(engine);
-    let result = match files.aof.as_mut() {
-        Some(aof) => aof.reload(engine, now),
-        None => {
-            crate::aof::empty_data(engine, now);
-            Ok(())
+    if let Some(aof) = files.aof.as_mut() {
+        if let Err(e) = aof.flush_and_sync(engine) {
+            return Answer::Error(format!("ERR writing the append only file: {e}"));
         }
-    };
-    match result {
+    }
+    match crate::aof::reload(engine, now) {
         Ok(()) => {
             warn!("Append Only File loaded by DEBUG LOADAOF");
             Answer::Ok
         }
-        Err(e) => Answer::Error(format!("ERR {e}")),
+        Err(e) => {
+            tracing::error!("{e:#}");
+            std::process::exit(1)
+        }
     }
 }
 

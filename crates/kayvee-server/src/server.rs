@@ -382,11 +382,12 @@ impl Server {
                     Answer::Nothing
                 }
                 Request::RewriteConfig => crate::requests::rewrite_config(self.engine()),
+                Request::AclFile { save } => crate::acl::acl_file_command(self.engine(), save),
+                Request::Crash => crate::crash::crash_now(),
                 Request::LoadAof => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     crate::requests::load_aof(engine, files, now)
                 }
-                Request::AclFile { save } => crate::acl::acl_file_command(self.engine(), save),
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {

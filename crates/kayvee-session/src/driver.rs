@@ -54,14 +54,17 @@ pub enum Request {
     },
     /// CONFIG REWRITE: write [`Engine::rewrite_config`]'s text, answer `Ok` or the error.
     RewriteConfig,
-    /// DEBUG LOADAOF: write out the AOF, empty the data, load the AOF again; answer `Ok` or
-    /// the error.
-    LoadAof,
     /// ACL LOAD (`save` false) or ACL SAVE: do the file work, answer `Ok` or the error.
     AclFile {
         /// ACL SAVE.
         save: bool,
     },
+    /// DEBUG LOADAOF: write out the AOF, empty the dataset, load it from the AOF files again;
+    /// answer `Ok` (a file that does not load ends the process, as in Redis).
+    LoadAof,
+    /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
+    /// end); never answered.
+    Crash,
 }
 
 /// The shell's answer to a [`Request`]: the reply the client gets.
@@ -497,6 +500,13 @@ impl Driver {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
+            // CLIENT LIST / CLIENT INFO during the next command see the buffers as they are:
+            // the query buffer is this batch's input (taken from the shell's buffer or lent
+            // out of the session's), the running command included, as Redis shows it.
+            if let Some(c) = engine.clients.get_mut(h) {
+                c.io = s.io_stats();
+                c.io.qbuf = input.len();
+            }
             // Redis's `authRequired`: the tighter limits apply only while a password is set.
             let authenticated = !engine.core.acl.auth_required()
                 || engine.clients.get(h).is_some_and(|c| c.authenticated);
@@ -563,6 +573,7 @@ impl Driver {
             Outcome::Save { background } => Request::Save { background },
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },
+            Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
         };
         s.awaiting = true;

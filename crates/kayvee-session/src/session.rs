@@ -21,6 +21,9 @@ pub const OUTPUT_PAUSE: usize = 1024 * 1024;
 
 /// An empty output buffer with more capacity than this is released by the cron.
 const OUTPUT_KEEP: usize = 64 * 1024;
+/// Redis's fixed per-client reply buffer (`PROTO_REPLY_CHUNK_BYTES`), and the size of its
+/// reply blocks: how `CLIENT LIST` splits pending output into `obl`, `oll` and `omem`.
+const REPLY_BUFFER: usize = 16 * 1024;
 
 /// How a connection ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,13 +155,19 @@ impl Session {
         }
     }
 
-    /// Buffer sizes for `CLIENT LIST`.
+    /// Buffer sizes for `CLIENT LIST`, in Redis's terms: the query buffer holds the pending
+    /// input (the running command's included); pending output fills Redis's fixed 16 KiB reply
+    /// buffer first (`obl`), the rest goes in 16 KiB blocks (`oll`, `omem`). While a batch runs
+    /// the driver sets `qbuf` itself (the batch may run from the shell's buffer).
     pub fn io_stats(&self) -> IoStats {
+        let pending = self.out_pending();
+        let beyond = pending.saturating_sub(REPLY_BUFFER);
         IoStats {
             qbuf: self.pending_input(),
-            qbuf_free: self.input.len() - self.in_end,
-            obl: self.out_pending(),
-            omem: self.out.capacity(),
+            qbuf_free: self.input.len().saturating_sub(self.in_end),
+            obl: pending.min(REPLY_BUFFER),
+            oll: beyond.div_ceil(REPLY_BUFFER),
+            omem: beyond,
             tot_mem: self.input.capacity() + self.out.capacity() + core::mem::size_of::<Self>(),
         }
     }

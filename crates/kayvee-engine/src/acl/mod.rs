@@ -420,6 +420,15 @@ pub fn is_loopback(addr: &str) -> bool {
     ip.starts_with("127.") || ip == "::1"
 }
 
+/// Whether a connection is local as `enable-debug-command local` and
+/// `enable-protected-configs local` mean it: a Unix socket or a loopback TCP peer.
+pub fn is_local(t: &crate::Transport) -> bool {
+    match t {
+        crate::Transport::Tcp { addr, .. } => is_loopback(addr),
+        crate::Transport::Unix { .. } => true,
+    }
+}
+
 impl Acl {
     /// Protected mode as Redis 7.0 applies it on accept, whatever `bind` says: with
     /// `protected-mode yes` and a default user without password, a TCP client from a

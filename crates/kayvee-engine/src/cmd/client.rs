@@ -381,7 +381,7 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} \
          sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem={} \
-         rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={cmd} user={} redir={} \
+         rbs=0 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={cmd} user={} redir={} \
          resp={}",
         c.id,
         addr(c),
@@ -403,6 +403,7 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
         io.qbuf_free,
         txn.queued_bytes,
         io.obl,
+        io.oll,
         io.omem,
         io.tot_mem,
         String::from_utf8_lossy(&c.user),

@@ -102,7 +102,11 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     let maxmemory = cx.core.config.maxmemory;
-    cx.core.config.set_many(&pairs).map_err(Error::msg)?;
+    let local = crate::acl::is_local(&cx.client().conn.transport);
+    cx.core
+        .config
+        .set_many_as(&pairs, local)
+        .map_err(Error::msg)?;
     let core = &mut *cx.core;
     crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
     if cx.core.config.maxmemory != maxmemory {
@@ -134,6 +138,7 @@ fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> C
     for db in &mut cx.core.dbs {
         db.stats = Default::default();
     }
+    cx.core.latency.histograms.clear();
     out.ok();
     Ok(())
 }

@@ -118,7 +118,18 @@ fn section(cx: &Cx<'_>, name: &str, s: &mut String) {
         "errorstats" => errorstats(cx, s),
         "cluster" => field(s, "cluster_enabled", 0),
         "keyspace" => keyspace(cx, s),
-        _ => {} // modules, latencystats: nothing to report
+        "latencystats" => latencystats(cx, s),
+        _ => {} // modules: nothing to report
+    }
+}
+
+/// `latency_percentiles_usec_<command>:p50=...` for each command with a latency histogram.
+fn latencystats(cx: &Cx<'_>, s: &mut String) {
+    let percentiles = &cx.core.config.latency_tracking_info_percentiles;
+    for (&id, h) in &cx.core.latency.histograms {
+        let name = &cx.commands.get(crate::command::CommandId(id)).full_name;
+        let text = crate::latency::percentiles_text(h, percentiles);
+        let _ = write!(s, "latency_percentiles_usec_{name}:{text}\r\n");
     }
 }
 

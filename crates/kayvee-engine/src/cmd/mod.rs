@@ -18,19 +18,25 @@ use spec::CommandSpec;
 
 pub mod acl;
 pub mod aof;
+pub mod bitfield;
 pub mod bits;
 pub mod block;
 pub mod client;
 pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
+pub mod debug;
 pub mod double;
 pub mod expire;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod introspect;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub(crate) mod long_double;
 pub mod memory;
 pub mod monitor;
@@ -58,10 +64,13 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     introspect::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    bitfield::COMMANDS,
+    hll::COMMANDS,
     keys::COMMANDS,
     expire::COMMANDS,
     list::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     stream::COMMANDS,
     sort::COMMANDS,
     hash::COMMANDS,
@@ -71,6 +80,8 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     persist::COMMANDS,
     memory::COMMANDS,
     slowlog::COMMANDS,
+    lolwut::COMMANDS,
+    latency::COMMANDS,
     acl::COMMANDS,
     monitor::COMMANDS,
 ];

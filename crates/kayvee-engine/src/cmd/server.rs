@@ -1,11 +1,10 @@
-//! Server commands: TIME, SHUTDOWN, DEBUG (SLEEP and HELP only). CONFIG is in
+//! Server commands: TIME, SHUTDOWN, DEBUG (its subcommands are in [`super::debug`]). CONFIG is in
 //! [`super::config_cmd`], COMMAND in [`super::introspect`].
 
 use crate::argv::Argv;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::reply::help_reply;
 use crate::reply::ReplySink;
 use crate::{Cx, Outcome};
 
@@ -104,71 +103,18 @@ const DEBUG_NOT_ALLOWED: &str =
 fn debug_allowed(cx: &mut Cx<'_>) -> bool {
     match cx.core.config.enable_debug_command.as_str() {
         "yes" => true,
-        "local" => match &cx.client().conn.transport {
-            crate::Transport::Tcp { addr, .. } => crate::acl::is_loopback(addr),
-            crate::Transport::Unix { .. } => true,
-        },
+        "local" => crate::acl::is_local(&cx.client().conn.transport),
         _ => false,
     }
 }
 
-/// DEBUG SLEEP seconds | DEBUG LOADAOF | DEBUG HELP, behind `enable-debug-command` (default `no`) as in
-/// Redis 7.0. Other DEBUG subcommands (OBJECT, RELOAD...) are not implemented and answer like
-/// an unknown subcommand.
+/// DEBUG, behind `enable-debug-command` (default `no`) as in Redis 7.0; the subcommands are in
+/// [`super::debug`].
 fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if !debug_allowed(cx) {
         return Err(Error::msg(DEBUG_NOT_ALLOWED));
     }
-    let sub = args.get(1);
-    if sub.eq_ignore_ascii_case(b"help") && args.len() == 2 {
-        help_reply(
-            out,
-            "DEBUG",
-            &[
-                "LOADAOF",
-                "    Flush the AOF buffers on disk and reload the AOF in memory.",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>. Decimals allowed.",
-            ],
-        );
-    } else if sub.eq_ignore_ascii_case(b"loadaof") && args.len() == 2 {
-        // The shell reloads and replies.
-        cx.outcome = Outcome::LoadAof;
-    } else if sub.eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
-        let secs = parse_float_prefix(args.get(2)).max(0.0);
-        cx.outcome = Outcome::Sleep((secs * 1e6) as u64);
-        out.ok();
-    } else {
-        let name = crate::util::sanitize(sub, 128);
-        return Err(Error::msg(alloc::format!(
-            "ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP."
-        )));
-    }
-    Ok(())
-}
-
-/// Longest number text read by [`parse_float_prefix`] (bounds its quadratic scan).
-const FLOAT_LEN_MAX: usize = 64;
-
-/// Reads a number as C's `strtod` does: the longest decimal prefix after leading spaces, 0
-/// when there is none (`DEBUG SLEEP abc` sleeps 0 seconds in Redis too).
-fn parse_float_prefix(s: &[u8]) -> f64 {
-    let s = s.trim_ascii_start();
-    let s = &s[..s.len().min(FLOAT_LEN_MAX)];
-    let mut end = 0;
-    let mut best = 0.0;
-    while end < s.len() {
-        end += 1;
-        if let Some(v) = core::str::from_utf8(&s[..end])
-            .ok()
-            .and_then(|t| t.parse::<f64>().ok())
-        {
-            if v.is_finite() {
-                best = v;
-            }
-        }
-    }
-    best
+    super::debug::run(cx, args, out)
 }
 
 #[cfg(test)]
@@ -238,11 +184,7 @@ mod tests {
             )
         );
         let (_, help) = run(&mut e, "DEBUG HELP");
-        assert!(matches!(&help[0], Reply::Array(l) if l.len() == 7));
-        assert_eq!(
-            run(&mut e, "DEBUG LOADAOF"),
-            (Outcome::LoadAof, alloc::vec![])
-        );
+        assert!(matches!(&help[0], Reply::Array(l) if l.len() > 5));
     }
 
     #[test]
@@ -269,15 +211,5 @@ mod tests {
             count,
             alloc::vec![Reply::Int(e.command_table().count() as i64)]
         );
-    }
-
-    #[test]
-    fn float_prefix_like_strtod() {
-        assert_eq!(parse_float_prefix(b"0.5"), 0.5);
-        assert_eq!(parse_float_prefix(b" 2"), 2.0);
-        assert_eq!(parse_float_prefix(b"1e-3"), 0.001);
-        assert_eq!(parse_float_prefix(b"1.5xyz"), 1.5);
-        assert_eq!(parse_float_prefix(b"abc"), 0.0);
-        assert_eq!(parse_float_prefix(b"-1"), -1.0);
     }
 }

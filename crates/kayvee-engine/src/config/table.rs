@@ -51,6 +51,13 @@ pub enum Kind {
     BufferLimits,
     /// `notify-keyspace-events`: class letters, stored as bits (see [`super::keyspace_events`]).
     KeyspaceEvents,
+    /// A feature Kayvee lacks (`activedefrag`): only `no`; `yes` is refused with this text.
+    OnlyNo(&'static str),
+    /// A memory size or a percentage of `maxmemory` (`maxmemory-clients`); a percentage is
+    /// stored as its negation.
+    MemoryOrPercent,
+    /// Other value syntaxes, parsed in [`super::extra`] (percentile lists, flag sets...).
+    Special(Special),
 }
 
 /// Who may change a parameter after startup.
@@ -596,6 +603,16 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.zset_max_listpack_value = v.mem(),
     },
     Param {
+        name: "hll-sparse-max-bytes",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Mem(c.hll_sparse_max_bytes),
+        put: |c, v| c.hll_sparse_max_bytes = v.mem(),
+    },
+    Param {
         name: "hash-max-listpack-entries",
         kind: Kind::Int {
             min: 0,
@@ -658,23 +675,95 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("list-max-ziplist-size", "list-max-listpack-size"),
 ];
 
-/// Finds a parameter by its name or an alias, case-insensitively.
-pub fn find(name: &[u8]) -> Option<&'static Param> {
-    let name = ALIASES
-        .iter()
-        .find(|(alias, _)| alias.as_bytes().eq_ignore_ascii_case(name))
-        .map_or(name, |(_, own)| own.as_bytes());
-    PARAMS
-        .iter()
-        .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+/// Value syntaxes only these parameters use.
+#[derive(Clone, Copy, Debug)]
+pub enum Special {
+    /// `latency-tracking-info-percentiles`: decimal numbers within 0..=100 (possibly none).
+    Percentiles,
+    /// `oom-score-adj-values`: three integers within -2000..=2000.
+    OomValues,
+    /// `shutdown-on-sigint` / `shutdown-on-sigterm`: a set of `default save nosave now force`.
+    ShutdownFlags,
 }
 
-/// The aliases of parameter `name`.
-pub fn aliases_of(name: &str) -> impl Iterator<Item = &'static str> + '_ {
-    ALIASES
-        .iter()
-        .filter(move |(_, own)| *own == name)
-        .map(|(alias, _)| *alias)
+/// The flags of `shutdown-on-sig*`, in the order they are shown.
+const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
+
+impl Special {
+    /// Parses the words of a value into its normalized text (`Val::Str`).
+    pub fn parse(self, words: &[&[u8]]) -> Result<Val, String> {
+        match self {
+            Special::Percentiles => {
+                let mut out = Vec::with_capacity(words.len());
+                for w in words {
+                    let v: f64 = core::str::from_utf8(w)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .filter(|v: &f64| !v.is_nan())
+                        .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                    if !(0.0..=100.0).contains(&v) {
+                        return Err("latency-tracking-info-percentiles parameters should sit \
+                                    between [0.0,100.0]"
+                            .into());
+                    }
+                    out.push(alloc::format!("{v}"));
+                }
+                Ok(Val::Str(out.join(" ").into_bytes()))
+            }
+            Special::OomValues => {
+                if words.len() != 3 {
+                    return Err("wrong number of arguments".into());
+                }
+                let mut out = Vec::with_capacity(3);
+                for w in words {
+                    let v = crate::util::parse_i64(w)
+                        .filter(|v| (-2000..=2000).contains(v))
+                        .ok_or(
+                            "Invalid oom-score-adj-values, elements must be between -2000 and 2000.",
+                        )?;
+                    out.push(alloc::format!("{v}"));
+                }
+                Ok(Val::Str(out.join(" ").into_bytes()))
+            }
+            Special::ShutdownFlags => {
+                let mut set = [false; 5];
+                for w in words {
+                    let i = SHUTDOWN_FLAGS
+                        .iter()
+                        .position(|f| f.as_bytes().eq_ignore_ascii_case(w))
+                        .ok_or_else(|| {
+                            alloc::format!(
+                                "argument(s) must be one of the following: {}",
+                                SHUTDOWN_FLAGS.join(", ")
+                            )
+                        })?;
+                    set[i] = true;
+                }
+                if set[1] && set[2] {
+                    return Err(
+                        "shutdown options SAVE and NOSAVE can't be used simultaneously".into(),
+                    );
+                }
+                // `default` means no flag: it shows only when nothing else is set.
+                let shown: Vec<&str> = (1..5)
+                    .filter(|&i| set[i])
+                    .map(|i| SHUTDOWN_FLAGS[i])
+                    .collect();
+                if words.is_empty() {
+                    return Err(alloc::format!(
+                        "argument(s) must be one of the following: {}",
+                        SHUTDOWN_FLAGS.join(", ")
+                    ));
+                }
+                let text = if shown.is_empty() {
+                    String::from("default")
+                } else {
+                    shown.join(" ")
+                };
+                Ok(Val::Str(text.into_bytes()))
+            }
+        }
+    }
 }
 
 /// The most `bind` addresses Redis accepts.
@@ -683,7 +772,10 @@ const BIND_MAX: usize = 16;
 impl Kind {
     /// Whether the kind takes a list of words rather than exactly one value.
     pub fn is_multi(self) -> bool {
-        matches!(self, Kind::Words | Kind::Save | Kind::BufferLimits)
+        matches!(
+            self,
+            Kind::Words | Kind::Save | Kind::BufferLimits | Kind::Special(_)
+        )
     }
 
     /// Parses a value from its words (exactly one for single-valued kinds), giving Redis's
@@ -695,6 +787,7 @@ impl Kind {
                 .map(Val::Save)
                 .ok_or_else(|| "Invalid save parameters".into()),
             Kind::BufferLimits => parse_buffer_limits(words),
+            Kind::Special(special) => special.parse(words),
             _ => match words {
                 [one] => self.parse_one(one),
                 _ => Err("wrong number of arguments".into()),
@@ -740,7 +833,13 @@ impl Kind {
             Kind::KeyspaceEvents => super::keyspace_events::parse_flags(s)
                 .map(|f| Val::Int(f.into()))
                 .ok_or_else(|| super::keyspace_events::BAD_CLASS.into()),
-            Kind::Words | Kind::Save | Kind::BufferLimits => {
+            Kind::OnlyNo(refusal) => match parse_bool(s) {
+                Some(false) => Ok(Val::Bool(false)),
+                Some(true) => Err(refusal.into()),
+                None => Err(yes_or_no()),
+            },
+            Kind::MemoryOrPercent => parse_memory_or_percent(s),
+            Kind::Words | Kind::Save | Kind::BufferLimits | Kind::Special(_) => {
                 unreachable!("multi-valued kinds parse in parse()")
             }
         }
@@ -754,6 +853,9 @@ impl Kind {
                 super::keyspace_events::render_flags(*f as u32).into()
             }
             (Kind::Octal { .. }, Val::Int(i)) => alloc::format!("{i:o}").into_bytes(),
+            (Kind::MemoryOrPercent, Val::Int(i)) if *i < 0 => {
+                alloc::format!("{}%", -*i).into_bytes()
+            }
             (_, Val::Int(i)) => alloc::format!("{i}").into_bytes(),
             (_, Val::Mem(m)) => alloc::format!("{m}").into_bytes(),
             (_, Val::Str(s)) => s.clone(),
@@ -828,6 +930,21 @@ fn render_buffer_limits(limits: &[crate::config::OutputLimit; 3]) -> String {
         ));
     }
     s
+}
+
+/// A memory size, or `N%` with N at most 100 (stored as `-N`), as `maxmemory-clients` takes.
+fn parse_memory_or_percent(s: &[u8]) -> Result<Val, String> {
+    if let Some(digits) = s.strip_suffix(b"%") {
+        let pct = crate::util::parse_i64(digits)
+            .filter(|v| *v >= 0)
+            .ok_or("argument must be a memory or percent value")?;
+        if pct > 100 {
+            return Err("percentage argument must be less or equal to 100".into());
+        }
+        return Ok(Val::Int(-pct));
+    }
+    let v = parse_memory(s).ok_or("argument must be a memory or percent value")?;
+    check_bounds(v.into(), 0, i64::MAX.into(), false).map(|_| Val::Int(v as i64))
 }
 
 /// `argument must be 'yes' or 'no'`.

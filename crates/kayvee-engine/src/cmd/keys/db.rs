@@ -32,6 +32,8 @@ fn check_flush_mode(args: &Argv<'_>) -> CmdResult {
 /// FLUSHDB [ASYNC|SYNC]: empties the selected database.
 pub(super) fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
+    let (db, now) = (cx.db_index, cx.now_ms());
+    crate::txn::before_flush(&mut cx.core.watches, &cx.core.dbs, db, now);
     cx.db().clear();
     cx.propagate_verbatim();
     out.ok();
@@ -41,6 +43,10 @@ pub(super) fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
 /// FLUSHALL [ASYNC|SYNC]: empties every database.
 pub(super) fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
+    let now = cx.now_ms();
+    for db in 0..cx.core.dbs.len() {
+        crate::txn::before_flush(&mut cx.core.watches, &cx.core.dbs, db, now);
+    }
     cx.core.dbs.iter_mut().for_each(|db| db.clear());
     cx.propagate_verbatim();
     out.ok();
@@ -56,14 +62,20 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let (Some(a), Some(b)) = (in_range(first, n), in_range(second, n)) else {
         return Err(Error::DbIndexOutOfRange);
     };
-    crate::txn::touch_swap(&mut cx.core.watches, &cx.core.dbs, a, b);
-    // Events recorded so far belong to the index they were recorded under; watches stay with
-    // the index (a client watching a key of db `a` still does).
-    crate::drain::drain(cx.core);
-    cx.core.dbs.swap(a, b);
+    // A database swapped with itself changes nothing (Redis touches no watched key) but
+    // still propagates.
+    if a != b {
+        let now = cx.now_ms();
+        let core = &mut *cx.core;
+        crate::txn::touch_swap(&mut core.txn, &mut core.watches, &core.dbs, a, b, now);
+        // Events recorded so far belong to the index they were recorded under; watches stay
+        // with the index (a client watching a key of db `a` still does).
+        crate::drain::drain(cx.core);
+        cx.core.dbs.swap(a, b);
+        cx.core.blocking.signal_db(a);
+        cx.core.blocking.signal_db(b);
+    }
     cx.propagate_verbatim();
-    cx.core.blocking.signal_db(a);
-    cx.core.blocking.signal_db(b);
     out.ok();
     Ok(())
 }

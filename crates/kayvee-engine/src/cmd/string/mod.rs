@@ -1,13 +1,14 @@
 //! String commands (Redis "string" group): the group's command table and the helpers its files
 //! share. GET, SET and their variants are in `get_set` (SET/GETEX option parsing in
 //! `get_set::options`), the commands on part of a string (APPEND, STRLEN, GETRANGE/SUBSTR,
-//! SETRANGE) in `range`, the counters (INCR family) in `numbers`; bit commands are in
+//! SETRANGE) in `range`, the counters (INCR family) in `numbers`, LCS in `lcs`; bit commands are in
 //! `cmd::bits`.
 //!
 //! Semantics and reply texts follow Redis 7.0.15 (checked against the real server; the
 //! transcripts in `tests/transcripts/string*.txt` were recorded from it).
 
 pub(crate) mod get_set;
+mod lcs;
 mod numbers;
 mod range;
 
@@ -409,6 +410,19 @@ is O(M) with M being the length of the value argument.",
             "Increment the float value of a key by the given amount",
             "2.6.0",
             numbers::incrbyfloat,
+        )
+    },
+    CommandSpec {
+        last_key: 2,
+        complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+        ..spec(
+            "lcs",
+            -3,
+            flags::READONLY,
+            ACL_R_SLOW,
+            "Find longest common substring",
+            "7.0.0",
+            lcs::lcs_command,
         )
     },
 ];

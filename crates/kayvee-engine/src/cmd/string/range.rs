@@ -99,7 +99,13 @@ pub(super) fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
             out.int(0);
             return Ok(());
         }
-        let bytes = overwrite(Vec::new(), offset, val, max)?;
+        // A new string is exactly as long as asked (Redis's `sdsnewlen`); the room to grow
+        // comes with the writes to an existing one.
+        let exact = offset
+            .checked_add(val.len() as u64)
+            .filter(|&e| e <= max)
+            .ok_or(Error::StringTooLong)?;
+        let bytes = overwrite(Vec::with_capacity(exact as usize), offset, val, max)?;
         out.int(bytes.len() as i64);
         let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);

@@ -131,7 +131,7 @@ fn stored_score(score: f64, big: bool) -> f64 {
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...].
-pub(super) fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+pub(crate) fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (f, pairs) = parse_zadd(args)?;
     let key = args.get(1);
     let now = cx.now_ms();

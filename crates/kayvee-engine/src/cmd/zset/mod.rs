@@ -23,7 +23,9 @@ use crate::value::{Entry, Meta, Value, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
-use members::{zadd, zcard, zincrby, zmscore, zrank, zrem, zrevrank, zscore};
+/// ZADD, which GEOADD runs on the scores it computes.
+pub(crate) use members::zadd;
+use members::{zcard, zincrby, zmscore, zrank, zrem, zrevrank, zscore};
 use pop::{bzmpop, bzpopmax, bzpopmin, serve_bzmpop, serve_bzpopmax, serve_bzpopmin};
 
 /// A sorted-set command spec with one key at argument 1 (a table row: every field is

@@ -1,0 +1,102 @@
+//! DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: Redis saves the RDB file, empties the dataset and
+//! loads the file back. Kayvee does the same round trip in memory, through the RDB value codec
+//! the shell installed (the one DUMP, RESTORE and the RDB files use): every value is encoded and
+//! decoded again, so what would not survive a save and a load shows, and the reloaded values
+//! take the encodings a load gives them. Expired keys are dropped, as a load does; LRU idle
+//! times and LFU counters survive only under the policy that saves them. As a save does, the
+//! count of changes since the last save is reset. NOSAVE (load the file on disk as it is) is
+//! not supported.
+
+use crate::argv::Argv;
+use crate::db::Db;
+use crate::error::{CmdResult, Error};
+use crate::reply::ReplySink;
+use crate::value::{Entry, Meta, Value};
+use crate::Cx;
+use alloc::vec::Vec;
+
+/// Redis's reply when the load fails.
+const LOAD_FAILED: &str = "ERR Error trying to load the RDB dump, check server logs.";
+
+/// Whether a collection has no element (a load skips such keys).
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Str(_) => false,
+        Value::List(l) => l.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::Hash(h) => h.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+        Value::Stream(_) => false,
+    }
+}
+
+pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let (mut merge, mut noflush, mut nosave) = (false, false, false);
+    for a in args.iter().skip(2) {
+        match a.to_ascii_lowercase().as_slice() {
+            b"merge" => merge = true,
+            b"noflush" => noflush = true,
+            b"nosave" => nosave = true,
+            _ => {
+                return Err(Error::msg(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                ))
+            }
+        }
+    }
+    if nosave {
+        return Err(Error::msg(
+            "ERR DEBUG RELOAD NOSAVE is not supported: Kayvee reloads the dataset it saves",
+        ));
+    }
+    let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
+    // Loading over the dataset without MERGE finds every key twice: Redis stops there.
+    if noflush && !merge && cx.core.dbs.iter().any(|db| !db.is_empty()) {
+        return Err(Error::msg(LOAD_FAILED));
+    }
+    let now = cx.now_ms();
+    let (seed, config) = (cx.core.seed, &cx.core.config);
+    let keep_lru = config.maxmemory_policy.contains("lru");
+    let keep_lfu = config.maxmemory_policy.contains("lfu");
+    let mut rebuilt: Vec<Db> = Vec::with_capacity(cx.core.dbs.len());
+    for db in &cx.core.dbs {
+        let mut fresh = Db::new(seed);
+        for (key, old) in db.keys.iter() {
+            let at = db.expire_at(key);
+            if at.is_some_and(|t| t <= now) {
+                continue;
+            }
+            let payload = codec.dump(&old.value, config.rdbcompression);
+            let mut value = codec
+                .restore(&payload, seed)
+                .map_err(|_| Error::msg(LOAD_FAILED))?;
+            if is_empty(&value) {
+                continue;
+            }
+            let big = crate::persist::loads_big(&value, config);
+            value.normalize(big, seed);
+            let mut entry = Entry::new(value, now);
+            entry.meta.set_flag(Meta::BIG, big);
+            if keep_lru {
+                entry.meta.access_s = old.meta.access_s;
+            }
+            if keep_lfu {
+                entry.meta.freq = old.meta.freq;
+                entry.meta.ldt_min = old.meta.ldt_min;
+            }
+            fresh.insert_entry(key, entry, at);
+        }
+        rebuilt.push(fresh);
+    }
+    for (slot, mut db) in cx.core.dbs.iter_mut().zip(rebuilt) {
+        db.stats = slot.stats;
+        *slot = db;
+    }
+    crate::drain::sync(cx.core);
+    let core = &mut *cx.core;
+    crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+    cx.core.stats.dirty = 0;
+    cx.core.persist.last_save_ms = now;
+    out.ok();
+    Ok(())
+}

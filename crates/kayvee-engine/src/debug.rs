@@ -1,0 +1,31 @@
+//! What DEBUG's switches change (`DEBUG SET-ACTIVE-EXPIRE`, `PAUSE-CRON`...): state read by the
+//! cron and by the commands they affect. The subcommands themselves are in `cmd/debug/`.
+
+/// The switches, at their defaults until a DEBUG subcommand changes them.
+#[derive(Clone, Debug)]
+pub struct Switches {
+    /// Active expiry runs in the cron (`DEBUG SET-ACTIVE-EXPIRE 0` stops it; lazy expiry on
+    /// access goes on).
+    pub active_expire: bool,
+    /// The cron is paused (`DEBUG PAUSE-CRON 1`): no active expiry, eviction or metrics.
+    pub cron_paused: bool,
+    /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: kept and accepted; Kayvee's lists have no plain
+    /// nodes, so it changes nothing.
+    pub quicklist_packed_threshold: u64,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: kept; RESTORE still checks the checksum.
+    pub skip_checksum_validation: bool,
+}
+
+/// Redis's default `quicklist-packed-threshold`: 1 GB.
+pub const PACKED_THRESHOLD_DEFAULT: u64 = 1 << 30;
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches {
+            active_expire: true,
+            cron_paused: false,
+            quicklist_packed_threshold: PACKED_THRESHOLD_DEFAULT,
+            skip_checksum_validation: false,
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Latency: the monitor behind LATENCY LATEST / HISTORY / RESET / GRAPH / DOCTOR (events that
+//! took at least `latency-monitor-threshold` ms, kept per event name as Redis keeps them: the
+//! last 160 seconds that had one, the worst per second, and the all-time worst), and the
+//! per-command latency histograms behind LATENCY HISTOGRAM and `INFO latencystats`
+//! (`latency-tracking`).
+//!
+//! The histograms have HdrHistogram's layout with two significant digits, as Redis's: values
+//! in nanoseconds from 1 to 1,000,000,000, in buckets of 128 sub-buckets per power of two, so
+//! percentiles and bucket bounds come out as Redis prints them (`p50=7.007`). Kayvee times
+//! commands to the microsecond, so recorded values are multiples of 1000 ns.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+/// Samples an event keeps (Redis's `LATENCY_TS_LEN`).
+pub const SAMPLES_MAX: usize = 160;
+
+/// Smallest and largest value a histogram records, in ns (larger ones count as the largest).
+const HIST_MIN_NS: u64 = 1;
+const HIST_MAX_NS: u64 = 1_000_000_000;
+/// log2 of the sub-buckets per power of two in the first bucket (256; later buckets use the
+/// upper 128).
+const SUB_BITS: u32 = 8;
+
+/// One event's samples: (unix seconds, worst latency in ms that second), oldest first, and the
+/// worst ever.
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    /// At most [`SAMPLES_MAX`], oldest first.
+    pub samples: alloc::collections::VecDeque<(u64, u64)>,
+    /// The all-time worst latency, ms.
+    pub max: u64,
+}
+
+impl Series {
+    /// Adds a sample: one per second, the worst of that second.
+    fn add(&mut self, now_s: u64, ms: u64) {
+        self.max = self.max.max(ms);
+        if let Some(last) = self.samples.back_mut() {
+            if last.0 == now_s {
+                last.1 = last.1.max(ms);
+                return;
+            }
+        }
+        if self.samples.len() == SAMPLES_MAX {
+            self.samples.pop_front();
+        }
+        self.samples.push_back((now_s, ms));
+    }
+}
+
+/// A command's latency histogram (HdrHistogram layout, sparse).
+#[derive(Clone, Debug, Default)]
+pub struct Histogram {
+    /// Bucket index to count.
+    counts: BTreeMap<u32, u64>,
+    /// Values recorded.
+    pub total: u64,
+}
+
+/// The bucket of a value in ns: the power of two above the first bucket's range, and the
+/// sub-bucket inside it.
+fn index_of(v: u64) -> u32 {
+    let bits = 63 - v.max(1).leading_zeros();
+    let bucket = bits.saturating_sub(SUB_BITS - 1);
+    (bucket << SUB_BITS) | (v >> bucket) as u32
+}
+
+/// The largest value of a bucket (HdrHistogram's "highest equivalent value").
+fn highest_of(index: u32) -> u64 {
+    let (bucket, sub) = (index >> SUB_BITS, u64::from(index & ((1 << SUB_BITS) - 1)));
+    ((sub + 1) << bucket) - 1
+}
+
+impl Histogram {
+    /// Records one value in ns (clamped to the recordable range).
+    pub fn record(&mut self, ns: u64) {
+        let v = ns.clamp(HIST_MIN_NS, HIST_MAX_NS);
+        *self.counts.entry(index_of(v)).or_default() += 1;
+        self.total += 1;
+    }
+
+    /// The value at a percentile (0..=100), in ns, as HdrHistogram computes it.
+    pub fn percentile(&self, p: f64) -> u64 {
+        let wanted = ((p.min(100.0) / 100.0) * self.total as f64 + 0.5) as u64;
+        let wanted = wanted.max(1);
+        let mut seen = 0;
+        for (&i, &c) in &self.counts {
+            seen += c;
+            if seen >= wanted {
+                return highest_of(i);
+            }
+        }
+        0
+    }
+
+    /// The cumulative distribution LATENCY HISTOGRAM shows: at 1024 ns, then each power of
+    /// two above, the bucket's highest value in µs and the values up to it, for each step
+    /// where that count grew.
+    pub fn cumulative(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut level: u64 = 1024;
+        let (mut seen, mut last) = (0u64, 0u64);
+        let mut it = self.counts.iter().peekable();
+        while seen < self.total {
+            let top = highest_of(index_of(level));
+            while let Some((&i, &c)) = it.peek() {
+                if highest_of(i) > top {
+                    break;
+                }
+                seen += c;
+                it.next();
+            }
+            if seen > last {
+                out.push((top / 1000, seen));
+                last = seen;
+            }
+            level = level.saturating_mul(2);
+        }
+        out
+    }
+}
+
+/// The latency state the engine keeps.
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// Monitor events by name.
+    pub events: BTreeMap<String, Series>,
+    /// Per command (by id), when `latency-tracking` recorded one.
+    pub histograms: BTreeMap<u16, Histogram>,
+}
+
+impl Latency {
+    /// Records a command's duration (µs) in its histogram (`latency-tracking`).
+    pub fn record_command(&mut self, id: u16, usec: u64) {
+        self.histograms
+            .entry(id)
+            .or_default()
+            .record(usec.saturating_mul(1000));
+    }
+
+    /// Records an event that took `ms` if the monitor is on and it reached the threshold
+    /// (Redis's `latencyAddSampleIfNeeded`).
+    pub fn add_sample_if_needed(&mut self, threshold_ms: u64, event: &str, ms: u64, now_s: u64) {
+        if threshold_ms == 0 || ms < threshold_ms {
+            return;
+        }
+        match self.events.get_mut(event) {
+            Some(series) => series.add(now_s, ms),
+            None => {
+                let mut series = Series::default();
+                series.add(now_s, ms);
+                self.events.insert(event.into(), series);
+            }
+        }
+    }
+}
+
+/// One line of `INFO latencystats` after its name: `p50=1.003,p99=...` at the percentiles
+/// given as `latency-tracking-info-percentiles` shows them (`50 99 99.9`).
+pub fn percentiles_text(h: &Histogram, percentiles: &str) -> String {
+    let mut s = String::new();
+    let words = percentiles.split(' ').filter(|w| !w.is_empty());
+    for (i, w) in words.enumerate() {
+        let Ok(p) = w.parse::<f64>() else {
+            continue;
+        };
+        let sep = if i == 0 { "" } else { "," };
+        let v = h.percentile(p) as f64 / 1000.0;
+        let _ = write!(s, "{sep}p{w}={v:.3}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_match_hdr_histogram() {
+        // Values Redis printed: 7.007 µs, 50331.647 µs.
+        assert_eq!(highest_of(index_of(7_000)), 7_007);
+        assert_eq!(highest_of(index_of(50_100_000)), 50_331_647);
+        assert_eq!(highest_of(index_of(5)), 5);
+        let mut h = Histogram::default();
+        for _ in 0..9 {
+            h.record(3_000);
+        }
+        h.record(7_000);
+        assert_eq!(h.percentile(50.0), 3_007);
+        assert_eq!(h.percentile(99.0), 7_007);
+        assert_eq!(h.percentile(0.0), 3_007);
+        assert_eq!(h.cumulative(), [(4, 9), (8, 10)]);
+        let mut big = Histogram::default();
+        big.record(67_000_000);
+        assert_eq!(big.cumulative(), [(67_633, 1)]);
+    }
+
+    #[test]
+    fn series_keep_the_worst_per_second() {
+        let mut l = Latency::default();
+        l.add_sample_if_needed(0, "command", 500, 1);
+        assert!(l.events.is_empty());
+        l.add_sample_if_needed(100, "command", 50, 1);
+        assert!(l.events.is_empty());
+        l.add_sample_if_needed(100, "command", 300, 1);
+        l.add_sample_if_needed(100, "command", 200, 1);
+        l.add_sample_if_needed(100, "command", 400, 2);
+        let s = &l.events["command"];
+        assert_eq!(s.samples, [(1, 300), (2, 400)]);
+        assert_eq!(s.max, 400);
+        for t in 0..200 {
+            l.add_sample_if_needed(100, "command", 100, 10 + t);
+        }
+        assert_eq!(l.events["command"].samples.len(), SAMPLES_MAX);
+    }
+}

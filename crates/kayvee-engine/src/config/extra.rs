@@ -314,13 +314,6 @@ pub const PARAMS: &[Param] = &[
     ),
     inert!("shutdown-timeout", int(0, INT_MAX), Mut, Val::Int(10)),
     inert!("socket-mark-id", int(0, u32::MAX as i64), Imm, Val::Int(0)),
-    inert!("stream-node-max-bytes", mem(0), Mut, Val::Mem(4096)),
-    inert!(
-        "stream-node-max-entries",
-        int(0, LL_MAX),
-        Mut,
-        Val::Int(100)
-    ),
     inert!(
         "supervised",
         Kind::Enum(&["upstart", "systemd", "auto", "no"]),

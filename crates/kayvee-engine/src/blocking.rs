@@ -261,6 +261,10 @@ pub fn unblock_on_request(
     let mut tree = ReplyTree::new(protocol);
     if as_error {
         let e = Error::msg("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        // The blocked call was counted when it blocked; it fails now.
+        if let Some(stat) = stats.commands.get_mut(usize::from(w.cmd.0)) {
+            stat.failed_calls += 1;
+        }
         send_error(stats, &e, &mut tree);
     } else {
         (w.spec.on_timeout)(&mut tree);

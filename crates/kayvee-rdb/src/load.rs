@@ -75,6 +75,27 @@ pub fn load_with_progress(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded> {
     let version = check_header(buf)?;
+    match parse(buf, version, opts, progress) {
+        // A file that does not parse and whose trailing checksum does not match either is
+        // reported by its checksum: the likelier cause (a damaged file), and what an operator
+        // can check with redis-check-rdb.
+        Err(e) if !matches!(e, Error::BadChecksum) && version >= 5 => {
+            match buf.len().checked_sub(9 + 8) {
+                Some(_) if verify_checksum(buf, buf.len() - 8).is_err() => Err(Error::BadChecksum),
+                _ => Err(e),
+            }
+        }
+        result => result,
+    }
+}
+
+/// The body of [`load_with_progress`]: opcodes up to EOF, then the checksum after it.
+fn parse(
+    buf: &[u8],
+    version: u16,
+    opts: &LoadOptions<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Loaded> {
     let mut r = Reader::new(&buf[9..]);
     let mut out = Loaded {
         dbs: (0..opts.config.databases)

@@ -95,6 +95,37 @@ impl CommandSpec {
         get_keys: None,
     };
 
+    /// The common row of the type groups: a command of `group` whose one key is its first
+    /// argument.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn first_key(
+        group: &'static str,
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        acl: u32,
+        summary: &'static str,
+        since: &'static str,
+        complexity: &'static str,
+        handler: Handler,
+    ) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            first_key: 1,
+            last_key: 1,
+            key_step: 1,
+            acl,
+            summary,
+            since,
+            group,
+            complexity,
+            handler,
+            ..CommandSpec::DEFAULT
+        }
+    }
+
     /// A container command's HELP subcommand row as Redis 7.0 has it (arity 2, `loading`,
     /// `stale`, @slow, one summary); `since` and `group` vary by container.
     pub const fn help_sub(since: &'static str, group: &'static str, handler: Handler) -> Self {

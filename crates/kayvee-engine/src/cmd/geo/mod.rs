@@ -34,21 +34,9 @@ const fn spec(
     complexity: &'static str,
     handler: Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl,
-        summary,
-        since,
-        group: "geo",
-        complexity,
-        handler,
-        ..CommandSpec::DEFAULT
-    }
+    CommandSpec::first_key(
+        "geo", name, arity, flags, acl, summary, since, complexity, handler,
+    )
 }
 
 const R: u32 = flags::READONLY;

@@ -44,21 +44,9 @@ const fn spec(
     complexity: &'static str,
     handler: Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl,
-        summary,
-        since,
-        group: "list",
-        complexity,
-        handler,
-        ..CommandSpec::DEFAULT
-    }
+    CommandSpec::first_key(
+        "list", name, arity, flags, acl, summary, since, complexity, handler,
+    )
 }
 
 const W_OOM_FAST: u32 = flags::WRITE | flags::DENYOOM | flags::FAST;

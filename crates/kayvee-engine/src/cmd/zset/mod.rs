@@ -41,21 +41,17 @@ const fn spec(
     complexity: &'static str,
     handler: Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::first_key(
+        "sorted-set",
         name,
         arity,
         flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
         acl,
         summary,
         since,
-        group: "sorted-set",
         complexity,
         handler,
-        ..CommandSpec::DEFAULT
-    }
+    )
 }
 
 /// A command whose keys follow a `numkeys` argument (no fixed key positions).

@@ -51,11 +51,13 @@ impl Series {
     }
 }
 
-/// A command's latency histogram (HdrHistogram layout, sparse).
+/// A command's latency histogram (HdrHistogram layout), its counts dense by bucket once the
+/// first value is recorded: recording is an index computation and an increment, with no
+/// search, since it runs after every command.
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
-    /// Bucket index to count.
-    counts: BTreeMap<u32, u64>,
+    /// Count per dense bucket index ([`dense_of`]); empty until the first record.
+    counts: Vec<u64>,
     /// Values recorded.
     pub total: u64,
 }
@@ -74,12 +76,52 @@ fn highest_of(index: u32) -> u64 {
     ((sub + 1) << bucket) - 1
 }
 
+/// Sub-buckets of the first bucket, and the (upper half) sub-buckets each later one uses.
+const FIRST: usize = 1 << SUB_BITS;
+const HALF: usize = FIRST / 2;
+/// Dense buckets for values up to [`HIST_MAX_NS`].
+const DENSE_LEN: usize =
+    FIRST + (63 - HIST_MAX_NS.leading_zeros() as usize - (SUB_BITS as usize - 1)) * HALF;
+
+/// The dense position of a bucket index: the first bucket's 256 sub-buckets, then 128 for each
+/// later power of two (their lower halves are never used).
+fn dense_of(index: u32) -> usize {
+    let (bucket, sub) = ((index >> SUB_BITS) as usize, (index as usize) & (FIRST - 1));
+    if bucket == 0 {
+        sub
+    } else {
+        FIRST + (bucket - 1) * HALF + (sub - HALF)
+    }
+}
+
+/// The bucket index at a dense position (the inverse of [`dense_of`]).
+fn index_at(dense: usize) -> u32 {
+    if dense < FIRST {
+        dense as u32
+    } else {
+        let (bucket, sub) = ((dense - FIRST) / HALF + 1, (dense - FIRST) % HALF + HALF);
+        ((bucket as u32) << SUB_BITS) | sub as u32
+    }
+}
+
 impl Histogram {
     /// Records one value in ns (clamped to the recordable range).
     pub fn record(&mut self, ns: u64) {
         let v = ns.clamp(HIST_MIN_NS, HIST_MAX_NS);
-        *self.counts.entry(index_of(v)).or_default() += 1;
+        if self.counts.is_empty() {
+            self.counts = alloc::vec![0; DENSE_LEN];
+        }
+        self.counts[dense_of(index_of(v))] += 1;
         self.total += 1;
+    }
+
+    /// The non-empty buckets in value order: (bucket index, count).
+    fn buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(d, &c)| (index_at(d), c))
     }
 
     /// The value at a percentile (0..=100), in ns, as HdrHistogram computes it.
@@ -87,7 +129,7 @@ impl Histogram {
         let wanted = ((p.min(100.0) / 100.0) * self.total as f64 + 0.5) as u64;
         let wanted = wanted.max(1);
         let mut seen = 0;
-        for (&i, &c) in &self.counts {
+        for (i, c) in self.buckets() {
             seen += c;
             if seen >= wanted {
                 return highest_of(i);
@@ -103,10 +145,10 @@ impl Histogram {
         let mut out = Vec::new();
         let mut level: u64 = 1024;
         let (mut seen, mut last) = (0u64, 0u64);
-        let mut it = self.counts.iter().peekable();
+        let mut it = self.buckets().peekable();
         while seen < self.total {
             let top = highest_of(index_of(level));
-            while let Some((&i, &c)) = it.peek() {
+            while let Some(&(i, c)) = it.peek() {
                 if highest_of(i) > top {
                     break;
                 }
@@ -129,16 +171,49 @@ pub struct Latency {
     /// Monitor events by name.
     pub events: BTreeMap<String, Series>,
     /// Per command (by id), when `latency-tracking` recorded one.
-    pub histograms: BTreeMap<u16, Histogram>,
+    pub histograms: Histograms,
+}
+
+/// The per-command histograms, indexed by command id (an id without one has an empty slot).
+#[derive(Clone, Debug, Default)]
+pub struct Histograms {
+    by_id: Vec<Histogram>,
+}
+
+impl Histograms {
+    /// The histogram of command `id`, if it recorded anything.
+    pub fn get(&self, id: u16) -> Option<&Histogram> {
+        self.by_id.get(usize::from(id)).filter(|h| h.total > 0)
+    }
+
+    /// The commands with a histogram, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &Histogram)> + '_ {
+        self.by_id
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.total > 0)
+            .map(|(id, h)| (id as u16, h))
+    }
+
+    /// Forgets every histogram.
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+    }
+
+    /// Records a value in ns for command `id`.
+    fn record(&mut self, id: u16, ns: u64) {
+        let i = usize::from(id);
+        if i >= self.by_id.len() {
+            self.by_id.resize_with(i + 1, Histogram::default);
+        }
+        self.by_id[i].record(ns);
+    }
 }
 
 impl Latency {
     /// Records a command's duration (µs) in its histogram (`latency-tracking`).
     pub fn record_command(&mut self, id: u16, usec: u64) {
-        self.histograms
-            .entry(id)
-            .or_default()
-            .record(usec.saturating_mul(1000));
+        self.histograms.record(id, usec.saturating_mul(1000));
     }
 
     /// Records an event that took `ms` if the monitor is on and it reached the threshold
@@ -196,6 +271,25 @@ mod tests {
         let mut big = Histogram::default();
         big.record(67_000_000);
         assert_eq!(big.cumulative(), [(67_633, 1)]);
+    }
+
+    #[test]
+    fn dense_positions_cover_every_bucket_once() {
+        let mut v = HIST_MIN_NS;
+        let mut last = None;
+        while v <= HIST_MAX_NS {
+            let i = index_of(v);
+            let d = dense_of(i);
+            assert!(d < DENSE_LEN, "{v} ns lands past the dense buckets");
+            assert_eq!(index_at(d), i);
+            if let Some(prev) = last {
+                assert!(d >= prev, "dense order follows value order");
+            }
+            last = Some(d);
+            v += 1 + v / 300;
+        }
+        // The largest value lands in the last power of two the dense buckets hold.
+        assert!(DENSE_LEN - dense_of(index_of(HIST_MAX_NS)) <= HALF);
     }
 
     #[test]

@@ -71,12 +71,16 @@ impl<T: Clone> PList<T> {
 
     /// Adds at the head.
     pub fn push_front(&mut self, v: T) {
-        self.insert(0, v)
+        if let Err(v) = self.tree.push_end(v, true) {
+            self.insert(0, v)
+        }
     }
 
     /// Adds at the tail.
     pub fn push_back(&mut self, v: T) {
-        self.insert(self.len(), v)
+        if let Err(v) = self.tree.push_end(v, false) {
+            self.insert(self.len(), v)
+        }
     }
 
     /// Removes the head.

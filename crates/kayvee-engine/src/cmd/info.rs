@@ -126,7 +126,7 @@ fn section(cx: &Cx<'_>, name: &str, s: &mut String) {
 /// `latency_percentiles_usec_<command>:p50=...` for each command with a latency histogram.
 fn latencystats(cx: &Cx<'_>, s: &mut String) {
     let percentiles = &cx.core.config.latency_tracking_info_percentiles;
-    for (&id, h) in &cx.core.latency.histograms {
+    for (id, h) in cx.core.latency.histograms.iter() {
         let name = &cx.commands.get(crate::command::CommandId(id)).full_name;
         let text = crate::latency::percentiles_text(h, percentiles);
         let _ = write!(s, "latency_percentiles_usec_{name}:{text}\r\n");

@@ -627,6 +627,45 @@ fn pick_child<T, S>(
     }
 }
 
+/// Lists (no summaries to refresh) push at an end in one walk down the spine.
+impl<T: Clone> Tree<T, ()> {
+    /// Pushes `x` at the front or back when the end chunk has room: one descent along the spine
+    /// (copying only what a snapshot shares), no path to record and no summaries to refresh.
+    /// Gives `x` back when the end chunk is full (the caller takes the general insert, which
+    /// starts a new chunk).
+    pub fn push_end(&mut self, x: T, front: bool) -> Result<(), T> {
+        let end = |n: usize| if front { 0 } else { n - 1 };
+        let mut node = &*self.root;
+        while let Node::Branch(kids) = node {
+            node = &kids[end(kids.len())].node;
+        }
+        if node.items() >= LEAF_MAX {
+            return Err(x);
+        }
+        let mut node = &mut self.root;
+        loop {
+            match Arc::make_mut(node) {
+                Node::Branch(kids) => {
+                    let i = end(kids.len());
+                    kids[i].len += 1;
+                    node = &mut kids[i].node;
+                }
+                Node::Leaf(v) => {
+                    grow_for(v, 1, LEAF_MAX);
+                    if front {
+                        v.insert(0, x);
+                    } else {
+                        v.push(x);
+                    }
+                    break;
+                }
+            }
+        }
+        self.len += 1;
+        Ok(())
+    }
+}
+
 /// A child entry for `node` (non-empty).
 fn child_of<T, S: Summary<T>>(node: Node<T, S>) -> Child<T, S> {
     let len = node.total();

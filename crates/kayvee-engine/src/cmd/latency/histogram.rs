@@ -31,18 +31,18 @@ fn named(cx: &Cx<'_>, arg: &[u8]) -> Vec<CommandId> {
 pub(super) fn histogram(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let hists = &cx.core.latency.histograms;
     let ids: Vec<u16> = if args.len() == 2 {
-        hists.keys().copied().collect()
+        hists.iter().map(|(id, _)| id).collect()
     } else {
         args.iter()
             .skip(2)
             .flat_map(|a| named(cx, a))
             .map(|id| id.0)
-            .filter(|id| hists.contains_key(id))
+            .filter(|&id| hists.get(id).is_some())
             .collect()
     };
     out.map(ids.len());
     for id in ids {
-        let h = &hists[&id];
+        let Some(h) = hists.get(id) else { continue };
         out.bulk(cx.commands.get(CommandId(id)).full_name.as_bytes());
         out.map(2);
         out.bulk(b"calls");

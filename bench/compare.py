@@ -5,7 +5,9 @@ requests/s and requests per server-CPU-second for both with Kayvee/Redis ratios,
 per string key and per small and big collection of each type.
 
 Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
-hash and zset tests), single (SET and GET with one client, -P 1), pubsub (PUBLISH to 1, 10, 100
+hash and zset tests), single (SET and GET with one client, -P 1), newtypes (streams, HyperLogLog,
+geo and BITFIELD: XADD, XRANGE of 100, XREADGROUP, XACK, PFADD, PFCOUNT, GEOADD, GEOSEARCH,
+BITFIELD INCRBY), pubsub (PUBLISH to 1, 10, 100
 subscribers), multi (MULTI + 10 commands + EXEC),
 aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per string key, and per small
 and big hash, sorted set, integer set, string set and list).
@@ -33,7 +35,7 @@ import time
 import rawload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GROUPS = ["strings", "types", "single", "pubsub", "multi", "aof", "memory"]
+GROUPS = ["strings", "types", "single", "newtypes", "pubsub", "multi", "aof", "memory"]
 # The aof group: SET with the AOF on, per appendfsync policy.
 AOF_POLICIES = ["always", "everysec"]
 # (name shown, redis-benchmark arguments: ["-t", test] or a custom command, the CSV label it prints)
@@ -53,6 +55,30 @@ TYPE_TESTS = [(t.upper(), ["-t", t], t.upper())
 TYPE_TESTS += [(f"LRANGE_{n}", ["LRANGE", "mylist", "0", str(n - 1)], f"LRANGE mylist 0 {n - 1}")
                for n in [100, 300, 500, 600]]
 LRANGE_FILL = 1000
+# The newtypes group, in this order on a flushed server (XREADGROUP and XACK read what XADD and the
+# prefill left). `__rand_int__` is redis-benchmark's random 12-digit number (with -r).
+NEWTYPE_TESTS = [
+    ("XADD", ["XADD", "mystream", "*", "f1", "v1", "f2", "v2", "f3", "v3"],
+     "XADD mystream * f1 v1 f2 v2 f3 v3"),
+    ("XRANGE_100", ["XRANGE", "xfill", "-", "+", "COUNT", "100"], "XRANGE xfill - + COUNT 100"),
+    ("XREADGROUP", ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "mystream", ">"],
+     "XREADGROUP GROUP g c COUNT 1 STREAMS mystream >"),
+    # Acks the entries XREADGROUP delivered (the prefill's IDs 1-1, 2-1, ...; an ID acked before
+    # answers 0, as on Redis).
+    ("XACK", ["-r", "100000", "XACK", "xfill", "g", "__rand_int__-1"],
+     "XACK xfill g __rand_int__-1"),
+    ("PFADD", ["-r", "1000000", "PFADD", "hll", "e:__rand_int__"], "PFADD hll e:__rand_int__"),
+    ("PFCOUNT", ["PFCOUNT", "hllfill"], "PFCOUNT hllfill"),
+    ("GEOADD", ["-r", "100000", "GEOADD", "geo", "13.361389", "38.115556", "m:__rand_int__"],
+     "GEOADD geo 13.361389 38.115556 m:__rand_int__"),
+    ("GEOSEARCH", ["GEOSEARCH", "geofill", "FROMLONLAT", "15", "37", "BYRADIUS", "100", "km",
+                   "ASC", "COUNT", "10"],
+     "GEOSEARCH geofill FROMLONLAT 15 37 BYRADIUS 100 km ASC COUNT 10"),
+    ("BITFIELD", ["BITFIELD", "bf", "INCRBY", "u32", "#3", "1"], "BITFIELD bf INCRBY u32 #3 1"),
+]
+# Entries of the prefilled stream (XRANGE, XACK), elements of the prefilled HyperLogLog, and
+# members of the prefilled geo set (on a 0.05-degree grid around 15,37).
+XFILL, HLLFILL, GEOFILL = 100000, 20000, 2500
 # The single group: one client, no pipelining (every request a round trip).
 SINGLE_TESTS = [("SET_c1", ["-t", "set"], "SET"), ("GET_c1", ["-t", "get"], "GET")]
 # --quick request counts at -P 1 (times 4 at -P 16), per test; the default is QUICK_REQUESTS.
@@ -207,14 +233,74 @@ def request_counts(redis, tests, pipeline, quick, seconds, clients=CLIENTS):
     for pop in ("LPOP", "RPOP"):
         if pop in counts:
             counts[pop] = min(counts[pop], pushed // 2)
+    # Nor may XREADGROUP read more entries than XADD added.
+    if "XREADGROUP" in counts:
+        counts["XREADGROUP"] = min(counts["XREADGROUP"], counts["XADD"])
     return counts
 
 
 def prepare(server, name):
-    """Puts the data a test reads in place: the LRANGE tests' list of LRANGE_FILL elements."""
+    """Puts the data a test reads in place: the LRANGE tests' list of LRANGE_FILL elements; the
+    newtypes group's stream (with a consumer group whose pending list XACK empties), HyperLogLog
+    and geo set."""
     if name == "LRANGE_100":
         command(server.port, "DEL", "mylist")
         command(server.port, "RPUSH", "mylist", *(["xxx"] * LRANGE_FILL))
+    elif name == "XADD":
+        pipe(server.port, [("DEL", "mystream", "xfill", "hllfill", "geofill")]
+             + [("XADD", "xfill", f"{i}-1", "f1", "v1", "f2", "v2", "f3", "v3")
+                for i in range(1, XFILL + 1)]
+             + [("XGROUP", "CREATE", "xfill", "g", "0"),
+                ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "xfill", ">")]
+             + [("PFADD", "hllfill", *[f"e:{j}" for j in range(i, i + 100)])
+                for i in range(0, HLLFILL, 100)]
+             + [("GEOADD", "geofill", *[a for j in range(50) for a in (
+                 f"{13.5 + 0.05 * (i % 50):.2f}", f"{36 + 0.05 * j:.2f}", f"m:{i}:{j}")])
+                for i in range(GEOFILL // 50)])
+    elif name == "XREADGROUP":
+        command(server.port, "XGROUP", "CREATE", "mystream", "g", "0", "MKSTREAM")
+
+
+def pipe(port, commands):
+    """Sends commands over one connection and reads every reply (prefills); raises on an error
+    reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
+        s.sendall(b"".join(rawload.resp(*c) for c in commands))
+        data, pos, seen = b"", 0, 0
+        while seen < len(commands):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("server closed the connection during a prefill")
+            data = data[pos:] + chunk
+            pos = 0
+            while seen < len(commands):
+                end = reply_end(data, pos)
+                if end is None:
+                    break
+                if data[pos:pos + 1] == b"-":
+                    raise RuntimeError(f"prefill command {commands[seen][:3]} failed: "
+                                       f"{data[pos:end]!r}")
+                pos, seen = end, seen + 1
+
+
+def reply_end(data, i):
+    """The index after the RESP2 reply at `i`, or None when it is incomplete."""
+    eol = data.find(b"\r\n", i)
+    if eol < 0:
+        return None
+    kind, head = data[i:i + 1], data[i + 1:eol]
+    if kind == b"$":
+        size = int(head)
+        end = eol + 2 + (size + 2 if size >= 0 else 0)
+        return end if end <= len(data) else None
+    if kind == b"*":
+        i = eol + 2
+        for _ in range(max(int(head), 0)):
+            i = reply_end(data, i)
+            if i is None:
+                return None
+        return i
+    return eol + 2
 
 
 def log_row(row):
@@ -603,6 +689,8 @@ def run_throughput(binaries, args):
                                                 args.rounds),
         "single": lambda sv: run_benchmark_tests(sv, SINGLE_TESTS, args.quick, args.seconds,
                                                  args.rounds, pipelines=[1], clients=1),
+        "newtypes": lambda sv: run_benchmark_tests(sv, NEWTYPE_TESTS, args.quick, args.seconds,
+                                                   args.rounds),
         "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
         "multi": lambda sv: run_multi(sv, args.quick, args.seconds),
     }
@@ -618,7 +706,7 @@ def run_throughput(binaries, args):
                 log(f"{group}:")
                 # The pub/sub and MULTI groups compare two servers only.
                 two = {k: v for k, v in servers.items() if k != "before"}
-                rows += run(servers if group in ("strings", "types", "single") else two)
+                rows += run(servers if group in ("strings", "types", "single", "newtypes") else two)
     finally:
         for s in servers.values():
             s.stop()

@@ -303,7 +303,7 @@ pub(super) fn xsetid(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         return Err(Error::NoSuchKey);
     };
     if s.length > 0 {
-        let top = s.last_entry().map_or(StreamId::MIN, |e| e.id);
+        let top = s.last_live_id().unwrap_or(StreamId::MIN);
         if id < top {
             return Err(Error::msg(
                 "ERR The ID specified in XSETID is smaller than the target stream top item",

@@ -296,7 +296,7 @@ pub(super) fn xread(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         let Some(Value::Stream(s)) = cx.db().peek(key, now).map(|e| &e.value) else {
             continue;
         };
-        let top = s.last_entry().map(|e| e.id);
+        let top = s.last_live_id();
         if s.length == 0 || top.is_none_or(|t| t <= *id) {
             continue;
         }
@@ -399,7 +399,7 @@ pub(super) fn xreadgroup(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
             *id
         } else {
             let last = s.group(gname).expect("checked").last_id;
-            let top = s.last_entry().map(|e| e.id);
+            let top = s.last_live_id();
             if s.length == 0 || top.is_none_or(|t| t <= last) {
                 continue;
             }

@@ -386,8 +386,10 @@ impl Stream {
                 if node.master > end {
                     return;
                 }
-                for e in node.entries() {
-                    if e.deleted || e.id < start {
+                let mut entries = node.iter();
+                entries.seek(start);
+                for e in entries {
+                    if e.deleted {
                         continue;
                     }
                     if e.id > end || !f(&e) {
@@ -398,11 +400,11 @@ impl Stream {
         } else {
             let upto = self.nodes.partition_point(|n| n.master <= end);
             for node in self.nodes.range_by_rank(0, upto).rev() {
-                for e in node.entries().iter().rev() {
-                    if e.deleted || e.id > end {
+                for (id, deleted, at) in node.heads().into_iter().rev() {
+                    if deleted || id > end {
                         continue;
                     }
-                    if e.id < start || !f(e) {
+                    if id < start || !f(&node.entry_at(at)) {
                         return;
                     }
                 }
@@ -436,6 +438,11 @@ impl Stream {
         self.collect(StreamId::MIN, StreamId::MAX, false, 1).pop()
     }
 
+    /// The ID of the last live entry, without reading its fields.
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        self.nodes.last()?.last_live_id()
+    }
+
     /// The last live entry.
     pub fn last_entry(&self) -> Option<OwnedEntry> {
         self.collect(StreamId::MIN, StreamId::MAX, true, 1).pop()
@@ -453,10 +460,11 @@ impl Stream {
         let Some(node) = self.nodes.nth(rank) else {
             return false;
         };
-        let Some(at) = node
-            .entries()
-            .iter()
-            .find(|e| e.id == id && !e.deleted)
+        let mut entries = node.iter();
+        entries.seek(id);
+        let Some(at) = entries
+            .next()
+            .filter(|e| e.id == id && !e.deleted)
             .map(|e| e.flags_at)
         else {
             return false;
@@ -665,6 +673,11 @@ impl Stream {
             prev = entries.last().map(|e| e.id);
         }
         assert_eq!(live, self.length, "length");
+        assert_eq!(
+            self.last_live_id(),
+            self.last_entry().map(|e| e.id),
+            "last live id"
+        );
         if let Some(p) = prev {
             assert!(p <= self.last_id, "an entry above last_id");
         }

@@ -52,6 +52,94 @@ pub struct RawEntry<'a> {
     pub fields: Vec<Val<'a>>,
 }
 
+/// The entries of a node, decoded as they are read ([`Node::iter`]).
+pub struct Entries<'a> {
+    node: &'a Node,
+    /// The master entry's fields (empty when only heads are read).
+    master: Vec<Val<'a>>,
+    /// How many fields the master entry has.
+    master_len: usize,
+    /// Offset of the next entry's flags.
+    at: usize,
+}
+
+impl<'a> Entries<'a> {
+    /// Reads the next entry's flags and ID (leaving `at` at its fields), or `None` at the end.
+    fn head(&mut self) -> Option<(i64, StreamId, usize)> {
+        let b: &'a [u8] = &self.node.lp;
+        if lp::at_end(b, self.at) {
+            return None;
+        }
+        let flags_at = self.at;
+        let flags = lp::next(b, &mut self.at).int();
+        let ms = lp::next(b, &mut self.at).int() as u64;
+        let seq = lp::next(b, &mut self.at).int() as u64;
+        let id = StreamId {
+            ms: self.node.master.ms.wrapping_add(ms),
+            seq: self.node.master.seq.wrapping_add(seq),
+        };
+        Some((flags, id, flags_at))
+    }
+
+    /// Moves past the fields of the entry whose head was just read.
+    fn skip_fields(&mut self, flags: i64) {
+        let b: &'a [u8] = &self.node.lp;
+        let n = if flags & FLAG_SAMEFIELDS != 0 {
+            self.master_len
+        } else {
+            2 * lp::next(b, &mut self.at).int() as usize
+        };
+        for _ in 0..=n {
+            lp::next(b, &mut self.at); // the values (or fields and values), then lp-count
+        }
+    }
+
+    /// Skips the entries with IDs below `id` without decoding their fields.
+    pub fn seek(&mut self, id: StreamId) {
+        loop {
+            let before = self.at;
+            match self.head() {
+                Some((flags, eid, _)) if eid < id => self.skip_fields(flags),
+                Some(_) => {
+                    self.at = before;
+                    return;
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = RawEntry<'a>;
+
+    fn next(&mut self) -> Option<RawEntry<'a>> {
+        let (flags, id, flags_at) = self.head()?;
+        let b: &'a [u8] = &self.node.lp;
+        let mut fields = Vec::new();
+        if flags & FLAG_SAMEFIELDS != 0 {
+            fields.reserve_exact(2 * self.master.len());
+            for f in &self.master {
+                fields.push(*f);
+                fields.push(lp::next(b, &mut self.at));
+            }
+        } else {
+            let nf = lp::next(b, &mut self.at).int() as usize;
+            fields.reserve_exact(2 * nf);
+            for _ in 0..2 * nf {
+                fields.push(lp::next(b, &mut self.at));
+            }
+        }
+        lp::next(b, &mut self.at); // lp-count
+        Some(RawEntry {
+            id,
+            deleted: flags & FLAG_DELETED != 0,
+            flags_at,
+            fields,
+        })
+    }
+}
+
 impl Node {
     /// A node whose first entry is `id` with `fields` (field, value, ...).
     pub fn new(id: StreamId, fields: &[&[u8]]) -> Node {
@@ -137,39 +225,62 @@ impl Node {
 
     /// Every entry, deleted ones included, in ID order.
     pub fn entries(&self) -> Vec<RawEntry<'_>> {
-        let (master, mut at) = self.master_fields();
+        self.iter().collect()
+    }
+
+    /// The entries, deleted ones included, in ID order, read one at a time.
+    pub fn iter(&self) -> Entries<'_> {
+        let (master, at) = self.master_fields();
+        Entries {
+            node: self,
+            master_len: master.len(),
+            master,
+            at,
+        }
+    }
+
+    /// The entry whose flags are at `flags_at` (an offset [`Node::heads`] gave).
+    pub fn entry_at(&self, flags_at: usize) -> RawEntry<'_> {
+        let (master, _) = self.master_fields();
+        let mut it = Entries {
+            node: self,
+            master_len: master.len(),
+            master,
+            at: flags_at,
+        };
+        it.next().expect("an entry at the offset")
+    }
+
+    /// Every entry's (ID, deleted, flags offset) in ID order, without decoding fields.
+    pub fn heads(&self) -> Vec<(StreamId, bool, usize)> {
+        let mut it = Entries {
+            node: self,
+            master: Vec::new(),
+            master_len: 0,
+            at: 0,
+        };
         let b: &[u8] = &self.lp;
-        let mut out = Vec::new();
-        while !lp::at_end(b, at) {
-            let flags_at = at;
-            let flags = lp::next(b, &mut at).int();
-            let ms = lp::next(b, &mut at).int() as u64;
-            let seq = lp::next(b, &mut at).int() as u64;
-            let id = StreamId {
-                ms: self.master.ms.wrapping_add(ms),
-                seq: self.master.seq.wrapping_add(seq),
-            };
-            let mut fields = Vec::new();
-            if flags & FLAG_SAMEFIELDS != 0 {
-                for f in &master {
-                    fields.push(*f);
-                    fields.push(lp::next(b, &mut at));
-                }
-            } else {
-                let nf = lp::next(b, &mut at).int() as usize;
-                for _ in 0..2 * nf {
-                    fields.push(lp::next(b, &mut at));
-                }
-            }
-            lp::next(b, &mut at); // lp-count
-            out.push(RawEntry {
-                id,
-                deleted: flags & FLAG_DELETED != 0,
-                flags_at,
-                fields,
-            });
+        let mut at = lp::HEADER;
+        lp::next(b, &mut at);
+        lp::next(b, &mut at);
+        let nf = lp::next(b, &mut at).int() as usize;
+        for _ in 0..=nf {
+            lp::next(b, &mut at); // the master fields and terminator
+        }
+        it.at = at;
+        it.master_len = nf;
+        let mut out = Vec::with_capacity(self.count() as usize + self.deleted() as usize);
+        while let Some((flags, id, flags_at)) = it.head() {
+            it.skip_fields(flags);
+            out.push((id, flags & FLAG_DELETED != 0, flags_at));
         }
         out
+    }
+
+    /// The ID of the last live entry (a kept node always has one).
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        let heads = self.heads();
+        heads.iter().rev().find(|h| !h.1).map(|h| h.0)
     }
 
     /// The ID of the last entry (deleted or not).
@@ -279,5 +390,23 @@ impl Node {
             "master id"
         );
         assert!(entries.windows(2).all(|w| w[0].id < w[1].id), "ids ascend");
+        let heads = self.heads();
+        assert_eq!(heads.len(), entries.len(), "heads");
+        for (h, e) in heads.iter().zip(&entries) {
+            assert_eq!(
+                (h.0, h.1, h.2),
+                (e.id, e.deleted, e.flags_at),
+                "head of {:?}",
+                e.id
+            );
+            assert_eq!(self.entry_at(h.2).fields, e.fields, "entry at {}", h.2);
+        }
+        let mut it = self.iter();
+        it.seek(entries[entries.len() / 2].id);
+        assert_eq!(
+            it.next().map(|e| e.id),
+            Some(entries[entries.len() / 2].id),
+            "seek"
+        );
     }
 }

@@ -1,5 +1,8 @@
 //! The mio event loop: accept Unix-socket clients (all privileged dom0), move bytes between
-//! sockets and [`Session`]s, write the trace file.
+//! sockets and [`Session`]s, write the trace file. With a [`XenHost`], guests' shared rings
+//! are connections too (`guests`).
+
+mod guests;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -16,12 +19,16 @@ use kayvee_xenstore::{ConnId, Xenstored};
 use crate::options::Options;
 use crate::session::{Session, Sessions};
 use crate::syslog::{Syslog, DEV_LOG};
+use crate::xen::host::XenHost;
 
 /// Bytes read from a socket per system call.
 const READ_BUF: usize = 16384;
 
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
+
+/// The Xen event-channel device's token (connection ids never reach it).
+const EVTCHN: Token = Token(usize::MAX);
 
 /// The current time for the store.
 fn now() -> Now {
@@ -63,6 +70,8 @@ pub struct Server {
     verbose: bool,
     /// Where the store's log lines (memory-quota reports) go.
     syslog: Syslog,
+    /// Guests on shared rings, when the daemon runs on Xen (or a stand-in).
+    xen: Option<guests::Guests>,
 }
 
 impl Server {
@@ -88,7 +97,22 @@ impl Server {
             trace,
             verbose: opts.verbose,
             syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
+            xen: None,
         })
+    }
+
+    /// Bind the socket and also serve guests through `host`: bind `VIRQ_DOM_EXC` and poll
+    /// the event-channel device.
+    pub fn with_xen(opts: &Options, host: Box<dyn XenHost>) -> io::Result<Self> {
+        let mut server = Server::new(opts)?;
+        let fd = host.fd();
+        server.poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            EVTCHN,
+            Interest::READABLE,
+        )?;
+        server.xen = Some(guests::Guests::new(host)?);
+        Ok(server)
     }
 
     /// Serve forever.
@@ -102,6 +126,7 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept()?,
+                    EVTCHN => self.xen_events(),
                     Token(t) => {
                         let id = t as ConnId;
                         if ev.is_writable() {
@@ -216,6 +241,7 @@ impl Server {
         for line in self.xs.take_log() {
             self.syslog.log(&line);
         }
+        self.domain_changes();
         r.is_ok()
     }
 
@@ -239,6 +265,9 @@ impl Server {
     /// at once finds it still runnable instead of asleep again. (Flushing at the end of the
     /// loop pass, after every other connection's requests, made that wakeup a real one.)
     fn flush_now(&mut self, id: ConnId) {
+        if self.is_ring(id) {
+            return self.flush_ring(id);
+        }
         let pending = self.sessions.get(&id).is_some_and(|s| !s.out.is_empty());
         if pending && !self.flush(id) {
             self.close(id, "write error");
@@ -251,7 +280,9 @@ impl Server {
         let mut ids = std::mem::take(&mut self.to_flush);
         self.sessions.take_dirty(&mut ids);
         for &id in &ids {
-            if !self.flush(id) {
+            if self.is_ring(id) {
+                self.flush_ring(id);
+            } else if !self.flush(id) {
                 self.close(id, "write error");
             }
         }

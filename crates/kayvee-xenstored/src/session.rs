@@ -19,6 +19,12 @@ pub struct Session {
     /// Requests are waiting in the decoder because the store said not to read
     /// (outstanding or memory quota); run them again once output drains.
     pub held: bool,
+    /// For a guest: the output size from which further watch events are dropped, so a guest
+    /// that never reads its ring cannot grow the daemon's memory (its replies are bounded by
+    /// the outstanding quota already). `None`: unbounded (dom0's socket clients).
+    pub event_limit: Option<usize>,
+    /// Watch events dropped at `event_limit`.
+    pub dropped_events: u64,
 }
 
 /// The sessions of a daemon in a slab indexed by connection id (the id is the slot, so the
@@ -96,6 +102,15 @@ impl Session {
     /// A fresh session.
     pub fn new() -> Self {
         Session::default()
+    }
+
+    /// A fresh session for a guest's ring: watch events stop queueing at `event_limit` bytes
+    /// of pending output.
+    pub fn guest(event_limit: usize) -> Self {
+        Session {
+            event_limit: Some(event_limit),
+            ..Session::default()
+        }
     }
 
     /// Feed received bytes and run every whole request. Replies go to this session's `out`;
@@ -187,6 +202,10 @@ fn reply_to(
 pub fn deliver_events(xs: &mut Xenstored, sessions: &mut Sessions) {
     for ev in xs.take_events() {
         if let Some(s) = sessions.get_mut(&ev.conn) {
+            if s.event_limit.is_some_and(|max| s.out.len() >= max) {
+                s.dropped_events += 1;
+                continue;
+            }
             let was_empty = s.out.is_empty();
             encode_event(&mut s.out, &ev.path, &ev.token);
             if was_empty {

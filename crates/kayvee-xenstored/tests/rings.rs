@@ -1,0 +1,204 @@
+//! Guests on shared rings, without a hypervisor: the daemon's event loop runs in a thread on
+//! the test Xen (memfd pages, eventfd channels), dom0 drives it over the Unix socket as a
+//! toolstack does (INTRODUCE, permissions, RELEASE), and guests speak Xenstore through their
+//! rings as a guest kernel does.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kayvee_xenstored::xen::guest::Guest;
+use kayvee_xenstored::xen::host::DomainState;
+use kayvee_xenstored::xen::ring;
+use kayvee_xenstored::xen::testxen::TestXen;
+use kayvee_xswire::encode;
+
+#[test]
+fn introduced_guest_uses_its_home_and_is_confined() {
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    d0.ok(WATCH, b"@introduceDomain\0i\0");
+    d0.event("@introduceDomain");
+    let mut g = Guest::new(xen.create_domain(5).unwrap());
+    d0.introduce(5);
+    d0.event("@introduceDomain");
+    assert_eq!(d0.ok(IS_INTRODUCED, b"5\0"), b"T\0");
+    let features = g.page().load(ring::SERVER_FEATURES, Ordering::Acquire);
+    assert_eq!(features, ring::FEATURE_RECONNECTION | ring::FEATURE_ERROR);
+    // Relative paths resolve under the guest's home.
+    gok(&mut g, WRITE, 0, b"data/x\0hello");
+    assert_eq!(d0.ok(READ, b"/local/domain/5/data/x\0"), b"hello");
+    assert_eq!(gok(&mut g, READ, 0, b"/local/domain/5/data/x\0"), b"hello");
+    // The guest may not read dom0's nodes, write outside its home, or act as dom0.
+    d0.ok(WRITE, b"/secret\0s");
+    gerr(&mut g, READ, 0, b"/secret\0", "EACCES");
+    gerr(&mut g, WRITE, 0, b"/elsewhere\0x", "EACCES");
+    gerr(&mut g, INTRODUCE, 0, b"6\x001\x001\0", "EACCES");
+    // A watch on a relative path fires with relative paths.
+    gok(&mut g, WATCH, 0, b"data\0tok\0");
+    assert_eq!(g.event().unwrap().payload, b"data\0tok\0");
+    d0.ok(WRITE, b"/local/domain/5/data/y\0v");
+    assert_eq!(g.event().unwrap().payload, b"data/y\0tok\0");
+    // Payloads longer than one ring (1 KiB) cross the wrap both ways (a guest's node-size
+    // quota is 2048).
+    let big = vec![b'z'; 1900];
+    let mut w = b"data/big\0".to_vec();
+    w.extend_from_slice(&big);
+    gok(&mut g, WRITE, 0, &w);
+    assert_eq!(gok(&mut g, READ, 0, b"data/big\0"), big);
+    // Reconnection drops the guest's transactions and watches.
+    let tid = gok(&mut g, TX_START, 0, b"\0");
+    let tid: u32 = bs(&tid).trim_end_matches('|').parse().unwrap();
+    g.reconnect().unwrap();
+    gerr(&mut g, TX_END, tid, b"T\0", "ENOENT");
+    d0.ok(WRITE, b"/local/domain/5/data/z\0v");
+    gok(&mut g, WRITE, 0, b"data/after\0ok");
+    assert!(g.events.is_empty());
+    // RELEASE: the domain goes, @releaseDomain fires.
+    d0.ok(WATCH, b"@releaseDomain\0r\0");
+    d0.event("@releaseDomain");
+    d0.ok(RELEASE, b"5\0");
+    d0.event("@releaseDomain");
+    assert_eq!(d0.ok(IS_INTRODUCED, b"5\0"), b"F\0");
+}
+
+#[test]
+fn many_guests_run_transactions_at_once() {
+    const GUESTS: u32 = 128;
+    const TXNS: u32 = 20;
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut guests = Vec::new();
+    for d in 1..=GUESTS {
+        guests.push((d, Guest::new(xen.create_domain(d).unwrap())));
+        d0.introduce(d);
+    }
+    d0.ok(WRITE, b"/shared\0s");
+    d0.ok(SET_PERMS, b"/shared\0r0\0");
+    let threads: Vec<_> = guests
+        .into_iter()
+        .map(|(d, mut g)| {
+            std::thread::spawn(move || {
+                let mut retries = 0;
+                for i in 0..TXNS {
+                    loop {
+                        let tid = gok(&mut g, TX_START, 0, b"\0");
+                        let tid: u32 = bs(&tid).trim_end_matches('|').parse().unwrap();
+                        gok(&mut g, READ, tid, b"/shared\0");
+                        let v = format!("device/vbd/{i}/state\0{d}-{i}");
+                        gok(&mut g, WRITE, tid, v.as_bytes());
+                        gok(&mut g, WRITE, tid, format!("count\0{i}").as_bytes());
+                        let m = g.request(TX_END, tid, b"T\0").unwrap();
+                        if m.header.ty == ERROR {
+                            assert_eq!(m.payload, b"EAGAIN\0");
+                            retries += 1;
+                            continue;
+                        }
+                        break;
+                    }
+                }
+                assert_eq!(
+                    gok(&mut g, READ, 0, b"count\0"),
+                    format!("{}", TXNS - 1).as_bytes()
+                );
+                retries
+            })
+        })
+        .collect();
+    let retries: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    // Disjoint writes under each guest's home never conflict under `coalesce`.
+    assert_eq!(retries, 0);
+    for d in [1, GUESTS / 2, GUESTS] {
+        let dir = d0.ok(
+            DIRECTORY,
+            format!("/local/domain/{d}/device/vbd\0").as_bytes(),
+        );
+        assert_eq!(dir.iter().filter(|&&c| c == 0).count(), TXNS as usize);
+    }
+}
+
+#[test]
+fn a_guest_breaking_its_ring_is_dropped_and_others_keep_working() {
+    let xen = TestXen::new();
+    let sock = start(&xen, &["--verbose"]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut good = Guest::new(xen.create_domain(1).unwrap());
+    let mut bad_index = Guest::new(xen.create_domain(2).unwrap());
+    let mut too_long = Guest::new(xen.create_domain(3).unwrap());
+    for d in 1..=3 {
+        d0.introduce(d);
+    }
+    for g in [&mut good, &mut bad_index, &mut too_long] {
+        gok(g, WRITE, 0, b"x\x001");
+    }
+    // A producer index 5000 bytes ahead of the consumer.
+    let cons = bad_index.page().load(ring::REQ_CONS, Ordering::Acquire);
+    bad_index
+        .page()
+        .store(ring::REQ_PROD, cons.wrapping_add(5000), Ordering::Release);
+    bad_index.kick();
+    // A header announcing a 5000-byte payload.
+    let mut w = Vec::new();
+    encode(&mut w, WRITE, 0, 0, b"");
+    w[12..16].copy_from_slice(&5000u32.to_le_bytes());
+    too_long.send(&w).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let error = |g: &Guest| g.page().load(ring::ERROR, Ordering::Acquire);
+    while error(&bad_index) == 0 || error(&too_long) == 0 {
+        assert!(Instant::now() < deadline, "errors not set");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(error(&bad_index), ring::RingError::RingIdx as u32);
+    assert_eq!(error(&too_long), ring::RingError::Proto as u32);
+    assert!(bad_index.request(READ, 0, b"x\0").is_err());
+    // The others are unaffected.
+    assert_eq!(gok(&mut good, READ, 0, b"x\0"), b"1");
+    assert_eq!(d0.ok(READ, b"/local/domain/3/x\0"), b"1");
+    // A reconnection revives the broken guest.
+    bad_index.reconnect().unwrap();
+    assert_eq!(error(&bad_index), 0);
+    assert_eq!(gok(&mut bad_index, READ, 0, b"x\0"), b"1");
+}
+
+#[test]
+fn a_dying_guest_loses_its_transactions_and_watches() {
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut g = Guest::new(xen.create_domain(7).unwrap());
+    let _other = Guest::new(xen.create_domain(8).unwrap());
+    d0.introduce(7);
+    d0.introduce(8);
+    d0.ok(WATCH, b"@releaseDomain\0r\0");
+    d0.event("@releaseDomain");
+    gok(&mut g, WATCH, 0, b"w\0tok\0");
+    let tid = gok(&mut g, TX_START, 0, b"\0");
+    let tid: u32 = bs(&tid).trim_end_matches('|').parse().unwrap();
+    gok(&mut g, WRITE, tid, b"in-tx\0v");
+    let report = bs(&d0.ok(CONTROL, b"memreport\0"));
+    assert!(
+        report.contains("watches: 2\n") && report.contains("transactions: 1\n"),
+        "{report}"
+    );
+    // Shutdown announces @releaseDomain but keeps the domain.
+    xen.set_state(7, DomainState::Shutdown);
+    d0.event("@releaseDomain");
+    assert_eq!(d0.ok(IS_INTRODUCED, b"7\0"), b"T\0");
+    // Death drops it with its watch and transaction.
+    xen.set_state(7, DomainState::Dead);
+    d0.event("@releaseDomain");
+    assert_eq!(d0.ok(IS_INTRODUCED, b"7\0"), b"F\0");
+    assert_eq!(d0.ok(IS_INTRODUCED, b"8\0"), b"T\0");
+    let report = bs(&d0.ok(CONTROL, b"memreport\0"));
+    assert!(
+        report.contains("watches: 1\n") && report.contains("transactions: 0\n"),
+        "{report}"
+    );
+    // The transaction's write never landed.
+    let (t, _) = d0.req(READ, 0, b"/local/domain/7/in-tx\0");
+    assert_eq!(t, ERROR);
+}

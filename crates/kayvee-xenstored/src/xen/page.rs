@@ -64,7 +64,10 @@ impl Page {
 
     /// The 32-bit word at byte `off` (4-byte aligned, inside the page).
     fn word(&self, off: usize) -> &AtomicU32 {
-        assert!(off.is_multiple_of(4) && off + 4 <= PAGE_SIZE, "word offset {off}");
+        assert!(
+            off.is_multiple_of(4) && off + 4 <= PAGE_SIZE,
+            "word offset {off}"
+        );
         // SAFETY: in bounds and aligned (checked above; the base is page-aligned); the
         // mapping lives as long as `self`; all accesses to shared memory are atomic.
         unsafe { &*self.base.as_ptr().add(off).cast::<AtomicU32>() }

@@ -13,8 +13,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 
+use kayvee_xenstore::perms::parse_lenient;
 use kayvee_xenstore::Now;
-use kayvee_xenstore::{ConnId, Xenstored};
+use kayvee_xenstore::{ConnId, Op, Xenstored};
 
 use crate::options::Options;
 use crate::session::{Session, Sessions};
@@ -222,6 +223,13 @@ impl Server {
     /// Run received bytes through the session; false when the connection must close.
     fn feed(&mut self, id: ConnId, bytes: &[u8]) -> bool {
         let mut trace = self.trace.as_ref().map(|_| Vec::new());
+        let xen = &mut self.xen;
+        let mut admit = |conn, op: &Op, xs: &Xenstored| match (op, xen.as_mut()) {
+            (Op::Introduce(d, gfn, port), Some(g)) if xs.domain_of(conn) == Some(0) => {
+                g.prepare(parse_lenient(d), parse_lenient(gfn), parse_lenient(port))
+            }
+            _ => Ok(()),
+        };
         let r = Session::received(
             id,
             bytes,
@@ -229,6 +237,7 @@ impl Server {
             &mut self.sessions,
             now(),
             &mut trace,
+            &mut admit,
         );
         if let (Some(f), Some(lines)) = (self.trace.as_mut(), trace) {
             for l in lines {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::ops::Index;
 
 use kayvee_xenstore::Now;
-use kayvee_xenstore::{ConnId, Op, Xenstored};
+use kayvee_xenstore::{ConnId, Op, Reply, Xenstored, XsError};
 use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder, MsgType};
 
 /// Protocol state of one connection.
@@ -95,6 +95,16 @@ impl Index<&ConnId> for Sessions {
     }
 }
 
+/// A check the shell runs on each request before the store sees it; an error becomes the
+/// request's reply. INTRODUCE uses it: the guest's page is mapped and its channel bound
+/// first, so a domain that cannot be reached gets EINVAL, as cxenstored answers.
+pub type Admit<'a> = &'a mut dyn FnMut(ConnId, &Op, &Xenstored) -> Result<(), XsError>;
+
+/// Admit every request (a shell without guests).
+pub fn admit_all(_: ConnId, _: &Op, _: &Xenstored) -> Result<(), XsError> {
+    Ok(())
+}
+
 /// A line for the trace file.
 pub type TraceLine = String;
 
@@ -122,6 +132,7 @@ impl Session {
         sessions: &mut Sessions,
         now: Now,
         trace: &mut Option<Vec<TraceLine>>,
+        admit: Admit<'_>,
     ) -> Result<(), DecodeError> {
         let me = sessions.get_mut(&conn).expect("session exists");
         me.decoder.push(bytes);
@@ -135,7 +146,10 @@ impl Session {
                 return Ok(());
             };
             let op = parse_request(msg.header.ty, &msg.payload);
-            let reply = xs.handle(conn, msg.header.tx_id, &op, now);
+            let reply = match admit(conn, &op, xs) {
+                Ok(()) => xs.handle(conn, msg.header.tx_id, &op, now),
+                Err(e) => Reply::Error(e),
+            };
             if let Some(t) = trace.as_mut() {
                 let ty = MsgType::from_u32(msg.header.ty).map_or("XS_UNKNOWN", MsgType::name);
                 let payload = String::from_utf8_lossy(&msg.payload).replace('\0', "|");
@@ -229,7 +243,16 @@ mod tests {
         sessions.insert(1, Session::new());
         let mut wire = Vec::new();
         encode(&mut wire, 4, 9, 0, b"/w\0tok\0");
-        Session::received(1, &wire, &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            1,
+            &wire,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         let out = &sessions[&1].out;
         assert_eq!(
             &out[..16],
@@ -254,7 +277,15 @@ mod tests {
         );
         let mut big = Vec::new();
         encode(&mut big, 11, 0, 0, &[b'a'; 4097]);
-        let r = Session::received(1, &big, &mut xs, &mut sessions, Now::default(), &mut None);
+        let r = Session::received(
+            1,
+            &big,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        );
         assert!(r.is_err());
     }
 
@@ -289,8 +320,16 @@ mod tests {
             for i in 0..3 {
                 encode(&mut wire, 2, i, 0, b"/nope\0");
             }
-            Session::received(id, &wire, &mut xs, &mut sessions, Now::default(), &mut None)
-                .unwrap();
+            Session::received(
+                id,
+                &wire,
+                &mut xs,
+                &mut sessions,
+                Now::default(),
+                &mut None,
+                &mut admit_all,
+            )
+            .unwrap();
             let s = &sessions[&id];
             assert_eq!(replies_in(&s.out), want_first, "conn {id}");
             assert_eq!(s.outstanding(), want_first);
@@ -303,13 +342,31 @@ mod tests {
         let first = 16 + b"ENOENT\0".len() - 10;
         g.sent(first);
         assert_eq!(g.outstanding(), 1);
-        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            7,
+            &[],
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         let g = &sessions[&7];
         assert_eq!((replies_in(&g.out), g.outstanding(), g.held), (2, 2, true));
         let all = g.out.len();
         let g = sessions.get_mut(&7).unwrap();
         g.sent(all);
-        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            7,
+            &[],
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         assert_eq!(sessions[&7].outstanding(), 0);
         assert!(!sessions[&7].held);
     }

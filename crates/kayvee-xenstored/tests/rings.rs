@@ -202,3 +202,35 @@ fn a_dying_guest_loses_its_transactions_and_watches() {
     let (t, _) = d0.req(READ, 0, b"/local/domain/7/in-tx\0");
     assert_eq!(t, ERROR);
 }
+
+#[test]
+fn introduce_of_an_unreachable_domain_fails_and_guests_have_quotas() {
+    let xen = TestXen::new();
+    let sock = start(&xen, &["--transaction", "2", "--entry-nb", "5"]);
+    let mut d0 = Dom0::connect(&sock);
+    // No such domain in Xen: EINVAL, nothing recorded.
+    let (t, p) = d0.req(INTRODUCE, 0, b"9\x00123\x001\0");
+    assert_eq!((t, p), (ERROR, b"EINVAL\0".to_vec()));
+    assert_eq!(d0.ok(IS_INTRODUCED, b"9\0"), b"F\0");
+    // A guest that queued a request before it was introduced is answered once it is.
+    let mut g = Guest::new(xen.create_domain(3).unwrap());
+    let mut w = Vec::new();
+    encode(&mut w, WRITE, 77, 0, b"early\0bird");
+    g.send(&w).unwrap();
+    d0.introduce(3);
+    let m = g.recv().unwrap();
+    assert_eq!((m.header.req_id, m.payload), (77, b"OK\0".to_vec()));
+    // Its quotas: two transactions, five nodes.
+    gok(&mut g, TX_START, 0, b"\0");
+    gok(&mut g, TX_START, 0, b"\0");
+    gerr(&mut g, TX_START, 0, b"\0", "ENOSPC");
+    for i in 0..10 {
+        let m = g.request(WRITE, 0, format!("n{i}\0v").as_bytes()).unwrap();
+        if m.header.ty == ERROR {
+            assert_eq!(m.payload, b"ENOSPC\0");
+            assert!(i >= 3, "only {i} nodes");
+            return;
+        }
+    }
+    panic!("the node quota never applied");
+}

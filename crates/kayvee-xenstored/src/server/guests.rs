@@ -6,11 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-use kayvee_xenstore::{ConnId, DomainChange};
+use kayvee_xenstore::{ConnId, DomainChange, XsError};
 
 use super::Server;
 use crate::session::{deliver_events, Session};
 use crate::xen::host::{DomainState, XenHost};
+use crate::xen::page::Page;
 use crate::xen::ring::{RingError, ServerRing, RING_SIZE};
 
 /// Pending output of a guest past which its watch events are dropped: 64 KiB (its replies
@@ -39,6 +40,8 @@ pub(super) struct Guests {
     by_domain: HashMap<u32, ConnId>,
     /// Domains whose shutdown was already announced with `@releaseDomain`.
     shut_down: HashSet<u32>,
+    /// Pages mapped and ports bound for an INTRODUCE the store is about to record.
+    prepared: HashMap<u32, (Page, u32)>,
 }
 
 impl Guests {
@@ -52,7 +55,28 @@ impl Guests {
             by_port: HashMap::new(),
             by_domain: HashMap::new(),
             shut_down: HashSet::new(),
+            prepared: HashMap::new(),
         })
+    }
+
+    /// Before the store sees INTRODUCE of a new domain: map its page and bind its channel
+    /// (EINVAL when either fails, as cxenstored). A known domain is rebound afterwards.
+    pub(super) fn prepare(&mut self, domid: u32, gfn: u32, remote: u32) -> Result<(), XsError> {
+        if domid == 0 || self.by_domain.contains_key(&domid) {
+            return Ok(());
+        }
+        let page = self
+            .host
+            .map_ring(domid, u64::from(gfn))
+            .map_err(|_| XsError::Einval)?;
+        let port = self
+            .host
+            .bind_interdomain(domid, remote)
+            .map_err(|_| XsError::Einval)?;
+        if let Some((_, old)) = self.prepared.insert(domid, (page, port)) {
+            self.host.unbind(old);
+        }
+        Ok(())
     }
 
     /// True when `id` is a ring connection.
@@ -241,8 +265,9 @@ impl Server {
         }
     }
 
-    /// Map the guest's page, bind its channel, open its connection. A known domain gets its
-    /// channel bound anew (cxenstored's way to recreate it). Failure forgets the domain.
+    /// Open the connection of an introduced domain on the page and port prepared for it (or
+    /// mapped and bound now). A known domain gets its channel bound anew (cxenstored's way
+    /// to recreate it). Failure forgets the domain.
     fn introduce(&mut self, domid: u32, gfn: u64, remote: u32) {
         let Some(g) = self.xen.as_mut() else { return };
         if let Some(&id) = g.by_domain.get(&domid) {
@@ -258,10 +283,13 @@ impl Server {
             }
             return;
         }
-        let mapped = g.host.map_ring(domid, gfn).and_then(|page| {
-            let port = g.host.bind_interdomain(domid, remote)?;
-            Ok((page, port))
-        });
+        let mapped = match g.prepared.remove(&domid) {
+            Some(ready) => Ok(ready),
+            None => g.host.map_ring(domid, gfn).and_then(|page| {
+                let port = g.host.bind_interdomain(domid, remote)?;
+                Ok((page, port))
+            }),
+        };
         let (page, port) = match mapped {
             Ok(v) => v,
             Err(e) => {

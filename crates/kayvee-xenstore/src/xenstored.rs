@@ -68,6 +68,11 @@ pub enum DomainChange {
         /// The domain.
         domid: u32,
     },
+    /// RESUME: the domain runs again, so its next shutdown is to be announced again.
+    Resumed {
+        /// The domain.
+        domid: u32,
+    },
 }
 
 /// Counters for CONTROL and benchmarks.
@@ -774,6 +779,7 @@ impl Xenstored {
         }
         let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
         dom.resumed += 1;
+        self.domain_changes.push(DomainChange::Resumed { domid: d });
         Ok(Reply::Ok)
     }
 

@@ -28,8 +28,9 @@ const READ_BUF: usize = 16384;
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
 
-/// The Xen event-channel device's token (connection ids never reach it).
-const EVTCHN: Token = Token(usize::MAX);
+/// The Xen event-channel device's token (connection ids never reach it; `usize::MAX` is
+/// left alone, older mio reserved it).
+const EVTCHN: Token = Token(usize::MAX - 1);
 
 /// The current time for the store.
 fn now() -> Now {

@@ -15,6 +15,8 @@ use kayvee_xenstored::xen::ring;
 use kayvee_xenstored::xen::testxen::TestXen;
 use kayvee_xswire::encode;
 
+const RESUME: u32 = 18;
+
 #[test]
 fn introduced_guest_uses_its_home_and_is_confined() {
     let xen = TestXen::new();
@@ -188,6 +190,11 @@ fn a_dying_guest_loses_its_transactions_and_watches() {
     xen.set_state(7, DomainState::Shutdown);
     d0.event("@releaseDomain");
     assert_eq!(d0.ok(IS_INTRODUCED, b"7\0"), b"T\0");
+    // Resumed (the toolstack says RESUME), then shut down again: announced again.
+    xen.set_state(7, DomainState::Alive);
+    d0.ok(RESUME, b"7\0");
+    xen.set_state(7, DomainState::Shutdown);
+    d0.event("@releaseDomain");
     // Death drops it with its watch and transaction.
     xen.set_state(7, DomainState::Dead);
     d0.event("@releaseDomain");

@@ -254,13 +254,24 @@ impl Server {
         }
     }
 
-    /// Act on INTRODUCE and RELEASE (or deaths) the store just recorded.
+    /// Act on INTRODUCE, RELEASE (or deaths) and RESUME the store just recorded.
     pub(super) fn domain_changes(&mut self) {
         let changes = self.xs.take_domain_changes();
         for c in changes {
             match c {
                 DomainChange::Introduced { domid, gfn, port } => self.introduce(domid, gfn, port),
                 DomainChange::Released { domid } => self.release(domid),
+                DomainChange::Resumed { domid } => {
+                    if let Some(g) = self.xen.as_mut() {
+                        g.shut_down.remove(&domid);
+                    }
+                }
+            }
+        }
+        // A mapping prepared for an INTRODUCE that the store then refused goes now.
+        if let Some(g) = self.xen.as_mut() {
+            for (_, (_page, port)) in g.prepared.drain() {
+                g.host.unbind(port);
             }
         }
     }
@@ -346,6 +357,10 @@ impl Server {
                 }
                 Ok(DomainState::Shutdown) if g.shut_down.insert(d) => {
                     announce = true;
+                }
+                // Running again (resumed after a suspend): a later shutdown is news again.
+                Ok(DomainState::Alive) => {
+                    g.shut_down.remove(&d);
                 }
                 _ => {}
             }

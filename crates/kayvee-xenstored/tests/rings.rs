@@ -241,3 +241,51 @@ fn introduce_of_an_unreachable_domain_fails_and_guests_have_quotas() {
     }
     panic!("the node quota never applied");
 }
+
+#[test]
+fn xenstore_utils_act_as_a_guest_through_its_ring() {
+    use std::process::Command;
+    if Command::new("xenstore-read")
+        .arg("--help")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: xenstore-utils not installed");
+        return;
+    }
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut g = Guest::new(xen.create_domain(6).unwrap());
+    d0.introduce(6);
+    d0.ok(WRITE, b"/secret\0s");
+    // A socket whose clients are carried over guest 6's ring, one at a time.
+    let path = sock.with_file_name("guest6");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            g.proxy(c.unwrap()).unwrap();
+        }
+    });
+    let tool = |name: &str, args: &[&str]| {
+        Command::new(name)
+            .args(args)
+            .env("XENSTORED_PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let out = tool("xenstore-write", &["data/x", "hello", "data/y", "two"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(d0.ok(READ, b"/local/domain/6/data/x\0"), b"hello");
+    let out = tool("xenstore-read", &["/local/domain/6/data/y"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "two\n");
+    let out = tool("xenstore-list", &["data"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "x\ny\n");
+    // The guest's identity holds: dom0's node is out of reach.
+    let out = tool("xenstore-read", &["/secret"]);
+    assert!(!out.status.success());
+    let out = tool("xenstore-rm", &["data/x"]);
+    assert!(out.status.success(), "{out:?}");
+    let (t, _) = d0.req(READ, 0, b"/local/domain/6/data/x\0");
+    assert_eq!(t, ERROR);
+}

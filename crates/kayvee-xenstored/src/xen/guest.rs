@@ -176,6 +176,53 @@ impl Guest {
     }
 }
 
+impl Guest {
+    /// Carry one Unix-socket client's byte stream over this ring until the client hangs up,
+    /// then reconnect the ring (its watches and transactions go, as when a guest process
+    /// closes the xenbus device): a socket path through which dom0 tools such as
+    /// xenstore-utils act as this guest.
+    pub fn proxy(&mut self, mut client: std::os::unix::net::UnixStream) -> io::Result<()> {
+        use std::io::{Read, Write};
+        client.set_nonblocking(true)?;
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: client.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.inbound.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two live pollfds.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+            clear(&self.inbound);
+            match client.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.send(&buf[..n])?,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+            self.buf.clear();
+            if consume(&self.page, RESPONSES, &mut self.buf, usize::MAX).map_err(ring_err)? > 0 {
+                self.kick();
+                client.set_nonblocking(false)?;
+                let sent = client.write_all(&self.buf);
+                client.set_nonblocking(true)?;
+                if sent.is_err() {
+                    break;
+                }
+            }
+        }
+        self.buf.clear();
+        self.reconnect()
+    }
+}
+
 /// A ring fault as an I/O error.
 fn ring_err(e: ring::RingError) -> io::Error {
     io::Error::other(format!("{e:?}"))

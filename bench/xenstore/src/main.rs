@@ -11,8 +11,11 @@
 //! `--transport ring` runs kayvee-xenstored in this process on the test Xen (guest pages in
 //! memfds, event channels as eventfds) and each client is a guest talking through its ring;
 //! `--transport inproc` runs the same in-process daemon with the clients on its Unix socket,
-//! for a like-for-like comparison. Both also print the daemon thread's CPU per 1000
-//! transactions. The default, `socket`, drives an external daemon at `--socket`.
+//! for a like-for-like comparison. `--transport dir-ring --xen-dir DIR` makes the clients
+//! guests of the cross-process test Xen of a `kayvee-xenstored --test-xen DIR` at `--socket`.
+//! The default, `socket`, drives an external daemon at `--socket`. The in-process transports
+//! print the daemon thread's CPU per 1000 transactions; with `--daemon-pid PID` the others
+//! print that process's.
 
 mod inproc;
 
@@ -31,8 +34,12 @@ struct Args {
     txs: usize,
     sleep_ms: u64,
     label: String,
-    /// `socket` (an external daemon), `ring` or `inproc` (see the module doc).
+    /// `socket` (an external daemon), `ring`, `inproc` or `dir-ring` (see the module doc).
     transport: String,
+    /// The test Xen's directory for `dir-ring` (the daemon's `--test-xen`).
+    xen_dir: String,
+    /// The daemon's pid, to report its CPU per 1000 transactions (socket and dir-ring).
+    daemon_pid: Option<i32>,
 }
 
 /// A connection that runs one request at a time: (reply type, payload).
@@ -166,6 +173,8 @@ fn parse_args() -> Args {
         sleep_ms: 10,
         label: "daemon".into(),
         transport: "socket".into(),
+        xen_dir: "/tmp/xs-ring-xen".into(),
+        daemon_pid: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -178,6 +187,8 @@ fn parse_args() -> Args {
             "--sleep-ms" => a.sleep_ms = v.parse().expect("--sleep-ms N"),
             "--label" => a.label = v,
             "--transport" => a.transport = v,
+            "--xen-dir" => a.xen_dir = v,
+            "--daemon-pid" => a.daemon_pid = Some(v.parse().expect("--daemon-pid PID")),
             o => panic!("unknown option {o}; see src/main.rs"),
         }
     }
@@ -192,6 +203,7 @@ fn main() {
     let mut setup = Client::connect(&args.socket).expect("connect");
     setup.ok(13, 0, &p0("/bench"));
     setup.ok(11, 0, &wr("/bench/shared", "s"));
+    let cpu0 = args.daemon_pid.map(inproc::process_cpu_ms);
     let start = Instant::now();
     let handles: Vec<_> = (0..args.clients)
         .map(|i| {
@@ -203,6 +215,15 @@ fn main() {
         handles.into_iter().map(|h| h.join().unwrap()).collect();
     let wall = start.elapsed();
     report(&args, &results, wall);
+    if let (Some(pid), Some(cpu0)) = (args.daemon_pid, cpu0) {
+        let txs: usize = results.iter().map(|(l, _)| l.len()).sum();
+        let cpu = inproc::process_cpu_ms(pid) - cpu0;
+        println!(
+            "{:<28} cpu_ms/ktx daemon={:.1}",
+            args.label,
+            cpu * 1000.0 / txs as f64
+        );
+    }
 }
 
 /// Print tx/s, EAGAINs and latency min/avg/p99/max (all transactions) and the spread of the

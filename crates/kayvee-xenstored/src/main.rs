@@ -60,9 +60,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// The server: with the `xen` feature and Xen's libraries usable, guests' rings too; else the
-/// Unix socket alone.
+/// The server: with `--test-xen`, guests of the test Xen; with the `xen` feature and Xen's
+/// libraries usable, guests' rings too; else the Unix socket alone.
 fn server(opts: &kayvee_xenstored::options::Options) -> std::io::Result<Server> {
+    if let Some(dir) = &opts.test_xen {
+        let host = kayvee_xenstored::xen::testxen::DirXen::new(dir).host()?;
+        return Server::with_xen(opts, Box::new(host));
+    }
     #[cfg(feature = "xen")]
     match kayvee_xenstored::xen::libxen::LibXen::open() {
         Ok(xen) => return Server::with_xen(opts, Box::new(xen)),

@@ -1,13 +1,17 @@
-//! A Xen stand-in for tests, in one process: each guest's ring page is a memfd both sides map
-//! shared, each event channel a pair of eventfds (one per direction), and the daemon's
-//! event-channel device an epoll set over the eventfds it bound, so it polls like
-//! `xenevtchn_fd`. [`TestXen`] plays the hypervisor (domains, their pages, ports and
-//! `VIRQ_DOM_EXC`); [`TestHost`] is the daemon's [`XenHost`] on it; guests are
+//! A Xen stand-in for tests. In one process ([`TestXen`]): each guest's ring page is a memfd
+//! both sides map shared, each event channel a pair of eventfds (one per direction). Across
+//! processes ([`DirXen`], the daemon's `--test-xen DIR`): a directory per domain holding its
+//! page as a file both sides map shared, its channel as two FIFOs and its state as text.
+//! Either way the daemon's event-channel device is an epoll set over what it bound, so it
+//! polls like `xenevtchn_fd`; [`TestHost`] is the daemon's [`XenHost`] on either; guests are
 //! [`super::guest::Guest`]s.
 
 use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::host::{DomainState, XenHost};
@@ -46,12 +50,13 @@ pub fn signal(fd: &OwnedFd) -> io::Result<()> {
     }
 }
 
-/// Clear an eventfd; true when it was raised.
+/// Clear an eventfd (one read of its counter) or a FIFO (one read of up to 512 pending
+/// signals); true when it was raised.
 pub fn clear(fd: &OwnedFd) -> bool {
-    let mut v = [0u8; 8];
-    // SAFETY: reads 8 bytes into a live buffer.
-    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
-    n == 8
+    let mut v = [0u8; 512];
+    // SAFETY: reads at most 512 bytes into a live buffer.
+    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), v.len()) };
+    n > 0
 }
 
 /// One test domain.
@@ -143,18 +148,159 @@ impl TestXen {
 
     /// A daemon-side host on this hypervisor.
     pub fn host(&self) -> io::Result<TestHost> {
-        // SAFETY: plain system call; checked.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(io::Error::last_os_error());
+        TestHost::new(Backend::Mem(self.clone()))
+    }
+}
+
+/// The cross-process test hypervisor: domain `d` is the directory `DIR/d` with `page` (the
+/// ring page, 4096 bytes), `to-xenstored` and `to-guest` (FIFOs: one byte per notification)
+/// and `state` (`alive` or `shutdown`; no directory: dead); `DIR/virq` is the FIFO of
+/// `VIRQ_DOM_EXC`.
+#[derive(Clone, Debug)]
+pub struct DirXen {
+    dir: PathBuf,
+}
+
+/// Open a FIFO (made if missing) read-write and non-blocking: never waits for the other end,
+/// never sees end-of-file.
+fn fifo(path: &Path) -> io::Result<Arc<OwnedFd>> {
+    if !path.exists() {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::ErrorKind::InvalidInput)?;
+        // SAFETY: a NUL-terminated path; checked.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
         }
-        Ok(TestHost {
-            xen: self.clone(),
-            // SAFETY: a new descriptor nobody else owns.
-            epoll: unsafe { OwnedFd::from_raw_fd(ep) },
-            ports: HashMap::new(),
-            next_port: 1,
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    Ok(Arc::new(OwnedFd::from(f)))
+}
+
+impl DirXen {
+    /// A hypervisor whose domains live under `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirXen { dir: dir.into() }
+    }
+
+    /// The directory of domain `domid`.
+    fn dom(&self, domid: u32) -> PathBuf {
+        self.dir.join(domid.to_string())
+    }
+
+    /// Create domain `domid` (a zeroed page, its FIFOs, state `alive`); the guest's side.
+    pub fn create_domain(&self, domid: u32) -> io::Result<GuestSide> {
+        let d = self.dom(domid);
+        fs::create_dir_all(&d)?;
+        let page = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(d.join("page"))?;
+        page.set_len(PAGE_SIZE as u64)?;
+        fs::write(d.join("state"), "alive")?;
+        Ok(GuestSide {
+            page: map_fd(page.as_fd())?,
+            inbound: fifo(&d.join("to-guest"))?,
+            outbound: fifo(&d.join("to-xenstored"))?,
         })
+    }
+
+    /// Change a domain's state (dead: its directory goes) and raise `VIRQ_DOM_EXC`.
+    pub fn set_state(&self, domid: u32, state: DomainState) -> io::Result<()> {
+        match state {
+            DomainState::Dead => fs::remove_dir_all(self.dom(domid))?,
+            DomainState::Shutdown => fs::write(self.dom(domid).join("state"), "shutdown")?,
+            DomainState::Alive => fs::write(self.dom(domid).join("state"), "alive")?,
+        }
+        signal(&*fifo(&self.dir.join("virq"))?)
+    }
+
+    /// A daemon-side host on this hypervisor.
+    pub fn host(&self) -> io::Result<TestHost> {
+        fs::create_dir_all(&self.dir)?;
+        TestHost::new(Backend::Dir(self.clone()))
+    }
+}
+
+/// Where a [`TestHost`] finds domains.
+enum Backend {
+    Mem(TestXen),
+    Dir(DirXen),
+}
+
+impl Backend {
+    /// The daemon's (inbound, outbound) channel ends for `domid`'s Xenstore port.
+    fn channel(&self, domid: u32) -> io::Result<(Arc<OwnedFd>, Arc<OwnedFd>)> {
+        match self {
+            Backend::Mem(x) => {
+                let inner = x.inner.lock().unwrap();
+                let d = inner.domains.get(&domid).ok_or(io::ErrorKind::NotFound)?;
+                Ok((d.to_daemon.clone(), d.to_guest.clone()))
+            }
+            Backend::Dir(x) => {
+                let d = x.dom(domid);
+                if !d.exists() {
+                    return Err(io::ErrorKind::NotFound.into());
+                }
+                Ok((fifo(&d.join("to-xenstored"))?, fifo(&d.join("to-guest"))?))
+            }
+        }
+    }
+
+    /// The channel raised on `VIRQ_DOM_EXC`.
+    fn virq(&self) -> io::Result<Arc<OwnedFd>> {
+        match self {
+            Backend::Mem(x) => {
+                let fd = eventfd()?;
+                x.inner.lock().unwrap().dom_exc.push(fd.clone());
+                Ok(fd)
+            }
+            Backend::Dir(x) => fifo(&x.dir.join("virq")),
+        }
+    }
+
+    /// Map `domid`'s ring page.
+    fn map(&self, domid: u32) -> io::Result<Page> {
+        match self {
+            Backend::Mem(x) => {
+                let inner = x.inner.lock().unwrap();
+                let d = inner.domains.get(&domid).ok_or(io::ErrorKind::NotFound)?;
+                map_fd(d.page.as_fd())
+            }
+            Backend::Dir(x) => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(x.dom(domid).join("page"))?;
+                map_fd(f.as_fd())
+            }
+        }
+    }
+
+    /// What the hypervisor says of `domid`.
+    fn state(&self, domid: u32) -> DomainState {
+        match self {
+            Backend::Mem(x) => {
+                let inner = x.inner.lock().unwrap();
+                inner
+                    .domains
+                    .get(&domid)
+                    .map_or(DomainState::Dead, |d| d.state)
+            }
+            Backend::Dir(x) => match fs::read_to_string(x.dom(domid).join("state")) {
+                Ok(s) if s.trim() == "shutdown" => DomainState::Shutdown,
+                Ok(_) => DomainState::Alive,
+                Err(_) => DomainState::Dead,
+            },
+        }
     }
 }
 
@@ -164,15 +310,31 @@ struct Bound {
     outbound: Option<Arc<OwnedFd>>,
 }
 
-/// The daemon's [`XenHost`] on a [`TestXen`].
+/// The daemon's [`XenHost`] on a [`TestXen`] or a [`DirXen`].
 pub struct TestHost {
-    xen: TestXen,
+    xen: Backend,
     epoll: OwnedFd,
     ports: HashMap<u32, Bound>,
     next_port: u32,
 }
 
 impl TestHost {
+    /// A host with an empty epoll set.
+    fn new(xen: Backend) -> io::Result<Self> {
+        // SAFETY: plain system call; checked.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(TestHost {
+            xen,
+            // SAFETY: a new descriptor nobody else owns.
+            epoll: unsafe { OwnedFd::from_raw_fd(ep) },
+            ports: HashMap::new(),
+            next_port: 1,
+        })
+    }
+
     /// Add a port whose events arrive on `inbound`.
     fn add(&mut self, inbound: Arc<OwnedFd>, outbound: Option<Arc<OwnedFd>>) -> io::Result<u32> {
         let port = self.next_port;
@@ -204,20 +366,15 @@ impl XenHost for TestHost {
     }
 
     fn bind_interdomain(&mut self, domid: u32, remote_port: u32) -> io::Result<u32> {
-        let (inbound, outbound) = {
-            let inner = self.xen.inner.lock().unwrap();
-            let d = inner.domains.get(&domid).ok_or(io::ErrorKind::NotFound)?;
-            if remote_port != TEST_PORT {
-                return Err(io::ErrorKind::InvalidInput.into());
-            }
-            (d.to_daemon.clone(), d.to_guest.clone())
-        };
+        if remote_port != TEST_PORT {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        let (inbound, outbound) = self.xen.channel(domid)?;
         self.add(inbound, Some(outbound))
     }
 
     fn bind_virq_dom_exc(&mut self) -> io::Result<u32> {
-        let fd = eventfd()?;
-        self.xen.inner.lock().unwrap().dom_exc.push(fd.clone());
+        let fd = self.xen.virq()?;
         self.add(fd, None)
     }
 
@@ -271,19 +428,13 @@ impl XenHost for TestHost {
     }
 
     fn map_ring(&mut self, domid: u32, gfn: u64) -> io::Result<Page> {
-        let inner = self.xen.inner.lock().unwrap();
-        let d = inner.domains.get(&domid).ok_or(io::ErrorKind::NotFound)?;
         if gfn != TEST_GFN {
             return Err(io::ErrorKind::InvalidInput.into());
         }
-        map_fd(d.page.as_fd())
+        self.xen.map(domid)
     }
 
     fn domain_state(&mut self, domid: u32) -> io::Result<DomainState> {
-        let inner = self.xen.inner.lock().unwrap();
-        Ok(inner
-            .domains
-            .get(&domid)
-            .map_or(DomainState::Dead, |d| d.state))
+        Ok(self.xen.state(domid))
     }
 }

@@ -289,3 +289,46 @@ fn xenstore_utils_act_as_a_guest_through_its_ring() {
     let (t, _) = d0.req(READ, 0, b"/local/domain/6/data/x\0");
     assert_eq!(t, ERROR);
 }
+
+#[test]
+fn xen_test_xenstore_passes_as_a_guest_through_its_ring() {
+    use std::process::Command;
+    let bin = "/usr/lib/xen-4.17/bin/test-xenstore";
+    if !std::path::Path::new(bin).exists() {
+        eprintln!("SKIPPED: {bin} not installed (xen-utils-4.17)");
+        return;
+    }
+    let xen = TestXen::new();
+    // test-xenstore writes 4000-byte values: a guest's default node size (2048) is too small.
+    let sock = start(&xen, &["--entry-size", "4096"]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut g = Guest::new(xen.create_domain(9).unwrap());
+    d0.introduce(9);
+    let path = sock.with_file_name("guest9");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            g.proxy(c.unwrap()).unwrap();
+        }
+    });
+    let out = Command::new(bin)
+        .env("XENSTORED_PATH", &path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One timing line per test, from `read 1` to `ta err`; it exits 0 only if all passed.
+    let timed: Vec<&str> = text.lines().filter(|l| l.ends_with(" ns")).collect();
+    assert_eq!(timed.len(), 12, "{text}");
+    assert!(
+        timed[0].starts_with("read 1") && timed[11].starts_with("ta err"),
+        "{text}"
+    );
+    // It cleans up after itself (its relative test path was under the guest's home).
+    let (t, _) = d0.req(DIRECTORY, 0, b"/local/domain/9/xenstore-test\0");
+    assert_eq!(t, ERROR);
+}

@@ -301,6 +301,49 @@ mod tests {
     }
 
     #[test]
+    fn a_guest_session_drops_watch_events_past_its_limit() {
+        let mut xs = Xenstored::new(XsConfig::default());
+        let mut sessions = Sessions::new();
+        xs.connect(1, 0);
+        xs.connect(2, 0);
+        sessions.insert(1, Session::new());
+        sessions.insert(2, Session::guest(100));
+        let mut wire = Vec::new();
+        encode(&mut wire, 4, 0, 0, b"/w\0tok\0");
+        for id in [1, 2] {
+            Session::received(
+                id,
+                &wire,
+                &mut xs,
+                &mut sessions,
+                Now::default(),
+                &mut None,
+                &mut admit_all,
+            )
+            .unwrap();
+        }
+        let mut writes = Vec::new();
+        for i in 0..20 {
+            encode(&mut writes, 11, 0, 0, format!("/w/{i}\0v").as_bytes());
+        }
+        Session::received(
+            1,
+            &writes,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
+        // Connection 1 (no limit) got every event; the guest stopped queueing past 100 bytes.
+        assert_eq!(sessions[&1].dropped_events, 0);
+        let guest = &sessions[&2];
+        assert!(guest.out.len() < 100 + 40, "{}", guest.out.len());
+        assert!(guest.dropped_events > 15, "{}", guest.dropped_events);
+    }
+
+    #[test]
     fn guest_at_outstanding_quota_is_held_until_replies_are_sent() {
         use kayvee_xenstore::Quota;
         let quota = Quota {

@@ -120,8 +120,11 @@ impl Server {
     /// Serve forever.
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
+        let mut busy = false;
         loop {
-            match self.poll.poll(&mut events, None) {
+            // Rings left with work are served again after one non-blocking look at the rest.
+            let timeout = busy.then_some(std::time::Duration::ZERO);
+            match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
@@ -139,6 +142,7 @@ impl Server {
                     }
                 }
             }
+            busy = self.rings_again();
             self.flush_all();
             // The replies went out: now free what the commits let go of.
             self.xs.sweep();

@@ -18,6 +18,11 @@ use crate::xen::ring::{RingError, ServerRing, RING_SIZE};
 /// are already bounded by the outstanding quota).
 pub const GUEST_EVENT_LIMIT: usize = 64 * 1024;
 
+/// Rounds of [`Server::ring_pump`] per event (each moves at most one ring of bytes each way):
+/// a guest that keeps its ring full yields to the others and is served again in the next
+/// loop pass.
+const PUMP_ROUNDS: usize = 64;
+
 /// One introduced guest's ring.
 pub(super) struct RingConn {
     domid: u32,
@@ -42,6 +47,8 @@ pub(super) struct Guests {
     shut_down: HashSet<u32>,
     /// Pages mapped and ports bound for an INTRODUCE the store is about to record.
     prepared: HashMap<u32, (Page, u32)>,
+    /// Rings left with work after [`PUMP_ROUNDS`], to pump again in the next loop pass.
+    pub(super) again: Vec<ConnId>,
 }
 
 impl Guests {
@@ -56,6 +63,7 @@ impl Guests {
             by_domain: HashMap::new(),
             shut_down: HashSet::new(),
             prepared: HashMap::new(),
+            again: Vec::new(),
         })
     }
 
@@ -107,6 +115,19 @@ impl Server {
         }
     }
 
+    /// Pump the rings that were left with work; true when some are waiting (the loop then
+    /// polls without blocking).
+    pub(super) fn rings_again(&mut self) -> bool {
+        let Some(g) = self.xen.as_mut() else {
+            return false;
+        };
+        let again = std::mem::take(&mut g.again);
+        for id in again {
+            self.flush_ring(id);
+        }
+        self.xen.as_ref().is_some_and(|g| !g.again.is_empty())
+    }
+
     /// A guest notified: handle a reconnection request, else move bytes both ways until
     /// neither moves.
     fn ring_event(&mut self, id: ConnId) {
@@ -127,7 +148,13 @@ impl Server {
     /// either moved bytes. Notify the guest once if anything moved.
     fn ring_pump(&mut self, id: ConnId) {
         let mut moved = false;
-        loop {
+        for round in 0.. {
+            if round == PUMP_ROUNDS {
+                if let Some(g) = self.xen.as_mut() {
+                    g.again.push(id);
+                }
+                break;
+            }
             let Some(wrote) = self.ring_write(id) else {
                 return;
             };

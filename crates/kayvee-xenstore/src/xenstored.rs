@@ -733,12 +733,12 @@ impl Xenstored {
 
     /// INTRODUCE: record the domain; a new one fires `@introduceDomain`.
     fn introduce(&mut self, d: &[u8], gfn: &[u8], port: &[u8]) -> Reply {
-        let (d, gfn, port) = (parse_lenient(d), parse_lenient(gfn), parse_lenient(port));
+        let (d, port) = (parse_lenient(d), parse_lenient(port));
+        let gfn = crate::perms::parse_lenient_u64(gfn);
         if d == 0 {
             return Reply::Ok;
         }
-        let fresh = self.domains.introduce(d, u64::from(gfn), port);
-        let gfn = u64::from(gfn);
+        let fresh = self.domains.introduce(d, gfn, port);
         self.domain_changes.push(DomainChange::Introduced {
             domid: d,
             gfn,

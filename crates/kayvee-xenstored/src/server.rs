@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 
-use kayvee_xenstore::perms::parse_lenient;
+use kayvee_xenstore::perms::{parse_lenient, parse_lenient_u64};
 use kayvee_xenstore::Now;
 use kayvee_xenstore::{ConnId, Op, Xenstored};
 
@@ -103,8 +103,8 @@ impl Server {
         })
     }
 
-    /// Bind the socket and also serve guests through `host`: bind `VIRQ_DOM_EXC` and poll
-    /// the event-channel device.
+    /// Bind the socket and also serve guests through `host`: bind `VIRQ_DOM_EXC`, poll the
+    /// event-channel device, and serve dom0's own ring if the host has one.
     pub fn with_xen(opts: &Options, host: Box<dyn XenHost>) -> io::Result<Self> {
         let mut server = Server::new(opts)?;
         let fd = host.fd();
@@ -113,7 +113,12 @@ impl Server {
             EVTCHN,
             Interest::READABLE,
         )?;
+        let mut host = host;
+        let dom0 = host.dom0_ring()?;
         server.xen = Some(guests::Guests::new(host)?);
+        if let Some((page, port)) = dom0 {
+            server.open_ring(0, page, port);
+        }
         Ok(server)
     }
 
@@ -230,9 +235,11 @@ impl Server {
         let mut trace = self.trace.as_ref().map(|_| Vec::new());
         let xen = &mut self.xen;
         let mut admit = |conn, op: &Op, xs: &Xenstored| match (op, xen.as_mut()) {
-            (Op::Introduce(d, gfn, port), Some(g)) if xs.domain_of(conn) == Some(0) => {
-                g.prepare(parse_lenient(d), parse_lenient(gfn), parse_lenient(port))
-            }
+            (Op::Introduce(d, gfn, port), Some(g)) if xs.domain_of(conn) == Some(0) => g.prepare(
+                parse_lenient(d),
+                parse_lenient_u64(gfn),
+                parse_lenient(port),
+            ),
             _ => Ok(()),
         };
         let r = Session::received(

@@ -12,7 +12,7 @@ use common::*;
 use kayvee_xenstored::xen::guest::Guest;
 use kayvee_xenstored::xen::host::DomainState;
 use kayvee_xenstored::xen::ring;
-use kayvee_xenstored::xen::testxen::TestXen;
+use kayvee_xenstored::xen::testxen::{TestXen, TEST_GFN, TEST_PORT};
 use kayvee_xswire::encode;
 
 const RESUME: u32 = 18;
@@ -331,4 +331,31 @@ fn xen_test_xenstore_passes_as_a_guest_through_its_ring() {
     // It cleans up after itself (its relative test path was under the guest's home).
     let (t, _) = d0.req(DIRECTORY, 0, b"/local/domain/9/xenstore-test\0");
     assert_eq!(t, ERROR);
+}
+
+#[test]
+fn dom0s_own_ring_is_privileged() {
+    let xen = TestXen::new();
+    // Dom0's kernel ring exists before the daemon starts, as /proc/xen/xsd_kva does.
+    let mut dom0 = Guest::new(xen.create_domain(0).unwrap());
+    let sock = start(&xen, &[]);
+    let mut g = Guest::new(xen.create_domain(4).unwrap());
+    // Through its ring, dom0 writes anywhere and introduces a guest.
+    gok(&mut dom0, WRITE, 0, b"/anywhere\0x");
+    gok(&mut dom0, MKDIR, 0, b"/local/domain/4\0");
+    gok(&mut dom0, SET_PERMS, 0, b"/local/domain/4\0n4\0");
+    gok(&mut dom0, WATCH, 0, b"@introduceDomain\0i\0");
+    assert_eq!(dom0.event().unwrap().payload, b"@introduceDomain\0i\0");
+    let intro = format!("4\0{TEST_GFN}\0{TEST_PORT}\0");
+    gok(&mut dom0, INTRODUCE, 0, intro.as_bytes());
+    assert_eq!(dom0.event().unwrap().payload, b"@introduceDomain\0i\0");
+    gok(&mut g, WRITE, 0, b"x\0from-guest");
+    assert_eq!(
+        gok(&mut dom0, READ, 0, b"/local/domain/4/x\0"),
+        b"from-guest"
+    );
+    // Its relative paths are dom0's.
+    gok(&mut dom0, WRITE, 0, b"mine\0y");
+    let mut d0 = Dom0::connect(&sock);
+    assert_eq!(d0.ok(READ, b"/local/domain/0/mine\0"), b"y");
 }

@@ -69,13 +69,13 @@ impl Guests {
 
     /// Before the store sees INTRODUCE of a new domain: map its page and bind its channel
     /// (EINVAL when either fails, as cxenstored). A known domain is rebound afterwards.
-    pub(super) fn prepare(&mut self, domid: u32, gfn: u32, remote: u32) -> Result<(), XsError> {
+    pub(super) fn prepare(&mut self, domid: u32, gfn: u64, remote: u32) -> Result<(), XsError> {
         if domid == 0 || self.by_domain.contains_key(&domid) {
             return Ok(());
         }
         let page = self
             .host
-            .map_ring(domid, u64::from(gfn))
+            .map_ring(domid, gfn)
             .map_err(|_| XsError::Einval)?;
         let port = self
             .host
@@ -264,7 +264,11 @@ impl Server {
         let domid = rc.domid;
         self.xs.disconnect(id);
         self.xs.connect(id, domid);
-        self.sessions.insert(id, Session::guest(GUEST_EVENT_LIMIT));
+        let session = match domid {
+            0 => Session::new(),
+            _ => Session::guest(GUEST_EVENT_LIMIT),
+        };
+        self.sessions.insert(id, session);
         self.ring_notify(id);
         self.log(format_args!("domain {domid} connection {id}: reconnected"));
     }
@@ -336,6 +340,13 @@ impl Server {
                 return;
             }
         };
+        self.open_ring(domid, page, port);
+    }
+
+    /// A connection for `domid` on its mapped page and bound port; then serve what it may
+    /// have written already and notify it.
+    pub(super) fn open_ring(&mut self, domid: u32, page: Page, port: u32) {
+        let Some(g) = self.xen.as_mut() else { return };
         let id = self.sessions.free_id();
         let ring = ServerRing::new(page);
         let rc = RingConn {
@@ -347,11 +358,16 @@ impl Server {
         g.rings.insert(id, rc);
         g.by_port.insert(port, id);
         g.by_domain.insert(domid, id);
-        self.sessions.insert(id, Session::guest(GUEST_EVENT_LIMIT));
+        // Dom0's ring is privileged like its socket; a guest's is bounded.
+        let session = match domid {
+            0 => Session::new(),
+            _ => Session::guest(GUEST_EVENT_LIMIT),
+        };
+        self.sessions.insert(id, session);
         self.xs.connect(id, domid);
-        self.log(format_args!("domain {domid} introduced as connection {id}"));
-        // The guest may have written requests before it was introduced.
+        self.log(format_args!("domain {domid} on a ring as connection {id}"));
         self.ring_pump(id);
+        self.ring_notify(id);
     }
 
     /// Let a released or dead domain's page and channel go (the store already dropped its

@@ -54,4 +54,11 @@ pub trait XenHost: Send {
 
     /// Whether `domid` still lives.
     fn domain_state(&mut self, domid: u32) -> io::Result<DomainState>;
+
+    /// Dom0's own ring, when the daemon runs beside a dom0 kernel whose xenbus driver (its
+    /// backends) talks through one: the page mapped and a local port bound to it. `None`
+    /// when there is none.
+    fn dom0_ring(&mut self) -> io::Result<Option<(Page, u32)>> {
+        Ok(None)
+    }
 }

@@ -228,6 +228,26 @@ impl XenHost for LibXen {
         }
     }
 
+    /// Dom0's ring as cxenstored finds it: the page at `/proc/xen/xsd_kva` (mapped shared),
+    /// the port number in `/proc/xen/xsd_port`.
+    fn dom0_ring(&mut self) -> io::Result<Option<(Page, u32)>> {
+        let kva = std::path::Path::new("/proc/xen/xsd_kva");
+        if !kva.exists() {
+            return Ok(None);
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(kva)?;
+        let page = super::page::map_fd(std::os::fd::AsFd::as_fd(&f))?;
+        let text = std::fs::read_to_string("/proc/xen/xsd_port")?;
+        let remote: u32 = text
+            .trim()
+            .parse()
+            .map_err(|_| io::ErrorKind::InvalidData)?;
+        Ok(Some((page, self.bind_interdomain(0, remote)?)))
+    }
+
     fn domain_state(&mut self, domid: u32) -> io::Result<DomainState> {
         // xc_dominfo_t is under 512 bytes in 4.17; a zeroed 1 KiB buffer holds it.
         let mut info = [0u8; 1024];

@@ -437,4 +437,12 @@ impl XenHost for TestHost {
     fn domain_state(&mut self, domid: u32) -> io::Result<DomainState> {
         Ok(self.xen.state(domid))
     }
+
+    fn dom0_ring(&mut self) -> io::Result<Option<(Page, u32)>> {
+        if self.xen.state(0) == DomainState::Dead {
+            return Ok(None);
+        }
+        let page = self.xen.map(0)?;
+        Ok(Some((page, self.bind_interdomain(0, TEST_PORT)?)))
+    }
 }

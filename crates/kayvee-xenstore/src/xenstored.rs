@@ -37,6 +37,9 @@ pub struct XsConfig {
     pub policy: ConflictPolicy,
     /// Skip creating the initial nodes (`--no-domain-init` keeps the tree empty but for `/`).
     pub no_domain_init: bool,
+    /// The ring features the shell offers guests (xenstore-ring.txt bits; 0 without rings):
+    /// GET_FEATURE's answer and each introduced domain's initial features.
+    pub features: u32,
 }
 
 /// An unsolicited WATCH_EVENT for a connection.
@@ -739,6 +742,11 @@ impl Xenstored {
             return Reply::Ok;
         }
         let fresh = self.domains.introduce(d, gfn, port);
+        if fresh {
+            if let Some(dom) = self.domains.table.get_mut(&d) {
+                dom.features = self.config.features;
+            }
+        }
         self.domain_changes.push(DomainChange::Introduced {
             domid: d,
             gfn,
@@ -793,11 +801,10 @@ impl Xenstored {
         Ok(Reply::Ok)
     }
 
-    /// GET_FEATURE: the daemon's features (none of the ring features on a socket) or a
-    /// domain's.
+    /// GET_FEATURE: the daemon's ring features (none without rings) or a domain's.
     fn get_feature(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let value = match args {
-            [] => 0,
+            [] => self.config.features,
             [d] => {
                 self.domains
                     .table
@@ -810,7 +817,7 @@ impl Xenstored {
         Ok(Reply::Text(alloc::format!("{value}")))
     }
 
-    /// SET_FEATURE: a domain's features; only the daemon's (none) may be set.
+    /// SET_FEATURE: a domain's features, a subset of the daemon's (else EINVAL).
     fn set_feature(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let [d, v] = args else {
             return Err(XsError::Einval);
@@ -821,7 +828,7 @@ impl Xenstored {
             .table
             .get_mut(&parse_lenient(d))
             .ok_or(XsError::Enoent)?;
-        if v != 0 {
+        if v & !self.config.features != 0 {
             return Err(XsError::Einval);
         }
         dom.features = v;

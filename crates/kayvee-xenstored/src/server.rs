@@ -113,6 +113,7 @@ impl Server {
             EVTCHN,
             Interest::READABLE,
         )?;
+        server.xs.config.features = crate::xen::ring::SERVER_FEATURES_OFFERED;
         let mut host = host;
         let dom0 = host.dom0_ring()?;
         server.xen = Some(guests::Guests::new(host)?);

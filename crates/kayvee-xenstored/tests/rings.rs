@@ -30,6 +30,12 @@ fn introduced_guest_uses_its_home_and_is_confined() {
     assert_eq!(d0.ok(IS_INTRODUCED, b"5\0"), b"T\0");
     let features = g.page().load(ring::SERVER_FEATURES, Ordering::Acquire);
     assert_eq!(features, ring::FEATURE_RECONNECTION | ring::FEATURE_ERROR);
+    // GET_FEATURE (newer Xen) agrees with the page; SET_FEATURE takes a subset only.
+    assert_eq!(gok(&mut g, 23, 0, b""), b"3\0");
+    assert_eq!(d0.ok(23, b"5\0"), b"3\0");
+    d0.ok(24, b"5\x001\0");
+    assert_eq!(d0.ok(23, b"5\0"), b"1\0");
+    assert_eq!(d0.req(24, 0, b"5\x004\0"), (ERROR, b"EINVAL\0".to_vec()));
     // Relative paths resolve under the guest's home.
     gok(&mut g, WRITE, 0, b"data/x\0hello");
     assert_eq!(d0.ok(READ, b"/local/domain/5/data/x\0"), b"hello");

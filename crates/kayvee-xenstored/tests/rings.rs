@@ -369,3 +369,21 @@ fn dom0s_own_ring_is_privileged() {
     let mut d0 = Dom0::connect(&sock);
     assert_eq!(d0.ok(READ, b"/local/domain/0/mine\0"), b"y");
 }
+
+#[test]
+fn a_device_model_acts_for_its_target_after_set_target() {
+    const SET_TARGET: u32 = 19;
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut guest = Guest::new(xen.create_domain(11).unwrap());
+    let mut dm = Guest::new(xen.create_domain(12).unwrap());
+    d0.introduce(11);
+    d0.introduce(12);
+    gok(&mut guest, WRITE, 0, b"private\0p");
+    gerr(&mut dm, READ, 0, b"/local/domain/11/private\0", "EACCES");
+    d0.ok(SET_TARGET, b"12\x0011\0");
+    assert_eq!(gok(&mut dm, READ, 0, b"/local/domain/11/private\0"), b"p");
+    gok(&mut dm, WRITE, 0, b"/local/domain/11/private\0q");
+    assert_eq!(gok(&mut guest, READ, 0, b"private\0"), b"q");
+}

@@ -7,6 +7,17 @@
 //!
 //! A transaction that gets EAGAIN is retried from the start (as libxenstore users do); its
 //! latency runs from the first START to the successful END. Prints one summary line.
+//!
+//! `--transport ring` runs kayvee-xenstored in this process on the test Xen (guest pages in
+//! memfds, event channels as eventfds) and each client is a guest talking through its ring;
+//! `--transport inproc` runs the same in-process daemon with the clients on its Unix socket,
+//! for a like-for-like comparison. `--transport dir-ring --xen-dir DIR` makes the clients
+//! guests of the cross-process test Xen of a `kayvee-xenstored --test-xen DIR` at `--socket`.
+//! The default, `socket`, drives an external daemon at `--socket`. The in-process transports
+//! print the daemon thread's CPU per 1000 transactions; with `--daemon-pid PID` the others
+//! print that process's.
+
+mod inproc;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -23,6 +34,29 @@ struct Args {
     txs: usize,
     sleep_ms: u64,
     label: String,
+    /// `socket` (an external daemon), `ring`, `inproc` or `dir-ring` (see the module doc).
+    transport: String,
+    /// The test Xen's directory for `dir-ring` (the daemon's `--test-xen`).
+    xen_dir: String,
+    /// The daemon's pid, to report its CPU per 1000 transactions (socket and dir-ring).
+    daemon_pid: Option<i32>,
+}
+
+/// A connection that runs one request at a time: (reply type, payload).
+trait Call {
+    fn call(&mut self, ty: u32, tx: u32, payload: &[u8]) -> (u32, Vec<u8>);
+
+    /// A call that must succeed.
+    fn ok(&mut self, ty: u32, tx: u32, payload: &[u8]) -> Vec<u8> {
+        let (t, p) = self.call(ty, tx, payload);
+        assert_ne!(
+            t,
+            16,
+            "request {ty} failed: {}",
+            String::from_utf8_lossy(&p)
+        );
+        p
+    }
 }
 
 /// A blocking client on one connection.
@@ -38,7 +72,9 @@ impl Client {
             buf: Vec::with_capacity(256),
         })
     }
+}
 
+impl Call for Client {
     /// Send one request and wait for its reply (skipping watch events): (type, payload).
     fn call(&mut self, ty: u32, tx: u32, payload: &[u8]) -> (u32, Vec<u8>) {
         self.buf.clear();
@@ -54,18 +90,6 @@ impl Client {
                 return (h.ty, p);
             }
         }
-    }
-
-    /// A call that must succeed.
-    fn ok(&mut self, ty: u32, tx: u32, payload: &[u8]) -> Vec<u8> {
-        let (t, p) = self.call(ty, tx, payload);
-        assert_ne!(
-            t,
-            16,
-            "request {ty} failed: {}",
-            String::from_utf8_lossy(&p)
-        );
-        p
     }
 }
 
@@ -85,7 +109,7 @@ fn p0(path: &str) -> Vec<u8> {
 }
 
 /// Run one transaction until it commits; (latency, EAGAIN count).
-fn transaction(c: &mut Client, body: &mut dyn FnMut(&mut Client, u32)) -> (Duration, u64) {
+fn transaction<C: Call>(c: &mut C, body: &mut dyn FnMut(&mut C, u32)) -> (Duration, u64) {
     let t0 = Instant::now();
     let mut eagain = 0;
     loop {
@@ -104,10 +128,14 @@ fn transaction(c: &mut Client, body: &mut dyn FnMut(&mut Client, u32)) -> (Durat
     }
 }
 
-/// One client's run: latencies and EAGAINs.
+/// One client's run on its own socket connection: latencies and EAGAINs.
 fn client(args: &Args, i: usize) -> (Vec<Duration>, u64) {
     let mut c = Client::connect(&args.socket).expect("connect");
-    let own = format!("/bench/c{i}");
+    run(args, &mut c, &format!("/bench/c{i}"))
+}
+
+/// The workload on one connection whose own subtree is `own`.
+fn run<C: Call>(args: &Args, c: &mut C, own: &str) -> (Vec<Duration>, u64) {
     if args.workload == "7.1" {
         c.ok(11, 0, &wr(&format!("{own}/state"), "0"));
     }
@@ -115,12 +143,12 @@ fn client(args: &Args, i: usize) -> (Vec<Duration>, u64) {
     for n in 0..args.txs {
         let v = n.to_string();
         let (d, e) = match args.workload.as_str() {
-            "7.3" => transaction(&mut c, &mut |c, tid| {
+            "7.3" => transaction(c, &mut |c, tid| {
                 c.ok(11, tid, &wr(&format!("{own}/foo"), &v));
                 std::thread::sleep(Duration::from_millis(args.sleep_ms));
                 c.ok(11, tid, &wr(&format!("{own}/bar"), &v));
             }),
-            _ => transaction(&mut c, &mut |c, tid| {
+            _ => transaction(c, &mut |c, tid| {
                 c.ok(2, tid, &p0("/bench/shared"));
                 c.ok(11, tid, &wr(&format!("{own}/state"), &v));
             }),
@@ -144,6 +172,9 @@ fn parse_args() -> Args {
         txs: 500,
         sleep_ms: 10,
         label: "daemon".into(),
+        transport: "socket".into(),
+        xen_dir: "/tmp/xs-ring-xen".into(),
+        daemon_pid: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -155,6 +186,9 @@ fn parse_args() -> Args {
             "--txs" => a.txs = v.parse().expect("--txs N"),
             "--sleep-ms" => a.sleep_ms = v.parse().expect("--sleep-ms N"),
             "--label" => a.label = v,
+            "--transport" => a.transport = v,
+            "--xen-dir" => a.xen_dir = v,
+            "--daemon-pid" => a.daemon_pid = Some(v.parse().expect("--daemon-pid PID")),
             o => panic!("unknown option {o}; see src/main.rs"),
         }
     }
@@ -163,9 +197,13 @@ fn parse_args() -> Args {
 
 fn main() {
     let args = parse_args();
+    if args.transport != "socket" {
+        return inproc::main(&args);
+    }
     let mut setup = Client::connect(&args.socket).expect("connect");
     setup.ok(13, 0, &p0("/bench"));
     setup.ok(11, 0, &wr("/bench/shared", "s"));
+    let cpu0 = args.daemon_pid.map(inproc::process_cpu_ms);
     let start = Instant::now();
     let handles: Vec<_> = (0..args.clients)
         .map(|i| {
@@ -177,11 +215,20 @@ fn main() {
         handles.into_iter().map(|h| h.join().unwrap()).collect();
     let wall = start.elapsed();
     report(&args, &results, wall);
+    if let (Some(pid), Some(cpu0)) = (args.daemon_pid, cpu0) {
+        let txs: usize = results.iter().map(|(l, _)| l.len()).sum();
+        let cpu = inproc::process_cpu_ms(pid) - cpu0;
+        println!(
+            "{:<28} cpu_ms/ktx daemon={:.1}",
+            args.label,
+            cpu * 1000.0 / txs as f64
+        );
+    }
 }
 
 /// Print tx/s, EAGAINs and latency min/avg/p99/max (all transactions) and the spread of the
 /// per-client averages and maxima.
-fn report(args: &Args, results: &[(Vec<Duration>, u64)], wall: Duration) {
+pub(crate) fn report(args: &Args, results: &[(Vec<Duration>, u64)], wall: Duration) {
     let mut all: Vec<Duration> = results
         .iter()
         .flat_map(|(l, _)| l.iter().copied())

@@ -38,7 +38,9 @@ pub use error::XsError;
 pub use op::{Op, Reply};
 pub use store::{Actor, Quota, Store};
 pub use txn::ConflictPolicy;
-pub use xenstored::{ConnId, LogLine, Severity, WatchEvent, Xenstored, XsConfig, XsStats};
+pub use xenstored::{
+    ConnId, DomainChange, LogLine, Severity, WatchEvent, Xenstored, XsConfig, XsStats,
+};
 
 /// The current time, passed into every call that needs it: the store reads no clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]

@@ -144,6 +144,11 @@ pub fn parse_u32(digits: &[u8]) -> Option<u32> {
 /// optional sign, digits read until the first non-digit (garbage gives 0), wrapping like an
 /// unsigned long, then truncated to 32 bits (`-1` is 4294967295, `4294967296` is 0).
 pub fn parse_lenient(raw: &[u8]) -> u32 {
+    parse_lenient_u64(raw) as u32
+}
+
+/// [`parse_lenient`] without the truncation: an unsigned long (INTRODUCE's guest frame).
+pub fn parse_lenient_u64(raw: &[u8]) -> u64 {
     let start = raw
         .iter()
         .position(|c| !c.is_ascii_whitespace())
@@ -160,7 +165,7 @@ pub fn parse_lenient(raw: &[u8]) -> u32 {
     if negative {
         n = n.wrapping_neg();
     }
-    n as u32
+    n
 }
 
 #[cfg(test)]

@@ -106,15 +106,41 @@ pub struct Store {
     pub root: Arc<Node>,
     /// Nodes owned per domain (quota accounting).
     pub owners: BTreeMap<u32, u32>,
+    /// Bytes charged per domain ([`Store::memory_of`]'s formula), kept in step with every
+    /// change so flow control before each guest request costs no walk.
+    pub memory: BTreeMap<u32, u64>,
+}
+
+/// Bytes cxenstored 4.17 charges for `n` at a path `path_len` bytes long: 24, plus 8 per
+/// permission entry, the path, the value and the child list (each name and its NUL).
+fn node_bytes(n: &Node, path_len: usize) -> u64 {
+    let kids: usize = n.children.iter().map(|(k, _)| k.len() + 1).sum();
+    (24 + 8 * n.perms.entries().len() + path_len + n.value.len() + kids) as u64
+}
+
+/// Call `f(owner, bytes)` for every node of the subtree at `n` (its path `path_len` long).
+fn subtree_bytes(n: &Node, path_len: usize, f: &mut impl FnMut(u32, u64)) {
+    f(n.perms.owner(), node_bytes(n, path_len));
+    for (name, c) in &n.children {
+        // "/" + name at the root, else path + "/" + name.
+        let len = if path_len == 1 {
+            1 + name.len()
+        } else {
+            path_len + 1 + name.len()
+        };
+        subtree_bytes(c, len, f);
+    }
 }
 
 impl Store {
     /// An empty store: a root node owned by dom0 with perms `n0`.
     pub fn new() -> Self {
         let root = Node::leaf(b"", Arc::new(Perms::owned_by(0)), 0);
+        let bytes = node_bytes(&root, 1);
         Store {
             root: Arc::new(root),
             owners: BTreeMap::from([(0, 1)]),
+            memory: BTreeMap::from([(0, bytes)]),
         }
     }
 
@@ -150,9 +176,11 @@ impl Store {
             Some(node) => {
                 self.check_write(actor, node)?;
                 let mut new = Node::clone(node);
+                let (owner, old_len) = (new.perms.owner(), new.value.len() as u64);
                 new.value = Arc::from(value);
                 new.gen = gen;
                 let change = self.change(path, false, new.perms.clone(), path);
+                self.charge(owner, value.len() as u64, old_len);
                 self.root = replace_at(&self.root, &comps, Some(Arc::new(new)), gen);
                 Ok(change)
             }
@@ -184,8 +212,20 @@ impl Store {
             up.set_child(name, Arc::new(chain));
             chain = up;
         }
+        let base_owner = base.perms.owner();
         self.root = replace_at(&self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
         *self.owners.entry(owner).or_default() += new_count;
+        self.charge(base_owner, comps[depth].len() as u64 + 1, 0);
+        let mut path_len = join(&comps[..depth]).len();
+        for (i, name) in comps.iter().enumerate().skip(depth) {
+            path_len = if path_len == 1 { 1 } else { path_len + 1 } + name.len();
+            let (val, kids) = match comps.get(i + 1) {
+                Some(next) => (0, next.len() + 1),
+                None => (value.len(), 0),
+            };
+            let bytes = 24 + 8 * perms.entries().len() + path_len + val + kids;
+            self.charge(owner, bytes as u64, 0);
+        }
         let top = join(&comps[..depth]);
         Ok(self.change(&join(comps), false, perms, &top))
     }
@@ -236,6 +276,15 @@ impl Store {
                 *c = c.saturating_sub(1);
             }
         });
+        let mut freed = Vec::new();
+        subtree_bytes(&node, path.len(), &mut |d, b| freed.push((d, b)));
+        for (d, b) in freed {
+            self.charge(d, 0, b);
+        }
+        let name_len = path.len() - path.rfind('/').unwrap_or(0);
+        if let Some(p) = self.get(parent(path)) {
+            self.charge(p.perms.owner(), 0, name_len as u64);
+        }
         self.root = replace_at(&self.root, &components(path), None, gen);
         Ok(Some(self.change(
             path,
@@ -268,9 +317,13 @@ impl Store {
             }
         }
         let (old_owner, new_owner) = (node.perms.owner(), perms.owner());
+        let old_bytes = node_bytes(node, path.len());
         let mut new = Node::clone(node);
         new.perms = Arc::new(perms);
         new.gen = gen;
+        let new_bytes = node_bytes(&new, path.len());
+        self.charge(old_owner, 0, old_bytes);
+        self.charge(new_owner, new_bytes, 0);
         let change = self.change(path, false, new.perms.clone(), path);
         self.root = replace_at(&self.root, &components(path), Some(Arc::new(new)), gen);
         if old_owner != new_owner {
@@ -301,28 +354,17 @@ impl Store {
 
     /// Bytes of store memory charged to `domid`, by cxenstored 4.17's formula (measured with
     /// `xenstore-control quota 0`): per owned node 24, plus 8 per permission entry, path length,
-    /// value length and the child list (each name and its NUL). Walks the whole trie: only
-    /// reports and unprivileged domains' flow control ask for it.
+    /// value length and the child list (each name and its NUL). Kept per domain as nodes
+    /// change (`check_invariants` compares it with a walk of the trie), because flow control
+    /// asks before every request of an unprivileged domain.
     pub fn memory_of(&self, domid: u32) -> u64 {
-        fn walk(n: &Node, path_len: usize, domid: u32, sum: &mut u64) {
-            if n.perms.owner() == domid {
-                let kids: usize = n.children.iter().map(|(k, _)| k.len() + 1).sum();
-                let size = 24 + 8 * n.perms.entries().len() + path_len + n.value.len() + kids;
-                *sum += size as u64;
-            }
-            for (name, c) in &n.children {
-                // "/" + name at the root, else path + "/" + name.
-                let len = if path_len == 1 {
-                    1 + name.len()
-                } else {
-                    path_len + 1 + name.len()
-                };
-                walk(c, len, domid, sum);
-            }
-        }
-        let mut sum = 0;
-        walk(&self.root, 1, domid, &mut sum);
-        sum
+        self.memory.get(&domid).copied().unwrap_or(0)
+    }
+
+    /// Charge `plus` bytes to `domid` and release `minus`.
+    fn charge(&mut self, domid: u32, plus: u64, minus: u64) {
+        let m = self.memory.entry(domid).or_default();
+        *m = (*m + plus).saturating_sub(minus);
     }
 
     /// Build a [`Change`] record.
@@ -348,6 +390,15 @@ impl Store {
             .map(|(k, v)| (*k, *v))
             .collect();
         assert_eq!(counts, nonzero, "owner counts out of step with the trie");
+        let mut bytes: BTreeMap<u32, u64> = BTreeMap::new();
+        subtree_bytes(&self.root, 1, &mut |d, b| *bytes.entry(d).or_default() += b);
+        let nonzero: BTreeMap<u32, u64> = self
+            .memory
+            .iter()
+            .filter(|(_, b)| **b > 0)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(bytes, nonzero, "memory charges out of step with the trie");
     }
 }
 
@@ -407,6 +458,49 @@ mod tests {
         assert_eq!(s.rm(&Actor::DOM0, "/q/b", 5), Err(XsError::Enoent));
         assert_eq!(s.rm(&Actor::DOM0, "/", 5), Err(XsError::Einval));
         s.check_invariants();
+    }
+
+    #[test]
+    fn memory_charges_follow_every_change() {
+        let mut s = Store::new();
+        let q = Quota::default();
+        let guest = Actor {
+            domid: 5,
+            privileged: false,
+            target: None,
+        };
+        let perms = |o: &[u8]| Perms::parse(&[o]).unwrap();
+        s.write(&Actor::DOM0, &q, "/local/domain/5", b"", 1)
+            .unwrap();
+        s.set_perms(&Actor::DOM0, &q, "/local/domain/5", perms(b"n5"), 2)
+            .unwrap();
+        s.check_invariants();
+        s.write(&guest, &q, "/local/domain/5/a/b/c", b"value", 3)
+            .unwrap();
+        s.write(&guest, &q, "/local/domain/5/a/b/c", b"v", 4)
+            .unwrap();
+        s.write(&guest, &q, "/local/domain/5/a/d", b"xyz", 5)
+            .unwrap();
+        s.check_invariants();
+        // The guest's node in a dom0 directory charges dom0 for the name in its child list.
+        s.write(&Actor::DOM0, &q, "/tool", b"", 6).unwrap();
+        s.set_perms(&Actor::DOM0, &q, "/tool", perms(b"b0"), 7)
+            .unwrap();
+        s.write(&guest, &q, "/tool/g", b"1", 8).unwrap();
+        s.check_invariants();
+        let full = Perms::parse(&[b"n5", b"r0", b"w3"]).unwrap();
+        s.set_perms(&guest, &q, "/local/domain/5/a", full, 9)
+            .unwrap();
+        s.set_perms(&Actor::DOM0, &q, "/local/domain/5/a/d", perms(b"n7"), 10)
+            .unwrap();
+        s.check_invariants();
+        s.rm(&guest, "/local/domain/5/a/b", 11).unwrap();
+        s.rm(&Actor::DOM0, "/tool", 12).unwrap();
+        s.check_invariants();
+        s.rm(&Actor::DOM0, "/local/domain/5", 13).unwrap();
+        s.check_invariants();
+        assert_eq!(s.memory_of(5), 0);
+        assert_eq!(s.memory_of(7), 0);
     }
 
     #[test]

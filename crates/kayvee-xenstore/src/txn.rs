@@ -218,7 +218,19 @@ impl Txn {
             let e = owners.entry(*d).or_default();
             *e = e.saturating_sub(*n);
         }
-        Some(Store { root, owners })
+        let mut memory = current.memory.clone();
+        for (d, n) in &self.store.memory {
+            *memory.entry(*d).or_default() += n;
+        }
+        for (d, n) in &self.start.memory {
+            let e = memory.entry(*d).or_default();
+            *e = e.saturating_sub(*n);
+        }
+        Some(Store {
+            root,
+            owners,
+            memory,
+        })
     }
 
     /// Run the recorded requests again against `current`; commit iff every reply is the same.

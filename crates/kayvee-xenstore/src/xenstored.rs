@@ -37,6 +37,9 @@ pub struct XsConfig {
     pub policy: ConflictPolicy,
     /// Skip creating the initial nodes (`--no-domain-init` keeps the tree empty but for `/`).
     pub no_domain_init: bool,
+    /// The ring features the shell offers guests (xenstore-ring.txt bits; 0 without rings):
+    /// GET_FEATURE's answer and each introduced domain's initial features.
+    pub features: u32,
 }
 
 /// An unsolicited WATCH_EVENT for a connection.
@@ -48,6 +51,31 @@ pub struct WatchEvent {
     pub path: Vec<u8>,
     /// The watch's token.
     pub token: Vec<u8>,
+}
+
+/// A change of the domain table the shell acts on: map a guest's ring page and bind its event
+/// channel, or let them go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DomainChange {
+    /// INTRODUCE (again, for a known domain: its event channel is to be bound anew).
+    Introduced {
+        /// The domain.
+        domid: u32,
+        /// Guest frame of its ring page.
+        gfn: u64,
+        /// Its event channel port.
+        port: u32,
+    },
+    /// RELEASE or the domain's death: its connections are gone from the store.
+    Released {
+        /// The domain.
+        domid: u32,
+    },
+    /// RESUME: the domain runs again, so its next shutdown is to be announced again.
+    Resumed {
+        /// The domain.
+        domid: u32,
+    },
 }
 
 /// Counters for CONTROL and benchmarks.
@@ -103,6 +131,8 @@ pub struct Xenstored {
     now_s: u64,
     /// Tree versions a transaction end let go of, freed by [`Xenstored::sweep`] (see there).
     dead: Vec<Arc<Node>>,
+    /// Domain changes for the shell, taken with [`Xenstored::take_domain_changes`].
+    domain_changes: Vec<DomainChange>,
 }
 
 /// Versions [`Xenstored::dead`] holds at most: a shell that never calls
@@ -162,6 +192,7 @@ impl Xenstored {
             log: Vec::new(),
             now_s: 0,
             dead: Vec::new(),
+            domain_changes: Vec::new(),
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -327,6 +358,29 @@ impl Xenstored {
     /// The trace file a `CONTROL logfile` asked for since the last call.
     pub fn take_logfile(&mut self) -> Option<Vec<u8>> {
         self.logfile.take()
+    }
+
+    /// Domain changes since the last call, in order.
+    pub fn take_domain_changes(&mut self) -> Vec<DomainChange> {
+        core::mem::take(&mut self.domain_changes)
+    }
+
+    /// The domain of a connection.
+    pub fn domain_of(&self, conn: ConnId) -> Option<u32> {
+        self.conns.get(&conn).map(|c| c.domid)
+    }
+
+    /// Xen says domain `d` died (the shell asked after `VIRQ_DOM_EXC`): as RELEASE, its
+    /// connections go with their watches and transactions and `@releaseDomain` fires. False
+    /// when the domain was not introduced.
+    pub fn domain_died(&mut self, d: u32) -> bool {
+        d != 0 && self.release(d).is_ok()
+    }
+
+    /// Xen says an introduced domain shut down (not yet dead): fire `@releaseDomain`, as
+    /// cxenstored does, so toolstacks notice; the domain and its connection stay.
+    pub fn domain_shut_down(&mut self) {
+        self.fire_special(RELEASE_DOMAIN);
     }
 
     /// Watch events produced so far, in order.
@@ -682,8 +736,23 @@ impl Xenstored {
 
     /// INTRODUCE: record the domain; a new one fires `@introduceDomain`.
     fn introduce(&mut self, d: &[u8], gfn: &[u8], port: &[u8]) -> Reply {
-        let (d, gfn, port) = (parse_lenient(d), parse_lenient(gfn), parse_lenient(port));
-        if self.domains.introduce(d, u64::from(gfn), port) {
+        let (d, port) = (parse_lenient(d), parse_lenient(port));
+        let gfn = crate::perms::parse_lenient_u64(gfn);
+        if d == 0 {
+            return Reply::Ok;
+        }
+        let fresh = self.domains.introduce(d, gfn, port);
+        if fresh {
+            if let Some(dom) = self.domains.table.get_mut(&d) {
+                dom.features = self.config.features;
+            }
+        }
+        self.domain_changes.push(DomainChange::Introduced {
+            domid: d,
+            gfn,
+            port,
+        });
+        if fresh {
             self.fire_special(INTRODUCE_DOMAIN);
         }
         Reply::Ok
@@ -705,6 +774,8 @@ impl Xenstored {
         for id in dropped {
             self.disconnect(id);
         }
+        self.domain_changes
+            .push(DomainChange::Released { domid: d });
         self.fire_special(RELEASE_DOMAIN);
         Ok(Reply::Ok)
     }
@@ -716,6 +787,7 @@ impl Xenstored {
         }
         let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
         dom.resumed += 1;
+        self.domain_changes.push(DomainChange::Resumed { domid: d });
         Ok(Reply::Ok)
     }
 
@@ -729,11 +801,10 @@ impl Xenstored {
         Ok(Reply::Ok)
     }
 
-    /// GET_FEATURE: the daemon's features (none of the ring features on a socket) or a
-    /// domain's.
+    /// GET_FEATURE: the daemon's ring features (none without rings) or a domain's.
     fn get_feature(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let value = match args {
-            [] => 0,
+            [] => self.config.features,
             [d] => {
                 self.domains
                     .table
@@ -746,7 +817,7 @@ impl Xenstored {
         Ok(Reply::Text(alloc::format!("{value}")))
     }
 
-    /// SET_FEATURE: a domain's features; only the daemon's (none) may be set.
+    /// SET_FEATURE: a domain's features, a subset of the daemon's (else EINVAL).
     fn set_feature(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let [d, v] = args else {
             return Err(XsError::Einval);
@@ -757,7 +828,7 @@ impl Xenstored {
             .table
             .get_mut(&parse_lenient(d))
             .ok_or(XsError::Enoent)?;
-        if v != 0 {
+        if v & !self.config.features != 0 {
             return Err(XsError::Einval);
         }
         dom.features = v;

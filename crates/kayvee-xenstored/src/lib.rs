@@ -1,8 +1,10 @@
 //! kayvee-xenstored: the Linux shell around the Xenstore store (`kayvee-xenstore`). Options as
 //! Xen's xenstored takes them ([`options`]), a byte-transport-independent protocol session
-//! per connection ([`session`]), and a mio event loop on the Unix socket ([`server`]).
+//! per connection ([`session`]), and a mio event loop on the Unix socket and, with a
+//! [`xen::host::XenHost`], guests' shared rings ([`server`]).
 
 pub mod options;
 pub mod server;
 pub mod session;
 pub mod syslog;
+pub mod xen;

@@ -60,10 +60,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// The server: with `--test-xen`, guests of the test Xen; with the `xen` feature and Xen's
+/// libraries usable, guests' rings too; else the Unix socket alone.
+fn server(opts: &kayvee_xenstored::options::Options) -> std::io::Result<Server> {
+    if let Some(dir) = &opts.test_xen {
+        let host = kayvee_xenstored::xen::testxen::DirXen::new(dir).host()?;
+        return Server::with_xen(opts, Box::new(host));
+    }
+    #[cfg(feature = "xen")]
+    match kayvee_xenstored::xen::libxen::LibXen::open() {
+        Ok(xen) => return Server::with_xen(opts, Box::new(xen)),
+        Err(e) => eprintln!("kayvee-xenstored: no Xen ({e}); serving the Unix socket only"),
+    }
+    Server::new(opts)
+}
+
 /// Bind, write the pid file, serve.
 fn serve(opts: &kayvee_xenstored::options::Options) -> anyhow::Result<()> {
-    let mut server =
-        Server::new(opts).with_context(|| format!("binding {}", opts.socket.display()))?;
+    let mut server = server(opts).with_context(|| format!("binding {}", opts.socket.display()))?;
     if let Some(p) = &opts.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id())).context("writing the pid file")?;
     }

@@ -21,6 +21,8 @@ pub struct Options {
     pub verbose: bool,
     /// The listening socket.
     pub socket: PathBuf,
+    /// Serve guests of the cross-process test Xen under this directory (`--test-xen`).
+    pub test_xen: Option<PathBuf>,
 }
 
 /// The usage text.
@@ -38,6 +40,8 @@ pub const USAGE: &str = "Usage: kayvee-xenstored [options]
   -Q, --quota <what>=<nb>    set a quota: nodes, watches, transactions, outstanding,
                              transaction-nodes, memory, node-size, path-max, permissions
   -q, --quota-soft memory=<nb>  soft memory quota (only reported when crossed)
+      --test-xen <dir>       serve guests of the test Xen whose domains live under <dir>
+                             (pages as files, event channels as FIFOs; for tests and benchmarks)
   -V, --verbose              log to stderr
       --conflict-policy <p>  coalesce (default), per-node, abort-on-any-commit
   -h, --help                 this text
@@ -83,6 +87,7 @@ pub fn parse(args: &[String], socket: PathBuf) -> Result<Option<Options>, String
             "-V" | "--verbose" => o.verbose = true,
             "-F" | "--pid-file" => o.pid_file = Some(PathBuf::from(value()?)),
             "-T" | "--trace-file" => o.trace_file = Some(PathBuf::from(value()?)),
+            "--test-xen" => o.test_xen = Some(PathBuf::from(value()?)),
             "-E" | "--entry-nb" => set(&mut o, "nodes", &value()?)?,
             "-S" | "--entry-size" => set(&mut o, "node-size", &value()?)?,
             "-W" | "--watch-nb" => set(&mut o, "watches", &value()?)?,

@@ -1,5 +1,8 @@
 //! The mio event loop: accept Unix-socket clients (all privileged dom0), move bytes between
-//! sockets and [`Session`]s, write the trace file.
+//! sockets and [`Session`]s, write the trace file. With a [`XenHost`], guests' shared rings
+//! are connections too (`guests`).
+
+mod guests;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -10,18 +13,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 
+use kayvee_xenstore::perms::{parse_lenient, parse_lenient_u64};
 use kayvee_xenstore::Now;
-use kayvee_xenstore::{ConnId, Xenstored};
+use kayvee_xenstore::{ConnId, Op, Xenstored};
 
 use crate::options::Options;
 use crate::session::{Session, Sessions};
 use crate::syslog::{Syslog, DEV_LOG};
+use crate::xen::host::XenHost;
 
 /// Bytes read from a socket per system call.
 const READ_BUF: usize = 16384;
 
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
+
+/// The Xen event-channel device's token (connection ids never reach it; `usize::MAX` is
+/// left alone, older mio reserved it).
+const EVTCHN: Token = Token(usize::MAX - 1);
 
 /// The current time for the store.
 fn now() -> Now {
@@ -63,6 +72,8 @@ pub struct Server {
     verbose: bool,
     /// Where the store's log lines (memory-quota reports) go.
     syslog: Syslog,
+    /// Guests on shared rings, when the daemon runs on Xen (or a stand-in).
+    xen: Option<guests::Guests>,
 }
 
 impl Server {
@@ -88,20 +99,45 @@ impl Server {
             trace,
             verbose: opts.verbose,
             syslog: Syslog::open(Path::new(DEV_LOG), opts.verbose),
+            xen: None,
         })
+    }
+
+    /// Bind the socket and also serve guests through `host`: bind `VIRQ_DOM_EXC`, poll the
+    /// event-channel device, and serve dom0's own ring if the host has one.
+    pub fn with_xen(opts: &Options, host: Box<dyn XenHost>) -> io::Result<Self> {
+        let mut server = Server::new(opts)?;
+        let fd = host.fd();
+        server.poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            EVTCHN,
+            Interest::READABLE,
+        )?;
+        server.xs.config.features = crate::xen::ring::SERVER_FEATURES_OFFERED;
+        let mut host = host;
+        let dom0 = host.dom0_ring()?;
+        server.xen = Some(guests::Guests::new(host)?);
+        if let Some((page, port)) = dom0 {
+            server.open_ring(0, page, port);
+        }
+        Ok(server)
     }
 
     /// Serve forever.
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
+        let mut busy = false;
         loop {
-            match self.poll.poll(&mut events, None) {
+            // Rings left with work are served again after one non-blocking look at the rest.
+            let timeout = busy.then_some(std::time::Duration::ZERO);
+            match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept()?,
+                    EVTCHN => self.xen_events(),
                     Token(t) => {
                         let id = t as ConnId;
                         if ev.is_writable() {
@@ -112,6 +148,7 @@ impl Server {
                     }
                 }
             }
+            busy = self.rings_again();
             self.flush_all();
             // The replies went out: now free what the commits let go of.
             self.xs.sweep();
@@ -197,6 +234,15 @@ impl Server {
     /// Run received bytes through the session; false when the connection must close.
     fn feed(&mut self, id: ConnId, bytes: &[u8]) -> bool {
         let mut trace = self.trace.as_ref().map(|_| Vec::new());
+        let xen = &mut self.xen;
+        let mut admit = |conn, op: &Op, xs: &Xenstored| match (op, xen.as_mut()) {
+            (Op::Introduce(d, gfn, port), Some(g)) if xs.domain_of(conn) == Some(0) => g.prepare(
+                parse_lenient(d),
+                parse_lenient_u64(gfn),
+                parse_lenient(port),
+            ),
+            _ => Ok(()),
+        };
         let r = Session::received(
             id,
             bytes,
@@ -204,6 +250,7 @@ impl Server {
             &mut self.sessions,
             now(),
             &mut trace,
+            &mut admit,
         );
         if let (Some(f), Some(lines)) = (self.trace.as_mut(), trace) {
             for l in lines {
@@ -216,6 +263,7 @@ impl Server {
         for line in self.xs.take_log() {
             self.syslog.log(&line);
         }
+        self.domain_changes();
         r.is_ok()
     }
 
@@ -239,6 +287,9 @@ impl Server {
     /// at once finds it still runnable instead of asleep again. (Flushing at the end of the
     /// loop pass, after every other connection's requests, made that wakeup a real one.)
     fn flush_now(&mut self, id: ConnId) {
+        if self.is_ring(id) {
+            return self.flush_ring(id);
+        }
         let pending = self.sessions.get(&id).is_some_and(|s| !s.out.is_empty());
         if pending && !self.flush(id) {
             self.close(id, "write error");
@@ -251,7 +302,9 @@ impl Server {
         let mut ids = std::mem::take(&mut self.to_flush);
         self.sessions.take_dirty(&mut ids);
         for &id in &ids {
-            if !self.flush(id) {
+            if self.is_ring(id) {
+                self.flush_ring(id);
+            } else if !self.flush(id) {
                 self.close(id, "write error");
             }
         }

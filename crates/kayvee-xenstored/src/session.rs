@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::ops::Index;
 
 use kayvee_xenstore::Now;
-use kayvee_xenstore::{ConnId, Op, Xenstored};
+use kayvee_xenstore::{ConnId, Op, Reply, Xenstored, XsError};
 use kayvee_xswire::{encode_event, encode_reply, parse_request, DecodeError, Decoder, MsgType};
 
 /// Protocol state of one connection.
@@ -19,6 +19,12 @@ pub struct Session {
     /// Requests are waiting in the decoder because the store said not to read
     /// (outstanding or memory quota); run them again once output drains.
     pub held: bool,
+    /// For a guest: the output size from which further watch events are dropped, so a guest
+    /// that never reads its ring cannot grow the daemon's memory (its replies are bounded by
+    /// the outstanding quota already). `None`: unbounded (dom0's socket clients).
+    pub event_limit: Option<usize>,
+    /// Watch events dropped at `event_limit`.
+    pub dropped_events: u64,
 }
 
 /// The sessions of a daemon in a slab indexed by connection id (the id is the slot, so the
@@ -89,6 +95,16 @@ impl Index<&ConnId> for Sessions {
     }
 }
 
+/// A check the shell runs on each request before the store sees it; an error becomes the
+/// request's reply. INTRODUCE uses it: the guest's page is mapped and its channel bound
+/// first, so a domain that cannot be reached gets EINVAL, as cxenstored answers.
+pub type Admit<'a> = &'a mut dyn FnMut(ConnId, &Op, &Xenstored) -> Result<(), XsError>;
+
+/// Admit every request (a shell without guests).
+pub fn admit_all(_: ConnId, _: &Op, _: &Xenstored) -> Result<(), XsError> {
+    Ok(())
+}
+
 /// A line for the trace file.
 pub type TraceLine = String;
 
@@ -96,6 +112,15 @@ impl Session {
     /// A fresh session.
     pub fn new() -> Self {
         Session::default()
+    }
+
+    /// A fresh session for a guest's ring: watch events stop queueing at `event_limit` bytes
+    /// of pending output.
+    pub fn guest(event_limit: usize) -> Self {
+        Session {
+            event_limit: Some(event_limit),
+            ..Session::default()
+        }
     }
 
     /// Feed received bytes and run every whole request. Replies go to this session's `out`;
@@ -107,6 +132,7 @@ impl Session {
         sessions: &mut Sessions,
         now: Now,
         trace: &mut Option<Vec<TraceLine>>,
+        admit: Admit<'_>,
     ) -> Result<(), DecodeError> {
         let me = sessions.get_mut(&conn).expect("session exists");
         me.decoder.push(bytes);
@@ -120,7 +146,10 @@ impl Session {
                 return Ok(());
             };
             let op = parse_request(msg.header.ty, &msg.payload);
-            let reply = xs.handle(conn, msg.header.tx_id, &op, now);
+            let reply = match admit(conn, &op, xs) {
+                Ok(()) => xs.handle(conn, msg.header.tx_id, &op, now),
+                Err(e) => Reply::Error(e),
+            };
             if let Some(t) = trace.as_mut() {
                 let ty = MsgType::from_u32(msg.header.ty).map_or("XS_UNKNOWN", MsgType::name);
                 let payload = String::from_utf8_lossy(&msg.payload).replace('\0', "|");
@@ -187,6 +216,10 @@ fn reply_to(
 pub fn deliver_events(xs: &mut Xenstored, sessions: &mut Sessions) {
     for ev in xs.take_events() {
         if let Some(s) = sessions.get_mut(&ev.conn) {
+            if s.event_limit.is_some_and(|max| s.out.len() >= max) {
+                s.dropped_events += 1;
+                continue;
+            }
             let was_empty = s.out.is_empty();
             encode_event(&mut s.out, &ev.path, &ev.token);
             if was_empty {
@@ -210,7 +243,16 @@ mod tests {
         sessions.insert(1, Session::new());
         let mut wire = Vec::new();
         encode(&mut wire, 4, 9, 0, b"/w\0tok\0");
-        Session::received(1, &wire, &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            1,
+            &wire,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         let out = &sessions[&1].out;
         assert_eq!(
             &out[..16],
@@ -235,7 +277,15 @@ mod tests {
         );
         let mut big = Vec::new();
         encode(&mut big, 11, 0, 0, &[b'a'; 4097]);
-        let r = Session::received(1, &big, &mut xs, &mut sessions, Now::default(), &mut None);
+        let r = Session::received(
+            1,
+            &big,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        );
         assert!(r.is_err());
     }
 
@@ -248,6 +298,49 @@ mod tests {
             n += 1;
         }
         n
+    }
+
+    #[test]
+    fn a_guest_session_drops_watch_events_past_its_limit() {
+        let mut xs = Xenstored::new(XsConfig::default());
+        let mut sessions = Sessions::new();
+        xs.connect(1, 0);
+        xs.connect(2, 0);
+        sessions.insert(1, Session::new());
+        sessions.insert(2, Session::guest(100));
+        let mut wire = Vec::new();
+        encode(&mut wire, 4, 0, 0, b"/w\0tok\0");
+        for id in [1, 2] {
+            Session::received(
+                id,
+                &wire,
+                &mut xs,
+                &mut sessions,
+                Now::default(),
+                &mut None,
+                &mut admit_all,
+            )
+            .unwrap();
+        }
+        let mut writes = Vec::new();
+        for i in 0..20 {
+            encode(&mut writes, 11, 0, 0, format!("/w/{i}\0v").as_bytes());
+        }
+        Session::received(
+            1,
+            &writes,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
+        // Connection 1 (no limit) got every event; the guest stopped queueing past 100 bytes.
+        assert_eq!(sessions[&1].dropped_events, 0);
+        let guest = &sessions[&2];
+        assert!(guest.out.len() < 100 + 40, "{}", guest.out.len());
+        assert!(guest.dropped_events > 15, "{}", guest.dropped_events);
     }
 
     #[test]
@@ -270,8 +363,16 @@ mod tests {
             for i in 0..3 {
                 encode(&mut wire, 2, i, 0, b"/nope\0");
             }
-            Session::received(id, &wire, &mut xs, &mut sessions, Now::default(), &mut None)
-                .unwrap();
+            Session::received(
+                id,
+                &wire,
+                &mut xs,
+                &mut sessions,
+                Now::default(),
+                &mut None,
+                &mut admit_all,
+            )
+            .unwrap();
             let s = &sessions[&id];
             assert_eq!(replies_in(&s.out), want_first, "conn {id}");
             assert_eq!(s.outstanding(), want_first);
@@ -284,13 +385,31 @@ mod tests {
         let first = 16 + b"ENOENT\0".len() - 10;
         g.sent(first);
         assert_eq!(g.outstanding(), 1);
-        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            7,
+            &[],
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         let g = &sessions[&7];
         assert_eq!((replies_in(&g.out), g.outstanding(), g.held), (2, 2, true));
         let all = g.out.len();
         let g = sessions.get_mut(&7).unwrap();
         g.sent(all);
-        Session::received(7, &[], &mut xs, &mut sessions, Now::default(), &mut None).unwrap();
+        Session::received(
+            7,
+            &[],
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         assert_eq!(sessions[&7].outstanding(), 0);
         assert!(!sessions[&7].held);
     }

@@ -13,6 +13,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
+# Xen's own test-xenstore, run by kayvee-xenstored as a guest through its shared ring.
+[ -x /usr/lib/xen-4.17/bin/test-xenstore ] || need+=(xen-utils-4.17)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 # Redis's own test suite (cargo xtask redis-suite --gate): tclsh runs it, dpkg-source unpacks
 # Debian's redis source package.

@@ -52,6 +52,9 @@ pub struct Server {
     port: u16,
     kind: Kind,
     log_path: PathBuf,
+    /// The server's own empty working directory (removed on drop), so a stray dump.rdb or
+    /// appendonlydir in a shared directory is never loaded into a test's server.
+    work_dir: Option<PathBuf>,
     /// The unikernel's connection relay (see [`Relay`]), stopped on drop.
     relay: Option<Relay>,
 }
@@ -133,6 +136,9 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log_path);
+        if let Some(dir) = &self.work_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -221,6 +227,7 @@ fn start_unikernel(args: &[&str]) -> Server {
             port: forward,
             kind: Kind::Unikernel,
             log_path,
+            work_dir: None,
             relay: None,
         };
         match wait_for_pong(&mut server) {
@@ -415,11 +422,17 @@ fn start_with_retries(kind: Kind, make: impl Fn(u16) -> Command) -> Server {
         let log_path = std::env::temp_dir().join(format!("kayvee-tests-{kind:?}-{port}.log"));
         let log = std::fs::File::create(&log_path).expect("create server log");
         let err_log = log.try_clone().expect("clone log handle");
+        let work_dir = std::env::temp_dir().join(format!(
+            "kayvee-tests-{kind:?}-{port}-{}.d",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&work_dir);
+        std::fs::create_dir_all(&work_dir).expect("create server working directory");
         let mut cmd = make(port);
         cmd.stdin(Stdio::null())
             .stdout(log)
             .stderr(err_log)
-            .current_dir(std::env::temp_dir());
+            .current_dir(&work_dir);
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {kind:?} server: {e}"));
@@ -428,6 +441,7 @@ fn start_with_retries(kind: Kind, make: impl Fn(u16) -> Command) -> Server {
             port,
             kind,
             log_path,
+            work_dir: Some(work_dir),
             relay: None,
         };
         match wait_for_pong(&mut server) {

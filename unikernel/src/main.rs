@@ -69,7 +69,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         config.maxmemory = heap::default_maxmemory(heap_bytes);
     }
     boottime::stamp("config");
-    let (unix_base_us, source) = wall_clock_base(args.time_us);
+    let (unix_base_us, wall) = time::wall_clock_base(args.time_us);
+    let source = wall.describe();
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
     let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), port::cpl());
@@ -158,20 +159,6 @@ fn build_config(pairs: &[(String, String)]) -> Config {
 fn bad_cmdline(why: &str) -> ! {
     println!("kayvee: bad command line: {why}");
     exit::fail("refusing to start with a bad configuration")
-}
-
-/// The wall-clock base in unix microseconds and where it came from.
-fn wall_clock_base(time_us: Option<u64>) -> (u64, &'static str) {
-    if let Some(t) = time_us {
-        return (t, "the time= parameter");
-    }
-    match time::rtc_unix_seconds() {
-        Some(s) => (s * 1_000_000, "the CMOS RTC"),
-        None => (
-            0,
-            "nothing (no time= and no RTC): starting at the unix epoch",
-        ),
-    }
 }
 
 /// What INFO reports about the "host".

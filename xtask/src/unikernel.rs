@@ -690,6 +690,7 @@ pub fn uk_test() -> Result<(), String> {
         "q35 (SeaBIOS, virtio-net-pci), DHCP",
         "DHCP lease: address 10.0.2.15/24",
     )?;
+    expect_console(Machine::Q35, "wall clock from the CMOS RTC")?;
     fault_test(&path)?;
     bad_cmdline_test(&path)?;
     oom_test(&path)?;
@@ -940,6 +941,9 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
         expect_cli(port, &["SET", "smoke", "ok"], "OK")?;
         expect_cli(port, &["GET", "smoke"], "ok")?;
         let p = port.to_string();
+        if boot.machine == Machine::Q35 {
+            check_time(port)?;
+        }
         let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
         let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
         if status.code() != Some(EXIT_SUCCESS) {
@@ -975,6 +979,33 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
     if let Some(lease) = console_time_line(&console, "DHCP lease:") {
         println!("uk-test: {what}: {}", lease.trim_start_matches("kayvee: "));
     }
+    Ok(())
+}
+
+/// Most the guest's TIME may differ from the host's: the CMOS RTC has whole seconds, and
+/// redis-cli's round trip under TCG adds a little.
+const TIME_SKEW_MAX_S: f64 = 3.0;
+
+/// TIME must be the host's wall time (q35: the image reads the CMOS RTC, which QEMU sets to
+/// the host's UTC, rather than the command line's `time=`).
+fn check_time(port: u16) -> Result<(), String> {
+    let p = port.to_string();
+    let out = client("redis-cli", &["-p", &p, "TIME"], b"")?;
+    let host = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let mut it = out.split_whitespace().map(|w| w.parse::<f64>());
+    let (Some(Ok(s)), Some(Ok(us))) = (it.next(), it.next()) else {
+        return Err(format!("TIME: {out:?}"));
+    };
+    let skew = s + us / 1e6 - host;
+    if skew.abs() > TIME_SKEW_MAX_S {
+        return Err(format!(
+            "TIME is {skew:.3} s off the host's (want within {TIME_SKEW_MAX_S} s)"
+        ));
+    }
+    println!("uk-test: q35 TIME vs the host: {skew:+.3} s (wall clock from the CMOS RTC)");
     Ok(())
 }
 
@@ -1088,6 +1119,16 @@ fn run_suites(image: &std::path::Path) -> Result<(), String> {
         return Err(format!(
             "end-to-end suites against the unikernel failed ({status})"
         ));
+    }
+    Ok(())
+}
+
+/// The console log `smoke` kept of its boot on `machine` must hold `needle`.
+fn expect_console(machine: Machine, needle: &str) -> Result<(), String> {
+    let log = dir().join(format!("target/uk-test-{machine:?}-console.log"));
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    if !text.contains(needle) {
+        return Err(format!("{}: no {needle:?}", log.display()));
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ extern crate alloc;
 
 mod arch;
 mod batched;
+mod blk;
 mod boottime;
 mod cmdline;
 mod conn;
@@ -22,6 +23,7 @@ mod port;
 mod pvh;
 mod serial;
 mod server;
+mod store;
 mod time;
 
 use alloc::string::String;
@@ -75,7 +77,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     boottime::stamp("tsc-calibration");
     let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), port::cpl());
     println_later!(
-        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}; persistence: off",
+        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}",
         tsc_hz / 1_000_000,
         match tsc_source {
             time::TscSource::HypervisorLeaf => "CPUID 0x40000010",
@@ -97,7 +99,12 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");
-    server::run(engine, &clock, &args)
+    let store = store::Store::open(&args, &mut engine, &clock);
+    if store.is_none() {
+        println_later!("kayvee: persistence: off (no disk)");
+    }
+    boottime::stamp("disk");
+    server::run(engine, &clock, &args, store)
 }
 
 /// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt` and `fault`).

@@ -23,7 +23,7 @@ use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::pci::bus::{BarInfo, Cam, Command, MmioCam, PciRoot};
 use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
-use virtio_drivers::transport::{DeviceType, SomeTransport, Transport};
+use virtio_drivers::transport::{DeviceType, SomeTransport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 /// Descriptors per virtqueue (QEMU's virtio-net default ring size).

@@ -29,6 +29,9 @@ mod time;
 use alloc::string::String;
 use kayvee_engine::{Config, Engine, Now};
 
+/// Redis 7's default save points, the unikernel's when it has a disk.
+const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
+
 /// Entered from the boot stub with the physical address of the PVH start info.
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
@@ -102,6 +105,9 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     let store = store::Store::open(&args, &mut engine, &clock);
     if store.is_none() {
         println_later!("kayvee: persistence: off (no disk)");
+    } else if !args.config.iter().any(|(k, _)| k.eq_ignore_ascii_case("save")) {
+        // With a disk, Redis 7's save points, as kayvee-server (the engine's default is none).
+        engine.core.config.save = DEFAULT_SAVE.into();
     }
     boottime::stamp("disk");
     server::run(engine, &clock, &args, store)

@@ -138,7 +138,7 @@ impl Store {
         let (at, flush) = (disk.at.clone(), disk.flush_offered);
         crate::println_later!(
             "kayvee: disk: virtio-blk at {at}, {} MiB, flush {}; snapshot slots of {} KiB",
-            sectors * SECTOR as u64 >> 20,
+            (sectors * SECTOR as u64) >> 20,
             if flush {
                 "offered"
             } else {

@@ -55,7 +55,60 @@ pub fn disk_test(image: &Path) -> Result<(), String> {
          value and expiry answered as redis-server answers them",
         script.lines().count()
     );
+    kill_during_bgsave(image, &work)?;
     refusals(image, &work)
+}
+
+/// Kills during a background save, each after a different delay.
+const KILL_CYCLES: usize = 3;
+
+/// QEMU killed with SIGKILL while a BGSAVE runs: each next boot must succeed and hold either
+/// the snapshot before it or the one being written (DEBUG DIGEST equal to one of the two),
+/// never a mix, never nothing.
+fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
+    let disk_file = work.join("disk-kill.img");
+    disk::create(&disk_file, "64M")?;
+    let (mut qemu, mut port, _) = boot(image, &disk_file, "uk-test-disk-kill-console.log")?;
+    cli(port, &["DEBUG", "POPULATE", "40000", "a"])?;
+    expect_cli(port, &["SAVE"], "OK")?;
+    let mut saved = cli(port, &["DEBUG", "DIGEST"])?;
+    let (mut old_kept, mut new_kept) = (0, 0);
+    for cycle in 0..KILL_CYCLES {
+        let prefix = format!("c{cycle}");
+        cli(port, &["DEBUG", "POPULATE", "20000", &prefix])?;
+        let writing = cli(port, &["DEBUG", "DIGEST"])?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let delay = Duration::from_millis(u64::from(nanos % 400));
+        expect_cli(port, &["BGSAVE"], "Background saving started")?;
+        std::thread::sleep(delay);
+        let _ = qemu.kill(); // SIGKILL
+        let _ = qemu.wait();
+        let log = format!("uk-test-disk-kill-{cycle}-console.log");
+        (qemu, port) = match boot(image, &disk_file, &log) {
+            Ok((q, p, _)) => (q, p),
+            Err(e) => return Err(format!("boot after a kill during BGSAVE: {e}")),
+        };
+        let got = cli(port, &["DEBUG", "DIGEST"])?;
+        if got == saved {
+            old_kept += 1;
+        } else if got == writing {
+            new_kept += 1;
+            saved = writing;
+        } else {
+            let _ = qemu.kill();
+            return Err(format!(
+                "after a kill {delay:?} into BGSAVE: digest {got}, want the previous snapshot's {saved} or the new one's {writing}"
+            ));
+        }
+    }
+    shutdown(&mut qemu, port, "NOSAVE")?;
+    println!(
+        "uk-test: disk: {KILL_CYCLES} SIGKILLs during BGSAVE: every boot loaded a whole snapshot \
+         ({old_kept} the previous one, {new_kept} the new one)"
+    );
+    Ok(())
 }
 
 /// Boots with the disk; returns QEMU, the port and the console.

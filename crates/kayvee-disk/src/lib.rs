@@ -456,6 +456,30 @@ mod tests {
         ));
     }
 
+    /// Any sector bytes decode to a header or an error, never a panic; a header that
+    /// decodes describes a slot inside its own layout.
+    #[test]
+    fn arbitrary_sectors_never_panic() {
+        let g = Geometry::for_disk(1 << 20).unwrap();
+        let good = Header::empty(0, g).encode();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..20_000 {
+            let mut s = good;
+            for _ in 0..(round % 7) + 1 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s[(x % SECTOR as u64) as usize] = (x >> 32) as u8;
+            }
+            if let Ok(h) = Header::decode(&s) {
+                assert!(h.len <= h.geometry.slot_bytes());
+                assert!(h.slot <= 1);
+            }
+            let _ = read_headers(&s, &good, 1 << 20);
+            let _ = Header::decode(&s[..(x % SECTOR as u64) as usize]);
+        }
+    }
+
     #[test]
     fn a_full_slot_is_refused() {
         let g = Geometry::for_disk(6144).unwrap();

@@ -105,7 +105,11 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     let store = store::Store::open(&args, &mut engine, &clock);
     if store.is_none() {
         println_later!("kayvee: persistence: off (no disk)");
-    } else if !args.config.iter().any(|(k, _)| k.eq_ignore_ascii_case("save")) {
+    } else if !args
+        .config
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("save"))
+    {
         // With a disk, Redis 7's save points, as kayvee-server (the engine's default is none).
         engine.core.config.save = DEFAULT_SAVE.into();
     }

@@ -56,7 +56,49 @@ pub fn disk_test(image: &Path) -> Result<(), String> {
         script.lines().count()
     );
     kill_during_bgsave(image, &work)?;
+    full_disk(image, &work)?;
     refusals(image, &work)
+}
+
+/// A snapshot larger than a slot (a 3 MiB disk: two 1 MiB slots): BGSAVE fails, writes get
+/// Redis's MISCONF error (save points are on with a disk), SAVE answers `ERR`, SHUTDOWN
+/// refuses to stop without its save, SHUTDOWN NOSAVE stops.
+fn full_disk(image: &Path, work: &Path) -> Result<(), String> {
+    let disk_file = work.join("disk-full.img");
+    disk::create(&disk_file, "3M")?;
+    let (mut qemu, port, _) = boot(image, &disk_file, "uk-test-disk-full-console.log")?;
+    let result = (|| {
+        cli(port, &["DEBUG", "POPULATE", "60000"])?;
+        expect_cli(port, &["BGSAVE"], "Background saving started")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !cli(port, &["INFO", "persistence"])?.contains("rdb_bgsave_in_progress:0") {
+            if Instant::now() > deadline {
+                return Err("BGSAVE did not end within 60 s".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !cli(port, &["INFO", "persistence"])?.contains("rdb_last_bgsave_status:err") {
+            return Err("a snapshot larger than the slot: BGSAVE did not fail".into());
+        }
+        let set = cli(port, &["SET", "k", "v"])?;
+        if !set.starts_with("MISCONF ") {
+            return Err(format!("SET after the failed BGSAVE: {set}"));
+        }
+        expect_cli(port, &["SAVE"], "ERR")?;
+        expect_cli(
+            port,
+            &["SHUTDOWN"],
+            "ERR Errors trying to SHUTDOWN. Check logs.",
+        )?;
+        shutdown(&mut qemu, port, "NOSAVE")
+    })();
+    if result.is_err() {
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+    }
+    result?;
+    println!("uk-test: disk: a snapshot larger than its slot: BGSAVE fails, MISCONF, SAVE and SHUTDOWN refused, SHUTDOWN NOSAVE stops");
+    Ok(())
 }
 
 /// Kills during a background save, each after a different delay.

@@ -12,6 +12,8 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+# uk-test checks the unikernel's exported snapshot with redis-check-rdb (Debian: redis-tools).
+command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 # Redis's own test suite (cargo xtask redis-suite --gate): tclsh runs it, dpkg-source unpacks

@@ -372,7 +372,8 @@ fn read_back_script(port: u16) -> Result<String, String> {
     Ok(script)
 }
 
-/// A disk too small, and `disk=required` without a disk: each stops the boot with a message.
+/// A disk too small, a disk whose headers are foreign bytes (never formatted over), and
+/// `disk=required` without a disk: each stops the boot with a message.
 fn refusals(image: &Path, work: &Path) -> Result<(), String> {
     let tiny = work.join("tiny.img");
     std::fs::File::create(&tiny)
@@ -392,10 +393,31 @@ fn refusals(image: &Path, work: &Path) -> Result<(), String> {
             "a 1 MiB disk: want exit {EXIT_FAILURE} and 'the disk is too small':\n{console}"
         ));
     }
+    let foreign = work.join("foreign.img");
+    let mut bytes = vec![0xabu8; 8192];
+    bytes.resize(16 << 20, 0);
+    std::fs::write(&foreign, &bytes).map_err(|e| format!("{}: {e}", foreign.display()))?;
+    let mut b = Boot::new(Machine::Microvm, "tcg", free_port()?);
+    b.disk = Some(foreign);
+    b.mem = "32M".into();
+    let out = b
+        .command(image)
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
+    let console = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() != Some(EXIT_FAILURE)
+        || !console.contains("not a Kayvee disk header")
+        || console.contains("ready:")
+    {
+        return Err(format!(
+            "a disk of foreign bytes: want exit {EXIT_FAILURE}, 'not a Kayvee disk header', never ready:\n{console}"
+        ));
+    }
     let console = fault_boot(image, "disk=required")?;
     if !console.contains("kayvee: disk: no virtio-blk device, and disk=required") {
         return Err(format!("disk=required without a disk:\n{console}"));
     }
-    println!("uk-test: disk: a 1 MiB disk and disk=required without one: refused with a message, failure exit");
+    println!("uk-test: disk: a 1 MiB disk, a disk of foreign bytes and disk=required without one: refused with a message, failure exit");
     Ok(())
 }

@@ -12,6 +12,8 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+# uk-test checks the unikernel's exported snapshot with redis-check-rdb (Debian: redis-tools).
+command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
 # Xen's own test-xenstore, run by kayvee-xenstored as a guest through its shared ring.
 [ -x /usr/lib/xen-4.17/bin/test-xenstore ] || need+=(xen-utils-4.17)

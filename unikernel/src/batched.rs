@@ -25,6 +25,8 @@ struct Shared<T> {
     extra_features: u64,
     /// The features finally written to the device.
     negotiated: Cell<u64>,
+    /// Notify at once instead of marking (the disk: each request is waited for).
+    immediate: bool,
 }
 
 /// The transport virtio-drivers is given.
@@ -40,8 +42,21 @@ pub fn wrap<T: Transport>(transport: T, extra_features: u64) -> (Batched<T>, Not
         pending: Cell::new(0),
         extra_features,
         negotiated: Cell::new(0),
+        immediate: false,
     });
     (Batched(shared.clone()), Notifier(shared))
+}
+
+/// Wraps `transport` only to hide EVENT_IDX: notifications go out at once (the disk, whose
+/// requests are each waited for, and which must not meet virtio-drivers' EVENT_IDX test).
+pub fn plain<T: Transport>(transport: T) -> Batched<T> {
+    Batched(Rc::new(Shared {
+        transport: RefCell::new(transport),
+        pending: Cell::new(0),
+        extra_features: 0,
+        negotiated: Cell::new(0),
+        immediate: true,
+    }))
 }
 
 impl<T: Transport> Notifier<T> {
@@ -87,8 +102,11 @@ impl<T: Transport> Transport for Batched<T> {
     fn max_queue_size(&mut self, queue: u16) -> u32 {
         self.0.transport.borrow_mut().max_queue_size(queue)
     }
-    /// Only marks the queue: [`Notifier::flush`] notifies.
+    /// Only marks the queue: [`Notifier::flush`] notifies (unless made by [`plain`]).
     fn notify(&mut self, queue: u16) {
+        if self.0.immediate {
+            return self.0.transport.borrow_mut().notify(queue);
+        }
         let p = self.0.pending.get();
         self.0.pending.set(p | (1 << (queue & 31)));
     }

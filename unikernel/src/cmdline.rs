@@ -3,7 +3,7 @@
 //! This module re-exports it under the name the image uses and turns its address into
 //! smoltcp's.
 
-pub use kayvee_bootargs::{parse, Args, Fault, Idle, MmioDevice};
+pub use kayvee_bootargs::{parse, Args, DiskUse, Fault, Idle, MmioDevice};
 use smoltcp::wire::Ipv4Cidr;
 
 /// smoltcp's form of `ip=` (the crate's `prefix_len` is at most 32, which `Ipv4Cidr::new`

@@ -3,6 +3,8 @@
 //! decoding with the configured limits, running commands, delivering pub/sub messages and
 //! wakeups, output limits, timeouts.
 
+use crate::println;
+use crate::store::Store;
 use crate::time::Clock;
 use kayvee_engine::{Handle, Now};
 use kayvee_session::{Answer, Driver, Flushed, Request};
@@ -51,26 +53,54 @@ pub fn write(sock: &mut tcp::Socket<'_>, driver: &mut Driver, h: Handle, clock: 
     flushed.unwrap_or(Flushed::Close)
 }
 
-/// Answers what a command asked of the shell: there is no file system (nothing to save, no
-/// ACL file, no config file to rewrite). SHUTDOWN is the caller's: `None`.
-pub fn answer(driver: &mut Driver, request: Request, now: Now) -> Option<Answer> {
+/// Answers what a command asked of the shell. SAVE, BGSAVE and SHUTDOWN's save go to the
+/// disk when there is one (`store`), else a save fails at once; there is no ACL file nor
+/// config file. `None`: stop the machine now (SHUTDOWN, after its save).
+pub fn answer(
+    driver: &mut Driver,
+    request: Request,
+    clock: &Clock,
+    store: &mut Option<Store>,
+) -> Option<Answer> {
     let engine = driver.engine_mut();
+    let now = kayvee_session::Clock::now(clock);
     Some(match request {
-        Request::Shutdown { .. } => return None,
+        Request::Shutdown { save } => {
+            let Some(store) = store else {
+                return None;
+            };
+            if !save.unwrap_or(!engine.core.config.save.is_empty()) || store.save(engine, clock) {
+                return None;
+            }
+            println!("kayvee: error trying to save the DB, can't exit");
+            engine.core.shutting_down = false;
+            Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
+        }
         Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),
         Request::LoadAof => {
             Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
         }
-        // A save fails at once (SAVE answers the error; BGSAVE's start was already answered,
-        // and INFO reports the failure).
-        Request::Save { background } => {
-            engine.save_started(background, now);
-            engine.save_finished(false, background, now);
-            match background {
-                true => Answer::Nothing,
-                false => Answer::Error("ERR".into()),
+        Request::Save { background } => match store {
+            Some(store) if background => {
+                engine.save_started(true, now);
+                store.start_background(engine, now);
+                Answer::Nothing
             }
-        }
+            Some(store) => match store.save(engine, clock) {
+                true => Answer::Ok,
+                false => Answer::Error("ERR".into()),
+            },
+            // Without a disk a save fails at once (SAVE answers the error; BGSAVE's start was
+            // already answered, and INFO reports the failure).
+            None => {
+                engine.save_started(background, now);
+                engine.save_finished(false, background, now);
+                match background {
+                    true => Answer::Nothing,
+                    false => Answer::Error("ERR".into()),
+                }
+            }
+        },
         Request::AclFile { .. } => {
             Answer::Error("ERR the unikernel has no file system for the ACL file".into())
         }

@@ -11,6 +11,7 @@ extern crate alloc;
 
 mod arch;
 mod batched;
+mod blk;
 mod boottime;
 mod cmdline;
 mod conn;
@@ -22,10 +23,14 @@ mod port;
 mod pvh;
 mod serial;
 mod server;
+mod store;
 mod time;
 
 use alloc::string::String;
 use kayvee_engine::{Config, Engine, Now};
+
+/// Redis 7's default save points, the unikernel's when it has a disk.
+const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
 
 /// Entered from the boot stub with the physical address of the PVH start info.
 #[no_mangle]
@@ -69,12 +74,13 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         config.maxmemory = heap::default_maxmemory(heap_bytes);
     }
     boottime::stamp("config");
-    let (unix_base_us, source) = wall_clock_base(args.time_us);
+    let (unix_base_us, wall) = time::wall_clock_base(args.time_us);
+    let source = wall.describe();
     let clock = time::Clock::new(unix_base_us);
     boottime::stamp("tsc-calibration");
     let (tsc_hz, tsc_source, ring) = (clock.tsc_hz(), clock.source(), port::cpl());
     println_later!(
-        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}; persistence: off",
+        "kayvee: TSC {} MHz ({}), wall clock from {source}; ring {ring}",
         tsc_hz / 1_000_000,
         match tsc_source {
             time::TscSource::HypervisorLeaf => "CPUID 0x40000010",
@@ -96,7 +102,19 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");
-    server::run(engine, &clock, &args)
+    let store = store::Store::open(&args, &mut engine, &clock);
+    if store.is_none() {
+        println_later!("kayvee: persistence: off (no disk)");
+    } else if !args
+        .config
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("save"))
+    {
+        // With a disk, Redis 7's save points, as kayvee-server (the engine's default is none).
+        engine.core.config.save = DEFAULT_SAVE.into();
+    }
+    boottime::stamp("disk");
+    server::run(engine, &clock, &args, store)
 }
 
 /// Raises the CPU exception `debug-fault=` asks for (a test of `arch::idt` and `fault`).
@@ -158,20 +176,6 @@ fn build_config(pairs: &[(String, String)]) -> Config {
 fn bad_cmdline(why: &str) -> ! {
     println!("kayvee: bad command line: {why}");
     exit::fail("refusing to start with a bad configuration")
-}
-
-/// The wall-clock base in unix microseconds and where it came from.
-fn wall_clock_base(time_us: Option<u64>) -> (u64, &'static str) {
-    if let Some(t) = time_us {
-        return (t, "the time= parameter");
-    }
-    match time::rtc_unix_seconds() {
-        Some(s) => (s * 1_000_000, "the CMOS RTC"),
-        None => (
-            0,
-            "nothing (no time= and no RTC): starting at the unix epoch",
-        ),
-    }
 }
 
 /// What INFO reports about the "host".

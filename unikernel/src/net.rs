@@ -23,7 +23,7 @@ use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::pci::bus::{BarInfo, Cam, Command, MmioCam, PciRoot};
 use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
-use virtio_drivers::transport::{DeviceType, SomeTransport, Transport};
+use virtio_drivers::transport::{DeviceType, SomeTransport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 /// Descriptors per virtqueue (QEMU's virtio-net default ring size).
@@ -96,70 +96,77 @@ type Raw = VirtIONetRaw<IdentityHal, Batched<AnyTransport>, QUEUE_SIZE>;
 /// Highest address a virtio-mmio register block may end at: the boot stub maps 4 GiB.
 const MAPPED_END: u64 = 1 << 32;
 
-/// Finds the first virtio-net device among the command line's `virtio_mmio.device=` blocks
-/// (Firecracker names its devices so) or, when there are none, in QEMU microvm's window.
-pub fn probe_mmio(named: &[MmioDevice]) -> Option<(usize, AnyTransport)> {
+/// Finds the first virtio device of `kind` among the command line's `virtio_mmio.device=`
+/// blocks (Firecracker names its devices so) or, when there are none, in QEMU microvm's
+/// window. Used for the NIC and the disk (`crate::blk`).
+pub fn probe_mmio(named: &[MmioDevice], kind: DeviceType) -> Option<(usize, AnyTransport)> {
     if !named.is_empty() {
         return named.iter().find_map(|d| {
             if d.base >= 0xb000_0000 && d.base + d.size <= MAPPED_END {
-                mmio_net_at(d.base as usize, d.size as usize)
+                mmio_device_at(d.base as usize, d.size as usize, kind)
             } else {
-                crate::println!("kayvee: virtio-mmio block at {:#x} lies outside the uncached MMIO mapping (0xb0000000-4 GiB): skipped", d.base);
+                if kind == DeviceType::Network {
+                    crate::println!("kayvee: virtio-mmio block at {:#x} lies outside the uncached MMIO mapping (0xb0000000-4 GiB): skipped", d.base);
+                }
                 None
             }
         });
     }
     (0..MMIO_SLOTS)
-        .find_map(|slot| mmio_net_at(MMIO_BASE + slot * MMIO_SLOT_BYTES, MMIO_SLOT_BYTES))
+        .find_map(|slot| mmio_device_at(MMIO_BASE + slot * MMIO_SLOT_BYTES, MMIO_SLOT_BYTES, kind))
 }
 
-/// The virtio-net transport at `addr` (a register block of `size` bytes), if that is one.
-fn mmio_net_at(addr: usize, size: usize) -> Option<(usize, AnyTransport)> {
+/// The virtio transport of a `kind` device at `addr` (a register block of `size` bytes), if
+/// that is one.
+fn mmio_device_at(addr: usize, size: usize, kind: DeviceType) -> Option<(usize, AnyTransport)> {
     // SAFETY: callers pass blocks inside the identity-mapped, uncached MMIO range (checked
     // above, or QEMU microvm's fixed window); every block starts with the 32-bit magic
     // register, readable without side effects.
     let magic = unsafe { core::ptr::read_volatile(addr as *const u32) };
-    if magic != MMIO_MAGIC {
+    // SAFETY: as above; the DeviceID register (offset 8) is read-only.
+    let id = unsafe { core::ptr::read_volatile((addr + 8) as *const u32) };
+    // Checked before a transport exists: dropping virtio-drivers' transport resets the
+    // device, which would stop the disk when the NIC's probe passes its block.
+    if magic != MMIO_MAGIC || DeviceType::try_from(id) != Ok(kind) {
         return None;
     }
     let header = NonNull::new(addr as *mut VirtIOHeader)?;
-    // SAFETY: a virtio-mmio register block (magic checked) of `size` bytes, used by this
-    // transport only, for the life of the program.
+    // SAFETY: a virtio-mmio register block (magic and kind checked) of `size` bytes, used by
+    // this transport only, for the life of the program.
     let t = unsafe { MmioTransport::new(header, size) }.ok()?;
-    (t.device_type() == DeviceType::Network).then(|| (addr, t.into()))
+    Some((addr, t.into()))
 }
 
 /// QEMU q35's PCIe ECAM base (256 MiB, buses 0-255; identity mapped uncached).
 const PCI_ECAM_BASE: usize = 0xb000_0000;
 
-/// Finds the first virtio-net PCI function on bus 0 behind the ECAM at [`PCI_ECAM_BASE`]
-/// (q35): enables memory decoding and bus mastering and returns its transport, with the
-/// function's `bus:dev.fn` for the log. BARs are taken as the firmware (SeaBIOS) assigned them.
-pub fn probe_pci() -> Result<(alloc::string::String, AnyTransport), &'static str> {
+/// Finds the first virtio PCI function of `kind` on bus 0 behind the ECAM at
+/// [`PCI_ECAM_BASE`] (q35): enables memory decoding and bus mastering and returns its
+/// transport, with the function's `bus:dev.fn` for the log. BARs are taken as the firmware
+/// (SeaBIOS) assigned them.
+pub fn probe_pci(kind: DeviceType) -> Result<(alloc::string::String, AnyTransport), &'static str> {
     // SAFETY: the ECAM window is identity mapped uncached by the boot stub and used only
-    // through this root, for the life of the program.
+    // through this root while probing; each device found is handed to one transport.
     let cam = unsafe { MmioCam::new(PCI_ECAM_BASE as *mut u8, Cam::Ecam) };
     let mut root = PciRoot::new(cam);
     let found = root
         .enumerate_bus(0)
-        .find(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network));
+        .find(|(_, info)| virtio_device_type(info) == Some(kind));
     let Some((df, _)) = found else {
-        return Err("no virtio-net device on PCI bus 0 (ECAM at 0xb0000000)");
+        return Err("none on PCI bus 0 (ECAM at 0xb0000000)");
     };
-    let bars = root
-        .bars(df)
-        .map_err(|_| "cannot read the virtio-net PCI BARs")?;
+    let bars = root.bars(df).map_err(|_| "cannot read its PCI BARs")?;
     for bar in bars.iter().flatten() {
         if let BarInfo::Memory { address, size, .. } = bar {
             if *size > 0 && address + size > 1 << 32 {
-                return Err("a virtio-net PCI BAR lies above 4 GiB, which the image does not map");
+                return Err("a PCI BAR lies above 4 GiB, which the image does not map");
             }
         }
     }
     let (_, command) = root.get_status_command(df);
     root.set_command(df, command | Command::MEMORY_SPACE | Command::BUS_MASTER);
     let t = PciTransport::new::<IdentityHal, _>(&mut root, df)
-        .map_err(|_| "the virtio-net PCI function is not a usable virtio 1.0 device")?;
+        .map_err(|_| "the PCI function is not a usable virtio 1.0 device")?;
     Ok((alloc::format!("PCI {df}"), t.into()))
 }
 

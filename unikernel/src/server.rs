@@ -17,6 +17,7 @@
 use crate::cmdline::{Args, Idle};
 use crate::conn;
 use crate::net::{self, NetDevice};
+use crate::store::Store;
 use crate::time::Clock;
 use crate::{exit, heap, println};
 use alloc::vec;
@@ -29,6 +30,7 @@ use smoltcp::iface::{
 use smoltcp::socket::{dhcpv4, tcp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
+use virtio_drivers::transport::DeviceType;
 
 /// Print driver and pool counters every 2 s (debugging aid).
 const DEBUG_STATS: bool = false;
@@ -157,18 +159,18 @@ impl Pool {
 }
 
 /// Brings up the network and serves clients until SHUTDOWN.
-pub fn run(engine: Engine, clock: &Clock, args: &Args) -> ! {
+pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>) -> ! {
     let mut driver = Driver::new(engine);
-    let (addr, transport) = match net::probe_mmio(&args.virtio_mmio) {
+    let (addr, transport) = match net::probe_mmio(&args.virtio_mmio, DeviceType::Network) {
         Some((addr, t)) => (NicAt::Mmio(addr, !args.virtio_mmio.is_empty()), t),
         None if !args.virtio_mmio.is_empty() => {
             println!("kayvee: no virtio-net among the command line's virtio_mmio.device= blocks");
             exit::fail("no network device")
         }
-        None => match net::probe_pci() {
+        None => match net::probe_pci(DeviceType::Network) {
             Ok((at, t)) => (NicAt::Pci(at), t),
             Err(why) => {
-                println!("kayvee: no virtio-net in the virtio-mmio window (microvm) and {why}");
+                println!("kayvee: no virtio-net in the virtio-mmio window (microvm), and virtio-net: {why}");
                 exit::fail("no network device")
             }
         },
@@ -272,11 +274,18 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args) -> ! {
             *halted = halts;
         }
         read_connections(&mut pool, &mut sockets, &mut driver, clock);
-        carry_out_requests(&mut driver, clock);
-        if clock.now().unix_us >= driver.poll_at() {
-            driver.poll(clock);
+        carry_out_requests(&mut driver, clock, &mut store);
+        if clock.now().unix_us >= driver.poll_at() && driver.poll(clock).cron {
+            if let Some(store) = store.as_mut() {
+                store.cron(driver.engine_mut(), clock);
+            }
         }
-        write_connections(&mut pool, &mut sockets, &mut driver, clock);
+        write_connections(&mut pool, &mut sockets, &mut driver, clock, &mut store);
+        // One chunk of a background save a pass, between serving clients.
+        let saving = store.as_ref().is_some_and(Store::busy);
+        if let Some(store) = store.as_mut() {
+            store.step(driver.engine_mut(), clock);
+        }
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
         dev.kick();
         let up = clock.uptime_us();
@@ -319,7 +328,7 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args) -> ! {
         if last_rx_us == start_us || c != commands || t != sent {
             (last_busy_us, commands, sent) = (up, c, t);
         }
-        if args.idle == Idle::Halt && nic_irq != Some(false) {
+        if !saving && args.idle == Idle::Halt && nic_irq != Some(false) {
             // Until the first answer (or BOOT_SPELL_US) the loop keeps polling: a freshly
             // booted server expects its first client, and halting for it would add a wakeup.
             let spell = match answered {
@@ -336,7 +345,11 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args) -> ! {
                 }
             }
         }
-        if nic_irq != Some(true) && args.idle != Idle::Poll && up - last_rx_us > IDLE_AFTER_US {
+        if !saving
+            && nic_irq != Some(true)
+            && args.idle != Idle::Poll
+            && up - last_rx_us > IDLE_AFTER_US
+        {
             idle_wait();
             halts += 1;
             last_us = clock.uptime_us();
@@ -649,10 +662,14 @@ fn read_slot(
 }
 
 /// Carries out what commands asked of the shell (SHUTDOWN stops the machine).
-fn carry_out_requests(driver: &mut Driver, clock: &Clock) {
+fn carry_out_requests(driver: &mut Driver, clock: &Clock, store: &mut Option<Store>) {
     while let Some((h, request)) = driver.next_request() {
-        match conn::answer(driver, request, clock.now()) {
+        match conn::answer(driver, request, clock, store) {
             Some(answer) => driver.complete(h, answer, clock),
+            None if store.is_some() => {
+                println!("kayvee: SHUTDOWN requested: stopping");
+                exit::success()
+            }
             None => {
                 println!(
                     "kayvee: SHUTDOWN requested: stopping (persistence: off, nothing to save)"
@@ -670,6 +687,7 @@ fn write_connections(
     sockets: &mut SocketSet<'_>,
     driver: &mut Driver,
     clock: &Clock,
+    store: &mut Option<Store>,
 ) {
     let mut dirty = Vec::new();
     while driver.has_dirty() {
@@ -697,7 +715,7 @@ fn write_connections(
                 }
             }
         }
-        carry_out_requests(driver, clock);
+        carry_out_requests(driver, clock, store);
     }
 }
 

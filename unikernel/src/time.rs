@@ -1,9 +1,10 @@
 //! Time: the TSC gives monotonic time. Its frequency comes from the hypervisor's CPUID timing
 //! leaf (0x40000010) or CPUID 0x15 when offered; else from the PIT: a short first measurement
 //! (0.25 ms) at boot, refined later over a longer span (the PIT keeps counting while we boot
-//! and serve), so calibration costs the boot almost nothing. A wall-clock base comes from the
-//! `time=` command-line parameter (the xtask passes the host's unix time) or else the CMOS RTC,
-//! or else 0 (the epoch, logged as such).
+//! and serve), so calibration costs the boot almost nothing. The wall-clock base comes from
+//! kvm-clock's wall clock when KVM offers it (real KVM, Firecracker), else the CMOS RTC (q35,
+//! pc, microvm with `rtc=on`), else the `time=` command-line parameter (the xtask passes the
+//! host's unix time), else 0 (the epoch, logged as such): see [`WallSource`].
 
 use crate::port::{inb, outb, rdtsc};
 use core::cell::Cell;
@@ -298,4 +299,200 @@ pub fn rtc_unix_seconds() -> Option<u64> {
     }
     let days = days_from_civil(year, u64::from(month), u64::from(day));
     Some(days * 86_400 + u64::from(hour) * 3600 + u64::from(min) * 60 + u64::from(sec))
+}
+
+/// Where the wall clock's base came from, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WallSource {
+    /// kvm-clock: `MSR_KVM_WALL_CLOCK_NEW` (the host's time at the guest's kvm-clock zero)
+    /// plus the kvm-clock system time read through `MSR_KVM_SYSTEM_TIME_NEW`.
+    KvmClock,
+    /// The CMOS RTC (whole seconds).
+    Rtc,
+    /// The `time=` command-line parameter.
+    Cmdline,
+    /// Nothing: the clock starts at the unix epoch.
+    Epoch,
+}
+
+impl WallSource {
+    /// The words for the console's boot line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            WallSource::KvmClock => "kvm-clock",
+            WallSource::Rtc => "the CMOS RTC",
+            WallSource::Cmdline => "the time= parameter",
+            WallSource::Epoch => {
+                "nothing (no kvm-clock, no RTC, no time=): starting at the unix epoch"
+            }
+        }
+    }
+}
+
+/// The wall-clock base in unix microseconds and where it came from: kvm-clock, else the CMOS
+/// RTC, else `time_us` (the command line's `time=`), else the epoch. A clock the machine
+/// offers wins over the command line, which may be stale (a saved boot script, a restored VM).
+pub fn wall_clock_base(time_us: Option<u64>) -> (u64, WallSource) {
+    if let Some(us) = kvm_wall_clock_us() {
+        return (us, WallSource::KvmClock);
+    }
+    if let Some(s) = rtc_unix_seconds() {
+        return (s * 1_000_000, WallSource::Rtc);
+    }
+    match time_us {
+        Some(t) => (t, WallSource::Cmdline),
+        None => (0, WallSource::Epoch),
+    }
+}
+
+/// `MSR_KVM_WALL_CLOCK_NEW`: the guest writes the physical address of a [`PvclockWallClock`];
+/// the host fills it with the wall time at which kvm-clock read zero.
+#[cfg(not(feature = "ring3"))]
+const MSR_KVM_WALL_CLOCK_NEW: u32 = 0x4b56_4d00;
+/// `MSR_KVM_SYSTEM_TIME_NEW`: the physical address of a [`PvclockVcpuTime`] with bit 0 set
+/// enables it (0 disables it again).
+#[cfg(not(feature = "ring3"))]
+const MSR_KVM_SYSTEM_TIME_NEW: u32 = 0x4b56_4d01;
+/// CPUID 0x40000001 eax: `KVM_FEATURE_CLOCKSOURCE2` (the `_NEW` MSRs exist).
+#[cfg(not(feature = "ring3"))]
+const KVM_FEATURE_CLOCKSOURCE2: u32 = 1 << 3;
+
+/// `struct pvclock_wall_clock` (the KVM ABI).
+#[cfg(not(feature = "ring3"))]
+#[repr(C, align(16))]
+struct PvclockWallClock {
+    version: u32,
+    sec: u32,
+    nsec: u32,
+}
+
+/// `struct pvclock_vcpu_time_info` (the KVM ABI, 32 bytes).
+#[cfg(not(feature = "ring3"))]
+#[repr(C, align(64))]
+struct PvclockVcpuTime {
+    version: u32,
+    pad0: u32,
+    tsc_timestamp: u64,
+    system_time: u64,
+    tsc_to_system_mul: u32,
+    tsc_shift: i8,
+    flags: u8,
+    pad: [u8; 2],
+}
+
+/// Whether CPUID says this is KVM with kvm-clock's `_NEW` MSRs.
+#[cfg(not(feature = "ring3"))]
+fn kvm_clock_offered() -> bool {
+    if cpuid(1).2 & (1 << 31) == 0 {
+        return false;
+    }
+    let (max, b, c, d) = cpuid(0x4000_0000);
+    let kvm = [b, c, d] == [0x4b4d_564b, 0x564b_4d56, 0x0000_004d]; // "KVMKVMKVM\0\0\0"
+    kvm && max >= 0x4000_0001 && cpuid(0x4000_0001).0 & KVM_FEATURE_CLOCKSOURCE2 != 0
+}
+
+/// Writes model-specific register `msr`.
+///
+/// # Safety
+/// Ring 0 only, and `msr` must be one whose write the caller means (here kvm-clock's).
+#[cfg(not(feature = "ring3"))]
+unsafe fn wrmsr(msr: u32, value: u64) {
+    // SAFETY: the caller's contract; wrmsr touches no memory of ours by itself.
+    unsafe {
+        core::arch::asm!("wrmsr", in("ecx") msr, in("eax") value as u32,
+            in("edx") (value >> 32) as u32, options(nostack, preserves_flags))
+    };
+}
+
+/// Reads a kvm-clock structure consistently: `read` runs until the version it saw before and
+/// after is the same even number (the host sets it odd while updating).
+#[cfg(not(feature = "ring3"))]
+fn read_versioned<T>(version: *const u32, read: impl Fn() -> T) -> T {
+    loop {
+        // SAFETY: `version` points into a static the host writes; volatile reads of an
+        // aligned u32.
+        let v0 = unsafe { core::ptr::read_volatile(version) };
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
+        let value = read();
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
+        // SAFETY: as above.
+        let v1 = unsafe { core::ptr::read_volatile(version) };
+        if v0 == v1 && v0 & 1 == 0 {
+            return value;
+        }
+    }
+}
+
+/// Unix microseconds from kvm-clock, when KVM offers it (never under TCG, nor in the ring-3
+/// mode, which cannot write MSRs): the wall clock at kvm-clock's zero plus kvm-clock's system
+/// time now. The system-time MSR is turned off again afterwards: the TSC keeps the time.
+/// Untested here (this machine's /dev/kvm cannot run the ring-0 image).
+#[cfg(not(feature = "ring3"))]
+pub fn kvm_wall_clock_us() -> Option<u64> {
+    static mut WALL: PvclockWallClock = PvclockWallClock {
+        version: 0,
+        sec: 0,
+        nsec: 0,
+    };
+    static mut VCPU: PvclockVcpuTime = PvclockVcpuTime {
+        version: 0,
+        pad0: 0,
+        tsc_timestamp: 0,
+        system_time: 0,
+        tsc_to_system_mul: 0,
+        tsc_shift: 0,
+        flags: 0,
+        pad: [0; 2],
+    };
+    if !kvm_clock_offered() {
+        return None;
+    }
+    let wall = core::ptr::addr_of_mut!(WALL);
+    let vcpu = core::ptr::addr_of_mut!(VCPU);
+    // SAFETY: ring 0 (this function is not built for ring 3); the statics are identity
+    // mapped (virtual == physical), aligned as the ABI asks, and only the host writes them
+    // while the MSRs point at them.
+    unsafe {
+        wrmsr(MSR_KVM_WALL_CLOCK_NEW, wall as u64);
+        wrmsr(MSR_KVM_SYSTEM_TIME_NEW, vcpu as u64 | 1);
+    }
+    // SAFETY (both closures): volatile reads of fields of the statics above.
+    let (sec, nsec) = read_versioned(unsafe { core::ptr::addr_of!((*wall).version) }, || unsafe {
+        (
+            core::ptr::read_volatile(core::ptr::addr_of!((*wall).sec)),
+            core::ptr::read_volatile(core::ptr::addr_of!((*wall).nsec)),
+        )
+    });
+    let system_ns = read_versioned(unsafe { core::ptr::addr_of!((*vcpu).version) }, || unsafe {
+        let tsc0 = core::ptr::read_volatile(core::ptr::addr_of!((*vcpu).tsc_timestamp));
+        let base = core::ptr::read_volatile(core::ptr::addr_of!((*vcpu).system_time));
+        let mul = core::ptr::read_volatile(core::ptr::addr_of!((*vcpu).tsc_to_system_mul));
+        let shift = core::ptr::read_volatile(core::ptr::addr_of!((*vcpu).tsc_shift));
+        base.wrapping_add(pvclock_scale(rdtsc().wrapping_sub(tsc0), mul, shift))
+    });
+    // SAFETY: as above; 0 turns kvm-clock's per-vCPU updates off.
+    unsafe { wrmsr(MSR_KVM_SYSTEM_TIME_NEW, 0) };
+    if sec == 0 {
+        return None;
+    }
+    let ns = u64::from(sec) * 1_000_000_000 + u64::from(nsec) + system_ns;
+    Some(ns / 1000)
+}
+
+/// The ring-3 mode cannot write MSRs: no kvm-clock.
+#[cfg(feature = "ring3")]
+pub fn kvm_wall_clock_us() -> Option<u64> {
+    None
+}
+
+/// Nanoseconds in `delta` TSC ticks by kvm-clock's scale: shifted by `shift`, then times
+/// `mul` / 2^32 (the pvclock ABI).
+#[cfg_attr(feature = "ring3", allow(dead_code))]
+fn pvclock_scale(delta: u64, mul: u32, shift: i8) -> u64 {
+    let d = if shift >= 0 {
+        delta << shift
+    } else {
+        delta >> shift.unsigned_abs()
+    };
+    ((u128::from(d) * u128::from(mul)) >> 32) as u64
 }

@@ -1,5 +1,6 @@
 //! Project tooling beyond cargo: `cargo xtask ci` (what CI runs) and `cargo xtask bench`
-//! (the side-by-side benchmark against redis-server). Uses only std.
+//! (the side-by-side benchmark against redis-server). Uses std, and `kayvee-disk` for the
+//! unikernel's disk images.
 
 mod circles;
 mod redis_suite;
@@ -21,9 +22,13 @@ tasks:
   bench [--quick]  redis-server vs kayvee-server with redis-benchmark (bench/compare.py);
                    further options are passed to the script (see bench/README.md)
   image            build the unikernel image (unikernel/README.md); print its path and size
-  run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [key=value...]
+  run [--port N] [--accel tcg|kvm] [--machine microvm|q35] [--disk FILE] [key=value...]
                    boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
-                   127.0.0.1:N (6379) -> guest; Ctrl-C stops
+                   127.0.0.1:N (6379) -> guest; --disk: its data on FILE (virtio-blk,
+                   disk=required); Ctrl-C stops
+  disk create FILE [SIZE] | disk import FILE RDB | disk export FILE RDB
+                   the unikernel's disk image: a formatted blank one (64M), an RDB file put in
+                   as the newest snapshot, the newest valid snapshot taken out as an RDB file
   bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [--image PATH] [--floor]
              [--phases] [--qemu ARG]... [key=value...]
                    boot the unikernel N times (20) under TCG microvm; min/median ms from QEMU
@@ -39,7 +44,8 @@ tasks:
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
-                   heap-exhaustion checks
+                   heap-exhaustion checks; --disk: only the disk checks (save, reboot, redis-server's
+                   RDB imported, redis-check-rdb on the export)
   redis-suite [--server kayvee|redis|both] [--single UNIT]... [--gate] [--save] [--clients N] ...
                    Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
                    the CI gate against tests/redis-suite/expected-failures.txt
@@ -57,6 +63,8 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
+        Some("disk") => unikernel::disk::disk(&args[1..]),
+        Some("uk-test") if args.iter().any(|a| a == "--disk") => unikernel::uk_test_disk(),
         Some("uk-test") if args.iter().any(|a| a == "--robustness") => {
             unikernel::uk_test_robustness()
         }

@@ -6,6 +6,8 @@
 //! the image-only flags), so cargo runs with that directory as its working directory.
 
 mod bench;
+pub mod disk;
+mod disktest;
 
 pub use bench::{bench_boot, bench_mem, bench_net};
 
@@ -135,6 +137,14 @@ impl Machine {
         }
     }
 
+    /// The virtio-blk device for drive `d0`.
+    fn blk(self) -> &'static str {
+        match self {
+            Machine::Microvm => "virtio-blk-device,drive=d0",
+            Machine::Q35 => "virtio-blk-pci,drive=d0,disable-legacy=on,romfile=",
+        }
+    }
+
     /// The virtio-net device for netdev `n0`.
     fn nic(self) -> &'static str {
         match self {
@@ -163,6 +173,8 @@ pub(crate) struct Boot {
     pub machine_opts: String,
     /// Extra QEMU arguments, appended (`bench-boot --qemu ARG`, for experiments).
     pub qemu_extra: Vec<String>,
+    /// A disk image attached as virtio-blk (the command line gets `disk=required`).
+    pub disk: Option<PathBuf>,
 }
 
 impl Boot {
@@ -177,12 +189,16 @@ impl Boot {
             extra: Vec::new(),
             machine_opts: String::new(),
             qemu_extra: Vec::new(),
+            disk: None,
         }
     }
 
     /// The QEMU command.
     pub fn command(&self, image: &std::path::Path) -> Command {
         let mut cmdline = format!("{} port=6379 time={}", self.net, unix_time_param());
+        if self.disk.is_some() {
+            cmdline.push_str(" disk=required");
+        }
         for a in &self.extra {
             cmdline.push(' ');
             cmdline.push_str(a);
@@ -197,7 +213,16 @@ impl Boot {
                 "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:6379",
                 self.host_port
             ))
-            .args(["-device", self.machine.nic(), "-kernel"])
+            .args(["-device", self.machine.nic()]);
+        if let Some(disk) = &self.disk {
+            c.arg("-drive")
+                .arg(format!(
+                    "file={},if=none,id=d0,format=raw,cache=writeback",
+                    disk.display()
+                ))
+                .args(["-device", self.machine.blk()]);
+        }
+        c.arg("-kernel")
             .arg(image)
             .arg("-append")
             .arg(cmdline)
@@ -235,6 +260,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut requested_accel = None;
     let mut machine = Machine::Microvm;
     let mut extra = Vec::new();
+    let mut disk = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -244,6 +270,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
             "--accel" => requested_accel = Some(it.next().ok_or("--accel needs a value")?.as_str()),
             "--machine" => machine = Machine::parse(it.next().ok_or("--machine needs a value")?)?,
+            "--disk" => disk = Some(PathBuf::from(it.next().ok_or("--disk needs a file")?)),
             other => extra.push(other.to_string()),
         }
     }
@@ -253,11 +280,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "xtask: booting {} under QEMU {machine:?} ({accel}), 127.0.0.1:{port} -> guest 6379",
         path.display()
     );
-    let status = qemu(&path, machine, accel, port, &extra)
-        .status()
-        .map_err(|e| {
-            format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
-        })?;
+    let mut boot = Boot::new(machine, accel, port);
+    boot.extra = extra;
+    boot.disk = disk;
+    let status = boot.command(&path).status().map_err(|e| {
+        format!("cannot run qemu-system-x86_64 (apt-get install qemu-system-x86): {e}")
+    })?;
     eprintln!("xtask: {}", describe(status));
     match status.code() {
         Some(EXIT_SUCCESS) => Ok(()),
@@ -690,10 +718,12 @@ pub fn uk_test() -> Result<(), String> {
         "q35 (SeaBIOS, virtio-net-pci), DHCP",
         "DHCP lease: address 10.0.2.15/24",
     )?;
+    expect_console(Machine::Q35, "wall clock from the CMOS RTC")?;
     fault_test(&path)?;
     bad_cmdline_test(&path)?;
     oom_test(&path)?;
     nic_interrupt_test(&path)?;
+    disktest::disk_test(&path)?;
     run_suites(&path)?;
     ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
@@ -707,6 +737,12 @@ pub fn uk_test_robustness() -> Result<(), String> {
     fault_test(&path)?;
     bad_cmdline_test(&path)?;
     oom_test(&path)
+}
+
+/// `cargo xtask uk-test --disk`: only the disk checks.
+pub fn uk_test_disk() -> Result<(), String> {
+    let (path, _) = build()?;
+    disktest::disk_test(&path)
 }
 
 /// Builds the ring-3 variant (`--features ring3`, for nested-PVM KVM hosts) into its own
@@ -940,6 +976,9 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
         expect_cli(port, &["SET", "smoke", "ok"], "OK")?;
         expect_cli(port, &["GET", "smoke"], "ok")?;
         let p = port.to_string();
+        if boot.machine == Machine::Q35 {
+            check_time(port)?;
+        }
         let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
         let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
         if status.code() != Some(EXIT_SUCCESS) {
@@ -975,6 +1014,33 @@ fn smoke(image: &std::path::Path, boot: &Boot, what: &str, expect: &str) -> Resu
     if let Some(lease) = console_time_line(&console, "DHCP lease:") {
         println!("uk-test: {what}: {}", lease.trim_start_matches("kayvee: "));
     }
+    Ok(())
+}
+
+/// Most the guest's TIME may differ from the host's: the CMOS RTC has whole seconds, and
+/// redis-cli's round trip under TCG adds a little.
+const TIME_SKEW_MAX_S: f64 = 3.0;
+
+/// TIME must be the host's wall time (q35: the image reads the CMOS RTC, which QEMU sets to
+/// the host's UTC, rather than the command line's `time=`).
+fn check_time(port: u16) -> Result<(), String> {
+    let p = port.to_string();
+    let out = client("redis-cli", &["-p", &p, "TIME"], b"")?;
+    let host = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let mut it = out.split_whitespace().map(|w| w.parse::<f64>());
+    let (Some(Ok(s)), Some(Ok(us))) = (it.next(), it.next()) else {
+        return Err(format!("TIME: {out:?}"));
+    };
+    let skew = s + us / 1e6 - host;
+    if skew.abs() > TIME_SKEW_MAX_S {
+        return Err(format!(
+            "TIME is {skew:.3} s off the host's (want within {TIME_SKEW_MAX_S} s)"
+        ));
+    }
+    println!("uk-test: q35 TIME vs the host: {skew:+.3} s (wall clock from the CMOS RTC)");
     Ok(())
 }
 
@@ -1088,6 +1154,16 @@ fn run_suites(image: &std::path::Path) -> Result<(), String> {
         return Err(format!(
             "end-to-end suites against the unikernel failed ({status})"
         ));
+    }
+    Ok(())
+}
+
+/// The console log `smoke` kept of its boot on `machine` must hold `needle`.
+fn expect_console(machine: Machine, needle: &str) -> Result<(), String> {
+    let log = dir().join(format!("target/uk-test-{machine:?}-console.log"));
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    if !text.contains(needle) {
+        return Err(format!("{}: no {needle:?}", log.display()));
     }
     Ok(())
 }

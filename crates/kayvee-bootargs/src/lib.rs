@@ -51,6 +51,8 @@ pub struct Args {
     /// polled (what q35 always does); `idle=poll`: never `hlt` (lowest latency, a busy host
     /// core).
     pub idle: Idle,
+    /// `disk=auto|required|none`: whether the image keeps its data on a virtio-blk disk.
+    pub disk: DiskUse,
     /// virtio-mmio devices named on the command line (Firecracker), in order.
     pub virtio_mmio: Vec<MmioDevice>,
     /// Linux kernel parameters seen and ignored.
@@ -93,6 +95,18 @@ pub enum Idle {
     Tick,
     /// Never halt.
     Poll,
+}
+
+/// Whether the image uses a disk (`disk=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DiskUse {
+    /// Use a virtio-blk disk when there is one; without one, persistence is off.
+    #[default]
+    Auto,
+    /// A virtio-blk disk must be there: without one the boot stops with a message.
+    Required,
+    /// Ignore any disk: persistence off.
+    None,
 }
 
 /// A virtio-mmio device from `virtio_mmio.device=<size>@<base>:<irq>`.
@@ -177,6 +191,18 @@ pub fn parse(line: &str) -> Result<Args, String> {
 fn apply(args: &mut Args, key: &str, value: &str) -> Result<(), String> {
     match key {
         "idle" => args.idle = parse_idle(value)?,
+        "disk" => {
+            args.disk = match value {
+                "auto" => DiskUse::Auto,
+                "required" => DiskUse::Required,
+                "none" => DiskUse::None,
+                _ => {
+                    return Err(alloc::format!(
+                        "disk={value}: expected auto, required or none"
+                    ))
+                }
+            }
+        }
         "debug-fault" => args.debug_fault = Some(parse_fault(value)?),
         "virtio_mmio.device" => {
             let dev = parse_mmio_device(value).ok_or_else(|| {
@@ -437,6 +463,12 @@ mod tests {
             );
         }
         assert_eq!(parse("time=0").unwrap().time_us, Some(0));
+        assert_eq!(parse("disk=required").unwrap().disk, DiskUse::Required);
+        assert_eq!(parse("").unwrap().disk, DiskUse::Auto);
+        assert_eq!(
+            parse("disk=maybe").unwrap_err(),
+            "disk=maybe: expected auto, required or none"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::{as_hll, corrupt, store_hll};
 use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
+use crate::cmd::string::take_str;
 use crate::error::CmdResult;
 use crate::hll;
 use crate::reply::ReplySink;
@@ -14,8 +15,13 @@ use crate::Cx;
 pub(super) fn pfadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (key, now) = (args.get(1), cx.now_ms());
     let max_bytes = cx.core.config.hll_sparse_max_bytes;
+    // The string is taken out of its entry (no copy unless a snapshot shares it) and put back
+    // below, as Redis unshares the string before adding.
     let (mut bytes, created) = match cx.db().lookup_write(key, now) {
-        Some(e) => (as_hll(e)?.0.to_vec(), false),
+        Some(e) => {
+            as_hll(e)?;
+            (take_str(e)?, false)
+        }
         None => (hll::empty(), true),
     };
     let mut updated = created;
@@ -24,7 +30,7 @@ pub(super) fn pfadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
             Ok(changed) => updated |= changed,
             Err(hll::Corrupt) => {
                 // Redis keeps what the earlier elements did to the string, unannounced.
-                if updated {
+                if updated || !created {
                     store_hll(cx, key, bytes);
                 }
                 return Err(corrupt());
@@ -36,6 +42,8 @@ pub(super) fn pfadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         store_hll(cx, key, bytes);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "pfadd", key);
+    } else {
+        store_hll(cx, key, bytes);
     }
     out.int(i64::from(updated));
     Ok(())

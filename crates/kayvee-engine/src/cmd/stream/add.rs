@@ -1,8 +1,6 @@
 //! XADD, XTRIM, XDEL, XSETID and XLEN: appending, trimming and deleting entries.
 
-use super::{
-    check_type, id_text, parse_id_full, parse_strict_id, read_stream, reply_id, write_stream,
-};
+use super::{check_type, parse_id_full, parse_strict_id, read_stream, reply_id, write_stream};
 use crate::argv::Argv;
 use crate::cmd::block::signal_key_ready;
 use crate::cmd::notify::{class as nc, emit};
@@ -13,7 +11,6 @@ use crate::value::stream::{Stream, StreamId, TrimStrategy};
 use crate::value::Value;
 use crate::Cx;
 use alloc::boxed::Box;
-use alloc::string::ToString;
 use alloc::vec::Vec;
 
 /// The trimming and ID options of XADD and XTRIM.
@@ -142,13 +139,23 @@ fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now_ms: u64) -> Option<S
 
 /// The argument vector with `~` made `=` and the threshold what the stream holds now, as
 /// Redis rewrites an approximate trim for propagation.
-fn rewrite_trim(args: &Argv<'_>, a: &AddArgs, s: &Stream) -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = args.iter().map(|b| b.to_vec()).collect();
+fn rewrite_trim<'a>(
+    args: &'a Argv<'_>,
+    a: &AddArgs,
+    s: &Stream,
+    threshold: &'a mut [u8; 41],
+) -> Vec<&'a [u8]> {
+    let mut v: Vec<&[u8]> = args.iter().collect();
     if a.approx {
-        v[a.threshold_at - 1] = b"=".to_vec();
+        v[a.threshold_at - 1] = b"=";
         v[a.threshold_at] = match a.strategy {
-            Some(TrimStrategy::MaxLen(_)) => s.length.to_string().into_bytes(),
-            _ => id_text(s.first_id),
+            Some(TrimStrategy::MaxLen(_)) => {
+                let mut digits = [0u8; 20];
+                let text = crate::cmd::string::format_i64(s.length as i64, &mut digits);
+                threshold[..text.len()].copy_from_slice(text);
+                &threshold[..text.len()]
+            }
+            _ => s.first_id.write_text(threshold),
         };
     }
     v
@@ -216,15 +223,16 @@ fn added(
     if let Some(strategy) = a.strategy {
         trimmed = s.trim(strategy, a.approx, a.limit) > 0;
     }
-    let mut prop = rewrite_trim(args, a, s);
+    let mut threshold = [0u8; 41];
+    let mut prop = rewrite_trim(args, a, s, &mut threshold);
     if trimmed {
         emit(cx, nc::STREAM, "xtrim", key);
     }
+    let mut id_buf = [0u8; 41];
     if !matches!(a.id, Some((_, true))) {
-        prop[id_at] = id_text(id);
+        prop[id_at] = id.write_text(&mut id_buf);
     }
-    let refs: Vec<&[u8]> = prop.iter().map(|v| v.as_slice()).collect();
-    cx.propagate(&refs);
+    cx.propagate(&prop);
     let db = cx.db_index;
     signal_key_ready(cx, db, key);
     Ok(())
@@ -241,11 +249,11 @@ pub(super) fn xtrim(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     };
     let removed = s.trim(a.strategy.expect("parsed"), a.approx, a.limit);
     if removed > 0 {
-        let prop = rewrite_trim(args, &a, s);
+        let mut threshold = [0u8; 41];
+        let prop = rewrite_trim(args, &a, s, &mut threshold);
         emit(cx, nc::STREAM, "xtrim", key);
         cx.db().modified(key);
-        let refs: Vec<&[u8]> = prop.iter().map(|v| v.as_slice()).collect();
-        cx.propagate(&refs);
+        cx.propagate(&prop);
     }
     out.int(removed as i64);
     Ok(())

@@ -102,12 +102,12 @@ pub(crate) fn parse_range_bound(
 
 /// The decimal text of an ID.
 pub(crate) fn id_text(id: StreamId) -> Vec<u8> {
-    id.to_string().into_bytes()
+    id.write_text(&mut [0; 41]).to_vec()
 }
 
 /// Writes an ID as a bulk string.
 pub(crate) fn reply_id(out: &mut dyn ReplySink, id: StreamId) {
-    out.bulk(&id_text(id));
+    out.bulk(id.write_text(&mut [0; 41]));
 }
 
 /// Writes one entry: `[id, [field, value, ...]]`.

@@ -169,23 +169,29 @@ fn backlen(l: usize, out: &mut Vec<u8>) {
 /// The bytes of one element holding `v`.
 pub fn encode(v: Val<'_>) -> Vec<u8> {
     let mut out = Vec::new();
+    encode_into(v, &mut out);
+    out
+}
+
+/// Appends the encoding of `v` (body and backlen) to `out`.
+fn encode_into(v: Val<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
     match v {
-        Val::Int(i) => int_body(i, &mut out),
+        Val::Int(i) => int_body(i, out),
         Val::Str(s) => match string_to_int(s) {
-            Some(i) => int_body(i, &mut out),
-            None => str_body(s, &mut out),
+            Some(i) => int_body(i, out),
+            None => str_body(s, out),
         },
     }
-    let l = out.len();
-    backlen(l, &mut out);
-    out
+    let l = out.len() - start;
+    backlen(l, out);
 }
 
 /// Appends the elements `vals` to the listpack `lp`.
 pub fn append(lp: &mut Vec<u8>, vals: &[Val<'_>]) {
     lp.pop(); // the end byte
     for v in vals {
-        lp.extend_from_slice(&encode(*v));
+        encode_into(*v, lp);
     }
     lp.push(END);
     fix_header(lp, vals.len() as isize);

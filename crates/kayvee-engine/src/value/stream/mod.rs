@@ -83,6 +83,27 @@ impl StreamId {
     }
 }
 
+impl StreamId {
+    /// The ID as text (`ms-seq`), written into `buf` without allocating.
+    pub fn write_text<'b>(&self, buf: &'b mut [u8; 41]) -> &'b [u8] {
+        /// Writes `n` in decimal ending just before `end`; returns where it starts.
+        fn put(mut n: u64, buf: &mut [u8; 41], mut end: usize) -> usize {
+            loop {
+                end -= 1;
+                buf[end] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    return end;
+                }
+            }
+        }
+        let i = put(self.seq, buf, buf.len()) - 1;
+        buf[i] = b'-';
+        let i = put(self.ms, buf, i);
+        &buf[i..]
+    }
+}
+
 impl fmt::Display for StreamId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.ms, self.seq)
@@ -688,6 +709,27 @@ impl Stream {
                 let c = g.consumer(&p.consumer).expect("owner exists");
                 assert!(c.pel.contains(&p.id), "owner holds the id");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamId;
+    use alloc::string::ToString;
+
+    #[test]
+    fn id_text_matches_display() {
+        for (ms, seq) in [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (10, 99),
+            (u64::MAX, u64::MAX),
+            (1_700_000_000_123, 7),
+        ] {
+            let id = StreamId { ms, seq };
+            assert_eq!(id.write_text(&mut [0; 41]), id.to_string().as_bytes());
         }
     }
 }

@@ -31,6 +31,7 @@ extern crate alloc;
 
 mod busy;
 mod driver;
+mod replicas;
 mod session;
 
 pub use busy::BusyPoll;

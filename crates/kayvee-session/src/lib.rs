@@ -31,6 +31,7 @@ extern crate alloc;
 
 mod busy;
 mod driver;
+pub mod link;
 mod replicas;
 mod session;
 

@@ -226,6 +226,11 @@ impl Replication {
     pub fn attach(&mut self, h: Handle, state: ReplicaState, stream_start: u64, now_ms: u64) {
         let announced = self.take_announced(h);
         self.replicas.retain(|r| r.handle != h);
+        if self.replicas.is_empty() {
+            // The first PING goes one period after the first replica attaches, not at once
+            // (a replica's stream starts with the writes, as with Redis's cron cadence).
+            self.last_ping_ms = now_ms;
+        }
         self.replicas.push(Replica {
             handle: h,
             announced,

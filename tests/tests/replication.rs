@@ -113,6 +113,39 @@ fn benchmark(port: u16, requests: u32, keys: u32) -> std::process::Child {
         .expect("redis-benchmark")
 }
 
+/// A redis-server replica of `primary` in its own directory (a replica writes the RDB of a
+/// full sync to `dir/dbfilename` before loading it: two replicas in one directory would load
+/// each other's files).
+fn redis_replica(primary: &Server, name: &str) -> Server {
+    let dir = tmpdir(&format!("{name}-replica"));
+    let port = primary.port().to_string();
+    Server::redis(&["--dir", &dir, "--replicaof", "127.0.0.1", &port]).unwrap()
+}
+
+/// A Kayvee primary in its own empty directory (nothing to load at startup).
+fn kayvee_primary(name: &str) -> Server {
+    Server::kayvee(&["--dir", &tmpdir(&format!("{name}-primary"))]).unwrap()
+}
+
+/// Removes a test's server directories (kept when it fails, for its files).
+fn remove_dirs(name: &str) {
+    for side in ["primary", "replica"] {
+        let _ = std::fs::remove_dir_all(tmpdir_path(&format!("{name}-{side}")));
+    }
+}
+
+fn tmpdir_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("kayvee-repl-{}-{name}", std::process::id()))
+}
+
+/// A fresh empty directory for one server.
+fn tmpdir(name: &str) -> String {
+    let dir = tmpdir_path(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.to_string_lossy().into_owned()
+}
+
 fn have_tools() -> bool {
     tool_available("redis-server") && tool_available("redis-benchmark")
 }
@@ -139,12 +172,11 @@ fn kayvee_primary_serves_a_redis_replica_full_then_partial_resyncs() {
     if !have_tools() {
         return;
     }
-    let primary = Server::kayvee(&[]).unwrap();
+    let primary = kayvee_primary("partial");
     // Data before the replica exists: the full sync carries it.
     let mut pre = benchmark(primary.port(), 20_000, 2_000);
     assert!(pre.wait().unwrap().success());
-    let port = primary.port().to_string();
-    let replica = Server::redis(&["--replicaof", "127.0.0.1", &port]).unwrap();
+    let replica = redis_replica(&primary, "partial");
     wait_link_up(replica.port());
     let mut load = benchmark(primary.port(), 200_000, 5_000);
     std::thread::sleep(Duration::from_millis(300));
@@ -176,6 +208,8 @@ fn kayvee_primary_serves_a_redis_replica_full_then_partial_resyncs() {
     let text = format!("{role:?}");
     assert!(text.contains("master"), "{text}");
     assert!(text.contains(&replica.port().to_string()), "{text}");
+    drop((primary, replica));
+    remove_dirs("partial");
 }
 
 #[test]
@@ -183,9 +217,8 @@ fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them()
     if !have_tools() {
         return;
     }
-    let primary = Server::kayvee(&[]).unwrap();
-    let port = primary.port().to_string();
-    let replica = Server::redis(&["--replicaof", "127.0.0.1", &port]).unwrap();
+    let primary = kayvee_primary("expiry");
+    let replica = redis_replica(&primary, "expiry");
     wait_link_up(replica.port());
     let mut p = conn(primary.port());
     let () = redis::cmd("SET")
@@ -211,13 +244,13 @@ fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them()
     let start = Instant::now();
     let mut r = conn(replica.port());
     loop {
-        let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
-        if n == 2 {
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+        if keys.len() == 2 {
             break;
         }
         assert!(
             start.elapsed() < CATCH_UP_MAX,
-            "DEL of the expired key never came"
+            "DEL of the expired key never came: {keys:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -230,4 +263,6 @@ fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them()
         .query(&mut r)
         .unwrap();
     assert_eq!(l, ["a", "b"]);
+    drop((primary, replica));
+    remove_dirs("expiry");
 }

@@ -1,4 +1,4 @@
-//! The propagated command stream for the append-only file (and, later, replicas): encoding,
+//! The propagated command stream for the append-only file and the replicas: encoding,
 //! the `SELECT` before a command of another database, the `MULTI`/`EXEC` around the commands of
 //! one top-level call, and the shell's interface ([`crate::Engine::drain_propagated`],
 //! [`crate::Engine::set_propagation`]).
@@ -76,17 +76,67 @@ impl Default for AofStatus {
     }
 }
 
-/// The propagation state kept in `Core`.
+/// One consumer of the propagated stream (the AOF, the replicas): its bytes not yet taken and
+/// the database its stream last selected (`None`: the next command writes a SELECT).
+#[derive(Default)]
+struct Sink {
+    on: bool,
+    out: Vec<u8>,
+    db: Option<usize>,
+}
+
+impl Sink {
+    /// Writes `SELECT db` into the stream when it is not the stream's database.
+    fn select(&mut self, db: usize) {
+        if self.db != Some(db) {
+            let digits = itoa(db as u64);
+            encode(&mut self.out, &[b"SELECT", digits.as_bytes()]);
+            self.db = Some(db);
+        }
+    }
+
+    /// Appends one top-level call's commands (`ops`: each one's database and end offset in
+    /// `pending`), in MULTI/EXEC when more than one.
+    fn write_call(&mut self, pending: &[u8], ops: &[(usize, usize)]) {
+        let wrap = ops.len() > 1;
+        if wrap {
+            self.select(ops[0].0);
+            encode(&mut self.out, &[b"MULTI"]);
+        }
+        let mut start = 0;
+        for &(db, end) in ops {
+            self.select(db);
+            self.out.extend_from_slice(&pending[start..end]);
+            start = end;
+        }
+        if wrap {
+            encode(&mut self.out, &[b"EXEC"]);
+        }
+    }
+
+    /// Moves the bytes into `into` (appending).
+    fn drain_into(&mut self, into: &mut Vec<u8>) {
+        if into.is_empty() {
+            core::mem::swap(into, &mut self.out);
+        } else {
+            into.extend_from_slice(&self.out);
+            self.out.clear();
+        }
+    }
+}
+
+/// The propagation state kept in `Core`: one encoder, two sinks (the AOF's and the
+/// replicas', see [`crate::repl`]), each with its own selected database.
 #[derive(Default)]
 pub struct Propagation {
-    /// Whether commands are propagated (AOF on).
+    /// Whether commands are propagated (the AOF is on, or replicas may be fed).
     pub enabled: bool,
     /// What INFO and BGREWRITEAOF see.
     pub status: AofStatus,
-    /// Encoded commands ready for the shell.
-    out: Vec<u8>,
-    /// The database the stream last selected (`None`: the next command writes a SELECT).
-    db: Option<usize>,
+    /// The AOF's stream.
+    aof: Sink,
+    /// The replication stream (the backlog and the replicas take it).
+    repl: Sink,
     /// Encoded commands of the running top-level call, and each one's (db, end offset).
     pending: Vec<u8>,
     pending_ops: Vec<(usize, usize)>,
@@ -98,24 +148,44 @@ pub struct Propagation {
 }
 
 impl Propagation {
-    /// Forgets the selected database: the next command starts with a SELECT (a new file).
+    /// Forgets the AOF stream's selected database: its next command starts with a SELECT (a
+    /// new file).
     pub fn reset_db(&mut self) {
-        self.db = None;
+        self.aof.db = None;
     }
 
-    /// Moves the encoded commands into `into` (appending).
+    /// Forgets the replication stream's selected database (a full sync starts, as Redis's
+    /// `slaveseldb = -1`).
+    pub fn reset_repl_db(&mut self) {
+        self.repl.db = None;
+    }
+
+    /// Moves the AOF's encoded commands into `into` (appending).
     pub fn drain_into(&mut self, into: &mut Vec<u8>) {
-        if into.is_empty() {
-            core::mem::swap(into, &mut self.out);
-        } else {
-            into.extend_from_slice(&self.out);
-            self.out.clear();
-        }
+        self.aof.drain_into(into);
     }
 
-    /// Whether encoded commands wait for the shell.
+    /// Moves the replication stream's new bytes into `into` (appending).
+    pub fn drain_repl_into(&mut self, into: &mut Vec<u8>) {
+        self.repl.drain_into(into);
+    }
+
+    /// Whether encoded commands wait for the AOF.
     pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
+        !self.aof.out.is_empty()
+    }
+
+    /// Whether new replication stream bytes wait.
+    pub fn has_repl_output(&self) -> bool {
+        !self.repl.out.is_empty()
+    }
+
+    /// Appends bytes to the replication stream as they are (PING, REPLCONF GETACK, a
+    /// primary's stream a replica passes on), with no SELECT.
+    pub fn feed_repl_raw(&mut self, bytes: &[u8]) {
+        if self.repl.on {
+            self.repl.out.extend_from_slice(bytes);
+        }
     }
 
     /// Queues one command of the running call.
@@ -133,44 +203,29 @@ impl Propagation {
         }
     }
 
-    /// Writes `SELECT db` into the stream when it is not the stream's database.
-    fn select(&mut self, db: usize) {
-        if self.db != Some(db) {
-            let digits = itoa(db as u64);
-            encode(&mut self.out, &[b"SELECT", digits.as_bytes()]);
-            self.db = Some(db);
-        }
-    }
-
-    /// Ends the running top-level call: its commands go out, in MULTI/EXEC when more than one.
+    /// Ends the running top-level call: its commands go out to each sink that is on, in
+    /// MULTI/EXEC when more than one.
     pub fn flush(&mut self) {
         if self.pending_ops.is_empty() {
             return;
         }
-        let wrap = self.pending_ops.len() > 1;
-        if wrap {
-            self.select(self.pending_ops[0].0);
-            encode(&mut self.out, &[b"MULTI"]);
-        }
-        let mut start = 0;
-        let ops = core::mem::take(&mut self.pending_ops);
-        for &(db, end) in &ops {
-            self.select(db);
-            self.out.extend_from_slice(&self.pending[start..end]);
-            start = end;
-        }
-        if wrap {
-            encode(&mut self.out, &[b"EXEC"]);
+        for sink in [&mut self.aof, &mut self.repl] {
+            if sink.on {
+                sink.write_call(&self.pending, &self.pending_ops);
+            }
         }
         self.pending.clear();
-        self.pending_ops = ops;
         self.pending_ops.clear();
     }
 
     /// Emits a command on its own, outside the running call (deletions by expiry).
     fn emit_now(&mut self, db: usize, args: &[&[u8]]) {
-        self.select(db);
-        encode(&mut self.out, args);
+        for sink in [&mut self.aof, &mut self.repl] {
+            if sink.on {
+                sink.select(db);
+                encode(&mut sink.out, args);
+            }
+        }
     }
 }
 
@@ -226,8 +281,23 @@ impl Propagation {
     /// Turns propagation on or off; the keyspace records expired and evicted keys only while
     /// it is on (the caller re-syncs what it records, `crate::drain::set_propagation`).
     pub fn set_enabled(&mut self, on: bool) {
-        self.enabled = on;
-        self.db = None;
+        self.aof.on = on;
+        self.aof.db = None;
+        self.enabled = self.aof.on || self.repl.on;
+    }
+
+    /// Turns the replication sink on or off (on once a backlog exists).
+    pub fn set_replicating(&mut self, on: bool) {
+        if self.repl.on != on {
+            self.repl.on = on;
+            self.repl.db = None;
+        }
+        self.enabled = self.aof.on || self.repl.on;
+    }
+
+    /// Whether the AOF sink is on.
+    pub fn aof_on(&self) -> bool {
+        self.aof.on
     }
 
     /// Propagation's consumer of the key event stream (see [`crate::events`]): a key of

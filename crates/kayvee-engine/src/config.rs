@@ -276,6 +276,34 @@ pub fn find(name: &[u8]) -> Option<&'static table::Param> {
     all().find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
+/// Parameters read by name (those kept in [`Config::extra`]: replication's, for one).
+impl Config {
+    /// An integer or memory parameter's value (0 for an unknown name or another kind).
+    pub fn int_param(&self, name: &str) -> i64 {
+        match find(name.as_bytes()).map(|p| (p.get)(self)) {
+            Some(table::Val::Int(v)) => v,
+            Some(table::Val::Mem(v)) => i64::try_from(v).unwrap_or(i64::MAX),
+            _ => 0,
+        }
+    }
+
+    /// A yes/no parameter's value (false for an unknown name or another kind).
+    pub fn bool_param(&self, name: &str) -> bool {
+        matches!(
+            find(name.as_bytes()).map(|p| (p.get)(self)),
+            Some(table::Val::Bool(true))
+        )
+    }
+
+    /// A string parameter's value (empty for an unknown name or another kind).
+    pub fn str_param(&self, name: &str) -> Vec<u8> {
+        match find(name.as_bytes()).map(|p| (p.get)(self)) {
+            Some(table::Val::Str(v)) => v,
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The aliases of parameter `name`.
 pub fn aliases_of(name: &str) -> impl Iterator<Item = &'static str> + '_ {
     all_aliases()

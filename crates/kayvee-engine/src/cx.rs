@@ -72,6 +72,8 @@ pub struct Core {
     pub debug: crate::debug::Switches,
     /// The latency monitor's events and the per-command latency histograms.
     pub latency: crate::latency::Latency,
+    /// Replication: IDs, offsets, the backlog, replicas, the primary (see [`crate::repl`]).
+    pub repl: crate::repl::Replication,
 }
 
 /// The context a command handler runs in.

@@ -94,7 +94,16 @@ impl<'e> Dispatch<'e> {
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
-            self.serve_ready(now);
+            // Blocked clients are served after the command, as in Redis: after a DEBUG SLEEP
+            // (in an EXEC) the shell is about to carry out, so a key that expires meanwhile
+            // is expired for them (and its DEL propagated).
+            let after = match outcome {
+                Outcome::Sleep(us) => Now {
+                    unix_us: now.unix_us + us,
+                },
+                _ => now,
+            };
+            self.serve_ready(after);
             drain::drain(self.core);
         }
         drain::settle(self.core);

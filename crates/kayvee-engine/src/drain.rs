@@ -229,6 +229,40 @@ pub fn tracking_off(core: &mut Core, clients: &ClientTable, me: Handle) {
     }
 }
 
+/// Moves the replica sink's new bytes into the backlog, the offset and the replicas' queue
+/// (see [`crate::repl`]); PSYNC calls it before it names an offset.
+pub fn feed_replication(core: &mut Core) {
+    if !core.aof.has_repl_output() {
+        return;
+    }
+    let mut bytes = alloc::vec::Vec::new();
+    core.aof.drain_repl_into(&mut bytes);
+    core.repl.feed(&bytes);
+}
+
+/// Starts the replication stream (a backlog of `repl-backlog-size`, the replica sink on),
+/// once: the first replica attaches, or this server starts following a primary.
+pub fn start_replication(core: &mut Core) {
+    let size = usize::try_from(core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
+    core.repl.ensure_backlog(size);
+    core.aof.set_replicating(true);
+    sync(core);
+}
+
+/// The primary's PING to its replicas every `repl-ping-replica-period` seconds (no SELECT
+/// before it, as Redis's), from the cron.
+pub fn ping_replicas(core: &mut Core, now: Now) {
+    if core.repl.replicas.is_empty() || core.repl.primary.is_some() {
+        return;
+    }
+    let period_ms = (core.config.int_param("repl-ping-replica-period").max(1) as u64) * 1000;
+    if now.ms().saturating_sub(core.repl.last_ping_ms) < period_ms {
+        return;
+    }
+    core.repl.last_ping_ms = now.ms();
+    core.aof.feed_repl_raw(b"*1\r\n$4\r\nPING\r\n");
+}
+
 /// Turns command propagation on or off; the keyspace records expired and evicted keys only
 /// while it is on.
 pub fn set_propagation(core: &mut Core, on: bool) {

@@ -21,6 +21,9 @@ use crate::{acl, blocking, cmd, drain, evict, expire, persist, slowlog};
 use alloc::string::String;
 use alloc::vec::Vec;
 
+/// Mixed into the seed for the replication ID's draw (so it differs from the run ID).
+const REPLID_SEED: u64 = 0x7265_706c_6964_0001;
+
 /// An O(1) snapshot of every database: what persistence, transactions and replication build on.
 #[derive(Clone)]
 pub struct Snapshot {
@@ -77,6 +80,7 @@ impl Engine {
             monitors: Default::default(),
             debug: Default::default(),
             latency: Default::default(),
+            repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)
@@ -106,6 +110,7 @@ impl Engine {
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
+        self.core.repl.remove(h);
         self.clients.remove(h);
     }
 
@@ -325,6 +330,7 @@ impl Engine {
         }
         drain::drain(&mut self.core);
         drain::settle(&mut self.core);
+        drain::ping_replicas(&mut self.core, now);
         if self.core.tracking.active() {
             drain::after_command(&mut self.core, &self.clients, None, None);
         }
@@ -494,6 +500,20 @@ impl Engine {
     /// The propagated stream starts a new file: its next command is preceded by a SELECT.
     pub fn reset_propagation_db(&mut self) {
         self.core.aof.reset_db();
+    }
+
+    /// Moves the replication stream's new bytes (every write since the last call, with its
+    /// SELECTs, PINGs, GETACKs) into the backlog and the offset, then into `into` (which must
+    /// be empty) for the connection layer to hand to the replicas; returns the stream offset
+    /// of the first byte (a replica whose stream starts later skips what comes before).
+    pub fn take_replication(&mut self, into: &mut Vec<u8>) -> u64 {
+        drain::feed_replication(&mut self.core);
+        self.core.repl.take_outgoing(into)
+    }
+
+    /// Whether replication stream bytes wait for [`Engine::take_replication`].
+    pub fn has_replication(&self) -> bool {
+        self.core.aof.has_repl_output() || self.core.repl.has_outgoing()
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

@@ -53,6 +53,7 @@ pub mod outcome;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
+pub mod repl;
 pub mod reply;
 pub mod rng;
 pub mod slowlog;

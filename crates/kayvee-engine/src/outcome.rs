@@ -42,6 +42,15 @@ pub enum Outcome {
     /// DEBUG LOADAOF: the shell writes out the AOF, empties the dataset and loads it again from
     /// the AOF files, then sends the reply itself (`+OK`).
     LoadAof,
+    /// The client became a replica (PSYNC, SYNC): the connection layer sends it the backlog
+    /// from `continue_from`, or a full sync (an RDB of [`crate::Engine::snapshot`] taken now,
+    /// framed as `$EOF:<mark>` when `eof`, else as `$<len>`), then the replication stream.
+    Replicate {
+        /// `+CONTINUE`: the first stream offset the replica needs.
+        continue_from: Option<u64>,
+        /// The replica takes the diskless `$EOF:` framing.
+        eof: bool,
+    },
     /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
     /// crash report and dies. No reply.
     Crash,

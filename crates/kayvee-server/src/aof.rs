@@ -565,7 +565,7 @@ impl Aof {
 /// dataset then counts as unchanged (`rdb_changes_since_last_save` 0), as in Redis.
 pub fn reload(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
     let layout = Layout::of(engine);
-    let propagating = engine.core.aof.enabled;
+    let propagating = engine.core.aof.aof_on();
     engine.set_propagation(false);
     let empty = (0..engine.core.dbs.len())
         .map(|_| kayvee_engine::db::Db::new(engine.core.seed))

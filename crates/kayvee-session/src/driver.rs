@@ -24,6 +24,7 @@ use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
 use kayvee_engine::config::OutputLimit;
+use kayvee_engine::repl::ReplicaState;
 use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
 use kayvee_resp::{Limits, ProtocolError, RespWriter};
 
@@ -315,10 +316,14 @@ impl Driver {
         if s.closing == Closing::Now {
             return Ok(Flushed::Close);
         }
+        let syncing = s.sync.is_some();
         if s.out_pending() > 0 {
             let n = write(&s.out[s.out_sent..])?;
             s.written(n);
             self.engine.core.stats.total_net_output_bytes += n as u64;
+        }
+        if syncing {
+            self.pump_sync(h.0);
         }
         let now = clock.now();
         if self.over_output_limit(h.0, now) {
@@ -544,7 +549,7 @@ impl Driver {
                 self.engine.command_timed(h, &frame.argv, usec, end);
                 next_start = Some(end);
             }
-            self.apply_outcome(slot, outcome);
+            self.apply_outcome(slot, outcome, clock.now());
             if self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;
@@ -554,19 +559,29 @@ impl Driver {
 
     /// Acts on a command's [`Outcome`] (the loop in [`Driver::run_commands`] stops on its own
     /// when the session may not go on).
-    fn apply_outcome(&mut self, slot: usize, outcome: Outcome) {
+    fn apply_outcome(&mut self, slot: usize, outcome: Outcome, now: Now) {
         let s = self.sessions[slot]
             .as_mut()
             .expect("running a live session");
         let h = s.handle;
         let request = match outcome {
-            Outcome::Continue | Outcome::Sleep(_) | Outcome::Blocked => return,
+            Outcome::Continue | Outcome::Sleep(_) | Outcome::Blocked => {
+                if s.sync.is_some() {
+                    // A syncing replica's REPLCONF ACK may have put it online.
+                    self.pump_sync(slot);
+                }
+                return;
+            }
             Outcome::Close => {
                 s.closing = Closing::AfterReply;
                 return;
             }
             Outcome::KillClients => {
                 self.close_killed(h);
+                return;
+            }
+            Outcome::Replicate { continue_from, eof } => {
+                self.start_replica(slot, continue_from, eof, now);
                 return;
             }
             Outcome::Shutdown { save } => Request::Shutdown { save },
@@ -615,6 +630,9 @@ impl Driver {
             if nested {
                 return delivered;
             }
+            if self.engine.has_replication() {
+                self.feed_replicas();
+            }
             let woken = self.engine.take_wakeups();
             if woken.is_empty() {
                 return delivered;
@@ -661,6 +679,118 @@ impl Driver {
         }
     }
 
+    // ---- Replicas (the primary's side; see `crate::replicas`) ----
+
+    /// A client became a replica: the backlog from `continue_from`, or a full sync of a
+    /// snapshot taken now (diskless when `eof`, else the whole RDB at once).
+    fn start_replica(&mut self, slot: usize, continue_from: Option<u64>, eof: bool, now: Now) {
+        let engine = &mut self.engine;
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("running a live session");
+        let h = s.handle;
+        if let Some(from) = continue_from {
+            if let Some(b) = engine
+                .core
+                .repl
+                .backlog
+                .as_ref()
+                .and_then(|b| b.from_offset(from))
+            {
+                s.out.extend_from_slice(&b);
+            }
+        } else {
+            let snapshot = engine.snapshot(now);
+            let cfg = &engine.core.config;
+            let opts = kayvee_rdb::WriteOptions {
+                compress: cfg.rdbcompression,
+                checksum: cfg.rdbchecksum,
+                used_mem: engine.core.host.used_memory,
+                ..Default::default()
+            };
+            if eof {
+                let rng = &mut engine.core.rng;
+                let mark = crate::replicas::eof_mark(|| rng.next_u64());
+                s.sync = Some(crate::replicas::Sync::diskless(
+                    snapshot, opts, mark, &mut s.out,
+                ));
+                set_replica_state(engine, h, ReplicaState::SendBulk);
+                self.pump_sync(slot);
+            } else {
+                crate::replicas::disk_payload(snapshot, opts, &mut s.out);
+                set_replica_state(engine, h, ReplicaState::Online);
+            }
+        }
+        self.mark_dirty(slot);
+    }
+
+    /// Writes more of slot's full sync into its output while the output is low; once the
+    /// RDB is out the replica is online and gets the stream directly.
+    fn pump_sync(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return;
+        };
+        let before = s.out.len();
+        let pending = s.out_pending();
+        let Some(sync) = s.sync.as_mut() else {
+            return;
+        };
+        sync.pump(&mut s.out, pending);
+        let online = self
+            .engine
+            .core
+            .repl
+            .replicas
+            .iter()
+            .any(|r| r.handle == s.handle && r.state == ReplicaState::Online);
+        if sync.rdb_sent && online {
+            // Its first ACK came: the stream held during the sync follows.
+            s.out.append(&mut sync.held);
+            s.sync = None;
+        }
+        if self.sessions[slot]
+            .as_ref()
+            .is_some_and(|s| s.out.len() > before)
+        {
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// Hands the new replication stream to every replica: into its output, or held behind
+    /// its RDB while its full sync runs; a replica whose stream starts later skips the bytes
+    /// before its start.
+    fn feed_replicas(&mut self) {
+        let mut bytes = Vec::new();
+        let start = self.engine.take_replication(&mut bytes);
+        if bytes.is_empty() {
+            return;
+        }
+        let targets: Vec<(Handle, u64)> = self
+            .engine
+            .core
+            .repl
+            .replicas
+            .iter()
+            .map(|r| (r.handle, r.stream_start))
+            .collect();
+        for (h, stream_start) in targets {
+            let skip = usize::try_from(stream_start.saturating_sub(start)).unwrap_or(usize::MAX);
+            let Some(part) = bytes.get(skip..).filter(|p| !p.is_empty()) else {
+                continue;
+            };
+            let Some(s) = self.session_mut(h) else {
+                continue;
+            };
+            match s.sync.as_mut() {
+                Some(sync) => sync.held.extend_from_slice(part),
+                None => {
+                    s.out.extend_from_slice(part);
+                    self.mark_dirty(h.0);
+                }
+            }
+        }
+    }
+
     // ---- Limits and the cron ----
 
     /// After a batch of a connection's commands: its I/O fields, its output limit, and its
@@ -704,7 +834,9 @@ impl Driver {
         if s.closing == Closing::Now {
             return true;
         }
-        let class = if self.engine.is_subscriber(s.handle) {
+        let class = if self.engine.core.repl.is_replica(s.handle) {
+            1
+        } else if self.engine.is_subscriber(s.handle) {
             2
         } else {
             0
@@ -751,6 +883,7 @@ impl Driver {
                 || s.closing != Closing::No
                 || self.engine.is_blocked(h)
                 || self.engine.is_subscriber(h)
+                || self.engine.core.repl.is_replica(h)
             {
                 continue;
             }
@@ -799,6 +932,13 @@ fn limits(engine: &Engine) -> Limits {
     Limits {
         bulk_len_max: usize::try_from(cfg.proto_max_bulk_len).unwrap_or(usize::MAX),
         query_buffer_max: usize::try_from(cfg.client_query_buffer_limit).unwrap_or(usize::MAX),
+    }
+}
+
+/// Moves replica `h` to `state` in the engine's table (INFO, ROLE, WAIT read it).
+fn set_replica_state(engine: &mut Engine, h: Handle, state: ReplicaState) {
+    if let Some(r) = engine.core.repl.replica_mut(h) {
+        r.state = state;
     }
 }
 

@@ -31,6 +31,8 @@ extern crate alloc;
 
 mod busy;
 mod driver;
+pub mod link;
+mod replicas;
 mod session;
 
 pub use busy::BusyPoll;

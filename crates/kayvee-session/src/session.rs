@@ -62,6 +62,8 @@ pub(crate) struct Session {
     pub soft_since_ms: Option<u64>,
     /// In the driver's dirty list.
     pub dirty: bool,
+    /// A replica's full sync under way (see [`crate::replicas`]).
+    pub sync: Option<crate::replicas::Sync>,
 }
 
 impl Session {
@@ -81,6 +83,7 @@ impl Session {
             idle_since_cron: false,
             soft_since_ms: None,
             dirty: false,
+            sync: None,
         }
     }
 

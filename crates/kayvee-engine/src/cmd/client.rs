@@ -337,9 +337,15 @@ fn parse_type(t: &[u8]) -> Result<ClientType, Error> {
     })
 }
 
-/// A client's type: Kayvee has no replication or pub/sub clients yet, so all are normal.
-fn client_type(_c: &Client) -> ClientType {
-    ClientType::Normal
+/// A client's type, in Redis's precedence: its primary's link, a replica, a subscriber.
+fn client_type(core: &Core, h: Handle) -> ClientType {
+    if core.repl.is_replica(h) {
+        ClientType::Replica
+    } else if core.pubsub.subscribed(h) {
+        ClientType::Pubsub
+    } else {
+        ClientType::Normal
+    }
 }
 
 /// The peer address as `CLIENT LIST addr=` shows it (`ip:port`, or `path:0` for Unix sockets).
@@ -421,6 +427,7 @@ fn client_flags(core: &Core, h: Handle, c: &Client, tcp: bool) -> String {
     let t = core.tracking.of(h);
     let txn = core.txn.of(h);
     for (on, letter) in [
+        (core.repl.is_replica(h), 'S'),
         (core.monitors.is_monitor(h), 'O'),
         (core.pubsub.subscribed(h), 'P'),
         (txn.is_some_and(|t| t.multi), 'x'),
@@ -473,7 +480,7 @@ fn list(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         .clients
         .iter()
         .filter(|(_, c)| !c.killed)
-        .map(|(h, c)| (c.id, h, client_type(c)))
+        .map(|(h, c)| (c.id, h, client_type(cx.core, h)))
         .collect();
     all.sort_unstable_by_key(|e| e.0);
     let handles: Vec<Handle> = if args.len() == 2 {
@@ -509,13 +516,13 @@ struct KillFilter<'a> {
 
 impl KillFilter<'_> {
     /// Whether client `c` (handle `h`; `me` runs the command) is to be killed.
-    fn matches(&self, h: Handle, me: Handle, c: &Client) -> bool {
+    fn matches(&self, core: &Core, h: Handle, me: Handle, c: &Client) -> bool {
         !(self.skip_me && h == me)
             && self.id.is_none_or(|id| c.id == id)
             && self.addr.is_none_or(|a| addr(c).as_bytes() == a)
             && self.laddr.is_none_or(|a| laddr(c).as_bytes() == a)
             && self.user.is_none_or(|u| c.user.as_bytes() == u)
-            && self.kind.is_none_or(|k| client_type(c) == k)
+            && self.kind.is_none_or(|k| client_type(core, h) == k)
     }
 }
 
@@ -560,7 +567,7 @@ fn kill_matching(cx: &mut Cx<'_>, f: &KillFilter<'_>) -> usize {
     let me = cx.me;
     let mut n = 0;
     for (h, c) in cx.clients.iter_mut() {
-        if !c.killed && f.matches(h, me, c) {
+        if !c.killed && f.matches(cx.core, h, me, c) {
             c.killed = true;
             n += 1;
         }

@@ -466,7 +466,10 @@ fn stats(cx: &Cx<'_>, s: &mut String) {
         field(s, name, "0.00");
     }
     field(s, "rejected_connections", st.rejected_connections);
-    zeros(s, &["sync_full", "sync_partial_ok", "sync_partial_err"]);
+    let rs = &cx.core.repl.stats;
+    field(s, "sync_full", rs.sync_full);
+    field(s, "sync_partial_ok", rs.sync_partial_ok);
+    field(s, "sync_partial_err", rs.sync_partial_err);
     field(s, "expired_keys", expired);
     field(s, "expired_stale_perc", "0.00");
     zeros(
@@ -532,23 +535,105 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
     );
 }
 
-/// The Replication section: always a master without replicas.
+/// The Replication section, with Redis 7.0.15's fields in its order.
 fn replication(cx: &Cx<'_>, s: &mut String) {
-    field(s, "role", "master");
-    field(s, "connected_slaves", 0);
+    let repl = &cx.core.repl;
+    match &repl.primary {
+        None => field(s, "role", "master"),
+        Some(p) => replica_fields(cx, p, s),
+    }
+    let online = repl
+        .replicas
+        .iter()
+        .filter(|r| r.state == crate::repl::ReplicaState::Online)
+        .count();
+    field(s, "connected_slaves", online);
+    for (i, r) in repl.replicas.iter().enumerate() {
+        let ip = match cx.clients.get(r.handle) {
+            Some(c) => crate::repl::replica_ip(&r.announced, &c.conn.transport),
+            None => String::new(),
+        };
+        let lag = cx.now.ms().saturating_sub(r.ack_ms) / 1000;
+        let line = alloc::format!(
+            "ip={ip},port={},state={},offset={},lag={lag}",
+            r.announced.port,
+            r.state.name(),
+            r.ack_offset
+        );
+        field(s, &alloc::format!("slave{i}"), line);
+    }
     field(s, "master_failover_state", "no-failover");
-    field(s, "master_replid", &cx.core.run_id);
+    field(s, "master_replid", &repl.replid);
+    field(s, "master_replid2", &repl.replid2);
+    field(s, "master_repl_offset", repl.offset);
+    field(s, "second_repl_offset", repl.second_offset);
+    let backlog = repl.backlog.as_ref();
+    field(s, "repl_backlog_active", u8::from(backlog.is_some()));
+    let size = backlog.map_or(cx.core.config.int_param("repl-backlog-size") as u64, |b| {
+        b.size() as u64
+    });
+    field(s, "repl_backlog_size", size);
     field(
         s,
-        "master_replid2",
-        "0000000000000000000000000000000000000000",
+        "repl_backlog_first_byte_offset",
+        backlog.map_or(0, |b| b.first_byte_offset),
     );
-    field(s, "master_repl_offset", 0);
-    field(s, "second_repl_offset", -1);
-    field(s, "repl_backlog_active", 0);
-    field(s, "repl_backlog_size", 1048576);
-    field(s, "repl_backlog_first_byte_offset", 0);
-    field(s, "repl_backlog_histlen", 0);
+    field(
+        s,
+        "repl_backlog_histlen",
+        backlog.map_or(0, |b| b.histlen()),
+    );
+}
+
+/// A replica's own fields: its primary and the link.
+fn replica_fields(cx: &Cx<'_>, p: &crate::repl::Primary, s: &mut String) {
+    use crate::repl::LinkState;
+    let cfg = &cx.core.config;
+    let now_ms = cx.now.ms();
+    field(s, "role", "slave");
+    field(s, "master_host", &p.host);
+    field(s, "master_port", p.port);
+    let up = p.state == LinkState::Connected;
+    field(s, "master_link_status", if up { "up" } else { "down" });
+    let io_ago = if up {
+        (now_ms.saturating_sub(p.last_io_ms) / 1000) as i64
+    } else {
+        -1
+    };
+    field(s, "master_last_io_seconds_ago", io_ago);
+    let syncing = p.state == LinkState::Transfer;
+    field(s, "master_sync_in_progress", u8::from(syncing));
+    field(s, "slave_read_repl_offset", cx.core.repl.offset);
+    field(s, "slave_repl_offset", cx.core.repl.offset);
+    if syncing {
+        let left = (p.transfer_size - p.transfer_read as i64).max(0);
+        field(s, "master_sync_total_bytes", p.transfer_size);
+        field(s, "master_sync_read_bytes", p.transfer_read);
+        field(s, "master_sync_left_bytes", left);
+        let perc = if p.transfer_size > 0 {
+            p.transfer_read as f64 * 100.0 / p.transfer_size as f64
+        } else {
+            0.0
+        };
+        field(s, "master_sync_perc", alloc::format!("{perc:.2}"));
+        let ago = now_ms.saturating_sub(p.last_io_ms) / 1000;
+        field(s, "master_sync_last_io_seconds_ago", ago);
+    }
+    if !up {
+        let since = now_ms.saturating_sub(p.down_since_ms) / 1000;
+        field(s, "master_link_down_since_seconds", since);
+    }
+    field(s, "slave_priority", cfg.int_param("replica-priority"));
+    field(
+        s,
+        "slave_read_only",
+        u8::from(cfg.bool_param("replica-read-only")),
+    );
+    field(
+        s,
+        "replica_announced",
+        u8::from(cfg.bool_param("replica-announced")),
+    );
 }
 
 /// The CPU section (seconds with six decimals; one thread, so main thread = process).

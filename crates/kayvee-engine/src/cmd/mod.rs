@@ -43,6 +43,7 @@ pub mod monitor;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;
+pub mod repl;
 pub mod server;
 pub mod set;
 pub mod slowlog;
@@ -78,6 +79,7 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     txn::COMMANDS,
     pubsub::COMMANDS,
     persist::COMMANDS,
+    repl::COMMANDS,
     memory::COMMANDS,
     slowlog::COMMANDS,
     lolwut::COMMANDS,

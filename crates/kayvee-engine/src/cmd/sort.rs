@@ -392,6 +392,9 @@ fn store_list(
         cx.db().store_result(dst, entry, now);
         cx.propagate_verbatim();
         emit(cx, nc::LIST, "sortstore", dst);
+        // A client blocked on `dst` (BLPOP...) is served from the stored list.
+        let db = cx.db_index;
+        crate::cmd::block::signal_key_ready(cx, db, dst);
     }
     out.int(n as i64);
 }

@@ -1,0 +1,364 @@
+//! Replication's state (Redis 7.0's PSYNC2): the replication ID and offset, the secondary ID
+//! after a promotion, the backlog, the replica table with each replica's ACK, and, on a
+//! replica, the link to its primary as INFO and ROLE report it. A feature (layer 3): it takes
+//! only its own state; the commands are `cmd/repl/`, the bytes on the wire (the RDB transfer,
+//! the handshake, the stream into each replica's output) are the connection layer's
+//! (`kayvee-session`), and the stream itself is [`crate::aof::Propagation`]'s replica sink.
+//! docs/decisions.md ("Replication") has the design.
+
+pub mod backlog;
+
+use crate::client::Handle;
+use crate::rng::Rng;
+use alloc::string::String;
+use alloc::vec::Vec;
+use backlog::Backlog;
+
+/// The replication ID of "no ID" (`master_replid2` before any promotion).
+pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// Where a replica of this server is (INFO's `state=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Its RDB is being produced (`wait_bgsave`).
+    WaitBgsave,
+    /// Its RDB is being sent (`send_bulk`).
+    SendBulk,
+    /// It gets the stream (`online`).
+    Online,
+}
+
+impl ReplicaState {
+    /// INFO's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitBgsave => "wait_bgsave",
+            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// What a client announced with REPLCONF (kept from before its PSYNC).
+#[derive(Clone, Debug, Default)]
+pub struct Announced {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address` (None: the connection's peer address).
+    pub ip: Option<String>,
+    /// `capa eof`: takes the diskless `$EOF:` framing.
+    pub capa_eof: bool,
+    /// `capa psync2`: takes `+CONTINUE <new replid>`.
+    pub capa_psync2: bool,
+}
+
+/// One replica of this server.
+#[derive(Clone, Debug)]
+pub struct Replica {
+    /// Its connection.
+    pub handle: Handle,
+    /// What it announced.
+    pub announced: Announced,
+    /// Where its sync is.
+    pub state: ReplicaState,
+    /// The stream offset of the first byte it gets after its RDB or from the backlog.
+    pub stream_start: u64,
+    /// The last offset it acknowledged (REPLCONF ACK).
+    pub ack_offset: u64,
+    /// When it last acknowledged (unix ms).
+    pub ack_ms: u64,
+}
+
+/// The state of this server's link to its primary (INFO `master_link_status`, ROLE's state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Must connect (the shell was asked to).
+    Connect,
+    /// Connecting, or in the handshake.
+    Connecting,
+    /// Receiving the RDB.
+    Transfer,
+    /// Applying the stream.
+    Connected,
+}
+
+impl LinkState {
+    /// ROLE's word.
+    pub fn role_word(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Transfer => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// This server's primary, when it is a replica.
+#[derive(Clone, Debug)]
+pub struct Primary {
+    /// `master_host`.
+    pub host: String,
+    /// `master_port`.
+    pub port: u16,
+    /// The link's state.
+    pub state: LinkState,
+    /// When the link last moved bytes (unix ms).
+    pub last_io_ms: u64,
+    /// When the link went down (unix ms; INFO `master_link_down_since_seconds`).
+    pub down_since_ms: u64,
+    /// Bytes of the RDB transfer read, and its size (-1: diskless, unknown).
+    pub transfer_read: u64,
+    /// The transfer's size (-1 when unknown: the `$EOF:` form).
+    pub transfer_size: i64,
+    /// Bumped at each REPLICAOF: the shell's connection for an older request is dropped.
+    pub generation: u64,
+}
+
+/// Replication counters (INFO stats).
+#[derive(Clone, Debug, Default)]
+pub struct ReplStats {
+    /// Full syncs served (`sync_full`).
+    pub sync_full: u64,
+    /// Partial resyncs accepted (`sync_partial_ok`).
+    pub sync_partial_ok: u64,
+    /// Partial resyncs refused (`sync_partial_err`).
+    pub sync_partial_err: u64,
+}
+
+/// Replication state kept in `Core`.
+#[derive(Debug)]
+pub struct Replication {
+    /// `master_replid`.
+    pub replid: String,
+    /// `master_replid2`.
+    pub replid2: String,
+    /// `master_repl_offset`: bytes of stream produced (or, on a replica, applied).
+    pub offset: u64,
+    /// `second_repl_offset` (-1: none).
+    pub second_offset: i64,
+    /// The backlog, once a replica attached (or this server was a replica).
+    pub backlog: Option<Backlog>,
+    /// Replicas, in attach order.
+    pub replicas: Vec<Replica>,
+    /// What clients announced with REPLCONF before their PSYNC.
+    pub announced: Vec<(Handle, Announced)>,
+    /// This server's primary (None: it is a primary).
+    pub primary: Option<Primary>,
+    /// Stream bytes not yet handed to the replicas, and the offset of their first byte.
+    outgoing: Vec<u8>,
+    outgoing_start: u64,
+    /// When the last PING went to the replicas (unix ms).
+    pub last_ping_ms: u64,
+    /// Counters.
+    pub stats: ReplStats,
+}
+
+impl Replication {
+    /// A primary with a fresh replication ID.
+    pub fn new(rng: &mut Rng) -> Self {
+        Replication {
+            replid: new_replid(rng),
+            replid2: String::from(NO_REPLID),
+            offset: 0,
+            second_offset: -1,
+            backlog: None,
+            replicas: Vec::new(),
+            announced: Vec::new(),
+            primary: None,
+            outgoing: Vec::new(),
+            outgoing_start: 1,
+            last_ping_ms: 0,
+            stats: ReplStats::default(),
+        }
+    }
+
+    /// Creates the backlog if there is none (the replica sink must be on from now on).
+    pub fn ensure_backlog(&mut self, size: usize) {
+        if self.backlog.is_none() {
+            self.backlog = Some(Backlog::new(size, self.offset + 1));
+        }
+    }
+
+    /// New stream bytes: into the backlog and the offset, and queued for the replicas.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Some(b) = &mut self.backlog {
+            b.feed(bytes);
+        }
+        if self.outgoing.is_empty() {
+            self.outgoing_start = self.offset + 1;
+        }
+        self.offset += bytes.len() as u64;
+        if !self.replicas.is_empty() {
+            self.outgoing.extend_from_slice(bytes);
+        }
+    }
+
+    /// Moves the stream bytes not yet handed out into `into` (which must be empty); returns
+    /// the offset of their first byte.
+    pub fn take_outgoing(&mut self, into: &mut Vec<u8>) -> u64 {
+        core::mem::swap(into, &mut self.outgoing);
+        self.outgoing_start
+    }
+
+    /// Whether stream bytes wait for the replicas.
+    pub fn has_outgoing(&self) -> bool {
+        !self.outgoing.is_empty()
+    }
+
+    /// Whether PSYNC `replid` `offset` can continue from the backlog: the ID is ours, or our
+    /// previous one up to the offset where it ended, and the backlog still holds `offset`.
+    pub fn can_continue(&self, replid: &[u8], offset: u64) -> bool {
+        let ours = replid == self.replid.as_bytes();
+        let previous = replid == self.replid2.as_bytes()
+            && i64::try_from(offset).is_ok_and(|o| o <= self.second_offset);
+        (ours || previous)
+            && self
+                .backlog
+                .as_ref()
+                .is_some_and(|b| b.from_offset(offset).is_some())
+    }
+
+    /// Attaches client `h` as a replica (its REPLCONF announcements move over).
+    pub fn attach(&mut self, h: Handle, state: ReplicaState, stream_start: u64, now_ms: u64) {
+        let announced = self.take_announced(h);
+        self.replicas.retain(|r| r.handle != h);
+        if self.replicas.is_empty() {
+            // The first PING goes one period after the first replica attaches, not at once
+            // (a replica's stream starts with the writes, as with Redis's cron cadence).
+            self.last_ping_ms = now_ms;
+        }
+        self.replicas.push(Replica {
+            handle: h,
+            announced,
+            state,
+            stream_start,
+            ack_offset: 0,
+            ack_ms: now_ms,
+        });
+    }
+
+    /// What client `h` announced, forgotten here.
+    fn take_announced(&mut self, h: Handle) -> Announced {
+        match self.announced.iter().position(|(a, _)| *a == h) {
+            Some(i) => self.announced.swap_remove(i).1,
+            None => Announced::default(),
+        }
+    }
+
+    /// Client `h`'s announcements, to change (REPLCONF).
+    pub fn announced_mut(&mut self, h: Handle) -> &mut Announced {
+        if let Some(r) = self.replicas.iter_mut().find(|r| r.handle == h) {
+            return &mut r.announced;
+        }
+        let i = match self.announced.iter().position(|(a, _)| *a == h) {
+            Some(i) => i,
+            None => {
+                self.announced.push((h, Announced::default()));
+                self.announced.len() - 1
+            }
+        };
+        &mut self.announced[i].1
+    }
+
+    /// The replica on connection `h`.
+    pub fn replica_mut(&mut self, h: Handle) -> Option<&mut Replica> {
+        self.replicas.iter_mut().find(|r| r.handle == h)
+    }
+
+    /// Whether client `h` is a replica.
+    pub fn is_replica(&self, h: Handle) -> bool {
+        self.replicas.iter().any(|r| r.handle == h)
+    }
+
+    /// Forgets client `h` (its connection closed).
+    pub fn remove(&mut self, h: Handle) {
+        self.replicas.retain(|r| r.handle != h);
+        self.announced.retain(|(a, _)| *a != h);
+        if self.replicas.is_empty() {
+            self.outgoing.clear();
+        }
+    }
+
+    /// Replicas online whose last ACK is at most `max_lag_s` seconds old (the
+    /// `min-replicas-*` check counts them).
+    pub fn good_replicas(&self, max_lag_s: u64, now_ms: u64) -> usize {
+        self.replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Online)
+            .filter(|r| now_ms.saturating_sub(r.ack_ms) / 1000 <= max_lag_s)
+            .count()
+    }
+
+    /// Replicas that acknowledged at least `offset`.
+    pub fn acked(&self, offset: u64) -> usize {
+        self.replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset)
+            .count()
+    }
+
+    /// This server stops following its primary (REPLICAOF NO ONE): the ID it followed becomes
+    /// the secondary ID, valid up to the current offset, and it draws a new one, so its own
+    /// replicas (and the old primary's) continue with `+CONTINUE`.
+    pub fn promote(&mut self, rng: &mut Rng) {
+        self.primary = None;
+        self.shift_replid(rng);
+    }
+
+    /// Moves the ID to the secondary ID and draws a new one.
+    pub fn shift_replid(&mut self, rng: &mut Rng) {
+        self.replid2 = core::mem::replace(&mut self.replid, new_replid(rng));
+        self.second_offset = self.offset as i64 + 1;
+    }
+}
+
+/// The address a replica is reported at (INFO `ip=`, ROLE): what it announced with
+/// `REPLCONF ip-address`, else its connection's peer address without the port.
+pub fn replica_ip(announced: &Announced, transport: &crate::client::Transport) -> String {
+    if let Some(ip) = &announced.ip {
+        return ip.clone();
+    }
+    match transport {
+        crate::client::Transport::Tcp { addr, .. } => match addr.rsplit_once(':') {
+            Some((host, _)) => String::from(host.trim_start_matches('[').trim_end_matches(']')),
+            None => addr.clone(),
+        },
+        crate::client::Transport::Unix { .. } => String::from("127.0.0.1"),
+    }
+}
+
+/// 40 random hex digits.
+pub fn new_replid(rng: &mut Rng) -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continues_from_our_id_or_the_previous_one_up_to_its_end() {
+        let mut rng = Rng::new(1);
+        let mut r = Replication::new(&mut rng);
+        r.ensure_backlog(100);
+        r.feed(b"0123456789");
+        assert_eq!(r.offset, 10);
+        let id = r.replid.clone();
+        assert!(r.can_continue(id.as_bytes(), 11));
+        assert!(r.can_continue(id.as_bytes(), 1));
+        assert!(!r.can_continue(id.as_bytes(), 12));
+        assert!(!r.can_continue(b"?", 1));
+        r.promote(&mut rng);
+        assert_eq!(r.second_offset, 11);
+        assert!(r.can_continue(id.as_bytes(), 11));
+        r.feed(b"ab");
+        assert!(!r.can_continue(id.as_bytes(), 12));
+        assert!(r.can_continue(r.replid.clone().as_bytes(), 12));
+    }
+}

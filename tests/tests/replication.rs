@@ -1,0 +1,268 @@
+//! End-to-end replication with real processes on loopback: a Kayvee primary with a
+//! redis-server 7.0.15 replica under a redis-benchmark write load, the link killed from
+//! either side mid-stream (the replica must come back with a partial resync, counted in the
+//! primary's `sync_partial_ok`), and the datasets compared key by key once the load stops
+//! and the offsets meet. (DEBUG DIGEST is not comparable across the two servers: Kayvee's
+//! digest is its own.)
+
+use kayvee_tests::{tool_available, Server};
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long the replica gets to catch up with the primary.
+const CATCH_UP_MAX: Duration = Duration::from_secs(30);
+
+fn conn(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("client");
+    client.get_connection().expect("connect")
+}
+
+/// One INFO field.
+fn info_field(con: &mut redis::Connection, section: &str, name: &str) -> Option<String> {
+    let text: String = redis::cmd("INFO").arg(section).query(con).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+}
+
+/// A value in a comparable form (unordered collections sorted).
+fn canon(con: &mut redis::Connection, key: &str) -> String {
+    let ty: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+    let q = |c: &str, args: &[&str], con: &mut redis::Connection| -> Vec<Vec<u8>> {
+        let mut cmd = redis::cmd(c);
+        cmd.arg(key);
+        for a in args {
+            cmd.arg(*a);
+        }
+        cmd.query(con).unwrap()
+    };
+    let mut parts = match ty.as_str() {
+        "string" => vec![redis::cmd("GET").arg(key).query::<Vec<u8>>(con).unwrap()],
+        "list" => q("LRANGE", &["0", "-1"], con),
+        "set" => q("SMEMBERS", &[], con),
+        "hash" => q("HGETALL", &[], con)
+            .chunks(2)
+            .map(|p| [p[0].clone(), b"=".to_vec(), p[1].clone()].concat())
+            .collect(),
+        "zset" => q("ZRANGE", &["0", "-1", "WITHSCORES"], con),
+        other => vec![other.as_bytes().to_vec()],
+    };
+    if matches!(ty.as_str(), "set" | "hash") {
+        parts.sort();
+    }
+    format!("{ty} {:?}", parts)
+}
+
+/// Every key of database 0 with its value.
+fn dataset(port: u16) -> BTreeMap<String, String> {
+    let mut con = conn(port);
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    keys.into_iter()
+        .map(|k| {
+            let v = canon(&mut con, &k);
+            (k, v)
+        })
+        .collect()
+}
+
+/// Waits until the replica has applied everything the primary produced.
+fn wait_caught_up(primary: u16, replica: u16) {
+    let (mut p, mut r) = (conn(primary), conn(replica));
+    let start = Instant::now();
+    loop {
+        let ours = info_field(&mut p, "replication", "master_repl_offset");
+        let theirs = info_field(&mut r, "replication", "slave_repl_offset");
+        let up = info_field(&mut r, "replication", "master_link_status");
+        if ours.is_some() && ours == theirs && up.as_deref() == Some("up") {
+            return;
+        }
+        assert!(
+            start.elapsed() < CATCH_UP_MAX,
+            "replica never caught up: primary {ours:?}, replica {theirs:?}, link {up:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits for the replica's link to be up.
+fn wait_link_up(replica: u16) {
+    let mut r = conn(replica);
+    let start = Instant::now();
+    while info_field(&mut r, "replication", "master_link_status").as_deref() != Some("up") {
+        assert!(
+            start.elapsed() < CATCH_UP_MAX,
+            "the replica's link never came up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// redis-benchmark writes of several types against `port` (random keys among `keys`).
+fn benchmark(port: u16, requests: u32, keys: u32) -> std::process::Child {
+    Command::new("redis-benchmark")
+        .args(["-p", &port.to_string(), "-q", "-n", &requests.to_string()])
+        .args(["-r", &keys.to_string(), "-P", "4", "-c", "8"])
+        .args([
+            "-t",
+            "set,incr,lpush,rpush,lpop,sadd,spop,hset,zadd,zpopmin",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-benchmark")
+}
+
+/// A redis-server replica of `primary` in its own directory (a replica writes the RDB of a
+/// full sync to `dir/dbfilename` before loading it: two replicas in one directory would load
+/// each other's files).
+fn redis_replica(primary: &Server, name: &str) -> Server {
+    let dir = tmpdir(&format!("{name}-replica"));
+    let port = primary.port().to_string();
+    Server::redis(&["--dir", &dir, "--replicaof", "127.0.0.1", &port]).unwrap()
+}
+
+/// A Kayvee primary in its own empty directory (nothing to load at startup).
+fn kayvee_primary(name: &str) -> Server {
+    Server::kayvee(&["--dir", &tmpdir(&format!("{name}-primary"))]).unwrap()
+}
+
+/// Removes a test's server directories (kept when it fails, for its files).
+fn remove_dirs(name: &str) {
+    for side in ["primary", "replica"] {
+        let _ = std::fs::remove_dir_all(tmpdir_path(&format!("{name}-{side}")));
+    }
+}
+
+fn tmpdir_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("kayvee-repl-{}-{name}", std::process::id()))
+}
+
+/// A fresh empty directory for one server.
+fn tmpdir(name: &str) -> String {
+    let dir = tmpdir_path(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.to_string_lossy().into_owned()
+}
+
+fn have_tools() -> bool {
+    tool_available("redis-server") && tool_available("redis-benchmark")
+}
+
+fn assert_same_data(primary: &Server, replica: &Server) {
+    let (a, b) = (dataset(primary.port()), dataset(replica.port()));
+    assert!(!a.is_empty(), "the load wrote nothing");
+    let missing: Vec<_> = a.keys().filter(|k| !b.contains_key(*k)).take(5).collect();
+    let extra: Vec<_> = b.keys().filter(|k| !a.contains_key(*k)).take(5).collect();
+    let differ: Vec<_> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k).is_some_and(|w| w != *v))
+        .map(|(k, _)| k)
+        .take(5)
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && differ.is_empty(),
+        "datasets differ: missing {missing:?}, extra {extra:?}, different {differ:?}"
+    );
+}
+
+#[test]
+fn kayvee_primary_serves_a_redis_replica_full_then_partial_resyncs() {
+    if !have_tools() {
+        return;
+    }
+    let primary = kayvee_primary("partial");
+    // Data before the replica exists: the full sync carries it.
+    let mut pre = benchmark(primary.port(), 20_000, 2_000);
+    assert!(pre.wait().unwrap().success());
+    let replica = redis_replica(&primary, "partial");
+    wait_link_up(replica.port());
+    let mut load = benchmark(primary.port(), 200_000, 5_000);
+    std::thread::sleep(Duration::from_millis(300));
+    // The primary drops its replica, then the replica drops its primary: both come back
+    // with a partial resync from the backlog.
+    let mut p = conn(primary.port());
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "replica"])
+        .query(&mut p)
+        .unwrap();
+    assert_eq!(killed, 1);
+    wait_link_up(replica.port());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut r = conn(replica.port());
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "master"])
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(killed, 1);
+    assert!(load.wait().unwrap().success());
+    wait_caught_up(primary.port(), replica.port());
+    let full = info_field(&mut p, "stats", "sync_full");
+    assert_eq!(full.as_deref(), Some("1"), "one full sync only");
+    let partial = info_field(&mut p, "stats", "sync_partial_ok");
+    assert_eq!(partial.as_deref(), Some("2"), "{}", replica.log_tail());
+    assert_same_data(&primary, &replica);
+    // ROLE lists the replica with its acknowledged offset.
+    let role: redis::Value = redis::cmd("ROLE").query(&mut p).unwrap();
+    let text = format!("{role:?}");
+    assert!(text.contains("master"), "{text}");
+    assert!(text.contains(&replica.port().to_string()), "{text}");
+    drop((primary, replica));
+    remove_dirs("partial");
+}
+
+#[test]
+fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them() {
+    if !have_tools() {
+        return;
+    }
+    let primary = kayvee_primary("expiry");
+    let replica = redis_replica(&primary, "expiry");
+    wait_link_up(replica.port());
+    let mut p = conn(primary.port());
+    let () = redis::cmd("SET")
+        .arg(&["gone", "1", "PX", "50"])
+        .query(&mut p)
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg(&["kept", "1", "EX", "1000"])
+        .query(&mut p)
+        .unwrap();
+    redis::pipe()
+        .atomic()
+        .cmd("INCR")
+        .arg("n")
+        .cmd("SELECT")
+        .arg("3")
+        .cmd("RPUSH")
+        .arg(&["l", "a", "b"])
+        .query::<()>(&mut p)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The primary's active expiry deletes `gone` and propagates a DEL.
+    let start = Instant::now();
+    let mut r = conn(replica.port());
+    loop {
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+        if keys.len() == 2 {
+            break;
+        }
+        assert!(
+            start.elapsed() < CATCH_UP_MAX,
+            "DEL of the expired key never came: {keys:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_caught_up(primary.port(), replica.port());
+    let ttl: i64 = redis::cmd("TTL").arg("kept").query(&mut r).unwrap();
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    let () = redis::cmd("SELECT").arg("3").query(&mut r).unwrap();
+    let l: Vec<String> = redis::cmd("LRANGE")
+        .arg(&["l", "0", "-1"])
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(l, ["a", "b"]);
+    drop((primary, replica));
+    remove_dirs("expiry");
+}

@@ -369,6 +369,11 @@ impl Stream {
             }
         };
         if full {
+            // The last node is closed: give back its listpack's spare room (it grew by doubling).
+            if let Some(mut last) = self.nodes.pop_last() {
+                last.seal();
+                self.nodes.insert(last);
+            }
             self.nodes.insert(Node::new(id, fields));
         } else {
             let mut n = self.nodes.pop_last().expect("a last node");

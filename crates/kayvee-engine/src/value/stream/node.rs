@@ -165,6 +165,14 @@ impl Node {
         }
     }
 
+    /// Gives back the listpack's spare capacity when no snapshot shares it (a node no longer
+    /// appended to).
+    pub fn seal(&mut self) {
+        if let Some(bytes) = Arc::get_mut(&mut self.lp) {
+            bytes.shrink_to_fit();
+        }
+    }
+
     /// Live entries.
     pub fn count(&self) -> u64 {
         let mut at = lp::HEADER;

@@ -16,7 +16,9 @@ probe's p99 latency inside the save window vs without, and the time the save tak
 Both servers are pinned to CPU 0 (Kayvee's save thread and Redis's child alike), the load to CPU 1;
 with --no-pin the servers may use every CPU (the save thread or the child can run beside the loop).
 Standard library only.
-Usage: python3 bench/snapshot.py [--keys N] [--no-pin] [--kayvee-bin PATH] [--json F]
+With --stream the dataset is one stream of KEYS entries (three short fields each) and the write
+load is `XADD mystream * ...`.
+Usage: python3 bench/snapshot.py [--keys N] [--stream] [--no-pin] [--kayvee-bin PATH] [--json F]
 """
 
 import argparse
@@ -76,8 +78,22 @@ def info_field(port, section, field):
     raise RuntimeError(f"no INFO field {field}")
 
 
+# --stream: the dataset is one stream of KEYS entries of three short fields and the write load
+# appends to it (XADD mystream * ...), instead of SETs of 100-byte values.
+STREAM = False
+STREAM_FIELDS = ["f1", "v1", "f2", "v2", "f3", "v3"]
+
+
+def resp(*args):
+    return "".join([f"*{len(args)}\r\n"] + [f"${len(a)}\r\n{a}\r\n" for a in args])
+
+
 def load(port, keys):
-    """SET key:%012d <100 bytes> for every key through one pipelined redis-cli --pipe."""
+    """SET key:%012d <100 bytes> for every key (with --stream: XADD mystream <n>-1 and three
+    fields for each entry) through one pipelined redis-cli --pipe."""
+    if STREAM:
+        load_stream(port, keys)
+        return
     value = "v" * VALUE_SIZE
     proc = subprocess.Popen(["taskset", "-c", CLIENT_CPU, "redis-cli", "-p", str(port), "--pipe"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -86,6 +102,23 @@ def load(port, keys):
     for i in range(keys):
         key = f"key:{i:012d}"
         chunk.append(f"*3\r\n$3\r\nSET\r\n${len(key)}\r\n{key}\r\n${VALUE_SIZE}\r\n{value}\r\n")
+        if len(chunk) == 10000:
+            proc.stdin.write("".join(chunk).encode())
+            chunk = []
+    proc.stdin.write("".join(chunk).encode())
+    out, err = proc.communicate(timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"redis-cli --pipe failed: {out!r} {err!r}")
+
+
+def load_stream(port, entries):
+    """XADD mystream <n>-1 f1 v1 f2 v2 f3 v3 for n in 1..=entries."""
+    proc = subprocess.Popen(["taskset", "-c", CLIENT_CPU, "redis-cli", "-p", str(port), "--pipe"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    chunk = []
+    for i in range(1, entries + 1):
+        chunk.append(resp("XADD", "mystream", f"{i}-1", *STREAM_FIELDS))
         if len(chunk) == 10000:
             proc.stdin.write("".join(chunk).encode())
             chunk = []
@@ -140,7 +173,8 @@ class Probe(threading.Thread):
 def write_load(port, keys):
     """Starts the rewrite load; returns the redis-benchmark process."""
     cmd = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-p", str(port), "-c", "50", "-P", "16",
-           "-n", str(3 * keys), "-r", str(keys), "-d", str(VALUE_SIZE), "-t", "set", "--csv"]
+           "-n", str(3 * keys), "-r", str(keys), "-d", str(VALUE_SIZE), "--csv"]
+    cmd += ["XADD", "mystream", "*"] + STREAM_FIELDS if STREAM else ["-t", "set"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -199,6 +233,9 @@ def measure(kind, binary, keys, port_base, pin):
             log(f"{kind}: loading {keys} keys")
             load(server.port, keys)
             loaded = int(info_field(server.port, "keyspace", "db0").split(",")[0].split("=")[1])
+            if STREAM:
+                reply = command(server.port, "XLEN", "mystream")
+                loaded = int(reply[1:].split(b"\r\n")[0])
             if loaded != keys:
                 raise RuntimeError(f"{kind}: {loaded} keys loaded, wanted {keys}")
             base_pss, base_rss = memory_kib(server.proc.pid)
@@ -257,7 +294,11 @@ def main():
     p.add_argument("--kayvee-bin", default=None)
     p.add_argument("--json", default=None)
     p.add_argument("--no-pin", action="store_true", help="let the servers use every CPU")
+    p.add_argument("--stream", action="store_true",
+                   help="one stream of KEYS entries, the write load XADD to it")
     args = p.parse_args()
+    global STREAM
+    STREAM = args.stream
     kayvee = args.kayvee_bin or default_kayvee_bin()
     pin = not args.no_pin
     results = {"redis": measure("redis", "redis-server", args.keys, 29500, pin),

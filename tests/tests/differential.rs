@@ -17,12 +17,16 @@
 //! - Unordered collection replies (SMEMBERS, HGETALL, ...) compare sorted; scans compare cursor and
 //!   sorted batch; random picks compare by shape.
 //! - SORT BY a pattern without `*` (no sorting): sorted elements, or the shape with LIMIT.
+//! - Stream idle and delivery times: extended XPENDING's idle time, XINFO's `idle` values and
+//!   any XINFO integer within 30 days of now (seen and delivery times) are masked. The stream
+//!   generator uses explicit IDs only, and idle thresholds far from any real idle time.
 //! - Lex ranges on sorted sets (ZRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE BYLEX) compare by
 //!   reply type only: when members have different scores Redis's own answer depends on its skip
 //!   list's random levels (seeded per process). Exact behaviour is covered by the transcripts.
 //!
 //! Left out because legitimately nondeterministic: RANDOMKEY, SCAN cursors, OBJECT IDLETIME/FREQ,
-//! TIME, CLIENT ID/LIST/INFO, INFO, DEBUG, short TTLs that could expire mid-run.
+//! TIME, CLIENT ID/LIST/INFO, INFO, DEBUG, short TTLs that could expire mid-run,
+//! stream IDs `*` (the time of day).
 //!
 //! Environment: `KAYVEE_DIFF_SEED=N` reruns one seed; `KAYVEE_DIFF_SEEDS=N` sets how many seeds
 //! (default 20); `KAYVEE_DIFF_CMDS=N` commands per seed (default 3000); `KAYVEE_TARGET=redis` runs
@@ -48,6 +52,8 @@ mod diff_gen_hll;
 mod diff_gen_list;
 #[path = "diff_gen/set.rs"]
 mod diff_gen_set;
+#[path = "diff_gen/stream.rs"]
+mod diff_gen_stream;
 #[path = "diff_gen/txn.rs"]
 mod diff_gen_txn;
 #[path = "diff_gen/zset.rs"]
@@ -149,6 +155,8 @@ struct Gen {
     step: u64,
     /// Commands of a scripted sequence still to emit (transactions), one per step.
     pending: std::collections::VecDeque<Args>,
+    /// Stream IDs recently given to XADD (the stream family reads, acks and claims them).
+    stream_ids: Vec<String>,
 }
 
 /// A generator of one family of commands.
@@ -170,6 +178,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (12, Gen::hll_command),
     (10, Gen::bitfield_command),
     (15, Gen::geo_command),
+    (50, Gen::stream_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -545,6 +554,8 @@ fn same_reply(cmd: &[Vec<u8>], a: &Reply, b: &Reply) -> bool {
         "SORT" | "SORT_RO" if sorts_nothing(cmd) => sorted_elements(a) == sorted_elements(b),
         "ZRANGEBYLEX" | "ZREVRANGEBYLEX" | "ZLEXCOUNT" | "ZREMRANGEBYLEX" => same_shape(a, b),
         "ZRANGE" | "ZRANGESTORE" if has_arg(cmd, b"bylex") => same_shape(a, b),
+        "XPENDING" if cmd.len() > 3 => mask_pending_idle(a) == mask_pending_idle(b),
+        "XINFO" => mask_stream_times(a) == mask_stream_times(b),
         _ => same_collection_reply(&name, cmd, a, b),
     }
 }
@@ -676,6 +687,51 @@ fn mask_acl_log(reply: &[u8]) -> Vec<u8> {
             out.extend_from_slice(if mask_next { b"<masked>" } else { item });
             mask_next = item == b"$11\r\nage-seconds\r\n" || item == b"$11\r\nclient-info\r\n";
         }
+    }
+    out
+}
+
+/// An extended XPENDING reply with each entry's idle time (its third element) masked.
+fn mask_pending_idle(reply: &[u8]) -> Vec<u8> {
+    let Some((head, entries)) = split_aggregate(reply) else {
+        return reply.to_vec();
+    };
+    let mut out = head.to_vec();
+    for entry in entries {
+        match split_aggregate(entry) {
+            Some((head, items)) if items.len() == 4 => {
+                out.extend_from_slice(head);
+                for (i, item) in items.iter().enumerate() {
+                    out.extend_from_slice(if i == 2 { b"<idle>" } else { item });
+                }
+            }
+            _ => out.extend_from_slice(entry),
+        }
+    }
+    out
+}
+
+/// An XINFO reply with times masked at any depth: the value after an `idle` field and every
+/// integer within 30 days of now (seen times and delivery times are unix milliseconds).
+fn mask_stream_times(reply: &[u8]) -> Vec<u8> {
+    let Some((head, items)) = split_aggregate(reply) else {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        return match resp_int(reply) {
+            Some(t) if (t - now).abs() < 30 * 86_400_000 => b"<time>".to_vec(),
+            _ => reply.to_vec(),
+        };
+    };
+    let mut out = head.to_vec();
+    let mut idle_next = false;
+    for item in items {
+        if idle_next {
+            out.extend_from_slice(b"<idle>");
+        } else {
+            out.extend(mask_stream_times(item));
+        }
+        idle_next = item == b"$4\r\nidle\r\n";
     }
     out
 }
@@ -821,12 +877,19 @@ impl Pair {
     }
 }
 
+/// Whether an argument is one of the generators' key names.
+fn is_key(arg: &[u8]) -> bool {
+    KEYS.iter()
+        .chain(diff_gen_stream::STREAM_KEYS)
+        .any(|k| k.as_bytes() == arg)
+}
+
 /// Commands in `history` that touch any key of `cmd` or act on whole databases.
 fn key_history(history: &[(usize, Args, String)], cmd: &[Vec<u8>]) -> Vec<String> {
     let keys: HashSet<&[u8]> = cmd[1..]
         .iter()
         .map(Vec::as_slice)
-        .filter(|a| KEYS.contains(&&*String::from_utf8_lossy(a)))
+        .filter(|a| is_key(a))
         .collect();
     let global = ["SELECT", "SWAPDB", "FLUSHDB", "FLUSHALL", "MOVE", "COPY"];
     let relevant = |(_, c, _): &&(usize, Args, String)| {
@@ -843,10 +906,7 @@ fn key_history(history: &[(usize, Args, String)], cmd: &[Vec<u8>]) -> Vec<String
 
 /// `GET` of each key of `cmd` on both servers, as lines for a mismatch report.
 fn key_states(pair: &mut Pair, cmd: &[Vec<u8>]) -> Vec<String> {
-    let mut keys: Vec<&Vec<u8>> = cmd[1..]
-        .iter()
-        .filter(|a| KEYS.iter().any(|k| k.as_bytes() == a.as_slice()))
-        .collect();
+    let mut keys: Vec<&Vec<u8>> = cmd[1..].iter().filter(|a| is_key(a)).collect();
     keys.dedup();
     let mut lines = Vec::new();
     for key in keys {
@@ -876,6 +936,7 @@ fn run_seed(
         rng: Rng(seed),
         step: 0,
         pending: Default::default(),
+        stream_ids: Vec::new(),
     };
     let mut history: Vec<(usize, Args, String)> = Vec::new();
     for i in 0..count {
@@ -1135,6 +1196,7 @@ fn generator_is_deterministic_and_varied() {
             rng: Rng(seed),
             step: 0,
             pending: Default::default(),
+            stream_ids: Vec::new(),
         };
         (0..500).map(|_| gen.command()).collect::<Vec<_>>()
     };
@@ -1211,6 +1273,29 @@ fn comparison_rules() {
     let h3 = Ok(b"%2\r\n$2\r\nid\r\n:9\r\n$5\r\nproto\r\n:2\r\n".to_vec());
     assert!(same_reply(&hello, &h1, &h2));
     assert!(!same_reply(&hello, &h1, &h3));
+    let pending = |idle: &str| {
+        Ok(format!("*1\r\n*4\r\n$3\r\n1-0\r\n$1\r\nc\r\n:{idle}\r\n:1\r\n").into_bytes())
+    };
+    let xpending = args(&["XPENDING", "s", "g", "-", "+", "10"]);
+    assert!(same_reply(&xpending, &pending("3"), &pending("7")));
+    assert!(!same_reply(
+        &args(&["XPENDING", "s", "g"]),
+        &pending("3"),
+        &pending("7")
+    ));
+    let consumer = |idle: &str, pel: &str| {
+        Ok(
+            format!("*1\r\n*4\r\n$4\r\nidle\r\n:{idle}\r\n$7\r\npending\r\n:{pel}\r\n")
+                .into_bytes(),
+        )
+    };
+    let xinfo = args(&["XINFO", "CONSUMERS", "s", "g"]);
+    assert!(same_reply(&xinfo, &consumer("3", "1"), &consumer("9", "1")));
+    assert!(!same_reply(
+        &xinfo,
+        &consumer("3", "1"),
+        &consumer("3", "2")
+    ));
     assert_eq!(
         parse_line("SET a \"\" \\x00b"),
         vec![b"SET".to_vec(), b"a".to_vec(), vec![], b"\x00b".to_vec()]

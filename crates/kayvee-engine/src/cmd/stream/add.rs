@@ -123,18 +123,24 @@ fn node_limits(cx: &Cx<'_>) -> (u64, u64) {
 }
 
 /// The ID XADD gives a new entry: the explicit one (its sequence generated for `ms-*`) or
-/// the next after the top item (now's milliseconds when later). `None`: not above the top.
-fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now_ms: u64) -> Option<StreamId> {
+/// the next after the top item (now's milliseconds when later), or Redis's error.
+fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now_ms: u64) -> Result<StreamId, Error> {
     let id = match given {
         Some((id, true)) => id,
-        Some((id, false)) if id.ms == s.last_id.ms => {
-            StreamId::new(id.ms, s.last_id.seq.checked_add(1)?)
-        }
+        // `ms-*` after `ms-18446744073709551615`: Redis reports its generic append failure.
+        Some((id, false)) if id.ms == s.last_id.ms => match s.last_id.seq.checked_add(1) {
+            Some(seq) => StreamId::new(id.ms, seq),
+            None => return Err(Error::msg("ERR Elements are too large to be stored")),
+        },
         Some((id, false)) => id,
         None if now_ms > s.last_id.ms => StreamId::new(now_ms, 0),
-        None => s.last_id.incr()?,
+        None => s.last_id.incr().ok_or_else(smaller)?,
     };
-    (id > s.last_id).then_some(id)
+    if id > s.last_id {
+        Ok(id)
+    } else {
+        Err(smaller())
+    }
 }
 
 /// The argument vector with `~` made `=` and the threshold what the stream holds now, as
@@ -184,7 +190,7 @@ pub(super) fn xadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     let fields: Vec<&[u8]> = (field_at..args.len()).map(|i| args.get(i)).collect();
     if !exists {
         let s = Stream::new();
-        let id = next_id(&s, a.id, now).ok_or_else(smaller)?;
+        let id = next_id(&s, a.id, now)?;
         let mut s = s;
         s.append(id, &fields, max_bytes, max_entries);
         cx.db().set(key, Value::Stream(Box::new(s)), now, false);
@@ -196,7 +202,7 @@ pub(super) fn xadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
             "ERR The stream has exhausted the last possible ID, unable to add more items",
         ));
     }
-    let id = next_id(s, a.id, now).ok_or_else(smaller)?;
+    let id = next_id(s, a.id, now)?;
     s.append(id, &fields, max_bytes, max_entries);
     added(cx, args, &a, id_at, id, out)
 }

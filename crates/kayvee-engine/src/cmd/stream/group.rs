@@ -225,9 +225,6 @@ pub(super) fn xgroup_delconsumer(
 
 /// XACK key group id [id ...].
 pub(super) fn xack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let ids = (3..args.len())
-        .map(|i| parse_strict_id(args.get(i), 0))
-        .collect::<Result<Vec<_>, _>>()?;
     let key = args.get(1);
     let Some(s) = write_stream(cx, key)? else {
         out.int(0);
@@ -237,6 +234,10 @@ pub(super) fn xack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         out.int(0);
         return Ok(());
     };
+    // As Redis, the IDs are parsed only once the key and group exist (all before any ack).
+    let ids = (3..args.len())
+        .map(|i| parse_strict_id(args.get(i), 0))
+        .collect::<Result<Vec<_>, _>>()?;
     let acked = ids.iter().filter(|id| g.ack(**id)).count();
     if acked > 0 {
         cx.db().modified(key);

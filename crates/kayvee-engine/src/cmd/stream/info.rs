@@ -53,6 +53,8 @@ fn reply_lag(out: &mut dyn ReplySink, s: &Stream, g: &Group) {
 
 /// XINFO STREAM key [FULL [COUNT count]].
 pub(super) fn xinfo_stream(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    // As Redis, the key is looked up before the options are checked.
+    let s = stream_arg(cx, args)?;
     let mut full = None;
     match args.len() {
         3 => {}
@@ -70,7 +72,6 @@ pub(super) fn xinfo_stream(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
             return Err(Error::Bytes(t));
         }
     }
-    let s = stream_arg(cx, args)?;
     out.map(if full.is_some() { 9 } else { 10 });
     out.bulk(b"length");
     out.int(s.length as i64);

@@ -67,12 +67,8 @@ fn parse_read<'a>(args: &Argv<'a>, xreadgroup: bool, now_ms: u64) -> Result<Read
             r.streams_at = i + 1;
             let rest = args.len() - r.streams_at;
             if !rest.is_multiple_of(2) {
-                let (name, sym) = if xreadgroup {
-                    ("xreadgroup", '>')
-                } else {
-                    ("xread", '$')
-                };
-                return Err(Error::msg(alloc::format!("ERR Unbalanced '{name}' list of streams: for each stream key an ID or '{sym}' must be specified.")));
+                // 7.0 says XREAD and '$' for XREADGROUP too.
+                return Err(Error::msg("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."));
             }
             r.n = rest / 2;
             break;

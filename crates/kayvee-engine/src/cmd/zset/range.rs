@@ -310,6 +310,8 @@ fn select(
     limit: Option<(i64, i64)>,
 ) -> Vec<(SmallBytes, f64)> {
     let pair = |e: ZRef<'_>| (SmallBytes::from_slice(e.1), e.0);
+    // A rank range only gets here with `LIMIT offset -1`, whose offset Redis ignores.
+    let limit = limit.filter(|_| !matches!(range, Range::Rank(..)));
     let (off, cnt) = limit.unwrap_or((0, -1));
     if off < 0 {
         return Vec::new();

@@ -415,7 +415,8 @@ impl Stream {
                 let mut entries = node.iter();
                 entries.seek(start);
                 for e in entries {
-                    if e.deleted {
+                    // As Redis's iterator: deleted entries (and any out of order) are passed.
+                    if e.deleted || e.id < start {
                         continue;
                     }
                     if e.id > end || !f(&e) {
@@ -547,14 +548,13 @@ impl Stream {
     /// Exact trimming inside the first node: marks entries deleted while the strategy wants.
     fn trim_inside_first(&mut self, strategy: TrimStrategy) -> u64 {
         let mut node = self.nodes.pop_first().expect("a first node");
-        let targets: Vec<(StreamId, usize)> = node
-            .entries()
-            .iter()
-            .filter(|e| !e.deleted)
-            .map(|e| (e.id, e.flags_at))
-            .collect();
+        // As Redis, every entry in order, deleted ones included: MINID stops at the first
+        // entry not below it even if deleted (after XSETID, a deleted entry may precede
+        // smaller live ones).
+        let targets: Vec<(StreamId, bool)> =
+            node.entries().iter().map(|e| (e.id, e.deleted)).collect();
         let mut removed = 0;
-        for (id, _) in &targets {
+        for (id, deleted) in &targets {
             let go = match strategy {
                 TrimStrategy::MaxLen(max) => self.length > max,
                 TrimStrategy::MinId(min) => *id < min,
@@ -562,11 +562,14 @@ impl Stream {
             if !go {
                 break;
             }
+            if *deleted {
+                continue;
+            }
             // Offsets move as counters change size: find the entry again.
             let at = node
                 .entries()
                 .iter()
-                .find(|e| e.id == *id)
+                .find(|e| e.id == *id && !e.deleted)
                 .map(|e| e.flags_at)
                 .expect("entry present");
             node.mark_deleted(at);
@@ -617,9 +620,10 @@ impl Stream {
     }
 
     /// Whether any live entry has an ID in `start..=end` that was deleted: 7.0's test for
-    /// "tombstones" (the greatest deleted ID lies in the range).
+    /// "tombstones" (the greatest deleted ID lies in the range and not before the first entry:
+    /// deletions that the stream has since trimmed past leave no gap).
     pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
-        if self.length == 0 || self.max_deleted.is_zero() {
+        if self.length == 0 || self.max_deleted.is_zero() || self.first_id > self.max_deleted {
             return false;
         }
         start <= self.max_deleted && self.max_deleted <= end

@@ -94,12 +94,17 @@ impl<'a> Entries<'a> {
         }
     }
 
-    /// Skips the entries with IDs below `id` without decoding their fields.
+    /// Skips the entries with IDs below `id`, and deleted ones, without decoding their fields.
+    /// Live entries are in ID order but deleted ones need not be: after XSETID lowers the last
+    /// ID below a deleted entry's, later entries follow it with smaller IDs (a reader must not
+    /// stop at it).
     pub fn seek(&mut self, id: StreamId) {
         loop {
             let before = self.at;
             match self.head() {
-                Some((flags, eid, _)) if eid < id => self.skip_fields(flags),
+                Some((flags, eid, _)) if eid < id || flags & FLAG_DELETED != 0 => {
+                    self.skip_fields(flags)
+                }
                 Some(_) => {
                     self.at = before;
                     return;
@@ -409,11 +414,15 @@ impl Node {
             );
             assert_eq!(self.entry_at(h.2).fields, e.fields, "entry at {}", h.2);
         }
+        let target = entries[entries.len() / 2].id;
         let mut it = self.iter();
-        it.seek(entries[entries.len() / 2].id);
+        it.seek(target);
         assert_eq!(
             it.next().map(|e| e.id),
-            Some(entries[entries.len() / 2].id),
+            entries
+                .iter()
+                .find(|e| !e.deleted && e.id >= target)
+                .map(|e| e.id),
             "seek"
         );
     }

@@ -72,6 +72,11 @@ pub struct Core {
     pub debug: crate::debug::Switches,
     /// The latency monitor's events and the per-command latency histograms.
     pub latency: crate::latency::Latency,
+    /// A script is running (its commands never block, MONITOR shows them as `lua`).
+    pub script_running: bool,
+    /// The Lua VM and the script cache (see [`crate::script`]).
+    #[cfg(feature = "scripting")]
+    pub scripts: crate::script::Scripts,
 }
 
 /// The context a command handler runs in.

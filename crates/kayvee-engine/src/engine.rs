@@ -77,6 +77,9 @@ impl Engine {
             monitors: Default::default(),
             debug: Default::default(),
             latency: Default::default(),
+            script_running: false,
+            #[cfg(feature = "scripting")]
+            scripts: Default::default(),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)

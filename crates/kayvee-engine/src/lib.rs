@@ -55,6 +55,8 @@ pub mod persist;
 pub mod pubsub;
 pub mod reply;
 pub mod rng;
+#[cfg(feature = "scripting")]
+pub mod script;
 pub mod slowlog;
 pub mod stats;
 pub mod time;

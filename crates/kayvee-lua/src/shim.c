@@ -51,8 +51,8 @@ int kv_open_libs(lua_State *L) {
 }
 
 /* The message handler of protected calls: a table {message=<the error value>, source=...,
- * line=...} naming the Lua function that raised it (the caller of a C function that raised
- * it, such as error()). */
+ * line=...} naming the Lua function that raised it: the innermost on the stack that is
+ * neither C (error() itself) nor a host's own chunk (a chunk named "=..."). */
 static int kv_error_handler(lua_State *L) {
     lua_Debug ar;
     int level = 1;
@@ -61,7 +61,7 @@ static int kv_error_handler(lua_State *L) {
     lua_setfield(L, -2, "message");
     while (lua_getstack(L, level, &ar)) {
         lua_getinfo(L, "Sl", &ar);
-        if (ar.what[0] != 'C') {
+        if (ar.what[0] != 'C' && ar.source[0] != '=') {
             lua_pushstring(L, ar.source);
             lua_setfield(L, -2, "source");
             lua_pushinteger(L, ar.currentline);

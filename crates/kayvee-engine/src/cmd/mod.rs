@@ -43,6 +43,8 @@ pub mod monitor;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;
+#[cfg(feature = "scripting")]
+pub mod script;
 pub mod server;
 pub mod set;
 pub mod slowlog;
@@ -84,4 +86,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     latency::COMMANDS,
     acl::COMMANDS,
     monitor::COMMANDS,
+    #[cfg(feature = "scripting")]
+    script::COMMANDS,
 ];

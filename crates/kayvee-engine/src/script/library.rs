@@ -12,16 +12,20 @@ use kayvee_lua::{Host, Lua, Raise, Type};
 /// A loaded library.
 #[derive(Clone, Debug)]
 pub struct Library {
+    /// Its name (library names are case-sensitive; function names are not, as in Redis).
+    pub name: Vec<u8>,
     /// Its code, header included (FUNCTION LIST WITHCODE, DUMP, the RDB).
     pub code: Vec<u8>,
-    /// Its functions' names, in registration order.
+    /// Its functions' keys (lowercase names), in registration order.
     pub functions: Vec<Vec<u8>>,
 }
 
 /// A library's function.
 #[derive(Clone, Debug)]
 pub struct Function {
-    /// The library's name.
+    /// Its name as registered.
+    pub name: Vec<u8>,
+    /// The library's key.
     pub library: Vec<u8>,
     /// Its flags (`no-writes`...).
     pub flags: Flags,
@@ -128,13 +132,17 @@ impl Loader {
         if !valid_name(&name) {
             return raise(lua, "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long");
         }
-        if self.registered.iter().any(|(n, _, _)| *n == name) {
+        if self
+            .registered
+            .iter()
+            .any(|(n, _, _)| n.eq_ignore_ascii_case(&name))
+        {
             return raise(lua, "ERR Function already exists in the library");
         }
         // The callback is on top (named form: pushed by `named_args`; else argument 2).
         lua.raw_get_field(REGISTRY, PENDING);
         lua.push_value(-2);
-        lua.raw_set_field(-2, &name);
+        lua.raw_set_field(-2, &name.to_ascii_lowercase());
         lua.set_top(0);
         self.registered.push((name, flags, description));
         Ok(0)
@@ -212,7 +220,8 @@ impl Scripts {
         code: &[u8],
         replace: bool,
     ) -> Result<(), String> {
-        if self.libraries.contains_key(&name) && !replace {
+        let key = name.clone();
+        if self.libraries.contains_key(&key) && !replace {
             return Err(alloc::format!(
                 "ERR Library '{}' already exists",
                 String::from_utf8_lossy(&name)
@@ -223,15 +232,15 @@ impl Scripts {
             return Err("ERR No functions registered".into());
         }
         for (f, _, _) in &registered {
-            if let Some(other) = self.functions.get(f).filter(|o| o.library != name) {
-                let _ = other;
+            let f_key = f.to_ascii_lowercase();
+            if self.functions.get(&f_key).is_some_and(|o| o.library != key) {
                 return Err(alloc::format!(
                     "ERR Function {} already exists",
                     String::from_utf8_lossy(f)
                 ));
             }
         }
-        self.delete_library(&name);
+        self.delete_library(&key);
         self.commit(name, code, registered);
         Ok(())
     }
@@ -272,31 +281,34 @@ impl Scripts {
 
     /// Keeps the library and moves its registered callbacks to the function table.
     fn commit(&mut self, name: Vec<u8>, code: &[u8], registered: Vec<Registered>) {
+        let key = name.clone();
         let lua = self.vm();
         lua.raw_get_field(REGISTRY, FUNCTIONS);
         lua.raw_get_field(REGISTRY, PENDING);
         for (f, _, _) in &registered {
-            lua.raw_get_field(-1, f);
-            lua.raw_set_field(-3, f);
+            let f_key = f.to_ascii_lowercase();
+            lua.raw_get_field(-1, &f_key);
+            lua.raw_set_field(-3, &f_key);
         }
         lua.pop(2);
-        let mut names = Vec::new();
+        let mut keys = Vec::new();
         for (f, flags, description) in registered {
-            names.push(f.clone());
+            let f_key = f.to_ascii_lowercase();
+            keys.push(f_key.clone());
             let function = Function {
-                library: name.clone(),
+                name: f,
+                library: key.clone(),
                 flags,
                 description,
             };
-            self.functions.insert(f, function);
+            self.functions.insert(f_key, function);
         }
-        self.libraries.insert(
+        let library = Library {
             name,
-            Library {
-                code: code.to_vec(),
-                functions: names,
-            },
-        );
+            code: code.to_vec(),
+            functions: keys,
+        };
+        self.libraries.insert(key, library);
     }
 }
 

@@ -129,7 +129,7 @@ pub struct Scripts {
     pub bodies_bytes: usize,
     /// The function libraries (FUNCTION LOAD), by name.
     pub libraries: BTreeMap<Vec<u8>, Library>,
-    /// Every library's functions: name → (library, flags).
+    /// Every library's functions, by lowercase name.
     pub functions: BTreeMap<Vec<u8>, Function>,
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
@@ -288,10 +288,10 @@ fn compile_into(lua: &mut Lua, sha: &Sha, body: &[u8]) -> Result<(), Vec<u8>> {
     Ok(())
 }
 
-/// Pushes function `name` of a library (nil when there is none).
+/// Pushes function `name` (any case) of a library (nil when there is none).
 pub fn push_function(lua: &mut Lua, name: &[u8]) {
     lua.raw_get_field(REGISTRY, FUNCTIONS);
-    lua.raw_get_field(-1, name);
+    lua.raw_get_field(-1, &name.to_ascii_lowercase());
     lua.remove(-2);
 }
 

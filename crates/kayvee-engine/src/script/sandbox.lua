@@ -63,6 +63,15 @@ for name, lib in pairs(host.libs) do
     visible[name] = ro(lib)
 end
 visible.redis = ro(redis)
+-- Lua 5.1.5's unpack overflows its count on extreme ranges (and then asks for a huge stack):
+-- such ranges fail as they do in Redis's patched Lua.
+local unpack = unpack
+function visible.unpack(t, i, j)
+    if type(i) == 'number' and type(j) == 'number' and j - i >= 7999 then
+        error('too many results to unpack', 0)
+    end
+    return unpack(t, i, j)
+end
 function visible.setmetatable(t, m)
     if readonly[t] then error('Attempt to modify a readonly table', 0) end
     return setmetatable(t, m)

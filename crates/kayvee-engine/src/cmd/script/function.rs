@@ -99,13 +99,13 @@ pub fn function_list(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let libs: alloc::vec::Vec<_> = scripts
         .libraries
         .iter()
-        .filter(|(name, _)| pattern.is_none_or(|p| glob_match(p, name, false)))
+        .filter(|(_, lib)| pattern.is_none_or(|p| glob_match(p, &lib.name, true)))
         .collect();
     out.array(libs.len());
-    for (name, lib) in libs {
+    for (_, lib) in libs {
         out.map(3 + usize::from(with_code));
         out.bulk_str("library_name");
-        out.bulk(name);
+        out.bulk(&lib.name);
         out.bulk_str("engine");
         out.bulk_str("LUA");
         out.bulk_str("functions");
@@ -117,7 +117,7 @@ pub fn function_list(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             };
             out.map(3);
             out.bulk_str("name");
-            out.bulk(f);
+            out.bulk(&function.name);
             out.bulk_str("description");
             match &function.description {
                 Some(d) => out.bulk(d),

@@ -19,7 +19,7 @@ use crate::command::{flags, CommandId};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
 use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
-use crate::script::{self, host, sha1, Sha};
+use crate::script::{self, host, sha1, Flags, Sha};
 use crate::time::Now;
 use crate::util::parse_i64;
 use alloc::string::String;
@@ -76,13 +76,17 @@ impl Dispatch<'_> {
         if ro_command && flags.is_some_and(|f| !f.no_writes) {
             return Err(Error::msg(WRITE_FLAG_RO));
         }
-        let read_only = ro_command || flags.is_some_and(|f| f.no_writes);
+        // A script without a header is checked command by command (its writes past
+        // `maxmemory` fail); with one, at its start unless `no-writes` or `allow-oom`.
+        let header = flags.is_some();
+        let mut flags = flags.unwrap_or_default();
+        flags.no_writes |= ro_command;
         let mut lua = self.core.scripts.take_vm();
         script::push_script(&mut lua, &sha);
         let split = 3 + numkeys as usize;
         script::set_global_array(&mut lua, b"KEYS", (3..split).map(|i| argv.get(i)));
         script::set_global_array(&mut lua, b"ARGV", (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 0, read_only, &sha)
+        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha)
     }
 
     /// FCALL / FCALL_RO: runs a library's function with KEYS and ARGV as its arguments.
@@ -95,13 +99,16 @@ impl Dispatch<'_> {
         out: &mut dyn ReplySink,
     ) -> CmdResult {
         let fname = argv.get(1);
-        let Some(function) = self.core.scripts.functions.get(fname) else {
+        let key = fname.to_ascii_lowercase();
+        let Some(function) = self.core.scripts.functions.get(&key) else {
             return Err(Error::msg("ERR Function not found"));
         };
-        let flags = function.flags;
-        let numkeys = parse_i64(argv.get(2))
-            .filter(|&n| n >= 0)
-            .ok_or(Error::msg("ERR Bad number of keys provided"))?;
+        let (flags, shown) = (function.flags, function.name.clone());
+        let numkeys =
+            parse_i64(argv.get(2)).ok_or(Error::msg("ERR Bad number of keys provided"))?;
+        if numkeys < 0 {
+            return Err(Error::msg("ERR Number of keys can't be negative"));
+        }
         if numkeys > (argv.len() - 3) as i64 {
             return Err(Error::msg(
                 "ERR Number of keys can't be greater than number of args",
@@ -115,11 +122,13 @@ impl Dispatch<'_> {
         let split = 3 + numkeys as usize;
         push_array(&mut lua, (3..split).map(|i| argv.get(i)));
         push_array(&mut lua, (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 2, flags.no_writes, fname)
+        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown)
     }
 
     /// Calls the script or function below its `nargs` arguments on `lua`'s stack, then puts
-    /// the VM back; `name` is what errors call it (the SHA-1 or the function's name).
+    /// the VM back; `name` is what errors call it (the SHA-1 or the function's name). A script
+    /// with flags (a `#!lua` header, a function) that may write is refused at its start past
+    /// `maxmemory` unless `allow-oom`; one without is checked at each write it makes.
     #[allow(clippy::too_many_arguments)]
     fn call_script(
         &mut self,
@@ -129,9 +138,18 @@ impl Dispatch<'_> {
         now: Now,
         out: &mut dyn ReplySink,
         nargs: i32,
-        read_only: bool,
+        (flags, header): (Flags, bool),
         name: &[u8],
     ) -> CmdResult {
+        if header
+            && !flags.no_writes
+            && !flags.allow_oom
+            && self.core.config.maxmemory != 0
+            && self.over_memory(now)
+        {
+            self.core.scripts.put_vm(lua);
+            return Err(Error::msg(crate::evict::OOM));
+        }
         if self.core.monitors.active() {
             let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
             monitor::feed_as(monitors, outbox, self.clients, h, argv, now, None);
@@ -145,7 +163,8 @@ impl Dispatch<'_> {
             h,
             now,
             resp3: false,
-            read_only,
+            read_only: flags.no_writes,
+            allow_oom: flags.allow_oom,
         };
         let result = lua.call(&mut run, nargs, 1);
         let resp3 = run.resp3;
@@ -164,6 +183,11 @@ impl Dispatch<'_> {
             (c.db, c.last_cmd, c.last_cmd_id) = (db, last_cmd, last_cmd_id);
         }
         reply
+    }
+
+    /// Whether memory is over `maxmemory` after trying to evict.
+    fn over_memory(&mut self, now: Now) -> bool {
+        crate::drain::evict(self.core, now) == crate::evict::Evicted::Fail
     }
 
     /// The name of the script to run: EVALSHA's argument (lowercased; it must be cached), or
@@ -195,8 +219,10 @@ struct Run<'r, 'e> {
     now: Now,
     /// `redis.setresp(3)` was called.
     resp3: bool,
-    /// EVAL_RO / EVALSHA_RO: no write commands.
+    /// EVAL_RO / EVALSHA_RO / `no-writes`: no write commands.
     read_only: bool,
+    /// `allow-oom`: writes past `maxmemory` are let through.
+    allow_oom: bool,
 }
 
 impl Host for Run<'_, '_> {
@@ -255,6 +281,13 @@ impl Run<'_, '_> {
         }
         if self.read_only && spec.has(flags::WRITE) {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
+        }
+        if spec.has(flags::DENYOOM)
+            && self.d.core.config.maxmemory != 0
+            && !self.allow_oom
+            && crate::drain::evict(self.d.core, self.now) == crate::evict::Evicted::Fail
+        {
+            return Err(crate::evict::OOM.into());
         }
         if let Some(e) = self.d.acl_denied(self.h, cmd, &argv, self.now) {
             let text = alloc::format!("{e}");

@@ -46,6 +46,7 @@ extern "C" {
     pub fn lua_pushlstring(l: *mut lua_State, s: *const c_char, len: usize);
     pub fn lua_pushstring(l: *mut lua_State, s: *const c_char);
     pub fn lua_pushboolean(l: *mut lua_State, b: c_int);
+    pub fn lua_pushlightuserdata(l: *mut lua_State, p: *mut c_void);
     pub fn lua_createtable(l: *mut lua_State, narr: c_int, nrec: c_int);
     pub fn lua_rawget(l: *mut lua_State, idx: c_int);
     pub fn lua_rawgeti(l: *mut lua_State, idx: c_int, n: c_int);

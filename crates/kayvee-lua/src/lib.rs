@@ -293,6 +293,12 @@ impl Lua {
         unsafe { ffi::lua_pushlstring(self.l, b.as_ptr().cast(), b.len()) }
     }
 
+    /// Pushes the NULL light userdata (what `cjson.null` is in Redis).
+    pub fn push_null_userdata(&mut self) {
+        // SAFETY: a live state; the pointer is never dereferenced.
+        unsafe { ffi::lua_pushlightuserdata(self.l, core::ptr::null_mut()) }
+    }
+
     /// Pushes a host function: a closure calling [`Host::call`] with `id`.
     pub fn push_host_fn(&mut self, id: i32) {
         // SAFETY: a live state.
@@ -451,6 +457,15 @@ impl Lua {
     pub fn push_where(&mut self, level: i32) {
         // SAFETY: a live state.
         unsafe { ffi::luaL_where(self.l, level) }
+    }
+
+    /// Pushes `where: msg` as `luaL_error` words an error raised by a C function (the
+    /// position of the Lua code that called it), for a host function to return `Err(Raise)`.
+    pub fn error_here(&mut self, msg: &[u8]) -> Raise {
+        self.push_where(1);
+        self.push_bytes(msg);
+        self.concat(2);
+        Raise
     }
 
     /// Concatenates the `n` values on top (strings and numbers) into one string.

@@ -170,6 +170,10 @@ impl<'e> Dispatch<'e> {
         }
         let replicates = pause::held_by_write;
         let mut write = replicates(spec);
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            write = self.script_may_write(id, argv);
+        }
         if Some(id) == self.state.exec_id {
             let queue = self
                 .core

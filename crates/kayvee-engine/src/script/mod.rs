@@ -10,6 +10,8 @@
 //! library tables that cannot be changed. Host functions (`redis.call` and the rest) are
 //! numbered by [`host`].
 
+pub mod bit;
+pub mod cjson;
 pub mod library;
 pub mod sha1;
 
@@ -131,6 +133,8 @@ pub struct Scripts {
     pub libraries: BTreeMap<Vec<u8>, Library>,
     /// Every library's functions, by lowercase name.
     pub functions: BTreeMap<Vec<u8>, Function>,
+    /// `cjson`'s settings.
+    pub cjson: cjson::Config,
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
     pub rand48: u64,
@@ -327,6 +331,20 @@ fn build_vm() -> Lua {
         lua.raw_set_field(-2, name.as_bytes());
     }
     lua.new_table(0, 0);
+    lua.new_table(0, bit::NAMES.len() as i32);
+    for (i, name) in bit::NAMES.iter().enumerate() {
+        lua.push_host_fn(bit::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.raw_set_field(-2, b"bit");
+    lua.new_table(0, cjson::NAMES.len() as i32 + 1);
+    for (i, name) in cjson::NAMES.iter().enumerate() {
+        lua.push_host_fn(cjson::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.push_null_userdata();
+    lua.raw_set_field(-2, b"null");
+    lua.raw_set_field(-2, b"cjson");
     lua.raw_set_field(-2, b"libs");
     let ran = lua.call(&mut NoHost, 1, 4);
     assert_eq!(ran, Ok::<(), Failure>(()), "the sandbox runs");

@@ -48,6 +48,25 @@ impl Dispatch<'_> {
         )
     }
 
+    /// Whether EVAL-family command `argv` may write (what CLIENT PAUSE WRITE holds): not the
+    /// `_RO` forms, nor a script or function flagged `no-writes`.
+    pub(super) fn script_may_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        let name = self.spec(id).name;
+        let scripts = &self.core.scripts;
+        let flags = match name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+            "eval" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+                .ok()
+                .and_then(|sha| scripts.shebang.get(&sha).copied()),
+            _ => scripts
+                .functions
+                .get(&argv.get(1).to_ascii_lowercase())
+                .map(|f| f.flags),
+        };
+        flags.is_none_or(|f| !f.no_writes)
+    }
+
     /// Runs EVAL-family command `id` for client `h`.
     pub(super) fn eval(
         &mut self,
@@ -237,6 +256,10 @@ impl Host for Run<'_, '_> {
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            id if id >= script::cjson::FIRST => {
+                script::cjson::call(lua, id, &mut self.d.core.scripts.cjson)
+            }
+            id if id >= script::bit::FIRST => script::bit::call(lua, id),
             _ => raise(lua, "ERR no such host function"),
         }
     }
@@ -385,8 +408,7 @@ impl Run<'_, '_> {
 
 /// Raises a plain string error (as Lua's own library functions do).
 fn raise_string(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
-    lua.push_bytes(text.as_bytes());
-    Err(Raise)
+    Err(lua.error_here(text.as_bytes()))
 }
 
 /// The command `redis.call`'s arguments name: strings, or numbers (written as integers when

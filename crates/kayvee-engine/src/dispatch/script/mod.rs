@@ -302,7 +302,8 @@ impl Run<'_, '_> {
         if spec.has(flags::NOSCRIPT) {
             return Err("ERR This Redis command is not allowed from script".into());
         }
-        if self.read_only && (spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE)) {
+        // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
+        if self.read_only && crate::pause::held_by_write(spec) {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
         }
         if spec.has(flags::DENYOOM)

@@ -1,5 +1,6 @@
 """redis-py (Debian's 4.3.4) against a server on 127.0.0.1:<port>: transactions, WATCH retry
-loops, the PubSub object, ACL denial paths, CLIENT LIST, INFO, CONFIG GET/SET.
+loops, the PubSub object, ACL denial paths, CLIENT LIST, INFO, CONFIG GET/SET, Lock and
+Script (Lua scripts).
 
 Run: python3 tests/py/test_redis_py.py <port>. Plain asserts; exits non-zero on the first
 failure. tests/tests/redis_py.rs runs it against kayvee-server (and the same script passes
@@ -238,6 +239,70 @@ def test_introspection(r):
         pass
 
 
+def test_lock(r):
+    """redis-py's Lock, whose release, extend and reacquire are Lua scripts (EVALSHA after a
+    SCRIPT LOAD, EVAL when the cache was flushed)."""
+    from redis.exceptions import LockError, LockNotOwnedError
+
+    r.delete("lock:a")
+    lock = r.lock("lock:a", timeout=10)
+    assert lock.acquire(blocking=False)
+    assert lock.locked() and lock.owned()
+    other = r.lock("lock:a", timeout=10)
+    assert not other.acquire(blocking=False)
+    assert lock.extend(5)
+    assert 10000 < r.pttl("lock:a") <= 15000
+    assert lock.extend(3, replace_ttl=True)
+    assert r.pttl("lock:a") <= 3000
+    assert lock.reacquire()
+    assert 9000 < r.pttl("lock:a") <= 10000
+    lock.release()
+    assert not lock.locked()
+    try:
+        lock.release()
+        raise AssertionError("releasing an unlocked lock must fail")
+    except LockError:
+        pass
+    # A lock that timed out and was taken by another owner is not ours to release.
+    short = r.lock("lock:a", timeout=0.05)
+    assert short.acquire(blocking=False)
+    time.sleep(0.1)
+    assert other.acquire(blocking=False)
+    try:
+        short.release()
+        raise AssertionError("releasing a lock owned by another must fail")
+    except LockNotOwnedError:
+        pass
+    other.release()
+    r.script_flush()
+    with r.lock("lock:b", timeout=5, blocking_timeout=1):
+        assert r.exists("lock:b")
+    assert not r.exists("lock:b")
+
+
+def test_script(r):
+    """The Script object: EVALSHA, falling back to EVAL (NOSCRIPT) after SCRIPT FLUSH."""
+    incr_by = r.register_script(
+        "local v = redis.call('incrby', KEYS[1], ARGV[1]) return {v, 'ok', {err = 'e'} ~= nil}"
+    )
+    r.delete("counter")
+    assert incr_by(keys=["counter"], args=[5]) == [5, b"ok", 1]
+    r.script_flush()
+    assert incr_by(keys=["counter"], args=[2]) == [7, b"ok", 1]
+    assert r.script_exists(incr_by.sha) == [True]
+    fails = r.register_script("return redis.call('incr', KEYS[1])")
+    r.set("text", "x")
+    try:
+        fails(keys=["text"])
+        raise AssertionError("a failing redis.call must raise")
+    except ResponseError as e:
+        assert "value is not an integer" in str(e), e
+    pipe = r.pipeline()
+    incr_by(keys=["counter"], args=[1], client=pipe)
+    pipe.get("counter")
+    assert pipe.execute() == [[8, b"ok", 1], b"8"]
+
+
 def main():
     r = client()
     r.flushall()
@@ -248,6 +313,8 @@ def main():
         test_resp3_support,
         lambda: test_acl(r),
         lambda: test_introspection(client()),
+        lambda: test_lock(r),
+        lambda: test_script(r),
     ]
     for t in tests:
         t()

@@ -74,6 +74,11 @@ pub struct Core {
     pub latency: crate::latency::Latency,
     /// Replication: IDs, offsets, the backlog, replicas, the primary (see [`crate::repl`]).
     pub repl: crate::repl::Replication,
+    /// A script is running (its commands never block, MONITOR shows them as `lua`).
+    pub script_running: bool,
+    /// The Lua VM and the script cache (see [`crate::script`]).
+    #[cfg(feature = "scripting")]
+    pub scripts: crate::script::Scripts,
 }
 
 /// The context a command handler runs in.

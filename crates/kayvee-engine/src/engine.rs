@@ -81,6 +81,9 @@ impl Engine {
             debug: Default::default(),
             latency: Default::default(),
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
+            script_running: false,
+            #[cfg(feature = "scripting")]
+            scripts: Default::default(),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
         core.run_id = (0..40)

@@ -56,6 +56,8 @@ pub mod pubsub;
 pub mod repl;
 pub mod reply;
 pub mod rng;
+#[cfg(feature = "scripting")]
+pub mod script;
 pub mod slowlog;
 pub mod stats;
 pub mod time;

@@ -86,13 +86,27 @@ pub fn feed(
     if spec.has(flags::ADMIN) || spec.has(flags::SKIP_MONITOR) {
         return;
     }
+    feed_as(monitors, outbox, clients, me, args, now, None);
+}
+
+/// Feeds a command whatever its flags (EVAL's own line), as client `me` or, with `source`
+/// (`lua` for a script's commands), as `[db source]`.
+pub fn feed_as(
+    monitors: &mut Monitors,
+    outbox: &mut Outbox,
+    clients: &ClientTable,
+    me: Handle,
+    args: &Argv<'_>,
+    now: Now,
+    source: Option<&str>,
+) {
     let Some(c) = clients.get(me) else {
         return;
     };
-    let line = Reply::Simple(line(now, c.db, &c.conn.transport, args));
+    let line = Reply::Simple(line(now, c.db, &c.conn.transport, source, args));
     let msg = Rc::new(line);
     for &m in &monitors.clients {
-        if m == me {
+        if m == me && source.is_none() {
             monitors.pending_self.push((*msg).clone());
         } else {
             outbox.push(m, Rc::clone(&msg));
@@ -101,7 +115,13 @@ pub fn feed(
 }
 
 /// One monitor line (without the leading `+`).
-fn line(now: Now, db: usize, transport: &Transport, args: &Argv<'_>) -> String {
+fn line(
+    now: Now,
+    db: usize,
+    transport: &Transport,
+    source: Option<&str>,
+    args: &Argv<'_>,
+) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -110,6 +130,7 @@ fn line(now: Now, db: usize, transport: &Transport, args: &Argv<'_>) -> String {
         now.unix_us % 1_000_000
     );
     match transport {
+        _ if source.is_some() => s.push_str(source.unwrap_or_default()),
         Transport::Tcp { addr, .. } => s.push_str(addr),
         Transport::Unix { path } => {
             s.push_str("unix:");
@@ -161,11 +182,13 @@ mod tests {
             unix_us: 1_700_000_000_000_042,
         };
         assert_eq!(
-            line(now, 3, &tcp, &a.argv()),
+            line(now, 3, &tcp, None, &a.argv()),
             r#"1700000000.000042 [3 127.0.0.1:5] "HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "n""#
         );
         let a = ArgvBuf::from_args(["auth", "pw"]);
         let unix = Transport::Unix { path: "/s".into() };
-        assert!(line(now, 0, &unix, &a.argv()).ends_with(r#"[0 unix:/s] "auth" "(redacted)""#));
+        assert!(
+            line(now, 0, &unix, None, &a.argv()).ends_with(r#"[0 unix:/s] "auth" "(redacted)""#)
+        );
     }
 }

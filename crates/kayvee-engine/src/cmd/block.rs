@@ -20,7 +20,7 @@ pub fn signal_key_ready(cx: &mut Cx<'_>, db: usize, key: &[u8]) {
 /// Whether the running client may block: not inside MULTI (where blocking commands answer
 /// their timeout reply at once, as Redis does).
 pub fn may_block(cx: &mut Cx<'_>) -> bool {
-    !cx.core.txn.in_multi(cx.me)
+    !cx.core.txn.in_multi(cx.me) && !cx.core.script_running
 }
 
 /// Blocks the running client on `spec` (or, when it may not block, writes the timeout reply):

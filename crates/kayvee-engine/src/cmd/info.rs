@@ -257,26 +257,63 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     field(s, "allocator_active", used);
     field(s, "allocator_resident", rss);
     human(s, "total_system_memory", core.host.total_system_memory);
-    field(s, "used_memory_lua", 0);
-    field(s, "used_memory_vm_eval", 0);
-    field(s, "used_memory_lua_human", "0B");
-    zeros(
+    let scripts = ScriptMemory::of(core);
+    field(s, "used_memory_lua", scripts.vm);
+    field(s, "used_memory_vm_eval", scripts.vm);
+    field(s, "used_memory_lua_human", bytes_to_human(scripts.vm));
+    field(s, "used_memory_scripts_eval", scripts.bodies);
+    field(s, "number_of_cached_scripts", scripts.cached);
+    field(s, "number_of_functions", scripts.functions);
+    field(s, "number_of_libraries", scripts.libraries);
+    field(s, "used_memory_vm_functions", 0);
+    human(s, "used_memory_vm_total", scripts.vm);
+    field(s, "used_memory_functions", scripts.function_code);
+    field(
         s,
-        &[
-            "used_memory_scripts_eval",
-            "number_of_cached_scripts",
-            "number_of_functions",
-            "number_of_libraries",
-            "used_memory_vm_functions",
-            "used_memory_vm_total",
-        ],
+        "used_memory_scripts",
+        scripts.bodies + scripts.function_code,
     );
-    field(s, "used_memory_vm_total_human", "0B");
-    zeros(s, &["used_memory_functions", "used_memory_scripts"]);
-    field(s, "used_memory_scripts_human", "0B");
+    let scripts_total = scripts.bodies + scripts.function_code;
+    field(
+        s,
+        "used_memory_scripts_human",
+        bytes_to_human(scripts_total),
+    );
     human(s, "maxmemory", core.config.maxmemory);
     field(s, "maxmemory_policy", &core.config.maxmemory_policy);
     memory_ratios(s, used, rss);
+}
+
+/// What INFO memory reports of scripting (zeros without the `scripting` feature). The eval
+/// scripts and the functions share one Lua VM, counted as the eval VM's.
+#[derive(Default)]
+struct ScriptMemory {
+    vm: u64,
+    bodies: u64,
+    cached: u64,
+    functions: u64,
+    libraries: u64,
+    function_code: u64,
+}
+
+impl ScriptMemory {
+    #[cfg(feature = "scripting")]
+    fn of(core: &crate::cx::Core) -> Self {
+        let sc = &core.scripts;
+        ScriptMemory {
+            vm: sc.vm_bytes() as u64,
+            bodies: sc.bodies_bytes as u64,
+            cached: sc.bodies.len() as u64,
+            functions: sc.functions.len() as u64,
+            libraries: sc.libraries.len() as u64,
+            function_code: sc.libraries.values().map(|l| l.code.len() as u64).sum(),
+        }
+    }
+
+    #[cfg(not(feature = "scripting"))]
+    fn of(_: &crate::cx::Core) -> Self {
+        ScriptMemory::default()
+    }
 }
 
 /// The fragmentation fields of the Memory section, then its tail.

@@ -44,6 +44,8 @@ pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
+#[cfg(feature = "scripting")]
+pub mod script;
 pub mod server;
 pub mod set;
 pub mod slowlog;
@@ -86,4 +88,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     latency::COMMANDS,
     acl::COMMANDS,
     monitor::COMMANDS,
+    #[cfg(feature = "scripting")]
+    script::COMMANDS,
 ];

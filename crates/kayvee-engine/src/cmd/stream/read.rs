@@ -281,9 +281,22 @@ fn open_stream(out: &mut dyn ReplySink, key: &[u8]) {
     out.bulk(key);
 }
 
+/// BLOCK from a script is an error, as Redis 7.0 words it (other blocking commands just do not
+/// block there).
+fn refuse_block_in_script(cx: &Cx<'_>, args: &Argv<'_>, r: &ReadArgs) -> CmdResult {
+    if r.block.is_some() && cx.core.script_running {
+        let mut text = b"ERR ".to_vec();
+        text.extend_from_slice(args.get(0));
+        text.extend_from_slice(b" command is not allowed with BLOCK option from scripts");
+        return Err(Error::Bytes(text));
+    }
+    Ok(())
+}
+
 /// XREAD [COUNT count] [BLOCK ms] STREAMS key [key ...] id [id ...].
 pub(super) fn xread(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let r = parse_read(args, false, cx.now_ms())?;
+    refuse_block_in_script(cx, args, &r)?;
     let ids = resolve_ids(cx, args, &r)?;
     let mut found: Vec<(usize, Vec<OwnedEntry>)> = Vec::new();
     for (k, id) in ids.iter().enumerate() {
@@ -383,6 +396,7 @@ pub(super) fn serve_xread(
 /// XREADGROUP GROUP group consumer [COUNT count] [BLOCK ms] [NOACK] STREAMS key ... id ...
 pub(super) fn xreadgroup(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let r = parse_read(args, true, cx.now_ms())?;
+    refuse_block_in_script(cx, args, &r)?;
     let ids = resolve_ids(cx, args, &r)?;
     let (gname, cname) = r.group.expect("checked");
     let now = cx.now_ms();

@@ -9,13 +9,16 @@ use crate::client::{self, ClientTable, Handle};
 use crate::cmd::spec::Commands;
 use crate::command::{self, CommandId, CommandInfo, CommandTable};
 use crate::cx::{Core, Cx};
-use crate::error::Error;
+use crate::error::{CmdResult, Error};
 use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
 use crate::stats::send_error;
 use crate::time::Now;
 use crate::{acl, cmd, drain, evict, monitor, pause, persist, pubsub, txn, util};
 use alloc::vec::Vec;
+
+#[cfg(feature = "scripting")]
+mod script;
 
 /// What dispatch remembers between commands (kept in the engine).
 pub struct State {
@@ -176,6 +179,10 @@ impl<'e> Dispatch<'e> {
         }
         let replicates = pause::held_by_write;
         let mut write = replicates(spec);
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            write = self.script_may_write(id, argv);
+        }
         if Some(id) == self.state.exec_id {
             let queue = self
                 .core
@@ -382,6 +389,11 @@ impl<'e> Dispatch<'e> {
         client.last_cmd_id = Some(id);
         let db_index = client.db;
         self.state.last_cmd = Some(id);
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            let result = self.eval(h, id, argv, now, out);
+            return self.count(id, result, out);
+        }
         let mut cx = Cx {
             core: self.core,
             clients: self.clients,
@@ -409,8 +421,20 @@ impl<'e> Dispatch<'e> {
         }
         if self.core.monitors.active() {
             let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
-            monitor::feed(monitors, outbox, self.clients, h, spec, argv, now);
+            if self.core.script_running {
+                if !spec.has(command::flags::ADMIN) && !spec.has(command::flags::SKIP_MONITOR) {
+                    monitor::feed_as(monitors, outbox, self.clients, h, argv, now, Some("lua"));
+                }
+            } else {
+                monitor::feed(monitors, outbox, self.clients, h, spec, argv, now);
+            }
         }
+        self.count(id, result, out);
+        outcome
+    }
+
+    /// Counts a command that ran (INFO commandstats, `dirty`) and sends its error, if any.
+    fn count(&mut self, id: CommandId, result: CmdResult, out: &mut dyn ReplySink) -> Outcome {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
         self.core.stats.total_commands_processed += 1;
@@ -425,7 +449,7 @@ impl<'e> Dispatch<'e> {
                 send_error(&mut self.core.stats, &e, out);
             }
         }
-        outcome
+        Outcome::Continue
     }
 
     /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else

@@ -1,0 +1,283 @@
+//! Replies to Lua values and back, as Redis 7.0 converts them (its `redisProtocolToLuaType`
+//! and `luaReplyToRedisReply`), and a failed script's error text.
+//!
+//! A command's reply, in the protocol the script chose: integer → number, bulk → string,
+//! null → `false` (RESP2) or `nil` (RESP3), status → `{ok=}`, error → `{err=}`, array →
+//! table; RESP3 adds map → `{map={k=v}}`, set → `{set={k=true}}`, double → `{double=n}`,
+//! boolean, big number → `{big_number=}`, verbatim → `{verbatim_string={format=,string=}}`.
+//! A script's value: string → bulk, number → integer (truncated), boolean → `1`/null (RESP2)
+//! or a boolean (after `redis.setresp(3)`), a table with `err`/`ok`/`double`/`big_number`/
+//! `map`/`set`/`verbatim_string` as those, any other table → array up to its first nil,
+//! anything else → null.
+
+use crate::cmd::double::format_g17;
+use crate::error::Error;
+use crate::reply::{Reply, ReplySink};
+use alloc::vec::Vec;
+use kayvee_lua::{Lua, Type};
+
+/// How deep converted values may nest (Lua's C stack is the limit otherwise).
+const DEPTH_MAX: usize = 200;
+
+/// A number as `redis.call` passes it: the integer when whole, else `%.17g`.
+pub fn number_text(n: f64) -> Vec<u8> {
+    if n == libm::trunc(n) && n.abs() < 9.0e15 {
+        alloc::format!("{}", n as i64).into_bytes()
+    } else {
+        let mut out = Vec::new();
+        format_g17(n, &mut out);
+        out
+    }
+}
+
+/// Newlines become spaces (an error or status line must be one line).
+pub fn one_line(mut text: Vec<u8>) -> Vec<u8> {
+    for b in &mut text {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    text
+}
+
+/// Pushes `{err = text}`.
+pub fn push_error_table(lua: &mut Lua, text: &[u8]) {
+    lua.new_table(0, 1);
+    lua.push_bytes(text);
+    lua.raw_set_field(-2, b"err");
+}
+
+/// Pushes a one-field table `{name = <the value on top>}`, popping the value.
+fn wrap_field(lua: &mut Lua, name: &[u8]) {
+    lua.new_table(0, 1);
+    lua.insert(-2);
+    lua.raw_set_field(-2, name);
+}
+
+/// Pushes the Lua form of a command's reply.
+pub fn push_reply(lua: &mut Lua, reply: &Reply, resp3: bool) {
+    lua.check_stack(8);
+    match reply {
+        Reply::Simple(s) => {
+            lua.push_bytes(s.as_bytes());
+            wrap_field(lua, b"ok");
+        }
+        Reply::Error(s) => push_error_table(lua, s.as_bytes()),
+        Reply::Int(i) => lua.push_number(*i as f64),
+        Reply::Bulk(b) => lua.push_bytes(b),
+        Reply::Null | Reply::NullArray if resp3 => lua.push_nil(),
+        Reply::Null | Reply::NullArray => lua.push_bool(false),
+        Reply::Array(items) | Reply::Push(items) => push_array(lua, items, resp3),
+        Reply::Set(items) if resp3 => {
+            lua.new_table(0, items.len() as i32);
+            for item in items {
+                push_reply(lua, item, resp3);
+                lua.push_bool(true);
+                lua.raw_set(-3);
+            }
+            wrap_field(lua, b"set");
+        }
+        Reply::Set(items) => push_array(lua, items, resp3),
+        Reply::Map(pairs) if resp3 => {
+            lua.new_table(0, pairs.len() as i32);
+            for (k, v) in pairs {
+                push_reply(lua, k, resp3);
+                push_reply(lua, v, resp3);
+                lua.raw_set(-3);
+            }
+            wrap_field(lua, b"map");
+        }
+        Reply::Map(pairs) => {
+            lua.new_table(pairs.len() as i32 * 2, 0);
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                push_reply(lua, k, resp3);
+                lua.raw_seti(-2, i as i32 * 2 + 1);
+                push_reply(lua, v, resp3);
+                lua.raw_seti(-2, i as i32 * 2 + 2);
+            }
+        }
+        Reply::Double(d) if resp3 => {
+            lua.push_number(*d);
+            wrap_field(lua, b"double");
+        }
+        Reply::Double(d) => {
+            let mut text = Vec::new();
+            format_g17(*d, &mut text);
+            lua.push_bytes(&text);
+        }
+        Reply::Boolean(b) if resp3 => lua.push_bool(*b),
+        Reply::Boolean(b) => lua.push_number(f64::from(u8::from(*b))),
+        Reply::BigNumber(d) if resp3 => {
+            lua.push_bytes(d.as_bytes());
+            wrap_field(lua, b"big_number");
+        }
+        Reply::BigNumber(d) => lua.push_bytes(d.as_bytes()),
+        Reply::Verbatim(format, text) if resp3 => {
+            lua.new_table(0, 2);
+            lua.push_bytes(format.as_bytes());
+            lua.raw_set_field(-2, b"format");
+            lua.push_bytes(text);
+            lua.raw_set_field(-2, b"string");
+            wrap_field(lua, b"verbatim_string");
+        }
+        Reply::Verbatim(_, text) => lua.push_bytes(text),
+    }
+}
+
+fn push_array(lua: &mut Lua, items: &[Reply], resp3: bool) {
+    lua.new_table(items.len() as i32, 0);
+    for (i, item) in items.iter().enumerate() {
+        push_reply(lua, item, resp3);
+        lua.raw_seti(-2, i as i32 + 1);
+    }
+}
+
+/// Writes the script's value at `idx` as the client's reply.
+pub fn write_value(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool) {
+    let idx = lua.absolute(idx);
+    write_at(lua, idx, out, resp3, 0);
+}
+
+fn write_at(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
+    if depth > DEPTH_MAX || !lua.check_stack(8) {
+        out.error("ERR reached lua stack limit");
+        return;
+    }
+    match lua.type_of(idx) {
+        Type::String => out.bulk(lua.to_bytes(idx).unwrap_or_default()),
+        Type::Boolean if resp3 => out.boolean(lua.to_bool(idx)),
+        Type::Boolean if lua.to_bool(idx) => out.int(1),
+        Type::Number => out.int(lua.to_number(idx).unwrap_or(0.0) as i64),
+        Type::Table => write_table(lua, idx, out, resp3, depth),
+        _ => out.null(),
+    }
+}
+
+/// The value of string field `name` of the table at `idx`, if it is a string.
+fn string_field(lua: &mut Lua, idx: i32, name: &[u8]) -> Option<Vec<u8>> {
+    lua.raw_get_field(idx, name);
+    let v = (lua.type_of(-1) == Type::String).then(|| lua.to_vec(-1).unwrap_or_default());
+    lua.pop(1);
+    v
+}
+
+fn write_table(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
+    if let Some(err) = string_field(lua, idx, b"err") {
+        return out.error_bytes(&one_line(err));
+    }
+    if let Some(ok) = string_field(lua, idx, b"ok") {
+        return out.simple(&alloc::string::String::from_utf8_lossy(&one_line(ok)));
+    }
+    lua.raw_get_field(idx, b"double");
+    if lua.type_of(-1) == Type::Number {
+        out.double(lua.to_number(-1).unwrap_or(0.0));
+        return lua.pop(1);
+    }
+    lua.pop(1);
+    if let Some(digits) = string_field(lua, idx, b"big_number") {
+        return out.big_number(&alloc::string::String::from_utf8_lossy(&one_line(digits)));
+    }
+    for kind in [&b"map"[..], b"set"] {
+        lua.raw_get_field(idx, kind);
+        if lua.type_of(-1) == Type::Table {
+            write_pairs(lua, out, resp3, depth, kind == b"map");
+            return lua.pop(1);
+        }
+        lua.pop(1);
+    }
+    lua.raw_get_field(idx, b"verbatim_string");
+    if lua.type_of(-1) == Type::Table {
+        let t = lua.top();
+        let format = string_field(lua, t, b"format");
+        let text = string_field(lua, t, b"string");
+        if let (Some(f), Some(s)) = (format, text) {
+            out.verbatim(&alloc::string::String::from_utf8_lossy(&f), &s);
+            return lua.pop(1);
+        }
+    }
+    lua.pop(1);
+    write_array(lua, idx, out, resp3, depth);
+}
+
+/// The table on top as a map (its pairs) or a set (its keys).
+fn write_pairs(lua: &mut Lua, out: &mut dyn ReplySink, resp3: bool, depth: usize, map: bool) {
+    let t = lua.top();
+    let mut n = 0;
+    lua.push_nil();
+    while lua.next(t) {
+        n += 1;
+        lua.pop(1);
+    }
+    if map {
+        out.map(n);
+    } else {
+        out.set(n);
+    }
+    lua.push_nil();
+    while lua.next(t) {
+        let k = lua.top() - 1;
+        write_at(lua, k, out, resp3, depth + 1);
+        if map {
+            write_at(lua, k + 1, out, resp3, depth + 1);
+        }
+        lua.pop(1);
+    }
+}
+
+/// The table at `idx` as an array: its elements from 1 up to the first nil.
+fn write_array(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
+    let mut n = 0;
+    loop {
+        lua.raw_geti(idx, n as i32 + 1);
+        let nil = lua.type_of(-1) == Type::Nil;
+        lua.pop(1);
+        if nil {
+            break;
+        }
+        n += 1;
+    }
+    out.array(n);
+    for i in 0..n {
+        lua.raw_geti(idx, i as i32 + 1);
+        let top = lua.top();
+        write_at(lua, top, out, resp3, depth + 1);
+        lua.pop(1);
+    }
+}
+
+/// The error reply of a script that raised an error (the handler's table on top): Redis's
+/// `<message> script: <sha>, on <source>:<line>.`, the message being the raised table's `err`
+/// or `ERR ` and the raised value.
+pub fn failure(lua: &mut Lua, name: &[u8]) -> Error {
+    let t = lua.top();
+    if lua.type_of(t) != Type::Table {
+        let msg = lua.to_vec(t).unwrap_or_default();
+        return Error::Bytes(one_line([&b"ERR "[..], &msg].concat()));
+    }
+    lua.raw_get_field(t, b"message");
+    let msg = match lua.type_of(-1) {
+        Type::Table => {
+            let m = lua.top();
+            string_field(lua, m, b"err").unwrap_or_else(|| b"ERR unknown error".to_vec())
+        }
+        Type::String | Type::Number => {
+            [&b"ERR "[..], lua.to_bytes(-1).unwrap_or_default()].concat()
+        }
+        Type::Nil => b"ERR nil".to_vec(),
+        _ => b"ERR unknown error".to_vec(),
+    };
+    lua.pop(1);
+    let source = string_field(lua, t, b"source");
+    lua.raw_get_field(t, b"line");
+    let line = lua.to_number(-1);
+    lua.pop(1);
+    let mut text = msg;
+    if let (Some(source), Some(line)) = (source, line) {
+        text.extend_from_slice(b" script: ");
+        text.extend_from_slice(name);
+        text.extend_from_slice(b", on ");
+        text.extend_from_slice(&source);
+        text.extend_from_slice(alloc::format!(":{}.", line as i64).as_bytes());
+    }
+    Error::Bytes(one_line(text))
+}

@@ -1,0 +1,472 @@
+//! EVAL, EVALSHA, EVAL_RO and EVALSHA_RO: a script's run, as Redis 7.0. The script is the
+//! cached Lua function (see [`crate::script`]); `redis.call` and `redis.pcall` run their
+//! command through [`Dispatch::run`], the path of a client's command after its admission
+//! (statistics, SLOWLOG's and commandstats' counts, the key event drain, keyspace
+//! notifications, WATCH, tracking, propagation: a script's writes reach the AOF as the
+//! commands it ran, in MULTI/EXEC when more than one), with the checks Redis makes for
+//! scripts (unknown command, arity, `noscript`, writes from read-only scripts, ACL).
+//!
+//! Replies cross as Redis 7.0 converts them ([`convert`]): a command's reply becomes a Lua
+//! value in the protocol the script chose (`redis.setresp`), the script's return value becomes
+//! the client's reply.
+
+mod convert;
+
+use super::Dispatch;
+use crate::argv::{Argv, ArgvBuf};
+use crate::client::Handle;
+use crate::command::{flags, CommandId};
+use crate::error::{CmdResult, Error};
+use crate::monitor;
+use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
+use crate::script::{self, host, sha1, Flags, Sha};
+use crate::time::Now;
+use crate::util::parse_i64;
+use alloc::string::String;
+use kayvee_lua::{Host, Lua, Raise, Type};
+
+/// The error EVALSHA gives for a script not in the cache.
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+/// The error of a `_RO` command on a script that may write.
+const WRITE_FLAG_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+/// Pushes a table of `items`.
+fn push_array<'a>(lua: &mut Lua, items: impl Iterator<Item = &'a [u8]>) {
+    lua.new_table(0, 0);
+    for (i, item) in items.enumerate() {
+        lua.push_bytes(item);
+        lua.raw_seti(-2, i as i32 + 1);
+    }
+}
+
+impl Dispatch<'_> {
+    /// Whether `id` is one of the EVAL commands, which dispatch runs itself.
+    pub(super) fn is_eval(&self, id: CommandId) -> bool {
+        matches!(
+            self.spec(id).name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
+    }
+
+    /// Whether EVAL-family command `argv` may write (what CLIENT PAUSE WRITE holds): not the
+    /// `_RO` forms, nor a script or function flagged `no-writes`.
+    pub(super) fn script_may_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        let name = self.spec(id).name;
+        let scripts = &self.core.scripts;
+        let flags = match name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+            "eval" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+                .ok()
+                .and_then(|sha| scripts.shebang.get(&sha).copied()),
+            _ => scripts
+                .functions
+                .get(&argv.get(1).to_ascii_lowercase())
+                .map(|f| f.flags),
+        };
+        flags.is_none_or(|f| !f.no_writes)
+    }
+
+    /// Runs EVAL-family command `id` for client `h`.
+    pub(super) fn eval(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> CmdResult {
+        let name = self.spec(id).name;
+        if name.starts_with("fcall") {
+            return self.fcall(h, name == "fcall_ro", argv, now, out);
+        }
+        let numkeys = parse_i64(argv.get(2)).ok_or(Error::NotInteger)?;
+        if numkeys > (argv.len() - 3) as i64 {
+            return Err(Error::msg(
+                "ERR Number of keys can't be greater than number of args",
+            ));
+        }
+        if numkeys < 0 {
+            return Err(Error::msg("ERR Number of keys can't be negative"));
+        }
+        let sha = self.script_sha(name.starts_with("evalsha"), argv.get(1))?;
+        let flags = self.core.scripts.shebang.get(&sha).copied();
+        let ro_command = name.ends_with("_ro");
+        if ro_command && flags.is_some_and(|f| !f.no_writes) {
+            return Err(Error::msg(WRITE_FLAG_RO));
+        }
+        // A script without a header is checked command by command (its writes past
+        // `maxmemory` fail); with one, at its start unless `no-writes` or `allow-oom`.
+        let header = flags.is_some();
+        let mut flags = flags.unwrap_or_default();
+        flags.no_writes |= ro_command;
+        let mut lua = self.core.scripts.take_vm();
+        script::push_script(&mut lua, &sha);
+        let split = 3 + numkeys as usize;
+        script::set_global_array(&mut lua, b"KEYS", (3..split).map(|i| argv.get(i)));
+        script::set_global_array(&mut lua, b"ARGV", (split..argv.len()).map(|i| argv.get(i)));
+        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha)
+    }
+
+    /// FCALL / FCALL_RO: runs a library's function with KEYS and ARGV as its arguments.
+    fn fcall(
+        &mut self,
+        h: Handle,
+        ro_command: bool,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> CmdResult {
+        let fname = argv.get(1);
+        let key = fname.to_ascii_lowercase();
+        let Some(function) = self.core.scripts.functions.get(&key) else {
+            return Err(Error::msg("ERR Function not found"));
+        };
+        let (flags, shown) = (function.flags, function.name.clone());
+        let numkeys =
+            parse_i64(argv.get(2)).ok_or(Error::msg("ERR Bad number of keys provided"))?;
+        if numkeys < 0 {
+            return Err(Error::msg("ERR Number of keys can't be negative"));
+        }
+        if numkeys > (argv.len() - 3) as i64 {
+            return Err(Error::msg(
+                "ERR Number of keys can't be greater than number of args",
+            ));
+        }
+        if ro_command && !flags.no_writes {
+            return Err(Error::msg(WRITE_FLAG_RO));
+        }
+        let mut lua = self.core.scripts.take_vm();
+        script::push_function(&mut lua, fname);
+        let split = 3 + numkeys as usize;
+        push_array(&mut lua, (3..split).map(|i| argv.get(i)));
+        push_array(&mut lua, (split..argv.len()).map(|i| argv.get(i)));
+        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown)
+    }
+
+    /// Calls the script or function below its `nargs` arguments on `lua`'s stack, then puts
+    /// the VM back; `name` is what errors call it (the SHA-1 or the function's name). A script
+    /// with flags (a `#!lua` header, a function) that may write is refused at its start past
+    /// `maxmemory` unless `allow-oom`; one without is checked at each write it makes.
+    #[allow(clippy::too_many_arguments)]
+    fn call_script(
+        &mut self,
+        mut lua: Lua,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        nargs: i32,
+        (flags, header): (Flags, bool),
+        name: &[u8],
+    ) -> CmdResult {
+        if header
+            && !flags.no_writes
+            && !flags.allow_oom
+            && self.core.config.maxmemory != 0
+            && self.over_memory(now)
+        {
+            self.core.scripts.put_vm(lua);
+            return Err(Error::msg(crate::evict::OOM));
+        }
+        if self.core.monitors.active() {
+            let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
+            monitor::feed_as(monitors, outbox, self.clients, h, argv, now, None);
+        }
+        let client = self.clients.get(h).expect("checked by execute");
+        let (db, last_cmd, last_cmd_id) = (client.db, client.last_cmd, client.last_cmd_id);
+        let state_last = self.state.last_cmd;
+        self.core.script_running = true;
+        let mut run = Run {
+            d: self,
+            h,
+            now,
+            resp3: false,
+            read_only: flags.no_writes,
+            allow_oom: flags.allow_oom,
+        };
+        let result = lua.call(&mut run, nargs, 1);
+        let resp3 = run.resp3;
+        self.core.script_running = false;
+        let reply = match result {
+            Ok(()) => {
+                convert::write_value(&mut lua, -1, out, resp3);
+                Ok(())
+            }
+            Err(_) => Err(convert::failure(&mut lua, name)),
+        };
+        lua.set_top(0);
+        self.core.scripts.put_vm(lua);
+        self.state.last_cmd = state_last;
+        if let Some(c) = self.clients.get_mut(h) {
+            (c.db, c.last_cmd, c.last_cmd_id) = (db, last_cmd, last_cmd_id);
+        }
+        reply
+    }
+
+    /// Whether memory is over `maxmemory` after trying to evict.
+    fn over_memory(&mut self, now: Now) -> bool {
+        crate::drain::evict(self.core, now) == crate::evict::Evicted::Fail
+    }
+
+    /// The name of the script to run: EVALSHA's argument (lowercased; it must be cached), or
+    /// EVAL's body's digest, compiled and cached if new.
+    fn script_sha(&mut self, by_sha: bool, arg: &[u8]) -> Result<Sha, Error> {
+        if by_sha {
+            let sha: Sha = arg
+                .to_ascii_lowercase()
+                .try_into()
+                .map_err(|_| Error::msg(NOSCRIPT))?;
+            if !self.core.scripts.bodies.contains_key(&sha) {
+                return Err(Error::msg(NOSCRIPT));
+            }
+            return Ok(sha);
+        }
+        let sha = sha1::hex(arg);
+        self.core
+            .scripts
+            .compile(&sha, arg)
+            .map_err(|text| Error::Bytes(convert::one_line(text)))?;
+        Ok(sha)
+    }
+}
+
+/// A script's run: what its host functions reach.
+struct Run<'r, 'e> {
+    d: &'r mut Dispatch<'e>,
+    h: Handle,
+    now: Now,
+    /// `redis.setresp(3)` was called.
+    resp3: bool,
+    /// EVAL_RO / EVALSHA_RO / `no-writes`: no write commands.
+    read_only: bool,
+    /// `allow-oom`: writes past `maxmemory` are let through.
+    allow_oom: bool,
+}
+
+impl Host for Run<'_, '_> {
+    fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
+        match id {
+            host::CALL => self.redis_call(lua, false),
+            host::PCALL => self.redis_call(lua, true),
+            host::SHA1HEX => sha1hex(lua),
+            host::LOG => log(lua),
+            host::SETRESP => self.setresp(lua),
+            host::SET_REPL => set_repl(lua),
+            host::RANDOM => self.random(lua),
+            host::RANDOMSEED => self.randomseed(lua),
+            host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            id if id >= script::cjson::FIRST => {
+                script::cjson::call(lua, id, &mut self.d.core.scripts.cjson)
+            }
+            id if id >= script::bit::FIRST => script::bit::call(lua, id),
+            _ => raise(lua, "ERR no such host function"),
+        }
+    }
+}
+
+/// Raises `{err = text}` (how Redis's library functions fail).
+fn raise(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
+    convert::push_error_table(lua, text.as_bytes());
+    Err(Raise)
+}
+
+impl Run<'_, '_> {
+    /// `redis.call` / `redis.pcall`: an error is raised (call) or returned (pcall) as
+    /// `{err = text}`.
+    fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
+        let reply = match script_argv(lua).and_then(|argv| self.run_command(&argv)) {
+            Ok(reply) => reply,
+            Err(text) => Reply::Error(text),
+        };
+        lua.set_top(0);
+        if let Reply::Error(text) = &reply {
+            convert::push_error_table(lua, text.as_bytes());
+            return if protected { Ok(1) } else { Err(Raise) };
+        }
+        convert::push_reply(lua, &reply, self.resp3);
+        Ok(1)
+    }
+
+    /// Checks and runs one command for the script; its reply, in the script's protocol.
+    fn run_command(&mut self, args: &ArgvBuf) -> Result<Reply, String> {
+        let argv = args.argv();
+        let cmd = match self.d.resolve(&argv) {
+            Ok(id) => id,
+            Err((_, Error::WrongArity(_))) => {
+                return Err("ERR Wrong number of args calling Redis command from script".into())
+            }
+            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
+        };
+        let spec = self.d.spec(cmd);
+        if spec.has(flags::NOSCRIPT) {
+            return Err("ERR This Redis command is not allowed from script".into());
+        }
+        // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
+        if self.read_only && crate::pause::held_by_write(spec) {
+            return Err("ERR Write commands are not allowed from read-only scripts.".into());
+        }
+        if spec.has(flags::DENYOOM)
+            && self.d.core.config.maxmemory != 0
+            && !self.allow_oom
+            && crate::drain::evict(self.d.core, self.now) == crate::evict::Evicted::Fail
+        {
+            return Err(crate::evict::OOM.into());
+        }
+        if let Some(e) = self.d.acl_denied(self.h, cmd, &argv, self.now) {
+            let text = alloc::format!("{e}");
+            let why = text.strip_prefix("NOPERM ").unwrap_or(&text);
+            return Err(alloc::format!(
+                "ERR The user executing the script can't run this command or subcommand script: {why}"
+            ));
+        }
+        let protocol = if self.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        let mut tree = ReplyTree::new(protocol);
+        self.d.run(self.h, cmd, &argv, self.now, &mut tree);
+        Ok(tree.take().pop().unwrap_or(Reply::Null))
+    }
+
+    /// `redis.setresp(2|3)`.
+    fn setresp(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        if lua.top() != 1 {
+            return raise(lua, "ERR redis.setresp() requires one argument.");
+        }
+        match lua.to_number(1) {
+            Some(2.0) => self.resp3 = false,
+            Some(3.0) => self.resp3 = true,
+            _ => return raise(lua, "ERR RESP version must be 2 or 3."),
+        }
+        Ok(0)
+    }
+
+    /// `math.random([m [, n]])` on Redis's `lrand48` generator.
+    fn random(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        let state = &mut self.d.core.scripts.rand48;
+        let r = (script::lrand48(state) % 2_147_483_647) as f64 / 2_147_483_647.0;
+        let (lo, hi) = match (lua.top(), lua.to_number(1), lua.to_number(2)) {
+            (0, _, _) => {
+                lua.push_number(r);
+                return Ok(1);
+            }
+            (1, Some(m), _) => (1.0, libm::floor(m)),
+            (2, Some(m), Some(n)) => (libm::floor(m), libm::floor(n)),
+            (1 | 2, _, _) => {
+                let n = if lua.to_number(1).is_none() { 1 } else { 2 };
+                let text = alloc::format!("bad argument #{n} to 'random' (number expected)");
+                return raise_string(lua, &text);
+            }
+            _ => return raise_string(lua, "wrong number of arguments"),
+        };
+        if lo > hi {
+            let n = if lua.top() == 1 { 1 } else { 2 };
+            return raise_string(
+                lua,
+                &alloc::format!("bad argument #{n} to 'random' (interval is empty)"),
+            );
+        }
+        lua.push_number(libm::floor(r * (hi - lo + 1.0)) + lo);
+        Ok(1)
+    }
+
+    /// `math.randomseed(n)`.
+    fn randomseed(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        let Some(n) = lua.to_number(1) else {
+            return raise_string(lua, "bad argument #1 to 'randomseed' (number expected)");
+        };
+        self.d.core.scripts.rand48 = script::srand48(n as i64 as i32);
+        Ok(0)
+    }
+
+    /// `redis.acl_check_cmd(cmd, ...)`: whether the running user may run that command.
+    fn acl_check_cmd(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        let args = match script_argv(lua) {
+            Ok(a) => a,
+            Err(e) => return raise(lua, &e),
+        };
+        let argv = args.argv();
+        let Ok(cmd) = self.d.resolve(&argv) else {
+            return raise(lua, "ERR Invalid command passed to redis.acl_check_cmd()");
+        };
+        let Some(client) = self.d.clients.get(self.h) else {
+            return raise(lua, "ERR no client");
+        };
+        let user = client.user.clone();
+        let denied = self
+            .d
+            .core
+            .acl
+            .check(&user, &self.d.commands.table, cmd, &argv)
+            .is_some();
+        lua.set_top(0);
+        lua.push_bool(!denied);
+        Ok(1)
+    }
+}
+
+/// Raises a plain string error (as Lua's own library functions do).
+fn raise_string(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
+    Err(lua.error_here(text.as_bytes()))
+}
+
+/// The command `redis.call`'s arguments name: strings, or numbers (written as integers when
+/// whole, else as Redis prints doubles).
+fn script_argv(lua: &Lua) -> Result<ArgvBuf, String> {
+    let n = lua.top();
+    if n == 0 {
+        return Err("ERR Please specify at least one argument for this redis lib call".into());
+    }
+    let mut args = ArgvBuf::new();
+    for i in 1..=n {
+        let arg = match lua.type_of(i) {
+            Type::String => lua.to_vec(i).unwrap_or_default(),
+            Type::Number => convert::number_text(lua.to_number(i).unwrap_or(0.0)),
+            _ => {
+                return Err(
+                    "ERR Lua redis lib command arguments must be strings or integers".into(),
+                )
+            }
+        };
+        args.push(&arg);
+    }
+    Ok(args)
+}
+
+/// `redis.sha1hex(s)`.
+fn sha1hex(lua: &mut Lua) -> Result<i32, Raise> {
+    if lua.top() != 1 {
+        return raise(lua, "ERR wrong number of arguments");
+    }
+    let data = lua.to_vec(1).unwrap_or_default();
+    lua.push_bytes(&sha1::hex(&data));
+    Ok(1)
+}
+
+/// `redis.log(level, message...)`: checked; the engine has no log of its own to write to.
+fn log(lua: &mut Lua) -> Result<i32, Raise> {
+    if lua.top() < 2 {
+        return raise(lua, "ERR redis.log() requires two arguments or more.");
+    }
+    match lua.to_number(1) {
+        Some(l) if (0.0..=3.0).contains(&l) && lua.type_of(1) == Type::Number => Ok(0),
+        Some(_) if lua.type_of(1) == Type::Number => raise(lua, "ERR Invalid debug level."),
+        _ => raise(lua, "ERR First argument must be a number (log level)."),
+    }
+}
+
+/// `redis.set_repl(flags)`: checked; effects always propagate (to the AOF) in this engine.
+fn set_repl(lua: &mut Lua) -> Result<i32, Raise> {
+    if lua.top() != 1 {
+        return raise(lua, "ERR redis.set_repl() requires two arguments.");
+    }
+    match lua.to_number(1) {
+        Some(f) if (0.0..=3.0).contains(&f) && f == libm::floor(f) => Ok(0),
+        _ => raise(
+            lua,
+            "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+        ),
+    }
+}

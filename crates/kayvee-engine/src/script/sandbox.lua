@@ -1,0 +1,113 @@
+-- The environment scripts run in, as Redis 7.0 gives it: run once per VM, with the host
+-- functions in a table (its only argument). It returns the globals table scripts see and the
+-- table they read through it (where KEYS and ARGV are set). Scripts see a proxy: reading a
+-- missing global is an error, and no global, nor any library table, can be written.
+local host = ...
+local G = _G
+local rawget, rawset, error, setmetatable, getmetatable, type, tostring, next, ipairs =
+    rawget, rawset, error, setmetatable, getmetatable, type, tostring, next, ipairs
+local readonly = setmetatable({}, {__mode = 'k'})
+local function refuse()
+    error('Attempt to modify a readonly table', 2)
+end
+local function ro(t)
+    local mt = {__index = t, __newindex = refuse}
+    local p = setmetatable({}, mt)
+    readonly[p] = t
+    mt.__metatable = setmetatable({}, {__index = mt, __newindex = refuse})
+    readonly[mt.__metatable] = mt
+    return p
+end
+local function rw(t)
+    return readonly[t] or t
+end
+
+local redis = {
+    call = host.call,
+    pcall = host.pcall,
+    sha1hex = host.sha1hex,
+    log = host.log,
+    setresp = host.setresp,
+    set_repl = host.set_repl,
+    replicate_commands = function() return true end,
+    breakpoint = function() return false end,
+    debug = function() end,
+    acl_check_cmd = host.acl_check_cmd,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+    REDIS_VERSION = '7.0.15', REDIS_VERSION_NUM = 458767,
+}
+function redis.error_reply(e)
+    if type(e) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
+    if e:sub(1, 1) == '-' then e = e:sub(2) end
+    return {err = e}
+end
+function redis.status_reply(s)
+    if type(s) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
+    return {ok = s}
+end
+
+math.random = host.random
+math.randomseed = host.randomseed
+
+local visible = {}
+for _, name in ipairs({'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable',
+        'load', 'loadstring', 'next', 'pcall', 'rawequal', 'rawget', 'select', 'tonumber',
+        'tostring', 'type', 'unpack', 'xpcall', '_VERSION'}) do
+    visible[name] = G[name]
+end
+for _, name in ipairs({'coroutine', 'math', 'string', 'table'}) do
+    visible[name] = ro(G[name])
+end
+for name, lib in pairs(host.libs) do
+    visible[name] = ro(lib)
+end
+visible.redis = ro(redis)
+-- Lua 5.1.5's unpack overflows its count on extreme ranges (and then asks for a huge stack):
+-- such ranges fail as they do in Redis's patched Lua.
+local unpack = unpack
+function visible.unpack(t, i, j)
+    if type(i) == 'number' and type(j) == 'number' and j - i >= 7999 then
+        error('too many results to unpack', 0)
+    end
+    return unpack(t, i, j)
+end
+function visible.setmetatable(t, m)
+    if readonly[t] then error('Attempt to modify a readonly table', 0) end
+    return setmetatable(t, m)
+end
+function visible.rawset(t, k, v)
+    if readonly[t] then error('Attempt to modify a readonly table', 0) end
+    return rawset(t, k, v)
+end
+function visible.pairs(t)
+    return next, rw(t), nil
+end
+function visible.ipairs(t)
+    return ipairs(rw(t))
+end
+
+local function strict(t)
+    local p = setmetatable({}, {
+        __index = function(_, k)
+            local v = rawget(t, k)
+            if v == nil then
+                error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+            end
+            return v
+        end,
+        __newindex = refuse,
+    })
+    readonly[p] = t
+    return p
+end
+local env = strict(visible)
+visible._G = env
+
+-- While FUNCTION LOAD runs a library's code, `redis` is this table instead (the host swaps
+-- it): only register_function, log and the constants.
+local redis_loading = {register_function = host.register_function, log = host.log}
+for k, v in pairs(redis) do
+    if type(v) ~= 'function' then redis_loading[k] = v end
+end
+return env, visible, visible.redis, strict(redis_loading)

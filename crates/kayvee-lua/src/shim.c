@@ -1,0 +1,97 @@
+/* The C side of kayvee-lua: what must not be written in Rust because it may raise a Lua
+ * error (a longjmp must never cross a Rust frame), and the library opening. */
+#include <time.h>
+#include "lua.h"
+#include "lauxlib.h"
+#include "lualib.h"
+
+/* Rust: runs host function `id` (the closure's upvalue); returns the number of results, or
+ * -1 with the error value on top of the stack. */
+extern int kv_lua_host_call(lua_State *L, int id);
+
+static int kv_trampoline(lua_State *L) {
+    int n = kv_lua_host_call(L, (int)lua_tointeger(L, lua_upvalueindex(1)));
+    if (n < 0) return lua_error(L);
+    return n;
+}
+
+void kv_push_host_fn(lua_State *L, int id) {
+    lua_pushinteger(L, id);
+    lua_pushcclosure(L, kv_trampoline, 1);
+}
+
+static int kv_os_clock(lua_State *L) {
+    lua_pushnumber(L, ((lua_Number)clock()) / (lua_Number)CLOCKS_PER_SEC);
+    return 1;
+}
+
+static int kv_open_all(lua_State *L) {
+    static const luaL_Reg libs[] = {
+        {"", luaopen_base},
+        {LUA_TABLIBNAME, luaopen_table},
+        {LUA_STRLIBNAME, luaopen_string},
+        {LUA_MATHLIBNAME, luaopen_math},
+        {NULL, NULL}
+    };
+    static const luaL_Reg os[] = {{"clock", kv_os_clock}, {NULL, NULL}};
+    const luaL_Reg *lib;
+    for (lib = libs; lib->func; lib++) {
+        lua_pushcfunction(L, lib->func);
+        lua_pushstring(L, lib->name);
+        lua_call(L, 1, 0);
+    }
+    luaL_register(L, "os", os);
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* Opens the libraries in protected mode: 0 on success. */
+int kv_open_libs(lua_State *L) {
+    return lua_cpcall(L, kv_open_all, NULL);
+}
+
+/* The message handler of protected calls: a table {message=<the error value>, source=...,
+ * line=...} naming the Lua function that raised it: the innermost on the stack that is
+ * neither C (error() itself) nor a host's own chunk (a chunk named "=..."). */
+static int kv_error_handler(lua_State *L) {
+    lua_Debug ar;
+    int level = 1;
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "message");
+    while (lua_getstack(L, level, &ar)) {
+        lua_getinfo(L, "Sl", &ar);
+        if (ar.what[0] != 'C' && ar.source[0] != '=') {
+            lua_pushstring(L, ar.source);
+            lua_setfield(L, -2, "source");
+            lua_pushinteger(L, ar.currentline);
+            lua_setfield(L, -2, "line");
+            break;
+        }
+        level++;
+    }
+    return 1;
+}
+
+/* Calls the function below `nargs` arguments with the message handler: 0 or a lua_pcall
+ * error code, the handler's table (or the error value for memory errors) on top. */
+int kv_pcall(lua_State *L, int nargs, int nresults) {
+    int base = lua_gettop(L) - nargs;
+    int rc;
+    lua_pushcfunction(L, kv_error_handler);
+    lua_insert(L, base);
+    rc = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    return rc;
+}
+
+/* Installs a count hook calling host function `id` every `count` instructions (0 removes it). */
+static void kv_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    if (kv_lua_host_call(L, -1) < 0) lua_error(L);
+}
+
+void kv_set_hook(lua_State *L, int count) {
+    if (count > 0) lua_sethook(L, kv_hook, LUA_MASKCOUNT, count);
+    else lua_sethook(L, NULL, 0, 0);
+}

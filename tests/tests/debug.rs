@@ -1,4 +1,5 @@
 //! End-to-end DEBUG: RELOAD round-trips every type through the RDB codec and keeps the digest;
+//! RELOAD NOSAVE loads the file on disk as it is;
 //! DIGEST changes with any change and is 40 zeros for an empty dataset; DEBUG OBJECT's
 //! `serializedlength` is the one redis-server 7.0.15 reports for the values both write in the
 //! same RDB form (strings, hashtable sets: Kayvee writes small collections in the plain RDB
@@ -87,6 +88,34 @@ fn reload_keeps_the_digest_and_digest_follows_the_data() {
     assert!(
         text.ends_with(&format!("+{}\r\n", "0".repeat(40))),
         "{text}"
+    );
+}
+
+#[test]
+fn reload_nosave_loads_the_file_on_disk_as_it_is() {
+    let kayvee = Server::kayvee(&["--save", "", "--enable-debug-command", "yes"]).unwrap();
+    let mut c = kayvee.conn();
+    // No file yet: Redis's load error, and the dataset stays.
+    c.cmd_str(&["SET", "kept", "1"]);
+    assert_eq!(
+        c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE"]),
+        b"-ERR Error trying to load the RDB dump, check server logs.\r\n"
+    );
+    assert_eq!(c.cmd_str(&["GET", "kept"]), b"$1\r\n1\r\n");
+    fill(&mut c);
+    let saved = status(&c.cmd_str(&["DEBUG", "DIGEST"]));
+    assert_eq!(c.cmd_str(&["SAVE"]), b"+OK\r\n");
+    // Written after the save: gone after the reload, which does not save first.
+    c.cmd_str(&["SET", "should-not-exist", "1"]);
+    c.cmd_str(&["DEL", "s"]);
+    assert_eq!(c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["GET", "should-not-exist"]), b"$-1\r\n");
+    assert_eq!(status(&c.cmd_str(&["DEBUG", "DIGEST"])), saved);
+    let refused = c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "MERGE"]);
+    assert!(
+        refused.starts_with(b"-ERR"),
+        "{}",
+        kayvee_tests::show(&refused)
     );
 }
 

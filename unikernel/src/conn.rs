@@ -80,6 +80,9 @@ pub fn answer(
         Request::LoadAof => {
             Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
         }
+        Request::LoadRdb => {
+            Answer::Error("ERR DEBUG RELOAD NOSAVE is not supported by the unikernel".into())
+        }
         Request::Save { background } => match store {
             Some(store) if background => {
                 engine.save_started(true, now);

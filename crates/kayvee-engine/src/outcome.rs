@@ -42,6 +42,10 @@ pub enum Outcome {
     /// DEBUG LOADAOF: the shell writes out the AOF, empties the dataset and loads it again from
     /// the AOF files, then sends the reply itself (`+OK`).
     LoadAof,
+    /// DEBUG RELOAD NOSAVE: the shell loads the RDB file on disk (`dir/dbfilename`) as it is
+    /// in place of the dataset ([`crate::Engine::load_dbs`]), then sends the reply itself
+    /// (`+OK`, or Redis's load error with the dataset left as it was).
+    LoadRdb,
     /// The client became a replica (PSYNC, SYNC): the connection layer sends it the backlog
     /// from `continue_from`, or a full sync (an RDB of [`crate::Engine::snapshot`] taken now,
     /// framed as `$EOF:<mark>` when `eof`, else as `$<len>`), then the replication stream.

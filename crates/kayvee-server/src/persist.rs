@@ -11,6 +11,7 @@
 
 use kayvee_engine::{Engine, Now, Snapshot};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
+use kayvee_session::Answer;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -120,6 +121,38 @@ impl StartupLoad {
             self.started.elapsed().as_secs_f64()
         );
         Ok(())
+    }
+}
+
+/// DEBUG RELOAD NOSAVE: loads `dir/dbfilename` as it is in place of the dataset. A file that
+/// is missing or does not load gets Redis's error and leaves the dataset as it was (Redis
+/// empties it first).
+pub fn reload_from_disk(engine: &mut Engine, now: Now) -> Answer {
+    let path = rdb_path(engine);
+    let loaded = std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            let opts = LoadOptions {
+                config: &engine.core.config,
+                seed: engine.core.seed,
+                now_ms: now.ms(),
+            };
+            kayvee_rdb::load(&bytes, &opts).map_err(|e| e.to_string())
+        });
+    match loaded {
+        Ok(loaded) => {
+            info!(
+                "DB reloaded by DEBUG RELOAD NOSAVE from {}: {} keys loaded",
+                path.display(),
+                loaded.keys_loaded
+            );
+            engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+            Answer::Ok
+        }
+        Err(e) => {
+            warn!("DEBUG RELOAD NOSAVE: loading {}: {e}", path.display());
+            Answer::Error("ERR Error trying to load the RDB dump, check server logs.".into())
+        }
     }
 }
 

@@ -388,6 +388,7 @@ impl Server {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     crate::requests::load_aof(engine, files, now)
                 }
+                Request::LoadRdb => crate::persist::reload_from_disk(self.engine(), now),
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {

@@ -63,6 +63,9 @@ pub enum Request {
     /// DEBUG LOADAOF: write out the AOF, empty the dataset, load it from the AOF files again;
     /// answer `Ok` (a file that does not load ends the process, as in Redis).
     LoadAof,
+    /// DEBUG RELOAD NOSAVE: load `dir/dbfilename` in place of the dataset; answer `Ok`, or the
+    /// load error (the dataset kept).
+    LoadRdb,
     /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
     /// end); never answered.
     Crash,
@@ -590,6 +593,7 @@ impl Driver {
             Outcome::AclFile { save } => Request::AclFile { save },
             Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
+            Outcome::LoadRdb => Request::LoadRdb,
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

@@ -14,6 +14,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_kayvee-server");
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Ports tried by [`Server::start_default`].
+const START_ATTEMPTS: usize = 5;
 
 static NEXT: AtomicU16 = AtomicU16::new(0);
 
@@ -50,12 +52,37 @@ impl Server {
         Server::start_command(port, cmd)
     }
 
-    /// Starts the server as `cmd` runs it (e.g. under a shell that sets `ulimit`).
-    pub fn start_command(port: u16, mut cmd: Command) -> Server {
+    /// Starts the server as `cmd` runs it (e.g. under a shell that sets `ulimit`), in its own
+    /// working directory: a save on shutdown (default save points) must not leave a dump.rdb
+    /// that another test's server loads at startup (and answers -LOADING).
+    pub fn start_command(port: u16, cmd: Command) -> Server {
+        Server::spawn(port, cmd).unwrap_or_else(|log| panic!("server exited at startup {log}"))
+    }
+
+    /// Starts with `--port PORT --bind 127.0.0.1` plus `extra`, on another free port when the
+    /// one probed was taken before the server bound it (an outgoing connection's ephemeral
+    /// port can land in the range between the probe and the bind).
+    pub fn start_default(extra: &[&str]) -> Server {
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port();
+            let p = port.to_string();
+            let mut args = vec!["--port", p.as_str(), "--bind", "127.0.0.1"];
+            args.extend_from_slice(extra);
+            let mut cmd = Command::new(BIN);
+            cmd.args(&args);
+            match Server::spawn(port, cmd) {
+                Ok(server) => return server,
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("server exited at startup:\n{log}"),
+            }
+        }
+        panic!("no free port after {START_ATTEMPTS} attempts");
+    }
+
+    /// Spawns `cmd` and waits until it listens; the log when it exited first.
+    fn spawn(port: u16, mut cmd: Command) -> Result<Server, String> {
         let log = temp_path(&format!("{port}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        // Its own working directory: a save on shutdown (default save points) must not leave a
-        // dump.rdb that another test's server loads at startup (and answers -LOADING).
         let dir = temp_path(&format!("{port}.dir"));
         std::fs::create_dir_all(&dir).unwrap();
         let child = cmd
@@ -66,28 +93,20 @@ impl Server {
             .spawn()
             .expect("spawn kayvee-server");
         let mut server = Server { child, port, log };
-        server.wait_ready();
-        server
+        server.try_wait_ready()?;
+        Ok(server)
     }
 
-    /// Starts with `--port PORT --bind 127.0.0.1` plus `extra`.
-    pub fn start_default(extra: &[&str]) -> Server {
-        let port = free_port();
-        let p = port.to_string();
-        let mut args = vec!["--port", p.as_str(), "--bind", "127.0.0.1"];
-        args.extend_from_slice(extra);
-        Server::start(port, &args)
-    }
-
-    fn wait_ready(&mut self) {
+    /// Waits until the server accepts connections; `Err(log)` when it exited first.
+    fn try_wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
                 drop(s);
-                return;
+                return Ok(());
             }
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("server exited at startup ({status}):\n{}", self.log_text());
+                return Err(format!("({status})\n{}", self.log_text()));
             }
             assert!(
                 Instant::now() < deadline,

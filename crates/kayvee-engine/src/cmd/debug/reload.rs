@@ -4,8 +4,8 @@
 //! decoded again, so what would not survive a save and a load shows, and the reloaded values
 //! take the encodings a load gives them. Expired keys are dropped, as a load does; LRU idle
 //! times and LFU counters survive only under the policy that saves them. As a save does, the
-//! count of changes since the last save is reset. NOSAVE (load the file on disk as it is) is
-//! not supported.
+//! count of changes since the last save is reset. NOSAVE loads the file on disk as it is: the
+//! shell does that ([`crate::Outcome::LoadRdb`]); NOSAVE with MERGE or NOFLUSH is refused.
 
 use crate::argv::Argv;
 use crate::db::Db;
@@ -45,9 +45,14 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         }
     }
     if nosave {
-        return Err(Error::msg(
-            "ERR DEBUG RELOAD NOSAVE is not supported: Kayvee reloads the dataset it saves",
-        ));
+        if merge || noflush {
+            return Err(Error::msg(
+                "ERR DEBUG RELOAD NOSAVE with MERGE or NOFLUSH is not supported",
+            ));
+        }
+        // The shell loads the file on disk and replies.
+        cx.outcome = crate::Outcome::LoadRdb;
+        return Ok(());
     }
     let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
     // Loading over the dataset without MERGE finds every key twice: Redis stops there.

@@ -25,7 +25,13 @@ const EVAL_KEYS: &[KeySpec] = &[KeySpec {
     notes: "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
     ..KeySpec::keynum(kf::RW_ACCESS_UPDATE, 2)
 }];
-const EVAL_RO_KEYS: &[KeySpec] = &[KeySpec::keynum(kf::RO_ACCESS, 2)];
+// Redis gives the EVALSHA forms no notes.
+const EVALSHA_KEYS: &[KeySpec] = &[KeySpec::keynum(kf::RW_ACCESS_UPDATE, 2)];
+const EVAL_RO_KEYS: &[KeySpec] = &[KeySpec {
+    notes: "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+    ..KeySpec::keynum(kf::RO_ACCESS, 2)
+}];
+const EVALSHA_RO_KEYS: &[KeySpec] = &[KeySpec::keynum(kf::RO_ACCESS, 2)];
 
 /// An EVAL-family row.
 const fn eval_row(
@@ -63,7 +69,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     eval_row(
         "evalsha",
         EVAL_FLAGS,
-        EVAL_KEYS,
+        EVALSHA_KEYS,
         "Execute a Lua script server side",
         "2.6.0",
     ),
@@ -77,7 +83,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     eval_row(
         "evalsha_ro",
         EVAL_FLAGS | flags::READONLY,
-        EVAL_RO_KEYS,
+        EVALSHA_RO_KEYS,
         "Execute a read-only Lua script server side",
         "7.0.0",
     ),
@@ -116,7 +122,25 @@ pub const COMMANDS: &[CommandSpec] = &[
 const SUB_FLAGS: u32 = flags::NOSCRIPT;
 const SUB_ACL: u32 = acl::SLOW | acl::SCRIPTING;
 
+/// SCRIPT's subcommands, in the order Redis 7.0 lists them.
 const SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        acl: SUB_ACL,
+        ..CommandSpec::help_sub("5.0.0", "scripting", script_help)
+    },
+    CommandSpec {
+        name: "flush",
+        arity: -2,
+        flags: SUB_FLAGS,
+        acl: SUB_ACL,
+        summary: "Remove all the scripts from the script cache.",
+        since: "2.6.0",
+        group: "scripting",
+        complexity: "O(N) with N being the number of scripts in cache",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        handler: script_flush,
+        ..CommandSpec::DEFAULT
+    },
     CommandSpec {
         name: "load",
         arity: 3,
@@ -144,16 +168,15 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
-        name: "flush",
-        arity: -2,
+        name: "debug",
+        arity: 3,
         flags: SUB_FLAGS,
         acl: SUB_ACL,
-        summary: "Remove all the scripts from the script cache.",
-        since: "2.6.0",
+        summary: "Set the debug mode for executed scripts.",
+        since: "3.2.0",
         group: "scripting",
-        complexity: "O(N) with N being the number of scripts in cache",
-        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
-        handler: script_flush,
+        complexity: "O(1)",
+        handler: script_debug,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -168,7 +191,6 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         handler: script_kill,
         ..CommandSpec::DEFAULT
     },
-    CommandSpec::help_sub("5.0.0", "scripting", script_help),
 ];
 
 /// A FUNCTION subcommand's row.
@@ -293,7 +315,10 @@ const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
             function::function_unsupported,
         )
     },
-    CommandSpec::help_sub("7.0.0", "scripting", function::function_help),
+    CommandSpec {
+        acl: SUB_ACL,
+        ..CommandSpec::help_sub("7.0.0", "scripting", function::function_help)
+    },
 ];
 
 /// EVAL's keys: `numkeys` (argument 2) of them from argument 3.
@@ -361,6 +386,22 @@ fn script_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cm
     cx.core.scripts.flush();
     out.ok();
     Ok(())
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO: the Lua debugger is not built; NO (the state every script runs
+/// in) is accepted.
+fn script_debug(_: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"no") {
+        out.ok();
+        Ok(())
+    } else if mode.eq_ignore_ascii_case(b"yes") || mode.eq_ignore_ascii_case(b"sync") {
+        Err(Error::msg(
+            "ERR SCRIPT DEBUG YES|SYNC is not supported: Kayvee has no Lua debugger",
+        ))
+    } else {
+        Err(Error::msg("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    }
 }
 
 /// SCRIPT KILL: no script is ever running when a command is (a script runs to its end

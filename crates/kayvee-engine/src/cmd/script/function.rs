@@ -56,15 +56,7 @@ pub fn function_delete(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
 
 /// FUNCTION FLUSH [ASYNC|SYNC].
 pub fn function_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let valid = match args.len() {
-        2 => true,
-        3 => {
-            let mode = args.get(2);
-            mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async")
-        }
-        _ => false,
-    };
-    if !valid {
+    if !super::flush_mode_ok(args) {
         return Err(Error::msg(
             "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
         ));

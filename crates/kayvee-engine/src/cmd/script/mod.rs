@@ -368,17 +368,22 @@ fn script_exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> C
     Ok(())
 }
 
-/// SCRIPT FLUSH [ASYNC|SYNC]: drops the cache and the VM.
-fn script_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let valid = match args.len() {
+/// Whether SCRIPT FLUSH / FUNCTION FLUSH have at most one argument, `ASYNC` or `SYNC` (any
+/// case).
+fn flush_mode_ok(args: &Argv<'_>) -> bool {
+    match args.len() {
         2 => true,
         3 => {
             let mode = args.get(2);
             mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async")
         }
         _ => false,
-    };
-    if !valid {
+    }
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]: drops the cache and the VM.
+fn script_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if !flush_mode_ok(args) {
         return Err(Error::msg(
             "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
         ));

@@ -257,21 +257,9 @@ const fn spec(
     since: &'static str,
     handler: Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl,
-        summary,
-        since,
-        group: "stream",
-        complexity: "O(1)",
-        handler,
-        ..CommandSpec::DEFAULT
-    }
+    CommandSpec::first_key(
+        "stream", name, arity, flags, acl, summary, since, "O(1)", handler,
+    )
 }
 
 /// An XGROUP / XINFO subcommand with its key at argument 2.

@@ -239,6 +239,11 @@ impl Blocking {
         self.wakeups.push((h, replies));
     }
 
+    /// Whether woken clients' replies wait for [`Blocking::take_wakeups`].
+    pub fn has_wakeups(&self) -> bool {
+        !self.wakeups.is_empty()
+    }
+
     /// Takes the replies owed to woken clients, in wake order.
     pub fn take_wakeups(&mut self) -> Vec<(Handle, Vec<Reply>)> {
         core::mem::take(&mut self.wakeups)

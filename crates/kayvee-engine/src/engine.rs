@@ -148,6 +148,7 @@ impl Engine {
     /// The shell measured the command it just ran for client `h` (`argv`, as the client sent
     /// it) at `usec`: adds the time to the command's statistics and logs it in SLOWLOG when
     /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are).
+    #[inline]
     pub fn command_timed(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
         let Some(id) = self.dispatch.last_cmd else {
             return;
@@ -165,6 +166,15 @@ impl Engine {
         {
             return;
         }
+        self.slowlog_entry(h, argv, usec, now);
+    }
+
+    /// Logs a slow command in SLOWLOG (out of line: the fast path of [`Engine::command_timed`]
+    /// runs after every command and stays small).
+    #[cold]
+    #[inline(never)]
+    fn slowlog_entry(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
+        let config = &self.core.config;
         let (addr, name) = match self.clients.get(h) {
             Some(c) => (
                 cmd::client::peer_addr(c),
@@ -512,6 +522,15 @@ impl Engine {
     pub fn take_replication(&mut self, into: &mut Vec<u8>) -> u64 {
         drain::feed_replication(&mut self.core);
         self.core.repl.take_outgoing(into)
+    }
+
+    /// Whether anything waits for the shell's delivery after a command: pub/sub messages,
+    /// woken clients' replies or replication output (one test per command on the fast path).
+    #[inline]
+    pub fn has_deliveries(&self) -> bool {
+        self.core.pubsub.has_messages()
+            || self.core.blocking.has_wakeups()
+            || self.has_replication()
     }
 
     /// Whether replication stream bytes wait for [`Engine::take_replication`].

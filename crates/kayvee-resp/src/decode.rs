@@ -461,6 +461,19 @@ fn find_cr_or_nul(b: &[u8]) -> Option<usize> {
 /// NULs, junk) is `None` and left to the general path, which reads these lines alike.
 #[inline]
 fn quick_header(buf: &[u8], start: usize) -> Option<(usize, usize)> {
+    // One or two digits, the common case (command names, short keys and values), without
+    // the loop.
+    if let Some(&[d1, d2, c]) = buf.get(start + 1..start + 4) {
+        if (b'1'..=b'9').contains(&d1) {
+            let d1 = usize::from(d1 - b'0');
+            if d2 == b'\r' {
+                return Some((d1, start + 2));
+            }
+            if d2.is_ascii_digit() && c == b'\r' && buf.len() > start + 4 {
+                return Some((d1 * 10 + usize::from(d2 - b'0'), start + 3));
+            }
+        }
+    }
     let digits = buf.get(start + 1..)?;
     let (&first, rest) = digits.split_first()?;
     if !(b'1'..=b'9').contains(&first) {
@@ -658,6 +671,15 @@ mod tests {
             b"$1234567890123456789\r\n",
             b"$99999999999999999999\r\n",
             b"$ 3\r\n",
+            b"$16\r",
+            b"$16\r\n",
+            b"$1\r",
+            b"$1\r\n",
+            b"$1x\r\n",
+            b"$10\0\r\n",
+            b"$9\0\r\n",
+            b"$00\r\n",
+            b"$99\r\n",
         ];
         for &line in lines {
             let want = line

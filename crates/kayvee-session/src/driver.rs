@@ -552,8 +552,8 @@ impl Driver {
                 self.engine.command_timed(h, &frame.argv, usec, end);
                 next_start = Some(end);
             }
-            self.apply_outcome(slot, outcome, clock.now());
-            if self.deliver(clock, nested) {
+            self.apply_outcome(slot, outcome, clock);
+            if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;
             }
@@ -562,7 +562,7 @@ impl Driver {
 
     /// Acts on a command's [`Outcome`] (the loop in [`Driver::run_commands`] stops on its own
     /// when the session may not go on).
-    fn apply_outcome(&mut self, slot: usize, outcome: Outcome, now: Now) {
+    fn apply_outcome(&mut self, slot: usize, outcome: Outcome, clock: &dyn Clock) {
         let s = self.sessions[slot]
             .as_mut()
             .expect("running a live session");
@@ -584,7 +584,7 @@ impl Driver {
                 return;
             }
             Outcome::Replicate { continue_from, eof } => {
-                self.start_replica(slot, continue_from, eof, now);
+                self.start_replica(slot, continue_from, eof, clock.now());
                 return;
             }
             Outcome::Shutdown { save } => Request::Shutdown { save },

@@ -26,6 +26,10 @@ pub struct State {
     pub last_cmd: Option<CommandId>,
     /// EXEC's id: dispatch runs it itself (it runs other commands).
     exec_id: Option<CommandId>,
+    /// Per command id: one of the EVAL/FCALL commands, which dispatch runs itself (a table,
+    /// so the test costs one load per command).
+    #[cfg(feature = "scripting")]
+    evals: Vec<bool>,
 }
 
 impl State {
@@ -34,6 +38,8 @@ impl State {
         State {
             last_cmd: None,
             exec_id: commands.lookup(b"exec"),
+            #[cfg(feature = "scripting")]
+            evals: script::eval_table(commands),
         }
     }
 }
@@ -434,6 +440,7 @@ impl<'e> Dispatch<'e> {
     }
 
     /// Counts a command that ran (INFO commandstats, `dirty`) and sends its error, if any.
+    #[inline]
     fn count(&mut self, id: CommandId, result: CmdResult, out: &mut dyn ReplySink) -> Outcome {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;

@@ -25,6 +25,20 @@ fn pop_items(
     count: usize,
     front: bool,
 ) -> Result<Option<Vec<SmallBytes>>, Error> {
+    let mut items = Vec::new();
+    let popped = pop_each(cx, key, count, front, |v| items.push(v))?;
+    Ok(popped.map(|_| items))
+}
+
+/// [`pop_items`] handing each element to `each` (LPOP/RPOP of one element need no vector):
+/// the number popped, or `Ok(None)` when the key is absent.
+fn pop_each(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    count: usize,
+    front: bool,
+    mut each: impl FnMut(SmallBytes),
+) -> Result<Option<usize>, Error> {
     let now = cx.now_ms();
     let db = cx.db();
     let Some(e) = db.lookup_write(key, now) else {
@@ -32,15 +46,19 @@ fn pop_items(
     };
     let l = as_list_mut(e)?;
     let n = count.min(l.len());
-    let items: Vec<SmallBytes> = (0..n).filter_map(|_| pop_end(l, front)).collect();
+    let mut popped = 0;
+    for v in (0..n).filter_map(|_| pop_end(l, front)) {
+        each(v);
+        popped += 1;
+    }
     let deleted = delete_if_empty(db, key, now);
-    if !items.is_empty() {
+    if popped > 0 {
         emit(cx, nc::LIST, end_event(false, front), key);
     }
     if deleted {
         emptied(cx, key);
     }
-    Ok(Some(items))
+    Ok(Some(popped))
 }
 
 /// LPOP/RPOP key [count]: one element as a bulk string, or with a count an array (empty for
@@ -58,16 +76,26 @@ fn pop_cmd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, front: boo
         )?),
         None => None,
     };
-    let n = count.map_or(1, |c| c as usize);
-    let popped = pop_items(cx, args.get(1), n, front)?;
+    let Some(count) = count else {
+        let mut one = None;
+        pop_each(cx, args.get(1), 1, front, |v| one = Some(v))?;
+        match one {
+            Some(v) => {
+                cx.propagate_verbatim();
+                out.bulk(&v);
+            }
+            // Absent (an existing list is never empty).
+            None => out.null(),
+        }
+        return Ok(());
+    };
+    let popped = pop_items(cx, args.get(1), count as usize, front)?;
     if popped.as_ref().is_some_and(|items| !items.is_empty()) {
         cx.propagate_verbatim();
     }
-    match (popped, count) {
-        (None, None) => out.null(),
-        (None, Some(_)) => out.null_array(),
-        (Some(items), None) => out.bulk(&items[0]),
-        (Some(items), Some(_)) => bulk_array(out, &items),
+    match popped {
+        None => out.null_array(),
+        Some(items) => bulk_array(out, &items),
     }
     Ok(())
 }

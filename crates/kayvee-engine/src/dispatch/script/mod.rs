@@ -15,7 +15,7 @@ mod convert;
 use super::Dispatch;
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
-use crate::command::{flags, CommandId};
+use crate::command::{flags, CommandId, CommandTable};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
 use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
@@ -39,13 +39,34 @@ fn push_array<'a>(lua: &mut Lua, items: impl Iterator<Item = &'a [u8]>) {
     }
 }
 
+/// The EVAL commands, which dispatch runs itself.
+const EVALS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+/// Per command id of `commands`: whether it is one of [`EVALS`].
+pub(super) fn eval_table(commands: &CommandTable) -> alloc::vec::Vec<bool> {
+    let mut table = alloc::vec![false; commands.all().len()];
+    for id in EVALS.iter().filter_map(|n| commands.lookup(n.as_bytes())) {
+        table[usize::from(id.0)] = true;
+    }
+    table
+}
+
 impl Dispatch<'_> {
     /// Whether `id` is one of the EVAL commands, which dispatch runs itself.
+    #[inline]
     pub(super) fn is_eval(&self, id: CommandId) -> bool {
-        matches!(
-            self.spec(id).name,
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-        )
+        self.state
+            .evals
+            .get(usize::from(id.0))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether EVAL-family command `argv` may write (what CLIENT PAUSE WRITE holds): not the

@@ -7,7 +7,7 @@ per string key and per small and big collection of each type.
 Groups (--only, comma-separated; default all): strings (PING SET GET INCR MSET), types (list, set,
 hash and zset tests), single (SET and GET with one client, -P 1), newtypes (streams, HyperLogLog,
 geo and BITFIELD: XADD, XRANGE of 100, XREADGROUP, XACK, PFADD, PFCOUNT, GEOADD, GEOSEARCH,
-BITFIELD INCRBY), pubsub (PUBLISH to 1, 10, 100
+BITFIELD INCRBY), scripting (EVALSHA and FCALL of one GET and of ten INCRs), pubsub (PUBLISH to 1, 10, 100
 subscribers), multi (MULTI + 10 commands + EXEC),
 aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per string key, and per small
 and big hash, sorted set, integer set, string set and list).
@@ -22,6 +22,7 @@ a check of the harness itself, whose ratios should all be close to 1.
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import os
@@ -35,7 +36,8 @@ import time
 import rawload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GROUPS = ["strings", "types", "single", "newtypes", "pubsub", "multi", "aof", "memory"]
+GROUPS = ["strings", "types", "single", "newtypes", "scripting", "pubsub", "multi", "aof",
+          "memory"]
 # The aof group: SET with the AOF on, per appendfsync policy.
 AOF_POLICIES = ["always", "everysec"]
 # (name shown, redis-benchmark arguments: ["-t", test] or a custom command, the CSV label it prints)
@@ -75,6 +77,23 @@ NEWTYPE_TESTS = [
                    "ASC", "COUNT", "10"],
      "GEOSEARCH geofill FROMLONLAT 15 37 BYRADIUS 100 km ASC COUNT 10"),
     ("BITFIELD", ["BITFIELD", "bf", "INCRBY", "u32", "#3", "1"], "BITFIELD bf INCRBY u32 #3 1"),
+]
+# The scripting group: EVALSHA of a script doing one GET and of one doing ten INCRs, and FCALL of
+# the same as functions (loaded by `prepare`; the SHA1s are the scripts' own).
+SCRIPT_GET = "return redis.call('GET', KEYS[1])"
+SCRIPT_INCR10 = "for i = 1, 10 do redis.call('INCR', KEYS[1]) end return 10"
+SCRIPT_LIB = ("#!lua name=benchlib\n"
+              "redis.register_function('get1', function(keys, args) "
+              "return redis.call('GET', keys[1]) end)\n"
+              "redis.register_function('incr10', function(keys, args) "
+              "for i = 1, 10 do redis.call('INCR', keys[1]) end return 10 end)\n")
+SHA_GET = hashlib.sha1(SCRIPT_GET.encode()).hexdigest()
+SHA_INCR10 = hashlib.sha1(SCRIPT_INCR10.encode()).hexdigest()
+SCRIPT_TESTS = [
+    ("EVALSHA_GET", ["EVALSHA", SHA_GET, "1", "skey"], f"EVALSHA {SHA_GET} 1 skey"),
+    ("EVALSHA_INCR10", ["EVALSHA", SHA_INCR10, "1", "ckey"], f"EVALSHA {SHA_INCR10} 1 ckey"),
+    ("FCALL_GET", ["FCALL", "get1", "1", "skey"], "FCALL get1 1 skey"),
+    ("FCALL_INCR10", ["FCALL", "incr10", "1", "ckey"], "FCALL incr10 1 ckey"),
 ]
 # Entries of the prefilled stream (XRANGE, XACK), elements of the prefilled HyperLogLog, and
 # members of the prefilled geo set (on a 0.05-degree grid around 15,37).
@@ -257,6 +276,11 @@ def prepare(server, name):
              + [("GEOADD", "geofill", *[a for j in range(50) for a in (
                  f"{13.5 + 0.05 * (i % 50):.2f}", f"{36 + 0.05 * j:.2f}", f"m:{i}:{j}")])
                 for i in range(GEOFILL // 50)])
+    elif name == "EVALSHA_GET":
+        command(server.port, "SCRIPT", "LOAD", SCRIPT_GET)
+        command(server.port, "SCRIPT", "LOAD", SCRIPT_INCR10)
+        command(server.port, "FUNCTION", "LOAD", "REPLACE", SCRIPT_LIB)
+        command(server.port, "SET", "skey", "x" * 16)
     elif name == "XREADGROUP":
         command(server.port, "XGROUP", "CREATE", "mystream", "g", "0", "MKSTREAM")
 
@@ -546,6 +570,11 @@ def stream_commands(i):
     return [("XADD", "stream", f"{i + 1}-1", "f1", f"v{i % 1000}", "f2", "v2", "f3", "v3")]
 
 
+def script_commands(i):
+    """`SCRIPT LOAD` of a distinct small script (the memory 10,000 cached scripts take)."""
+    return [("SCRIPT", "LOAD", f"return redis.call('GET', KEYS[1]) or {i}")]
+
+
 def big(generate):
     """The same command shape with 1,000 elements (Redis's big encodings: hashtable, skiplist,
     quicklist of several nodes)."""
@@ -567,9 +596,11 @@ DATASETS = [
     ("big lists", "list", (10_000, 2_000), big(list_commands), "RPUSH, 1000 short elements"),
     ("stream entries", "entry", (1_000_000, 100_000), stream_commands,
      "XADD to one stream, 3 short fields"),
+    ("scripts", "script", (10_000, 2_000), script_commands, "SCRIPT LOAD, distinct scripts"),
 ]
-# Datasets whose items all go to one key.
+# Datasets whose items all go to one key, and those that make no key.
 ONE_KEY = {"stream entries"}
+NO_KEY = {"scripts"}
 
 
 def mass_insert_file(count, generate):
@@ -605,7 +636,7 @@ def load_and_measure(kind, binary, path, count, keys_expected=None):
             raise RuntimeError(f"{kind}: redis-cli --pipe said {out.stdout!r} {out.stderr[-500:]!r}")
         keys = dbsize(server.port)
         if keys != (count if keys_expected is None else keys_expected):
-            raise RuntimeError(f"{kind}: DBSIZE {keys}, expected {keys_expected or count}")
+            raise RuntimeError(f"{kind}: DBSIZE {keys}, expected {count if keys_expected is None else keys_expected}")
         loaded = server.rss_kib()
         return {"empty_kib": empty, "loaded_kib": loaded, "count": count,
                 "bytes_per_item": (loaded - empty) * 1024 / count}
@@ -623,7 +654,7 @@ def run_memory(binaries, keys, quick, only=None):
         count = keys if counts is None else counts[1 if quick else 0]
         path = mass_insert_file(count, generate)
         try:
-            expect = 1 if name in ONE_KEY else None
+            expect = 1 if name in ONE_KEY else 0 if name in NO_KEY else None
             results[name] = {kind: load_and_measure(kind, binary, path, count, expect)
                              for kind, binary in binaries.items() if binary}
         finally:
@@ -702,6 +733,8 @@ def run_throughput(binaries, args):
                                                  args.rounds, pipelines=[1], clients=1),
         "newtypes": lambda sv: run_benchmark_tests(sv, NEWTYPE_TESTS, args.quick, args.seconds,
                                                    args.rounds),
+        "scripting": lambda sv: run_benchmark_tests(sv, SCRIPT_TESTS, args.quick, args.seconds,
+                                                    args.rounds),
         "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
         "multi": lambda sv: run_multi(sv, args.quick, args.seconds),
     }

@@ -10,12 +10,27 @@ local readonly = setmetatable({}, {__mode = 'k'})
 local function refuse()
     error('Attempt to modify a readonly table', 2)
 end
-local function ro(t)
+local ro
+-- What getmetatable shows of a protected table's metatable: a read-only view whose table
+-- fields (the table behind `__index`) are read-only views too, so nothing protected can be
+-- reached for writing through it.
+local function mt_view(mt)
+    local p = setmetatable({}, {
+        __index = function(_, k)
+            local v = mt[k]
+            if type(v) == 'table' then return ro(v) end
+            return v
+        end,
+        __newindex = refuse,
+    })
+    readonly[p] = mt
+    return p
+end
+ro = function(t)
     local mt = {__index = t, __newindex = refuse}
     local p = setmetatable({}, mt)
     readonly[p] = t
-    mt.__metatable = setmetatable({}, {__index = mt, __newindex = refuse})
-    readonly[mt.__metatable] = mt
+    mt.__metatable = mt_view(mt)
     return p
 end
 local function rw(t)
@@ -80,25 +95,31 @@ function visible.rawset(t, k, v)
     if readonly[t] then error('Attempt to modify a readonly table', 0) end
     return rawset(t, k, v)
 end
+-- Iterating a protected table walks the table behind it, without handing that table out.
 function visible.pairs(t)
-    return next, rw(t), nil
+    local raw = rw(t)
+    if raw == t then return next, t, nil end
+    return function(_, k) return next(raw, k) end, t, nil
 end
 function visible.ipairs(t)
-    return ipairs(rw(t))
+    local raw = rw(t)
+    if raw == t then return ipairs(t) end
+    local step = ipairs(raw)
+    return function(_, i) return step(raw, i) end, t, 0
 end
 
+-- Globals: an empty proxy whose `__index` is the table of globals itself, so reading one is
+-- a table lookup in the VM (no Lua call per access); only a missing name reaches the function
+-- behind that table, which raises Redis's error.
+local function missing(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
 local function strict(t)
-    local p = setmetatable({}, {
-        __index = function(_, k)
-            local v = rawget(t, k)
-            if v == nil then
-                error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-            end
-            return v
-        end,
-        __newindex = refuse,
-    })
+    setmetatable(t, {__index = missing})
+    local mt = {__index = t, __newindex = refuse}
+    local p = setmetatable({}, mt)
     readonly[p] = t
+    mt.__metatable = mt_view(mt)
     return p
 end
 local env = strict(visible)

@@ -205,6 +205,7 @@ impl Dispatch<'_> {
             resp3: false,
             read_only: flags.no_writes,
             allow_oom: flags.allow_oom,
+            args: ArgvBuf::new(),
         };
         let result = lua.call(&mut run, nargs, 1);
         let resp3 = run.resp3;
@@ -263,6 +264,8 @@ struct Run<'r, 'e> {
     read_only: bool,
     /// `allow-oom`: writes past `maxmemory` are let through.
     allow_oom: bool,
+    /// The arguments of the `redis.call` being run (kept: one allocation for the whole run).
+    args: ArgvBuf,
 }
 
 impl Host for Run<'_, '_> {
@@ -296,10 +299,12 @@ impl Run<'_, '_> {
     /// `redis.call` / `redis.pcall`: an error is raised (call) or returned (pcall) as
     /// `{err = text}`.
     fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
-        let reply = match script_argv(lua).and_then(|argv| self.run_command(&argv)) {
+        let mut args = core::mem::take(&mut self.args);
+        let reply = match script_argv(lua, &mut args).and_then(|()| self.run_command(&args)) {
             Ok(reply) => reply,
             Err(text) => Reply::Error(text),
         };
+        self.args = args;
         lua.set_top(0);
         if let Reply::Error(text) = &reply {
             convert::push_error_table(lua, text.as_bytes());
@@ -404,10 +409,10 @@ impl Run<'_, '_> {
 
     /// `redis.acl_check_cmd(cmd, ...)`: whether the running user may run that command.
     fn acl_check_cmd(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
-        let args = match script_argv(lua) {
-            Ok(a) => a,
-            Err(e) => return raise(lua, &e),
-        };
+        let mut args = ArgvBuf::new();
+        if let Err(e) = script_argv(lua, &mut args) {
+            return raise(lua, &e);
+        }
         let argv = args.argv();
         let Ok(cmd) = self.d.resolve(&argv) else {
             return raise(lua, "ERR Invalid command passed to redis.acl_check_cmd()");
@@ -435,25 +440,25 @@ fn raise_string(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
 
 /// The command `redis.call`'s arguments name: strings, or numbers (written as integers when
 /// whole, else as Redis prints doubles).
-fn script_argv(lua: &Lua) -> Result<ArgvBuf, String> {
+fn script_argv(lua: &Lua, args: &mut ArgvBuf) -> Result<(), String> {
+    args.clear();
     let n = lua.top();
     if n == 0 {
         return Err("ERR Please specify at least one argument for this redis lib call".into());
     }
-    let mut args = ArgvBuf::new();
     for i in 1..=n {
-        let arg = match lua.type_of(i) {
-            Type::String => lua.to_vec(i).unwrap_or_default(),
-            Type::Number => convert::number_text(lua.to_number(i).unwrap_or(0.0)),
+        match lua.type_of(i) {
+            // Copied straight from the Lua string into the argument buffer.
+            Type::String => args.push(lua.to_bytes(i).unwrap_or_default()),
+            Type::Number => args.push(&convert::number_text(lua.to_number(i).unwrap_or(0.0))),
             _ => {
                 return Err(
                     "ERR Lua redis lib command arguments must be strings or integers".into(),
                 )
             }
-        };
-        args.push(&arg);
+        }
     }
-    Ok(args)
+    Ok(())
 }
 
 /// `redis.sha1hex(s)`.

@@ -1,8 +1,9 @@
 //! The command table against redis-server 7.0.15, live: `COMMAND INFO <name>` for every command
 //! and subcommand both servers have (arity, flags, legacy key positions, ACL categories, tips,
 //! key specs, subcommands), and `COMMAND GETKEYS` / `GETKEYSANDFLAGS` on command lines that
-//! exercise every kind of key spec, compared byte for byte in RESP2 and RESP3 (except the order
-//! of a container's subcommands, which is random in Redis).
+//! exercise every kind of key spec, and `COMMAND DOCS <name>` (summaries, history, arguments),
+//! compared byte for byte in RESP2 and RESP3 (except the order of a container's subcommands,
+//! which is random in Redis).
 //! Skipped when redis-server is missing, unless `KAYVEE_REQUIRE_REDIS` is set.
 
 use kayvee_tests::{show, split_aggregate, Conn, Server};
@@ -105,6 +106,78 @@ fn command_info_is_redis_for_every_common_command() {
                 "{known} no longer differs ({why}): drop it from KNOWN_DIFFERENCES"
             );
         }
+    }
+}
+
+/// A `COMMAND DOCS name` reply as comparable parts: the doc map's fields in order, with a
+/// container's subcommands as sorted (name, doc) pairs, each normalized the same way (Redis
+/// lists them in its dict's random order).
+fn docs_normalized(reply: &[u8]) -> Vec<Vec<u8>> {
+    let Some((_, outer)) = split_aggregate(reply) else {
+        return vec![reply.to_vec()];
+    };
+    let Some(doc) = outer.get(1) else {
+        return vec![reply.to_vec()];
+    };
+    doc_parts(doc)
+}
+
+/// The fields of one doc map (see [`docs_normalized`]).
+fn doc_parts(doc: &[u8]) -> Vec<Vec<u8>> {
+    let Some((header, fields)) = split_aggregate(doc) else {
+        return vec![doc.to_vec()];
+    };
+    let mut parts = vec![header.to_vec()];
+    for pair in fields.chunks(2) {
+        parts.push(pair[0].to_vec());
+        if pair[0] == b"$11\r\nsubcommands\r\n" {
+            let (_, subs) = split_aggregate(pair[1]).expect("a map of subcommands");
+            let mut subs: Vec<Vec<Vec<u8>>> = subs
+                .chunks(2)
+                .map(|s| {
+                    let mut p = vec![s[0].to_vec()];
+                    p.extend(doc_parts(s[1]));
+                    p
+                })
+                .collect();
+            subs.sort();
+            parts.extend(subs.into_iter().flatten());
+        } else if let Some(v) = pair.get(1) {
+            parts.push(v.to_vec());
+        }
+    }
+    parts
+}
+
+#[test]
+fn command_docs_are_redis_for_every_common_command() {
+    let Some((ours, redis)) = servers() else {
+        return;
+    };
+    for proto in [2, 3] {
+        let (mut a, mut b) = (conn(&ours, proto), conn(&redis, proto));
+        let theirs = command_names(&mut b);
+        // The containers listed as differing have other subcommands.
+        let names: Vec<String> = command_names(&mut a)
+            .into_iter()
+            .filter(|n| theirs.contains(n) && !KNOWN_DIFFERENCES.iter().any(|(k, _)| k == n))
+            .collect();
+        assert!(names.len() > 100, "only {} common commands", names.len());
+        let differ: Vec<String> = names
+            .iter()
+            .filter_map(|name| {
+                let x = a.cmd_str(&["COMMAND", "DOCS", name]);
+                let y = b.cmd_str(&["COMMAND", "DOCS", name]);
+                (docs_normalized(&x) != docs_normalized(&y))
+                    .then(|| format!("{name}:\n  ours:  {}\n  redis: {}", show(&x), show(&y)))
+            })
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "RESP{proto}: {} commands' docs differ:\n{}",
+            differ.len(),
+            differ.join("\n")
+        );
     }
 }
 

@@ -30,6 +30,7 @@ pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod command;
+mod command_docs;
 pub mod config;
 pub mod cx;
 pub mod db;

@@ -314,19 +314,29 @@ fn docs(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     Ok(())
 }
 
-/// One command's docs map: summary, since, group, complexity, and subcommands for containers.
+/// One command's docs map: Redis 7.0's fields for it (the command table's summary, since, group
+/// and complexity for a command Redis does not have), and subcommands for containers.
 fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     let spec = &table.get(id).spec;
     let subs = spec.subcommands;
-    out.map(if subs > 0 { 5 } else { 4 });
-    for (k, v) in [
-        ("summary", spec.summary),
-        ("since", spec.since),
-        ("group", spec.group),
-        ("complexity", spec.complexity),
-    ] {
-        out.bulk_str(k);
-        out.bulk_str(v);
+    let fields = crate::command::doc_fields(&table.get(id).full_name);
+    if fields.is_empty() {
+        out.map(4 + usize::from(subs > 0));
+        for (k, v) in [
+            ("summary", spec.summary),
+            ("since", spec.since),
+            ("group", spec.group),
+            ("complexity", spec.complexity),
+        ] {
+            out.bulk_str(k);
+            out.bulk_str(v);
+        }
+    } else {
+        out.map(fields.len() + usize::from(subs > 0));
+        for (k, v) in fields {
+            out.bulk_str(k);
+            v.write(out);
+        }
     }
     if subs > 0 {
         out.bulk_str("subcommands");

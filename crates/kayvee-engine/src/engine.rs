@@ -31,6 +31,8 @@ pub struct Snapshot {
     pub dbs: Vec<DbSnapshot>,
     /// When it was taken (unix ms).
     pub taken_ms: u64,
+    /// The function libraries' code (FUNCTION LOAD's text, header included), by library name.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// The engine.
@@ -127,6 +129,7 @@ impl Engine {
         Snapshot {
             dbs: self.core.dbs.iter().map(Db::snapshot).collect(),
             taken_ms: now.ms(),
+            functions: self.function_codes(),
         }
     }
 
@@ -434,6 +437,40 @@ impl Engine {
             self.save_started(true, now);
         }
         due
+    }
+
+    /// The function libraries' code, by library name (an RDB's function records).
+    pub fn function_codes(&self) -> Vec<Vec<u8>> {
+        #[cfg(feature = "scripting")]
+        return self.core.scripts.library_codes();
+        #[cfg(not(feature = "scripting"))]
+        Vec::new()
+    }
+
+    /// Loads the function libraries an RDB file held (after [`Self::load_dbs`]), in addition to
+    /// the loaded ones: `replace` replaces a library of the same name (DEBUG RELOAD MERGE),
+    /// else that is an error. On an error (that, or a library that does not load) the
+    /// libraries are as they were. Without scripting, the records are dropped.
+    pub fn load_functions(&mut self, codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
+        #[cfg(feature = "scripting")]
+        {
+            let policy = match replace {
+                true => crate::script::Restore::Replace,
+                false => crate::script::Restore::Append,
+            };
+            self.core.scripts.restore_libraries(codes, policy)
+        }
+        #[cfg(not(feature = "scripting"))]
+        {
+            let _ = (codes, replace);
+            Ok(())
+        }
+    }
+
+    /// Drops every function library (a load that does not merge replaces them).
+    pub fn flush_functions(&mut self) {
+        #[cfg(feature = "scripting")]
+        self.core.scripts.flush_functions();
     }
 
     /// Replaces the databases with loaded ones (startup loading): the last save is the load,

@@ -116,6 +116,14 @@ impl StartupLoad {
             loaded.keys_loaded, loaded.keys_expired
         );
         engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+        engine
+            .load_functions(&loaded.functions, false)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "Fatal error loading the DB from {}: {e}. Exiting.",
+                    self.path.display()
+                )
+            })?;
         info!(
             "DB loaded from disk: {:.3} seconds",
             self.started.elapsed().as_secs_f64()
@@ -139,6 +147,18 @@ pub fn reload_from_disk(engine: &mut Engine, now: Now) -> Answer {
             };
             kayvee_rdb::load(&bytes, &opts).map_err(|e| e.to_string())
         });
+    // The functions are replaced as the keys are (a load that fails keeps both).
+    let loaded = loaded.and_then(|loaded| {
+        let saved = engine.function_codes();
+        engine.flush_functions();
+        match engine.load_functions(&loaded.functions, false) {
+            Ok(()) => Ok(loaded),
+            Err(e) => {
+                let _ = engine.load_functions(&saved, false);
+                Err(e)
+            }
+        }
+    });
     match loaded {
         Ok(loaded) => {
             info!(

@@ -12,10 +12,12 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
 pub mod library;
 pub mod sha1;
+pub mod structlib;
 
-pub use library::{Function, Library};
+pub use library::{Function, Library, Restore};
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -345,6 +347,22 @@ fn build_vm() -> Lua {
     lua.push_null_userdata();
     lua.raw_set_field(-2, b"null");
     lua.raw_set_field(-2, b"cjson");
+    lua.new_table(0, (cmsgpack::NAMES.len() + cmsgpack::FIELDS.len()) as i32);
+    for (i, name) in cmsgpack::NAMES.iter().enumerate() {
+        lua.push_host_fn(cmsgpack::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    for (name, value) in cmsgpack::FIELDS {
+        lua.push_bytes(value.as_bytes());
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.raw_set_field(-2, b"cmsgpack");
+    lua.new_table(0, structlib::NAMES.len() as i32);
+    for (i, name) in structlib::NAMES.iter().enumerate() {
+        lua.push_host_fn(structlib::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.raw_set_field(-2, b"struct");
     lua.raw_set_field(-2, b"libs");
     let ran = lua.call(&mut NoHost, 1, 4);
     assert_eq!(ran, Ok::<(), Failure>(()), "the sandbox runs");

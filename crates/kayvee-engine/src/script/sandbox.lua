@@ -65,12 +65,14 @@ end
 visible.redis = ro(redis)
 -- Lua 5.1.5's unpack overflows its count on extreme ranges (and then asks for a huge stack):
 -- such ranges fail as they do in Redis's patched Lua.
+-- The arguments pass on as given (no added nils): the stack room `unpack` checks counts them.
 local unpack = unpack
-function visible.unpack(t, i, j)
+function visible.unpack(...)
+    local _, i, j = ...
     if type(i) == 'number' and type(j) == 'number' and j - i >= 7999 then
         error('too many results to unpack', 0)
     end
-    return unpack(t, i, j)
+    return unpack(...)
 end
 function visible.setmetatable(t, m)
     if readonly[t] then error('Attempt to modify a readonly table', 0) end

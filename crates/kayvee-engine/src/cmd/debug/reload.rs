@@ -55,8 +55,13 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         return Ok(());
     }
     let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
-    // Loading over the dataset without MERGE finds every key twice: Redis stops there.
-    if noflush && !merge && cx.core.dbs.iter().any(|db| !db.is_empty()) {
+    // Loading over the dataset without MERGE finds every key (and function library) twice:
+    // Redis stops there. The libraries are kept as they are (what a reload gives back).
+    #[cfg(feature = "scripting")]
+    let has_functions = !cx.core.scripts.libraries.is_empty();
+    #[cfg(not(feature = "scripting"))]
+    let has_functions = false;
+    if noflush && !merge && (has_functions || cx.core.dbs.iter().any(|db| !db.is_empty())) {
         return Err(Error::msg(LOAD_FAILED));
     }
     let now = cx.now_ms();

@@ -177,6 +177,12 @@ impl Dispatch<'_> {
         let (db, last_cmd, last_cmd_id) = (client.db, client.last_cmd, client.last_cmd_id);
         let state_last = self.state.last_cmd;
         self.core.script_running = true;
+        let numkeys = parse_i64(argv.get(2)).unwrap_or(0).max(0) as usize;
+        self.core.tracking.script_keys = Some(
+            (3..(3 + numkeys).min(argv.len()))
+                .map(|i| crate::db::Key::from_slice(argv.get(i)))
+                .collect(),
+        );
         let mut run = Run {
             d: self,
             h,
@@ -188,6 +194,7 @@ impl Dispatch<'_> {
         let result = lua.call(&mut run, nargs, 1);
         let resp3 = run.resp3;
         self.core.script_running = false;
+        self.core.tracking.script_keys = None;
         let reply = match result {
             Ok(()) => {
                 convert::write_value(&mut lua, -1, out, resp3);
@@ -256,6 +263,8 @@ impl Host for Run<'_, '_> {
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            id if id >= script::structlib::FIRST => script::structlib::call(lua, id),
+            id if id >= script::cmsgpack::FIRST => script::cmsgpack::call(lua, id),
             id if id >= script::cjson::FIRST => {
                 script::cjson::call(lua, id, &mut self.d.core.scripts.cjson)
             }

@@ -88,6 +88,10 @@ impl Engine {
             scripts: Default::default(),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
+        #[cfg(feature = "scripting")]
+        {
+            core.scripts.deprecated_api = core.config.bool_param("lua-enable-deprecated-api");
+        }
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
@@ -222,6 +226,21 @@ impl Engine {
         self.dispatcher().execute(h, argv, now, out)
     }
 
+    /// [`Self::execute`], with `wait` serving the other connections should a script the
+    /// command runs pass `busy-reply-threshold` (see [`crate::script_wait`]).
+    pub fn execute_waiting(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        wait: &mut dyn crate::ScriptWait,
+    ) -> Outcome {
+        let mut d = self.dispatcher();
+        d.wait = Some(wait);
+        d.execute(h, argv, now, out)
+    }
+
     /// The parts of the engine dispatch works on, borrowed.
     fn dispatcher(&mut self) -> Dispatch<'_> {
         Dispatch {
@@ -229,6 +248,7 @@ impl Engine {
             clients: &mut self.clients,
             commands: &self.commands,
             state: &mut self.dispatch,
+            wait: None,
         }
     }
 

@@ -163,6 +163,25 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// A read through a shared reference (a long script's hook reads the other sockets while
+    /// the socket table is borrowed).
+    pub fn read_shared(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).read(buf),
+            Stream::Unix(s) => (&*s).read(buf),
+        }
+    }
+
+    /// A write through a shared reference (see [`Stream::read_shared`]).
+    pub fn write_shared(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).write(buf),
+            Stream::Unix(s) => (&*s).write(buf),
+        }
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {

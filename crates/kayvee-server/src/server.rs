@@ -93,6 +93,56 @@ impl kayvee_session::Clock for Clock {
     }
 }
 
+/// The clock the driver gets, with the sockets a long script's hook serves: while a script runs
+/// past `busy-reply-threshold`, the other connections are read and answered (`-BUSY`, SCRIPT
+/// KILL...) between the script's instructions (see `kayvee_engine::script_wait`).
+struct Shell<'a> {
+    clock: &'a Clock,
+    sockets: &'a [Option<Stream>],
+}
+
+impl kayvee_session::Clock for Shell<'_> {
+    #[inline]
+    fn now(&self) -> Now {
+        self.clock.now()
+    }
+
+    fn sleep_us(&self, us: u64) {
+        self.clock.sleep_us(us);
+    }
+
+    fn serve_busy(&self, running: Handle, io: &mut dyn kayvee_session::BusyIo) {
+        let mut buf = [0u8; 16 * 1024];
+        for (slot, stream) in self.sockets.iter().enumerate() {
+            let Some(stream) = stream.as_ref().filter(|_| slot != running.0) else {
+                continue;
+            };
+            let h = Handle(slot);
+            loop {
+                match stream.read_shared(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        io.input(h, &buf[..n]);
+                        if n < buf.len() {
+                            break;
+                        }
+                    }
+                }
+            }
+            if io.shutdown() {
+                warn!("User requested shutdown while a script runs: exiting now, without saving.");
+                std::process::exit(0);
+            }
+            let out = io.output(h);
+            if !out.is_empty() {
+                if let Ok(n) = stream.write_shared(out) {
+                    io.written(h, n);
+                }
+            }
+        }
+    }
+}
+
 /// CLOCK_MONOTONIC in microseconds. Plain integers make the two readings per command cheap:
 /// `Instant` subtraction (checked `Timespec` arithmetic) cost ~65 instructions per command.
 #[inline]
@@ -241,7 +291,11 @@ impl Server {
     /// shell's: persistence, host facts.
     fn run_due(&mut self) {
         if self.now().unix_us >= self.driver.poll_at() {
-            let polled = self.driver.poll(&self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+            };
+            let polled = self.driver.poll(&shell);
             if polled.cron {
                 self.cron();
             }
@@ -357,7 +411,11 @@ impl Server {
                     return;
                 }
             };
-            self.driver.receive(h, &self.scratch[..n], &self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+            };
+            self.driver.receive(h, &self.scratch[..n], &shell);
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).
@@ -400,7 +458,11 @@ impl Server {
                     }
                 }
             };
-            self.driver.complete(h, answer, &self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+            };
+            self.driver.complete(h, answer, &shell);
         }
     }
 

@@ -34,6 +34,14 @@ pub trait Clock {
     fn now(&self) -> Now;
     /// Blocks the whole server for `us` microseconds (DEBUG SLEEP, as in Redis).
     fn sleep_us(&self, us: u64);
+    /// While connection `running` runs a script past `busy-reply-threshold`: reads, without
+    /// blocking, what every other connection sent into [`BusyIo::input`], writes what
+    /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
+    /// [`BusyIo::shutdown`] says so. A shell that does not serve during scripts leaves it
+    /// empty.
+    fn serve_busy(&self, running: Handle, io: &mut dyn crate::BusyIo) {
+        let _ = (running, io);
+    }
 }
 
 /// Work only the shell can do; the connection's further commands wait until
@@ -502,7 +510,10 @@ impl Driver {
             let Driver {
                 engine, sessions, ..
             } = self;
-            let s = sessions[slot].as_mut().expect("running a live session");
+            // The other sessions are lent to a script that runs long (see `wait`).
+            let (before, rest) = sessions.split_at_mut(slot);
+            let (this, after) = rest.split_first_mut().expect("the running slot");
+            let s = this.as_mut().expect("running a live session");
             let h = s.handle;
             if used >= input.len() || !s.runnable() || engine.is_blocked(h) {
                 return used;
@@ -537,11 +548,17 @@ impl Driver {
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
-            let outcome = engine.execute(
+            let mut wait = crate::wait::Waiter {
+                clock,
+                before,
+                after,
+            };
+            let outcome = engine.execute_waiting(
                 h,
                 &frame.argv,
                 start,
                 &mut RespWriter::new(&mut s.out, protocol),
+                &mut wait,
             );
             if let Outcome::Sleep(us) = outcome {
                 clock.sleep_us(us);

@@ -34,7 +34,9 @@ mod driver;
 pub mod link;
 mod replicas;
 mod session;
+mod wait;
 
 pub use busy::BusyPoll;
 pub use driver::{Answer, Clock, Driver, Flushed, Notice, Polled, Request};
 pub use session::{INPUT_INITIAL, OUTPUT_PAUSE};
+pub use wait::BusyIo;

@@ -137,6 +137,9 @@ pub struct Scripts {
     pub functions: BTreeMap<Vec<u8>, Function>,
     /// `cjson`'s settings.
     pub cjson: cjson::Config,
+    /// `lua-enable-deprecated-api`: scripts see `setfenv`, `getfenv` and `newproxy` (set
+    /// from the configuration before the VM is built).
+    pub deprecated_api: bool,
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
     pub rand48: u64,
@@ -160,7 +163,8 @@ impl Scripts {
         if self.rand48 == 0 {
             self.rand48 = RAND48_DEFAULT;
         }
-        self.lua.get_or_insert_with(build_vm)
+        let deprecated = self.deprecated_api;
+        self.lua.get_or_insert_with(|| build_vm(deprecated))
     }
 
     /// Whether the VM exists (INFO reports its memory).
@@ -321,7 +325,7 @@ pub fn set_global_array<'a>(lua: &mut Lua, name: &[u8], items: impl Iterator<Ite
 }
 
 /// A VM with Redis's sandbox.
-fn build_vm() -> Lua {
+fn build_vm(deprecated_api: bool) -> Lua {
     let mut lua = Lua::new();
     lua.new_table(0, 0);
     lua.raw_set_field(REGISTRY, SCRIPTS);
@@ -364,6 +368,8 @@ fn build_vm() -> Lua {
     }
     lua.raw_set_field(-2, b"struct");
     lua.raw_set_field(-2, b"libs");
+    lua.push_bool(deprecated_api);
+    lua.raw_set_field(-2, b"deprecated_api");
     let ran = lua.call(&mut NoHost, 1, 4);
     assert_eq!(ran, Ok::<(), Failure>(()), "the sandbox runs");
     lua.raw_set_field(REGISTRY, REDIS_LOADING);

@@ -74,6 +74,38 @@ function visible.unpack(...)
     end
     return unpack(...)
 end
+-- Binary chunks are never loaded (Redis's Lua parses every chunk as text): they give nil.
+local loadstring, load, byte = loadstring, load, string.byte
+function visible.loadstring(s, ...)
+    if type(s) == 'string' and byte(s, 1) == 27 then
+        return nil
+    end
+    return loadstring(s, ...)
+end
+function visible.load(chunk, ...)
+    if type(chunk) ~= 'function' then
+        return load(chunk, ...)
+    end
+    local first, binary = true, false
+    return load(function()
+        if binary then
+            return nil
+        end
+        local piece = chunk()
+        if first then
+            first = false
+            -- A lone escape byte, then the end, is a truncated binary chunk: the load fails.
+            if type(piece) == 'string' and byte(piece, 1) == 27 then
+                binary = true
+                return '\27'
+            end
+        end
+        return piece
+    end, ...)
+end
+if host.deprecated_api then
+    visible.setfenv, visible.getfenv, visible.newproxy = setfenv, getfenv, newproxy
+end
 function visible.setmetatable(t, m)
     if readonly[t] then error('Attempt to modify a readonly table', 0) end
     return setmetatable(t, m)
@@ -90,7 +122,7 @@ function visible.ipairs(t)
 end
 
 local function strict(t)
-    local p = setmetatable({}, {
+    local mt = {
         __index = function(_, k)
             local v = rawget(t, k)
             if v == nil then
@@ -99,7 +131,11 @@ local function strict(t)
             return v
         end,
         __newindex = refuse,
-    })
+    }
+    -- getmetatable(_G) gives a read-only view: the protection cannot be taken off.
+    mt.__metatable = setmetatable({}, {__index = mt, __newindex = refuse})
+    readonly[mt.__metatable] = mt
+    local p = setmetatable({}, mt)
     readonly[p] = t
     return p
 end

@@ -20,6 +20,7 @@ use crate::error::{CmdResult, Error};
 use crate::monitor;
 use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
 use crate::script::{self, host, sha1, Flags, Sha};
+use crate::script_wait::Busy;
 use crate::time::Now;
 use crate::util::parse_i64;
 use alloc::string::String;
@@ -183,6 +184,10 @@ impl Dispatch<'_> {
                 .map(|i| crate::db::Key::from_slice(argv.get(i)))
                 .collect(),
         );
+        let waiting = self.wait.is_some();
+        if waiting {
+            lua.set_hook(HOOK_EVERY);
+        }
         let mut run = Run {
             d: self,
             h,
@@ -190,8 +195,18 @@ impl Dispatch<'_> {
             resp3: false,
             read_only: flags.no_writes,
             allow_oom: flags.allow_oom,
+            busy: Busy {
+                running: h,
+                eval: nargs == 0,
+                wrote: false,
+                killed: false,
+            },
+            timed_out: false,
         };
         let result = lua.call(&mut run, nargs, 1);
+        if waiting {
+            lua.set_hook(0);
+        }
         let resp3 = run.resp3;
         self.core.script_running = false;
         self.core.tracking.script_keys = None;
@@ -249,11 +264,19 @@ struct Run<'r, 'e> {
     read_only: bool,
     /// `allow-oom`: writes past `maxmemory` are let through.
     allow_oom: bool,
+    /// The script as other clients' commands see it (written, killed).
+    busy: Busy,
+    /// It has run past `busy-reply-threshold`.
+    timed_out: bool,
 }
+
+/// Lua instructions between two calls of the count hook (Redis's figure).
+const HOOK_EVERY: i32 = 100_000;
 
 impl Host for Run<'_, '_> {
     fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
         match id {
+            -1 => self.hook(lua),
             host::CALL => self.redis_call(lua, false),
             host::PCALL => self.redis_call(lua, true),
             host::SHA1HEX => sha1hex(lua),
@@ -281,6 +304,31 @@ fn raise(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
 }
 
 impl Run<'_, '_> {
+    /// The count hook: past `busy-reply-threshold`, the shell serves the other clients (see
+    /// [`crate::script_wait`]); a kill raises Redis's error, from then on at every instruction.
+    fn hook(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        if self.busy.killed {
+            return raise(lua, crate::script_wait::KILLED);
+        }
+        let threshold_ms = self.d.core.config.int_param("busy-reply-threshold");
+        let Some(wait) = self.d.wait.as_deref_mut() else {
+            return Ok(0);
+        };
+        if !self.timed_out {
+            let elapsed_us = wait.now().unix_us.saturating_sub(self.now.unix_us);
+            if threshold_ms <= 0 || elapsed_us < threshold_ms as u64 * 1000 {
+                return Ok(0);
+            }
+            self.timed_out = true;
+        }
+        wait.serve(&mut self.busy);
+        if self.busy.killed {
+            lua.set_hook(1);
+            return raise(lua, crate::script_wait::KILLED);
+        }
+        Ok(0)
+    }
+
     /// `redis.call` / `redis.pcall`: an error is raised (call) or returned (pcall) as
     /// `{err = text}`.
     fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
@@ -334,6 +382,9 @@ impl Run<'_, '_> {
         } else {
             Protocol::Resp2
         };
+        if spec.has(flags::WRITE) {
+            self.busy.wrote = true;
+        }
         let mut tree = ReplyTree::new(protocol);
         self.d.run(self.h, cmd, &argv, self.now, &mut tree);
         Ok(tree.take().pop().unwrap_or(Reply::Null))

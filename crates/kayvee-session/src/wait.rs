@@ -1,0 +1,133 @@
+//! The driver's side of a long script (see `kayvee_engine::script_wait`): while one session's
+//! command runs a script past `busy-reply-threshold`, the shell reads the other connections
+//! through [`Clock::serve_busy`] and hands their bytes to a [`BusyIo`]; their complete commands
+//! are answered by the engine's [`Busy`] (`-BUSY`, SCRIPT KILL, FUNCTION KILL, SHUTDOWN
+//! NOSAVE) into their sessions' output, which the shell writes out at once.
+
+use crate::driver::Clock;
+use crate::session::{Closing, Session};
+use kayvee_engine::{Answered, Busy, Handle, Now, Protocol, ScriptWait};
+use kayvee_resp::RespWriter;
+
+/// What the shell's [`Clock::serve_busy`] calls while a script runs.
+pub trait BusyIo {
+    /// Bytes connection `h` sent: its complete commands are answered now, the rest waits.
+    fn input(&mut self, h: Handle, data: &[u8]);
+    /// The output connection `h` has pending, to write now.
+    fn output(&self, h: Handle) -> &[u8];
+    /// `n` bytes of that output were written.
+    fn written(&mut self, h: Handle, n: usize);
+    /// A SHUTDOWN NOSAVE arrived: the shell stops the server now, without saving.
+    fn shutdown(&self) -> bool;
+}
+
+/// The sessions other than the running one, lent to a script's hook.
+pub(crate) struct Waiter<'a> {
+    pub clock: &'a dyn Clock,
+    /// The sessions before the running one's slot.
+    pub before: &'a mut [Option<Session>],
+    /// The sessions after it.
+    pub after: &'a mut [Option<Session>],
+}
+
+impl ScriptWait for Waiter<'_> {
+    fn now(&mut self) -> Now {
+        self.clock.now()
+    }
+
+    fn serve(&mut self, busy: &mut Busy) {
+        let clock = self.clock;
+        let mut io = Serving {
+            waiter: self,
+            busy,
+            shutdown: false,
+        };
+        clock.serve_busy(io.busy.running, &mut io);
+    }
+}
+
+struct Serving<'w, 'a> {
+    waiter: &'w mut Waiter<'a>,
+    busy: &'w mut Busy,
+    shutdown: bool,
+}
+
+/// Session `h` among the lent ones (never the running one's slot).
+fn lent<'s>(
+    before: &'s mut [Option<Session>],
+    after: &'s mut [Option<Session>],
+    running: Handle,
+    h: Handle,
+) -> Option<&'s mut Session> {
+    match h.0 {
+        slot if slot < running.0 => before.get_mut(slot),
+        slot if slot > running.0 => after.get_mut(slot - running.0 - 1),
+        _ => None,
+    }
+    .and_then(Option::as_mut)
+    .filter(|s| s.handle == h)
+}
+
+impl BusyIo for Serving<'_, '_> {
+    fn input(&mut self, h: Handle, data: &[u8]) {
+        let Serving {
+            waiter,
+            busy,
+            shutdown,
+        } = self;
+        let Some(s) = lent(waiter.before, waiter.after, busy.running, h) else {
+            return;
+        };
+        s.append(data);
+        if !s.runnable() {
+            return;
+        }
+        let input = core::mem::take(&mut s.input);
+        let pending = &input[s.in_start..s.in_end];
+        let mut used = 0;
+        while used < pending.len() {
+            match s.decoder.decode(&pending[used..], true) {
+                Ok(Some(frame)) => {
+                    used += frame.consumed;
+                    // Errors and +OK read the same in RESP2 and RESP3.
+                    let mut out = RespWriter::new(&mut s.out, Protocol::Resp2);
+                    if busy.answer(&frame.argv, &mut out) == Answered::Shutdown {
+                        *shutdown = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    error.write_reply(&mut s.out);
+                    s.closing = Closing::AfterReply;
+                    break;
+                }
+            }
+        }
+        s.input = input;
+        s.consume(used);
+    }
+
+    fn output(&self, h: Handle) -> &[u8] {
+        let running = self.busy.running.0;
+        let s = match h.0 {
+            slot if slot < running => self.waiter.before.get(slot),
+            slot if slot > running => self.waiter.after.get(slot - running - 1),
+            _ => None,
+        };
+        s.and_then(Option::as_ref)
+            .filter(|s| s.handle == h)
+            .map_or(&[], |s| &s.out[s.out_sent..])
+    }
+
+    fn written(&mut self, h: Handle, n: usize) {
+        let running = self.busy.running;
+        if let Some(s) = lent(self.waiter.before, self.waiter.after, running, h) {
+            s.written(n);
+        }
+    }
+
+    fn shutdown(&self) -> bool {
+        self.shutdown
+    }
+}

@@ -493,6 +493,32 @@ impl Engine {
         self.core.scripts.flush_functions();
     }
 
+    /// Adds loaded databases' keys to the dataset (DEBUG RELOAD NOSAVE NOFLUSH): `replace`
+    /// (MERGE) replaces the keys that exist, else one that exists fails the merge (false) and
+    /// nothing changes.
+    pub fn merge_dbs(&mut self, dbs: Vec<Db>, replace: bool) -> bool {
+        if !replace {
+            for (current, loaded) in self.core.dbs.iter().zip(&dbs) {
+                if loaded
+                    .keys
+                    .iter()
+                    .any(|(k, _)| current.keys.contains_key(&k[..]))
+                {
+                    return false;
+                }
+            }
+        }
+        for (current, loaded) in self.core.dbs.iter_mut().zip(dbs) {
+            for (k, entry) in loaded.keys.iter() {
+                current.insert_entry(k, entry.clone(), loaded.expire_at(k));
+            }
+        }
+        drain::sync(&mut self.core);
+        let core = &mut self.core;
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+        true
+    }
+
     /// Replaces the databases with loaded ones (startup loading): the last save is the load,
     /// and the loading state, if any, ends.
     pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {

@@ -7,15 +7,16 @@
 //! 100,000 Lua instructions: it reads the clock through [`ScriptWait::now`], and once the
 //! script has run `busy-reply-threshold` milliseconds it calls [`ScriptWait::serve`] at each
 //! hook. The shell then reads what the other connections sent (never blocking), decodes their
-//! commands and hands each to [`Busy::answer`], which writes Redis 7.0's reply: `-BUSY` for
-//! everything but SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE; the shell writes the replies
-//! out at once. A kill stops the script at its next hook with Redis's error (raised at every
+//! commands and hands each to [`BusyAnswer::answer`], which writes Redis 7.0's reply: `-BUSY`
+//! for everything but SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and the connection commands
+//! that may run meanwhile (AUTH, HELLO, RESET, QUIT: they run as usual); the shell writes the
+//! replies out at once. A kill stops the script at its next hook with Redis's error (raised at every
 //! instruction from then on, so `pcall` cannot hold it); SHUTDOWN NOSAVE is the shell's to
 //! carry out (it exits). The shell stays "bytes in, bytes out": every decision is here.
 
 use crate::argv::Argv;
 use crate::client::Handle;
-use crate::reply::ReplySink;
+use crate::reply::{Protocol, ReplySink};
 use crate::time::Now;
 
 /// The shell's side of a long script (see the module doc).
@@ -25,17 +26,17 @@ pub trait ScriptWait {
     /// Serves the other connections once, without blocking: each complete command one of them
     /// sent goes to [`Busy::answer`], the replies are written out. A SHUTDOWN NOSAVE
     /// ([`Answered::Shutdown`]) is carried out by the shell.
-    fn serve(&mut self, busy: &mut Busy);
+    fn serve(&mut self, busy: &mut dyn BusyAnswer);
 }
 
-/// The no-op [`ScriptWait`] of shells that do not serve during scripts (transcripts, tests).
-pub struct NoWait(pub Now);
-
-impl ScriptWait for NoWait {
-    fn now(&mut self) -> Now {
-        self.0
-    }
-    fn serve(&mut self, _: &mut Busy) {}
+/// The engine's side while a script runs long: answers the other clients' commands.
+pub trait BusyAnswer {
+    /// The client running the script (its own further commands wait).
+    fn running(&self) -> Handle;
+    /// The protocol client `h`'s replies are encoded in.
+    fn protocol(&self, h: Handle) -> Protocol;
+    /// Answers client `h`'s command `argv`, writing the reply to `out`.
+    fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered;
 }
 
 /// Redis's reply to commands during an EVAL past the threshold.

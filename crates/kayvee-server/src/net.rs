@@ -54,6 +54,14 @@ impl Listener {
         }
     }
 
+    /// The file descriptor.
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l, _) => l.as_raw_fd(),
+            Listener::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+
     /// Where it listens, for the log.
     pub fn describe(&self) -> String {
         match self {

@@ -99,6 +99,7 @@ impl kayvee_session::Clock for Clock {
 struct Shell<'a> {
     clock: &'a Clock,
     sockets: &'a [Option<Stream>],
+    listeners: &'a [Listener],
 }
 
 impl kayvee_session::Clock for Shell<'_> {
@@ -131,6 +132,16 @@ impl kayvee_session::Clock for Shell<'_> {
             }
             if io.shutdown() {
                 warn!("User requested shutdown while a script runs: exiting now, without saving.");
+                // As Redis: no new connection is taken from here on (the listeners close
+                // first, then the clients see the end).
+                for fd in self.listeners.iter().map(Listener::fd) {
+                    // SAFETY: closing descriptors this process owns, right before it exits.
+                    unsafe { libc::close(fd) };
+                }
+                for fd in self.sockets.iter().flatten().map(Stream::fd) {
+                    // SAFETY: as above.
+                    unsafe { libc::close(fd) };
+                }
                 std::process::exit(0);
             }
             let out = io.output(h);
@@ -294,6 +305,7 @@ impl Server {
             let shell = Shell {
                 clock: &self.clock,
                 sockets: &self.sockets,
+                listeners: &self.listeners,
             };
             let polled = self.driver.poll(&shell);
             if polled.cron {
@@ -414,6 +426,7 @@ impl Server {
             let shell = Shell {
                 clock: &self.clock,
                 sockets: &self.sockets,
+                listeners: &self.listeners,
             };
             self.driver.receive(h, &self.scratch[..n], &shell);
             // The replies go out at once, while they are hot in the cache (a pass that waited
@@ -446,7 +459,9 @@ impl Server {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     crate::requests::load_aof(engine, files, now)
                 }
-                Request::LoadRdb => crate::persist::reload_from_disk(self.engine(), now),
+                Request::LoadRdb { flush, merge } => {
+                    crate::persist::reload_from_disk(self.engine(), now, flush, merge)
+                }
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {
@@ -461,6 +476,7 @@ impl Server {
             let shell = Shell {
                 clock: &self.clock,
                 sockets: &self.sockets,
+                listeners: &self.listeners,
             };
             self.driver.complete(h, answer, &shell);
         }

@@ -71,9 +71,15 @@ pub enum Request {
     /// DEBUG LOADAOF: write out the AOF, empty the dataset, load it from the AOF files again;
     /// answer `Ok` (a file that does not load ends the process, as in Redis).
     LoadAof,
-    /// DEBUG RELOAD NOSAVE: load `dir/dbfilename` in place of the dataset; answer `Ok`, or the
-    /// load error (the dataset kept).
-    LoadRdb,
+    /// DEBUG RELOAD NOSAVE: load `dir/dbfilename` in place of the dataset, or over it
+    /// (`flush` false: NOFLUSH; `merge`: loaded keys and libraries replace existing ones, else
+    /// they are an error); answer `Ok`, or the load error (the dataset kept).
+    LoadRdb {
+        /// Empty the dataset first.
+        flush: bool,
+        /// MERGE.
+        merge: bool,
+    },
     /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
     /// end); never answered.
     Crash,
@@ -610,7 +616,7 @@ impl Driver {
             Outcome::AclFile { save } => Request::AclFile { save },
             Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
-            Outcome::LoadRdb => Request::LoadRdb,
+            Outcome::LoadRdb { flush, merge } => Request::LoadRdb { flush, merge },
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

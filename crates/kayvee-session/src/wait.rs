@@ -1,12 +1,13 @@
 //! The driver's side of a long script (see `kayvee_engine::script_wait`): while one session's
 //! command runs a script past `busy-reply-threshold`, the shell reads the other connections
 //! through [`Clock::serve_busy`] and hands their bytes to a [`BusyIo`]; their complete commands
-//! are answered by the engine's [`Busy`] (`-BUSY`, SCRIPT KILL, FUNCTION KILL, SHUTDOWN
-//! NOSAVE) into their sessions' output, which the shell writes out at once.
+//! are answered by the engine's [`BusyAnswer`] (`-BUSY`, SCRIPT KILL, FUNCTION KILL, SHUTDOWN
+//! NOSAVE, the connection commands) into their sessions' output, which the shell writes out at once.
 
 use crate::driver::Clock;
 use crate::session::{Closing, Session};
-use kayvee_engine::{Answered, Busy, Handle, Now, Protocol, ScriptWait};
+use kayvee_engine::script_wait::BusyAnswer;
+use kayvee_engine::{Answered, Handle, Now, ScriptWait};
 use kayvee_resp::RespWriter;
 
 /// What the shell's [`Clock::serve_busy`] calls while a script runs.
@@ -35,20 +36,23 @@ impl ScriptWait for Waiter<'_> {
         self.clock.now()
     }
 
-    fn serve(&mut self, busy: &mut Busy) {
+    fn serve(&mut self, busy: &mut dyn BusyAnswer) {
         let clock = self.clock;
+        let running = busy.running();
         let mut io = Serving {
             waiter: self,
             busy,
+            running,
             shutdown: false,
         };
-        clock.serve_busy(io.busy.running, &mut io);
+        clock.serve_busy(running, &mut io);
     }
 }
 
 struct Serving<'w, 'a> {
     waiter: &'w mut Waiter<'a>,
-    busy: &'w mut Busy,
+    busy: &'w mut dyn BusyAnswer,
+    running: Handle,
     shutdown: bool,
 }
 
@@ -73,9 +77,10 @@ impl BusyIo for Serving<'_, '_> {
         let Serving {
             waiter,
             busy,
+            running,
             shutdown,
         } = self;
-        let Some(s) = lent(waiter.before, waiter.after, busy.running, h) else {
+        let Some(s) = lent(waiter.before, waiter.after, *running, h) else {
             return;
         };
         s.append(data);
@@ -89,9 +94,8 @@ impl BusyIo for Serving<'_, '_> {
             match s.decoder.decode(&pending[used..], true) {
                 Ok(Some(frame)) => {
                     used += frame.consumed;
-                    // Errors and +OK read the same in RESP2 and RESP3.
-                    let mut out = RespWriter::new(&mut s.out, Protocol::Resp2);
-                    if busy.answer(&frame.argv, &mut out) == Answered::Shutdown {
+                    let mut out = RespWriter::new(&mut s.out, busy.protocol(h));
+                    if busy.answer(h, &frame.argv, &mut out) == Answered::Shutdown {
                         *shutdown = true;
                         break;
                     }
@@ -109,7 +113,7 @@ impl BusyIo for Serving<'_, '_> {
     }
 
     fn output(&self, h: Handle) -> &[u8] {
-        let running = self.busy.running.0;
+        let running = self.running.0;
         let s = match h.0 {
             slot if slot < running => self.waiter.before.get(slot),
             slot if slot > running => self.waiter.after.get(slot - running - 1),
@@ -121,7 +125,7 @@ impl BusyIo for Serving<'_, '_> {
     }
 
     fn written(&mut self, h: Handle, n: usize) {
-        let running = self.busy.running;
+        let running = self.running;
         if let Some(s) = lent(self.waiter.before, self.waiter.after, running, h) {
             s.written(n);
         }

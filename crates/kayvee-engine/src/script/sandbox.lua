@@ -50,6 +50,13 @@ end
 math.random = host.random
 math.randomseed = host.randomseed
 
+-- The strings' shared metatable is seen read-only (getmetatable('') cannot change it).
+do
+    local smt = getmetatable('')
+    smt.__metatable = setmetatable({}, {__index = smt, __newindex = refuse})
+    readonly[smt.__metatable] = smt
+end
+
 local visible = {}
 for _, name in ipairs({'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable',
         'load', 'loadstring', 'next', 'pcall', 'rawequal', 'rawget', 'select', 'tonumber',

@@ -18,6 +18,7 @@
 //! one, which may publish or wake others in turn: repeated until nothing is left.
 
 use crate::busy::BusyPoll;
+pub use crate::clock::Clock;
 use crate::session::{Closing, Session, OUTPUT_PAUSE};
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
@@ -28,21 +29,6 @@ use kayvee_engine::repl::ReplicaState;
 use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
 use kayvee_resp::{Limits, ProtocolError, RespWriter};
 
-/// The shell's clock. Readings never go backwards; the wall time is what `TIME` and expiry see.
-pub trait Clock {
-    /// The current time.
-    fn now(&self) -> Now;
-    /// Blocks the whole server for `us` microseconds (DEBUG SLEEP, as in Redis).
-    fn sleep_us(&self, us: u64);
-    /// While connection `running` runs a script past `busy-reply-threshold`: reads, without
-    /// blocking, what every other connection sent into [`BusyIo::input`], writes what
-    /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
-    /// [`BusyIo::shutdown`] says so. A shell that does not serve during scripts leaves it
-    /// empty.
-    fn serve_busy(&self, running: Handle, io: &mut dyn crate::BusyIo) {
-        let _ = (running, io);
-    }
-}
 
 /// Work only the shell can do; the connection's further commands wait until
 /// [`Driver::complete`].

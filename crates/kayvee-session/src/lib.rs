@@ -30,6 +30,7 @@
 extern crate alloc;
 
 mod busy;
+mod clock;
 mod driver;
 pub mod link;
 mod replicas;
@@ -39,4 +40,4 @@ mod wait;
 pub use busy::BusyPoll;
 pub use driver::{Answer, Clock, Driver, Flushed, Notice, Polled, Request};
 pub use session::{INPUT_INITIAL, OUTPUT_PAUSE};
-pub use wait::BusyIo;
+pub use clock::BusyIo;

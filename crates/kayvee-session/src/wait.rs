@@ -4,23 +4,12 @@
 //! are answered by the engine's [`BusyAnswer`] (`-BUSY`, SCRIPT KILL, FUNCTION KILL, SHUTDOWN
 //! NOSAVE, the connection commands) into their sessions' output, which the shell writes out at once.
 
-use crate::driver::Clock;
+use crate::clock::{BusyIo, Clock};
 use crate::session::{Closing, Session};
 use kayvee_engine::script_wait::BusyAnswer;
 use kayvee_engine::{Answered, Handle, Now, ScriptWait};
 use kayvee_resp::RespWriter;
 
-/// What the shell's [`Clock::serve_busy`] calls while a script runs.
-pub trait BusyIo {
-    /// Bytes connection `h` sent: its complete commands are answered now, the rest waits.
-    fn input(&mut self, h: Handle, data: &[u8]);
-    /// The output connection `h` has pending, to write now.
-    fn output(&self, h: Handle) -> &[u8];
-    /// `n` bytes of that output were written.
-    fn written(&mut self, h: Handle, n: usize);
-    /// A SHUTDOWN NOSAVE arrived: the shell stops the server now, without saving.
-    fn shutdown(&self) -> bool;
-}
 
 /// The sessions other than the running one, lent to a script's hook.
 pub(crate) struct Waiter<'a> {

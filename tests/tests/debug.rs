@@ -1,5 +1,6 @@
 //! End-to-end DEBUG: RELOAD round-trips every type through the RDB codec and keeps the digest;
-//! RELOAD NOSAVE loads the file on disk as it is;
+//! RELOAD NOSAVE loads the file on disk as it is (NOFLUSH over the dataset); function libraries
+//! survive reloads and FUNCTION DUMP payloads restore both ways with redis-server;
 //! DIGEST changes with any change and is 40 zeros for an empty dataset; DEBUG OBJECT's
 //! `serializedlength` is the one redis-server 7.0.15 reports for the values both write in the
 //! same RDB form (strings, hashtable sets: Kayvee writes small collections in the plain RDB
@@ -111,11 +112,77 @@ fn reload_nosave_loads_the_file_on_disk_as_it_is() {
     assert_eq!(c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
     assert_eq!(c.cmd_str(&["GET", "should-not-exist"]), b"$-1\r\n");
     assert_eq!(status(&c.cmd_str(&["DEBUG", "DIGEST"])), saved);
-    let refused = c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "MERGE"]);
+    // NOFLUSH loads over the dataset: keys that exist fail it unless MERGE.
+    c.cmd_str(&["SET", "extra", "1"]);
+    let refused = c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH"]);
     assert!(
         refused.starts_with(b"-ERR"),
         "{}",
         kayvee_tests::show(&refused)
+    );
+    assert_eq!(
+        c.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd_str(&["GET", "extra"]), b"$1\r\n1\r\n");
+    assert_eq!(c.cmd_str(&["DBSIZE"]), b":11\r\n");
+}
+
+/// The payload of a bulk reply.
+fn bulk(reply: &[u8]) -> Vec<u8> {
+    let start = reply.iter().position(|&b| b == b'\n').unwrap() + 1;
+    reply[start..reply.len() - 2].to_vec()
+}
+
+#[test]
+fn functions_survive_reloads_and_dump_both_ways_with_redis() {
+    let kayvee = Server::kayvee(&["--save", "", "--enable-debug-command", "yes"]).unwrap();
+    let mut k = kayvee.conn();
+    let code = "#!lua name=lib1\nredis.register_function('f1', function() return 'one' end)";
+    assert_eq!(k.cmd_str(&["FUNCTION", "LOAD", code]), b"$4\r\nlib1\r\n");
+    assert_eq!(k.cmd_str(&["DEBUG", "RELOAD"]), b"+OK\r\n");
+    assert_eq!(k.cmd_str(&["FCALL", "f1", "0"]), b"$3\r\none\r\n");
+    // The reload wrote the file: the library comes back from it.
+    assert_eq!(k.cmd_str(&["FUNCTION", "FLUSH"]), b"+OK\r\n");
+    assert_eq!(k.cmd_str(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
+    assert_eq!(k.cmd_str(&["FCALL", "f1", "0"]), b"$3\r\none\r\n");
+    let refused = k.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH"]);
+    assert!(
+        refused.starts_with(b"-ERR"),
+        "{}",
+        kayvee_tests::show(&refused)
+    );
+    assert_eq!(
+        k.cmd_str(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]),
+        b"+OK\r\n"
+    );
+    let dump = bulk(&k.cmd_str(&["FUNCTION", "DUMP"]));
+    if !tool_available("redis-server") {
+        return;
+    }
+    let redis = Server::redis(&["--save", ""]).unwrap();
+    let mut r = redis.conn();
+    assert_eq!(
+        r.cmd(&[b"FUNCTION", b"RESTORE", &dump]).unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(r.cmd_str(&["FCALL", "f1", "0"]), b"$3\r\none\r\n");
+    let code2 = "#!lua name=lib2\nredis.register_function('f2', function() return 2 end)";
+    r.cmd_str(&["FUNCTION", "LOAD", code2]);
+    let back = bulk(&r.cmd_str(&["FUNCTION", "DUMP"]));
+    assert_eq!(
+        k.cmd(&[b"FUNCTION", b"RESTORE", &back]).unwrap(),
+        b"-ERR Library lib1 already exists\r\n"
+    );
+    assert_eq!(
+        k.cmd(&[b"FUNCTION", b"RESTORE", &back, b"REPLACE"])
+            .unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(k.cmd_str(&["FCALL", "f2", "0"]), b":2\r\n");
+    assert_eq!(
+        k.cmd(&[b"FUNCTION", b"RESTORE", b"bad"]).unwrap(),
+        b"-ERR DUMP payload version or checksum are wrong\r\n"
     );
 }
 

@@ -399,7 +399,11 @@ fn clients_get_loading_during_the_startup_load() {
     }
     let mut dbs = vec![db.snapshot()];
     dbs.extend((1..16).map(|_| kayvee_engine::Db::new(1).snapshot()));
-    let snapshot = kayvee_engine::Snapshot { dbs, taken_ms: 0 };
+    let snapshot = kayvee_engine::Snapshot {
+        dbs,
+        taken_ms: 0,
+        functions: Vec::new(),
+    };
     let file =
         kayvee_rdb::RdbWriter::new(snapshot, kayvee_rdb::WriteOptions::default()).write_all();
     std::fs::write(dir.join("dump.rdb"), &file).unwrap();

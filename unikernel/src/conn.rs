@@ -80,7 +80,7 @@ pub fn answer(
         Request::LoadAof => {
             Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
         }
-        Request::LoadRdb => {
+        Request::LoadRdb { .. } => {
             Answer::Error("ERR DEBUG RELOAD NOSAVE is not supported by the unikernel".into())
         }
         Request::Save { background } => match store {

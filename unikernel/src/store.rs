@@ -191,6 +191,13 @@ impl Store {
                 h.generation, h.slot, h.len, h.saved_ms, loaded.keys_loaded, loaded.keys_expired
             );
             engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+            if let Err(e) = engine.load_functions(&loaded.functions, false) {
+                refuse(&alloc::format!(
+                    "snapshot generation {} (slot {}) does not load: {e}",
+                    h.generation,
+                    h.slot
+                ));
+            }
             return;
         }
         crate::println_later!("kayvee: disk: no snapshot yet: starting empty");

@@ -14,6 +14,8 @@ pub struct Switches {
     pub quicklist_packed_threshold: u64,
     /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: kept; RESTORE still checks the checksum.
     pub skip_checksum_validation: bool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `noscript` commands (a test hook).
+    pub disable_deny_scripts: bool,
 }
 
 /// Redis's default `quicklist-packed-threshold`: 1 GB.
@@ -26,6 +28,7 @@ impl Default for Switches {
             cron_paused: false,
             quicklist_packed_threshold: PACKED_THRESHOLD_DEFAULT,
             skip_checksum_validation: false,
+            disable_deny_scripts: false,
         }
     }
 }

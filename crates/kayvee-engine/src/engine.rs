@@ -31,6 +31,8 @@ pub struct Snapshot {
     pub dbs: Vec<DbSnapshot>,
     /// When it was taken (unix ms).
     pub taken_ms: u64,
+    /// The function libraries' code (FUNCTION LOAD's text, header included), by library name.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// The engine.
@@ -86,6 +88,10 @@ impl Engine {
             scripts: Default::default(),
         };
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, seed);
+        #[cfg(feature = "scripting")]
+        {
+            core.scripts.deprecated_api = core.config.bool_param("lua-enable-deprecated-api");
+        }
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
@@ -127,6 +133,7 @@ impl Engine {
         Snapshot {
             dbs: self.core.dbs.iter().map(Db::snapshot).collect(),
             taken_ms: now.ms(),
+            functions: self.function_codes(),
         }
     }
 
@@ -229,6 +236,21 @@ impl Engine {
         self.dispatcher().execute(h, argv, now, out)
     }
 
+    /// [`Self::execute`], with `wait` serving the other connections should a script the
+    /// command runs pass `busy-reply-threshold` (see [`crate::script_wait`]).
+    pub fn execute_waiting(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        wait: &mut dyn crate::ScriptWait,
+    ) -> Outcome {
+        let mut d = self.dispatcher();
+        d.wait = Some(wait);
+        d.execute(h, argv, now, out)
+    }
+
     /// The parts of the engine dispatch works on, borrowed.
     fn dispatcher(&mut self) -> Dispatch<'_> {
         Dispatch {
@@ -236,6 +258,7 @@ impl Engine {
             clients: &mut self.clients,
             commands: &self.commands,
             state: &mut self.dispatch,
+            wait: None,
         }
     }
 
@@ -444,6 +467,66 @@ impl Engine {
             self.save_started(true, now);
         }
         due
+    }
+
+    /// The function libraries' code, by library name (an RDB's function records).
+    pub fn function_codes(&self) -> Vec<Vec<u8>> {
+        #[cfg(feature = "scripting")]
+        return self.core.scripts.library_codes();
+        #[cfg(not(feature = "scripting"))]
+        Vec::new()
+    }
+
+    /// Loads the function libraries an RDB file held (after [`Self::load_dbs`]), in addition to
+    /// the loaded ones: `replace` replaces a library of the same name (DEBUG RELOAD MERGE),
+    /// else that is an error. On an error (that, or a library that does not load) the
+    /// libraries are as they were. Without scripting, the records are dropped.
+    pub fn load_functions(&mut self, codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
+        #[cfg(feature = "scripting")]
+        {
+            let policy = match replace {
+                true => crate::script::Restore::Replace,
+                false => crate::script::Restore::Append,
+            };
+            self.core.scripts.restore_libraries(codes, policy)
+        }
+        #[cfg(not(feature = "scripting"))]
+        {
+            let _ = (codes, replace);
+            Ok(())
+        }
+    }
+
+    /// Drops every function library (a load that does not merge replaces them).
+    pub fn flush_functions(&mut self) {
+        #[cfg(feature = "scripting")]
+        self.core.scripts.flush_functions();
+    }
+
+    /// Adds loaded databases' keys to the dataset (DEBUG RELOAD NOSAVE NOFLUSH): `replace`
+    /// (MERGE) replaces the keys that exist, else one that exists fails the merge (false) and
+    /// nothing changes.
+    pub fn merge_dbs(&mut self, dbs: Vec<Db>, replace: bool) -> bool {
+        if !replace {
+            for (current, loaded) in self.core.dbs.iter().zip(&dbs) {
+                if loaded
+                    .keys
+                    .iter()
+                    .any(|(k, _)| current.keys.contains_key(&k[..]))
+                {
+                    return false;
+                }
+            }
+        }
+        for (current, loaded) in self.core.dbs.iter_mut().zip(dbs) {
+            for (k, entry) in loaded.keys.iter() {
+                current.insert_entry(k, entry.clone(), loaded.expire_at(k));
+            }
+        }
+        drain::sync(&mut self.core);
+        let core = &mut self.core;
+        evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+        true
     }
 
     /// Replaces the databases with loaded ones (startup loading): the last save is the load,

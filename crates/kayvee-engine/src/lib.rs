@@ -59,6 +59,7 @@ pub mod reply;
 pub mod rng;
 #[cfg(feature = "scripting")]
 pub mod script;
+pub mod script_wait;
 pub mod slowlog;
 pub mod stats;
 pub mod time;
@@ -81,6 +82,7 @@ pub use host::HostInfo;
 pub use outcome::Outcome;
 pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
 pub use rng::Rng;
+pub use script_wait::{Answered, Busy, ScriptWait};
 pub use stats::Stats;
 pub use time::Now;
 pub use value::{Entry, Value};

@@ -45,7 +45,12 @@ pub enum Outcome {
     /// DEBUG RELOAD NOSAVE: the shell loads the RDB file on disk (`dir/dbfilename`) as it is
     /// in place of the dataset ([`crate::Engine::load_dbs`]), then sends the reply itself
     /// (`+OK`, or Redis's load error with the dataset left as it was).
-    LoadRdb,
+    LoadRdb {
+        /// The dataset is emptied first (not NOFLUSH).
+        flush: bool,
+        /// MERGE: loaded keys and libraries replace existing ones (else they are an error).
+        merge: bool,
+    },
     /// The client became a replica (PSYNC, SYNC): the connection layer sends it the backlog
     /// from `continue_from`, or a full sync (an RDB of [`crate::Engine::snapshot`] taken now,
     /// framed as `$EOF:<mark>` when `eof`, else as `$<len>`), then the replication stream.

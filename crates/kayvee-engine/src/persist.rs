@@ -36,6 +36,18 @@ pub trait ValueCodec: Send + Sync {
     fn dump(&self, value: &Value, compress: bool) -> Vec<u8>;
     /// The value in a DUMP payload; `seed` keys the hash maps of collections.
     fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError>;
+    /// FUNCTION DUMP's payload of the libraries `codes` (their RDB function records, the RDB
+    /// version, the CRC-64). A codec without it gives an empty payload.
+    fn dump_functions(&self, codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
+        let _ = (codes, compress);
+        Vec::new()
+    }
+    /// The libraries' code in a FUNCTION RESTORE payload, or Redis's error text (without the
+    /// `ERR ` prefix).
+    fn restore_functions(&self, payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+        let _ = payload;
+        Err("DUMP payload version or checksum are wrong")
+    }
 }
 
 /// What the engine remembers about saves (Redis's `server.lastsave`, `rdb_child_pid`...).

@@ -98,6 +98,9 @@ pub struct Tracking {
     written: Vec<Key>,
     /// A database was flushed since the last invalidation pass.
     flushed: bool,
+    /// While a script runs: the keys its EVAL or FCALL declared. A read-only command the
+    /// script calls makes the caller track these (not the keys of that command), as Redis 7.0.
+    pub script_keys: Option<Vec<Key>>,
 }
 
 impl Tracking {
@@ -424,28 +427,39 @@ pub fn after_run<S: Fn(Handle) -> bool>(
     let Some(id) = clients.get(me).map(|c| c.id) else {
         return;
     };
+    let in_script = tr.script_keys.is_some();
     let Some(t) = tr.of_mut(me) else {
         return;
     };
     let caching = t.caching;
-    if !reg.full_name.starts_with("client|") && !in_multi {
+    if !reg.full_name.starts_with("client|") && !in_multi && !in_script {
         t.caching = None;
     }
+    // The read-only script commands track only through the commands their script runs.
+    let script_ro = matches!(
+        reg.full_name.as_str(),
+        "eval_ro" | "evalsha_ro" | "fcall_ro"
+    );
     let wanted = !t.bcast
         && reg.spec.has(flags::READONLY)
+        && !script_ro
         && (!t.optin || caching == Some(true))
         && (!t.optout || caching != Some(false));
     if !wanted {
         return;
     }
-    let Ok(keys) = reg.spec.find_keys(args) else {
-        return;
+    let keys: Vec<Key> = match &tr.script_keys {
+        Some(declared) => declared.clone(),
+        None => match reg.spec.find_keys(args) {
+            Ok(found) => found
+                .iter()
+                .map(|k| Key::from_slice(args.get(k.index)))
+                .collect(),
+            Err(_) => return,
+        },
     };
-    for k in keys {
-        let set = tr
-            .table
-            .entry(Key::from_slice(args.get(k.index)))
-            .or_default();
+    for key in keys {
+        let set = tr.table.entry(key).or_default();
         if set.insert(id) {
             tr.items += 1;
         }

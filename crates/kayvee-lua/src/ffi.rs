@@ -68,4 +68,5 @@ extern "C" {
     pub fn kv_push_host_fn(l: *mut lua_State, id: c_int);
     pub fn kv_pcall(l: *mut lua_State, nargs: c_int, nresults: c_int) -> c_int;
     pub fn kv_set_hook(l: *mut lua_State, count: c_int);
+    pub fn kv_arg_error(l: *mut lua_State, narg: c_int);
 }

@@ -462,10 +462,81 @@ impl Lua {
     /// Pushes `where: msg` as `luaL_error` words an error raised by a C function (the
     /// position of the Lua code that called it), for a host function to return `Err(Raise)`.
     pub fn error_here(&mut self, msg: &[u8]) -> Raise {
+        self.room_for_error();
         self.push_where(1);
         self.push_bytes(msg);
         self.concat(2);
         Raise
+    }
+
+    /// Pushes the message `luaL_argerror` raises for argument `narg` of the running host
+    /// function (`where: bad argument #narg to 'name' (msg)`, the name as the caller wrote
+    /// it), for the host function to return `Err(Raise)`.
+    pub fn arg_error(&mut self, narg: i32, msg: &[u8]) -> Raise {
+        self.room_for_error();
+        self.push_bytes(msg);
+        // SAFETY: a live state, the message on top.
+        unsafe { ffi::kv_arg_error(self.l, narg) };
+        Raise
+    }
+
+    /// The name `luaL_typename` gives the value at `idx` (`no value` for none).
+    pub fn type_name(&self, idx: i32) -> &'static str {
+        match self.type_of(idx) {
+            Type::None => "no value",
+            Type::Nil => "nil",
+            Type::Boolean => "boolean",
+            Type::LightUserdata | Type::Userdata => "userdata",
+            Type::Number => "number",
+            Type::String => "string",
+            Type::Table => "table",
+            Type::Function => "function",
+            Type::Thread => "thread",
+        }
+    }
+
+    /// `luaL_typerror`'s message for argument `narg`: `<expected> expected, got <type>`.
+    pub fn type_error(&mut self, narg: i32, expected: &str) -> Raise {
+        let got = self.type_name(narg);
+        let msg = [expected.as_bytes(), b" expected, got ", got.as_bytes()].concat();
+        self.arg_error(narg, &msg)
+    }
+
+    /// `luaL_checknumber`: argument `narg` as a number (a numeric string converts).
+    pub fn check_number(&mut self, narg: i32) -> Result<f64, Raise> {
+        match self.to_number(narg) {
+            Some(n) => Ok(n),
+            None => Err(self.type_error(narg, "number")),
+        }
+    }
+
+    /// `luaL_checkinteger`: argument `narg` as an integer (truncated toward zero).
+    pub fn check_integer(&mut self, narg: i32) -> Result<i64, Raise> {
+        self.check_number(narg).map(|n| n as i64)
+    }
+
+    /// `luaL_optinteger`: argument `narg` as an integer, `default` when absent or nil.
+    pub fn opt_integer(&mut self, narg: i32, default: i64) -> Result<i64, Raise> {
+        match self.type_of(narg) {
+            Type::None | Type::Nil => Ok(default),
+            _ => self.check_integer(narg),
+        }
+    }
+
+    /// `luaL_checklstring`: argument `narg` as bytes, copied (a number converts).
+    pub fn check_vec(&mut self, narg: i32) -> Result<Vec<u8>, Raise> {
+        match self.to_vec(narg) {
+            Some(v) => Ok(v),
+            None => Err(self.type_error(narg, "string")),
+        }
+    }
+
+    /// Makes room for building an error message: on a stack that cannot grow (a host function
+    /// that filled it), its values are dropped, as the error discards them anyway.
+    fn room_for_error(&mut self) {
+        if !self.check_stack(4) {
+            self.set_top(0);
+        }
     }
 
     /// Concatenates the `n` values on top (strings and numbers) into one string.

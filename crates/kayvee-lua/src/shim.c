@@ -1,5 +1,6 @@
 /* The C side of kayvee-lua: what must not be written in Rust because it may raise a Lua
  * error (a longjmp must never cross a Rust frame), and the library opening. */
+#include <string.h>
 #include <time.h>
 #include "lua.h"
 #include "lauxlib.h"
@@ -94,4 +95,28 @@ static void kv_hook(lua_State *L, lua_Debug *ar) {
 void kv_set_hook(lua_State *L, int count) {
     if (count > 0) lua_sethook(L, kv_hook, LUA_MASKCOUNT, count);
     else lua_sethook(L, NULL, 0, 0);
+}
+
+/* Replaces the message on top with luaL_argerror's wording for argument `narg` of the running
+ * C function ("bad argument #n to 'name' (message)", positioned as luaL_error positions it),
+ * without raising it. */
+void kv_arg_error(lua_State *L, int narg) {
+    lua_Debug ar;
+    int top = lua_gettop(L);
+    const char *msg = lua_tostring(L, top);
+    if (!lua_getstack(L, 0, &ar)) {
+        lua_pushfstring(L, "bad argument #%d (%s)", narg, msg);
+    } else {
+        lua_getinfo(L, "n", &ar);
+        if (strcmp(ar.namewhat, "method") == 0 && --narg == 0) {
+            lua_pushfstring(L, "calling '%s' on bad self (%s)", ar.name, msg);
+        } else {
+            lua_pushfstring(L, "bad argument #%d to '%s' (%s)", narg,
+                            ar.name ? ar.name : "?", msg);
+        }
+    }
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+    lua_remove(L, top);
 }

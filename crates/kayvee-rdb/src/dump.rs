@@ -62,6 +62,56 @@ impl ValueCodec for Codec {
     fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError> {
         restore(payload, seed)
     }
+
+    fn dump_functions(&self, codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
+        dump_functions(codes, compress)
+    }
+
+    fn restore_functions(&self, payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+        restore_functions(payload)
+    }
+}
+
+/// FUNCTION DUMP's payload: the libraries' RDB function records, then the footer.
+pub fn dump_functions(codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut lzf = compress.then(crate::lzf::Lzf::new);
+    crate::write::write_functions(&mut out, codes, lzf.as_mut());
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The libraries' code in a FUNCTION RESTORE payload (Redis 7.0's error texts).
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+    const WRONG: &str = "DUMP payload version or checksum are wrong";
+    if payload.len() < FOOTER_LEN {
+        return Err(WRONG);
+    }
+    let (body, footer) = payload.split_at(payload.len() - 8);
+    let version = u16::from_le_bytes([body[body.len() - 2], body[body.len() - 1]]);
+    let crc = u64::from_le_bytes(footer.try_into().map_err(|_| WRONG)?);
+    if version > RDB_VERSION || crc != CRC64.checksum(body) {
+        return Err(WRONG);
+    }
+    let mut r = Reader::new(&body[..body.len() - 2]);
+    let mut codes = Vec::new();
+    while !r.is_empty() {
+        match r.u8() {
+            Ok(crate::opcode::FUNCTION2) => {}
+            Ok(crate::opcode::FUNCTION_PRE_GA) => {
+                return Err("Pre-GA function format not supported")
+            }
+            Ok(_) => return Err("given type is not a function"),
+            Err(_) => return Err("can not read data type"),
+        }
+        let code = r
+            .string()
+            .map_err(|_| "failed loading the given functions payload")?;
+        codes.push(code.into_owned());
+    }
+    Ok(codes)
 }
 
 #[cfg(test)]
@@ -85,6 +135,38 @@ mod tests {
         assert_eq!(
             dump(&s(&"a".repeat(100)), true),
             b"\x00\xc3\x09@d\x01aa\xe0W\x00\x01aa\n\x00\xe8\xa3\xb5\x07\xb0m\xf2q"
+        );
+    }
+
+    #[test]
+    fn function_payloads_are_byte_identical_to_redis() {
+        // `FUNCTION DUMP` on redis-server 7.0.15 (the second library's code LZF-compressed).
+        let lib1 = b"#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
+        let big: Vec<u8> = (0..3)
+            .map(|i| alloc::format!("redis.register_function('g{i}', function() return {i} end)"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .into_bytes();
+        let big = [&b"#!lua name=big\n"[..], &big].concat();
+        let codes = [lib1.to_vec(), big];
+        let redis = b"\xf5@F#!lua name=lib1\nredis.register_function('f1', function() return 1 end)\xf5\xc3@[@\xb3\x1f#!lua name=big\nredis.register_fu\x0cnction('g0', \xe0\x00\x0e\x0e) return 0 end)\xe0\x126\x001\xe0\x0c6\x001\xe0\x176\x002\xe0\x0c6\x002 6\x01d)\n\x00\x1d\xfa\xab\r\x8a\xcd\xa1p";
+        assert_eq!(dump_functions(&codes, true), redis);
+        assert_eq!(restore_functions(redis).unwrap(), codes);
+        assert_eq!(dump_functions(&[], true), b"\n\x00]\x9b\\@\x0f\x7f\xa2\xda");
+        assert_eq!(
+            restore_functions(&dump_functions(&[], true)).unwrap().len(),
+            0
+        );
+        let mut bad = redis.to_vec();
+        bad[3] ^= 1;
+        assert_eq!(
+            restore_functions(&bad),
+            Err("DUMP payload version or checksum are wrong")
+        );
+        let value = dump(&Value::Str(SmallBytes::from("hello")), true);
+        assert_eq!(
+            restore_functions(&value),
+            Err("given type is not a function")
         );
     }
 

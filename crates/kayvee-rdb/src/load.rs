@@ -36,6 +36,8 @@ pub struct Loaded {
     pub keys_expired: u64,
     /// The AUX fields (`redis-ver`, `ctime`...).
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The function libraries' code (for [`kayvee_engine::Engine::load_functions`]).
+    pub functions: Vec<Vec<u8>>,
     /// Bytes of the buffer the RDB took, through its checksum: an AOF with an RDB preamble
     /// goes on with commands from here.
     pub consumed: usize,
@@ -104,6 +106,7 @@ fn parse(
         keys_loaded: 0,
         keys_expired: 0,
         aux: Vec::new(),
+        functions: Vec::new(),
         consumed: 0,
     };
     let mut db = 0usize;
@@ -157,10 +160,7 @@ fn parse(
             opcode::FREQ => pending.freq = Some(r.u8()?),
             opcode::IDLE => pending.idle_s = Some(r.len()?),
             opcode::MODULE_AUX => skip_module_aux(&mut r)?,
-            opcode::FUNCTION2 => {
-                // Kayvee has no functions: the library code is read and dropped.
-                r.string()?;
-            }
+            opcode::FUNCTION2 => out.functions.push(r.string()?.into_owned()),
             opcode::FUNCTION_PRE_GA => return Err(Error::UnsupportedType(op)),
             ty => {
                 let p = core::mem::take(&mut pending);

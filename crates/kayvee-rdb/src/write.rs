@@ -11,6 +11,15 @@ use crate::{opcode, CRC64, RDB_VERSION};
 use alloc::vec::Vec;
 use kayvee_engine::Snapshot;
 
+/// The function libraries as Redis 7.0 writes them (in RDB files and FUNCTION DUMP): per
+/// library the `FUNCTION2` opcode and its code as a string.
+pub fn write_functions(out: &mut Vec<u8>, codes: &[Vec<u8>], mut lzf: Option<&mut Lzf>) {
+    for code in codes {
+        out.push(opcode::FUNCTION2);
+        write_string(out, code, lzf.as_deref_mut());
+    }
+}
+
 /// What the writer needs besides the snapshot.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
@@ -149,6 +158,8 @@ impl RdbWriter {
             write_string(out, k, None);
             write_string(out, v, None);
         }
+        let mut lzf = self.opts.compress.then(Lzf::new);
+        write_functions(out, &self.snapshot.functions, lzf.as_mut());
     }
 
     /// The stage for the first non-empty database at or after `db`.

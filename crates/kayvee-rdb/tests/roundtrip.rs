@@ -94,6 +94,7 @@ fn save(dbs: &[Db], compress: bool, chunk_len: usize) -> Vec<u8> {
     let snapshot = Snapshot {
         dbs: dbs.iter().map(Db::snapshot).collect(),
         taken_ms: NOW_MS,
+        functions: Vec::new(),
     };
     let opts = WriteOptions {
         compress,
@@ -166,6 +167,7 @@ fn checksum_off_writes_zero_and_loads() {
     let snapshot = Snapshot {
         dbs: dbs.iter().map(Db::snapshot).collect(),
         taken_ms: NOW_MS,
+        functions: Vec::new(),
     };
     let opts = WriteOptions {
         checksum: false,
@@ -198,6 +200,7 @@ fn progress_is_reported_in_order_up_to_the_whole_file() {
     let snapshot = Snapshot {
         dbs: dbs.iter().map(Db::snapshot).collect(),
         taken_ms: NOW_MS,
+        functions: Vec::new(),
     };
     let opts = WriteOptions {
         used_mem: 123_456,

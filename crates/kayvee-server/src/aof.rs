@@ -571,6 +571,7 @@ pub fn reload(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
         .map(|_| kayvee_engine::db::Db::new(engine.core.seed))
         .collect();
     engine.load_dbs(empty, 0, 0, now);
+    engine.flush_functions();
     let result = match layout.read_manifest() {
         Ok(Some(m)) => load(engine, &layout, &m, now),
         Ok(None) => Ok(()),
@@ -925,6 +926,9 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
                 .map_err(|e| load_error(&path, &format!("Bad file format ({e})")))?;
             commands = &bytes[loaded.consumed.min(bytes.len())..];
             engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+            engine
+                .load_functions(&loaded.functions, false)
+                .map_err(|e| load_error(&path, &format!("Bad file format ({e})")))?;
             if commands.is_empty() {
                 continue;
             }

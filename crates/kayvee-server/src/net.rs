@@ -54,6 +54,14 @@ impl Listener {
         }
     }
 
+    /// The file descriptor.
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l, _) => l.as_raw_fd(),
+            Listener::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+
     /// Where it listens, for the log.
     pub fn describe(&self) -> String {
         match self {
@@ -159,6 +167,25 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Stream {
+    /// A read through a shared reference (a long script's hook reads the other sockets while
+    /// the socket table is borrowed).
+    pub fn read_shared(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).read(buf),
+            Stream::Unix(s) => (&*s).read(buf),
+        }
+    }
+
+    /// A write through a shared reference (see [`Stream::read_shared`]).
+    pub fn write_shared(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).write(buf),
+            Stream::Unix(s) => (&*s).write(buf),
         }
     }
 }

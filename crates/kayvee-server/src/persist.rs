@@ -116,6 +116,14 @@ impl StartupLoad {
             loaded.keys_loaded, loaded.keys_expired
         );
         engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+        engine
+            .load_functions(&loaded.functions, false)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "Fatal error loading the DB from {}: {e}. Exiting.",
+                    self.path.display()
+                )
+            })?;
         info!(
             "DB loaded from disk: {:.3} seconds",
             self.started.elapsed().as_secs_f64()
@@ -124,10 +132,11 @@ impl StartupLoad {
     }
 }
 
-/// DEBUG RELOAD NOSAVE: loads `dir/dbfilename` as it is in place of the dataset. A file that
-/// is missing or does not load gets Redis's error and leaves the dataset as it was (Redis
-/// empties it first).
-pub fn reload_from_disk(engine: &mut Engine, now: Now) -> Answer {
+/// DEBUG RELOAD NOSAVE: loads `dir/dbfilename` as it is in place of the dataset (`flush`), or
+/// over it (NOFLUSH: with `merge` loaded keys and libraries replace existing ones, else one
+/// that exists fails the load). A file that is missing or does not load gets Redis's error
+/// and leaves the dataset as it was (Redis empties it first).
+pub fn reload_from_disk(engine: &mut Engine, now: Now, flush: bool, merge: bool) -> Answer {
     let path = rdb_path(engine);
     let loaded = std::fs::read(&path)
         .map_err(|e| e.to_string())
@@ -139,8 +148,44 @@ pub fn reload_from_disk(engine: &mut Engine, now: Now) -> Answer {
             };
             kayvee_rdb::load(&bytes, &opts).map_err(|e| e.to_string())
         });
-    match loaded {
+    // The functions are replaced (or merged) as the keys are (a load that fails keeps both).
+    let loaded = loaded.and_then(|loaded| {
+        let saved = engine.function_codes();
+        if flush {
+            engine.flush_functions();
+        }
+        match engine.load_functions(&loaded.functions, merge) {
+            Ok(()) => Ok(loaded),
+            Err(e) => {
+                engine.flush_functions();
+                let _ = engine.load_functions(&saved, false);
+                Err(e)
+            }
+        }
+    });
+    let loaded = match loaded {
+        Ok(loaded) if !flush => {
+            let keys = loaded.keys_loaded;
+            match engine.merge_dbs(loaded.dbs, merge) {
+                true => Ok((None, keys)),
+                false => Err("a loaded key exists (NOFLUSH without MERGE)".to_string()),
+            }
+        }
         Ok(loaded) => {
+            let keys = loaded.keys_loaded;
+            Ok((Some(loaded), keys))
+        }
+        Err(e) => Err(e),
+    };
+    match loaded {
+        Ok((None, keys)) => {
+            info!(
+                "DB merged by DEBUG RELOAD NOSAVE NOFLUSH from {}: {keys} keys loaded",
+                path.display()
+            );
+            Answer::Ok
+        }
+        Ok((Some(loaded), _)) => {
             info!(
                 "DB reloaded by DEBUG RELOAD NOSAVE from {}: {} keys loaded",
                 path.display(),

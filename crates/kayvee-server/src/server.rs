@@ -93,6 +93,67 @@ impl kayvee_session::Clock for Clock {
     }
 }
 
+/// The clock the driver gets, with the sockets a long script's hook serves: while a script runs
+/// past `busy-reply-threshold`, the other connections are read and answered (`-BUSY`, SCRIPT
+/// KILL...) between the script's instructions (see `kayvee_engine::script_wait`).
+struct Shell<'a> {
+    clock: &'a Clock,
+    sockets: &'a [Option<Stream>],
+    listeners: &'a [Listener],
+}
+
+impl kayvee_session::Clock for Shell<'_> {
+    #[inline]
+    fn now(&self) -> Now {
+        self.clock.now()
+    }
+
+    fn sleep_us(&self, us: u64) {
+        self.clock.sleep_us(us);
+    }
+
+    fn serve_busy(&self, running: Handle, io: &mut dyn kayvee_session::BusyIo) {
+        let mut buf = [0u8; 16 * 1024];
+        for (slot, stream) in self.sockets.iter().enumerate() {
+            let Some(stream) = stream.as_ref().filter(|_| slot != running.0) else {
+                continue;
+            };
+            let h = Handle(slot);
+            loop {
+                match stream.read_shared(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        io.input(h, &buf[..n]);
+                        if n < buf.len() {
+                            break;
+                        }
+                    }
+                }
+            }
+            if io.shutdown() {
+                warn!("User requested shutdown while a script runs: exiting now, without saving.");
+                // As Redis: no new connection is taken from here on (the listeners close
+                // first, then the clients see the end).
+                for fd in self.listeners.iter().map(Listener::fd) {
+                    // SAFETY: closing descriptors this process owns, right before it exits.
+                    unsafe { libc::close(fd) };
+                }
+                for fd in self.sockets.iter().flatten().map(Stream::fd) {
+                    // SAFETY: as above.
+                    unsafe { libc::close(fd) };
+                }
+                std::process::exit(0);
+            }
+            let out = io.output(h);
+            if !out.is_empty() {
+                if let Ok(n) = stream.write_shared(out) {
+                    io.written(h, n);
+                }
+            }
+        }
+    }
+}
+
 /// CLOCK_MONOTONIC in microseconds. Plain integers make the two readings per command cheap:
 /// `Instant` subtraction (checked `Timespec` arithmetic) cost ~65 instructions per command.
 #[inline]
@@ -241,7 +302,12 @@ impl Server {
     /// shell's: persistence, host facts.
     fn run_due(&mut self) {
         if self.now().unix_us >= self.driver.poll_at() {
-            let polled = self.driver.poll(&self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+                listeners: &self.listeners,
+            };
+            let polled = self.driver.poll(&shell);
             if polled.cron {
                 self.cron();
             }
@@ -357,7 +423,12 @@ impl Server {
                     return;
                 }
             };
-            self.driver.receive(h, &self.scratch[..n], &self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+                listeners: &self.listeners,
+            };
+            self.driver.receive(h, &self.scratch[..n], &shell);
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).
@@ -388,7 +459,9 @@ impl Server {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     crate::requests::load_aof(engine, files, now)
                 }
-                Request::LoadRdb => crate::persist::reload_from_disk(self.engine(), now),
+                Request::LoadRdb { flush, merge } => {
+                    crate::persist::reload_from_disk(self.engine(), now, flush, merge)
+                }
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {
@@ -400,7 +473,12 @@ impl Server {
                     }
                 }
             };
-            self.driver.complete(h, answer, &self.clock);
+            let shell = Shell {
+                clock: &self.clock,
+                sockets: &self.sockets,
+                listeners: &self.listeners,
+            };
+            self.driver.complete(h, answer, &shell);
         }
     }
 

@@ -18,6 +18,7 @@
 //! one, which may publish or wake others in turn: repeated until nothing is left.
 
 use crate::busy::BusyPoll;
+pub use crate::clock::Clock;
 use crate::session::{Closing, Session, OUTPUT_PAUSE};
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
@@ -28,13 +29,6 @@ use kayvee_engine::repl::ReplicaState;
 use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
 use kayvee_resp::{Limits, ProtocolError, RespWriter};
 
-/// The shell's clock. Readings never go backwards; the wall time is what `TIME` and expiry see.
-pub trait Clock {
-    /// The current time.
-    fn now(&self) -> Now;
-    /// Blocks the whole server for `us` microseconds (DEBUG SLEEP, as in Redis).
-    fn sleep_us(&self, us: u64);
-}
 
 /// Work only the shell can do; the connection's further commands wait until
 /// [`Driver::complete`].
@@ -63,9 +57,15 @@ pub enum Request {
     /// DEBUG LOADAOF: write out the AOF, empty the dataset, load it from the AOF files again;
     /// answer `Ok` (a file that does not load ends the process, as in Redis).
     LoadAof,
-    /// DEBUG RELOAD NOSAVE: load `dir/dbfilename` in place of the dataset; answer `Ok`, or the
-    /// load error (the dataset kept).
-    LoadRdb,
+    /// DEBUG RELOAD NOSAVE: load `dir/dbfilename` in place of the dataset, or over it
+    /// (`flush` false: NOFLUSH; `merge`: loaded keys and libraries replace existing ones, else
+    /// they are an error); answer `Ok`, or the load error (the dataset kept).
+    LoadRdb {
+        /// Empty the dataset first.
+        flush: bool,
+        /// MERGE.
+        merge: bool,
+    },
     /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
     /// end); never answered.
     Crash,
@@ -502,7 +502,10 @@ impl Driver {
             let Driver {
                 engine, sessions, ..
             } = self;
-            let s = sessions[slot].as_mut().expect("running a live session");
+            // The other sessions are lent to a script that runs long (see `wait`).
+            let (before, rest) = sessions.split_at_mut(slot);
+            let (this, after) = rest.split_first_mut().expect("the running slot");
+            let s = this.as_mut().expect("running a live session");
             let h = s.handle;
             if used >= input.len() || !s.runnable() || engine.is_blocked(h) {
                 return used;
@@ -537,11 +540,17 @@ impl Driver {
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
-            let outcome = engine.execute(
+            let mut wait = crate::wait::Waiter {
+                clock,
+                before,
+                after,
+            };
+            let outcome = engine.execute_waiting(
                 h,
                 &frame.argv,
                 start,
                 &mut RespWriter::new(&mut s.out, protocol),
+                &mut wait,
             );
             if let Outcome::Sleep(us) = outcome {
                 clock.sleep_us(us);
@@ -593,7 +602,7 @@ impl Driver {
             Outcome::AclFile { save } => Request::AclFile { save },
             Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
-            Outcome::LoadRdb => Request::LoadRdb,
+            Outcome::LoadRdb { flush, merge } => Request::LoadRdb { flush, merge },
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

@@ -30,11 +30,14 @@
 extern crate alloc;
 
 mod busy;
+mod clock;
 mod driver;
 pub mod link;
 mod replicas;
 mod session;
+mod wait;
 
 pub use busy::BusyPoll;
 pub use driver::{Answer, Clock, Driver, Flushed, Notice, Polled, Request};
 pub use session::{INPUT_INITIAL, OUTPUT_PAUSE};
+pub use clock::BusyIo;

@@ -16,6 +16,7 @@ pub const HIDDEN: &[&str] = &[
     "rdb-key-save-delay",
     "loading-process-events-interval-bytes",
     "watchdog-period",
+    "lua-enable-deprecated-api",
 ];
 
 /// Whether `name` is hidden from `CONFIG GET` globs.
@@ -224,6 +225,8 @@ pub const PARAMS: &[Param] = &[
     inert!("lazyfree-lazy-server-del", BOOL, Mut, no()),
     inert!("lazyfree-lazy-user-del", BOOL, Mut, no()),
     inert!("lazyfree-lazy-user-flush", BOOL, Mut, no()),
+    // Read when the Lua VM is built: `setfenv`, `getfenv` and `newproxy` for scripts.
+    inert!("lua-enable-deprecated-api", BOOL, Imm, no()),
     inert!("masterauth", STR, Mut, s("")),
     inert!("masteruser", STR, Mut, s("")),
     inert!("maxmemory-clients", Kind::MemoryOrPercent, Mut, Val::Int(0)),

@@ -54,6 +54,8 @@ pub struct Dispatch<'e> {
     pub commands: &'e Commands,
     /// What dispatch remembers between commands.
     pub state: &'e mut State,
+    /// The shell's side of a long script, if it serves other clients meanwhile.
+    pub wait: Option<&'e mut dyn crate::ScriptWait>,
 }
 
 impl<'e> Dispatch<'e> {

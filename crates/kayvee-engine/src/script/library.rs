@@ -345,5 +345,73 @@ pub fn error_message(lua: &mut Lua) -> Vec<u8> {
     msg
 }
 
+/// How restored libraries meet the loaded ones (FUNCTION RESTORE's policy, an RDB load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restore {
+    /// Drop the loaded libraries first.
+    Flush,
+    /// A library of a loaded name is an error.
+    Append,
+    /// A library of a loaded name replaces it.
+    Replace,
+}
+
+impl Scripts {
+    /// Every library's code, by library name.
+    pub fn library_codes(&self) -> Vec<Vec<u8>> {
+        self.libraries.values().map(|l| l.code.clone()).collect()
+    }
+
+    /// Loads the libraries `codes` (FUNCTION RESTORE, an RDB's function records) with
+    /// `policy`, all or none: on an error the libraries are as they were. The errors are
+    /// Redis 7.0's: a library's own load error, `Library <name> already exists` (APPEND),
+    /// `Function <name> already exists`.
+    pub fn restore_libraries(&mut self, codes: &[Vec<u8>], policy: Restore) -> Result<(), String> {
+        let mut names = Vec::with_capacity(codes.len());
+        for code in codes {
+            let name = parse_header(code)?;
+            if names.contains(&name) {
+                return Err(alloc::format!(
+                    "ERR Library '{}' already exists",
+                    String::from_utf8_lossy(&name)
+                ));
+            }
+            names.push(name);
+        }
+        if policy == Restore::Append {
+            if let Some(name) = names.iter().find(|n| self.libraries.contains_key(*n)) {
+                return Err(alloc::format!(
+                    "ERR Library {} already exists",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+        }
+        let saved: Vec<(Vec<u8>, Vec<u8>)> = self
+            .libraries
+            .values()
+            .map(|l| (l.name.clone(), l.code.clone()))
+            .collect();
+        match policy {
+            Restore::Flush => self.flush_functions(),
+            _ => {
+                for name in &names {
+                    self.delete_library(name);
+                }
+            }
+        }
+        for (name, code) in names.into_iter().zip(codes) {
+            if let Err(e) = self.load_library(name, code, false) {
+                self.flush_functions();
+                for (name, code) in saved {
+                    // They loaded before, so they load again.
+                    let _ = self.load_library(name, &code, false);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// FUNCTION LIST's view: the libraries by name.
 pub type Libraries = BTreeMap<Vec<u8>, Library>;

@@ -12,10 +12,12 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
 pub mod library;
 pub mod sha1;
+pub mod structlib;
 
-pub use library::{Function, Library};
+pub use library::{Function, Library, Restore};
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -135,6 +137,9 @@ pub struct Scripts {
     pub functions: BTreeMap<Vec<u8>, Function>,
     /// `cjson`'s settings.
     pub cjson: cjson::Config,
+    /// `lua-enable-deprecated-api`: scripts see `setfenv`, `getfenv` and `newproxy` (set
+    /// from the configuration before the VM is built).
+    pub deprecated_api: bool,
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
     pub rand48: u64,
@@ -158,7 +163,8 @@ impl Scripts {
         if self.rand48 == 0 {
             self.rand48 = RAND48_DEFAULT;
         }
-        self.lua.get_or_insert_with(build_vm)
+        let deprecated = self.deprecated_api;
+        self.lua.get_or_insert_with(|| build_vm(deprecated))
     }
 
     /// Whether the VM exists (INFO reports its memory).
@@ -319,7 +325,7 @@ pub fn set_global_array<'a>(lua: &mut Lua, name: &[u8], items: impl Iterator<Ite
 }
 
 /// A VM with Redis's sandbox.
-fn build_vm() -> Lua {
+fn build_vm(deprecated_api: bool) -> Lua {
     let mut lua = Lua::new();
     lua.new_table(0, 0);
     lua.raw_set_field(REGISTRY, SCRIPTS);
@@ -345,7 +351,25 @@ fn build_vm() -> Lua {
     lua.push_null_userdata();
     lua.raw_set_field(-2, b"null");
     lua.raw_set_field(-2, b"cjson");
+    lua.new_table(0, (cmsgpack::NAMES.len() + cmsgpack::FIELDS.len()) as i32);
+    for (i, name) in cmsgpack::NAMES.iter().enumerate() {
+        lua.push_host_fn(cmsgpack::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    for (name, value) in cmsgpack::FIELDS {
+        lua.push_bytes(value.as_bytes());
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.raw_set_field(-2, b"cmsgpack");
+    lua.new_table(0, structlib::NAMES.len() as i32);
+    for (i, name) in structlib::NAMES.iter().enumerate() {
+        lua.push_host_fn(structlib::FIRST + i as i32);
+        lua.raw_set_field(-2, name.as_bytes());
+    }
+    lua.raw_set_field(-2, b"struct");
     lua.raw_set_field(-2, b"libs");
+    lua.push_bool(deprecated_api);
+    lua.raw_set_field(-2, b"deprecated_api");
     let ran = lua.call(&mut NoHost, 1, 4);
     assert_eq!(ran, Ok::<(), Failure>(()), "the sandbox runs");
     lua.raw_set_field(REGISTRY, REDIS_LOADING);

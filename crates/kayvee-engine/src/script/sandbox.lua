@@ -65,6 +65,13 @@ end
 math.random = host.random
 math.randomseed = host.randomseed
 
+-- The strings' shared metatable is seen read-only (getmetatable('') cannot change it, nor
+-- reach the string table behind it for writing).
+do
+    local smt = getmetatable('')
+    smt.__metatable = mt_view(smt)
+end
+
 local visible = {}
 for _, name in ipairs({'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable',
         'load', 'loadstring', 'next', 'pcall', 'rawequal', 'rawget', 'select', 'tonumber',
@@ -80,12 +87,46 @@ end
 visible.redis = ro(redis)
 -- Lua 5.1.5's unpack overflows its count on extreme ranges (and then asks for a huge stack):
 -- such ranges fail as they do in Redis's patched Lua.
+-- The arguments pass on as given (no added nils): the stack room `unpack` checks counts them.
 local unpack = unpack
-function visible.unpack(t, i, j)
+function visible.unpack(...)
+    local _, i, j = ...
     if type(i) == 'number' and type(j) == 'number' and j - i >= 7999 then
         error('too many results to unpack', 0)
     end
-    return unpack(t, i, j)
+    return unpack(...)
+end
+-- Binary chunks are never loaded (Redis's Lua parses every chunk as text): they give nil.
+local loadstring, load, byte = loadstring, load, string.byte
+function visible.loadstring(s, ...)
+    if type(s) == 'string' and byte(s, 1) == 27 then
+        return nil
+    end
+    return loadstring(s, ...)
+end
+function visible.load(chunk, ...)
+    if type(chunk) ~= 'function' then
+        return load(chunk, ...)
+    end
+    local first, binary = true, false
+    return load(function()
+        if binary then
+            return nil
+        end
+        local piece = chunk()
+        if first then
+            first = false
+            -- A lone escape byte, then the end, is a truncated binary chunk: the load fails.
+            if type(piece) == 'string' and byte(piece, 1) == 27 then
+                binary = true
+                return '\27'
+            end
+        end
+        return piece
+    end, ...)
+end
+if host.deprecated_api then
+    visible.setfenv, visible.getfenv, visible.newproxy = setfenv, getfenv, newproxy
 end
 function visible.setmetatable(t, m)
     if readonly[t] then error('Attempt to modify a readonly table', 0) end

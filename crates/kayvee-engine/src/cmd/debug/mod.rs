@@ -96,6 +96,7 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         (b"pause-cron", 3) => switches::pause_cron(cx, args, out),
         (b"quicklist-packed-threshold", 3) => switches::packed_threshold(cx, args, out),
         (b"set-skip-checksum-validation", 3) => switches::skip_checksum(cx, args, out),
+        (b"set-disable-deny-scripts", 3) => switches::disable_deny_scripts(cx, args, out),
         (b"change-repl-id", 2) | (b"log", 3) => switches::accepted(out),
         (b"replybuffer", 4) => switches::replybuffer(args, out),
         (b"digest", 2) => digest::digest(cx, out),

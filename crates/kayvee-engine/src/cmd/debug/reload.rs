@@ -4,8 +4,9 @@
 //! decoded again, so what would not survive a save and a load shows, and the reloaded values
 //! take the encodings a load gives them. Expired keys are dropped, as a load does; LRU idle
 //! times and LFU counters survive only under the policy that saves them. As a save does, the
-//! count of changes since the last save is reset. NOSAVE loads the file on disk as it is: the
-//! shell does that ([`crate::Outcome::LoadRdb`]); NOSAVE with MERGE or NOFLUSH is refused.
+//! file is then written (a SAVE: [`crate::Outcome::Save`], which replies). NOSAVE loads the
+//! file on disk as it is, over the dataset with NOFLUSH (MERGE: loaded keys and libraries
+//! replace existing ones): the shell does that ([`crate::Outcome::LoadRdb`]).
 
 use crate::argv::Argv;
 use crate::db::Db;
@@ -45,18 +46,21 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         }
     }
     if nosave {
-        if merge || noflush {
-            return Err(Error::msg(
-                "ERR DEBUG RELOAD NOSAVE with MERGE or NOFLUSH is not supported",
-            ));
-        }
         // The shell loads the file on disk and replies.
-        cx.outcome = crate::Outcome::LoadRdb;
+        cx.outcome = crate::Outcome::LoadRdb {
+            flush: !noflush,
+            merge,
+        };
         return Ok(());
     }
     let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
-    // Loading over the dataset without MERGE finds every key twice: Redis stops there.
-    if noflush && !merge && cx.core.dbs.iter().any(|db| !db.is_empty()) {
+    // Loading over the dataset without MERGE finds every key (and function library) twice:
+    // Redis stops there. The libraries are kept as they are (what a reload gives back).
+    #[cfg(feature = "scripting")]
+    let has_functions = !cx.core.scripts.libraries.is_empty();
+    #[cfg(not(feature = "scripting"))]
+    let has_functions = false;
+    if noflush && !merge && (has_functions || cx.core.dbs.iter().any(|db| !db.is_empty())) {
         return Err(Error::msg(LOAD_FAILED));
     }
     let now = cx.now_ms();
@@ -100,8 +104,9 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     crate::drain::sync(cx.core);
     let core = &mut *cx.core;
     crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
-    cx.core.stats.dirty = 0;
-    cx.core.persist.last_save_ms = now;
-    out.ok();
+    // The file is written as Redis writes it first (a later NOSAVE reload reads it); the
+    // shell's save replies.
+    let _ = out;
+    cx.outcome = crate::Outcome::Save { background: false };
     Ok(())
 }

@@ -74,6 +74,17 @@ pub(super) fn set_active_expire(
     Ok(())
 }
 
+/// DEBUG SET-DISABLE-DENY-SCRIPTS 0|1: whether scripts may call `noscript` commands.
+pub(super) fn disable_deny_scripts(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
+    cx.core.debug.disable_deny_scripts = atoi(args.get(2)) != 0;
+    out.ok();
+    Ok(())
+}
+
 /// DEBUG PAUSE-CRON 0|1: stops the cron's work (active expiry, eviction, metrics).
 pub(super) fn pause_cron(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     cx.core.debug.cron_paused = atoi(args.get(2)) != 0;

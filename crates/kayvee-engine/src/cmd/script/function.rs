@@ -1,5 +1,5 @@
-//! FUNCTION's subcommands: LOAD, DELETE, FLUSH, LIST, STATS, KILL, HELP, as Redis 7.0 answers
-//! them. FCALL runs in dispatch (`dispatch::script`); the libraries are [`crate::script`]'s.
+//! FUNCTION's subcommands: LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE, STATS, KILL, HELP, as Redis 7.0
+//! answers them. FCALL runs in dispatch (`dispatch::script`); the libraries are [`crate::script`]'s.
 
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
@@ -149,11 +149,43 @@ pub fn function_kill(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> Cmd
     Err(Error::msg("NOTBUSY No scripts in execution right now."))
 }
 
-/// FUNCTION DUMP / RESTORE: not yet (the payload is RDB's function opcode).
-pub fn function_unsupported(_: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
-    Err(Error::msg(
-        "ERR FUNCTION DUMP and RESTORE are not supported yet",
-    ))
+/// FUNCTION DUMP: the libraries as Redis 7.0 serialises them (RDB function records, the RDB
+/// version, the CRC-64), through the shell's RDB codec.
+pub fn function_dump(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
+    let codes = cx.core.scripts.library_codes();
+    out.bulk(&codec.dump_functions(&codes, cx.core.config.rdbcompression));
+    Ok(())
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE] (APPEND by default): all the payload's
+/// libraries or none.
+pub fn function_restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if args.len() > 4 {
+        return Err(Error::msg(
+            "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.",
+        ));
+    }
+    let policy =
+        match args.try_get(3).map(<[u8]>::to_ascii_lowercase).as_deref() {
+            None | Some(b"append") => library::Restore::Append,
+            Some(b"replace") => library::Restore::Replace,
+            Some(b"flush") => library::Restore::Flush,
+            Some(_) => return Err(Error::msg(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            )),
+        };
+    let codec = cx.core.persist.codec.ok_or_else(|| Error::msg("ERR"))?;
+    let codes = codec
+        .restore_functions(args.get(2))
+        .map_err(|e| Error::Bytes([&b"ERR "[..], e.as_bytes()].concat()))?;
+    cx.core
+        .scripts
+        .restore_libraries(&codes, policy)
+        .map_err(|e| Error::Bytes(one_line(e.into_bytes())))?;
+    cx.propagate_verbatim();
+    out.ok();
+    Ok(())
 }
 
 const HELP: &[&str] = &[

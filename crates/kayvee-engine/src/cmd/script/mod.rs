@@ -301,7 +301,7 @@ const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         0,
         "Dump all functions into a serialized binary payload",
         "O(N) where N is the number of functions",
-        function::function_unsupported,
+        function::function_dump,
     ),
     CommandSpec {
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
@@ -312,7 +312,7 @@ const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
             acl::WRITE,
             "Restore all the functions on the given payload",
             "O(N) where N is the number of functions on the payload",
-            function::function_unsupported,
+            function::function_restore,
         )
     },
     CommandSpec {

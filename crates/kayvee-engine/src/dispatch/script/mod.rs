@@ -20,6 +20,7 @@ use crate::error::{CmdResult, Error};
 use crate::monitor;
 use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
 use crate::script::{self, host, sha1, Flags, Sha};
+use crate::script_wait::{Answered, Busy, BusyAnswer};
 use crate::time::Now;
 use crate::util::parse_i64;
 use alloc::string::String;
@@ -198,6 +199,16 @@ impl Dispatch<'_> {
         let (db, last_cmd, last_cmd_id) = (client.db, client.last_cmd, client.last_cmd_id);
         let state_last = self.state.last_cmd;
         self.core.script_running = true;
+        let numkeys = parse_i64(argv.get(2)).unwrap_or(0).max(0) as usize;
+        self.core.tracking.script_keys = Some(
+            (3..(3 + numkeys).min(argv.len()))
+                .map(|i| crate::db::Key::from_slice(argv.get(i)))
+                .collect(),
+        );
+        let waiting = self.wait.is_some();
+        if waiting {
+            lua.set_hook(HOOK_EVERY);
+        }
         let mut run = Run {
             d: self,
             h,
@@ -206,10 +217,21 @@ impl Dispatch<'_> {
             read_only: flags.no_writes,
             allow_oom: flags.allow_oom,
             args: ArgvBuf::new(),
+            busy: Busy {
+                running: h,
+                eval: nargs == 0,
+                wrote: false,
+                killed: false,
+            },
+            timed_out: false,
         };
         let result = lua.call(&mut run, nargs, 1);
+        if waiting {
+            lua.set_hook(0);
+        }
         let resp3 = run.resp3;
         self.core.script_running = false;
+        self.core.tracking.script_keys = None;
         let reply = match result {
             Ok(()) => {
                 convert::write_value(&mut lua, -1, out, resp3);
@@ -266,11 +288,19 @@ struct Run<'r, 'e> {
     allow_oom: bool,
     /// The arguments of the `redis.call` being run (kept: one allocation for the whole run).
     args: ArgvBuf,
+    /// The script as other clients' commands see it (written, killed).
+    busy: Busy,
+    /// It has run past `busy-reply-threshold`.
+    timed_out: bool,
 }
+
+/// Lua instructions between two calls of the count hook (Redis's figure).
+const HOOK_EVERY: i32 = 100_000;
 
 impl Host for Run<'_, '_> {
     fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
         match id {
+            -1 => self.hook(lua),
             host::CALL => self.redis_call(lua, false),
             host::PCALL => self.redis_call(lua, true),
             host::SHA1HEX => sha1hex(lua),
@@ -280,12 +310,42 @@ impl Host for Run<'_, '_> {
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            id if id >= script::structlib::FIRST => script::structlib::call(lua, id),
+            id if id >= script::cmsgpack::FIRST => script::cmsgpack::call(lua, id),
             id if id >= script::cjson::FIRST => {
                 script::cjson::call(lua, id, &mut self.d.core.scripts.cjson)
             }
             id if id >= script::bit::FIRST => script::bit::call(lua, id),
             _ => raise(lua, "ERR no such host function"),
         }
+    }
+}
+
+impl BusyAnswer for Run<'_, '_> {
+    fn running(&self) -> Handle {
+        self.h
+    }
+
+    fn protocol(&self, h: Handle) -> Protocol {
+        self.d
+            .clients
+            .get(h)
+            .map_or(Protocol::Resp2, |c| c.protocol)
+    }
+
+    /// The connection commands Redis lets through (AUTH, HELLO, RESET, QUIT: `allow-busy`
+    /// and `no-auth`) run as usual; the rest is [`Busy::answer`]'s.
+    fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered {
+        if let Ok(id) = self.d.resolve(argv) {
+            let spec = self.d.spec(id);
+            if spec.has(flags::ALLOW_BUSY) && spec.has(flags::NO_AUTH) && h != self.h {
+                self.d.core.script_running = false;
+                self.d.run(h, id, argv, self.now, out);
+                self.d.core.script_running = true;
+                return Answered::Replied;
+            }
+        }
+        self.busy.answer(argv, out)
     }
 }
 
@@ -296,6 +356,33 @@ fn raise(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
 }
 
 impl Run<'_, '_> {
+    /// The count hook: past `busy-reply-threshold`, the shell serves the other clients (see
+    /// [`crate::script_wait`]); a kill raises Redis's error, from then on at every instruction.
+    fn hook(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        if self.busy.killed {
+            return raise(lua, crate::script_wait::KILLED);
+        }
+        let threshold_ms = self.d.core.config.int_param("busy-reply-threshold");
+        let Some(wait) = self.d.wait.take() else {
+            return Ok(0);
+        };
+        if !self.timed_out {
+            let elapsed_us = wait.now().unix_us.saturating_sub(self.now.unix_us);
+            if threshold_ms <= 0 || elapsed_us < threshold_ms as u64 * 1000 {
+                self.d.wait = Some(wait);
+                return Ok(0);
+            }
+            self.timed_out = true;
+        }
+        wait.serve(self);
+        self.d.wait = Some(wait);
+        if self.busy.killed {
+            lua.set_hook(1);
+            return raise(lua, crate::script_wait::KILLED);
+        }
+        Ok(0)
+    }
+
     /// `redis.call` / `redis.pcall`: an error is raised (call) or returned (pcall) as
     /// `{err = text}`.
     fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
@@ -325,7 +412,7 @@ impl Run<'_, '_> {
             Err(_) => return Err("ERR Unknown Redis command called from script".into()),
         };
         let spec = self.d.spec(cmd);
-        if spec.has(flags::NOSCRIPT) {
+        if spec.has(flags::NOSCRIPT) && !self.d.core.debug.disable_deny_scripts {
             return Err("ERR This Redis command is not allowed from script".into());
         }
         // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
@@ -351,6 +438,9 @@ impl Run<'_, '_> {
         } else {
             Protocol::Resp2
         };
+        if spec.has(flags::WRITE) {
+            self.busy.wrote = true;
+        }
         let mut tree = ReplyTree::new(protocol);
         self.d.run(self.h, cmd, &argv, self.now, &mut tree);
         Ok(tree.take().pop().unwrap_or(Reply::Null))

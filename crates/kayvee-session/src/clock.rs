@@ -1,0 +1,32 @@
+//! The shell's services the driver calls: the clock, DEBUG SLEEP, and serving the other
+//! connections while a script runs long (see [`crate::wait`]).
+
+use kayvee_engine::{Handle, Now};
+
+/// The shell's clock. Readings never go backwards; the wall time is what `TIME` and expiry see.
+pub trait Clock {
+    /// The current time.
+    fn now(&self) -> Now;
+    /// Blocks the whole server for `us` microseconds (DEBUG SLEEP, as in Redis).
+    fn sleep_us(&self, us: u64);
+    /// While connection `running` runs a script past `busy-reply-threshold`: reads, without
+    /// blocking, what every other connection sent into [`BusyIo::input`], writes what
+    /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
+    /// [`BusyIo::shutdown`] says so. A shell that does not serve during scripts leaves it
+    /// empty.
+    fn serve_busy(&self, running: Handle, io: &mut dyn BusyIo) {
+        let _ = (running, io);
+    }
+}
+
+/// What the shell's [`Clock::serve_busy`] calls while a script runs.
+pub trait BusyIo {
+    /// Bytes connection `h` sent: its complete commands are answered now, the rest waits.
+    fn input(&mut self, h: Handle, data: &[u8]);
+    /// The output connection `h` has pending, to write now.
+    fn output(&self, h: Handle) -> &[u8];
+    /// `n` bytes of that output were written.
+    fn written(&mut self, h: Handle, n: usize);
+    /// A SHUTDOWN NOSAVE arrived: the shell stops the server now, without saving.
+    fn shutdown(&self) -> bool;
+}

@@ -1,0 +1,126 @@
+//! The driver's side of a long script (see `kayvee_engine::script_wait`): while one session's
+//! command runs a script past `busy-reply-threshold`, the shell reads the other connections
+//! through [`Clock::serve_busy`] and hands their bytes to a [`BusyIo`]; their complete commands
+//! are answered by the engine's [`BusyAnswer`] (`-BUSY`, SCRIPT KILL, FUNCTION KILL, SHUTDOWN
+//! NOSAVE, the connection commands) into their sessions' output, which the shell writes out at once.
+
+use crate::clock::{BusyIo, Clock};
+use crate::session::{Closing, Session};
+use kayvee_engine::script_wait::BusyAnswer;
+use kayvee_engine::{Answered, Handle, Now, ScriptWait};
+use kayvee_resp::RespWriter;
+
+
+/// The sessions other than the running one, lent to a script's hook.
+pub(crate) struct Waiter<'a> {
+    pub clock: &'a dyn Clock,
+    /// The sessions before the running one's slot.
+    pub before: &'a mut [Option<Session>],
+    /// The sessions after it.
+    pub after: &'a mut [Option<Session>],
+}
+
+impl ScriptWait for Waiter<'_> {
+    fn now(&mut self) -> Now {
+        self.clock.now()
+    }
+
+    fn serve(&mut self, busy: &mut dyn BusyAnswer) {
+        let clock = self.clock;
+        let running = busy.running();
+        let mut io = Serving {
+            waiter: self,
+            busy,
+            running,
+            shutdown: false,
+        };
+        clock.serve_busy(running, &mut io);
+    }
+}
+
+struct Serving<'w, 'a> {
+    waiter: &'w mut Waiter<'a>,
+    busy: &'w mut dyn BusyAnswer,
+    running: Handle,
+    shutdown: bool,
+}
+
+/// Session `h` among the lent ones (never the running one's slot).
+fn lent<'s>(
+    before: &'s mut [Option<Session>],
+    after: &'s mut [Option<Session>],
+    running: Handle,
+    h: Handle,
+) -> Option<&'s mut Session> {
+    match h.0 {
+        slot if slot < running.0 => before.get_mut(slot),
+        slot if slot > running.0 => after.get_mut(slot - running.0 - 1),
+        _ => None,
+    }
+    .and_then(Option::as_mut)
+    .filter(|s| s.handle == h)
+}
+
+impl BusyIo for Serving<'_, '_> {
+    fn input(&mut self, h: Handle, data: &[u8]) {
+        let Serving {
+            waiter,
+            busy,
+            running,
+            shutdown,
+        } = self;
+        let Some(s) = lent(waiter.before, waiter.after, *running, h) else {
+            return;
+        };
+        s.append(data);
+        if !s.runnable() {
+            return;
+        }
+        let input = core::mem::take(&mut s.input);
+        let pending = &input[s.in_start..s.in_end];
+        let mut used = 0;
+        while used < pending.len() {
+            match s.decoder.decode(&pending[used..], true) {
+                Ok(Some(frame)) => {
+                    used += frame.consumed;
+                    let mut out = RespWriter::new(&mut s.out, busy.protocol(h));
+                    if busy.answer(h, &frame.argv, &mut out) == Answered::Shutdown {
+                        *shutdown = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    error.write_reply(&mut s.out);
+                    s.closing = Closing::AfterReply;
+                    break;
+                }
+            }
+        }
+        s.input = input;
+        s.consume(used);
+    }
+
+    fn output(&self, h: Handle) -> &[u8] {
+        let running = self.running.0;
+        let s = match h.0 {
+            slot if slot < running => self.waiter.before.get(slot),
+            slot if slot > running => self.waiter.after.get(slot - running - 1),
+            _ => None,
+        };
+        s.and_then(Option::as_ref)
+            .filter(|s| s.handle == h)
+            .map_or(&[], |s| &s.out[s.out_sent..])
+    }
+
+    fn written(&mut self, h: Handle, n: usize) {
+        let running = self.running;
+        if let Some(s) = lent(self.waiter.before, self.waiter.after, running, h) {
+            s.written(n);
+        }
+    }
+
+    fn shutdown(&self) -> bool {
+        self.shutdown
+    }
+}

@@ -738,11 +738,16 @@ fn write_base(snapshot: Snapshot, opts: WriteOptions, rdb: bool, path: &Path) ->
 /// Items per command in a command base, as Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
 const ITEMS_PER_CMD: usize = 64;
 
-/// The data as commands (Redis's rewrite without preamble): SELECT per database, then per key
-/// SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items, and PEXPIREAT for a TTL.
+/// The data as commands (Redis's rewrite without preamble): FUNCTION LOAD per library, then
+/// SELECT per database and per key SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items,
+/// and PEXPIREAT for a TTL.
 fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
     use kayvee_engine::aof::encode;
     let mut buf = Vec::with_capacity(64 * 1024);
+    // The function libraries first, as Redis's rewrite writes them.
+    for code in &snapshot.functions {
+        encode(&mut buf, &[b"FUNCTION", b"LOAD", code]);
+    }
     for (i, db) in snapshot.dbs.iter().enumerate() {
         if db.keys.is_empty() {
             continue;

@@ -29,7 +29,6 @@ use kayvee_engine::repl::ReplicaState;
 use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
 use kayvee_resp::{Limits, ProtocolError, RespWriter};
 
-
 /// Work only the shell can do; the connection's further commands wait until
 /// [`Driver::complete`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -713,7 +712,13 @@ impl Driver {
                 s.out.extend_from_slice(&b);
             }
         } else {
-            let snapshot = engine.snapshot(now);
+            let mut snapshot = engine.snapshot(now);
+            if engine.core.repl.announced_mut(h).functions_only {
+                let seed = engine.core.seed;
+                for db in &mut snapshot.dbs {
+                    *db = kayvee_engine::Db::new(seed).snapshot();
+                }
+            }
             let cfg = &engine.core.config;
             let opts = kayvee_rdb::WriteOptions {
                 compress: cfg.rdbcompression,

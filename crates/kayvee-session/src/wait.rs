@@ -10,7 +10,6 @@ use kayvee_engine::script_wait::BusyAnswer;
 use kayvee_engine::{Answered, Handle, Now, ScriptWait};
 use kayvee_resp::RespWriter;
 
-
 /// The sessions other than the running one, lent to a script's hook.
 pub(crate) struct Waiter<'a> {
     pub clock: &'a dyn Clock,

@@ -50,6 +50,9 @@ pub struct Announced {
     pub capa_eof: bool,
     /// `capa psync2`: takes `+CONTINUE <new replid>`.
     pub capa_psync2: bool,
+    /// `rdb-filter-only functions` (redis-cli --functions-rdb): its full sync's RDB holds the
+    /// function libraries only, no key.
+    pub functions_only: bool,
 }
 
 /// One replica of this server.

@@ -36,7 +36,21 @@ pub fn replconf(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cm
             }
             b"ack" => return ack(cx, args),
             b"getack" => return Ok(()),
-            b"rdb-only" | b"rdb-filter-only" => {}
+            b"rdb-only" => {}
+            b"rdb-filter-only" => {
+                let functions_only = if val.is_empty() {
+                    false
+                } else if val.eq_ignore_ascii_case(b"functions") {
+                    true
+                } else {
+                    let text = alloc::format!(
+                        "ERR Unsupported rdb-filter-only option: {}",
+                        String::from_utf8_lossy(val)
+                    );
+                    return Err(Error::msg(text));
+                };
+                cx.core.repl.announced_mut(cx.me).functions_only = functions_only;
+            }
             _ => {
                 let text = alloc::format!(
                     "ERR Unrecognized REPLCONF option: {}",

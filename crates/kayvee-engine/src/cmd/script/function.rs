@@ -56,6 +56,16 @@ pub fn function_delete(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
 
 /// FUNCTION FLUSH [ASYNC|SYNC].
 pub fn function_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    if args.len() > 3 {
+        return Err(Error::Bytes(
+            [
+                &b"ERR unknown subcommand or wrong number of arguments for '"[..],
+                args.get(1),
+                b"'. Try FUNCTION HELP.",
+            ]
+            .concat(),
+        ));
+    }
     if !super::flush_mode_ok(args) {
         return Err(Error::msg(
             "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",

@@ -219,11 +219,15 @@ impl Dispatch<'_> {
             args: ArgvBuf::new(),
             busy: Busy {
                 running: h,
+                // FCALL passes KEYS and ARGV as arguments; EVAL as globals.
                 eval: nargs == 0,
                 wrote: false,
                 killed: false,
             },
             timed_out: false,
+            name,
+            command: argv,
+            busy_now: now,
         };
         let result = lua.call(&mut run, nargs, 1);
         if waiting {
@@ -292,6 +296,12 @@ struct Run<'r, 'e> {
     busy: Busy,
     /// It has run past `busy-reply-threshold`.
     timed_out: bool,
+    /// The script's name in errors (the SHA-1, or the function's name).
+    name: &'r [u8],
+    /// The command that runs it (FUNCTION STATS shows it).
+    command: &'r Argv<'r>,
+    /// The time at the last hook.
+    busy_now: Now,
 }
 
 /// Lua instructions between two calls of the count hook (Redis's figure).
@@ -336,6 +346,13 @@ impl BusyAnswer for Run<'_, '_> {
     /// The connection commands Redis lets through (AUTH, HELLO, RESET, QUIT: `allow-busy`
     /// and `no-auth`) run as usual; the rest is [`Busy::answer`]'s.
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered {
+        let stats = argv.len() == 2
+            && argv.get(0).eq_ignore_ascii_case(b"function")
+            && argv.get(1).eq_ignore_ascii_case(b"stats");
+        if stats && !self.busy.eval {
+            self.running_stats(out);
+            return Answered::Replied;
+        }
         if let Ok(id) = self.d.resolve(argv) {
             let spec = self.d.spec(id);
             if spec.has(flags::ALLOW_BUSY) && spec.has(flags::NO_AUTH) && h != self.h {
@@ -346,6 +363,33 @@ impl BusyAnswer for Run<'_, '_> {
             }
         }
         self.busy.answer(argv, out)
+    }
+}
+
+impl Run<'_, '_> {
+    /// FUNCTION STATS while a function runs past the threshold: its name, command and time.
+    fn running_stats(&self, out: &mut dyn ReplySink) {
+        out.map(2);
+        out.bulk_str("running_script");
+        out.map(3);
+        out.bulk_str("name");
+        out.bulk(self.name);
+        out.bulk_str("command");
+        out.array(self.command.len());
+        for i in 0..self.command.len() {
+            out.bulk(self.command.get(i));
+        }
+        out.bulk_str("duration_ms");
+        let elapsed_us = self.busy_now.unix_us.saturating_sub(self.now.unix_us);
+        out.int((elapsed_us / 1000) as i64);
+        out.bulk_str("engines");
+        out.map(1);
+        out.bulk_str("LUA");
+        out.map(2);
+        out.bulk_str("libraries_count");
+        out.int(self.d.core.scripts.libraries.len() as i64);
+        out.bulk_str("functions_count");
+        out.int(self.d.core.scripts.functions.len() as i64);
     }
 }
 
@@ -366,8 +410,9 @@ impl Run<'_, '_> {
         let Some(wait) = self.d.wait.take() else {
             return Ok(0);
         };
+        self.busy_now = wait.now();
         if !self.timed_out {
-            let elapsed_us = wait.now().unix_us.saturating_sub(self.now.unix_us);
+            let elapsed_us = self.busy_now.unix_us.saturating_sub(self.now.unix_us);
             if threshold_ms <= 0 || elapsed_us < threshold_ms as u64 * 1000 {
                 self.d.wait = Some(wait);
                 return Ok(0);

@@ -80,6 +80,7 @@ impl Engine {
             monitors: Default::default(),
             debug: Default::default(),
             latency: Default::default(),
+            migrate: Default::default(),
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
             #[cfg(feature = "scripting")]
@@ -114,6 +115,7 @@ impl Engine {
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
         self.core.repl.remove(h);
+        self.core.migrate.remove(h);
         self.clients.remove(h);
     }
 
@@ -217,6 +219,27 @@ impl Engine {
         out: &mut dyn ReplySink,
     ) -> Outcome {
         self.dispatcher().execute(h, argv, now, out)
+    }
+
+    /// MIGRATE's second half for client `h` (its command left [`Outcome::Migrate`]): the
+    /// replies the shell read from the target, in order, and the link's failure if it cut
+    /// them short. Writes the client's reply to `out`.
+    pub fn migrate_finished(
+        &mut self,
+        h: Handle,
+        replies: &[Reply],
+        error: Option<crate::outcome::LinkError>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) {
+        self.dispatcher()
+            .finish_migrate(h, replies, error, now, out);
+    }
+
+    /// The names (`host:port`) of MIGRATE's cached links: the shell keeps a connection for
+    /// each, and closes any other it holds.
+    pub fn migrate_links(&self) -> impl Iterator<Item = &str> {
+        self.core.migrate.names()
     }
 
     /// The parts of the engine dispatch works on, borrowed.
@@ -334,6 +357,7 @@ impl Engine {
         drain::drain(&mut self.core);
         drain::settle(&mut self.core);
         drain::ping_replicas(&mut self.core, now);
+        self.core.migrate.expire(now.ms());
         if self.core.tracking.active() {
             drain::after_command(&mut self.core, &self.clients, None, None);
         }

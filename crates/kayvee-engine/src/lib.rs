@@ -46,6 +46,7 @@ pub mod hll;
 pub mod host;
 pub mod keyspec;
 pub mod latency;
+pub mod migrate;
 pub mod monitor;
 pub mod notify;
 pub mod outbox;

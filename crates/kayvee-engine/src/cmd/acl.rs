@@ -542,7 +542,9 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
     let mut info = String::new();
     super::client::client_line(cx, cx.me, c, 0, &mut info);
     info.pop();
-    let context = if cx.core.txn.in_multi(cx.me) {
+    let context = if cx.core.script_running {
+        "lua"
+    } else if cx.core.txn.in_multi(cx.me) {
         "multi"
     } else {
         "toplevel"
@@ -556,7 +558,8 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
         ctime_ms: cx.now_ms(),
         client_info: info,
     };
-    cx.core.acl.log.add(entry);
+    let len_max = crate::config::extra::acllog_max_len(&cx.core.config);
+    cx.core.acl.log.add(entry, len_max);
 }
 
 #[cfg(test)]

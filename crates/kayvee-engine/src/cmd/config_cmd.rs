@@ -102,6 +102,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     let maxmemory = cx.core.config.maxmemory;
+    let (previous_port, previous_bind) = (cx.core.config.port, cx.core.config.bind.clone());
     let local = crate::acl::is_local(&cx.client().conn.transport);
     cx.core
         .config
@@ -122,6 +123,14 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         cx.core.acl.set_requirepass(pass.as_deref());
     }
     crate::drain::sync(cx.core);
+    if cx.core.config.port != previous_port || cx.core.config.bind != previous_bind {
+        // The shell listens anew, then replies.
+        cx.outcome = Outcome::Rebind {
+            previous_port,
+            previous_bind,
+        };
+        return Ok(());
+    }
     out.ok();
     Ok(())
 }

@@ -32,6 +32,14 @@ fn stored(c: &Config, name: &'static str, default: Val) -> Val {
     c.extra.get(name).cloned().unwrap_or(default)
 }
 
+/// `acllog-max-len`: the ACL log's length limit (stored with the parameters without a field).
+pub fn acllog_max_len(c: &Config) -> usize {
+    match stored(c, "acllog-max-len", Val::Int(128)) {
+        Val::Int(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => 128,
+    }
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

@@ -1,11 +1,12 @@
 //! DEBUG's subcommands, once `enable-debug-command` let the client in (the check and the
 //! command's table entry are in [`super::server`]). Split by concept: `digest` (DIGEST,
 //! DIGEST-VALUE), `object` (OBJECT, LISTPACK, QUICKLIST), `protocol` (PROTOCOL), `reload`
-//! (RELOAD), `populate` (POPULATE), `switches` (SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON and the
+//! (RELOAD), `populate` (POPULATE), `htstats` (HTSTATS, HTSTATS-KEY), `switches` (SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON and the
 //! switches that only affect Redis's internals). Subcommands Redis 7.0 has and Kayvee does
 //! not answer as an unknown subcommand, as Redis does for a wrong name.
 
 mod digest;
+mod htstats;
 mod object;
 mod populate;
 mod protocol;
@@ -60,6 +61,10 @@ const HELP: &[&str] = &[
     "    Crash the server with sigsegv.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
+    "HTSTATS <dbid>",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key>",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
     "LISTPACK <key>",
     "    Show low level info about the listpack encoding of <key>.",
     "QUICKLIST <key> [<0|1>]",
@@ -106,6 +111,8 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         (b"protocol", 3) => protocol::protocol(args, out),
         (b"reload", _) => reload::reload(cx, args, out),
         (b"populate", 3..=5) => populate::populate(cx, args, out),
+        (b"htstats", 3) => htstats::htstats(cx, args, out),
+        (b"htstats-key", 3) => htstats::htstats_key(cx, args, out),
         _ => Err(unknown(args.get(1))),
     }
 }

@@ -85,6 +85,9 @@ pub struct Config {
     pub dbfilename: String,
     /// Save points (`seconds changes` pairs); empty = no snapshots.
     pub save: String,
+    /// The shell's default `save` (kayvee-server: Redis 7's points), which CONFIG REWRITE
+    /// leaves out; not a parameter.
+    pub save_default: String,
     /// Append-only file.
     pub appendonly: bool,
     /// Base name of the AOF files (`appendfilename`).
@@ -214,6 +217,7 @@ impl Default for Config {
             dir: ".".into(),
             dbfilename: "dump.rdb".into(),
             save: String::new(),
+            save_default: String::new(),
             appendonly: false,
             appendfilename: "appendonly.aof".into(),
             appenddirname: "appendonlydir".into(),

@@ -14,6 +14,12 @@ pub struct Switches {
     pub quicklist_packed_threshold: u64,
     /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: kept; RESTORE still checks the checksum.
     pub skip_checksum_validation: bool,
+    /// `DEBUG CONFIG-REWRITE-FORCE-ALL` asked for the rewrite under way: every parameter is
+    /// written, defaults included.
+    pub rewrite_force_all: bool,
+    /// `DEBUG AOF-FLUSH-SLEEP <us>`: the shell sleeps this long before each AOF write (0: no
+    /// sleep), to widen the window between a command and its durability in tests.
+    pub aof_flush_sleep_us: u64,
 }
 
 /// Redis's default `quicklist-packed-threshold`: 1 GB.
@@ -26,6 +32,8 @@ impl Default for Switches {
             cron_paused: false,
             quicklist_packed_threshold: PACKED_THRESHOLD_DEFAULT,
             skip_checksum_validation: false,
+            rewrite_force_all: false,
+            aof_flush_sleep_us: 0,
         }
     }
 }

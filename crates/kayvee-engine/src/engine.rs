@@ -328,12 +328,14 @@ impl Engine {
     /// `+OK`, or the error). The new text becomes the base of the next rewrite. Errs with
     /// Redis's text when the server was started without a config file.
     pub fn rewrite_config(&mut self) -> Result<(String, String), Error> {
+        let force_all = core::mem::take(&mut self.core.debug.rewrite_force_all);
         let config = &mut self.core.config;
         let path = config
             .config_file
             .clone()
             .ok_or_else(cmd::config_cmd::no_config_file)?;
-        let content = config.rewrite(config.config_file_text.as_deref().unwrap_or(""));
+        let original = config.config_file_text.as_deref().unwrap_or("");
+        let content = config.rewrite_with(original, force_all);
         config.config_file_text = Some(content.clone());
         Ok((path, content))
     }

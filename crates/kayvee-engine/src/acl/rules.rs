@@ -89,6 +89,17 @@ pub fn merge_selectors(ops: &[&[u8]]) -> Result<Vec<Vec<u8>>, Vec<u8>> {
 
 /// Applies one user rule (a flag, a password rule, a selector or a selector rule).
 pub fn apply_user(u: &mut User, op: &[u8], table: &CommandTable) -> Result<(), RuleError> {
+    apply_user_with(u, op, table, false)
+}
+
+/// [`apply_user`], `reset` giving every channel when `all_channels` (`acl-pubsub-default
+/// allchannels`).
+pub fn apply_user_with(
+    u: &mut User,
+    op: &[u8],
+    table: &CommandTable,
+    all_channels: bool,
+) -> Result<(), RuleError> {
     let word = |w: &str| op.eq_ignore_ascii_case(w.as_bytes());
     let n = table.all().len();
     if word("on") {
@@ -111,6 +122,7 @@ pub fn apply_user(u: &mut User, op: &[u8], table: &CommandTable) -> Result<(), R
         let name = core::mem::take(&mut u.name);
         *u = User::new(&name, n);
         u.sanitize = Some(true);
+        u.root.all_channels = all_channels;
     } else if op.len() >= 2 && op[0] == b'(' && op[op.len() - 1] == b')' {
         let mut s = Selector::new(n);
         for rule in op[1..op.len() - 1]

@@ -189,12 +189,17 @@ fn setuser(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         ))
     })?;
     let table = cx.commands;
+    let all_channels = crate::config::extra::acl_pubsub_all(&cx.core.config);
     let mut user = match cx.core.acl.users.get(name) {
         Some(u) => u.clone(),
-        None => User::new(name, table.all().len()),
+        None => {
+            let mut u = User::new(name, table.all().len());
+            u.root.all_channels = all_channels;
+            u
+        }
     };
     for op in &ops {
-        rules::apply_user(&mut user, op, table).map_err(|e| {
+        rules::apply_user_with(&mut user, op, table, all_channels).map_err(|e| {
             Error::msg(alloc::format!(
                 "ERR Error in ACL SETUSER modifier '{}': {e}",
                 String::from_utf8_lossy(op)

@@ -40,6 +40,11 @@ pub fn acllog_max_len(c: &Config) -> usize {
     }
 }
 
+/// `acl-pubsub-default allchannels`: new and reset users may use every channel.
+pub fn acl_pubsub_all(c: &Config) -> bool {
+    stored(c, "acl-pubsub-default", s("resetchannels")) == s("allchannels")
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

@@ -20,9 +20,14 @@ use crate::Cx;
 
 /// DEBUG HELP's lines (Redis 7.0's, for the subcommands Kayvee has).
 const HELP: &[&str] = &[
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -112,6 +117,15 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         (b"reload", _) => reload::reload(cx, args, out),
         (b"populate", 3..=5) => populate::populate(cx, args, out),
         (b"htstats", 3) => htstats::htstats(cx, args, out),
+        (b"aof-flush-sleep", 3) => switches::aof_flush_sleep(cx, args, out),
+        (b"config-rewrite-force-all", 2) => {
+            if cx.core.config.config_file.is_none() {
+                return Err(crate::cmd::config_cmd::no_config_file());
+            }
+            cx.core.debug.rewrite_force_all = true;
+            cx.outcome = crate::Outcome::RewriteConfig;
+            Ok(())
+        }
         (b"htstats-key", 3) => htstats::htstats_key(cx, args, out),
         _ => Err(unknown(args.get(1))),
     }

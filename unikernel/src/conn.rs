@@ -114,12 +114,8 @@ pub fn answer(
             error: Some(kayvee_engine::outcome::LinkError::Connect),
         },
         // The image listens on its one configured port for good.
-        Request::Rebind {
-            previous_port,
-            previous_bind,
-        } => {
-            engine.core.config.port = previous_port;
-            engine.core.config.bind = previous_bind;
+        Request::Rebind { .. } => {
+            engine.rollback_config_set();
             Answer::Error(
                 "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen \
                  on this port"

@@ -372,6 +372,23 @@ impl Config {
             return Ok(());
         }
         let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
+        // A multi-argument parameter given its arguments in one (`--shutdown-on-sigint "nosave
+        // force"`, `bind "a b"`) takes them split at spaces, as Redis 7.0's MULTI_ARG configs.
+        let multi_arg = matches!(
+            param.kind,
+            table::Kind::Words | table::Kind::Special(table::Special::ShutdownFlags)
+        );
+        let split: Vec<&[u8]>;
+        let values = match values {
+            [one] if multi_arg && one.contains(&b' ') => {
+                split = one
+                    .split(|&b| b == b' ')
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                &split[..]
+            }
+            _ => values,
+        };
         let mut val = param.kind.parse(values)?;
         if let table::Val::Save(points) = &mut val {
             // The first `save` line replaces the defaults; later ones add (`save ""` clears).

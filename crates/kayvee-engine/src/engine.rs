@@ -81,6 +81,7 @@ impl Engine {
             debug: Default::default(),
             latency: Default::default(),
             migrate: Default::default(),
+            config_before_set: None,
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
             #[cfg(feature = "scripting")]
@@ -236,6 +237,17 @@ impl Engine {
             .finish_migrate(h, replies, error, now, out);
     }
 
+    /// The shell could not listen on the `port` or `bind` a CONFIG SET gave
+    /// ([`Outcome::Rebind`]): every parameter of that call gets its previous value back.
+    pub fn rollback_config_set(&mut self) {
+        cmd::config_cmd::rollback(&mut self.core);
+    }
+
+    /// The shell listens where a CONFIG SET said: its previous values are dropped.
+    pub fn config_set_done(&mut self) {
+        self.core.config_before_set = None;
+    }
+
     /// The names (`host:port`) of MIGRATE's cached links: the shell keeps a connection for
     /// each, and closes any other it holds.
     pub fn migrate_links(&self) -> impl Iterator<Item = &str> {
@@ -302,6 +314,7 @@ impl Engine {
         if !self.core.config.aclfile.is_empty() {
             return Err(acl::file::BOTH_CONFIGURED.into());
         }
+        let mut seen: Vec<&[u8]> = Vec::new();
         for line in &lines {
             let words: Vec<&[u8]> = line
                 .split(' ')
@@ -311,12 +324,18 @@ impl Engine {
             let Some((name, rules)) = words.split_first() else {
                 continue;
             };
-            let u = acl::file::user_from_rules(name, rules, &self.commands.table).map_err(|e| {
+            let declaration_error = |e: &dyn core::fmt::Display| {
                 alloc::format!(
                     "Error in user declaration '{}': {e}",
                     String::from_utf8_lossy(name)
                 )
-            })?;
+            };
+            if seen.contains(name) {
+                return Err(declaration_error(&acl::rules::RuleError::Duplicate));
+            }
+            seen.push(name);
+            let u = acl::file::user_from_rules(name, rules, &self.commands.table)
+                .map_err(|e| declaration_error(&e))?;
             self.core.acl.users.insert(name.to_vec(), u);
         }
         self.core.acl.refresh();

@@ -394,10 +394,7 @@ impl Server {
                 }
                 Request::LoadRdb => crate::persist::reload_from_disk(self.engine(), now),
                 Request::Migrate(job) => self.migrate.exchange(&job),
-                Request::Rebind {
-                    previous_port,
-                    previous_bind,
-                } => self.rebind(previous_port, previous_bind),
+                Request::Rebind { previous_port, .. } => self.rebind(previous_port),
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {
@@ -451,7 +448,7 @@ impl Server {
     /// CONFIG SET changed `port` or `bind`: binds the configured TCP addresses, then swaps them
     /// in for the old TCP listeners (the Unix socket stays). When one cannot be bound, the old
     /// listeners and the previous values stay, and the client gets Redis's error.
-    fn rebind(&mut self, previous_port: u16, previous_bind: Vec<String>) -> Answer {
+    fn rebind(&mut self, previous_port: u16) -> Answer {
         let cfg = &self.driver.engine().core.config;
         let (port, bind) = (cfg.port, cfg.bind.clone());
         let mut fresh = Vec::new();
@@ -461,9 +458,7 @@ impl Server {
                     Ok(l) => fresh.extend(l),
                     Err(e) => {
                         warn!("{e}");
-                        let cfg = &mut self.engine().core.config;
-                        cfg.port = previous_port;
-                        cfg.bind = previous_bind;
+                        self.engine().rollback_config_set();
                         let (arg, why) = if port != previous_port {
                             ("port", "Unable to listen on this port")
                         } else {
@@ -491,6 +486,7 @@ impl Server {
             }
         }
         self.listeners = listeners;
+        self.engine().config_set_done();
         Answer::Ok
     }
 

@@ -178,7 +178,9 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             port: 6379,
-            bind: vec!["127.0.0.1".into()],
+            // Redis 7.0's default: every interface, protected mode refusing non-loopback
+            // clients while no password is set.
+            bind: vec!["*".into(), "-::*".into()],
             unixsocket: String::new(),
             unixsocketperm: 0,
             requirepass: None,

@@ -107,6 +107,21 @@ pub fn answer(
         Request::AclFile { .. } => {
             Answer::Error("ERR the unikernel has no file system for the ACL file".into())
         }
+        // No outgoing connections yet: MIGRATE answers as Redis does for an unreachable
+        // target.
+        Request::Migrate(_) => Answer::Migrate {
+            replies: alloc::vec::Vec::new(),
+            error: Some(kayvee_engine::outcome::LinkError::Connect),
+        },
+        // The image listens on its one configured port for good.
+        Request::Rebind { .. } => {
+            engine.rollback_config_set();
+            Answer::Error(
+                "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen \
+                 on this port"
+                    .into(),
+            )
+        }
         Request::RewriteConfig => match engine.rewrite_config() {
             Err(e) => Answer::Error(alloc::format!("{e}")),
             Ok(_) => Answer::Error("ERR the unikernel has no file system to rewrite to".into()),

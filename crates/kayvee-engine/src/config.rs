@@ -85,6 +85,9 @@ pub struct Config {
     pub dbfilename: String,
     /// Save points (`seconds changes` pairs); empty = no snapshots.
     pub save: String,
+    /// The shell's default `save` (kayvee-server: Redis 7's points), which CONFIG REWRITE
+    /// leaves out; not a parameter.
+    pub save_default: String,
     /// Append-only file.
     pub appendonly: bool,
     /// Base name of the AOF files (`appendfilename`).
@@ -175,7 +178,9 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             port: 6379,
-            bind: vec!["127.0.0.1".into()],
+            // Redis 7.0's default: every interface, protected mode refusing non-loopback
+            // clients while no password is set.
+            bind: vec!["*".into(), "-::*".into()],
             unixsocket: String::new(),
             unixsocketperm: 0,
             requirepass: None,
@@ -214,6 +219,7 @@ impl Default for Config {
             dir: ".".into(),
             dbfilename: "dump.rdb".into(),
             save: String::new(),
+            save_default: String::new(),
             appendonly: false,
             appendfilename: "appendonly.aof".into(),
             appenddirname: "appendonlydir".into(),
@@ -368,6 +374,23 @@ impl Config {
             return Ok(());
         }
         let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
+        // A multi-argument parameter given its arguments in one (`--shutdown-on-sigint "nosave
+        // force"`, `bind "a b"`) takes them split at spaces, as Redis 7.0's MULTI_ARG configs.
+        let multi_arg = matches!(
+            param.kind,
+            table::Kind::Words | table::Kind::Special(table::Special::ShutdownFlags)
+        );
+        let split: Vec<&[u8]>;
+        let values = match values {
+            [one] if multi_arg && one.contains(&b' ') => {
+                split = one
+                    .split(|&b| b == b' ')
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                &split[..]
+            }
+            _ => values,
+        };
         let mut val = param.kind.parse(values)?;
         if let table::Val::Save(points) = &mut val {
             // The first `save` line replaces the defaults; later ones add (`save ""` clears).

@@ -74,6 +74,11 @@ pub struct Core {
     pub latency: crate::latency::Latency,
     /// Replication: IDs, offsets, the backlog, replicas, the primary (see [`crate::repl`]).
     pub repl: crate::repl::Replication,
+    /// MIGRATE's cached links and its halves waiting for the shell (see [`crate::migrate`]).
+    pub migrate: crate::migrate::Links,
+    /// The configuration before a CONFIG SET that changed `port` or `bind`, until the shell
+    /// listened anew (see [`crate::cmd::config_cmd::rollback`]).
+    pub config_before_set: Option<alloc::boxed::Box<Config>>,
     /// A script is running (its commands never block, MONITOR shows them as `lua`).
     pub script_running: bool,
     /// The Lua VM and the script cache (see [`crate::script`]).

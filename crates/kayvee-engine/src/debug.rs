@@ -16,6 +16,12 @@ pub struct Switches {
     pub skip_checksum_validation: bool,
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `noscript` commands (a test hook).
     pub disable_deny_scripts: bool,
+    /// `DEBUG CONFIG-REWRITE-FORCE-ALL` asked for the rewrite under way: every parameter is
+    /// written, defaults included.
+    pub rewrite_force_all: bool,
+    /// `DEBUG AOF-FLUSH-SLEEP <us>`: the shell sleeps this long before each AOF write (0: no
+    /// sleep), to widen the window between a command and its durability in tests.
+    pub aof_flush_sleep_us: u64,
 }
 
 /// Redis's default `quicklist-packed-threshold`: 1 GB.
@@ -29,6 +35,8 @@ impl Default for Switches {
             quicklist_packed_threshold: PACKED_THRESHOLD_DEFAULT,
             skip_checksum_validation: false,
             disable_deny_scripts: false,
+            rewrite_force_all: false,
+            aof_flush_sleep_us: 0,
         }
     }
 }

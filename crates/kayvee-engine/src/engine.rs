@@ -82,6 +82,8 @@ impl Engine {
             monitors: Default::default(),
             debug: Default::default(),
             latency: Default::default(),
+            migrate: Default::default(),
+            config_before_set: None,
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
             #[cfg(feature = "scripting")]
@@ -120,6 +122,7 @@ impl Engine {
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
         self.core.repl.remove(h);
+        self.core.migrate.remove(h);
         self.clients.remove(h);
     }
 
@@ -251,6 +254,38 @@ impl Engine {
         d.execute(h, argv, now, out)
     }
 
+    /// MIGRATE's second half for client `h` (its command left [`Outcome::Migrate`]): the
+    /// replies the shell read from the target, in order, and the link's failure if it cut
+    /// them short. Writes the client's reply to `out`.
+    pub fn migrate_finished(
+        &mut self,
+        h: Handle,
+        replies: &[Reply],
+        error: Option<crate::outcome::LinkError>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) {
+        self.dispatcher()
+            .finish_migrate(h, replies, error, now, out);
+    }
+
+    /// The shell could not listen on the `port` or `bind` a CONFIG SET gave
+    /// ([`Outcome::Rebind`]): every parameter of that call gets its previous value back.
+    pub fn rollback_config_set(&mut self) {
+        cmd::config_cmd::rollback(&mut self.core);
+    }
+
+    /// The shell listens where a CONFIG SET said: its previous values are dropped.
+    pub fn config_set_done(&mut self) {
+        self.core.config_before_set = None;
+    }
+
+    /// The names (`host:port`) of MIGRATE's cached links: the shell keeps a connection for
+    /// each, and closes any other it holds.
+    pub fn migrate_links(&self) -> impl Iterator<Item = &str> {
+        self.core.migrate.names()
+    }
+
     /// The parts of the engine dispatch works on, borrowed.
     fn dispatcher(&mut self) -> Dispatch<'_> {
         Dispatch {
@@ -312,6 +347,7 @@ impl Engine {
         if !self.core.config.aclfile.is_empty() {
             return Err(acl::file::BOTH_CONFIGURED.into());
         }
+        let mut seen: Vec<&[u8]> = Vec::new();
         for line in &lines {
             let words: Vec<&[u8]> = line
                 .split(' ')
@@ -321,12 +357,18 @@ impl Engine {
             let Some((name, rules)) = words.split_first() else {
                 continue;
             };
-            let u = acl::file::user_from_rules(name, rules, &self.commands.table).map_err(|e| {
+            let declaration_error = |e: &dyn core::fmt::Display| {
                 alloc::format!(
                     "Error in user declaration '{}': {e}",
                     String::from_utf8_lossy(name)
                 )
-            })?;
+            };
+            if seen.contains(name) {
+                return Err(declaration_error(&acl::rules::RuleError::Duplicate));
+            }
+            seen.push(name);
+            let u = acl::file::user_from_rules(name, rules, &self.commands.table)
+                .map_err(|e| declaration_error(&e))?;
             self.core.acl.users.insert(name.to_vec(), u);
         }
         self.core.acl.refresh();
@@ -338,12 +380,14 @@ impl Engine {
     /// `+OK`, or the error). The new text becomes the base of the next rewrite. Errs with
     /// Redis's text when the server was started without a config file.
     pub fn rewrite_config(&mut self) -> Result<(String, String), Error> {
+        let force_all = core::mem::take(&mut self.core.debug.rewrite_force_all);
         let config = &mut self.core.config;
         let path = config
             .config_file
             .clone()
             .ok_or_else(cmd::config_cmd::no_config_file)?;
-        let content = config.rewrite(config.config_file_text.as_deref().unwrap_or(""));
+        let original = config.config_file_text.as_deref().unwrap_or("");
+        let content = config.rewrite_with(original, force_all);
         config.config_file_text = Some(content.clone());
         Ok((path, content))
     }
@@ -367,6 +411,7 @@ impl Engine {
         drain::drain(&mut self.core);
         drain::settle(&mut self.core);
         drain::ping_replicas(&mut self.core, now);
+        self.core.migrate.expire(now.ms());
         if self.core.tracking.active() {
             drain::after_command(&mut self.core, &self.clients, None, None);
         }

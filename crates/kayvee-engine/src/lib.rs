@@ -47,6 +47,7 @@ pub mod hll;
 pub mod host;
 pub mod keyspec;
 pub mod latency;
+pub mod migrate;
 pub mod monitor;
 pub mod notify;
 pub mod outbox;

@@ -150,7 +150,8 @@ fn line(
     s
 }
 
-/// The argument indexes Redis 7.0 hides: all of AUTH's, and the pair after HELLO's AUTH.
+/// The argument indexes Redis 7.0 hides: all of AUTH's, the pair after HELLO's AUTH, and
+/// MIGRATE's AUTH / AUTH2 credentials (as SLOWLOG hides them).
 fn redacted_from(args: &Argv<'_>) -> Vec<usize> {
     let name = args.get(0).to_ascii_lowercase();
     match name.as_slice() {
@@ -159,6 +160,7 @@ fn redacted_from(args: &Argv<'_>) -> Vec<usize> {
             .find(|&i| args.get(i).eq_ignore_ascii_case(b"auth"))
             .map(|i| (i + 1..(i + 3).min(args.len())).collect())
             .unwrap_or_default(),
+        b"migrate" => crate::slowlog::redacted(args),
         _ => Vec::new(),
     }
 }

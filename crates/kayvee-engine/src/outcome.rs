@@ -1,5 +1,8 @@
 //! What a command asks of the shell once it has run (close, block, save, shut down...).
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 /// What the shell must do after a command.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum Outcome {
@@ -60,7 +63,48 @@ pub enum Outcome {
         /// The replica takes the diskless `$EOF:` framing.
         eof: bool,
     },
+    /// CONFIG SET changed `port` or `bind`: the shell listens on the configured addresses
+    /// in place of the previous ones and sends the reply itself (`+OK`, or Redis's error with
+    /// the previous values put back in the configuration and the old listeners kept).
+    Rebind {
+        /// The port listened on before.
+        previous_port: u16,
+        /// The `bind` addresses before.
+        previous_bind: Vec<String>,
+    },
+    /// MIGRATE: connect to the target (or reuse the cached link), send the job's bytes and
+    /// read its replies, then hand them to [`crate::Engine::migrate_finished`], which replies.
+    Migrate(MigrateJob),
     /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
     /// crash report and dies. No reply.
     Crash,
+}
+
+/// What the shell carries out for MIGRATE: connect to `host:port` (or reuse the cached link
+/// named `name`), send `payload`, read `replies` replies; each step within `timeout_ms`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigrateJob {
+    /// `host:port` as the client wrote them: the link's name in the cache.
+    pub name: String,
+    /// The target's host.
+    pub host: String,
+    /// The target's port (`atoi` of the argument, as Redis: garbage is 0 and fails to connect).
+    pub port: u16,
+    /// Per-step timeout (connect, each write, each read).
+    pub timeout_ms: u64,
+    /// The commands to send, encoded as RESP.
+    pub payload: Vec<u8>,
+    /// How many replies to read.
+    pub replies: usize,
+}
+
+/// Why the shell could not complete a job (Redis closes the link and answers `IOERR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkError {
+    /// Could not connect in time.
+    Connect,
+    /// Writing failed or timed out.
+    Write,
+    /// Reading failed or timed out.
+    Read,
 }

@@ -98,7 +98,7 @@ const SENSITIVE_PARAMS: &[&str] = &[
 /// The argument indexes Redis 7.0 logs as `(redacted)`: ACL SETUSER's user and rules, the
 /// values of sensitive parameters in CONFIG SET, MIGRATE's AUTH / AUTH2 credentials, HELLO's
 /// AUTH pair.
-fn redacted(argv: &Argv<'_>) -> Vec<usize> {
+pub(crate) fn redacted(argv: &Argv<'_>) -> Vec<usize> {
     let arg = |i: usize| argv.get(i).to_ascii_lowercase();
     let n = argv.len();
     match (arg(0).as_slice(), n > 1) {

@@ -5,11 +5,18 @@
 use crate::requests::{os_error_text, write_atomically};
 use kayvee_engine::Engine;
 use kayvee_session::Answer;
+use std::path::{Path, PathBuf};
 use tracing::warn;
 
-/// Reads the ACL file, as Redis words a failure to open it.
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| {
+/// Where `aclfile` is: a relative name is in `dir`, where Redis has moved by then (Kayvee
+/// never changes its working directory).
+fn resolve(engine: &Engine, path: &str) -> PathBuf {
+    Path::new(&engine.core.config.dir).join(path)
+}
+
+/// Reads the ACL file, as Redis words a failure to open it (with the name as configured).
+fn read(engine: &Engine, path: &str) -> Result<String, String> {
+    std::fs::read_to_string(resolve(engine, path)).map_err(|e| {
         format!(
             "Error loading ACLs, opening file '{path}': {}",
             os_error_text(&e)
@@ -27,7 +34,7 @@ pub fn load_at_startup(engine: &mut Engine) -> anyhow::Result<()> {
     let Some(path) = engine.acl_file() else {
         return Ok(());
     };
-    let result = read(&path).and_then(|text| engine.acl_load(&text).map(|_| ()));
+    let result = read(engine, &path).and_then(|text| engine.acl_load(&text).map(|_| ()));
     if let Err(e) = result {
         warn!("Aborting Redis startup because of ACL errors: {e}");
         anyhow::bail!("Aborting startup because of ACL errors: {e}");
@@ -40,14 +47,18 @@ pub fn load_at_startup(engine: &mut Engine) -> anyhow::Result<()> {
 pub fn acl_file_command(engine: &mut Engine, save: bool) -> Answer {
     let path = engine.acl_file().unwrap_or_default();
     let result = if save {
-        write_atomically(&path, &engine.acl_save_text()).map_err(|e| {
+        write_atomically(
+            &resolve(engine, &path).to_string_lossy(),
+            &engine.acl_save_text(),
+        )
+        .map_err(|e| {
             warn!("Opening temp ACL file for ACL SAVE: {}", os_error_text(&e));
             "ERR There was an error trying to save the ACLs. Please check the server logs for \
              more information"
                 .to_string()
         })
     } else {
-        read(&path)
+        read(engine, &path)
             .and_then(|text| engine.acl_load(&text).map(|_| ()))
             .map_err(|e| format!("ERR {e}"))
     };

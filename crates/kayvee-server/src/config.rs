@@ -7,6 +7,7 @@
 //! config table owns. The arguments are split by hand here and the table validates them. As in
 //! Redis the file is applied first, then standard input (`-`), then the options.
 
+use kayvee_engine::config::syntax::split_args;
 use kayvee_engine::Config;
 use std::io::Read;
 
@@ -39,14 +40,13 @@ pub struct Directive {
     pub name: String,
     /// Its values.
     pub values: Vec<String>,
+    /// The config line it came from (`port "abc"`), for errors.
+    pub line: String,
 }
 
 /// A command line or configuration the server cannot start with.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigLoadError {
-    /// An argument that is neither an option nor a value of one.
-    #[error("Invalid argument '{0}': options are written --name value")]
-    StrayArgument(String),
     /// The config file could not be read.
     #[error("Fatal error, can't open config file '{path}': {source}")]
     OpenFile {
@@ -67,12 +67,10 @@ pub enum ConfigLoadError {
         message: String,
     },
     /// The config table rejected a command-line option.
-    #[error("\n*** FATAL CONFIG FILE ERROR (Kayvee {version}) ***\nReading the command line option --{name}\n>>> '{line}'\n{message}")]
+    #[error("\n*** FATAL CONFIG FILE ERROR (Kayvee {version}) ***\nReading the command line options\n>>> '{line}'\n{message}")]
     Option {
         /// The server version.
         version: &'static str,
-        /// The option name.
-        name: String,
         /// The option as a config line (`port "abc"`).
         line: String,
         /// The table's message.
@@ -98,27 +96,87 @@ pub fn parse_args(args: &[String]) -> Result<Command, ConfigLoadError> {
             rest = &args[1..];
         }
     }
-    for arg in rest {
-        if let Some(name) = arg.strip_prefix("--") {
-            startup.options.push(Directive {
-                name: name.to_ascii_lowercase(),
-                values: Vec::new(),
-            });
-        } else if arg == "-" {
-            startup.stdin = true;
-        } else if let Some(d) = startup.options.last_mut() {
-            d.values.push(arg.clone());
-        } else {
-            return Err(ConfigLoadError::StrayArgument(arg.clone()));
+    let (text, stdin) = options_text(rest);
+    startup.stdin = stdin;
+    for line in text.split('\n') {
+        let line = line.trim_matches([' ', '\t', '\r']);
+        if line.is_empty() {
+            continue;
         }
-    }
-    // Redis reads a bare `--save` as `save ""` (no snapshots).
-    for d in &mut startup.options {
-        if d.name == "save" && d.values.is_empty() {
-            d.values.push(String::new());
-        }
+        let words = split_args(line.as_bytes()).map_err(|_| ConfigLoadError::Option {
+            version: VERSION,
+            line: line.into(),
+            message: "Unbalanced quotes in configuration line".into(),
+        })?;
+        let mut words = words
+            .into_iter()
+            .map(|w| String::from_utf8_lossy(&w).into_owned());
+        let Some(name) = words.next() else {
+            continue;
+        };
+        startup.options.push(Directive {
+            name: name.to_ascii_lowercase(),
+            values: words.collect(),
+            line: line.into(),
+        });
     }
     Ok(Command::Run(startup))
+}
+
+/// The options as the config text Redis 7.0's `main` builds from them: `--name` starts a line;
+/// the arguments after it are its values, quoted (so a value may start with `--` when it
+/// follows a bare name: `--port --loglevel verbose` is `port "--loglevel" "verbose"`); a name
+/// given with its value in one argument (`"--maxmemory 700mb"`) is taken as written; a bare
+/// `--save` followed by another option or last is `save ""`. Also whether a `-` asked for
+/// standard input (first or last).
+fn options_text(args: &[String]) -> (String, bool) {
+    let mut text = String::new();
+    let mut stdin = false;
+    let mut had_value = true;
+    for (j, arg) in args.iter().enumerate() {
+        let last = j + 1 == args.len();
+        if arg == "-" && (j == 0 || last) {
+            stdin = true;
+        } else if had_value && arg.starts_with("--") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&arg[2..]);
+            text.push(' ');
+            let alone = split_args(arg.as_bytes()).map_or(1, |w| w.len()) == 1;
+            had_value = !alone;
+            let next_is_option = args.get(j + 1).is_some_and(|a| a.starts_with("--"));
+            if alone && arg.eq_ignore_ascii_case("--save") && (next_is_option || last) {
+                text.push_str("\"\"");
+                had_value = !last;
+            }
+        } else {
+            text.push_str(&quoted(arg));
+            text.push(' ');
+            had_value = true;
+        }
+    }
+    (text, stdin)
+}
+
+/// `arg` quoted as Redis's `sdscatrepr` does, so that splitting the line gives it back.
+fn quoted(arg: &str) -> String {
+    let mut out = String::from("\"");
+    for &b in arg.as_bytes() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            b if b.is_ascii_graphic() || b == b' ' => out.push(b as char),
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Redis 7's default save points. The engine's own default is none (a host without storage,
@@ -130,6 +188,7 @@ pub const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
 pub fn load(startup: &Startup) -> Result<Config, ConfigLoadError> {
     let mut config = Config {
         save: DEFAULT_SAVE.into(),
+        save_default: DEFAULT_SAVE.into(),
         ..Config::default()
     };
     if let Some(path) = &startup.file {
@@ -171,19 +230,9 @@ fn apply_option(config: &mut Config, d: &Directive) -> Result<(), ConfigLoadErro
         .apply(&d.name, &values)
         .map_err(|e| ConfigLoadError::Option {
             version: VERSION,
-            name: d.name.clone(),
-            line: as_config_line(d),
+            line: d.line.clone(),
             message: e.to_string(),
         })
-}
-
-/// `port "abc"`: an option shown as the config line it stands for, as Redis's error does.
-fn as_config_line(d: &Directive) -> String {
-    let mut line = d.name.clone();
-    for v in &d.values {
-        line.push_str(&format!(" \"{v}\""));
-    }
-    line
 }
 
 /// The file's absolute path (CONFIG REWRITE must find it after a `chdir`).
@@ -275,6 +324,7 @@ mod tests {
     #[test]
     fn bare_save_means_no_snapshots_and_empty_values_stay() {
         let st = run(&["--save", "--logfile", ""]);
+        assert_eq!(st.options.len(), 2);
         assert_eq!(st.options[0].values, [""]);
         assert_eq!(st.options[1].values, [""]);
     }
@@ -294,19 +344,56 @@ mod tests {
         assert!(st.options[0].values.is_empty());
     }
 
+    /// Redis 7.0's reading of option values (unit/introspection's command-line tests).
     #[test]
-    fn stray_value_is_an_error() {
-        let e = parse_args(&args(&["-x"])).unwrap_err();
-        assert!(matches!(e, ConfigLoadError::StrayArgument(ref a) if a == "-x"));
-    }
-
-    #[test]
-    fn option_error_shows_the_line() {
-        let d = Directive {
-            name: "port".into(),
-            values: vec!["abc".into()],
+    fn options_become_config_lines_as_redis_builds_them() {
+        let lines = |a: &[&str]| {
+            run(a)
+                .options
+                .into_iter()
+                .map(|d| d.line)
+                .collect::<Vec<_>>()
         };
-        assert_eq!(as_config_line(&d), "port \"abc\"");
+        assert_eq!(
+            lines(&["--port", "--loglevel", "verbose"]),
+            ["port \"--loglevel\" \"verbose\""]
+        );
+        assert_eq!(
+            lines(&["--port", "6379", "6380"]),
+            ["port \"6379\" \"6380\""]
+        );
+        assert_eq!(
+            lines(&["--port", "--bla", "--loglevel", "verbose"]),
+            ["port \"--bla\"", "loglevel \"verbose\""]
+        );
+        assert_eq!(
+            lines(&["--maxmemory 700mb", "--maxmemory-policy 'volatile-lru'"]),
+            ["maxmemory 700mb", "maxmemory-policy 'volatile-lru'"]
+        );
+        assert_eq!(
+            lines(&["k.conf", "loglevel", "verbose"]),
+            ["\"loglevel\" \"verbose\""]
+        );
+        assert_eq!(
+            lines(&["--save", "--loglevel", "verbose"]),
+            ["save \"\"", "loglevel \"verbose\""]
+        );
+        assert_eq!(
+            lines(&["--loglevel", "verbose", "--save"]),
+            ["loglevel \"verbose\"", "save \"\""]
+        );
+        let st = run(&[
+            "--proc-title-template",
+            "--save",
+            "--save",
+            "",
+            "--loglevel",
+            "verbose",
+        ]);
+        assert_eq!(st.options[0].values, ["--save"]);
+        assert_eq!(st.options[1].values, [""]);
+        let e = load(&run(&["-x"])).unwrap_err().to_string();
+        assert!(e.contains(">>> '\"-x\"'"), "{e}");
     }
 
     #[test]

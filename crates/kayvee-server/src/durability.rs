@@ -37,6 +37,11 @@ impl Durability {
     pub fn flush_aof(&mut self, engine: &mut Engine) {
         if let Some(aof) = self.aof.as_mut() {
             if aof.needs_flush(engine) {
+                let sleep_us = engine.core.debug.aof_flush_sleep_us;
+                if sleep_us > 0 {
+                    // DEBUG AOF-FLUSH-SLEEP, as Redis's `flushAppendOnlyFile`.
+                    std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                }
                 aof.flush(engine);
             }
         }

@@ -13,6 +13,7 @@ mod crash;
 mod durability;
 mod host;
 mod log;
+mod migrate;
 mod net;
 mod persist;
 mod requests;

@@ -62,6 +62,14 @@ impl Listener {
         }
     }
 
+    /// Stops accept readiness (before the listener is dropped or registered anew).
+    pub fn deregister(&mut self, registry: &Registry) {
+        let _ = match self {
+            Listener::Tcp(l, _) => registry.deregister(l),
+            Listener::Unix(l, _) => registry.deregister(l),
+        };
+    }
+
     /// Where it listens, for the log.
     pub fn describe(&self) -> String {
         match self {

@@ -187,6 +187,8 @@ pub struct Server {
     pub files: Durability,
     /// Reused list of the connections to write.
     dirty: Vec<Handle>,
+    /// MIGRATE's cached links to target instances.
+    migrate: crate::migrate::Links,
 }
 
 impl Server {
@@ -224,6 +226,7 @@ impl Server {
             signal_save: false,
             files: Durability::default(),
             dirty: Vec::new(),
+            migrate: Default::default(),
         })
     }
 
@@ -325,6 +328,7 @@ impl Server {
         let core = &mut self.engine().core;
         crate::host::refresh(&mut core.host);
         core.used_memory_peak = core.used_memory_peak.max(core.host.used_memory);
+        self.migrate.prune(self.driver.engine());
     }
 
     /// Writes the AOF, then each connection with output once; a connection whose output fell
@@ -462,6 +466,8 @@ impl Server {
                 Request::LoadRdb { flush, merge } => {
                     crate::persist::reload_from_disk(self.engine(), now, flush, merge)
                 }
+                Request::Migrate(job) => self.migrate.exchange(&job),
+                Request::Rebind { previous_port, .. } => self.rebind(previous_port),
                 Request::Shutdown { save } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     match crate::requests::shutdown(engine, files, save, now) {
@@ -479,6 +485,7 @@ impl Server {
                 listeners: &self.listeners,
             };
             self.driver.complete(h, answer, &shell);
+            self.migrate.prune(self.driver.engine());
         }
     }
 
@@ -516,10 +523,58 @@ impl Server {
         }
     }
 
+    /// CONFIG SET changed `port` or `bind`: binds the configured TCP addresses, then swaps them
+    /// in for the old TCP listeners (the Unix socket stays). When one cannot be bound, the old
+    /// listeners and the previous values stay, and the client gets Redis's error.
+    fn rebind(&mut self, previous_port: u16) -> Answer {
+        let cfg = &self.driver.engine().core.config;
+        let (port, bind) = (cfg.port, cfg.bind.clone());
+        let mut fresh = Vec::new();
+        if port != 0 {
+            for entry in &bind {
+                match net::bind_tcp(entry, port) {
+                    Ok(l) => fresh.extend(l),
+                    Err(e) => {
+                        warn!("{e}");
+                        self.engine().rollback_config_set();
+                        let (arg, why) = if port != previous_port {
+                            ("port", "Unable to listen on this port")
+                        } else {
+                            ("bind", "Failed to bind to specified addresses.")
+                        };
+                        return Answer::Error(format!(
+                            "ERR CONFIG SET failed (possibly related to argument '{arg}') - {why}"
+                        ));
+                    }
+                }
+            }
+        }
+        let registry = self.poll.registry();
+        for l in &mut self.listeners {
+            l.deregister(registry);
+        }
+        let unix = self
+            .listeners
+            .drain(..)
+            .filter(|l| matches!(l, Listener::Unix(..)));
+        let mut listeners: Vec<Listener> = fresh.into_iter().chain(unix).collect();
+        for (i, l) in listeners.iter_mut().enumerate() {
+            if let Err(e) = l.register(registry, Token(LISTENER_BASE + i)) {
+                warn!("Registering a listener: {e}");
+            }
+        }
+        self.listeners = listeners;
+        self.engine().config_set_done();
+        Answer::Ok
+    }
+
     /// Accepts every pending connection on listener `li`.
     fn accept(&mut self, li: usize) {
         loop {
-            let accepted = match &self.listeners[li] {
+            let Some(listener) = self.listeners.get(li) else {
+                return;
+            };
+            let accepted = match listener {
                 Listener::Tcp(l, local) => l.accept().map(|(s, peer)| {
                     let t = Transport::Tcp {
                         addr: peer.to_string(),

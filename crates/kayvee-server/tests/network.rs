@@ -336,3 +336,94 @@ fn read_bulk<S: std::io::Read>(s: &mut S) -> String {
     let body = read_n(s, n + 2);
     String::from_utf8(body[..n].to_vec()).unwrap()
 }
+
+/// One RESP command's bytes.
+fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+    }
+    out
+}
+
+#[test]
+fn config_set_port_and_bind_listen_anew_or_keep_the_old_listeners() {
+    let port = common::free_port();
+    let server = Server::start(port, &["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+    let mut c = server.connect();
+    let new_port = common::free_port().to_string();
+    let ok = roundtrip(&mut c, &resp(&["CONFIG", "SET", "port", &new_port]), 5);
+    assert_eq!(ok, b"+OK\r\n");
+    let mut moved = std::net::TcpStream::connect(("127.0.0.1", new_port.parse().unwrap())).unwrap();
+    assert_eq!(roundtrip(&mut moved, b"PING\r\n", 7), b"+PONG\r\n");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "old port closed"
+    );
+    // A port in use: Redis's error, the configuration and the listener unchanged.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    let want =
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on \
+                this port\r\n";
+    let got = roundtrip(
+        &mut moved,
+        &resp(&["CONFIG", "SET", "port", &busy_port]),
+        want.len(),
+    );
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    let want = format!("*2\r\n$4\r\nport\r\n${}\r\n{new_port}\r\n", new_port.len());
+    let got = roundtrip(&mut moved, &resp(&["CONFIG", "GET", "port"]), want.len());
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    let want = "-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to \
+                specified addresses.\r\n";
+    let got = roundtrip(
+        &mut moved,
+        &resp(&["CONFIG", "SET", "bind", "999.999.999.999"]),
+        want.len(),
+    );
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    let mut again = std::net::TcpStream::connect(("127.0.0.1", new_port.parse().unwrap())).unwrap();
+    assert_eq!(roundtrip(&mut again, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
+fn migrate_moves_keys_to_another_server_and_caches_the_link() {
+    let (pa, pb) = (common::free_port(), common::free_port());
+    let a = Server::start(pa, &["--port", &pa.to_string()]);
+    let b = Server::start(pb, &["--port", &pb.to_string()]);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let line = |args: &[&str]| resp(args);
+    assert_eq!(roundtrip(&mut ca, &line(&["SET", "k", "v"]), 5), b"+OK\r\n");
+    assert_eq!(
+        roundtrip(&mut ca, &line(&["PEXPIRE", "k", "100000"]), 4),
+        b":1\r\n"
+    );
+    let pbs = pb.to_string();
+    let migrate = line(&["MIGRATE", "127.0.0.1", &pbs, "k", "3", "5000"]);
+    assert_eq!(roundtrip(&mut ca, &migrate, 5), b"+OK\r\n");
+    assert_eq!(roundtrip(&mut ca, &line(&["EXISTS", "k"]), 4), b":0\r\n");
+    assert_eq!(roundtrip(&mut cb, &line(&["SELECT", "3"]), 5), b"+OK\r\n");
+    assert_eq!(roundtrip(&mut cb, &line(&["GET", "k"]), 7), b"$1\r\nv\r\n");
+    let ttl = roundtrip(&mut cb, &line(&["PTTL", "k"]), 8);
+    assert!(
+        ttl.starts_with(b":99") || ttl.starts_with(b":100"),
+        "{ttl:?}"
+    );
+    // The target's BUSYKEY is the client's error; the key stays here.
+    assert_eq!(roundtrip(&mut ca, &line(&["SET", "k", "w"]), 5), b"+OK\r\n");
+    let want =
+        "-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n";
+    let got = roundtrip(&mut ca, &migrate, want.len());
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    let info = line(&["INFO", "stats"]);
+    ca.write_all(&info).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = vec![0; 65536];
+    let n = std::io::Read::read(&mut ca, &mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("migrate_cached_sockets:1"));
+    drop(b);
+    // A target that is gone: the link fails, the key stays.
+    let got = roundtrip(&mut ca, &migrate, 5);
+    assert_eq!(&got[..5], b"-IOER");
+}

@@ -25,6 +25,7 @@ use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
 use kayvee_engine::config::OutputLimit;
+use kayvee_engine::outcome::{LinkError, MigrateJob};
 use kayvee_engine::repl::ReplicaState;
 use kayvee_engine::{ConnInfo, Engine, Handle, Now, Outcome, Protocol, Reply, ReplySink};
 use kayvee_resp::{Limits, ProtocolError, RespWriter};
@@ -68,10 +69,27 @@ pub enum Request {
     /// DEBUG SEGFAULT: die as a crashing server does (its crash report, then the signal's
     /// end); never answered.
     Crash,
+    /// MIGRATE: connect to the job's target (or reuse the link cached under its name), send
+    /// its bytes, read its replies (each step within its timeout; one retry on a fresh
+    /// connection when a cached link fails before any reply, as Redis); answer
+    /// `Answer::Migrate`. After each request and cron, keep only the links
+    /// [`Engine::migrate_links`] names.
+    Migrate(MigrateJob),
+    /// CONFIG SET changed `port` or `bind`: listen on the configured addresses instead of the
+    /// previous ones; answer `Ok`, or (the new ones could not all be bound: put the previous
+    /// values back in the configuration, keep the old listeners) Redis's error,
+    /// `ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this
+    /// port` or `... argument 'bind') - Failed to bind to specified addresses.`.
+    Rebind {
+        /// The port listened on before.
+        previous_port: u16,
+        /// The `bind` addresses before.
+        previous_bind: Vec<String>,
+    },
 }
 
 /// The shell's answer to a [`Request`]: the reply the client gets.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
     /// No reply (BGSAVE was answered when it ran).
     Nothing,
@@ -79,6 +97,14 @@ pub enum Answer {
     Ok,
     /// An error reply with this text (counted in INFO errorstats).
     Error(String),
+    /// MIGRATE's exchange: the target's replies, in order, and the link's failure if it cut
+    /// them short. The engine answers.
+    Migrate {
+        /// The replies read.
+        replies: Vec<Reply>,
+        /// Why fewer than asked were read.
+        error: Option<LinkError>,
+    },
 }
 
 /// What the shell must do with a connection after [`Driver::flush`].
@@ -377,6 +403,13 @@ impl Driver {
                 sink.error(text);
                 self.engine.core.stats.count_error(text);
             }
+            Answer::Migrate { replies, error } => {
+                let out = &mut self.sessions[h.0].as_mut().expect("looked up above").out;
+                let mut sink = RespWriter::new(out, protocol);
+                let now = clock.now();
+                self.engine
+                    .migrate_finished(h, replies, *error, now, &mut sink);
+            }
         }
         // ACL LOAD may have logged users out.
         self.close_killed(h);
@@ -602,6 +635,14 @@ impl Driver {
             Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
             Outcome::LoadRdb { flush, merge } => Request::LoadRdb { flush, merge },
+            Outcome::Migrate(job) => Request::Migrate(job),
+            Outcome::Rebind {
+                previous_port,
+                previous_bind,
+            } => Request::Rebind {
+                previous_port,
+                previous_bind,
+            },
         };
         s.awaiting = true;
         self.requests.push_back((h, request));

@@ -401,3 +401,86 @@ fn an_unauthenticated_client_that_does_not_read_is_closed() {
         .unwrap();
     assert_eq!(f, Flushed::Open);
 }
+
+/// MIGRATE's two halves around the shell: the request carries AUTH, SELECT and one RESTORE per
+/// existing key; the answer's replies decide which keys go (the target's BUSYKEY keeps its
+/// key, and is the client's error), and the link is cached until its TTL passes.
+#[test]
+fn migrate_sends_restores_and_deletes_what_the_target_took() {
+    let mut rig = Rig::new();
+    rig.driver.engine_mut().set_codec(&kayvee_rdb::CODEC);
+    let a = rig.connect();
+    rig.send(a, &cmd(&["MSET", "k1", "v1", "k2", "v2"]));
+    assert_eq!(rig.output_of(a), "+OK\r\n");
+    let line = [
+        "MIGRATE", "h", "7000", "", "3", "500", "AUTH", "pw", "KEYS", "k1", "nokey", "k2",
+    ];
+    let mut bytes = cmd(&line);
+    bytes.extend(cmd(&["PING"]));
+    rig.send(a, &bytes);
+    let Some((h, Request::Migrate(job))) = rig.driver.next_request() else {
+        panic!("MIGRATE asks the shell");
+    };
+    assert_eq!(h, a);
+    assert_eq!(
+        (job.host.as_str(), job.port, job.timeout_ms),
+        ("h", 7000, 500)
+    );
+    assert_eq!(job.name, "h:7000");
+    assert_eq!(job.replies, 4, "AUTH, SELECT and two RESTOREs");
+    let sent = String::from_utf8_lossy(&job.payload).into_owned();
+    assert!(sent.starts_with("*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"));
+    assert_eq!(sent.matches("RESTORE").count(), 2);
+    assert_eq!(rig.output_of(a), "", "the client waits for the exchange");
+    let ok = kayvee_engine::Reply::Simple("OK".into());
+    let busy = kayvee_engine::Reply::Error("BUSYKEY Target key name already exists.".into());
+    let answer = Answer::Migrate {
+        replies: vec![ok.clone(), ok.clone(), ok, busy],
+        error: None,
+    };
+    rig.driver.complete(a, answer, &rig.clock);
+    assert_eq!(
+        rig.output_of(a),
+        "-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n+PONG\r\n"
+    );
+    rig.send(a, &cmd(&["EXISTS", "k1", "k2"]));
+    assert_eq!(rig.output_of(a), ":1\r\n", "k1 went, k2 stayed");
+    rig.send(a, &cmd(&["INFO", "stats"]));
+    assert!(rig.output_of(a).contains("migrate_cached_sockets:1"));
+    assert_eq!(
+        rig.driver.engine().migrate_links().collect::<Vec<_>>(),
+        ["h:7000"]
+    );
+    rig.clock.0.set(T0_US + 11_000_000);
+    rig.driver.poll(&rig.clock);
+    assert_eq!(
+        rig.driver.engine().migrate_links().count(),
+        0,
+        "idle links expire"
+    );
+}
+
+/// A link that fails is an IOERR and closes; nothing is deleted.
+#[test]
+fn migrate_link_failure_is_ioerr() {
+    let mut rig = Rig::new();
+    rig.driver.engine_mut().set_codec(&kayvee_rdb::CODEC);
+    let a = rig.connect();
+    rig.send(a, &cmd(&["SET", "k", "v"]));
+    rig.send(a, &cmd(&["MIGRATE", "h", "1", "k", "0", "100"]));
+    let Some((_, Request::Migrate(job))) = rig.driver.next_request() else {
+        panic!("MIGRATE asks the shell");
+    };
+    assert_eq!(job.replies, 2, "SELECT and RESTORE");
+    let answer = Answer::Migrate {
+        replies: vec![],
+        error: Some(kayvee_engine::outcome::LinkError::Write),
+    };
+    rig.driver.complete(a, answer, &rig.clock);
+    rig.send(a, &cmd(&["EXISTS", "k"]));
+    assert_eq!(
+        rig.output_of(a),
+        "+OK\r\n-IOERR error or timeout writing to target instance\r\n:1\r\n"
+    );
+    assert_eq!(rig.driver.engine().migrate_links().count(), 0);
+}

@@ -1,5 +1,5 @@
 //! The ACL denial log (`ACL LOG`): newest first, similar denials within 60 seconds merged into
-//! one entry with a count, at most [`LOG_LEN_MAX`] entries (Redis's `acllog-max-len` default).
+//! one entry with a count, at most `acllog-max-len` entries ([`LOG_LEN_MAX`] by default).
 
 use crate::reply::ReplySink;
 use alloc::collections::VecDeque;
@@ -21,7 +21,7 @@ pub struct Entry {
     pub count: u64,
     /// `command`, `key`, `channel` or `auth`.
     pub reason: &'static str,
-    /// `toplevel` or `multi`.
+    /// `toplevel`, `multi` or `lua`.
     pub context: &'static str,
     /// The command's full name, the key, the channel, or `AUTH`.
     pub object: Vec<u8>,
@@ -41,8 +41,8 @@ pub struct AclLog {
 
 impl AclLog {
     /// Records a denial, merging it into a similar one among the 10 newest entries (moved to
-    /// the front), as Redis does.
-    pub fn add(&mut self, e: Entry) {
+    /// the front), as Redis does; keeps the `len_max` newest (`acllog-max-len`).
+    pub fn add(&mut self, e: Entry, len_max: usize) {
         let similar = self.entries.iter().take(MERGE_SCAN_MAX).position(|o| {
             o.reason == e.reason
                 && o.context == e.context
@@ -58,7 +58,7 @@ impl AclLog {
             None => e,
         };
         self.entries.push_front(e);
-        self.entries.truncate(LOG_LEN_MAX);
+        self.entries.truncate(len_max);
     }
 
     /// `ACL LOG RESET`.
@@ -119,22 +119,25 @@ mod tests {
     #[test]
     fn similar_entries_merge_within_a_minute() {
         let mut log = AclLog::default();
-        log.add(entry(b"a", 0));
-        log.add(entry(b"b", 1));
-        log.add(entry(b"a", 2));
+        log.add(entry(b"a", 0), LOG_LEN_MAX);
+        log.add(entry(b"b", 1), LOG_LEN_MAX);
+        log.add(entry(b"a", 2), LOG_LEN_MAX);
         assert_eq!(log.len(), 2);
         assert_eq!(log.entries[0].object, b"a");
         assert_eq!(log.entries[0].count, 2);
-        log.add(entry(b"a", 70_000));
+        log.add(entry(b"a", 70_000), LOG_LEN_MAX);
         assert_eq!(log.len(), 3);
         // Only the 10 newest entries are candidates for merging.
         for i in 0..10 {
-            log.add(entry(alloc::format!("f{i}").as_bytes(), 70_000));
+            log.add(
+                entry(alloc::format!("f{i}").as_bytes(), 70_000),
+                LOG_LEN_MAX,
+            );
         }
-        log.add(entry(b"a", 70_001));
+        log.add(entry(b"a", 70_001), LOG_LEN_MAX);
         assert_eq!(log.len(), 14);
         for i in 0..200 {
-            log.add(entry(alloc::format!("k{i}").as_bytes(), 0));
+            log.add(entry(alloc::format!("k{i}").as_bytes(), 0), LOG_LEN_MAX);
         }
         assert_eq!(log.len(), LOG_LEN_MAX);
     }

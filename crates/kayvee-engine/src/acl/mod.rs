@@ -263,6 +263,21 @@ impl Acl {
         self.users.get(name).is_some_and(|u| u.password_ok(pass))
     }
 
+    /// Whether `user` may read every key, as Redis's check of the key `*` for access (SORT's
+    /// BY and GET patterns need it): some selector has `allkeys` or a readable pattern that
+    /// matches `*`.
+    pub fn reads_all_keys(&self, user: &[u8]) -> bool {
+        if user == DEFAULT_USER && self.default_unrestricted {
+            return true;
+        }
+        let Some(u) = self.users.get(user) else {
+            return false;
+        };
+        core::iter::once(&u.root)
+            .chain(&u.selectors)
+            .any(|s| s.all_keys || key_allowed(s, b"*", &["access"]))
+    }
+
     /// Checks whether `user` may run `argv` (resolved to `id`); `None` when allowed.
     pub fn check(
         &self,

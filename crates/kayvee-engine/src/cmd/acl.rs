@@ -189,12 +189,17 @@ fn setuser(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         ))
     })?;
     let table = cx.commands;
+    let all_channels = crate::config::extra::acl_pubsub_all(&cx.core.config);
     let mut user = match cx.core.acl.users.get(name) {
         Some(u) => u.clone(),
-        None => User::new(name, table.all().len()),
+        None => {
+            let mut u = User::new(name, table.all().len());
+            u.root.all_channels = all_channels;
+            u
+        }
     };
     for op in &ops {
-        rules::apply_user(&mut user, op, table).map_err(|e| {
+        rules::apply_user_with(&mut user, op, table, all_channels).map_err(|e| {
             Error::msg(alloc::format!(
                 "ERR Error in ACL SETUSER modifier '{}': {e}",
                 String::from_utf8_lossy(op)
@@ -542,7 +547,9 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
     let mut info = String::new();
     super::client::client_line(cx, cx.me, c, 0, &mut info);
     info.pop();
-    let context = if cx.core.txn.in_multi(cx.me) {
+    let context = if cx.core.script_running {
+        "lua"
+    } else if cx.core.txn.in_multi(cx.me) {
         "multi"
     } else {
         "toplevel"
@@ -556,7 +563,8 @@ pub(crate) fn log_denial(cx: &mut Cx<'_>, reason: &'static str, object: &[u8], u
         ctime_ms: cx.now_ms(),
         client_info: info,
     };
-    cx.core.acl.log.add(entry);
+    let len_max = crate::config::extra::acllog_max_len(&cx.core.config);
+    cx.core.acl.log.add(entry, len_max);
 }
 
 #[cfg(test)]

@@ -102,28 +102,59 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
     let maxmemory = cx.core.config.maxmemory;
+    // The shell may fail to listen on a new `port` or `bind`: the whole call is undone then.
+    let rebinds = pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case(b"port") || n.eq_ignore_ascii_case(b"bind"));
+    let previous = rebinds.then(|| cx.core.config.clone());
     let local = crate::acl::is_local(&cx.client().conn.transport);
     cx.core
         .config
         .set_many_as(&pairs, local)
         .map_err(Error::msg)?;
-    let core = &mut *cx.core;
-    crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+    let requirepass = pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"));
+    apply(cx.core, requirepass);
     if cx.core.config.maxmemory != maxmemory {
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
         crate::drain::evict(cx.core, cx.now);
     }
-    // `requirepass` is the default user's password (see `crate::acl`).
-    if pairs
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"))
-    {
-        let pass = cx.core.config.requirepass.clone();
-        cx.core.acl.set_requirepass(pass.as_deref());
+    if let Some(previous) = previous {
+        let c = &cx.core.config;
+        if c.port != previous.port || c.bind != previous.bind {
+            // The shell listens anew, then replies (or rolls back, `rollback`).
+            cx.outcome = Outcome::Rebind {
+                previous_port: previous.port,
+                previous_bind: previous.bind.clone(),
+            };
+            cx.core.config_before_set = Some(alloc::boxed::Box::new(previous));
+            return Ok(());
+        }
     }
-    crate::drain::sync(cx.core);
     out.ok();
     Ok(())
+}
+
+/// Makes the rest of the engine follow the configuration: the memory limit's parameters,
+/// `requirepass` as the default user's password (see `crate::acl`), what is listened to.
+fn apply(core: &mut crate::Core, requirepass: bool) {
+    crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+    if requirepass {
+        let pass = core.config.requirepass.clone();
+        core.acl.set_requirepass(pass.as_deref());
+    }
+    crate::drain::sync(core);
+}
+
+/// Undoes the last CONFIG SET whose new `port` or `bind` the shell could not listen on: every
+/// parameter of that call gets its previous value back, as Redis rolls back a failed apply.
+pub fn rollback(core: &mut crate::Core) {
+    if let Some(previous) = core.config_before_set.take() {
+        let requirepass = previous.requirepass != core.config.requirepass;
+        core.config = *previous;
+        apply(core, requirepass);
+    }
 }
 
 /// CONFIG RESETSTAT: zeroes the INFO counters (commands, errors, connections, keyspace hits,

@@ -537,12 +537,11 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
     field(s, "pubsub_channels", ps.channel_count(Kind::Channel));
     field(s, "pubsub_patterns", ps.pattern_count());
     field(s, "pubsubshard_channels", ps.channel_count(Kind::Shard));
+    zeros(s, &["latest_fork_usec", "total_forks"]);
+    field(s, "migrate_cached_sockets", cx.core.migrate.len());
     zeros(
         s,
         &[
-            "latest_fork_usec",
-            "total_forks",
-            "migrate_cached_sockets",
             "slave_expires_tracked_keys",
             "active_defrag_hits",
             "active_defrag_misses",

@@ -22,6 +22,7 @@ pub mod bitfield;
 pub mod bits;
 pub mod block;
 pub mod client;
+pub mod cluster;
 pub(crate) mod coll;
 pub mod config_cmd;
 pub mod connection;
@@ -39,6 +40,7 @@ pub mod list;
 pub mod lolwut;
 pub(crate) mod long_double;
 pub mod memory;
+pub mod migrate;
 pub mod monitor;
 pub mod notify;
 pub mod persist;
@@ -83,11 +85,13 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     persist::COMMANDS,
     repl::COMMANDS,
     memory::COMMANDS,
+    migrate::COMMANDS,
     slowlog::COMMANDS,
     lolwut::COMMANDS,
     latency::COMMANDS,
     acl::COMMANDS,
     monitor::COMMANDS,
+    cluster::COMMANDS,
     #[cfg(feature = "scripting")]
     script::COMMANDS,
 ];

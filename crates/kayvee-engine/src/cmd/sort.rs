@@ -118,8 +118,14 @@ struct Opts<'a> {
     store: Option<&'a [u8]>,
 }
 
-/// Parses the options after the key; STORE only when not read-only.
-fn parse_opts<'a>(args: &Argv<'a>, readonly: bool) -> Result<Opts<'a>, Error> {
+/// Parses the options after the key; STORE only when not read-only. BY with a pattern and GET
+/// read keys no key spec names: they need a user who may read every key (`full_access`).
+fn parse_opts<'a>(args: &Argv<'a>, readonly: bool, full_access: bool) -> Result<Opts<'a>, Error> {
+    let denied = |option: &str| {
+        Error::msg(alloc::format!(
+            "ERR {option} option of SORT denied due to insufficient ACL permissions."
+        ))
+    };
     let mut o = Opts::default();
     let mut j = 2;
     while j < args.len() {
@@ -141,10 +147,16 @@ fn parse_opts<'a>(args: &Argv<'a>, readonly: bool) -> Result<Opts<'a>, Error> {
             b"BY" if left >= 1 => {
                 let p = args.get(j + 1);
                 o.dontsort = !p.contains(&b'*');
+                if !o.dontsort && !full_access {
+                    return Err(denied("BY"));
+                }
                 o.by = Some(p);
                 j += 1;
             }
             b"GET" if left >= 1 => {
+                if !full_access {
+                    return Err(denied("GET"));
+                }
                 o.gets.push(args.get(j + 1));
                 j += 1;
             }
@@ -325,7 +337,9 @@ fn sort_generic(
     out: &mut dyn ReplySink,
     readonly: bool,
 ) -> CmdResult {
-    let mut o = parse_opts(args, readonly)?;
+    let user = &cx.clients.get(cx.me).expect("running client").user;
+    let full_access = cx.core.acl.reads_all_keys(user);
+    let mut o = parse_opts(args, readonly, full_access)?;
     let (kind, elems) = elements(cx, args.get(1))?;
     if kind == Kind::Set && o.store.is_some() && o.dontsort {
         o.dontsort = false;

@@ -33,6 +33,19 @@ fn stored(c: &Config, name: &'static str, default: Val) -> Val {
     c.extra.get(name).cloned().unwrap_or(default)
 }
 
+/// `acllog-max-len`: the ACL log's length limit (stored with the parameters without a field).
+pub fn acllog_max_len(c: &Config) -> usize {
+    match stored(c, "acllog-max-len", Val::Int(128)) {
+        Val::Int(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => 128,
+    }
+}
+
+/// `acl-pubsub-default allchannels`: new and reset users may use every channel.
+pub fn acl_pubsub_all(c: &Config) -> bool {
+    stored(c, "acl-pubsub-default", s("resetchannels")) == s("allchannels")
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

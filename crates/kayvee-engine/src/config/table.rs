@@ -146,14 +146,15 @@ pub const PARAMS: &[Param] = &[
     Param {
         name: "port",
         kind: Kind::Int { min: 0, max: 65535 },
-        access: Access::Immutable,
+        // The shell rebinds its listeners after CONFIG SET (`Outcome::Rebind`).
+        access: Access::Mutable,
         get: |c| Val::Int(c.port.into()),
         put: |c, v| c.port = v.int() as u16,
     },
     Param {
         name: "bind",
         kind: Kind::Words,
-        access: Access::Immutable,
+        access: Access::Mutable,
         get: |c| Val::Words(c.bind.clone()),
         put: |c, v| {
             if let Val::Words(w) = v {

@@ -206,6 +206,57 @@ impl<'e> Dispatch<'e> {
         self.core.pause.covers(write).then_some(id)
     }
 
+    /// MIGRATE's second half for client `h` (see [`cmd::migrate::finish`]), once the shell has
+    /// the target's `replies`: the end of the command, with its key events, propagation and
+    /// statistics (the call itself was counted when the first half ran).
+    pub fn finish_migrate(
+        &mut self,
+        h: Handle,
+        replies: &[crate::Reply],
+        error: Option<crate::outcome::LinkError>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) {
+        let (Some(id), Some(client)) =
+            (self.commands.table.lookup(b"migrate"), self.clients.get(h))
+        else {
+            return;
+        };
+        let db_index = client.db;
+        let mut cx = Cx {
+            core: self.core,
+            clients: self.clients,
+            me: h,
+            db_index,
+            now,
+            outcome: Outcome::Continue,
+            cmd: id,
+            commands: &self.commands.table,
+        };
+        let result = cmd::migrate::finish(&mut cx, replies, error, out);
+        drain::drain(self.core);
+        if self.core.aof.enabled {
+            self.core.aof.flush();
+        }
+        if self.core.blocking.has_ready() {
+            self.serve_ready(now);
+            drain::drain(self.core);
+        }
+        drain::settle(self.core);
+        if self.core.tracking.active() {
+            drain::after_command(self.core, self.clients, Some(h), Some(out));
+        }
+        let changed = core::mem::take(&mut self.core.aof.changed);
+        match result {
+            Ok(()) if changed => self.core.stats.dirty += 1,
+            Ok(()) => {}
+            Err(e) => {
+                self.core.stats.commands[id.0 as usize].failed_calls += 1;
+                send_error(&mut self.core.stats, &e, out);
+            }
+        }
+    }
+
     /// Runs the commands a pause held once it is over; their replies go out as wakeups.
     pub(crate) fn run_postponed(&mut self, now: Now) {
         for (h, args) in self.core.pause.take_due(now.ms()) {

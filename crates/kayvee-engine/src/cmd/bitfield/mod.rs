@@ -16,7 +16,7 @@ use crate::cmd::notify::{class as nc, emit};
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
-use crate::keyspec::{kf, KeySpec};
+use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::{Entry, Value};
@@ -24,6 +24,33 @@ use crate::Cx;
 use alloc::vec::Vec;
 use field::Overflow;
 use kayvee_pds::SmallBytes;
+
+/// BITFIELD's key with the flags its operations need, as Redis's `bitfieldGetKeys`: read-only
+/// access when it only GETs (OVERFLOW aside), else read-write (a malformed list counts as a
+/// write, the safer guess).
+fn bitfield_keys(args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+    let mut readonly = true;
+    let mut i = 2;
+    while i < args.len() {
+        let remaining = args.len() - i - 1;
+        let a = args.get(i);
+        if a.eq_ignore_ascii_case(b"get") && remaining >= 2 {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"overflow") && remaining >= 1 {
+            i += 1;
+        } else {
+            readonly = false;
+            break;
+        }
+        i += 1;
+    }
+    let flags = if readonly {
+        kf::RO_ACCESS
+    } else {
+        kf::RW_ACCESS_UPDATE
+    };
+    Ok(alloc::vec![FoundKey { index: 1, flags }])
+}
 
 /// This group's commands.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -42,6 +69,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         handler: bitfield,
         key_specs: &[KeySpec::range(kf::RW_ACCESS_UPDATE_VARIABLE_FLAGS, 1, 0, 1)
             .with_notes("This command allows both access and modification of the key")],
+        get_keys: Some(bitfield_keys),
         ..CommandSpec::DEFAULT
     },
     CommandSpec {

@@ -1,11 +1,12 @@
 //! DEBUG's subcommands, once `enable-debug-command` let the client in (the check and the
 //! command's table entry are in [`super::server`]). Split by concept: `digest` (DIGEST,
 //! DIGEST-VALUE), `object` (OBJECT, LISTPACK, QUICKLIST), `protocol` (PROTOCOL), `reload`
-//! (RELOAD), `populate` (POPULATE), `switches` (SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON and the
+//! (RELOAD), `populate` (POPULATE), `htstats` (HTSTATS, HTSTATS-KEY), `switches` (SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON and the
 //! switches that only affect Redis's internals). Subcommands Redis 7.0 has and Kayvee does
 //! not answer as an unknown subcommand, as Redis does for a wrong name.
 
 mod digest;
+mod htstats;
 mod object;
 mod populate;
 mod protocol;
@@ -19,9 +20,14 @@ use crate::Cx;
 
 /// DEBUG HELP's lines (Redis 7.0's, for the subcommands Kayvee has).
 const HELP: &[&str] = &[
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -60,6 +66,10 @@ const HELP: &[&str] = &[
     "    Crash the server with sigsegv.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
+    "HTSTATS <dbid>",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key>",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
     "LISTPACK <key>",
     "    Show low level info about the listpack encoding of <key>.",
     "QUICKLIST <key> [<0|1>]",
@@ -107,6 +117,17 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         (b"protocol", 3) => protocol::protocol(args, out),
         (b"reload", _) => reload::reload(cx, args, out),
         (b"populate", 3..=5) => populate::populate(cx, args, out),
+        (b"htstats", 3) => htstats::htstats(cx, args, out),
+        (b"aof-flush-sleep", 3) => switches::aof_flush_sleep(cx, args, out),
+        (b"config-rewrite-force-all", 2) => {
+            if cx.core.config.config_file.is_none() {
+                return Err(crate::cmd::config_cmd::no_config_file());
+            }
+            cx.core.debug.rewrite_force_all = true;
+            cx.outcome = crate::Outcome::RewriteConfig;
+            Ok(())
+        }
+        (b"htstats-key", 3) => htstats::htstats_key(cx, args, out),
         _ => Err(unknown(args.get(1))),
     }
 }

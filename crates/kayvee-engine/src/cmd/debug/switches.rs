@@ -92,6 +92,18 @@ pub(super) fn pause_cron(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
     Ok(())
 }
 
+/// DEBUG AOF-FLUSH-SLEEP us: the shell sleeps that long before each AOF write (`atoi`, as
+/// Redis; 0 or less: no sleep).
+pub(super) fn aof_flush_sleep(
+    cx: &mut Cx<'_>,
+    args: &Argv<'_>,
+    out: &mut dyn ReplySink,
+) -> CmdResult {
+    cx.core.debug.aof_flush_sleep_us = u64::try_from(atoi(args.get(2))).unwrap_or(0);
+    out.ok();
+    Ok(())
+}
+
 /// DEBUG QUICKLIST-PACKED-THRESHOLD size: a memory value below 4 GB (0 restores the default).
 pub(super) fn packed_threshold(
     cx: &mut Cx<'_>,

@@ -52,7 +52,12 @@ const fn eval_row(
         complexity: "Depends on the script that is executed.",
         handler: run_by_dispatch,
         key_specs: keys,
-        get_keys: Some(eval_keys),
+        // The read-only forms' keys are read-only for ACL key permissions, as their spec says.
+        get_keys: Some(if flags & flags::READONLY != 0 {
+            eval_ro_keys
+        } else {
+            eval_keys
+        }),
         ..CommandSpec::DEFAULT
     }
 }
@@ -323,16 +328,26 @@ const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
 
 /// EVAL's keys: `numkeys` (argument 2) of them from argument 3.
 fn eval_keys(args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+    numkeys(args, kf::RW_ACCESS_UPDATE)
+}
+
+/// EVAL_RO's keys (and EVALSHA_RO's, FCALL_RO's): read-only access.
+fn eval_ro_keys(args: &Argv<'_>) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
+    numkeys(args, kf::RO_ACCESS)
+}
+
+/// `numkeys` (argument 2) keys from argument 3, with `flags`.
+fn numkeys(
+    args: &Argv<'_>,
+    flags: crate::keyspec::KeyFlags,
+) -> Result<Vec<FoundKey>, InvalidKeyArgs> {
     let n = args
         .try_get(2)
         .and_then(parse_i64)
         .filter(|&n| n >= 0 && (n as usize) <= args.len().saturating_sub(3))
         .ok_or(InvalidKeyArgs)?;
     Ok((3..3 + n as usize)
-        .map(|index| FoundKey {
-            index,
-            flags: kf::RW_ACCESS_UPDATE,
-        })
+        .map(|index| FoundKey { index, flags })
         .collect())
 }
 

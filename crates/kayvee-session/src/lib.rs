@@ -34,6 +34,7 @@ mod driver;
 pub mod link;
 mod replicas;
 mod session;
+mod upstream;
 
 pub use busy::BusyPoll;
 pub use driver::{Answer, Clock, Driver, Flushed, Notice, Polled, Request};

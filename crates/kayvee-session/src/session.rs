@@ -64,6 +64,8 @@ pub(crate) struct Session {
     pub dirty: bool,
     /// A replica's full sync under way (see [`crate::replicas`]).
     pub sync: Option<crate::replicas::Sync>,
+    /// This connection is the link to this server's primary (see [`crate::upstream`]).
+    pub upstream: Option<crate::upstream::Upstream>,
 }
 
 impl Session {
@@ -84,6 +86,7 @@ impl Session {
             soft_since_ms: None,
             dirty: false,
             sync: None,
+            upstream: None,
         }
     }
 

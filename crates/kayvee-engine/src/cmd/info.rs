@@ -657,7 +657,11 @@ fn replica_fields(cx: &Cx<'_>, p: &crate::repl::Primary, s: &mut String) {
         field(s, "master_sync_last_io_seconds_ago", ago);
     }
     if !up {
-        let since = now_ms.saturating_sub(p.down_since_ms) / 1000;
+        let since = match p.down_since_ms {
+            0 => -1,
+            crate::repl::DOWN_UNNOTED => 0,
+            ms => (now_ms.saturating_sub(ms) / 1000) as i64,
+        };
         field(s, "master_link_down_since_seconds", since);
     }
     field(s, "slave_priority", cfg.int_param("replica-priority"));

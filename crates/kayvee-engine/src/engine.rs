@@ -89,6 +89,9 @@ impl Engine {
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
+        if let Some((host, port)) = core.config.replicaof.clone() {
+            core.repl.primary = Some(repl::Primary::new(host, port));
+        }
         let dispatch = dispatch::State::new(&commands.table);
         drain::sync(&mut core);
         Engine {

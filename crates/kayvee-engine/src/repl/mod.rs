@@ -326,6 +326,9 @@ impl Replication {
             p.link = None;
             if p.state == LinkState::Connected {
                 p.down_since_ms = DOWN_UNNOTED;
+                // At once, not a second later: the backlog may not hold a second of writes
+                // (Redis 7.0 reconnects at once too).
+                p.next_attempt_ms = 0;
             }
             p.state = LinkState::Connect;
         }

@@ -350,6 +350,13 @@ impl Engine {
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
         blocking::expire(&mut self.core.blocking, &self.clients, now);
+        if !self.core.repl.waiters.is_empty() {
+            for (h, n) in self.core.repl.take_done_waiters(now.ms()) {
+                self.core
+                    .blocking
+                    .push_wakeup(h, alloc::vec![Reply::Int(n)]);
+            }
+        }
         if self.core.pause.deadline().is_some() {
             self.dispatcher().run_postponed(now);
         }
@@ -359,7 +366,11 @@ impl Engine {
     /// is past it): the shell's poll should wake by then.
     pub fn next_block_deadline(&self) -> Option<u64> {
         let pause = self.core.pause.deadline();
-        match (self.core.blocking.next_deadline(), pause) {
+        let at = match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (at, self.core.repl.next_wait_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -654,6 +665,6 @@ impl Engine {
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h) || self.core.repl.is_waiting(h)
     }
 }

@@ -270,6 +270,18 @@ impl Driver {
                 return;
             }
             self.engine.primary_io(now, None);
+            let s = self.sessions[slot].as_mut().expect("looked up above");
+            if s.pending_input() == 0 {
+                let used = self.run_commands(slot, data, clock, false);
+                let s = self.sessions[slot].as_mut().expect("sessions stay");
+                s.stash(&data[used..]);
+            } else {
+                s.append(data);
+                self.run_buffered(slot, clock, false);
+            }
+            self.note_read_ahead(slot);
+            self.after_batch(slot, now);
+            return;
         }
         let s = self.sessions[slot].as_mut().expect("looked up above");
         if s.pending_input() == 0 {
@@ -570,7 +582,13 @@ impl Driver {
                 }
                 let mut discard = kayvee_engine::reply::Discard(protocol);
                 let outcome = engine.execute(h, &frame.argv, start, &mut discard);
-                engine.primary_applied(&input[used - frame.consumed..used]);
+                let bytes = &input[used - frame.consumed..used];
+                match (&outcome, s.upstream.as_mut()) {
+                    (Outcome::Blocked, Some(Upstream::Stream { held, .. })) => {
+                        held.extend_from_slice(bytes);
+                    }
+                    _ => engine.primary_applied(bytes),
+                }
                 outcome
             } else {
                 engine.execute(
@@ -688,6 +706,8 @@ impl Driver {
                 if s.upstream.is_none() {
                     let mut sink = RespWriter::new(&mut s.out, protocol);
                     replies.iter().for_each(|r| r.write_to(&mut sink));
+                } else {
+                    self.upstream_resumed(h.0);
                 }
                 self.mark_dirty(h.0);
                 self.run_buffered(h.0, clock, true);

@@ -187,7 +187,11 @@ impl Link {
                 return Err(LinkError::Refused(String::from(&line[1..])));
             }
             Stage::Ping => self.send_auth_or_port(out),
-            Stage::Auth | Stage::Port if error => {
+            Stage::Auth if error => {
+                let text = alloc::format!("Unable to AUTH to MASTER: {line}");
+                return Err(LinkError::Refused(text));
+            }
+            Stage::Port if error => {
                 return Err(LinkError::Refused(String::from(&line[1..])));
             }
             Stage::Auth => self.send_port(out),

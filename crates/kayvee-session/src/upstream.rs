@@ -29,6 +29,8 @@ pub(crate) enum Upstream {
     Stream {
         /// When the last `REPLCONF ACK` went out (unix ms).
         last_ack_ms: u64,
+        /// The bytes of a command CLIENT PAUSE holds: they count in the offset once it runs.
+        held: Vec<u8>,
     },
 }
 
@@ -100,10 +102,13 @@ impl Driver {
             Ok(None) => None,
             Ok(Some(synced)) => self.synced(slot, synced, now),
             Err(e) => {
-                self.drop_upstream(
-                    slot,
-                    alloc::format!("Error in the replication handshake: {e:?}"),
-                );
+                let why = match e {
+                    crate::link::LinkError::Refused(text) => text,
+                    crate::link::LinkError::Protocol(text) => {
+                        alloc::format!("Unexpected reply from MASTER: {text}")
+                    }
+                };
+                self.drop_upstream(slot, why);
                 None
             }
         }
@@ -160,6 +165,7 @@ impl Driver {
         let s = self.sessions[slot].as_mut()?;
         s.upstream = Some(Upstream::Stream {
             last_ack_ms: now.ms(),
+            held: Vec::new(),
         });
         let h = s.handle;
         if killed {
@@ -186,7 +192,7 @@ impl Driver {
         let Some(s) = self.sessions[slot].as_mut() else {
             return;
         };
-        if let Some(Upstream::Stream { last_ack_ms }) = s.upstream.as_mut() {
+        if let Some(Upstream::Stream { last_ack_ms, .. }) = s.upstream.as_mut() {
             *last_ack_ms = now.ms();
             let digits = kayvee_engine::aof::itoa(offset);
             kayvee_engine::aof::encode(&mut s.out, &[b"REPLCONF", b"ACK", digits.as_bytes()]);
@@ -215,10 +221,39 @@ impl Driver {
             self.drop_upstream(h.0, String::from("Timeout connecting to the MASTER..."));
             return;
         }
-        if let Some(Upstream::Stream { last_ack_ms }) = s.upstream {
+        if let Some(Upstream::Stream { last_ack_ms, .. }) = s.upstream {
             if now.ms().saturating_sub(last_ack_ms) >= ACK_PERIOD_MS {
                 self.send_ack(h.0, now);
             }
+        }
+    }
+}
+
+impl Driver {
+    /// The master client's held command ran (its pause ended): its bytes count now.
+    pub(crate) fn upstream_resumed(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return;
+        };
+        if let Some(Upstream::Stream { held, .. }) = s.upstream.as_mut() {
+            let bytes = core::mem::take(held);
+            self.engine.primary_applied(&bytes);
+        }
+        self.note_read_ahead(slot);
+    }
+
+    /// Notes how much of the stream is received but not applied (INFO's read offset).
+    pub(crate) fn note_read_ahead(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_ref() else {
+            return;
+        };
+        let held = match &s.upstream {
+            Some(Upstream::Stream { held, .. }) => held.len(),
+            _ => return,
+        };
+        let ahead = (held + s.pending_input()) as u64;
+        if let Some(p) = self.engine.core.repl.primary.as_mut() {
+            p.read_ahead = ahead;
         }
     }
 }

@@ -640,7 +640,11 @@ fn replica_fields(cx: &Cx<'_>, p: &crate::repl::Primary, s: &mut String) {
     field(s, "master_last_io_seconds_ago", io_ago);
     let syncing = p.state == LinkState::Transfer;
     field(s, "master_sync_in_progress", u8::from(syncing));
-    field(s, "slave_read_repl_offset", cx.core.repl.offset);
+    field(
+        s,
+        "slave_read_repl_offset",
+        cx.core.repl.offset + p.read_ahead,
+    );
     field(s, "slave_repl_offset", cx.core.repl.offset);
     if syncing {
         let left = (p.transfer_size - p.transfer_read as i64).max(0);

@@ -116,6 +116,9 @@ pub struct Primary {
     pub transfer_size: i64,
     /// No connection attempt before this time (unix ms): one a second, as Redis's cron.
     pub next_attempt_ms: u64,
+    /// Stream bytes received and not applied yet (INFO `slave_read_repl_offset` is the offset
+    /// plus these): a command CLIENT PAUSE holds, and what waits behind it.
+    pub read_ahead: u64,
 }
 
 impl Primary {
@@ -131,6 +134,7 @@ impl Primary {
             transfer_read: 0,
             transfer_size: -1,
             next_attempt_ms: 0,
+            read_ahead: 0,
         }
     }
 }
@@ -153,6 +157,19 @@ pub struct Handshake {
     pub replid: String,
     /// The offset applied so far (PSYNC asks for the next byte).
     pub offset: u64,
+}
+
+/// A client blocked in WAIT.
+#[derive(Clone, Debug)]
+pub struct Waiter {
+    /// The client.
+    pub handle: Handle,
+    /// The offset its replicas must acknowledge.
+    pub offset: u64,
+    /// How many must.
+    pub replicas: usize,
+    /// When it gives up (unix ms; None: never).
+    pub deadline_ms: Option<u64>,
 }
 
 /// Replication counters (INFO stats).
@@ -192,6 +209,8 @@ pub struct Replication {
     pub last_ping_ms: u64,
     /// Counters.
     pub stats: ReplStats,
+    /// Clients blocked in WAIT, in arrival order.
+    pub waiters: Vec<Waiter>,
 }
 
 impl Replication {
@@ -210,6 +229,7 @@ impl Replication {
             outgoing_start: 1,
             last_ping_ms: 0,
             stats: ReplStats::default(),
+            waiters: Vec::new(),
         }
     }
 
@@ -317,6 +337,7 @@ impl Replication {
     /// Forgets client `h` (its connection closed). The link to the primary going down
     /// leaves the replica waiting for its next connection attempt.
     pub fn remove(&mut self, h: Handle) {
+        self.waiters.retain(|w| w.handle != h);
         self.replicas.retain(|r| r.handle != h);
         self.announced.retain(|(a, _)| *a != h);
         if self.replicas.is_empty() {
@@ -396,6 +417,34 @@ impl Replication {
             .iter()
             .filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset)
             .count()
+    }
+
+    /// The WAIT clients whose replicas acknowledged enough, or whose time is up (`now_ms`
+    /// past their deadline), with the count to answer; they are forgotten here.
+    pub fn take_done_waiters(&mut self, now_ms: u64) -> Vec<(Handle, i64)> {
+        let mut done = Vec::new();
+        let mut i = 0;
+        while i < self.waiters.len() {
+            let w = &self.waiters[i];
+            let acked = self.acked(w.offset);
+            if acked >= w.replicas || w.deadline_ms.is_some_and(|d| now_ms > d) {
+                done.push((w.handle, acked as i64));
+                self.waiters.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        done
+    }
+
+    /// The earliest WAIT deadline.
+    pub fn next_wait_deadline(&self) -> Option<u64> {
+        self.waiters.iter().filter_map(|w| w.deadline_ms).min()
+    }
+
+    /// Whether client `h` is blocked in WAIT.
+    pub fn is_waiting(&self, h: Handle) -> bool {
+        self.waiters.iter().any(|w| w.handle == h)
     }
 
     /// This server stops following its primary (REPLICAOF NO ONE): the ID it followed becomes

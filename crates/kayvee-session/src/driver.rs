@@ -18,8 +18,7 @@
 //! one, which may publish or wake others in turn: repeated until nothing is left.
 
 use crate::busy::BusyPoll;
-use crate::session::{Closing, Session, OUTPUT_PAUSE};
-use crate::upstream::Upstream;
+use crate::session::{Closing, Session, Upstream, OUTPUT_PAUSE};
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 use alloc::string::String;
@@ -575,7 +574,7 @@ impl Driver {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
                 // advance the offset and go on to this server's replicas as they came.
-                if crate::upstream::is_getack(&frame.argv) {
+                if crate::session::is_getack(&frame.argv) {
                     let digits = kayvee_engine::aof::itoa(engine.core.repl.offset);
                     let ack: [&[u8]; 3] = [b"REPLCONF", b"ACK", digits.as_bytes()];
                     kayvee_engine::aof::encode(&mut s.out, &ack);

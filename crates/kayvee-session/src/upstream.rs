@@ -12,7 +12,7 @@
 
 use crate::driver::{Driver, Notice};
 use crate::link::{Link, LinkConfig, Synced};
-use crate::session::{Closing, Session};
+use crate::session::{Closing, Session, Upstream};
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -20,19 +20,6 @@ use kayvee_engine::{ConnInfo, Handle, Now};
 
 /// How often the replica acknowledges its offset (Redis: every replication cron, 1 s).
 const ACK_PERIOD_MS: u64 = 1000;
-
-/// A session's role as the link to the primary.
-pub(crate) enum Upstream {
-    /// The handshake and the RDB transfer.
-    Handshake(Box<Link>),
-    /// The stream: the session's commands are the master client's.
-    Stream {
-        /// When the last `REPLCONF ACK` went out (unix ms).
-        last_ack_ms: u64,
-        /// The bytes of a command CLIENT PAUSE holds: they count in the offset once it runs.
-        held: Vec<u8>,
-    },
-}
 
 impl Driver {
     /// The primary the shell should connect to now (`host`, `port`), if one is due: after
@@ -256,11 +243,4 @@ impl Driver {
             p.read_ahead = ahead;
         }
     }
-}
-
-/// Whether `argv` is `REPLCONF GETACK ...` (the primary asks for an ACK now).
-pub(crate) fn is_getack(argv: &kayvee_engine::Argv<'_>) -> bool {
-    argv.len() >= 2
-        && argv.get(0).eq_ignore_ascii_case(b"replconf")
-        && argv.get(1).eq_ignore_ascii_case(b"getack")
 }

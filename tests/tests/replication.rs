@@ -1,9 +1,11 @@
-//! End-to-end replication with real processes on loopback: a Kayvee primary with a
-//! redis-server 7.0.15 replica under a redis-benchmark write load, the link killed from
-//! either side mid-stream (the replica must come back with a partial resync, counted in the
-//! primary's `sync_partial_ok`), and the datasets compared key by key once the load stops
-//! and the offsets meet. (DEBUG DIGEST is not comparable across the two servers: Kayvee's
-//! digest is its own.)
+//! End-to-end replication with real processes on loopback, in both directions: a Kayvee
+//! primary with a redis-server 7.0.15 replica, a redis-server primary with a Kayvee replica
+//! (disk and diskless payloads), and a chain of three Kayvees, each under a redis-benchmark
+//! write load, the link killed from either side mid-stream (the replica must come back with a
+//! partial resync, counted in the primary's `sync_partial_ok`), and the datasets compared key
+//! by key once the load stops and the offsets meet. (DEBUG DIGEST is not comparable across the
+//! two servers: Kayvee's digest is its own.) Then a replica's own rules: read-only, stale
+//! data, keys past their TTL kept until the primary's DEL.
 
 use kayvee_tests::{tool_available, Server};
 use std::collections::BTreeMap;
@@ -127,9 +129,52 @@ fn kayvee_primary(name: &str) -> Server {
     Server::kayvee(&["--dir", &tmpdir(&format!("{name}-primary"))]).unwrap()
 }
 
+/// A Kayvee replica of `primary` (any server) in its own directory, with `extra` options.
+fn kayvee_replica(primary: &Server, name: &str, extra: &[&str]) -> Server {
+    let dir = tmpdir(&format!("{name}-replica"));
+    let port = primary.port().to_string();
+    let mut args = vec![
+        "--dir",
+        dir.as_str(),
+        "--replicaof",
+        "127.0.0.1",
+        port.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    Server::kayvee(&args).unwrap()
+}
+
+/// A redis-server primary in its own directory; `diskless`: the `$EOF:` payload (else the
+/// disk form, `$<len>`), sent without the default 5-second wait for more replicas.
+fn redis_primary(name: &str, diskless: bool) -> Server {
+    let dir = tmpdir(&format!("{name}-primary"));
+    let mode = if diskless { "yes" } else { "no" };
+    Server::redis(&[
+        "--dir",
+        &dir,
+        "--repl-diskless-sync",
+        mode,
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+        "--repl-backlog-size",
+        "64mb",
+    ])
+    .unwrap()
+}
+
+/// CLIENT KILL TYPE `ty` on `port`; the number killed.
+fn kill_type(port: u16, ty: &str) -> i64 {
+    redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", ty])
+        .query(&mut conn(port))
+        .unwrap()
+}
+
 /// Removes a test's server directories (kept when it fails, for its files).
 fn remove_dirs(name: &str) {
-    for side in ["primary", "replica"] {
+    for side in ["primary", "replica", "sub-replica"] {
         let _ = std::fs::remove_dir_all(tmpdir_path(&format!("{name}-{side}")));
     }
 }
@@ -265,4 +310,131 @@ fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them()
     assert_eq!(l, ["a", "b"]);
     drop((primary, replica));
     remove_dirs("expiry");
+}
+
+#[test]
+fn kayvee_replica_of_redis_under_load_with_both_payloads_and_partial_resyncs() {
+    if !have_tools() || kayvee_tests::target_is_redis() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    for diskless in [false, true] {
+        let name = if diskless { "r2k-diskless" } else { "r2k-disk" };
+        let primary = redis_primary(name, diskless);
+        let mut pre = benchmark(primary.port(), 20_000, 2_000);
+        assert!(pre.wait().unwrap().success());
+        let replica = kayvee_replica(&primary, name, &[]);
+        wait_link_up(replica.port());
+        let mut load = benchmark(primary.port(), 150_000, 5_000);
+        std::thread::sleep(Duration::from_millis(300));
+        // The replica drops its primary, then the primary drops its replica: both times the
+        // replica comes back with PSYNC <replid> <offset+1> and gets +CONTINUE.
+        assert_eq!(kill_type(replica.port(), "master"), 1);
+        wait_link_up(replica.port());
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(kill_type(primary.port(), "replica"), 1);
+        assert!(load.wait().unwrap().success());
+        wait_caught_up(primary.port(), replica.port());
+        let mut p = conn(primary.port());
+        let full = info_field(&mut p, "stats", "sync_full");
+        assert_eq!(full.as_deref(), Some("1"), "{}", replica.log_tail());
+        let partial = info_field(&mut p, "stats", "sync_partial_ok");
+        assert_eq!(partial.as_deref(), Some("2"), "{}", replica.log_tail());
+        assert_same_data(&primary, &replica);
+        let role: redis::Value = redis::cmd("ROLE").query(&mut conn(replica.port())).unwrap();
+        let text = format!("{role:?}");
+        assert!(
+            text.contains("slave") && text.contains("connected"),
+            "{text}"
+        );
+        drop((primary, replica));
+        remove_dirs(name);
+    }
+}
+
+#[test]
+fn chained_kayvee_replicas_follow_a_kayvee_primary() {
+    if !have_tools() || kayvee_tests::target_is_redis() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let primary = kayvee_primary("chain");
+    let mut pre = benchmark(primary.port(), 20_000, 2_000);
+    assert!(pre.wait().unwrap().success());
+    let replica = kayvee_replica(&primary, "chain", &[]);
+    wait_link_up(replica.port());
+    let dir = tmpdir("chain-sub-replica");
+    let port = replica.port().to_string();
+    let sub = Server::kayvee(&["--dir", &dir, "--replicaof", "127.0.0.1", &port]).unwrap();
+    wait_link_up(sub.port());
+    let mut load = benchmark(primary.port(), 100_000, 5_000);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(kill_type(replica.port(), "master"), 1);
+    wait_link_up(replica.port());
+    assert!(load.wait().unwrap().success());
+    wait_caught_up(primary.port(), replica.port());
+    wait_caught_up(primary.port(), sub.port());
+    let partial = info_field(&mut conn(primary.port()), "stats", "sync_partial_ok");
+    assert_eq!(partial.as_deref(), Some("1"), "{}", replica.log_tail());
+    // The middle replica passes its primary's stream on as it came: same ID, same offsets.
+    let id = |port| info_field(&mut conn(port), "replication", "master_replid");
+    assert_eq!(id(primary.port()), id(sub.port()));
+    assert_same_data(&primary, &replica);
+    assert_same_data(&primary, &sub);
+    drop((primary, replica, sub));
+    remove_dirs("chain");
+}
+
+#[test]
+fn a_replica_refuses_writes_keeps_expired_keys_and_serves_stale_data_as_configured() {
+    if !have_tools() || kayvee_tests::target_is_redis() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let primary = redis_primary("rules", true);
+    let mut p = conn(primary.port());
+    let () = redis::cmd("DEBUG")
+        .arg(&["SET-ACTIVE-EXPIRE", "0"])
+        .query(&mut p)
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg(&["k", "v", "PX", "300"])
+        .query(&mut p)
+        .unwrap();
+    let replica = kayvee_replica(&primary, "rules", &["--replica-serve-stale-data", "no"]);
+    wait_link_up(replica.port());
+    wait_caught_up(primary.port(), replica.port());
+    let mut r = conn(replica.port());
+    let err = redis::cmd("SET")
+        .arg(&["a", "1"])
+        .query::<()>(&mut r)
+        .unwrap_err();
+    assert!(format!("{err:?}").contains("read only replica"), "{err:?}");
+    std::thread::sleep(Duration::from_millis(400));
+    // Past its TTL: hidden from the replica's clients, but still there until the DEL.
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut r).unwrap();
+    assert_eq!(v, None);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    assert_eq!(n, 1);
+    // A read on the primary expires it there and propagates the DEL.
+    let _: Option<String> = redis::cmd("GET").arg("k").query(&mut p).unwrap();
+    wait_caught_up(primary.port(), replica.port());
+    let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    assert_eq!(n, 0);
+    // The primary goes away: with replica-serve-stale-data no, data commands are refused.
+    drop(primary);
+    let start = Instant::now();
+    loop {
+        let got = redis::cmd("GET").arg("k").query::<Option<String>>(&mut r);
+        if let Err(e) = got {
+            assert!(
+                format!("{e:?}").contains("Link with MASTER is down"),
+                "{e:?}"
+            );
+            break;
+        }
+        assert!(start.elapsed() < CATCH_UP_MAX, "the link never went down");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let role: redis::Value = redis::cmd("ROLE").query(&mut r).unwrap();
+    assert!(format!("{role:?}").contains("slave"));
+    drop(replica);
+    remove_dirs("rules");
 }

@@ -38,6 +38,9 @@ pub struct Config {
     pub aclfile: String,
     /// The `user` lines of the config file (rules after `user`), applied at startup.
     pub users: Vec<String>,
+    /// `replicaof host port` (`slaveof`) in the file or on the command line: the primary to
+    /// follow from the start.
+    pub replicaof: Option<(String, u16)>,
     /// Number of databases.
     pub databases: usize,
     /// Maximum connected clients.
@@ -186,6 +189,7 @@ impl Default for Config {
             requirepass: None,
             aclfile: String::new(),
             users: Vec::new(),
+            replicaof: None,
             databases: 16,
             maxclients: 10000,
             timeout_s: 0,
@@ -371,6 +375,17 @@ impl Config {
                 .map(|v| String::from_utf8_lossy(v).into())
                 .collect();
             self.users.push(words.join(" "));
+            return Ok(());
+        }
+        let replicaof =
+            name.eq_ignore_ascii_case(b"replicaof") || name.eq_ignore_ascii_case(b"slaveof");
+        if replicaof && values.len() == 2 {
+            let host = String::from_utf8_lossy(values[0]).into_owned();
+            let port = core::str::from_utf8(values[1])
+                .ok()
+                .and_then(|p| p.parse::<u16>().ok())
+                .ok_or("Invalid master port")?;
+            self.replicaof = Some((host, port));
             return Ok(());
         }
         let param = find(name).ok_or("Bad directive or wrong number of arguments")?;

@@ -27,6 +27,24 @@ pub struct Db {
     /// How lookups record accesses (LRU time, LFU counter), from the configuration (see
     /// [`crate::evict::sync`]).
     pub(crate) touch: crate::touch::Touch,
+    /// How a key past its TTL is treated (a replica's rules; set by dispatch per command).
+    pub(crate) expiry: Expiry,
+}
+
+/// How a key past its TTL is treated, as Redis's `expireIfNeeded`: a primary deletes it
+/// (and propagates `DEL`); a replica's clients do not see it but it stays until its
+/// primary's `DEL` arrives (a write lookup still deletes it, on a writable replica); the
+/// replica's primary (the master client) sees it as it is, since its commands were valid on
+/// the primary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expiry {
+    /// A primary.
+    #[default]
+    Delete,
+    /// A replica's client.
+    Hide,
+    /// A replica's primary.
+    Keep,
 }
 
 /// Counters a database keeps for INFO.
@@ -59,6 +77,7 @@ impl Db {
             expire_cursor: 0,
             events: Default::default(),
             touch: Default::default(),
+            expiry: Expiry::Delete,
         }
     }
 
@@ -90,18 +109,34 @@ impl Db {
         self.expires.get(key).copied()
     }
 
-    /// Deletes the key if its TTL has passed; returns whether it did.
+    /// Whether the key is past its TTL and must be treated as absent (see [`Expiry`]):
+    /// deleted first on a primary, left in place on a replica.
     pub fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
         match self.expires.get(key) {
-            Some(&at) if at <= now_ms => {
-                self.keys.remove(key);
-                self.expires.remove(key);
-                self.stats.expired += 1;
-                self.events.key(listen::EXPIRED, key, KeyEvent::Expired);
-                true
-            }
+            Some(&at) if at <= now_ms => match self.expiry {
+                Expiry::Delete => self.expire_now(key),
+                Expiry::Hide => true,
+                Expiry::Keep => false,
+            },
             _ => false,
         }
+    }
+
+    /// [`Db::expire_if_needed`] for a write: a replica's own client deletes the key too.
+    fn expire_for_write(&mut self, key: &[u8], now_ms: u64) -> bool {
+        match self.expires.get(key) {
+            Some(&at) if at <= now_ms && self.expiry != Expiry::Keep => self.expire_now(key),
+            _ => false,
+        }
+    }
+
+    /// Deletes an expired key; true.
+    fn expire_now(&mut self, key: &[u8]) -> bool {
+        self.keys.remove(key);
+        self.expires.remove(key);
+        self.stats.expired += 1;
+        self.events.key(listen::EXPIRED, key, KeyEvent::Expired);
+        true
     }
 
     /// Whether the key exists (not expired), without counting a hit or touching it.
@@ -111,8 +146,8 @@ impl Db {
 
     /// Reads a key without updating access time or hit counters (TYPE-like internal reads).
     pub fn peek(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
+        if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
+            return None;
         }
         self.keys.get(key)
     }
@@ -120,8 +155,8 @@ impl Db {
     /// A read lookup, as Redis's `lookupKeyRead`: expires lazily, counts a hit or a miss
     /// (INFO keyspace_hits/misses), and records the access time.
     pub fn lookup_read(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
+        if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
+            return self.missed(key);
         }
         // The access time is written only when its second changed (and the LFU counter only
         // when it moves): most reads write nothing, and a read copies no node a snapshot
@@ -156,7 +191,7 @@ impl Db {
     /// when a snapshot holds them).
     pub fn lookup_write(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
+            self.expire_for_write(key, now_ms);
         }
         let r = if self.touch.lfu {
             self.touch.draw()
@@ -202,7 +237,8 @@ impl Db {
         }
         // An old value past its TTL had expired: it is counted and logged as such, and the
         // new value is a new key (without that TTL even under KEEPTTL), as in Redis.
-        let expired = self.expires.get(key).is_some_and(|&at| at <= now_ms);
+        let expired =
+            self.expiry != Expiry::Keep && self.expires.get(key).is_some_and(|&at| at <= now_ms);
         if expired {
             self.stats.expired += 1;
             self.events.key(listen::EXPIRED, key, KeyEvent::Expired);
@@ -254,7 +290,7 @@ impl Db {
         kind: u8,
         make: fn(Key) -> KeyEvent,
     ) -> Option<(Entry, Option<u64>)> {
-        if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
+        if !self.expires.is_empty() && self.expire_for_write(key, now_ms) {
             return None;
         }
         let (_, entry) = self.keys.remove(key)?;
@@ -272,7 +308,7 @@ impl Db {
     /// new key, for keyspace notifications).
     pub fn store_result(&mut self, key: &[u8], entry: Entry, now_ms: u64) {
         if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
+            self.expire_for_write(key, now_ms);
         }
         self.insert_entry(key, entry, None);
     }
@@ -337,8 +373,8 @@ impl Db {
     /// A read lookup that leaves the access time alone (Redis's `LOOKUP_NOTOUCH`, as EXISTS,
     /// TYPE, TTL and OBJECT use): expires lazily and counts a hit or a miss.
     pub fn lookup_notouch(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        if !self.expires.is_empty() {
-            self.expire_if_needed(key, now_ms);
+        if !self.expires.is_empty() && self.expire_if_needed(key, now_ms) {
+            return self.missed(key);
         }
         let found = self.keys.get(key);
         match found {
@@ -354,12 +390,24 @@ impl Db {
     /// A random live key (RANDOMKEY). Expired keys drawn on the way are deleted and the draw is
     /// repeated, so the answer is `None` only when no live key is left.
     pub fn random_key(&mut self, now_ms: u64, rnd: &mut impl FnMut() -> u64) -> Option<Key> {
+        // A replica deletes nothing: when every key it draws is logically expired it answers
+        // one of them after a while, as Redis does.
+        let mut tries = 0;
         loop {
             let key = self.keys.random(rnd())?.0.clone();
-            if self.expires.is_empty() || !self.expire_if_needed(&key, now_ms) {
+            tries += 1;
+            let hidden_max = self.expiry == Expiry::Hide && tries >= 100;
+            if self.expires.is_empty() || !self.expire_if_needed(&key, now_ms) || hidden_max {
                 return Some(key);
             }
         }
+    }
+
+    /// Counts a miss for `key`; None.
+    fn missed<T>(&mut self, key: &[u8]) -> Option<T> {
+        self.stats.misses += 1;
+        self.events.key(listen::MISSED, key, KeyEvent::Missed);
+        None
     }
 
     /// One SCAN step: visits keys from `cursor` in hash order (at least `count` of them, see

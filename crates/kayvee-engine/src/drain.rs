@@ -248,11 +248,12 @@ pub fn feed_replication(core: &mut Core) {
 }
 
 /// Starts the replication stream (a backlog of `repl-backlog-size`, the replica sink on),
-/// once: the first replica attaches, or this server starts following a primary.
+/// once: the first replica attaches. A replica's sink stays off: what its replicas get is its
+/// primary's stream, passed on as it arrives.
 pub fn start_replication(core: &mut Core) {
     let size = usize::try_from(core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
     core.repl.ensure_backlog(size);
-    core.aof.set_replicating(true);
+    core.aof.set_replicating(core.repl.primary.is_none());
     sync(core);
 }
 

@@ -17,7 +17,7 @@ use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
-use crate::{acl, blocking, cmd, drain, evict, expire, persist, slowlog};
+use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl, slowlog};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -97,6 +97,9 @@ impl Engine {
         core.run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(core.rng.next_u64() % 16) as usize]))
             .collect();
+        if let Some((host, port)) = core.config.replicaof.clone() {
+            core.repl.primary = Some(repl::Primary::new(host, port));
+        }
         let dispatch = dispatch::State::new(&commands.table);
         drain::sync(&mut core);
         Engine {
@@ -401,8 +404,10 @@ impl Engine {
         }
         drain::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
-        // Nor is anything evicted, as in Redis 7.0.
-        if !paused && !self.core.pause.active(now.ms()) {
+        // Nor is anything evicted, as in Redis 7.0. A replica does neither: its primary's
+        // DELs do it (`replica-ignore-maxmemory`, on by default, for eviction).
+        let replica = self.core.repl.primary.is_some();
+        if !paused && !self.core.pause.active(now.ms()) && !replica {
             if self.core.debug.active_expire {
                 expire::active_expire_cycle(&mut self.core.dbs, now);
             }
@@ -423,6 +428,13 @@ impl Engine {
     /// loop turn, so timeouts are as precise as its poll, see [`Engine::next_block_deadline`].
     pub fn expire_blocked(&mut self, now: Now) {
         blocking::expire(&mut self.core.blocking, &self.clients, now);
+        if !self.core.repl.waiters.is_empty() {
+            for (h, n) in self.core.repl.take_done_waiters(now.ms()) {
+                self.core
+                    .blocking
+                    .push_wakeup(h, alloc::vec![Reply::Int(n)]);
+            }
+        }
         if self.core.pause.deadline().is_some() {
             self.dispatcher().run_postponed(now);
         }
@@ -432,7 +444,11 @@ impl Engine {
     /// is past it): the shell's poll should wake by then.
     pub fn next_block_deadline(&self) -> Option<u64> {
         let pause = self.core.pause.deadline();
-        match (self.core.blocking.next_deadline(), pause) {
+        let at = match (self.core.blocking.next_deadline(), pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (at, self.core.repl.next_wait_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -666,8 +682,136 @@ impl Engine {
         self.core.aof.has_repl_output() || self.core.repl.has_outgoing()
     }
 
+    // ---- The link to this server's primary (the connection layer drives it) ----
+
+    /// The primary to connect to now, if one is due (REPLICAOF, or a second after the last
+    /// attempt): the shell opens a connection and hands it to the connection layer.
+    pub fn primary_due(&mut self, now: Now) -> Option<(String, u16)> {
+        let p = self.core.repl.primary.as_mut()?;
+        if p.down_since_ms == repl::DOWN_UNNOTED {
+            p.down_since_ms = now.ms();
+        }
+        self.core.repl.due_connect(now.ms())
+    }
+
+    /// The connection to the primary is open as client `h`; the handshake starts.
+    pub fn primary_link_opened(&mut self, h: Handle, now: Now) {
+        if let Some(p) = self.core.repl.primary.as_mut() {
+            p.link = Some(h);
+            p.state = repl::LinkState::Connecting;
+            p.last_io_ms = now.ms();
+        }
+    }
+
+    /// The connection attempt failed: the next one comes a second after it.
+    pub fn primary_link_failed(&mut self) {
+        if let Some(p) = self.core.repl.primary.as_mut() {
+            p.state = repl::LinkState::Connect;
+        }
+    }
+
+    /// What the handshake announces: `masteruser`, `masterauth`, the listening port, and the
+    /// replication ID and offset to continue from.
+    pub fn primary_handshake(&self) -> repl::Handshake {
+        let cfg = &self.core.config;
+        let text = |name| {
+            let v = cfg.str_param(name);
+            (!v.is_empty()).then(|| String::from_utf8_lossy(&v).into_owned())
+        };
+        let announced = cfg.int_param("replica-announce-port");
+        let port = if announced > 0 {
+            announced
+        } else {
+            i64::from(cfg.port)
+        };
+        repl::Handshake {
+            user: text("masteruser"),
+            password: text("masterauth"),
+            listening_port: u16::try_from(port).unwrap_or(0),
+            announce_ip: text("replica-announce-ip"),
+            replid: self.core.repl.replid.clone(),
+            offset: self.core.repl.offset,
+        }
+    }
+
+    /// Bytes came from the primary (INFO `master_last_io_seconds_ago`); `transfer` is the
+    /// RDB transfer's progress while it runs (bytes read, size when known).
+    pub fn primary_io(&mut self, now: Now, transfer: Option<(u64, Option<u64>)>) {
+        if let Some(p) = self.core.repl.primary.as_mut() {
+            p.last_io_ms = now.ms();
+            if let Some((read, size)) = transfer {
+                p.state = repl::LinkState::Transfer;
+                p.transfer_read = read;
+                p.transfer_size = size.map_or(-1, |s| s as i64);
+            }
+        }
+    }
+
+    /// A full sync's payload is loaded into `dbs`: they replace the dataset, the history is
+    /// the primary's from `offset`, and this server's own replicas are disconnected (they
+    /// must sync again). Returns whether clients were marked for closing.
+    pub fn primary_full_sync(
+        &mut self,
+        dbs: Vec<Db>,
+        replid: String,
+        offset: u64,
+        now: Now,
+    ) -> bool {
+        let loaded = dbs.iter().map(|d| d.len() as u64).sum();
+        self.load_dbs(dbs, loaded, 0, now);
+        let size =
+            usize::try_from(self.core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
+        self.core.repl.synced_full(replid, offset, size);
+        self.core.aof.reset_repl_db();
+        self.primary_connected(now);
+        self.kill_replicas()
+    }
+
+    /// A partial resync was accepted; with a new primary ID this server's own replicas are
+    /// disconnected to learn it. Returns whether clients were marked for closing.
+    pub fn primary_continue(&mut self, replid: Option<String>, now: Now) -> bool {
+        let changed = replid
+            .as_ref()
+            .is_some_and(|id| *id != self.core.repl.replid);
+        let size =
+            usize::try_from(self.core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
+        self.core.repl.synced_continue(replid, size);
+        self.primary_connected(now);
+        changed && self.kill_replicas()
+    }
+
+    /// The link carries the stream: its client is the master client from now on.
+    fn primary_connected(&mut self, now: Now) {
+        if let Some(p) = self.core.repl.primary.as_mut() {
+            p.state = repl::LinkState::Connected;
+            p.last_io_ms = now.ms();
+            p.down_since_ms = 0;
+            if let Some(c) = p.link.and_then(|h| self.clients.get_mut(h)) {
+                c.authenticated = true;
+            }
+        }
+    }
+
+    /// The master client ran a command: its bytes advance the offset and go, as they came,
+    /// to the backlog and this server's own replicas.
+    pub fn primary_applied(&mut self, bytes: &[u8]) {
+        self.core.repl.feed(bytes);
+    }
+
+    /// Marks this server's replicas for closing; whether there were any.
+    fn kill_replicas(&mut self) -> bool {
+        let mut any = false;
+        for r in &self.core.repl.replicas {
+            if let Some(c) = self.clients.get_mut(r.handle) {
+                c.killed = true;
+                any = true;
+            }
+        }
+        any
+    }
+
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h) || self.core.pause.holds(h)
+        self.core.blocking.is_blocked(h) || self.core.pause.holds(h) || self.core.repl.is_waiting(h)
     }
 }

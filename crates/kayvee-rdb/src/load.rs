@@ -70,14 +70,30 @@ pub struct Progress {
     pub rdb_used_mem: u64,
 }
 
+/// [`load`] for a replica (a full sync's payload): keys already expired are kept, since a
+/// replica deletes a key only when its primary's `DEL` comes (Redis's `rdbLoad` on a replica).
+pub fn load_replica(buf: &[u8], opts: &LoadOptions<'_>) -> Result<Loaded> {
+    load_inner(buf, opts, true, &mut |_| {})
+}
+
 /// [`load`], calling `progress` every [`PROGRESS_EVERY_KEYS`] keys and at the end.
 pub fn load_with_progress(
     buf: &[u8],
     opts: &LoadOptions<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded> {
+    load_inner(buf, opts, false, progress)
+}
+
+/// A whole load; expired keys are dropped unless `keep_expired`.
+fn load_inner(
+    buf: &[u8],
+    opts: &LoadOptions<'_>,
+    keep_expired: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Loaded> {
     let version = check_header(buf)?;
-    match parse(buf, version, opts, progress) {
+    match parse(buf, version, opts, keep_expired, progress) {
         // A file that does not parse and whose trailing checksum does not match either is
         // reported by its checksum: the likelier cause (a damaged file), and what an operator
         // can check with redis-check-rdb.
@@ -96,6 +112,7 @@ fn parse(
     buf: &[u8],
     version: u16,
     opts: &LoadOptions<'_>,
+    keep_expired: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded> {
     let mut r = Reader::new(&buf[9..]);
@@ -164,7 +181,7 @@ fn parse(
             opcode::FUNCTION_PRE_GA => return Err(Error::UnsupportedType(op)),
             ty => {
                 let p = core::mem::take(&mut pending);
-                load_key(&mut r, ty, p, &mut out, db, opts)?;
+                load_key(&mut r, ty, p, &mut out, db, opts, keep_expired)?;
             }
         }
     }
@@ -206,10 +223,11 @@ fn load_key(
     out: &mut Loaded,
     db: usize,
     opts: &LoadOptions<'_>,
+    keep_expired: bool,
 ) -> Result<()> {
     let key = r.string()?;
     let value = crate::object::read_value(r, ty, opts.seed)?;
-    if p.expire_ms.is_some_and(|at| at <= opts.now_ms) {
+    if !keep_expired && p.expire_ms.is_some_and(|at| at <= opts.now_ms) {
         out.keys_expired += 1;
         return Ok(());
     }

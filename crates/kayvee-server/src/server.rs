@@ -25,8 +25,9 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 use std::io::{self, Read, Write};
+use std::net::ToSocketAddrs;
 use std::time::{Duration, SystemTime};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// Token of the signal pipe.
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
@@ -272,6 +273,7 @@ impl Server {
                 break;
             }
             self.run_due();
+            self.connect_primary();
             self.write_pass();
             self.log_notices();
             let now = self.now();
@@ -504,6 +506,7 @@ impl Server {
                      buffer limits."
                 ),
                 Notice::IdleTimeout { .. } => debug!("Closing idle client"),
+                Notice::Replication(text) => info!("{text}"),
             }
         }
     }
@@ -566,6 +569,63 @@ impl Server {
         self.listeners = listeners;
         self.engine().config_set_done();
         Answer::Ok
+    }
+
+    /// Opens the connection to this server's primary when the driver names one (REPLICAOF,
+    /// or a retry after a lost link): a non-blocking connect whose socket is then a session
+    /// like any other; its first bytes go out once it is connected.
+    fn connect_primary(&mut self) {
+        let now = self.now();
+        let Some((host, port)) = self.driver.primary_due(now) else {
+            return;
+        };
+        info!("Connecting to MASTER {host}:{port}");
+        let addr = match (host.as_str(), port).to_socket_addrs() {
+            Ok(mut addrs) => addrs.next(),
+            Err(e) => {
+                self.driver.primary_unreachable(&e.to_string());
+                return;
+            }
+        };
+        let Some(addr) = addr else {
+            self.driver.primary_unreachable("no address");
+            return;
+        };
+        let mut stream = match mio::net::TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                self.driver.primary_unreachable(&e.to_string());
+                return;
+            }
+        };
+        let keepalive_s = self.driver.engine().core.config.tcp_keepalive_s;
+        let _ = net::configure_tcp(&stream, keepalive_s);
+        let laddr = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let info = ConnInfo {
+            fd: i64::from(std::os::fd::AsRawFd::as_raw_fd(&stream)),
+            transport: Transport::Tcp {
+                addr: addr.to_string(),
+                laddr,
+            },
+        };
+        let h = self.driver.connect_primary(info, now);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut stream, Token(h.0), interest)
+        {
+            warn!("Registering the connection to the primary: {e}");
+            self.driver.close(h);
+            return;
+        }
+        if self.sockets.len() <= h.0 {
+            self.sockets.resize_with(h.0 + 1, || None);
+        }
+        self.sockets[h.0] = Some(Stream::Tcp(stream));
     }
 
     /// Accepts every pending connection on listener `li`.
@@ -682,7 +742,15 @@ fn write_once(stream: &mut Stream, bytes: &[u8]) -> io::Result<usize> {
     loop {
         match stream.write(bytes) {
             Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            // A connection to a primary that is still being set up takes nothing yet.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::NotConnected
+                ) =>
+            {
+                return Ok(0)
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }

@@ -19,7 +19,7 @@
 
 use crate::busy::BusyPoll;
 pub use crate::clock::Clock;
-use crate::session::{Closing, Session, OUTPUT_PAUSE};
+use crate::session::{Closing, Session, Upstream, OUTPUT_PAUSE};
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 use alloc::string::String;
@@ -151,6 +151,9 @@ pub enum Notice {
         /// The client's id.
         id: u64,
     },
+    /// The link to this server's primary: a step of the sync, or why it failed (Redis's
+    /// words).
+    Replication(String),
 }
 
 /// The part of a client's pending output the output limits do not count: Redis's static
@@ -165,9 +168,9 @@ const NOTICES_MAX: usize = 256;
 
 /// The Redis connection driver.
 pub struct Driver {
-    engine: Engine,
+    pub(crate) engine: Engine,
     /// Sessions by handle slot.
-    sessions: Vec<Option<Session>>,
+    pub(crate) sessions: Vec<Option<Session>>,
     /// Slots with output to write or a close to carry out, in the order they became so.
     dirty: Vec<usize>,
     /// Requests for the shell, oldest first.
@@ -276,6 +279,35 @@ impl Driver {
         if s.closing != Closing::No {
             return;
         }
+        if let Some(upstream) = &s.upstream {
+            // The link to this server's primary.
+            let now = clock.now();
+            if matches!(upstream, Upstream::Handshake(_)) {
+                let Some(rest) = self.receive_handshake(slot, data, now) else {
+                    self.after_batch(slot, now);
+                    return;
+                };
+                let s = self.sessions[slot].as_mut().expect("looked up above");
+                s.append(&rest);
+                self.run_buffered(slot, clock, false);
+                self.after_batch(slot, now);
+                return;
+            }
+            self.engine.primary_io(now, None);
+            let s = self.sessions[slot].as_mut().expect("looked up above");
+            if s.pending_input() == 0 {
+                let used = self.run_commands(slot, data, clock, false);
+                let s = self.sessions[slot].as_mut().expect("sessions stay");
+                s.stash(&data[used..]);
+            } else {
+                s.append(data);
+                self.run_buffered(slot, clock, false);
+            }
+            self.note_read_ahead(slot);
+            self.after_batch(slot, now);
+            return;
+        }
+        let s = self.sessions[slot].as_mut().expect("looked up above");
         if s.pending_input() == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
@@ -467,6 +499,7 @@ impl Driver {
         let now = clock.now();
         self.engine.cron(now);
         self.clients_cron(now);
+        self.upstream_cron(now);
         let _ = self.deliver(clock, false);
     }
 
@@ -572,18 +605,39 @@ impl Driver {
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
-            let mut wait = crate::wait::Waiter {
-                clock,
-                before,
-                after,
+            let outcome = if s.upstream.is_some() {
+                // The master client: no reply goes back but the ACK GETACK asks for (the
+                // offset before the GETACK itself, as Redis counts it); the command's bytes
+                // advance the offset and go on to this server's replicas as they came.
+                if crate::session::is_getack(&frame.argv) {
+                    let digits = kayvee_engine::aof::itoa(engine.core.repl.offset);
+                    let ack: [&[u8]; 3] = [b"REPLCONF", b"ACK", digits.as_bytes()];
+                    kayvee_engine::aof::encode(&mut s.out, &ack);
+                }
+                let mut discard = kayvee_engine::reply::Discard(protocol);
+                let outcome = engine.execute(h, &frame.argv, start, &mut discard);
+                let bytes = &input[used - frame.consumed..used];
+                match (&outcome, s.upstream.as_mut()) {
+                    (Outcome::Blocked, Some(Upstream::Stream { held, .. })) => {
+                        held.extend_from_slice(bytes);
+                    }
+                    _ => engine.primary_applied(bytes),
+                }
+                outcome
+            } else {
+                let mut wait = crate::wait::Waiter {
+                    clock,
+                    before,
+                    after,
+                };
+                engine.execute_waiting(
+                    h,
+                    &frame.argv,
+                    start,
+                    &mut RespWriter::new(&mut s.out, protocol),
+                    &mut wait,
+                )
             };
-            let outcome = engine.execute_waiting(
-                h,
-                &frame.argv,
-                start,
-                &mut RespWriter::new(&mut s.out, protocol),
-                &mut wait,
-            );
             if let Outcome::Sleep(us) = outcome {
                 clock.sleep_us(us);
             }
@@ -650,7 +704,7 @@ impl Driver {
 
     /// Marks the sessions of clients CLIENT KILL (or ACL LOAD) killed for closing: the one
     /// running (`me`) after its reply, the others after one last write.
-    fn close_killed(&mut self, me: Handle) {
+    pub(crate) fn close_killed(&mut self, me: Handle) {
         for slot in 0..self.sessions.len() {
             let Some(s) = self.sessions[slot].as_mut() else {
                 continue;
@@ -696,8 +750,13 @@ impl Driver {
                 let Some(s) = self.session_mut(h) else {
                     continue;
                 };
-                let mut sink = RespWriter::new(&mut s.out, protocol);
-                replies.iter().for_each(|r| r.write_to(&mut sink));
+                // The master client's replies are never sent.
+                if s.upstream.is_none() {
+                    let mut sink = RespWriter::new(&mut s.out, protocol);
+                    replies.iter().for_each(|r| r.write_to(&mut sink));
+                } else {
+                    self.upstream_resumed(h.0);
+                }
                 self.mark_dirty(h.0);
                 self.run_buffered(h.0, clock, true);
             }
@@ -943,6 +1002,7 @@ impl Driver {
                 || self.engine.is_blocked(h)
                 || self.engine.is_subscriber(h)
                 || self.engine.core.repl.is_replica(h)
+                || self.engine.core.repl.link() == Some(h)
             {
                 continue;
             }
@@ -962,7 +1022,7 @@ impl Driver {
             .filter(|s| s.handle == h)
     }
 
-    fn mark_dirty(&mut self, slot: usize) {
+    pub(crate) fn mark_dirty(&mut self, slot: usize) {
         if let Some(s) = self.sessions[slot].as_mut() {
             if !s.dirty {
                 s.dirty = true;
@@ -971,7 +1031,7 @@ impl Driver {
         }
     }
 
-    fn notice(&mut self, notice: Notice) {
+    pub(crate) fn notice(&mut self, notice: Notice) {
         if self.notices.len() < NOTICES_MAX {
             self.notices.push(notice);
         }
@@ -986,7 +1046,7 @@ impl Driver {
 
 /// The decoder limits the configuration gives now (CONFIG SET applies to the next command).
 #[inline]
-fn limits(engine: &Engine) -> Limits {
+pub(crate) fn limits(engine: &Engine) -> Limits {
     let cfg = &engine.core.config;
     Limits {
         bulk_len_max: usize::try_from(cfg.proto_max_bulk_len).unwrap_or(usize::MAX),

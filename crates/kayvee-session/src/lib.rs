@@ -36,6 +36,7 @@ pub mod link;
 mod replicas;
 mod session;
 mod wait;
+mod upstream;
 
 pub use busy::BusyPoll;
 pub use clock::BusyIo;

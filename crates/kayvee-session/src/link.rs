@@ -157,8 +157,7 @@ impl Link {
             }
             Stage::BulkHeader => {
                 // Newlines are the primary's keep-alives while it prepares the payload.
-                let skip = self.input.iter().take_while(|&&b| b == b'\n').count();
-                self.input.drain(..skip);
+                self.skip_keepalives();
                 let Some(line) = self.line()? else {
                     return Ok(None);
                 };
@@ -167,6 +166,10 @@ impl Link {
             }
             Stage::Done => Ok(None),
             _ => {
+                // A primary may send keep-alives before it answers PSYNC, too.
+                if self.stage == Stage::Psync {
+                    self.skip_keepalives();
+                }
                 let Some(line) = self.line()? else {
                     return Ok(None);
                 };
@@ -184,7 +187,11 @@ impl Link {
                 return Err(LinkError::Refused(String::from(&line[1..])));
             }
             Stage::Ping => self.send_auth_or_port(out),
-            Stage::Auth | Stage::Port if error => {
+            Stage::Auth if error => {
+                let text = alloc::format!("Unable to AUTH to MASTER: {line}");
+                return Err(LinkError::Refused(text));
+            }
+            Stage::Port if error => {
                 return Err(LinkError::Refused(String::from(&line[1..])));
             }
             Stage::Auth => self.send_port(out),
@@ -277,6 +284,12 @@ impl Link {
         }
     }
 
+    /// Drops the newline keep-alives at the front of the input.
+    fn skip_keepalives(&mut self) {
+        let skip = self.input.iter().take_while(|&&b| b == b'\n').count();
+        self.input.drain(..skip);
+    }
+
     /// The next `\r\n`-terminated line, consumed (without its terminator).
     fn line(&mut self) -> Result<Option<String>, LinkError> {
         let Some(end) = self.input.windows(2).position(|w| w == b"\r\n") else {
@@ -334,7 +347,7 @@ mod tests {
             sent(&mut out),
             "*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n"
         );
-        let line = alloc::format!("+FULLRESYNC {ID} 42\r\n\n\n$5\r\nab");
+        let line = alloc::format!("\n\n+FULLRESYNC {ID} 42\r\n\n\n$5\r\nab");
         assert_eq!(link.receive(line.as_bytes(), &mut out), Ok(None));
         assert!(link.transferring());
         assert_eq!(link.transfer(), (2, Some(5)));

@@ -7,6 +7,7 @@
 //! cron when the client idles with nothing pending, as Redis frees idle query buffers.
 //! Output: replies are encoded straight into `out`; `out[sent..]` is not written yet.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_engine::client::IoStats;
 use kayvee_engine::Handle;
@@ -64,6 +65,8 @@ pub(crate) struct Session {
     pub dirty: bool,
     /// A replica's full sync under way (see [`crate::replicas`]).
     pub sync: Option<crate::replicas::Sync>,
+    /// This connection is the link to this server's primary (see [`crate::upstream`]).
+    pub upstream: Option<Upstream>,
 }
 
 impl Session {
@@ -84,6 +87,7 @@ impl Session {
             soft_since_ms: None,
             dirty: false,
             sync: None,
+            upstream: None,
         }
     }
 
@@ -189,6 +193,26 @@ impl Session {
         }
         self.idle_since_cron = true;
     }
+}
+
+/// A session's role as the link to the primary.
+pub(crate) enum Upstream {
+    /// The handshake and the RDB transfer.
+    Handshake(Box<crate::link::Link>),
+    /// The stream: the session's commands are the master client's.
+    Stream {
+        /// When the last `REPLCONF ACK` went out (unix ms).
+        last_ack_ms: u64,
+        /// The bytes of a command CLIENT PAUSE holds: they count in the offset once it runs.
+        held: Vec<u8>,
+    },
+}
+
+/// Whether `argv` is `REPLCONF GETACK ...` (the primary asks for an ACK now).
+pub(crate) fn is_getack(argv: &kayvee_engine::Argv<'_>) -> bool {
+    argv.len() >= 2
+        && argv.get(0).eq_ignore_ascii_case(b"replconf")
+        && argv.get(1).eq_ignore_ascii_case(b"getack")
 }
 
 #[cfg(test)]

@@ -339,7 +339,9 @@ fn parse_type(t: &[u8]) -> Result<ClientType, Error> {
 
 /// A client's type, in Redis's precedence: its primary's link, a replica, a subscriber.
 fn client_type(core: &Core, h: Handle) -> ClientType {
-    if core.repl.is_replica(h) {
+    if core.repl.link() == Some(h) {
+        ClientType::Master
+    } else if core.repl.is_replica(h) {
         ClientType::Replica
     } else if core.pubsub.subscribed(h) {
         ClientType::Pubsub
@@ -428,6 +430,7 @@ fn client_flags(core: &Core, h: Handle, c: &Client, tcp: bool) -> String {
     let txn = core.txn.of(h);
     for (on, letter) in [
         (core.repl.is_replica(h), 'S'),
+        (core.repl.link() == Some(h), 'M'),
         (core.monitors.is_monitor(h), 'O'),
         (core.pubsub.subscribed(h), 'P'),
         (txn.is_some_and(|t| t.multi), 'x'),

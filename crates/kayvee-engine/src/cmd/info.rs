@@ -639,7 +639,11 @@ fn replica_fields(cx: &Cx<'_>, p: &crate::repl::Primary, s: &mut String) {
     field(s, "master_last_io_seconds_ago", io_ago);
     let syncing = p.state == LinkState::Transfer;
     field(s, "master_sync_in_progress", u8::from(syncing));
-    field(s, "slave_read_repl_offset", cx.core.repl.offset);
+    field(
+        s,
+        "slave_read_repl_offset",
+        cx.core.repl.offset + p.read_ahead,
+    );
     field(s, "slave_repl_offset", cx.core.repl.offset);
     if syncing {
         let left = (p.transfer_size - p.transfer_read as i64).max(0);
@@ -656,7 +660,11 @@ fn replica_fields(cx: &Cx<'_>, p: &crate::repl::Primary, s: &mut String) {
         field(s, "master_sync_last_io_seconds_ago", ago);
     }
     if !up {
-        let since = now_ms.saturating_sub(p.down_since_ms) / 1000;
+        let since = match p.down_since_ms {
+            0 => -1,
+            crate::repl::DOWN_UNNOTED => 0,
+            ms => (now_ms.saturating_sub(ms) / 1000) as i64,
+        };
         field(s, "master_link_down_since_seconds", since);
     }
     field(s, "slave_priority", cfg.int_param("replica-priority"));

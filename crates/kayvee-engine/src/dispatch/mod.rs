@@ -9,6 +9,7 @@ use crate::client::{self, ClientTable, Handle};
 use crate::cmd::spec::Commands;
 use crate::command::{self, CommandId, CommandInfo, CommandTable};
 use crate::cx::{Core, Cx};
+use crate::db::Expiry;
 use crate::error::{CmdResult, Error};
 use crate::outcome::Outcome;
 use crate::reply::{Protocol, ReplySink, ReplyTree};
@@ -99,6 +100,7 @@ impl<'e> Dispatch<'e> {
             _ => false,
         };
         let protocol = client.protocol;
+        self.set_expiry(h);
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
         drain::drain(self.core);
         if self.core.aof.enabled {
@@ -129,6 +131,20 @@ impl<'e> Dispatch<'e> {
                 .for_each(|r| r.write_to(out));
         }
         outcome
+    }
+
+    /// Sets how the databases treat keys past their TTL for client `h`'s command (see
+    /// [`crate::db::Expiry`]): a primary deletes them, a replica hides them from its clients
+    /// and lets its primary's commands see them.
+    fn set_expiry(&mut self, h: Handle) {
+        let mode = match &self.core.repl.primary {
+            None => Expiry::Delete,
+            Some(_) if self.core.repl.is_master_client(h) => Expiry::Keep,
+            Some(_) => Expiry::Hide,
+        };
+        if self.core.dbs.first().is_some_and(|d| d.expiry != mode) {
+            self.core.dbs.iter_mut().for_each(|d| d.expiry = mode);
+        }
     }
 
     /// `execute` without the serving of blocked clients afterwards.
@@ -353,20 +369,25 @@ impl<'e> Dispatch<'e> {
         };
         let spec = self.spec(id);
         let client = self.clients.get_mut(h).expect("checked by execute");
+        // The primary's commands on a replica are obeyed: no auth, ACL, memory, read-only
+        // or persistence check applies to them (Redis's `obey_client`).
+        let obey = self.core.repl.primary.is_some() && self.core.repl.is_master_client(h);
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
         let auth_required = self.core.acl.auth_required();
-        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) {
+        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) && !obey {
             return self.reject(h, Some(id), &Error::NoAuth, out);
         }
         // A NO_MULTI command inside MULTI gets that error first, as in Redis.
         let in_multi = self.core.txn.in_multi(h);
-        if !(in_multi && spec.has(command::flags::NO_MULTI)) {
+        if !(obey || in_multi && spec.has(command::flags::NO_MULTI)) {
             if let Some(e) = self.acl_denied(h, id, argv, now) {
                 return self.reject(h, Some(id), &e, out);
             }
         }
-        if self.core.config.maxmemory != 0 {
+        let replica_ignores_maxmemory = self.core.repl.primary.is_some()
+            && self.core.config.bool_param("replica-ignore-maxmemory");
+        if self.core.config.maxmemory != 0 && !obey && !replica_ignores_maxmemory {
             if let Err(e) = self.admit_memory(h, spec, now) {
                 return self.reject(h, Some(id), &e, out);
             }
@@ -375,11 +396,17 @@ impl<'e> Dispatch<'e> {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
         if self.core.config.stop_writes_on_bgsave_error
+            && !obey
             && self.core.persist.last_bgsave_failed
             && !self.core.config.save.is_empty()
             && (spec.has(command::flags::WRITE) || spec.name == "ping")
         {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
+        }
+        if self.core.repl.primary.is_some() && !obey {
+            if let Some(e) = self.replica_refusal(h, id, spec) {
+                return self.reject(h, Some(id), &e, out);
+            }
         }
         let client = self.clients.get(h).expect("checked by execute");
         if self.core.monitors.is_monitor(h) && monitor::refused(spec) {
@@ -407,6 +434,40 @@ impl<'e> Dispatch<'e> {
             return self.exec(h, id, argv, now, out);
         }
         self.run(h, id, argv, now, out)
+    }
+
+    /// A replica's refusals of its own clients' commands, as Redis's `processCommand`: writes
+    /// under `replica-read-only` (EXEC of a transaction holding one too), and, while the link
+    /// is down with `replica-serve-stale-data no`, every command without the `stale` flag.
+    fn replica_refusal(&self, h: Handle, id: CommandId, spec: &CommandInfo) -> Option<Error> {
+        let cfg = &self.core.config;
+        let queued_flag = |flag: u32| {
+            Some(id) == self.state.exec_id
+                && self.core.txn.of(h).is_some_and(|t| {
+                    t.queue.iter().any(|a| {
+                        let argv = a.argv();
+                        self.resolve(&argv).is_ok_and(|q| self.spec(q).has(flag))
+                    })
+                })
+        };
+        let write = spec.has(command::flags::WRITE) || queued_flag(command::flags::WRITE);
+        if write && cfg.bool_param("replica-read-only") {
+            return Some(Error::msg(
+                "READONLY You can't write against a read only replica.",
+            ));
+        }
+        let up = self
+            .core
+            .repl
+            .primary
+            .as_ref()
+            .is_some_and(|p| p.state == crate::repl::LinkState::Connected);
+        if !up && !cfg.bool_param("replica-serve-stale-data") && !spec.has(command::flags::STALE) {
+            return Some(Error::msg(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ));
+        }
+        None
     }
 
     /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;

@@ -106,16 +106,73 @@ pub struct Primary {
     pub port: u16,
     /// The link's state.
     pub state: LinkState,
+    /// The connection to the primary (the handshake's, then the master client's).
+    pub link: Option<Handle>,
     /// When the link last moved bytes (unix ms).
     pub last_io_ms: u64,
-    /// When the link went down (unix ms; INFO `master_link_down_since_seconds`).
+    /// When the link went down (unix ms; INFO `master_link_down_since_seconds`; 0: not
+    /// noted yet, the driver's next poll notes it).
     pub down_since_ms: u64,
-    /// Bytes of the RDB transfer read, and its size (-1: diskless, unknown).
+    /// Bytes of the RDB transfer read.
     pub transfer_read: u64,
     /// The transfer's size (-1 when unknown: the `$EOF:` form).
     pub transfer_size: i64,
-    /// Bumped at each REPLICAOF: the shell's connection for an older request is dropped.
-    pub generation: u64,
+    /// No connection attempt before this time (unix ms): one a second, as Redis's cron.
+    pub next_attempt_ms: u64,
+    /// Stream bytes received and not applied yet (INFO `slave_read_repl_offset` is the offset
+    /// plus these): a command CLIENT PAUSE holds, and what waits behind it.
+    pub read_ahead: u64,
+}
+
+impl Primary {
+    /// A primary to connect to at once.
+    pub fn new(host: String, port: u16) -> Self {
+        Primary {
+            host,
+            port,
+            state: LinkState::Connect,
+            link: None,
+            last_io_ms: 0,
+            down_since_ms: 0,
+            transfer_read: 0,
+            transfer_size: -1,
+            next_attempt_ms: 0,
+            read_ahead: 0,
+        }
+    }
+}
+
+/// `Primary::down_since_ms` when the link just went down: the next poll notes the time.
+pub const DOWN_UNNOTED: u64 = u64::MAX;
+
+/// What a replica's handshake announces (see `kayvee_session::link`).
+#[derive(Clone, Debug, Default)]
+pub struct Handshake {
+    /// `masteruser`.
+    pub user: Option<String>,
+    /// `masterauth`.
+    pub password: Option<String>,
+    /// `REPLCONF listening-port`.
+    pub listening_port: u16,
+    /// `REPLCONF ip-address` (`replica-announce-ip`).
+    pub announce_ip: Option<String>,
+    /// The replication ID to continue (PSYNC's first argument).
+    pub replid: String,
+    /// The offset applied so far (PSYNC asks for the next byte).
+    pub offset: u64,
+}
+
+/// A client blocked in WAIT.
+#[derive(Clone, Debug)]
+pub struct Waiter {
+    /// The client.
+    pub handle: Handle,
+    /// The offset its replicas must acknowledge.
+    pub offset: u64,
+    /// How many must.
+    pub replicas: usize,
+    /// When it gives up (unix ms; None: never).
+    pub deadline_ms: Option<u64>,
 }
 
 /// Replication counters (INFO stats).
@@ -155,6 +212,8 @@ pub struct Replication {
     pub last_ping_ms: u64,
     /// Counters.
     pub stats: ReplStats,
+    /// Clients blocked in WAIT, in arrival order.
+    pub waiters: Vec<Waiter>,
 }
 
 impl Replication {
@@ -173,6 +232,7 @@ impl Replication {
             outgoing_start: 1,
             last_ping_ms: 0,
             stats: ReplStats::default(),
+            waiters: Vec::new(),
         }
     }
 
@@ -277,13 +337,71 @@ impl Replication {
         self.replicas.iter().any(|r| r.handle == h)
     }
 
-    /// Forgets client `h` (its connection closed).
+    /// Forgets client `h` (its connection closed). The link to the primary going down
+    /// leaves the replica waiting for its next connection attempt.
     pub fn remove(&mut self, h: Handle) {
+        self.waiters.retain(|w| w.handle != h);
         self.replicas.retain(|r| r.handle != h);
         self.announced.retain(|(a, _)| *a != h);
         if self.replicas.is_empty() {
             self.outgoing.clear();
         }
+        if let Some(p) = self.primary.as_mut().filter(|p| p.link == Some(h)) {
+            p.link = None;
+            if p.state == LinkState::Connected {
+                p.down_since_ms = DOWN_UNNOTED;
+                // At once, not a second later: the backlog may not hold a second of writes
+                // (Redis 7.0 reconnects at once too).
+                p.next_attempt_ms = 0;
+            }
+            p.state = LinkState::Connect;
+        }
+    }
+
+    /// Whether client `h` is this server's primary (the master client).
+    #[inline]
+    pub fn is_master_client(&self, h: Handle) -> bool {
+        self.primary
+            .as_ref()
+            .is_some_and(|p| p.link == Some(h) && p.state == LinkState::Connected)
+    }
+
+    /// The connection to the primary, in any state.
+    pub fn link(&self) -> Option<Handle> {
+        self.primary.as_ref().and_then(|p| p.link)
+    }
+
+    /// The primary to connect to now, if one is due: its state moves to `Connecting`.
+    pub fn due_connect(&mut self, now_ms: u64) -> Option<(String, u16)> {
+        let p = self.primary.as_mut()?;
+        if p.state != LinkState::Connect || now_ms < p.next_attempt_ms || p.link.is_some() {
+            return None;
+        }
+        p.state = LinkState::Connecting;
+        p.next_attempt_ms = now_ms + 1000;
+        p.last_io_ms = now_ms;
+        Some((p.host.clone(), p.port))
+    }
+
+    /// A full sync's payload is loaded: the history is the primary's from `offset` on (a
+    /// fresh backlog; no secondary ID).
+    pub fn synced_full(&mut self, replid: String, offset: u64, backlog_size: usize) {
+        self.replid = replid;
+        self.replid2 = String::from(NO_REPLID);
+        self.second_offset = -1;
+        self.offset = offset;
+        self.backlog = Some(Backlog::new(backlog_size, offset + 1));
+        self.outgoing.clear();
+    }
+
+    /// A partial resync was accepted: the history goes on; a new primary ID makes the old
+    /// one the secondary ID (valid up to here), as PSYNC2 does.
+    pub fn synced_continue(&mut self, replid: Option<String>, backlog_size: usize) {
+        if let Some(id) = replid.filter(|id| *id != self.replid) {
+            self.replid2 = core::mem::replace(&mut self.replid, id);
+            self.second_offset = self.offset as i64 + 1;
+        }
+        self.ensure_backlog(backlog_size);
     }
 
     /// Replicas online whose last ACK is at most `max_lag_s` seconds old (the
@@ -302,6 +420,34 @@ impl Replication {
             .iter()
             .filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset)
             .count()
+    }
+
+    /// The WAIT clients whose replicas acknowledged enough, or whose time is up (`now_ms`
+    /// past their deadline), with the count to answer; they are forgotten here.
+    pub fn take_done_waiters(&mut self, now_ms: u64) -> Vec<(Handle, i64)> {
+        let mut done = Vec::new();
+        let mut i = 0;
+        while i < self.waiters.len() {
+            let w = &self.waiters[i];
+            let acked = self.acked(w.offset);
+            if acked >= w.replicas || w.deadline_ms.is_some_and(|d| now_ms > d) {
+                done.push((w.handle, acked as i64));
+                self.waiters.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        done
+    }
+
+    /// The earliest WAIT deadline.
+    pub fn next_wait_deadline(&self) -> Option<u64> {
+        self.waiters.iter().filter_map(|w| w.deadline_ms).min()
+    }
+
+    /// Whether client `h` is blocked in WAIT.
+    pub fn is_waiting(&self, h: Handle) -> bool {
+        self.waiters.iter().any(|w| w.handle == h)
     }
 
     /// This server stops following its primary (REPLICAOF NO ONE): the ID it followed becomes

@@ -79,5 +79,12 @@ fn ack(cx: &mut Cx<'_>, args: &Argv<'_>) -> CmdResult {
             r.state = ReplicaState::Online;
         }
     }
+    if !cx.core.repl.waiters.is_empty() {
+        for (h, n) in cx.core.repl.take_done_waiters(now_ms) {
+            cx.core
+                .blocking
+                .push_wakeup(h, alloc::vec![crate::reply::Reply::Int(n)]);
+        }
+    }
     Ok(())
 }

@@ -1,5 +1,7 @@
-//! WAIT numreplicas timeout: how many replicas acknowledged the stream up to now. Answered at
-//! once (it does not block for the timeout yet: docs/compatibility.md).
+//! WAIT numreplicas timeout: how many replicas acknowledged the stream up to now. When too
+//! few did, the client blocks (answered from the wakeups, see [`crate::repl::Waiter`]) until
+//! enough ACKs come or the timeout passes, and the replicas are asked for an ACK at once
+//! (`REPLCONF GETACK *` in the stream).
 
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
@@ -25,6 +27,22 @@ pub fn wait(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     }
     crate::drain::feed_replication(cx.core);
     let offset = cx.core.repl.offset;
-    out.int(cx.core.repl.acked(offset) as i64);
+    let acked = cx.core.repl.acked(offset);
+    let wanted = usize::try_from(parse_i64(args.get(1)).unwrap_or(0)).unwrap_or(0);
+    if acked >= wanted || cx.core.script_running || cx.core.txn.in_multi(cx.me) {
+        out.int(acked as i64);
+        return Ok(());
+    }
+    let deadline_ms = (timeout > 0).then(|| cx.now_ms() + timeout as u64);
+    cx.core.repl.waiters.push(crate::repl::Waiter {
+        handle: cx.me,
+        offset,
+        replicas: wanted,
+        deadline_ms,
+    });
+    cx.core
+        .aof
+        .feed_repl_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+    cx.outcome = crate::Outcome::Blocked;
     Ok(())
 }

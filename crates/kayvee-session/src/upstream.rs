@@ -1,0 +1,246 @@
+//! The replica's side of replication in the driver: the connection to this server's primary.
+//! The shell opens it when [`Driver::primary_due`] names a primary (an outgoing TCP
+//! connection: the only socket a shell opens itself) and hands it over with
+//! [`Driver::connect_primary`]; from then on it is a session like any other for the shell
+//! (read, [`Driver::receive`], flush, close). The driver runs the handshake and the RDB
+//! transfer on it ([`crate::link::Link`]), loads the payload in place of the dataset (keys
+//! already expired are kept: the primary's `DEL`s remove them), then runs what follows as the
+//! master client's commands: replies dropped, `REPLCONF GETACK` answered with `REPLCONF ACK
+//! <offset>`, each command's bytes counted in the offset and passed on as they came to the
+//! backlog and this server's own replicas, and `REPLCONF ACK` sent every second.
+//! docs/decisions.md ("Replication") has the design.
+
+use crate::driver::{Driver, Notice};
+use crate::link::{Link, LinkConfig, Synced};
+use crate::session::{Closing, Session, Upstream};
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use kayvee_engine::{ConnInfo, Handle, Now};
+
+/// How often the replica acknowledges its offset (Redis: every replication cron, 1 s).
+const ACK_PERIOD_MS: u64 = 1000;
+
+impl Driver {
+    /// The primary the shell should connect to now (`host`, `port`), if one is due: after
+    /// REPLICAOF, and a second after a failed attempt or a lost link. The shell opens a TCP
+    /// connection and calls [`Driver::connect_primary`], or [`Driver::primary_unreachable`].
+    pub fn primary_due(&mut self, now: Now) -> Option<(String, u16)> {
+        self.engine.core.repl.primary.as_ref()?;
+        self.engine.primary_due(now)
+    }
+
+    /// The shell's connection to the primary (it may still be connecting: the first bytes
+    /// wait in its output until the socket takes them). Returns its handle.
+    pub fn connect_primary(&mut self, info: ConnInfo, now: Now) -> Handle {
+        let h = self.engine.connect(info, now);
+        let hs = self.engine.primary_handshake();
+        let config = LinkConfig {
+            user: hs.user,
+            password: hs.password,
+            listening_port: hs.listening_port,
+            cached: Some((hs.replid, hs.offset)),
+        };
+        let mut session = Session::new(h, crate::driver::limits(&self.engine));
+        let link = Link::start(config, &mut session.out);
+        session.upstream = Some(Upstream::Handshake(Box::new(link)));
+        if self.sessions.len() <= h.0 {
+            self.sessions.resize_with(h.0 + 1, || None);
+        }
+        self.sessions[h.0] = Some(session);
+        self.engine.primary_link_opened(h, now);
+        self.mark_dirty(h.0);
+        self.notice(Notice::Replication(String::from(
+            "MASTER <-> REPLICA sync started",
+        )));
+        h
+    }
+
+    /// The connection to the primary could not be opened; the next attempt comes a second
+    /// after this one.
+    pub fn primary_unreachable(&mut self, why: &str) {
+        self.engine.primary_link_failed();
+        self.notice(Notice::Replication(alloc::format!(
+            "Error condition on socket for SYNC: {why}"
+        )));
+    }
+
+    /// Bytes from the primary while the handshake or the transfer runs. Returns the bytes
+    /// that follow the handshake (the stream), or None while it goes on or failed.
+    pub(crate) fn receive_handshake(
+        &mut self,
+        slot: usize,
+        data: &[u8],
+        now: Now,
+    ) -> Option<Vec<u8>> {
+        let s = self.sessions[slot].as_mut()?;
+        let Some(Upstream::Handshake(link)) = s.upstream.as_mut() else {
+            return None;
+        };
+        let before = s.out.len();
+        let result = link.receive(data, &mut s.out);
+        let transfer = link.transferring().then(|| link.transfer());
+        let grew = s.out.len() > before;
+        self.engine.primary_io(now, transfer);
+        if grew {
+            self.mark_dirty(slot);
+        }
+        match result {
+            Ok(None) => None,
+            Ok(Some(synced)) => self.synced(slot, synced, now),
+            Err(e) => {
+                let why = match e {
+                    crate::link::LinkError::Refused(text) => text,
+                    crate::link::LinkError::Protocol(text) => {
+                        alloc::format!("Unexpected reply from MASTER: {text}")
+                    }
+                };
+                self.drop_upstream(slot, why);
+                None
+            }
+        }
+    }
+
+    /// The handshake ended: load a full sync's payload, or go on after `+CONTINUE`; the
+    /// session carries the stream from now on.
+    fn synced(&mut self, slot: usize, synced: Synced, now: Now) -> Option<Vec<u8>> {
+        let (killed, rest) = match synced {
+            Synced::Full {
+                replid,
+                offset,
+                rdb,
+                rest,
+            } => {
+                self.notice(Notice::Replication(alloc::format!(
+                    "Full resync from master: {replid}:{offset}"
+                )));
+                let loaded = {
+                    let cfg = &self.engine.core.config;
+                    let opts = kayvee_rdb::LoadOptions {
+                        config: cfg,
+                        seed: self.engine.core.seed,
+                        now_ms: now.ms(),
+                    };
+                    kayvee_rdb::load_replica(&rdb, &opts)
+                };
+                let loaded = match loaded {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let why = alloc::format!(
+                            "Failed trying to load the MASTER synchronization DB from socket: {e}"
+                        );
+                        self.drop_upstream(slot, why);
+                        return None;
+                    }
+                };
+                let killed = self
+                    .engine
+                    .primary_full_sync(loaded.dbs, replid, offset, now);
+                self.notice(Notice::Replication(String::from(
+                    "MASTER <-> REPLICA sync: Finished with success",
+                )));
+                (killed, rest)
+            }
+            Synced::Continue { replid, rest } => {
+                let killed = self.engine.primary_continue(replid, now);
+                self.notice(Notice::Replication(String::from(
+                    "Successful partial resynchronization with master.",
+                )));
+                (killed, rest)
+            }
+        };
+        let s = self.sessions[slot].as_mut()?;
+        s.upstream = Some(Upstream::Stream {
+            last_ack_ms: now.ms(),
+            held: Vec::new(),
+        });
+        let h = s.handle;
+        if killed {
+            self.close_killed(h);
+        }
+        // The primary learns at once where this replica is (it releases a diskless sync's
+        // stream on this first ACK).
+        self.send_ack(slot, now);
+        Some(rest)
+    }
+
+    /// Closes the link with a log line; the next attempt comes a second after the last one.
+    fn drop_upstream(&mut self, slot: usize, why: String) {
+        if let Some(s) = self.sessions[slot].as_mut() {
+            s.closing = Closing::Now;
+        }
+        self.mark_dirty(slot);
+        self.notice(Notice::Replication(why));
+    }
+
+    /// `REPLCONF ACK <offset>` into the link's output.
+    pub(crate) fn send_ack(&mut self, slot: usize, now: Now) {
+        let offset = self.engine.core.repl.offset;
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return;
+        };
+        if let Some(Upstream::Stream { last_ack_ms, .. }) = s.upstream.as_mut() {
+            *last_ack_ms = now.ms();
+            let digits = kayvee_engine::aof::itoa(offset);
+            kayvee_engine::aof::encode(&mut s.out, &[b"REPLCONF", b"ACK", digits.as_bytes()]);
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// The link's part of the cron: `REPLCONF ACK` every second, and the end of a link
+    /// silent for longer than `repl-timeout`.
+    pub(crate) fn upstream_cron(&mut self, now: Now) {
+        let Some(h) = self.engine.core.repl.link() else {
+            return;
+        };
+        let Some(s) = self.sessions.get(h.0).and_then(Option::as_ref) else {
+            return;
+        };
+        let timeout_ms = (self.engine.core.config.int_param("repl-timeout").max(1) as u64) * 1000;
+        let last_io_ms = self
+            .engine
+            .core
+            .repl
+            .primary
+            .as_ref()
+            .map_or(0, |p| p.last_io_ms);
+        if now.ms().saturating_sub(last_io_ms) > timeout_ms && s.closing == Closing::No {
+            self.drop_upstream(h.0, String::from("Timeout connecting to the MASTER..."));
+            return;
+        }
+        if let Some(Upstream::Stream { last_ack_ms, .. }) = s.upstream {
+            if now.ms().saturating_sub(last_ack_ms) >= ACK_PERIOD_MS {
+                self.send_ack(h.0, now);
+            }
+        }
+    }
+}
+
+impl Driver {
+    /// The master client's held command ran (its pause ended): its bytes count now.
+    pub(crate) fn upstream_resumed(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return;
+        };
+        if let Some(Upstream::Stream { held, .. }) = s.upstream.as_mut() {
+            let bytes = core::mem::take(held);
+            self.engine.primary_applied(&bytes);
+        }
+        self.note_read_ahead(slot);
+    }
+
+    /// Notes how much of the stream is received but not applied (INFO's read offset).
+    pub(crate) fn note_read_ahead(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_ref() else {
+            return;
+        };
+        let held = match &s.upstream {
+            Some(Upstream::Stream { held, .. }) => held.len(),
+            _ => return,
+        };
+        let ahead = (held + s.pending_input()) as u64;
+        if let Some(p) = self.engine.core.repl.primary.as_mut() {
+            p.read_ahead = ahead;
+        }
+    }
+}

@@ -655,7 +655,7 @@ impl Xenstored {
     fn domain_op(&mut self, domid: u32, op: &Op) -> Result<Reply, XsError> {
         match op {
             Op::GetDomainPath(d) => Ok(Reply::Text(domain_home(parse_lenient(d)))),
-            Op::GetFeature(args) => self.get_feature(args),
+            Op::GetFeature(args) => self.get_feature(domid, args),
             Op::GetQuota(args) => self.get_quota(args),
             _ if domid != 0 => Err(XsError::Eacces),
             Op::IsDomainIntroduced(d) => {
@@ -743,8 +743,9 @@ impl Xenstored {
         }
         let fresh = self.domains.introduce(d, gfn, port);
         if fresh {
+            let preset = self.domains.preset_features.remove(&d);
             if let Some(dom) = self.domains.table.get_mut(&d) {
-                dom.features = self.config.features;
+                dom.features = preset.unwrap_or(self.config.features);
             }
         }
         self.domain_changes.push(DomainChange::Introduced {
@@ -764,6 +765,7 @@ impl Xenstored {
             return Err(XsError::Einval);
         }
         self.domains.table.remove(&d).ok_or(XsError::Enoent)?;
+        self.domains.preset_features.remove(&d);
         self.mem_reports.remove(&d);
         let dropped: Vec<ConnId> = self
             .conns
@@ -801,38 +803,63 @@ impl Xenstored {
         Ok(Reply::Ok)
     }
 
-    /// GET_FEATURE: the daemon's ring features (none without rings) or a domain's.
-    fn get_feature(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+    /// GET_FEATURE (newer Xen): without a domid, the caller's own features (a socket's or
+    /// dom0's: all the daemon offers, 0 without rings); with one (dom0 only, else EACCES),
+    /// that domain's: introduced, preset by SET_FEATURE, or the default for a domain the
+    /// shell found in Xen (ENOENT without rings, where no domain exists before INTRODUCE).
+    fn get_feature(&self, caller: u32, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let value = match args {
-            [] => self.config.features,
-            [d] => {
-                self.domains
-                    .table
-                    .get(&parse_lenient(d))
-                    .ok_or(XsError::Enoent)?
-                    .features
-            }
+            [] => self.domain_features(caller).unwrap_or(self.config.features),
+            _ if caller != 0 => return Err(XsError::Eacces),
+            [d] => self
+                .domain_features(parse_lenient(d))
+                .ok_or(XsError::Enoent)?,
             _ => return Err(XsError::Einval),
         };
         Ok(Reply::Text(alloc::format!("{value}")))
     }
 
-    /// SET_FEATURE: a domain's features, a subset of the daemon's (else EINVAL).
+    /// The features domain `d` has or will get at INTRODUCE (None: no such domain known).
+    fn domain_features(&self, d: u32) -> Option<u32> {
+        if d == 0 {
+            return Some(self.config.features);
+        }
+        if let Some(dom) = self.domains.table.get(&d) {
+            return Some(dom.features);
+        }
+        if let Some(&v) = self.domains.preset_features.get(&d) {
+            return Some(v);
+        }
+        // With rings, the shell answered ENOENT already for a domain Xen does not know.
+        (self.config.features != 0).then_some(self.config.features)
+    }
+
+    /// SET_FEATURE (newer Xen): the features a domain will be offered on its ring, set before
+    /// INTRODUCE (EBUSY after it, and for dom0, which has them all); a subset of the
+    /// daemon's (else EINVAL). A domain unknown to Xen was refused by the shell (ENOENT);
+    /// without rings every domain not introduced is unknown.
     fn set_feature(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let [d, v] = args else {
             return Err(XsError::Einval);
         };
+        let d = parse_lenient(d);
+        if d == 0 || self.domains.table.contains_key(&d) {
+            return Err(XsError::Ebusy);
+        }
+        if self.config.features == 0 {
+            return Err(XsError::Enoent);
+        }
         let v = crate::perms::parse_u32(v).ok_or(XsError::Einval)?;
-        let dom = self
-            .domains
-            .table
-            .get_mut(&parse_lenient(d))
-            .ok_or(XsError::Enoent)?;
         if v & !self.config.features != 0 {
             return Err(XsError::Einval);
         }
-        dom.features = v;
+        self.domains.preset_features.insert(d, v);
         Ok(Reply::Ok)
+    }
+
+    /// Xen says domain `d`, not introduced, no longer exists: forget features preset for it.
+    pub fn forget_preset(&mut self, d: u32) {
+        self.domains.preset_features.remove(&d);
     }
 
     /// GET_QUOTA: names, a global value, or a domain's value.

@@ -241,6 +241,18 @@ impl Server {
                 parse_lenient_u64(gfn),
                 parse_lenient(port),
             ),
+            // A domain named to GET_FEATURE / SET_FEATURE before its INTRODUCE must exist.
+            (Op::GetFeature(args), Some(g)) | (Op::SetFeature(args), Some(g))
+                if xs.domain_of(conn) == Some(0)
+                    && args.len() == 1 + usize::from(matches!(op, Op::SetFeature(_))) =>
+            {
+                let d = parse_lenient(&args[0]);
+                if xs.domains.exists(d) || xs.domains.preset_features.contains_key(&d) {
+                    Ok(())
+                } else {
+                    g.check_exists(d)
+                }
+            }
             _ => Ok(()),
         };
         let r = Session::received(

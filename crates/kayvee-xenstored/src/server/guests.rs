@@ -91,6 +91,15 @@ impl Guests {
     pub(super) fn is_ring(&self, id: ConnId) -> bool {
         self.rings.contains_key(&id)
     }
+
+    /// Before the store sees GET_FEATURE or SET_FEATURE of a domain it has not introduced:
+    /// ENOENT unless Xen knows the domain (as xenstored asks the hypervisor).
+    pub(super) fn check_exists(&mut self, domid: u32) -> Result<(), XsError> {
+        match self.host.domain_state(domid) {
+            Ok(DomainState::Alive | DomainState::Shutdown) => Ok(()),
+            _ => Err(XsError::Enoent),
+        }
+    }
 }
 
 impl Server {
@@ -348,7 +357,14 @@ impl Server {
     pub(super) fn open_ring(&mut self, domid: u32, page: Page, port: u32) {
         let Some(g) = self.xen.as_mut() else { return };
         let id = self.sessions.free_id();
-        let ring = ServerRing::new(page);
+        // Dom0 has every feature; a guest those it was introduced with (SET_FEATURE).
+        let features = self
+            .xs
+            .domains
+            .table
+            .get(&domid)
+            .map_or(self.xs.config.features, |d| d.features);
+        let ring = ServerRing::new(page, features);
         let rc = RingConn {
             domid,
             port,
@@ -406,6 +422,13 @@ impl Server {
                     g.shut_down.remove(&d);
                 }
                 _ => {}
+            }
+        }
+        // Features preset for a domain that died before its introduction go with it.
+        let presets: Vec<u32> = self.xs.domains.preset_features.keys().copied().collect();
+        for d in presets {
+            if matches!(g.host.domain_state(d), Ok(DomainState::Dead)) {
+                self.xs.forget_preset(d);
             }
         }
         if announce {

@@ -38,6 +38,8 @@ pub struct Guest {
     /// Watch events read while waiting for a reply.
     pub events: VecDeque<Msg>,
     req_id: u32,
+    /// How long to wait for the daemon ([`WAIT`] unless [`Guest::patience`] changed it).
+    wait: Duration,
 }
 
 impl Guest {
@@ -50,7 +52,13 @@ impl Guest {
             buf: Vec::new(),
             events: VecDeque::new(),
             req_id: 0,
+            wait: WAIT,
         }
+    }
+
+    /// Wait at most `wait` for the daemon (tests of a daemon that stopped answering).
+    pub fn patience(&mut self, wait: Duration) {
+        self.wait = wait;
     }
 
     /// The ring page (tests corrupt it on purpose).
@@ -80,7 +88,7 @@ impl Guest {
 
     /// Write all of `bytes` into the request queue, waiting for room.
     pub fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         while !bytes.is_empty() {
             self.check_error()?;
             let n = produce(&self.page, REQUESTS, bytes).map_err(ring_err)?;
@@ -104,7 +112,7 @@ impl Guest {
 
     /// The next whole message from the response queue (replies and events alike).
     pub fn recv(&mut self) -> io::Result<Msg> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         loop {
             if let Some(m) = self.parse() {
                 return Ok(m);
@@ -164,7 +172,7 @@ impl Guest {
         self.page
             .store(ring::CONNECTION, ring::RECONNECT, Ordering::SeqCst);
         self.kick();
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         while self.page.load(ring::CONNECTION, Ordering::Acquire) != ring::CONNECTED {
             if !self.wait(deadline) {
                 return Err(io::ErrorKind::TimedOut.into());

@@ -64,7 +64,10 @@ pub fn relativize(abs: &str, domid: u32, relative: bool) -> &str {
 
 /// The components of an absolute path (`"/"` has none).
 pub fn components(abs: &str) -> Vec<&str> {
-    abs.split('/').filter(|c| !c.is_empty()).collect()
+    // Sized once: at most one component per separator, plus one.
+    let mut v = Vec::with_capacity(abs.bytes().filter(|&b| b == b'/').count() + 1);
+    v.extend(abs.split('/').filter(|c| !c.is_empty()));
+    v
 }
 
 /// The parent of an absolute path; the root is its own parent.

@@ -96,9 +96,11 @@ fn widen(prefix: &mut Option<String>, path: &str) {
 impl Txn {
     /// A transaction starting from `store`.
     pub fn new(store: &Store, commits: u64, now_ms: u64) -> Self {
+        let mut private = store.clone();
+        private.track_changes();
         Txn {
             start: store.clone(),
-            store: store.clone(),
+            store: private,
             start_commits: commits,
             read_prefix: None,
             write_prefix: None,
@@ -168,7 +170,7 @@ impl Txn {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
                 let clean = commits == self.start_commits;
-                clean.then_some((self.store, self.changes, CommitPath::Swap))
+                clean.then(|| (untracked(self.store), self.changes, CommitPath::Swap))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -179,7 +181,7 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
-                    return Some((self.store, self.changes, CommitPath::Swap));
+                    return Some((untracked(self.store), self.changes, CommitPath::Swap));
                 }
                 if let Some(store) = self.graft(current, cx) {
                     return Some((store, self.changes, CommitPath::Graft));
@@ -210,27 +212,22 @@ impl Txn {
         let mine = self.store.get(w)?.clone();
         *cx.gen += 1;
         let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
-        let mut owners = current.owners.clone();
-        for (d, n) in &self.store.owners {
-            *owners.entry(*d).or_default() += n;
-        }
-        for (d, n) in &self.start.owners {
-            let e = owners.entry(*d).or_default();
-            *e = e.saturating_sub(*n);
-        }
-        let mut memory = current.memory.clone();
-        for (d, n) in &self.store.memory {
-            *memory.entry(*d).or_default() += n;
-        }
-        for (d, n) in &self.start.memory {
-            let e = memory.entry(*d).or_default();
-            *e = e.saturating_sub(*n);
-        }
-        Some(Store {
+        // Counts: current + private - start, for the domains the transaction changed.
+        let mut store = Store {
             root,
-            owners,
-            memory,
-        })
+            owners: current.owners.clone(),
+            memory: current.memory.clone(),
+            touched: None,
+        };
+        for &d in self.store.touched.as_deref().unwrap_or(&[]) {
+            let nodes =
+                (store.nodes_of(d) + self.store.nodes_of(d)).saturating_sub(self.start.nodes_of(d));
+            store.owners.insert(d, nodes);
+            let bytes = (store.memory_of(d) + self.store.memory_of(d))
+                .saturating_sub(self.start.memory_of(d));
+            store.memory.insert(d, bytes);
+        }
+        Some(store)
     }
 
     /// Run the recorded requests again against `current`; commit iff every reply is the same.
@@ -244,6 +241,12 @@ impl Txn {
         }
         Some((store, fx.changes, CommitPath::Replay))
     }
+}
+
+/// A transaction's private store as the daemon's: no longer tracking changed domains.
+fn untracked(mut store: Store) -> Store {
+    store.touched = None;
+    store
 }
 
 /// Both absent, or the same node by pointer.

@@ -2,7 +2,7 @@
 //! transaction id and the time) and get a [`Reply`]; watch events queue up for the shell to
 //! collect with [`Xenstored::take_events`].
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -107,6 +107,10 @@ struct Conn {
 pub struct Xenstored {
     store: Store,
     conns: BTreeMap<ConnId, Conn>,
+    /// Connections by domain (flow control asks for a guest's before each of its requests).
+    by_domain: BTreeMap<u32, Vec<ConnId>>,
+    /// Connections with at least one watch (the only ones a change can fire for).
+    watchers: BTreeSet<ConnId>,
     /// The domain table.
     pub domains: Domains,
     /// Settings.
@@ -179,6 +183,8 @@ impl Xenstored {
         let mut xs = Xenstored {
             store: Store::new(),
             conns: BTreeMap::new(),
+            by_domain: BTreeMap::new(),
+            watchers: BTreeSet::new(),
             domains: Domains::default(),
             config,
             special_perms: BTreeMap::new(),
@@ -223,12 +229,23 @@ impl Xenstored {
             next_tid: 1,
             outstanding: 0,
         };
+        self.disconnect(conn);
         self.conns.insert(conn, c);
+        self.by_domain.entry(domid).or_default().push(conn);
     }
 
     /// The connection went away: its watches and transactions go with it.
     pub fn disconnect(&mut self, conn: ConnId) {
-        self.conns.remove(&conn);
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        self.watchers.remove(&conn);
+        if let Some(ids) = self.by_domain.get_mut(&c.domid) {
+            ids.retain(|&id| id != conn);
+            if ids.is_empty() {
+                self.by_domain.remove(&c.domid);
+            }
+        }
     }
 
     /// Flow control, asked by the transport before it decodes the next request of `conn`,
@@ -332,7 +349,8 @@ impl Xenstored {
 
     /// The connections of a domain.
     fn domain_conns(&self, domid: u32) -> impl Iterator<Item = &Conn> {
-        self.conns.values().filter(move |c| c.domid == domid)
+        let ids = self.by_domain.get(&domid).map_or(&[][..], Vec::as_slice);
+        ids.iter().filter_map(|id| self.conns.get(id))
     }
 
     /// Accounted memory of a domain: its nodes (cxenstored's formula, see
@@ -517,9 +535,11 @@ impl Xenstored {
     /// Queue the events `change` fires, filtered by the watcher's read access.
     fn fire(&mut self, change: &Change) {
         let mut out = Vec::new();
-        for (id, c) in &self.conns {
-            // Most connections watch nothing: skip them before the permission check.
-            if c.watches.is_empty() || !self.actor(c.domid).access(&change.perms).can_read() {
+        for id in &self.watchers {
+            let Some(c) = self.conns.get(id) else {
+                continue;
+            };
+            if !self.actor(c.domid).access(&change.perms).can_read() {
                 continue;
             }
             for w in &c.watches {
@@ -604,6 +624,7 @@ impl Xenstored {
             token: w.token.clone(),
         };
         c.watches.push(w);
+        self.watchers.insert(conn);
         self.events.push(ev);
         Ok(Reply::Ok)
     }
@@ -640,6 +661,9 @@ impl Xenstored {
             .iter()
             .position(|w| w.path == p && w.token == token);
         c.watches.remove(i.ok_or(XsError::Enoent)?);
+        if c.watches.is_empty() {
+            self.watchers.remove(&conn);
+        }
         Ok(Reply::Ok)
     }
 
@@ -648,6 +672,7 @@ impl Xenstored {
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         c.watches.clear();
         c.txns.clear();
+        self.watchers.remove(&conn);
         Ok(Reply::Ok)
     }
 
@@ -713,7 +738,7 @@ impl Xenstored {
                 }
                 let (watches, transactions, outstanding) = self.domain_usage(d);
                 let usage = DomainUsage {
-                    nodes: self.store().owners.get(&d).copied().unwrap_or(0) as u64,
+                    nodes: u64::from(self.store().nodes_of(d)),
                     watches,
                     transactions,
                     outstanding,

@@ -3,7 +3,11 @@
 //! [`Session`] (the same session type the Unix socket uses), `VIRQ_DOM_EXC` makes the daemon
 //! ask Xen which domains died, and RELEASE or death lets the page and channel go.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+/// The guests' lookups (several per ring event) with a fast hasher: keys are the daemon's
+/// own ids, ports and domids.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 use std::io;
 
 use kayvee_xenstore::{ConnId, DomainChange, XsError};
@@ -58,11 +62,11 @@ impl Guests {
         Ok(Guests {
             host,
             virq,
-            rings: HashMap::new(),
-            by_port: HashMap::new(),
-            by_domain: HashMap::new(),
+            rings: HashMap::default(),
+            by_port: HashMap::default(),
+            by_domain: HashMap::default(),
             shut_down: HashSet::new(),
-            prepared: HashMap::new(),
+            prepared: HashMap::default(),
             again: Vec::new(),
         })
     }

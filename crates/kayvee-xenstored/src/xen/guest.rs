@@ -1,7 +1,9 @@
 //! A guest-side Xenstore client that talks through its ring page as a guest kernel's xenbus
 //! driver does: write request bytes into the request queue as space allows, publish
-//! `req_prod`, notify; read the response queue, publish `rsp_cons`, notify; use the
-//! reconnection feature when the server offers it. For tests and the ring benchmark.
+//! `req_prod`, notify when the server had drained the queue (else it is still reading and
+//! will see the bytes); read the response queue, publish `rsp_cons`, notify when the queue
+//! was full (the server may be waiting for room); use the reconnection feature when the
+//! server offers it. For tests and the ring benchmark.
 
 use std::collections::VecDeque;
 use std::io;
@@ -91,10 +93,14 @@ impl Guest {
         let deadline = Instant::now() + self.wait;
         while !bytes.is_empty() {
             self.check_error()?;
+            let prod = self.page.load(ring::REQ_PROD, Ordering::Relaxed);
             let n = produce(&self.page, REQUESTS, bytes).map_err(ring_err)?;
             if n > 0 {
                 bytes = &bytes[n..];
-                self.kick();
+                // Linux's xb_write: notify only if the server had consumed everything.
+                if self.page.load(ring::REQ_CONS, Ordering::SeqCst) == prod {
+                    self.kick();
+                }
             } else if !self.wait(deadline) {
                 return Err(io::ErrorKind::TimedOut.into());
             }
@@ -117,9 +123,8 @@ impl Guest {
             if let Some(m) = self.parse() {
                 return Ok(m);
             }
-            let n = consume(&self.page, RESPONSES, &mut self.buf, 4096).map_err(ring_err)?;
+            let n = self.take_responses(4096)?;
             if n > 0 {
-                self.kick();
                 continue;
             }
             self.check_error()?;
@@ -127,6 +132,18 @@ impl Guest {
                 return Err(io::ErrorKind::TimedOut.into());
             }
         }
+    }
+
+    /// Read up to `max` response bytes into `buf`; notify when the queue was full before
+    /// (Linux's xb_read: the server may be waiting for room).
+    fn take_responses(&mut self, max: usize) -> io::Result<usize> {
+        let cons = self.page.load(ring::RSP_CONS, Ordering::Relaxed);
+        let n = consume(&self.page, RESPONSES, &mut self.buf, max).map_err(ring_err)?;
+        let prod = self.page.load(ring::RSP_PROD, Ordering::SeqCst);
+        if n > 0 && prod.wrapping_sub(cons) >= ring::RING_SIZE {
+            self.kick();
+        }
+        Ok(n)
     }
 
     /// A whole message at the front of `buf`, taken off it.
@@ -216,8 +233,7 @@ impl Guest {
                 Err(_) => break,
             }
             self.buf.clear();
-            if consume(&self.page, RESPONSES, &mut self.buf, usize::MAX).map_err(ring_err)? > 0 {
-                self.kick();
+            if self.take_responses(usize::MAX)? > 0 {
                 client.set_nonblocking(false)?;
                 let sent = client.write_all(&self.buf);
                 client.set_nonblocking(true)?;

@@ -10,7 +10,7 @@
 //! still being read); a producer loads the consumer index with Acquire before writing into
 //! the space it frees, and publishes the producer index with Release after writing.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 
 use super::page::Page;
 
@@ -98,6 +98,9 @@ pub fn consume(page: &Page, q: Queue, out: &mut Vec<u8>, max: usize) -> Result<u
     page.read(q.data + start, &mut out[at..at + first]);
     page.read(q.data, &mut out[at + first..]);
     page.store(q.cons, cons.wrapping_add(n as u32), Ordering::Release);
+    // The index store before any later load of the producer's index: a producer that only
+    // notifies when it sees the queue drained (as Linux's xenbus) must not be missed.
+    fence(Ordering::SeqCst);
     Ok(n)
 }
 
@@ -116,6 +119,7 @@ pub fn produce(page: &Page, q: Queue, bytes: &[u8]) -> Result<usize, RingError> 
     page.write(q.data + start, &bytes[..first]);
     page.write(q.data, &bytes[first..n]);
     page.store(q.prod, prod.wrapping_add(n as u32), Ordering::Release);
+    fence(Ordering::SeqCst);
     Ok(n)
 }
 

@@ -130,6 +130,7 @@ impl Server {
         loop {
             // Rings left with work are served again after one non-blocking look at the rest.
             let timeout = busy.then_some(std::time::Duration::ZERO);
+            self.send_notifications();
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,

@@ -36,6 +36,8 @@ pub(super) struct RingConn {
     /// The connection was dropped for a ring or protocol error (the error field is set);
     /// only a reconnection request revives it.
     failed: bool,
+    /// A notification is queued for the end of this loop pass.
+    notify_queued: bool,
 }
 
 /// The daemon's guests and its Xen host.
@@ -53,6 +55,10 @@ pub(super) struct Guests {
     prepared: HashMap<u32, (Page, u32)>,
     /// Rings left with work after [`PUMP_ROUNDS`], to pump again in the next loop pass.
     pub(super) again: Vec<ConnId>,
+    /// Guests to notify before the loop waits again: one event per guest per pass, however
+    /// often its ring moved, sent after every ready guest was served (a guest woken in the
+    /// middle of the pass would mostly take the CPU from the daemon, on a busy machine).
+    notify: Vec<ConnId>,
 }
 
 impl Guests {
@@ -68,6 +74,7 @@ impl Guests {
             shut_down: HashSet::new(),
             prepared: HashMap::default(),
             again: Vec::new(),
+            notify: Vec::new(),
         })
     }
 
@@ -184,11 +191,25 @@ impl Server {
         }
     }
 
-    /// Notify the guest of `id`.
+    /// Notify the guest of `id` before the loop next waits.
     fn ring_notify(&mut self, id: ConnId) {
         let Some(g) = self.xen.as_mut() else { return };
-        if let Some(port) = g.rings.get(&id).map(|r| r.port) {
-            let _ = g.host.notify(port);
+        if let Some(rc) = g.rings.get_mut(&id) {
+            if !rc.notify_queued {
+                rc.notify_queued = true;
+                g.notify.push(id);
+            }
+        }
+    }
+
+    /// Send the notifications this loop pass queued (to guests still connected).
+    pub(super) fn send_notifications(&mut self) {
+        let Some(g) = self.xen.as_mut() else { return };
+        for id in std::mem::take(&mut g.notify) {
+            if let Some(rc) = g.rings.get_mut(&id) {
+                rc.notify_queued = false;
+                let _ = g.host.notify(rc.port);
+            }
         }
     }
 
@@ -374,6 +395,7 @@ impl Server {
             port,
             ring,
             failed: false,
+            notify_queued: false,
         };
         g.rings.insert(id, rc);
         g.by_port.insert(port, id);

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use kayvee_pds::PMap;
 
 use crate::error::XsError;
-use crate::node::{lookup, replace_at, Node};
+use crate::node::{replace_at, Node};
 use crate::path::{components, parent};
 use crate::perms::{Access, Perms};
 
@@ -188,7 +188,12 @@ impl Store {
 
     /// The node at an absolute path.
     pub fn get(&self, path: &str) -> Option<&Arc<Node>> {
-        lookup(&self.root, &components(path))
+        // Component by component, without collecting them (commits look paths up often).
+        let mut node = &self.root;
+        for c in path.split('/').filter(|c| !c.is_empty()) {
+            node = node.child(c)?;
+        }
+        Some(node)
     }
 
     /// The node at `path` if `actor` may read it: ENOENT when missing, EACCES when denied.

@@ -66,8 +66,37 @@ pub fn relativize(abs: &str, domid: u32, relative: bool) -> &str {
 pub fn components(abs: &str) -> Vec<&str> {
     // Sized once: at most one component per separator, plus one.
     let mut v = Vec::with_capacity(abs.bytes().filter(|&b| b == b'/').count() + 1);
-    v.extend(abs.split('/').filter(|c| !c.is_empty()));
+    v.extend(segments(abs));
     v
+}
+
+/// The non-empty components of a path, in order, without collecting them (a byte scan:
+/// `str::split` costs more on these short strings).
+pub fn segments(path: &str) -> Segments<'_> {
+    Segments { rest: path }
+}
+
+/// Iterator of [`segments`].
+#[derive(Clone, Debug)]
+pub struct Segments<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let b = self.rest.as_bytes();
+        let start = b.iter().position(|&c| c != b'/')?;
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == b'/')
+            .map_or(b.len(), |n| start + n);
+        // Both ends are at '/' bytes or the string's ends: character boundaries.
+        let seg = &self.rest[start..end];
+        self.rest = &self.rest[end..];
+        Some(seg)
+    }
 }
 
 /// The parent of an absolute path; the root is its own parent.
@@ -105,6 +134,23 @@ pub fn common_prefix(a: &str, b: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_match_split() {
+        for p in [
+            "/",
+            "",
+            "/a",
+            "/a/b/c",
+            "a/b",
+            "//a///b/",
+            "/local/domain/12/x",
+        ] {
+            let want: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+            assert_eq!(segments(p).collect::<Vec<_>>(), want, "{p}");
+            assert_eq!(components(p), want, "{p}");
+        }
+    }
 
     #[test]
     fn shapes() {

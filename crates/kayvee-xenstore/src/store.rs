@@ -190,7 +190,7 @@ impl Store {
     pub fn get(&self, path: &str) -> Option<&Arc<Node>> {
         // Component by component, without collecting them (commits look paths up often).
         let mut node = &self.root;
-        for c in path.split('/').filter(|c| !c.is_empty()) {
+        for c in crate::path::segments(path) {
             node = node.child(c)?;
         }
         Some(node)

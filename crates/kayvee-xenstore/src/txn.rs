@@ -85,6 +85,10 @@ pub struct Txn {
     pub failed: bool,
 }
 
+/// Paths one request can add to a transaction's accessed set: one read, or one change's top
+/// and path.
+const PATHS_PER_REQUEST: usize = 2;
+
 /// Widen an optional prefix with one more path.
 fn widen(prefix: &mut Option<String>, path: &str) {
     *prefix = Some(match prefix.take() {
@@ -118,9 +122,15 @@ impl Txn {
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
     pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
         let mut fx = Effects::default();
+        // Only a request that could cross the quota needs a copy to undo: one adds at most
+        // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
+        // count maps copy their nodes).
+        let limit = cx.quota.transaction_nodes as usize;
         let before =
-            (!cx.actor.privileged && cx.quota.transaction_nodes != 0).then(|| self.store.clone());
+            (!cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit)
+                .then(|| self.store.clone());
         let reply = apply(&mut self.store, cx, op, &mut fx);
+        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
         if let Some(before) = before {
             if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
                 self.store = before;

@@ -118,7 +118,7 @@ pub fn is_prefix(ancestor: &str, path: &str) -> bool {
 /// The longest common prefix of two absolute paths, on component boundaries.
 pub fn common_prefix(a: &str, b: &str) -> String {
     let mut out = String::new();
-    for (x, y) in components(a).into_iter().zip(components(b)) {
+    for (x, y) in segments(a).zip(segments(b)) {
         if x != y {
             break;
         }
@@ -129,6 +129,19 @@ pub fn common_prefix(a: &str, b: &str) -> String {
         out.push('/');
     }
     out
+}
+
+/// For a canonical absolute path `a`: the length of its prefix that is [`common_prefix`]
+/// of `a` and `b` (so a prefix can be narrowed in place).
+pub fn common_prefix_len(a: &str, b: &str) -> usize {
+    let mut end = 0;
+    for (x, y) in segments(a).zip(segments(b)) {
+        if x != y {
+            break;
+        }
+        end = x.as_ptr() as usize - a.as_ptr() as usize + x.len();
+    }
+    end.max(1)
 }
 
 #[cfg(test)]
@@ -184,6 +197,19 @@ mod tests {
         assert_eq!(common_prefix("/a/b/c", "/a/b/d"), "/a/b");
         assert_eq!(common_prefix("/a", "/b"), "/");
         assert_eq!(common_prefix("/ab", "/a"), "/");
+        for (a, b) in [
+            ("/a/b/c", "/a/b/d"),
+            ("/a", "/b"),
+            ("/ab", "/a"),
+            ("/", "/x"),
+            ("/x/y", "/x/y/z"),
+        ] {
+            assert_eq!(
+                &a[..common_prefix_len(a, b)],
+                common_prefix(a, b),
+                "{a} {b}"
+            );
+        }
         assert_eq!(parent("/a/b"), "/a");
         assert_eq!(parent("/a"), "/");
         assert_eq!(parent("/"), "/");

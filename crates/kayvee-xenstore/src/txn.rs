@@ -10,7 +10,7 @@ use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
 use crate::node::{replace_at, Node};
 use crate::op::{Op, Reply};
-use crate::path::{common_prefix, components};
+use crate::path::{common_prefix_len, components};
 use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
@@ -89,12 +89,15 @@ pub struct Txn {
 /// and path.
 const PATHS_PER_REQUEST: usize = 2;
 
-/// Widen an optional prefix with one more path.
+/// Widen an optional prefix with one more path (in place: the prefixes are canonical).
 fn widen(prefix: &mut Option<String>, path: &str) {
-    *prefix = Some(match prefix.take() {
-        None => String::from(path),
-        Some(p) => common_prefix(&p, path),
-    });
+    match prefix {
+        None => *prefix = Some(String::from(path)),
+        Some(p) => {
+            let n = common_prefix_len(p, path);
+            p.truncate(n);
+        }
+    }
 }
 
 impl Txn {

@@ -181,9 +181,13 @@ impl Store {
 
     /// Count `plus` more and `minus` fewer nodes for `domid`.
     fn own(&mut self, domid: u32, plus: u32, minus: u32) {
-        let n = (self.nodes_of(domid) + plus).saturating_sub(minus);
-        self.owners.insert(domid, n);
-        self.touch(domid);
+        let old = self.nodes_of(domid);
+        let n = (old + plus).saturating_sub(minus);
+        // An unchanged count is not rewritten: an insert copies the map's path when shared.
+        if n != old {
+            self.owners.insert(domid, n);
+            self.touch(domid);
+        }
     }
 
     /// The node at an absolute path.
@@ -408,9 +412,12 @@ impl Store {
 
     /// Charge `plus` bytes to `domid` and release `minus`.
     fn charge(&mut self, domid: u32, plus: u64, minus: u64) {
-        let m = (self.memory_of(domid) + plus).saturating_sub(minus);
-        self.memory.insert(domid, m);
-        self.touch(domid);
+        let old = self.memory_of(domid);
+        let m = (old + plus).saturating_sub(minus);
+        if m != old {
+            self.memory.insert(domid, m);
+            self.touch(domid);
+        }
     }
 
     /// Build a [`Change`] record.

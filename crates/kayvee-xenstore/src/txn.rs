@@ -233,12 +233,23 @@ impl Txn {
             touched: None,
         };
         for &d in self.store.touched.as_deref().unwrap_or(&[]) {
-            let nodes =
-                (store.nodes_of(d) + self.store.nodes_of(d)).saturating_sub(self.start.nodes_of(d));
-            store.owners.insert(d, nodes);
-            let bytes = (store.memory_of(d) + self.store.memory_of(d))
-                .saturating_sub(self.start.memory_of(d));
-            store.memory.insert(d, bytes);
+            // Unchanged counts are not rewritten (an insert copies the shared map's path).
+            let (now, mine, then) = (
+                store.nodes_of(d),
+                self.store.nodes_of(d),
+                self.start.nodes_of(d),
+            );
+            if mine != then {
+                store.owners.insert(d, (now + mine).saturating_sub(then));
+            }
+            let (now, mine, then) = (
+                store.memory_of(d),
+                self.store.memory_of(d),
+                self.start.memory_of(d),
+            );
+            if mine != then {
+                store.memory.insert(d, (now + mine).saturating_sub(then));
+            }
         }
         Some(store)
     }

@@ -188,6 +188,10 @@ impl Server {
         }
         if moved {
             self.ring_notify(id);
+            // This guest's replies are in its ring: free the versions its commits let go of
+            // now, while the allocator can hand the memory straight back to the next guest's
+            // requests (freed in bulk at the end of a pass, they overflow its caches).
+            self.xs.sweep();
         }
     }
 

@@ -176,6 +176,14 @@ struct MemReport {
     last_s: Option<u64>,
 }
 
+/// Bytes a connection's watches are charged (path and token of each).
+fn watch_bytes(c: &Conn) -> u64 {
+    c.watches
+        .iter()
+        .map(|w| (w.path.len() + w.token.len()) as u64)
+        .sum()
+}
+
 impl Xenstored {
     /// A daemon with the initial tree: `/tool/xenstored` and `/local` (as the reference
     /// daemons create them), unless `no_domain_init`.
@@ -261,15 +269,27 @@ impl Xenstored {
         if domid == 0 {
             return true;
         }
+        let own_watches = watch_bytes(c);
         let q = self.domains.quota(domid, &self.config.quota);
-        let busy: usize = self.domain_conns(domid).map(|c| c.outstanding).sum();
+        // A guest has one connection (its ring) as a rule: then its usage is this one's.
+        let alone = self
+            .by_domain
+            .get(&domid)
+            .is_some_and(|ids| ids.as_slice() == [conn]);
+        let busy: usize = match alone {
+            true => outstanding,
+            false => self.domain_conns(domid).map(|c| c.outstanding).sum(),
+        };
         if busy >= q.outstanding as usize {
             return false;
         }
         if q.memory == 0 && q.memory_soft == 0 {
             return true;
         }
-        let mem = self.memory_of(domid);
+        let mem = match alone {
+            true => self.store.memory_of(domid) + own_watches,
+            false => self.memory_of(domid),
+        };
         !self.report_memory(domid, mem, &q)
     }
 
@@ -356,12 +376,8 @@ impl Xenstored {
     /// Accounted memory of a domain: its nodes (cxenstored's formula, see
     /// [`Store::memory_of`]) plus its watches (path and token bytes).
     pub fn memory_of(&self, domid: u32) -> u64 {
-        let watches: usize = self
-            .domain_conns(domid)
-            .flat_map(|c| c.watches.iter())
-            .map(|w| w.path.len() + w.token.len())
-            .sum();
-        self.store.memory_of(domid) + watches as u64
+        let watches: u64 = self.domain_conns(domid).map(watch_bytes).sum();
+        self.store.memory_of(domid) + watches
     }
 
     /// A domain's usage for `CONTROL quota <domid>`: watches, transactions, outstanding.

@@ -209,7 +209,8 @@ impl Server {
     /// Send the notifications this loop pass queued (to guests still connected).
     pub(super) fn send_notifications(&mut self) {
         let Some(g) = self.xen.as_mut() else { return };
-        for id in std::mem::take(&mut g.notify) {
+        // Drained in place: the list keeps its room from one pass to the next.
+        for id in g.notify.drain(..) {
             if let Some(rc) = g.rings.get_mut(&id) {
                 rc.notify_queued = false;
                 let _ = g.host.notify(rc.port);

@@ -27,6 +27,9 @@ pub struct Domain {
 pub struct Domains {
     /// Introduced guests by domid (dom0 not stored).
     pub table: BTreeMap<u32, Domain>,
+    /// Features SET_FEATURE gave domains not introduced yet: they take them at INTRODUCE
+    /// (newer Xen's toolstack restricts a guest's features before introducing it).
+    pub preset_features: BTreeMap<u32, u32>,
 }
 
 impl Domains {

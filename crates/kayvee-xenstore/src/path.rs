@@ -64,7 +64,39 @@ pub fn relativize(abs: &str, domid: u32, relative: bool) -> &str {
 
 /// The components of an absolute path (`"/"` has none).
 pub fn components(abs: &str) -> Vec<&str> {
-    abs.split('/').filter(|c| !c.is_empty()).collect()
+    // Sized once: at most one component per separator, plus one.
+    let mut v = Vec::with_capacity(abs.bytes().filter(|&b| b == b'/').count() + 1);
+    v.extend(segments(abs));
+    v
+}
+
+/// The non-empty components of a path, in order, without collecting them (a byte scan:
+/// `str::split` costs more on these short strings).
+pub fn segments(path: &str) -> Segments<'_> {
+    Segments { rest: path }
+}
+
+/// Iterator of [`segments`].
+#[derive(Clone, Debug)]
+pub struct Segments<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let b = self.rest.as_bytes();
+        let start = b.iter().position(|&c| c != b'/')?;
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == b'/')
+            .map_or(b.len(), |n| start + n);
+        // Both ends are at '/' bytes or the string's ends: character boundaries.
+        let seg = &self.rest[start..end];
+        self.rest = &self.rest[end..];
+        Some(seg)
+    }
 }
 
 /// The parent of an absolute path; the root is its own parent.
@@ -86,7 +118,7 @@ pub fn is_prefix(ancestor: &str, path: &str) -> bool {
 /// The longest common prefix of two absolute paths, on component boundaries.
 pub fn common_prefix(a: &str, b: &str) -> String {
     let mut out = String::new();
-    for (x, y) in components(a).into_iter().zip(components(b)) {
+    for (x, y) in segments(a).zip(segments(b)) {
         if x != y {
             break;
         }
@@ -99,9 +131,39 @@ pub fn common_prefix(a: &str, b: &str) -> String {
     out
 }
 
+/// For a canonical absolute path `a`: the length of its prefix that is [`common_prefix`]
+/// of `a` and `b` (so a prefix can be narrowed in place).
+pub fn common_prefix_len(a: &str, b: &str) -> usize {
+    let mut end = 0;
+    for (x, y) in segments(a).zip(segments(b)) {
+        if x != y {
+            break;
+        }
+        end = x.as_ptr() as usize - a.as_ptr() as usize + x.len();
+    }
+    end.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_match_split() {
+        for p in [
+            "/",
+            "",
+            "/a",
+            "/a/b/c",
+            "a/b",
+            "//a///b/",
+            "/local/domain/12/x",
+        ] {
+            let want: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+            assert_eq!(segments(p).collect::<Vec<_>>(), want, "{p}");
+            assert_eq!(components(p), want, "{p}");
+        }
+    }
 
     #[test]
     fn shapes() {
@@ -135,6 +197,19 @@ mod tests {
         assert_eq!(common_prefix("/a/b/c", "/a/b/d"), "/a/b");
         assert_eq!(common_prefix("/a", "/b"), "/");
         assert_eq!(common_prefix("/ab", "/a"), "/");
+        for (a, b) in [
+            ("/a/b/c", "/a/b/d"),
+            ("/a", "/b"),
+            ("/ab", "/a"),
+            ("/", "/x"),
+            ("/x/y", "/x/y/z"),
+        ] {
+            assert_eq!(
+                &a[..common_prefix_len(a, b)],
+                common_prefix(a, b),
+                "{a} {b}"
+            );
+        }
         assert_eq!(parent("/a/b"), "/a");
         assert_eq!(parent("/a"), "/");
         assert_eq!(parent("/"), "/");

@@ -6,8 +6,10 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use kayvee_pds::PMap;
+
 use crate::error::XsError;
-use crate::node::{lookup, replace_at, Node};
+use crate::node::{replace_at, Node};
 use crate::path::{components, parent};
 use crate::perms::{Access, Perms};
 
@@ -104,12 +106,20 @@ pub struct Change {
 pub struct Store {
     /// The trie.
     pub root: Arc<Node>,
-    /// Nodes owned per domain (quota accounting).
-    pub owners: BTreeMap<u32, u32>,
+    /// Nodes owned per domain (quota accounting). Persistent, as the two maps below: a
+    /// snapshot (a transaction's start and private stores) shares them instead of copying one
+    /// entry per domain.
+    pub owners: PMap<u32, u32>,
     /// Bytes charged per domain ([`Store::memory_of`]'s formula), kept in step with every
     /// change so flow control before each guest request costs no walk.
-    pub memory: BTreeMap<u32, u64>,
+    pub memory: PMap<u32, u64>,
+    /// In a transaction's private store, the domains whose counts changed since it was
+    /// taken (what a commit carries over to the current store); None in the daemon's store.
+    pub touched: Option<Vec<u32>>,
 }
+
+/// Hash seed of the per-domain count maps.
+const COUNT_SEED: u64 = 0x0078_6f77_6e65_7273;
 
 /// Bytes cxenstored 4.17 charges for `n` at a path `path_len` bytes long: 24, plus 8 per
 /// permission entry, the path, the value and the child list (each name and its NUL).
@@ -137,16 +147,57 @@ impl Store {
     pub fn new() -> Self {
         let root = Node::leaf(b"", Arc::new(Perms::owned_by(0)), 0);
         let bytes = node_bytes(&root, 1);
+        let mut owners = PMap::with_seed(COUNT_SEED);
+        owners.insert(0, 1);
+        let mut memory = PMap::with_seed(COUNT_SEED);
+        memory.insert(0, bytes);
         Store {
             root: Arc::new(root),
-            owners: BTreeMap::from([(0, 1)]),
-            memory: BTreeMap::from([(0, bytes)]),
+            owners,
+            memory,
+            touched: None,
+        }
+    }
+
+    /// This store as a transaction's private copy: from now on it lists the domains whose
+    /// counts change.
+    pub fn track_changes(&mut self) {
+        self.touched = Some(Vec::new());
+    }
+
+    /// Note that `domid`'s counts changed (in a tracked store).
+    fn touch(&mut self, domid: u32) {
+        if let Some(t) = &mut self.touched {
+            if !t.contains(&domid) {
+                t.push(domid);
+            }
+        }
+    }
+
+    /// Nodes owned by `domid`.
+    pub fn nodes_of(&self, domid: u32) -> u32 {
+        self.owners.get(&domid).copied().unwrap_or(0)
+    }
+
+    /// Count `plus` more and `minus` fewer nodes for `domid`.
+    fn own(&mut self, domid: u32, plus: u32, minus: u32) {
+        let old = self.nodes_of(domid);
+        let n = (old + plus).saturating_sub(minus);
+        // An unchanged count is not rewritten: an insert copies the map's path when shared.
+        if n != old {
+            self.owners.insert(domid, n);
+            self.touch(domid);
         }
     }
 
     /// The node at an absolute path.
     pub fn get(&self, path: &str) -> Option<&Arc<Node>> {
-        lookup(&self.root, &components(path))
+        // Component by component, without collecting them (commits look paths up often).
+        let mut node = &self.root;
+        for c in crate::path::segments(path) {
+            node = node.child(c)?;
+        }
+        Some(node)
     }
 
     /// The node at `path` if `actor` may read it: ENOENT when missing, EACCES when denied.
@@ -214,7 +265,7 @@ impl Store {
         }
         let base_owner = base.perms.owner();
         self.root = replace_at(&self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
-        *self.owners.entry(owner).or_default() += new_count;
+        self.own(owner, new_count, 0);
         self.charge(base_owner, comps[depth].len() as u64 + 1, 0);
         let mut path_len = join(&comps[..depth]).len();
         for (i, name) in comps.iter().enumerate().skip(depth) {
@@ -271,11 +322,11 @@ impl Store {
             };
         };
         self.check_write(actor, &node)?;
-        node.walk(&mut |n| {
-            if let Some(c) = self.owners.get_mut(&n.perms.owner()) {
-                *c = c.saturating_sub(1);
-            }
-        });
+        let mut gone = Vec::new();
+        node.walk(&mut |n| gone.push(n.perms.owner()));
+        for d in gone {
+            self.own(d, 0, 1);
+        }
         let mut freed = Vec::new();
         subtree_bytes(&node, path.len(), &mut |d, b| freed.push((d, b)));
         for (d, b) in freed {
@@ -327,10 +378,8 @@ impl Store {
         let change = self.change(path, false, new.perms.clone(), path);
         self.root = replace_at(&self.root, &components(path), Some(Arc::new(new)), gen);
         if old_owner != new_owner {
-            if let Some(c) = self.owners.get_mut(&old_owner) {
-                *c = c.saturating_sub(1);
-            }
-            *self.owners.entry(new_owner).or_default() += 1;
+            self.own(old_owner, 0, 1);
+            self.own(new_owner, 1, 0);
         }
         Ok(change)
     }
@@ -345,7 +394,7 @@ impl Store {
 
     /// ENOSPC when an unprivileged actor would own more than its node quota.
     fn check_nodes_quota(&self, actor: &Actor, quota: &Quota, extra: u32) -> Result<(), XsError> {
-        let owned = self.owners.get(&actor.domid).copied().unwrap_or(0);
+        let owned = self.nodes_of(actor.domid);
         match !actor.privileged && owned + extra > quota.nodes {
             true => Err(XsError::Enospc),
             false => Ok(()),
@@ -363,8 +412,12 @@ impl Store {
 
     /// Charge `plus` bytes to `domid` and release `minus`.
     fn charge(&mut self, domid: u32, plus: u64, minus: u64) {
-        let m = self.memory.entry(domid).or_default();
-        *m = (*m + plus).saturating_sub(minus);
+        let old = self.memory_of(domid);
+        let m = (old + plus).saturating_sub(minus);
+        if m != old {
+            self.memory.insert(domid, m);
+            self.touch(domid);
+        }
     }
 
     /// Build a [`Change`] record.

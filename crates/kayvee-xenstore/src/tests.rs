@@ -869,3 +869,68 @@ fn control_logfile_quota_soft_and_domain_report() {
         text(&want)
     );
 }
+
+#[test]
+fn features_are_set_before_introduce_and_read_by_their_domain() {
+    // Newer Xen's GET_FEATURE / SET_FEATURE: a toolstack restricts a domain's ring features
+    // before INTRODUCE; afterwards they are fixed (EBUSY), and a guest reads only its own.
+    let mut xs = Xenstored::new(XsConfig {
+        features: 3,
+        ..XsConfig::default()
+    });
+    for name in ["d0", "g1", "g5"] {
+        let (id, dom) = conn_of(name);
+        xs.connect(id, dom);
+    }
+    let get = |args: &[&str]| Op::GetFeature(args.iter().map(|a| b(a)).collect());
+    let set = |d: &str, v: &str| Op::SetFeature(alloc::vec![b(d), b(v)]);
+    let intro = |d: &str| Op::Introduce(b(d), b("1"), b("1"));
+    run_on(
+        &mut xs,
+        &[
+            Step("d0", 0, get(&[]), text("3")),
+            Step("d0", 0, get(&["0"]), text("3")),
+            // Domain 5 is not introduced yet (the shell vouched that Xen knows it).
+            Step("d0", 0, get(&["5"]), text("3")),
+            Step("d0", 0, set("5", "4"), err(XsError::Einval)),
+            Step("d0", 0, set("5", "x"), err(XsError::Einval)),
+            Step("d0", 0, set("5", "2"), OK),
+            Step("d0", 0, get(&["5"]), text("2")),
+            Step("d0", 0, set("0", "1"), err(XsError::Ebusy)),
+            Step("d0", 0, set("5", ""), err(XsError::Einval)),
+            Step(
+                "d0",
+                0,
+                Op::SetFeature(alloc::vec![b("5")]),
+                err(XsError::Einval),
+            ),
+            Step("d0", 0, intro("5"), OK),
+            Step("d0", 0, get(&["5"]), text("2")),
+            Step("d0", 0, set("5", "3"), err(XsError::Ebusy)),
+            Step("d0", 0, intro("1"), OK),
+            Step("d0", 0, get(&["1"]), text("3")),
+            // A guest reads its own features, never another domain's.
+            Step("g5", 0, get(&[]), text("2")),
+            Step("g1", 0, get(&[]), text("3")),
+            Step("g5", 0, get(&["5"]), err(XsError::Eacces)),
+            Step("g5", 0, set("5", "1"), err(XsError::Eacces)),
+            Step("d0", 0, get(&["1", "2"]), err(XsError::Einval)),
+            Step("d0", 0, Op::Release(b("5")), OK),
+            Step("d0", 0, set("5", "1"), OK),
+        ],
+    );
+    assert_eq!(xs.domains.preset_features.get(&5), Some(&1));
+    xs.forget_preset(5);
+    assert!(xs.domains.preset_features.is_empty());
+    // Without rings no domain exists before INTRODUCE.
+    let mut plain = Xenstored::new(XsConfig::default());
+    plain.connect(1, 0);
+    run_on(
+        &mut plain,
+        &[
+            Step("d0", 0, get(&[]), text("0")),
+            Step("d0", 0, get(&["5"]), err(XsError::Enoent)),
+            Step("d0", 0, set("5", "0"), err(XsError::Enoent)),
+        ],
+    );
+}

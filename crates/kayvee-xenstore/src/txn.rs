@@ -10,7 +10,7 @@ use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
 use crate::node::{replace_at, Node};
 use crate::op::{Op, Reply};
-use crate::path::{common_prefix, components};
+use crate::path::{common_prefix_len, components};
 use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
@@ -85,20 +85,29 @@ pub struct Txn {
     pub failed: bool,
 }
 
-/// Widen an optional prefix with one more path.
+/// Paths one request can add to a transaction's accessed set: one read, or one change's top
+/// and path.
+const PATHS_PER_REQUEST: usize = 2;
+
+/// Widen an optional prefix with one more path (in place: the prefixes are canonical).
 fn widen(prefix: &mut Option<String>, path: &str) {
-    *prefix = Some(match prefix.take() {
-        None => String::from(path),
-        Some(p) => common_prefix(&p, path),
-    });
+    match prefix {
+        None => *prefix = Some(String::from(path)),
+        Some(p) => {
+            let n = common_prefix_len(p, path);
+            p.truncate(n);
+        }
+    }
 }
 
 impl Txn {
     /// A transaction starting from `store`.
     pub fn new(store: &Store, commits: u64, now_ms: u64) -> Self {
+        let mut private = store.clone();
+        private.track_changes();
         Txn {
             start: store.clone(),
-            store: store.clone(),
+            store: private,
             start_commits: commits,
             read_prefix: None,
             write_prefix: None,
@@ -116,9 +125,15 @@ impl Txn {
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
     pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
         let mut fx = Effects::default();
+        // Only a request that could cross the quota needs a copy to undo: one adds at most
+        // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
+        // count maps copy their nodes).
+        let limit = cx.quota.transaction_nodes as usize;
         let before =
-            (!cx.actor.privileged && cx.quota.transaction_nodes != 0).then(|| self.store.clone());
+            (!cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit)
+                .then(|| self.store.clone());
         let reply = apply(&mut self.store, cx, op, &mut fx);
+        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
         if let Some(before) = before {
             if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
                 self.store = before;
@@ -168,7 +183,7 @@ impl Txn {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
                 let clean = commits == self.start_commits;
-                clean.then_some((self.store, self.changes, CommitPath::Swap))
+                clean.then(|| (untracked(self.store), self.changes, CommitPath::Swap))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -179,7 +194,7 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
-                    return Some((self.store, self.changes, CommitPath::Swap));
+                    return Some((untracked(self.store), self.changes, CommitPath::Swap));
                 }
                 if let Some(store) = self.graft(current, cx) {
                     return Some((store, self.changes, CommitPath::Graft));
@@ -210,27 +225,33 @@ impl Txn {
         let mine = self.store.get(w)?.clone();
         *cx.gen += 1;
         let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
-        let mut owners = current.owners.clone();
-        for (d, n) in &self.store.owners {
-            *owners.entry(*d).or_default() += n;
-        }
-        for (d, n) in &self.start.owners {
-            let e = owners.entry(*d).or_default();
-            *e = e.saturating_sub(*n);
-        }
-        let mut memory = current.memory.clone();
-        for (d, n) in &self.store.memory {
-            *memory.entry(*d).or_default() += n;
-        }
-        for (d, n) in &self.start.memory {
-            let e = memory.entry(*d).or_default();
-            *e = e.saturating_sub(*n);
-        }
-        Some(Store {
+        // Counts: current + private - start, for the domains the transaction changed.
+        let mut store = Store {
             root,
-            owners,
-            memory,
-        })
+            owners: current.owners.clone(),
+            memory: current.memory.clone(),
+            touched: None,
+        };
+        for &d in self.store.touched.as_deref().unwrap_or(&[]) {
+            // Unchanged counts are not rewritten (an insert copies the shared map's path).
+            let (now, mine, then) = (
+                store.nodes_of(d),
+                self.store.nodes_of(d),
+                self.start.nodes_of(d),
+            );
+            if mine != then {
+                store.owners.insert(d, (now + mine).saturating_sub(then));
+            }
+            let (now, mine, then) = (
+                store.memory_of(d),
+                self.store.memory_of(d),
+                self.start.memory_of(d),
+            );
+            if mine != then {
+                store.memory.insert(d, (now + mine).saturating_sub(then));
+            }
+        }
+        Some(store)
     }
 
     /// Run the recorded requests again against `current`; commit iff every reply is the same.
@@ -244,6 +265,12 @@ impl Txn {
         }
         Some((store, fx.changes, CommitPath::Replay))
     }
+}
+
+/// A transaction's private store as the daemon's: no longer tracking changed domains.
+fn untracked(mut store: Store) -> Store {
+    store.touched = None;
+    store
 }
 
 /// Both absent, or the same node by pointer.

@@ -2,7 +2,7 @@
 //! transaction id and the time) and get a [`Reply`]; watch events queue up for the shell to
 //! collect with [`Xenstored::take_events`].
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -107,6 +107,10 @@ struct Conn {
 pub struct Xenstored {
     store: Store,
     conns: BTreeMap<ConnId, Conn>,
+    /// Connections by domain (flow control asks for a guest's before each of its requests).
+    by_domain: BTreeMap<u32, Vec<ConnId>>,
+    /// Connections with at least one watch (the only ones a change can fire for).
+    watchers: BTreeSet<ConnId>,
     /// The domain table.
     pub domains: Domains,
     /// Settings.
@@ -172,6 +176,14 @@ struct MemReport {
     last_s: Option<u64>,
 }
 
+/// Bytes a connection's watches are charged (path and token of each).
+fn watch_bytes(c: &Conn) -> u64 {
+    c.watches
+        .iter()
+        .map(|w| (w.path.len() + w.token.len()) as u64)
+        .sum()
+}
+
 impl Xenstored {
     /// A daemon with the initial tree: `/tool/xenstored` and `/local` (as the reference
     /// daemons create them), unless `no_domain_init`.
@@ -179,6 +191,8 @@ impl Xenstored {
         let mut xs = Xenstored {
             store: Store::new(),
             conns: BTreeMap::new(),
+            by_domain: BTreeMap::new(),
+            watchers: BTreeSet::new(),
             domains: Domains::default(),
             config,
             special_perms: BTreeMap::new(),
@@ -223,12 +237,23 @@ impl Xenstored {
             next_tid: 1,
             outstanding: 0,
         };
+        self.disconnect(conn);
         self.conns.insert(conn, c);
+        self.by_domain.entry(domid).or_default().push(conn);
     }
 
     /// The connection went away: its watches and transactions go with it.
     pub fn disconnect(&mut self, conn: ConnId) {
-        self.conns.remove(&conn);
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        self.watchers.remove(&conn);
+        if let Some(ids) = self.by_domain.get_mut(&c.domid) {
+            ids.retain(|&id| id != conn);
+            if ids.is_empty() {
+                self.by_domain.remove(&c.domid);
+            }
+        }
     }
 
     /// Flow control, asked by the transport before it decodes the next request of `conn`,
@@ -244,15 +269,27 @@ impl Xenstored {
         if domid == 0 {
             return true;
         }
+        let own_watches = watch_bytes(c);
         let q = self.domains.quota(domid, &self.config.quota);
-        let busy: usize = self.domain_conns(domid).map(|c| c.outstanding).sum();
+        // A guest has one connection (its ring) as a rule: then its usage is this one's.
+        let alone = self
+            .by_domain
+            .get(&domid)
+            .is_some_and(|ids| ids.as_slice() == [conn]);
+        let busy: usize = match alone {
+            true => outstanding,
+            false => self.domain_conns(domid).map(|c| c.outstanding).sum(),
+        };
         if busy >= q.outstanding as usize {
             return false;
         }
         if q.memory == 0 && q.memory_soft == 0 {
             return true;
         }
-        let mem = self.memory_of(domid);
+        let mem = match alone {
+            true => self.store.memory_of(domid) + own_watches,
+            false => self.memory_of(domid),
+        };
         !self.report_memory(domid, mem, &q)
     }
 
@@ -332,18 +369,15 @@ impl Xenstored {
 
     /// The connections of a domain.
     fn domain_conns(&self, domid: u32) -> impl Iterator<Item = &Conn> {
-        self.conns.values().filter(move |c| c.domid == domid)
+        let ids = self.by_domain.get(&domid).map_or(&[][..], Vec::as_slice);
+        ids.iter().filter_map(|id| self.conns.get(id))
     }
 
     /// Accounted memory of a domain: its nodes (cxenstored's formula, see
     /// [`Store::memory_of`]) plus its watches (path and token bytes).
     pub fn memory_of(&self, domid: u32) -> u64 {
-        let watches: usize = self
-            .domain_conns(domid)
-            .flat_map(|c| c.watches.iter())
-            .map(|w| w.path.len() + w.token.len())
-            .sum();
-        self.store.memory_of(domid) + watches as u64
+        let watches: u64 = self.domain_conns(domid).map(watch_bytes).sum();
+        self.store.memory_of(domid) + watches
     }
 
     /// A domain's usage for `CONTROL quota <domid>`: watches, transactions, outstanding.
@@ -517,9 +551,11 @@ impl Xenstored {
     /// Queue the events `change` fires, filtered by the watcher's read access.
     fn fire(&mut self, change: &Change) {
         let mut out = Vec::new();
-        for (id, c) in &self.conns {
-            // Most connections watch nothing: skip them before the permission check.
-            if c.watches.is_empty() || !self.actor(c.domid).access(&change.perms).can_read() {
+        for id in &self.watchers {
+            let Some(c) = self.conns.get(id) else {
+                continue;
+            };
+            if !self.actor(c.domid).access(&change.perms).can_read() {
                 continue;
             }
             for w in &c.watches {
@@ -604,6 +640,7 @@ impl Xenstored {
             token: w.token.clone(),
         };
         c.watches.push(w);
+        self.watchers.insert(conn);
         self.events.push(ev);
         Ok(Reply::Ok)
     }
@@ -640,6 +677,9 @@ impl Xenstored {
             .iter()
             .position(|w| w.path == p && w.token == token);
         c.watches.remove(i.ok_or(XsError::Enoent)?);
+        if c.watches.is_empty() {
+            self.watchers.remove(&conn);
+        }
         Ok(Reply::Ok)
     }
 
@@ -648,6 +688,7 @@ impl Xenstored {
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         c.watches.clear();
         c.txns.clear();
+        self.watchers.remove(&conn);
         Ok(Reply::Ok)
     }
 
@@ -655,7 +696,7 @@ impl Xenstored {
     fn domain_op(&mut self, domid: u32, op: &Op) -> Result<Reply, XsError> {
         match op {
             Op::GetDomainPath(d) => Ok(Reply::Text(domain_home(parse_lenient(d)))),
-            Op::GetFeature(args) => self.get_feature(args),
+            Op::GetFeature(args) => self.get_feature(domid, args),
             Op::GetQuota(args) => self.get_quota(args),
             _ if domid != 0 => Err(XsError::Eacces),
             Op::IsDomainIntroduced(d) => {
@@ -713,7 +754,7 @@ impl Xenstored {
                 }
                 let (watches, transactions, outstanding) = self.domain_usage(d);
                 let usage = DomainUsage {
-                    nodes: self.store().owners.get(&d).copied().unwrap_or(0) as u64,
+                    nodes: u64::from(self.store().nodes_of(d)),
                     watches,
                     transactions,
                     outstanding,
@@ -743,8 +784,9 @@ impl Xenstored {
         }
         let fresh = self.domains.introduce(d, gfn, port);
         if fresh {
+            let preset = self.domains.preset_features.remove(&d);
             if let Some(dom) = self.domains.table.get_mut(&d) {
-                dom.features = self.config.features;
+                dom.features = preset.unwrap_or(self.config.features);
             }
         }
         self.domain_changes.push(DomainChange::Introduced {
@@ -764,6 +806,7 @@ impl Xenstored {
             return Err(XsError::Einval);
         }
         self.domains.table.remove(&d).ok_or(XsError::Enoent)?;
+        self.domains.preset_features.remove(&d);
         self.mem_reports.remove(&d);
         let dropped: Vec<ConnId> = self
             .conns
@@ -801,38 +844,63 @@ impl Xenstored {
         Ok(Reply::Ok)
     }
 
-    /// GET_FEATURE: the daemon's ring features (none without rings) or a domain's.
-    fn get_feature(&self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
+    /// GET_FEATURE (newer Xen): without a domid, the caller's own features (a socket's or
+    /// dom0's: all the daemon offers, 0 without rings); with one (dom0 only, else EACCES),
+    /// that domain's: introduced, preset by SET_FEATURE, or the default for a domain the
+    /// shell found in Xen (ENOENT without rings, where no domain exists before INTRODUCE).
+    fn get_feature(&self, caller: u32, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let value = match args {
-            [] => self.config.features,
-            [d] => {
-                self.domains
-                    .table
-                    .get(&parse_lenient(d))
-                    .ok_or(XsError::Enoent)?
-                    .features
-            }
+            [] => self.domain_features(caller).unwrap_or(self.config.features),
+            _ if caller != 0 => return Err(XsError::Eacces),
+            [d] => self
+                .domain_features(parse_lenient(d))
+                .ok_or(XsError::Enoent)?,
             _ => return Err(XsError::Einval),
         };
         Ok(Reply::Text(alloc::format!("{value}")))
     }
 
-    /// SET_FEATURE: a domain's features, a subset of the daemon's (else EINVAL).
+    /// The features domain `d` has or will get at INTRODUCE (None: no such domain known).
+    fn domain_features(&self, d: u32) -> Option<u32> {
+        if d == 0 {
+            return Some(self.config.features);
+        }
+        if let Some(dom) = self.domains.table.get(&d) {
+            return Some(dom.features);
+        }
+        if let Some(&v) = self.domains.preset_features.get(&d) {
+            return Some(v);
+        }
+        // With rings, the shell answered ENOENT already for a domain Xen does not know.
+        (self.config.features != 0).then_some(self.config.features)
+    }
+
+    /// SET_FEATURE (newer Xen): the features a domain will be offered on its ring, set before
+    /// INTRODUCE (EBUSY after it, and for dom0, which has them all); a subset of the
+    /// daemon's (else EINVAL). A domain unknown to Xen was refused by the shell (ENOENT);
+    /// without rings every domain not introduced is unknown.
     fn set_feature(&mut self, args: &[Vec<u8>]) -> Result<Reply, XsError> {
         let [d, v] = args else {
             return Err(XsError::Einval);
         };
+        let d = parse_lenient(d);
+        if d == 0 || self.domains.table.contains_key(&d) {
+            return Err(XsError::Ebusy);
+        }
+        if self.config.features == 0 {
+            return Err(XsError::Enoent);
+        }
         let v = crate::perms::parse_u32(v).ok_or(XsError::Einval)?;
-        let dom = self
-            .domains
-            .table
-            .get_mut(&parse_lenient(d))
-            .ok_or(XsError::Enoent)?;
         if v & !self.config.features != 0 {
             return Err(XsError::Einval);
         }
-        dom.features = v;
+        self.domains.preset_features.insert(d, v);
         Ok(Reply::Ok)
+    }
+
+    /// Xen says domain `d`, not introduced, no longer exists: forget features preset for it.
+    pub fn forget_preset(&mut self, d: u32) {
+        self.domains.preset_features.remove(&d);
     }
 
     /// GET_QUOTA: names, a global value, or a domain's value.

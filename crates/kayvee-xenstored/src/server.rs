@@ -130,6 +130,7 @@ impl Server {
         loop {
             // Rings left with work are served again after one non-blocking look at the rest.
             let timeout = busy.then_some(std::time::Duration::ZERO);
+            self.send_notifications();
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
@@ -241,6 +242,18 @@ impl Server {
                 parse_lenient_u64(gfn),
                 parse_lenient(port),
             ),
+            // A domain named to GET_FEATURE / SET_FEATURE before its INTRODUCE must exist.
+            (Op::GetFeature(args), Some(g)) | (Op::SetFeature(args), Some(g))
+                if xs.domain_of(conn) == Some(0)
+                    && args.len() == 1 + usize::from(matches!(op, Op::SetFeature(_))) =>
+            {
+                let d = parse_lenient(&args[0]);
+                if xs.domains.exists(d) || xs.domains.preset_features.contains_key(&d) {
+                    Ok(())
+                } else {
+                    g.check_exists(d)
+                }
+            }
             _ => Ok(()),
         };
         let r = Session::received(

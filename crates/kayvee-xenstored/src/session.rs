@@ -138,6 +138,12 @@ impl Session {
         me.decoder.push(bytes);
         loop {
             let me = sessions.get_mut(&conn).expect("session exists");
+            // Flow control is asked when a request is waiting (not once more after the last
+            // one): the transport then reads more, at most one buffer, which is held here.
+            if me.decoder.pending() == 0 {
+                me.held = false;
+                return Ok(());
+            }
             me.held = !xs.may_read(conn, me.replies.len());
             if me.held {
                 return Ok(());
@@ -395,6 +401,22 @@ mod tests {
             &mut admit_all,
         )
         .unwrap();
+        // The third ran; nothing waits, so the transport may read on (not held yet).
+        let g = &sessions[&7];
+        assert_eq!((replies_in(&g.out), g.outstanding(), g.held), (2, 2, false));
+        // A fourth request waits at the quota.
+        let mut wire = Vec::new();
+        encode(&mut wire, 2, 3, 0, b"/nope\0");
+        Session::received(
+            7,
+            &wire,
+            &mut xs,
+            &mut sessions,
+            Now::default(),
+            &mut None,
+            &mut admit_all,
+        )
+        .unwrap();
         let g = &sessions[&7];
         assert_eq!((replies_in(&g.out), g.outstanding(), g.held), (2, 2, true));
         let all = g.out.len();
@@ -410,7 +432,7 @@ mod tests {
             &mut admit_all,
         )
         .unwrap();
-        assert_eq!(sessions[&7].outstanding(), 0);
+        assert_eq!(sessions[&7].outstanding(), 1);
         assert!(!sessions[&7].held);
     }
 }

@@ -16,6 +16,8 @@ use kayvee_xenstored::xen::testxen::{TestXen, TEST_GFN, TEST_PORT};
 use kayvee_xswire::encode;
 
 const RESUME: u32 = 18;
+const GET_FEATURE: u32 = 23;
+const SET_FEATURE: u32 = 24;
 
 #[test]
 fn introduced_guest_uses_its_home_and_is_confined() {
@@ -30,12 +32,13 @@ fn introduced_guest_uses_its_home_and_is_confined() {
     assert_eq!(d0.ok(IS_INTRODUCED, b"5\0"), b"T\0");
     let features = g.page().load(ring::SERVER_FEATURES, Ordering::Acquire);
     assert_eq!(features, ring::FEATURE_RECONNECTION | ring::FEATURE_ERROR);
-    // GET_FEATURE (newer Xen) agrees with the page; SET_FEATURE takes a subset only.
-    assert_eq!(gok(&mut g, 23, 0, b""), b"3\0");
-    assert_eq!(d0.ok(23, b"5\0"), b"3\0");
-    d0.ok(24, b"5\x001\0");
-    assert_eq!(d0.ok(23, b"5\0"), b"1\0");
-    assert_eq!(d0.req(24, 0, b"5\x004\0"), (ERROR, b"EINVAL\0".to_vec()));
+    // GET_FEATURE (newer Xen) agrees with the page; features are fixed once introduced.
+    assert_eq!(gok(&mut g, GET_FEATURE, 0, b""), b"3\0");
+    assert_eq!(d0.ok(GET_FEATURE, b"5\0"), b"3\0");
+    assert_eq!(
+        d0.req(SET_FEATURE, 0, b"5\x001\0"),
+        (ERROR, b"EBUSY\0".to_vec())
+    );
     // Relative paths resolve under the guest's home.
     gok(&mut g, WRITE, 0, b"data/x\0hello");
     assert_eq!(d0.ok(READ, b"/local/domain/5/data/x\0"), b"hello");
@@ -198,6 +201,11 @@ fn a_dying_guest_loses_its_transactions_and_watches() {
     assert_eq!(d0.ok(IS_INTRODUCED, b"7\0"), b"T\0");
     // Resumed (the toolstack says RESUME), then shut down again: announced again.
     xen.set_state(7, DomainState::Alive);
+    d0.ok(RESUME, b"7\0");
+    xen.set_state(7, DomainState::Shutdown);
+    d0.event("@releaseDomain");
+    // A suspend and resume that Xen never reported as running in between: RESUME alone
+    // makes the next shutdown news again.
     d0.ok(RESUME, b"7\0");
     xen.set_state(7, DomainState::Shutdown);
     d0.event("@releaseDomain");
@@ -390,4 +398,133 @@ fn a_device_model_acts_for_its_target_after_set_target() {
     assert_eq!(gok(&mut dm, READ, 0, b"/local/domain/11/private\0"), b"p");
     gok(&mut dm, WRITE, 0, b"/local/domain/11/private\0q");
     assert_eq!(gok(&mut guest, READ, 0, b"private\0"), b"q");
+}
+
+/// Wait until `cond` holds (10 s at most).
+fn until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn features_set_before_introduce_are_what_the_guest_gets() {
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    assert_eq!(d0.ok(GET_FEATURE, b""), b"3\0");
+    // A domain Xen does not know has no features to set.
+    let enoent = (ERROR, b"ENOENT\0".to_vec());
+    assert_eq!(d0.req(SET_FEATURE, 0, b"40\x001\0"), enoent);
+    assert_eq!(d0.req(GET_FEATURE, 0, b"40\0"), enoent);
+    // ERROR only for domain 2, RECONNECTION only for domain 3, set before INTRODUCE as a
+    // toolstack does; bits the daemon lacks are refused.
+    let mut g2 = Guest::new(xen.create_domain(2).unwrap());
+    let mut g3 = Guest::new(xen.create_domain(3).unwrap());
+    assert_eq!(d0.ok(GET_FEATURE, b"2\0"), b"3\0");
+    assert_eq!(
+        d0.req(SET_FEATURE, 0, b"2\x008\0"),
+        (ERROR, b"EINVAL\0".to_vec())
+    );
+    d0.ok(SET_FEATURE, b"2\x002\0");
+    d0.ok(SET_FEATURE, b"3\x001\0");
+    assert_eq!(d0.ok(GET_FEATURE, b"2\0"), b"2\0");
+    d0.introduce(2);
+    d0.introduce(3);
+    let features = |g: &Guest| g.page().load(ring::SERVER_FEATURES, Ordering::Acquire);
+    assert_eq!((features(&g2), features(&g3)), (2, 1));
+    assert_eq!(gok(&mut g2, GET_FEATURE, 0, b""), b"2\0");
+    gerr(&mut g2, GET_FEATURE, 0, b"3\0", "EACCES");
+    // Without RECONNECTION, connection = 1 means nothing: the daemon leaves the field and
+    // the queues alone and keeps serving.
+    gok(&mut g2, WRITE, 0, b"x\x001");
+    assert_eq!(
+        g2.reconnect().unwrap_err().kind(),
+        std::io::ErrorKind::Unsupported
+    );
+    g2.page()
+        .store(ring::CONNECTION, ring::RECONNECT, Ordering::SeqCst);
+    g2.kick();
+    assert_eq!(gok(&mut g2, READ, 0, b"x\0"), b"1");
+    assert_eq!(
+        g2.page().load(ring::CONNECTION, Ordering::Acquire),
+        ring::RECONNECT
+    );
+    // Without ERROR, a broken ring is dropped silently: no error code, no more answers,
+    // until the guest reconnects.
+    gok(&mut g3, WRITE, 0, b"y\x001");
+    gok(&mut g3, WATCH, 0, b"y\0t\0");
+    g3.event().unwrap();
+    let watches = |d0: &mut Dom0| {
+        let r = bs(&d0.ok(CONTROL, b"memreport\0"));
+        r.lines()
+            .find(|l| l.starts_with("watches: "))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(watches(&mut d0), "watches: 1");
+    let cons = g3.page().load(ring::REQ_CONS, Ordering::Acquire);
+    g3.page()
+        .store(ring::REQ_PROD, cons.wrapping_add(5000), Ordering::Release);
+    g3.kick();
+    // The drop takes the guest's watch with it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while watches(&mut d0) != "watches: 0" {
+        assert!(Instant::now() < deadline, "the broken ring was not dropped");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    g3.page().store(ring::REQ_PROD, cons, Ordering::Release);
+    g3.patience(Duration::from_millis(300));
+    let lost = g3.request(READ, 0, b"y\0").unwrap_err();
+    assert_eq!(lost.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(g3.page().load(ring::ERROR, Ordering::Acquire), 0);
+    g3.patience(kayvee_xenstored::xen::guest::WAIT);
+    g3.reconnect().unwrap();
+    assert_eq!(gok(&mut g3, READ, 0, b"y\0"), b"1");
+    // Once released, a domain's features may be set again for its next introduction.
+    d0.ok(RELEASE, b"2\0");
+    d0.ok(SET_FEATURE, b"2\x003\0");
+    // Features preset for a domain that dies before its introduction are forgotten (the
+    // death of domain 3, announced after, shows the daemon has looked).
+    let _g7 = Guest::new(xen.create_domain(7).unwrap());
+    d0.ok(SET_FEATURE, b"7\x001\0");
+    assert_eq!(d0.ok(GET_FEATURE, b"7\0"), b"1\0");
+    d0.ok(WATCH, b"@releaseDomain\0r\0");
+    d0.event("@releaseDomain");
+    xen.set_state(7, DomainState::Dead);
+    xen.set_state(3, DomainState::Dead);
+    d0.event("@releaseDomain");
+    assert_eq!(d0.req(GET_FEATURE, 0, b"7\0"), enoent);
+}
+
+#[test]
+fn a_guest_waiting_for_the_daemon_before_introduce_is_connected() {
+    // A guest that came up before the daemon (or that Xen built so) sets connection = 1
+    // and waits; INTRODUCE empties its queues and sets connection = 0 before serving it.
+    let xen = TestXen::new();
+    let sock = start(&xen, &[]);
+    let mut d0 = Dom0::connect(&sock);
+    let mut g = Guest::new(xen.create_domain(6).unwrap());
+    // Half a request left from before, which must not be taken as the start of the next.
+    ring::produce(g.page(), ring::REQUESTS, b"\x02\0\0\0garbage").unwrap();
+    g.page().store(ring::ERROR, 3, Ordering::SeqCst);
+    g.page()
+        .store(ring::CONNECTION, ring::RECONNECT, Ordering::SeqCst);
+    d0.introduce(6);
+    until("connection = 0 after INTRODUCE", || {
+        g.page().load(ring::CONNECTION, Ordering::Acquire) == ring::CONNECTED
+    });
+    assert_eq!(g.page().load(ring::ERROR, Ordering::Acquire), 0);
+    assert_eq!(ring::pending(g.page(), ring::REQUESTS), Some(0));
+    gok(&mut g, WRITE, 0, b"up\0yes");
+    assert_eq!(d0.ok(READ, b"/local/domain/6/up\0"), b"yes");
+    // After INTRODUCE the same request is a reconnection: the session starts again.
+    gok(&mut g, WATCH, 0, b"up\0t\0");
+    assert_eq!(g.event().unwrap().payload, b"up\0t\0");
+    g.reconnect().unwrap();
+    d0.ok(WRITE, b"/local/domain/6/up\0again");
+    assert_eq!(gok(&mut g, READ, 0, b"up\0"), b"again");
+    assert!(g.events.is_empty(), "the watch survived the reconnection");
 }

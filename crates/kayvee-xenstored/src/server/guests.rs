@@ -3,7 +3,11 @@
 //! [`Session`] (the same session type the Unix socket uses), `VIRQ_DOM_EXC` makes the daemon
 //! ask Xen which domains died, and RELEASE or death lets the page and channel go.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+/// The guests' lookups (several per ring event) with a fast hasher: keys are the daemon's
+/// own ids, ports and domids.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 use std::io;
 
 use kayvee_xenstore::{ConnId, DomainChange, XsError};
@@ -32,6 +36,8 @@ pub(super) struct RingConn {
     /// The connection was dropped for a ring or protocol error (the error field is set);
     /// only a reconnection request revives it.
     failed: bool,
+    /// A notification is queued for the end of this loop pass.
+    notify_queued: bool,
 }
 
 /// The daemon's guests and its Xen host.
@@ -49,6 +55,10 @@ pub(super) struct Guests {
     prepared: HashMap<u32, (Page, u32)>,
     /// Rings left with work after [`PUMP_ROUNDS`], to pump again in the next loop pass.
     pub(super) again: Vec<ConnId>,
+    /// Guests to notify before the loop waits again: one event per guest per pass, however
+    /// often its ring moved, sent after every ready guest was served (a guest woken in the
+    /// middle of the pass would mostly take the CPU from the daemon, on a busy machine).
+    notify: Vec<ConnId>,
 }
 
 impl Guests {
@@ -58,12 +68,13 @@ impl Guests {
         Ok(Guests {
             host,
             virq,
-            rings: HashMap::new(),
-            by_port: HashMap::new(),
-            by_domain: HashMap::new(),
+            rings: HashMap::default(),
+            by_port: HashMap::default(),
+            by_domain: HashMap::default(),
             shut_down: HashSet::new(),
-            prepared: HashMap::new(),
+            prepared: HashMap::default(),
             again: Vec::new(),
+            notify: Vec::new(),
         })
     }
 
@@ -90,6 +101,15 @@ impl Guests {
     /// True when `id` is a ring connection.
     pub(super) fn is_ring(&self, id: ConnId) -> bool {
         self.rings.contains_key(&id)
+    }
+
+    /// Before the store sees GET_FEATURE or SET_FEATURE of a domain it has not introduced:
+    /// ENOENT unless Xen knows the domain (as xenstored asks the hypervisor).
+    pub(super) fn check_exists(&mut self, domid: u32) -> Result<(), XsError> {
+        match self.host.domain_state(domid) {
+            Ok(DomainState::Alive | DomainState::Shutdown) => Ok(()),
+            _ => Err(XsError::Enoent),
+        }
     }
 }
 
@@ -168,14 +188,33 @@ impl Server {
         }
         if moved {
             self.ring_notify(id);
+            // This guest's replies are in its ring: free the versions its commits let go of
+            // now, while the allocator can hand the memory straight back to the next guest's
+            // requests (freed in bulk at the end of a pass, they overflow its caches).
+            self.xs.sweep();
         }
     }
 
-    /// Notify the guest of `id`.
+    /// Notify the guest of `id` before the loop next waits.
     fn ring_notify(&mut self, id: ConnId) {
         let Some(g) = self.xen.as_mut() else { return };
-        if let Some(port) = g.rings.get(&id).map(|r| r.port) {
-            let _ = g.host.notify(port);
+        if let Some(rc) = g.rings.get_mut(&id) {
+            if !rc.notify_queued {
+                rc.notify_queued = true;
+                g.notify.push(id);
+            }
+        }
+    }
+
+    /// Send the notifications this loop pass queued (to guests still connected).
+    pub(super) fn send_notifications(&mut self) {
+        let Some(g) = self.xen.as_mut() else { return };
+        // Drained in place: the list keeps its room from one pass to the next.
+        for id in g.notify.drain(..) {
+            if let Some(rc) = g.rings.get_mut(&id) {
+                rc.notify_queued = false;
+                let _ = g.host.notify(rc.port);
+            }
         }
     }
 
@@ -348,12 +387,20 @@ impl Server {
     pub(super) fn open_ring(&mut self, domid: u32, page: Page, port: u32) {
         let Some(g) = self.xen.as_mut() else { return };
         let id = self.sessions.free_id();
-        let ring = ServerRing::new(page);
+        // Dom0 has every feature; a guest those it was introduced with (SET_FEATURE).
+        let features = self
+            .xs
+            .domains
+            .table
+            .get(&domid)
+            .map_or(self.xs.config.features, |d| d.features);
+        let ring = ServerRing::new(page, features);
         let rc = RingConn {
             domid,
             port,
             ring,
             failed: false,
+            notify_queued: false,
         };
         g.rings.insert(id, rc);
         g.by_port.insert(port, id);
@@ -406,6 +453,13 @@ impl Server {
                     g.shut_down.remove(&d);
                 }
                 _ => {}
+            }
+        }
+        // Features preset for a domain that died before its introduction go with it.
+        let presets: Vec<u32> = self.xs.domains.preset_features.keys().copied().collect();
+        for d in presets {
+            if matches!(g.host.domain_state(d), Ok(DomainState::Dead)) {
+                self.xs.forget_preset(d);
             }
         }
         if announce {

@@ -1,7 +1,9 @@
 //! A guest-side Xenstore client that talks through its ring page as a guest kernel's xenbus
 //! driver does: write request bytes into the request queue as space allows, publish
-//! `req_prod`, notify; read the response queue, publish `rsp_cons`, notify; use the
-//! reconnection feature when the server offers it. For tests and the ring benchmark.
+//! `req_prod`, notify when the server had drained the queue (else it is still reading and
+//! will see the bytes); read the response queue, publish `rsp_cons`, notify when the queue
+//! was full (the server may be waiting for room); use the reconnection feature when the
+//! server offers it. For tests and the ring benchmark.
 
 use std::collections::VecDeque;
 use std::io;
@@ -38,6 +40,8 @@ pub struct Guest {
     /// Watch events read while waiting for a reply.
     pub events: VecDeque<Msg>,
     req_id: u32,
+    /// How long to wait for the daemon ([`WAIT`] unless [`Guest::patience`] changed it).
+    wait: Duration,
 }
 
 impl Guest {
@@ -50,7 +54,13 @@ impl Guest {
             buf: Vec::new(),
             events: VecDeque::new(),
             req_id: 0,
+            wait: WAIT,
         }
+    }
+
+    /// Wait at most `wait` for the daemon (tests of a daemon that stopped answering).
+    pub fn patience(&mut self, wait: Duration) {
+        self.wait = wait;
     }
 
     /// The ring page (tests corrupt it on purpose).
@@ -80,13 +90,17 @@ impl Guest {
 
     /// Write all of `bytes` into the request queue, waiting for room.
     pub fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         while !bytes.is_empty() {
             self.check_error()?;
+            let prod = self.page.load(ring::REQ_PROD, Ordering::Relaxed);
             let n = produce(&self.page, REQUESTS, bytes).map_err(ring_err)?;
             if n > 0 {
                 bytes = &bytes[n..];
-                self.kick();
+                // Linux's xb_write: notify only if the server had consumed everything.
+                if self.page.load(ring::REQ_CONS, Ordering::SeqCst) == prod {
+                    self.kick();
+                }
             } else if !self.wait(deadline) {
                 return Err(io::ErrorKind::TimedOut.into());
             }
@@ -104,14 +118,13 @@ impl Guest {
 
     /// The next whole message from the response queue (replies and events alike).
     pub fn recv(&mut self) -> io::Result<Msg> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         loop {
             if let Some(m) = self.parse() {
                 return Ok(m);
             }
-            let n = consume(&self.page, RESPONSES, &mut self.buf, 4096).map_err(ring_err)?;
+            let n = self.take_responses(4096)?;
             if n > 0 {
-                self.kick();
                 continue;
             }
             self.check_error()?;
@@ -119,6 +132,18 @@ impl Guest {
                 return Err(io::ErrorKind::TimedOut.into());
             }
         }
+    }
+
+    /// Read up to `max` response bytes into `buf`; notify when the queue was full before
+    /// (Linux's xb_read: the server may be waiting for room).
+    fn take_responses(&mut self, max: usize) -> io::Result<usize> {
+        let cons = self.page.load(ring::RSP_CONS, Ordering::Relaxed);
+        let n = consume(&self.page, RESPONSES, &mut self.buf, max).map_err(ring_err)?;
+        let prod = self.page.load(ring::RSP_PROD, Ordering::SeqCst);
+        if n > 0 && prod.wrapping_sub(cons) >= ring::RING_SIZE {
+            self.kick();
+        }
+        Ok(n)
     }
 
     /// A whole message at the front of `buf`, taken off it.
@@ -164,7 +189,7 @@ impl Guest {
         self.page
             .store(ring::CONNECTION, ring::RECONNECT, Ordering::SeqCst);
         self.kick();
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         while self.page.load(ring::CONNECTION, Ordering::Acquire) != ring::CONNECTED {
             if !self.wait(deadline) {
                 return Err(io::ErrorKind::TimedOut.into());
@@ -208,8 +233,7 @@ impl Guest {
                 Err(_) => break,
             }
             self.buf.clear();
-            if consume(&self.page, RESPONSES, &mut self.buf, usize::MAX).map_err(ring_err)? > 0 {
-                self.kick();
+            if self.take_responses(usize::MAX)? > 0 {
                 client.set_nonblocking(false)?;
                 let sent = client.write_all(&self.buf);
                 client.set_nonblocking(true)?;

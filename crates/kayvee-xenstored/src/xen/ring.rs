@@ -10,7 +10,7 @@
 //! still being read); a producer loads the consumer index with Acquire before writing into
 //! the space it frees, and publishes the producer index with Release after writing.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 
 use super::page::Page;
 
@@ -98,6 +98,9 @@ pub fn consume(page: &Page, q: Queue, out: &mut Vec<u8>, max: usize) -> Result<u
     page.read(q.data + start, &mut out[at..at + first]);
     page.read(q.data, &mut out[at + first..]);
     page.store(q.cons, cons.wrapping_add(n as u32), Ordering::Release);
+    // The index store before any later load of the producer's index: a producer that only
+    // notifies when it sees the queue drained (as Linux's xenbus) must not be missed.
+    fence(Ordering::SeqCst);
     Ok(n)
 }
 
@@ -116,6 +119,7 @@ pub fn produce(page: &Page, q: Queue, bytes: &[u8]) -> Result<usize, RingError> 
     page.write(q.data + start, &bytes[..first]);
     page.write(q.data, &bytes[first..n]);
     page.store(q.prod, prod.wrapping_add(n as u32), Ordering::Release);
+    fence(Ordering::SeqCst);
     Ok(n)
 }
 
@@ -131,19 +135,28 @@ pub fn pending(page: &Page, q: Queue) -> Option<u32> {
 #[derive(Debug)]
 pub struct ServerRing {
     page: Page,
+    /// The features offered on this page (SET_FEATURE may have restricted them).
+    features: u32,
 }
 
 impl ServerRing {
-    /// Take over a freshly mapped page: advertise the features before consuming or producing
-    /// anything (xenstore-ring.txt requires that order for RECONNECTION).
-    pub fn new(page: Page) -> Self {
-        let had = page.load(SERVER_FEATURES, Ordering::Relaxed);
-        page.store(
-            SERVER_FEATURES,
-            had | SERVER_FEATURES_OFFERED,
-            Ordering::SeqCst,
-        );
-        ServerRing { page }
+    /// Take over a freshly mapped page: advertise `features` before consuming or producing
+    /// anything (xenstore-ring.txt requires that order for RECONNECTION). A guest that asked
+    /// for a reconnection before it was introduced (connection = 1: it came up before the
+    /// daemon, or Xen built it so) gets it now: queues emptied, connection = 0; the caller
+    /// notifies. Anything else already in the request queue is served as it stands.
+    pub fn new(page: Page, features: u32) -> Self {
+        page.store(SERVER_FEATURES, features, Ordering::SeqCst);
+        let ring = ServerRing { page, features };
+        if ring.page.load(CONNECTION, Ordering::Acquire) == RECONNECT {
+            ring.reset();
+        }
+        ring
+    }
+
+    /// The features offered on this page.
+    pub fn features(&self) -> u32 {
+        self.features
     }
 
     /// The page (for guests' test clients in the same process and for tests).
@@ -161,9 +174,11 @@ impl ServerRing {
         produce(&self.page, RESPONSES, bytes)
     }
 
-    /// True when the guest asked for a reconnection (connection = 1).
+    /// True when the guest asked for a reconnection (connection = 1) and RECONNECTION is
+    /// offered on this page (without it the field means nothing and is left alone).
     pub fn reconnect_requested(&self) -> bool {
-        self.page.load(CONNECTION, Ordering::Acquire) == RECONNECT
+        self.features & FEATURE_RECONNECTION != 0
+            && self.page.load(CONNECTION, Ordering::Acquire) == RECONNECT
     }
 
     /// Finish a reconnection: both queues empty, no error, then connection = 0 (the caller
@@ -176,9 +191,12 @@ impl ServerRing {
         self.page.store(CONNECTION, CONNECTED, Ordering::SeqCst);
     }
 
-    /// Report why the server stopped talking to this guest.
+    /// Report why the server stopped talking to this guest, when ERROR is offered on this
+    /// page (without it the guest just hears nothing more).
     pub fn fail(&self, why: RingError) {
-        self.page.store(ERROR, why as u32, Ordering::SeqCst);
+        if self.features & FEATURE_ERROR != 0 {
+            self.page.store(ERROR, why as u32, Ordering::SeqCst);
+        }
     }
 
     /// The error indicator.
@@ -218,7 +236,7 @@ mod tests {
     fn inconsistent_indexes_are_errors() {
         let page = Page::anonymous().unwrap();
         page.store(REQ_PROD, 5000, Ordering::Relaxed);
-        let ring = ServerRing::new(page);
+        let ring = ServerRing::new(page, SERVER_FEATURES_OFFERED);
         assert_eq!(ring.read(&mut Vec::new(), 4096), Err(RingError::RingIdx));
         ring.page().store(RSP_CONS, 7, Ordering::Relaxed);
         ring.page().store(RSP_PROD, 3, Ordering::Relaxed);
@@ -229,7 +247,7 @@ mod tests {
 
     #[test]
     fn features_then_reconnect_resets() {
-        let ring = ServerRing::new(Page::anonymous().unwrap());
+        let ring = ServerRing::new(Page::anonymous().unwrap(), SERVER_FEATURES_OFFERED);
         assert_eq!(ring.page().load(SERVER_FEATURES, Ordering::Relaxed), 3);
         produce(ring.page(), REQUESTS, b"partial").unwrap();
         ring.write(b"reply").unwrap();
@@ -240,5 +258,41 @@ mod tests {
         assert!(!ring.reconnect_requested());
         assert_eq!(pending(ring.page(), REQUESTS), Some(0));
         assert_eq!(pending(ring.page(), RESPONSES), Some(0));
+    }
+
+    #[test]
+    fn features_restrict_reconnection_and_the_error_field() {
+        // ERROR only: a reconnection request is not honoured, errors are reported.
+        let page = Page::anonymous().unwrap();
+        page.store(SERVER_FEATURES, 0xff, Ordering::Relaxed);
+        let ring = ServerRing::new(page, FEATURE_ERROR);
+        assert_eq!(ring.page().load(SERVER_FEATURES, Ordering::Relaxed), 2);
+        ring.page().store(CONNECTION, RECONNECT, Ordering::Relaxed);
+        assert!(!ring.reconnect_requested());
+        ring.fail(RingError::Proto);
+        assert_eq!(ring.error(), 3);
+        // RECONNECTION only: the error field stays 0.
+        let ring = ServerRing::new(Page::anonymous().unwrap(), FEATURE_RECONNECTION);
+        ring.fail(RingError::Proto);
+        assert_eq!(ring.error(), 0);
+        ring.page().store(CONNECTION, RECONNECT, Ordering::Relaxed);
+        assert!(ring.reconnect_requested());
+    }
+
+    #[test]
+    fn a_reconnection_asked_before_introduction_is_done_at_takeover() {
+        let page = Page::anonymous().unwrap();
+        produce(&page, REQUESTS, b"stale half request").unwrap();
+        page.store(CONNECTION, RECONNECT, Ordering::Relaxed);
+        page.store(ERROR, 3, Ordering::Relaxed);
+        let ring = ServerRing::new(page, SERVER_FEATURES_OFFERED);
+        assert_eq!(ring.page().load(CONNECTION, Ordering::Relaxed), CONNECTED);
+        assert_eq!(pending(ring.page(), REQUESTS), Some(0));
+        assert_eq!(ring.error(), 0);
+        // A page without the request keeps its queued bytes.
+        let page = Page::anonymous().unwrap();
+        produce(&page, REQUESTS, b"early").unwrap();
+        let ring = ServerRing::new(page, SERVER_FEATURES_OFFERED);
+        assert_eq!(pending(ring.page(), REQUESTS), Some(5));
     }
 }

@@ -457,6 +457,18 @@ impl<T: Clone, S: Summary<T>> Tree<T, S> {
         }
     }
 
+    /// Calls `f` on the element a found path points at, mutably (copying the shared part of its
+    /// path first), then `adjust` on each cached summary along the path, bottom up, with what
+    /// `f` returned (a summary that follows from the element, such as a count, moves by it).
+    pub fn modify_at<R>(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut T) -> R,
+        adjust: impl Fn(&mut S, &R),
+    ) -> R {
+        modify_rec(&mut self.root, path, 0, f, &adjust)
+    }
+
     /// Inserts `x` at the position `path` names.
     pub fn insert_at(&mut self, path: &Path, x: T) {
         if let Some(split) = insert_rec(&mut self.root, path, 0, Edges::ROOT, x) {
@@ -678,6 +690,26 @@ fn child_of_arc<T, S: Summary<T>>(node: Arc<Node<T, S>>, len: usize) -> Child<T,
         len,
         sum: S::of(&node),
         node,
+    }
+}
+
+/// Applies `f` at the element `path` names below `node` (at depth `level`), then `adjust` to
+/// each child summary on the way back up.
+fn modify_rec<T: Clone, S: Clone, R>(
+    node: &mut Arc<Node<T, S>>,
+    path: &Path,
+    level: usize,
+    f: impl FnOnce(&mut T) -> R,
+    adjust: &impl Fn(&mut S, &R),
+) -> R {
+    match Arc::make_mut(node) {
+        Node::Leaf(v) => f(&mut v[path.pos]),
+        Node::Branch(kids) => {
+            let i = path.idx[level] as usize;
+            let r = modify_rec(&mut kids[i].node, path, level + 1, f, adjust);
+            adjust(&mut kids[i].sum, &r);
+            r
+        }
     }
 }
 

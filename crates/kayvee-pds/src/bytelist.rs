@@ -141,20 +141,19 @@ impl PByteList {
     fn push_end(&mut self, v: &[u8], front: bool) {
         let chunks = self.tree.len;
         if chunks > 0 {
-            let path = self.chunk_path(if front { 0 } else { chunks - 1 });
-            let room = self.tree.at(&path).has_room(v.len());
-            self.tree.modify_at(
-                &path,
+            let room = self.tree.modify_end(
+                front,
                 |c| {
+                    let room = c.has_room(v.len());
                     let b = c.make_mut();
                     match (room, front) {
                         (false, _) => b.shrink(),
-                        (true, true) => b.insert(0, v),
+                        (true, true) => b.push_front(v),
                         (true, false) => b.push_back(v),
                     }
-                    isize::from(room)
+                    room
                 },
-                shift,
+                |s, room| *s += usize::from(*room),
             );
             if room {
                 self.len += 1;
@@ -167,14 +166,35 @@ impl PByteList {
         self.len += 1;
     }
 
+    /// Removes the first or last element (of a non-empty list).
+    fn pop_end(&mut self, front: bool) -> SmallBytes {
+        self.len -= 1;
+        if self.tree.end(front).len() == 1 {
+            let path = self.chunk_path(if front { 0 } else { self.tree.len - 1 });
+            let c = self.tree.remove_at(&path);
+            return SmallBytes::from_slice(c.get(0));
+        }
+        self.tree.modify_end(
+            front,
+            |c| {
+                let b = c.make_mut();
+                match front {
+                    true => b.remove(0, SmallBytes::from_slice),
+                    false => b.remove(b.len() - 1, SmallBytes::from_slice),
+                }
+            },
+            |s, _| *s -= 1,
+        )
+    }
+
     /// Removes the head.
     pub fn pop_front(&mut self) -> Option<SmallBytes> {
-        self.remove(0)
+        (self.len > 0).then(|| self.pop_end(true))
     }
 
     /// Removes the tail.
     pub fn pop_back(&mut self) -> Option<SmallBytes> {
-        self.remove(self.len.checked_sub(1)?)
+        (self.len > 0).then(|| self.pop_end(false))
     }
 
     /// Removes element `i`.
@@ -182,15 +202,10 @@ impl PByteList {
         if i >= self.len {
             return None;
         }
-        let (path, k) = if i == 0 {
-            (self.chunk_path(0), 0)
-        } else if i + 1 == self.len {
-            let path = self.chunk_path(self.tree.len - 1);
-            let k = self.tree.at(&path).len() - 1;
-            (path, k)
-        } else {
-            self.locate(i)
-        };
+        if i == 0 || i + 1 == self.len {
+            return Some(self.pop_end(i == 0));
+        }
+        let (path, k) = self.locate(i);
         self.len -= 1;
         if self.tree.at(&path).len() == 1 {
             let c = self.tree.remove_at(&path);
@@ -225,7 +240,7 @@ impl PByteList {
             return;
         }
         let old = self.tree.at(&path).clone();
-        let items = old.iter(0, k).chain([v]).chain(old.iter(k, old.len()));
+        let items = old.walk_from(0).take(k).chain([v]).chain(old.walk_from(k));
         self.replace_chunk(&path, Chunk::pack(items));
         self.len += 1;
     }
@@ -254,7 +269,8 @@ impl PByteList {
             return true;
         }
         let old = self.tree.at(&path).clone();
-        let items = old.iter(0, k).chain([v]).chain(old.iter(k + 1, old.len()));
+        let items = old.walk_from(0).take(k).chain([v]);
+        let items = items.chain(old.walk_from(k + 1));
         self.replace_chunk(&path, Chunk::pack(items));
         true
     }
@@ -402,11 +418,12 @@ impl PByteList {
         let (ps, ks) = self.locate(start);
         let (pe, ke) = self.locate(end - 1);
         let (first, last) = (self.tree.at(&ps), self.tree.at(&pe));
+        let trim = last.len() - 1 - ke;
         if ps.rank == pe.rank {
-            it.front = first.iter(ks, ke + 1);
+            it.front = first.walk_from(ks).trim_back(trim);
         } else {
-            it.front = first.iter(ks, first.len());
-            it.back = last.iter(0, ke + 1);
+            it.front = first.walk_from(ks);
+            it.back = last.walk_from(0).trim_back(trim);
             it.chunks = self.tree.range(ps.rank + 1, pe.rank);
         }
         it
@@ -466,6 +483,23 @@ pub struct Iter<'a> {
     remaining: usize,
 }
 
+impl<'a> Iter<'a> {
+    /// The next element once the front chunk is walked: from the next whole chunk, else from
+    /// the back chunk.
+    #[cold]
+    fn next_chunk(&mut self) -> Option<&'a [u8]> {
+        loop {
+            match self.chunks.next() {
+                Some(c) => self.front = c.walk_from(0),
+                None => return self.back.next(),
+            }
+            if let Some(v) = self.front.next() {
+                return Some(v);
+            }
+        }
+    }
+}
+
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a [u8];
 
@@ -475,14 +509,9 @@ impl<'a> Iterator for Iter<'a> {
             return None;
         }
         self.remaining -= 1;
-        loop {
-            if let Some(v) = self.front.next() {
-                return Some(v);
-            }
-            match self.chunks.next() {
-                Some(c) => self.front = c.iter(0, c.len()),
-                None => return self.back.next(),
-            }
+        match self.front.next() {
+            Some(v) => Some(v),
+            None => self.next_chunk(),
         }
     }
 
@@ -502,7 +531,7 @@ impl DoubleEndedIterator for Iter<'_> {
                 return Some(v);
             }
             match self.chunks.next_back() {
-                Some(c) => self.back = c.iter(0, c.len()),
+                Some(c) => self.back = c.walk_from(0),
                 None => return self.front.next_back(),
             }
         }
@@ -612,6 +641,41 @@ mod tests {
             .iter()
             .eq((0..3000).map(el).collect::<Vec<_>>().iter().map(|v| &v[..])));
         snap.check_invariants();
+    }
+
+    #[test]
+    fn three_levels_of_branches() {
+        let big = |i: usize| {
+            let mut v = el(i);
+            v.resize(200, b'.');
+            v
+        };
+        let mut l = PByteList::new();
+        let mut m: Vec<Vec<u8>> = Vec::new();
+        for i in 0..25_000 {
+            l.push_back(&big(i));
+            m.push(big(i));
+        }
+        assert!(l.tree.height() >= 3, "height {}", l.tree.height());
+        let snap = l.clone();
+        for (n, i) in [0, 9_999, 12_345, 24_990, 5].into_iter().enumerate() {
+            assert_eq!(l.get(i), Some(&m[i][..]));
+            l.insert(i, &el(n));
+            m.insert(i, el(n));
+            assert!(l.set(i + 1, b"set"));
+            m[i + 1] = b"set".to_vec();
+            assert_eq!(l.remove(i + 2).as_deref(), Some(&m.remove(i + 2)[..]));
+        }
+        l.retain_range(3_000, 21_000);
+        m = m[3_000..21_000].to_vec();
+        l.check_invariants();
+        assert_eq!(items(&l), m);
+        let tail: Vec<&[u8]> = l.range(17_000, 17_500).rev().collect();
+        assert!(tail.iter().eq(m[17_000..17_500].iter().rev()));
+        snap.check_invariants();
+        assert!(snap
+            .iter()
+            .eq((0..25_000).map(big).collect::<Vec<_>>().iter()));
     }
 
     #[test]

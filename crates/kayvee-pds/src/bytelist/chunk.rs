@@ -7,7 +7,8 @@
 //! the last one. That costs one byte per element (a listpack spends two: encoding and
 //! back-length) and keeps pushes and pops at both ends O(1) apart from moving bytes.
 //!
-//! A *wide* chunk holds one element of [`LONG`] bytes or more, raw (no header).
+//! A *wide* chunk holds one element of [`LONG`] bytes or more: the header byte 255 (a length
+//! no narrow element has), then the element's bytes.
 //!
 //! A chunk's buffer stays within [`CHUNK_BYTES_MAX`] unless it holds one element, so a write that
 //! a snapshot shares copies at most that much. Mutators need a chunk no one else holds
@@ -20,6 +21,8 @@ use triomphe::Arc;
 pub(crate) const LONG: usize = 255;
 /// Most bytes in a chunk of more than one element.
 pub(crate) const CHUNK_BYTES_MAX: usize = 2048;
+/// The header of a wide chunk's element (the length it decodes to, from a first element).
+const WIDE: u8 = 255;
 /// Smallest buffer capacity allocated for a chunk that grows.
 const CAPACITY_MIN: usize = 32;
 
@@ -55,6 +58,8 @@ impl Chunk {
             last: 0,
         };
         if v.len() >= LONG {
+            b.bytes.reserve_exact(1 + v.len());
+            b.bytes.push(WIDE);
             b.bytes.extend_from_slice(v);
             (b.n, b.last) = (1, v.len() as u32);
         } else {
@@ -117,31 +122,22 @@ impl Chunk {
     pub fn get(&self, k: usize) -> &[u8] {
         let b = &*self.0;
         if b.is_wide() {
-            return &b.bytes;
+            return &b.bytes[1..];
         }
         let c = b.cursor(k);
         let len = usize::from(b.bytes[c.at]) ^ c.prev;
         &b.bytes[c.at + 1..c.at + 1 + len]
     }
 
-    /// The elements with indexes in `from..to` (within the chunk), both ways.
-    pub fn iter(&self, from: usize, to: usize) -> ChunkIter<'_> {
+    /// The elements from index `from` (within the chunk) to the chunk's end, both ways.
+    pub fn walk_from(&self, from: usize) -> ChunkIter<'_> {
         let b = &*self.0;
-        if b.is_wide() {
-            return ChunkIter {
-                bytes: &b.bytes,
-                front: Cursor { at: 0, prev: 0 },
-                back: Cursor { at: 0, prev: 0 },
-                left: to.min(1).saturating_sub(from),
-                wide: true,
-            };
-        }
+        let c = b.cursor(from);
         ChunkIter {
-            bytes: &b.bytes,
-            front: b.cursor(from),
-            back: b.cursor(to),
-            left: to - from,
-            wide: false,
+            rest: &b.bytes[c.at..],
+            front_prev: c.prev,
+            back_prev: b.last as usize,
+            trim: 0,
         }
     }
 
@@ -161,7 +157,8 @@ impl Chunk {
         let b = &*self.0;
         assert!(b.n >= 1, "empty chunk");
         if b.is_wide() {
-            assert_eq!(b.bytes.len(), b.last as usize, "wide chunk length");
+            assert_eq!(b.bytes.len(), 1 + b.last as usize, "wide chunk length");
+            assert_eq!(b.bytes[0], WIDE, "wide chunk header");
             return;
         }
         assert!(
@@ -178,6 +175,12 @@ impl Chunk {
 }
 
 impl Buf {
+    /// Elements held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+
     /// Whether this holds one long element, raw.
     #[inline]
     fn is_wide(&self) -> bool {
@@ -257,6 +260,11 @@ impl Buf {
         self.last = v.len() as u32;
     }
 
+    /// Adds a short element at the head.
+    pub fn push_front(&mut self, v: &[u8]) {
+        self.insert(0, v);
+    }
+
     /// Inserts a short element before element `k` (`k <= n`).
     pub fn insert(&mut self, k: usize, v: &[u8]) {
         debug_assert!(v.len() < LONG && !self.is_wide());
@@ -265,11 +273,14 @@ impl Buf {
         }
         let c = self.cursor(k);
         let next = usize::from(self.bytes[c.at]) ^ c.prev;
-        self.reserve(1 + v.len());
-        self.relink(c.at, v.len(), next);
-        let head = (c.prev ^ v.len()) as u8;
-        self.bytes
-            .splice(c.at..c.at, core::iter::once(head).chain(v.iter().copied()));
+        let add = 1 + v.len();
+        self.reserve(add);
+        let old = self.bytes.len();
+        self.bytes.resize(old + add, 0);
+        self.bytes.copy_within(c.at..old, c.at + add);
+        self.bytes[c.at] = (c.prev ^ v.len()) as u8;
+        self.bytes[c.at + 1..c.at + add].copy_from_slice(v);
+        self.relink(c.at + add, v.len(), next);
         self.n += 1;
     }
 
@@ -313,30 +324,48 @@ impl Buf {
     }
 }
 
-/// A double-ended walk over some of a chunk's elements.
+/// A double-ended walk over a chunk's elements from some index to its end. A forward walk
+/// runs to the chunk's end (its caller counts what it wants); a backward walk first skips the
+/// `trim` elements at the end that its caller's range leaves out.
 #[derive(Clone)]
 pub(crate) struct ChunkIter<'a> {
-    bytes: &'a [u8],
-    /// Before the next element from the front.
-    front: Cursor,
-    /// After the next element from the back.
-    back: Cursor,
-    /// Elements not yet walked.
-    left: usize,
-    /// A wide chunk: its one element is the whole buffer.
-    wide: bool,
+    /// The bytes of the elements not yet walked (and of the trimmed ones at the end).
+    rest: &'a [u8],
+    /// Length of the element before `rest`.
+    front_prev: usize,
+    /// Length of the last element in `rest`.
+    back_prev: usize,
+    /// Elements at the end of `rest` a backward walk skips.
+    trim: usize,
 }
 
 impl<'a> ChunkIter<'a> {
     /// Walks nothing.
     pub fn empty() -> Self {
         ChunkIter {
-            bytes: &[],
-            front: Cursor { at: 0, prev: 0 },
-            back: Cursor { at: 0, prev: 0 },
-            left: 0,
-            wide: false,
+            rest: &[],
+            front_prev: 0,
+            back_prev: 0,
+            trim: 0,
         }
+    }
+
+    /// Leaves the last `n` elements out of a backward walk.
+    pub fn trim_back(mut self, n: usize) -> Self {
+        self.trim = n;
+        self
+    }
+
+    /// The last element of `rest`, taken off.
+    #[inline]
+    fn take_back(&mut self) -> Option<&'a [u8]> {
+        let len = self.back_prev;
+        let split = self.rest.len().checked_sub(len)?;
+        let (head, v) = self.rest.split_at(split);
+        let (&h, head) = head.split_last()?;
+        self.back_prev = usize::from(h) ^ len;
+        self.rest = head;
+        Some(v)
     }
 }
 
@@ -345,46 +374,29 @@ impl<'a> Iterator for ChunkIter<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.left == 0 {
-            return None;
+        let (&h, tail) = self.rest.split_first()?;
+        let len = usize::from(h) ^ self.front_prev;
+        if len == usize::from(WIDE) {
+            self.rest = &[];
+            return Some(tail);
         }
-        self.left -= 1;
-        if self.wide {
-            return Some(self.bytes);
-        }
-        let c = self.front;
-        let len = usize::from(self.bytes[c.at]) ^ c.prev;
-        let end = c.at + 1 + len;
-        self.front = Cursor { at: end, prev: len };
-        Some(&self.bytes[c.at + 1..end])
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
+        let (v, tail) = tail.split_at(len);
+        self.rest = tail;
+        self.front_prev = len;
+        Some(v)
     }
 }
 
 impl DoubleEndedIterator for ChunkIter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
+        while self.trim > 0 {
+            self.trim -= 1;
+            self.take_back()?;
         }
-        self.left -= 1;
-        if self.wide {
-            return Some(self.bytes);
-        }
-        let c = self.back;
-        let start = c.at - c.prev - 1;
-        self.back = Cursor {
-            at: start,
-            prev: usize::from(self.bytes[start]) ^ c.prev,
-        };
-        Some(&self.bytes[start + 1..c.at])
+        self.take_back()
     }
 }
-
-impl ExactSizeIterator for ChunkIter<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -392,7 +404,7 @@ mod tests {
     use alloc::vec;
 
     fn items(c: &Chunk) -> Vec<Vec<u8>> {
-        c.iter(0, c.len()).map(<[u8]>::to_vec).collect()
+        c.walk_from(0).map(<[u8]>::to_vec).collect()
     }
 
     #[test]
@@ -403,11 +415,17 @@ mod tests {
         c.make_mut().insert(2, b"cccc");
         c.check();
         assert_eq!(items(&c), [&b"a"[..], b"bb", b"cccc", b""]);
-        let back: Vec<&[u8]> = c.iter(0, 4).rev().collect();
+        let back: Vec<&[u8]> = c.walk_from(0).rev().collect();
         assert_eq!(back, [&b""[..], b"cccc", b"bb", b"a"]);
         assert_eq!(c.get(2), b"cccc");
-        let mid: Vec<&[u8]> = c.iter(1, 3).collect();
-        assert_eq!(mid, [&b"bb"[..], b"cccc"]);
+        let mid: Vec<&[u8]> = c.walk_from(1).trim_back(1).rev().collect();
+        assert_eq!(mid, [&b"cccc"[..], b"bb"]);
+        let mut ends = c.walk_from(1);
+        assert_eq!(
+            (ends.next(), ends.next_back()),
+            (Some(&b"bb"[..]), Some(&b""[..]))
+        );
+        assert_eq!((ends.next(), ends.next_back()), (Some(&b"cccc"[..]), None));
         let snap = c.clone();
         assert_eq!(c.make_mut().remove(3, <[u8]>::to_vec), b"");
         assert_eq!(c.make_mut().remove(1, <[u8]>::to_vec), b"bb");
@@ -430,7 +448,8 @@ mod tests {
         let lens: Vec<usize> = chunks.iter().map(Chunk::len).collect();
         assert_eq!(lens, [5, 1, 20, 5]);
         assert_eq!(chunks[1].get(0), &long[..]);
-        assert_eq!(chunks[1].iter(0, 1).next_back(), Some(&long[..]));
+        assert_eq!(chunks[1].walk_from(0).next_back(), Some(&long[..]));
+        assert_eq!(chunks[1].walk_from(0).next(), Some(&long[..]));
         let mut t = chunks[2].clone();
         t.make_mut().truncate(3);
         t.check();

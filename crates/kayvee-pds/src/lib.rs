@@ -11,12 +11,14 @@
 
 extern crate alloc;
 
+pub mod bytelist;
 pub mod bytes;
 pub mod list;
 pub mod map;
 mod map_traits;
 pub mod ordset;
 
+pub use bytelist::PByteList;
 pub use bytes::SmallBytes;
 pub use list::PList;
 pub use map::PMap;

@@ -5,18 +5,18 @@
 //! each element as `varint(len) bytes`, head first, as a listpack without its back-lengths.
 //! It holds as long as the list fits one node under `list-max-listpack-size` (see
 //! [`fits`]): by default 8 KiB, so a write that a snapshot shares copies at most that much.
-//! Past it the list becomes a persistent list (a counted B+tree of chunks, O(1) clones) for
-//! good; only new values (loaded, restored) start packed again. `OBJECT ENCODING` answers
+//! Past it the list becomes a persistent list of packed chunks (`PByteList`: a counted
+//! B+tree of shared 2 KiB runs of elements, O(1) clones) for good; only new values (loaded, restored) start packed again. `OBJECT ENCODING` answers
 //! `quicklist` for both, as Redis 7.0 does for every list.
 
 use super::flat::{get_bytes, put_bytes, varint_len};
 use super::zset::Either;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use kayvee_pds::{PList, SmallBytes};
+use kayvee_pds::{PByteList, SmallBytes};
 
 /// The persistent form of a big list.
-pub type ListTree = PList<SmallBytes>;
+pub type ListTree = PByteList;
 
 /// Bytes of the packed form's count header.
 const HEAD: usize = 2;
@@ -208,9 +208,7 @@ impl List {
     /// Converts to the tree form (no-op when already there).
     pub fn make_tree(&mut self) {
         if let Repr::Packed(buf) = &self.0 {
-            let t: ListTree = PackedIter::new(buf, 0, usize::MAX)
-                .map(SmallBytes::from_slice)
-                .collect();
+            let t: ListTree = PackedIter::new(buf, 0, usize::MAX).collect();
             self.0 = Repr::Tree(Box::new(t));
         }
     }
@@ -270,7 +268,7 @@ impl List {
             }
         }
         if let Repr::Tree(t) = &mut self.0 {
-            t.push_back(SmallBytes::from_slice(v));
+            t.push_back(v);
         }
     }
 
@@ -280,7 +278,7 @@ impl List {
             return;
         }
         if let Repr::Tree(t) = &mut self.0 {
-            t.push_front(SmallBytes::from_slice(v));
+            t.push_front(v);
         }
     }
 
@@ -293,7 +291,7 @@ impl List {
             }
         }
         if let Repr::Tree(t) = &mut self.0 {
-            t.insert(i, SmallBytes::from_slice(v));
+            t.insert(i, v);
         }
     }
 
@@ -338,7 +336,7 @@ impl List {
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         match &self.0 {
             Repr::Packed(buf) => PackedIter::new(buf, i, i.saturating_add(1)).next(),
-            Repr::Tree(t) => t.get(i).map(|v| &v[..]),
+            Repr::Tree(t) => t.get(i),
         }
     }
 
@@ -350,7 +348,7 @@ impl List {
                 self.insert(i, v, fill);
             }
             Repr::Tree(t) => {
-                t.set(i, SmallBytes::from_slice(v));
+                t.set(i, v);
             }
         }
     }
@@ -393,7 +391,7 @@ impl List {
                 *buf = with_count(n - hits.len(), body);
                 hits.len()
             }
-            Repr::Tree(t) => t.remove_matching(|v| drop(v), limit, from_back),
+            Repr::Tree(t) => t.remove_matching(drop, limit, from_back),
         }
     }
 
@@ -429,7 +427,7 @@ impl List {
     ) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator + '_ {
         match &self.0 {
             Repr::Packed(buf) => Either::L(PackedIter::new(buf, start, end)),
-            Repr::Tree(t) => Either::R(t.range(start, end).map(|v| &v[..])),
+            Repr::Tree(t) => Either::R(t.range(start, end)),
         }
     }
 
@@ -437,11 +435,7 @@ impl List {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Packed(buf) => buf.len(),
-            Repr::Tree(t) => {
-                core::mem::size_of::<ListTree>()
-                    + t.heap_size()
-                    + t.iter().map(SmallBytes::heap_size).sum::<usize>()
-            }
+            Repr::Tree(t) => core::mem::size_of::<ListTree>() + t.heap_size(),
         }
     }
 

@@ -12,6 +12,11 @@ pub const DEFAULT_SAMPLES: usize = 5;
 pub const TRIE_SLOT_OVERHEAD: usize = 16;
 /// Bytes a list or ordered-set element costs beyond itself (B+tree chunk headers, amortised).
 const TREE_ELEM_OVERHEAD: usize = 4;
+/// Bytes a big list's element costs beyond its own: its header byte in a packed chunk plus the
+/// chunk's share of its allocations and tree slot (a 2 KiB chunk costs about 80 B).
+const LIST_ELEM_OVERHEAD: usize = 2;
+/// Bytes a chunk of its own costs an element too long to share one (255 B or more).
+const LIST_LONG_OVERHEAD: usize = 80;
 /// Heap bytes a string holds beyond its inline form.
 fn heap(b: &SmallBytes) -> usize {
     b.heap_size()
@@ -42,7 +47,10 @@ fn value_usage(value: &Value, samples: usize) -> usize {
         // Small lists and sets are one packed buffer: its size is exact.
         Value::List(l) if l.is_packed() => l.heap_size(),
         Value::List(l) => {
-            let per = |e: &[u8]| elem + TREE_ELEM_OVERHEAD + out_of_line(e.len());
+            let per = |e: &[u8]| match e.len() {
+                n if n >= 255 => n + LIST_LONG_OVERHEAD,
+                n => n + LIST_ELEM_OVERHEAD,
+            };
             size_of::<crate::value::ListTree>() + scaled(l.iter(), l.len(), samples, per)
         }
         // Small hashes and sorted sets are one flat buffer: its size is exact.

@@ -457,6 +457,40 @@ impl<T: Clone, S: Summary<T>> Tree<T, S> {
         }
     }
 
+    /// Calls `f` on the element a found path points at, mutably (copying the shared part of its
+    /// path first), then `adjust` on each cached summary along the path, bottom up, with what
+    /// `f` returned (a summary that follows from the element, such as a count, moves by it).
+    pub fn modify_at<R>(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut T) -> R,
+        adjust: impl Fn(&mut S, &R),
+    ) -> R {
+        modify_rec(&mut self.root, path, 0, f, &adjust)
+    }
+
+    /// The first or last element (the tree must not be empty): one walk down the spine.
+    pub fn end(&self, front: bool) -> &T {
+        let mut node = &*self.root;
+        loop {
+            match node {
+                Node::Branch(kids) => node = &kids[if front { 0 } else { kids.len() - 1 }].node,
+                Node::Leaf(v) => return if front { &v[0] } else { &v[v.len() - 1] },
+            }
+        }
+    }
+
+    /// [`Tree::modify_at`] for the first or last element (the tree must not be empty), in one
+    /// walk down the spine.
+    pub fn modify_end<R>(
+        &mut self,
+        front: bool,
+        f: impl FnOnce(&mut T) -> R,
+        adjust: impl Fn(&mut S, &R),
+    ) -> R {
+        modify_end_rec(&mut self.root, front, f, &adjust)
+    }
+
     /// Inserts `x` at the position `path` names.
     pub fn insert_at(&mut self, path: &Path, x: T) {
         if let Some(split) = insert_rec(&mut self.root, path, 0, Edges::ROOT, x) {
@@ -678,6 +712,48 @@ fn child_of_arc<T, S: Summary<T>>(node: Arc<Node<T, S>>, len: usize) -> Child<T,
         len,
         sum: S::of(&node),
         node,
+    }
+}
+
+/// Applies `f` at the element `path` names below `node` (at depth `level`), then `adjust` to
+/// each child summary on the way back up.
+fn modify_rec<T: Clone, S: Clone, R>(
+    node: &mut Arc<Node<T, S>>,
+    path: &Path,
+    level: usize,
+    f: impl FnOnce(&mut T) -> R,
+    adjust: &impl Fn(&mut S, &R),
+) -> R {
+    match Arc::make_mut(node) {
+        Node::Leaf(v) => f(&mut v[path.pos]),
+        Node::Branch(kids) => {
+            let i = path.idx[level] as usize;
+            let r = modify_rec(&mut kids[i].node, path, level + 1, f, adjust);
+            adjust(&mut kids[i].sum, &r);
+            r
+        }
+    }
+}
+
+/// Applies `f` at the first or last element below `node`, then `adjust` to each child summary
+/// on the way back up.
+fn modify_end_rec<T: Clone, S: Clone, R>(
+    node: &mut Arc<Node<T, S>>,
+    front: bool,
+    f: impl FnOnce(&mut T) -> R,
+    adjust: &impl Fn(&mut S, &R),
+) -> R {
+    match Arc::make_mut(node) {
+        Node::Leaf(v) => {
+            let i = if front { 0 } else { v.len() - 1 };
+            f(&mut v[i])
+        }
+        Node::Branch(kids) => {
+            let i = if front { 0 } else { kids.len() - 1 };
+            let r = modify_end_rec(&mut kids[i].node, front, f, adjust);
+            adjust(&mut kids[i].sum, &r);
+            r
+        }
     }
 }
 

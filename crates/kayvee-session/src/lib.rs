@@ -35,8 +35,8 @@ mod driver;
 pub mod link;
 mod replicas;
 mod session;
-mod wait;
 mod upstream;
+mod wait;
 
 pub use busy::BusyPoll;
 pub use clock::BusyIo;

@@ -133,59 +133,6 @@ pub mod acl {
     ];
 }
 
-/// A value of COMMAND DOCS's generated fields (`command_docs.rs`): what redis-server 7.0.15
-/// answers in RESP3 (sets and maps become arrays in RESP2, as the reply sink writes them).
-#[derive(Debug)]
-pub enum DocValue {
-    /// A bulk string.
-    B(&'static str),
-    /// A simple string.
-    S(&'static str),
-    /// An integer.
-    I(i64),
-    /// An array.
-    A(&'static [DocValue]),
-    /// A set.
-    Set(&'static [DocValue]),
-    /// A map.
-    M(&'static [(&'static str, DocValue)]),
-}
-
-impl DocValue {
-    /// Writes the value.
-    pub fn write(&self, out: &mut dyn crate::reply::ReplySink) {
-        match self {
-            DocValue::B(s) => out.bulk_str(s),
-            DocValue::S(s) => out.simple(s),
-            DocValue::I(v) => out.int(*v),
-            DocValue::A(items) => {
-                out.array(items.len());
-                items.iter().for_each(|v| v.write(out));
-            }
-            DocValue::Set(items) => {
-                out.set(items.len());
-                items.iter().for_each(|v| v.write(out));
-            }
-            DocValue::M(fields) => {
-                out.map(fields.len());
-                for (k, v) in fields.iter() {
-                    out.bulk_str(k);
-                    v.write(out);
-                }
-            }
-        }
-    }
-}
-
-/// COMMAND DOCS's fields of command `full_name` but its subcommands (summary, since, group,
-/// complexity, doc_flags, deprecated_since, replaced_by, history, arguments), as Redis 7.0
-/// gives them; empty for a command Redis 7.0 does not have.
-pub fn doc_fields(full_name: &str) -> &'static [(&'static str, DocValue)] {
-    let docs = crate::command_docs::DOCS;
-    docs.binary_search_by(|(name, _)| (*name).cmp(full_name))
-        .map_or(&[], |i| docs[i].1)
-}
-
 /// One command's metadata (or one subcommand's, of a container command such as `CLIENT`), as
 /// the table keeps it: a copy of its group table's row without the handler.
 pub struct CommandInfo {

@@ -319,7 +319,7 @@ fn docs(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
 fn write_doc(table: &CommandTable, id: CommandId, out: &mut dyn ReplySink) {
     let spec = &table.get(id).spec;
     let subs = spec.subcommands;
-    let fields = crate::command::doc_fields(&table.get(id).full_name);
+    let fields = crate::command_docs::doc_fields(&table.get(id).full_name);
     if fields.is_empty() {
         out.map(4 + usize::from(subs > 0));
         for (k, v) in [

@@ -708,6 +708,9 @@ def parse_args():
                    help="rounds of the strings and types tests, reported as medians"
                         " (default 3; 1 with --quick)")
     p.add_argument("--no-memory", action="store_true", help="skip the memory group")
+    p.add_argument("--tests",
+                   help="comma-separated test names (e.g. LRANGE_100,HSET): run only these rows of"
+                        " the chosen groups (keep the pushes a pop reads: LPUSH with LPOP, SADD with SPOP)")
     args = p.parse_args()
     args.only = [g.strip() for g in args.only.split(",") if g.strip()]
     unknown = [g for g in args.only if g not in GROUPS]
@@ -719,21 +722,27 @@ def parse_args():
         p.error("--rounds must be at least 1")
     if args.no_memory and "memory" in args.only:
         args.only.remove("memory")
+    args.tests = {t.strip().upper() for t in args.tests.split(",")} if args.tests else None
     return args
+
+
+def chosen(tests, names):
+    """The rows of `tests` named in `names` (all when `names` is None)."""
+    return tests if names is None else [t for t in tests if t[0].upper() in names]
 
 
 def run_throughput(binaries, args):
     """The throughput groups in `args.only`, with one server of each kind; returns rows."""
     groups = {
-        "strings": lambda sv: run_benchmark_tests(sv, STRING_TESTS, args.quick, args.seconds,
+        "strings": lambda sv: run_benchmark_tests(sv, chosen(STRING_TESTS, args.tests), args.quick, args.seconds,
                                                   args.rounds),
-        "types": lambda sv: run_benchmark_tests(sv, TYPE_TESTS, args.quick, args.seconds,
+        "types": lambda sv: run_benchmark_tests(sv, chosen(TYPE_TESTS, args.tests), args.quick, args.seconds,
                                                 args.rounds),
-        "single": lambda sv: run_benchmark_tests(sv, SINGLE_TESTS, args.quick, args.seconds,
+        "single": lambda sv: run_benchmark_tests(sv, chosen(SINGLE_TESTS, args.tests), args.quick, args.seconds,
                                                  args.rounds, pipelines=[1], clients=1),
-        "newtypes": lambda sv: run_benchmark_tests(sv, NEWTYPE_TESTS, args.quick, args.seconds,
+        "newtypes": lambda sv: run_benchmark_tests(sv, chosen(NEWTYPE_TESTS, args.tests), args.quick, args.seconds,
                                                    args.rounds),
-        "scripting": lambda sv: run_benchmark_tests(sv, SCRIPT_TESTS, args.quick, args.seconds,
+        "scripting": lambda sv: run_benchmark_tests(sv, chosen(SCRIPT_TESTS, args.tests), args.quick, args.seconds,
                                                     args.rounds),
         "pubsub": lambda sv: run_pubsub(sv, args.quick, args.seconds),
         "multi": lambda sv: run_multi(sv, args.quick, args.seconds),

@@ -1,7 +1,8 @@
-//! Blocking list commands over real connections against kayvee-server: a BLPOP served by
-//! another client's RPUSH (with the blocked client's pipelined commands held until then),
-//! first-come first-served order, timeouts, a BLMOVE chain, RESP3 wakeups, and blocked clients
-//! that disconnect, are killed or are woken by CLIENT UNBLOCK. Expected bytes are redis-server 7.0.15's
+//! Blocking list, sorted-set and stream commands over real connections against kayvee-server:
+//! a BLPOP served by another client's RPUSH (with the blocked client's pipelined commands held
+//! until then), first-come first-served order, timeouts, a BLMOVE chain, RESP3 wakeups, blocked
+//! clients that disconnect, are killed or are woken by CLIENT UNBLOCK, and XREAD/XREADGROUP
+//! woken by XADD and XGROUP DESTROY. Expected bytes are redis-server 7.0.15's
 //! (`KAYVEE_TARGET=redis` runs this file against it).
 
 use std::io;
@@ -305,5 +306,169 @@ fn sorted_set_pops_time_out_with_the_null_array() {
     assert_eq!(
         c.cmd_str(&["BZMPOP", "0", "0", "k", "MIN"]),
         b"-ERR numkeys should be greater than 0\r\n"
+    );
+}
+
+#[test]
+fn xread_block_is_served_by_xadd_and_holds_its_pipeline() {
+    let Some(server) = server() else { return };
+    let (mut waiter, mut adder) = (server.conn(), server.conn());
+    let mut cmds = encode_command(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"]);
+    cmds.extend(encode_command(&[b"PING"]));
+    waiter.send(&cmds).unwrap();
+    assert_silent(&mut waiter, 200);
+    wait_blocked(&mut adder, 1);
+    assert_eq!(
+        adder.cmd_str(&["XADD", "s", "1-1", "f", "v"]),
+        b"$3\r\n1-1\r\n"
+    );
+    assert_eq!(
+        reply(&mut waiter),
+        "*1\\r\\n*2\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n1-1\\r\\n*2\\r\\n$1\\r\\nf\\r\\n$1\\r\\nv\\r\\n"
+    );
+    assert_eq!(reply(&mut waiter), "+PONG\\r\\n");
+    // `$` means "after the last entry when the command ran": an older ID added later
+    // cannot exist, and the next entry wakes a new reader with only itself.
+    send(
+        &mut waiter,
+        &["XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", "s", "$"],
+    );
+    wait_blocked(&mut adder, 1);
+    assert_eq!(
+        adder.cmd_str(&["XADD", "s", "1-1", "f", "v"]),
+        b"-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n"
+    );
+    assert_silent(&mut waiter, 100);
+    assert_eq!(
+        adder.cmd_str(&["XADD", "s", "2-0", "g", "w"]),
+        b"$3\r\n2-0\r\n"
+    );
+    assert_eq!(
+        reply(&mut waiter),
+        "*1\\r\\n*2\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n2-0\\r\\n*2\\r\\n$1\\r\\ng\\r\\n$1\\r\\nw\\r\\n"
+    );
+    wait_blocked(&mut adder, 0);
+}
+
+#[test]
+fn every_stream_reader_gets_the_new_entry_in_its_own_protocol() {
+    let Some(server) = server() else { return };
+    let (mut r2, mut r3, mut adder) = (server.conn(), server.conn(), server.conn());
+    r3.cmd_str(&["HELLO", "3"]);
+    send(
+        &mut r2,
+        &["XREAD", "BLOCK", "0", "STREAMS", "other", "s", "0", "0"],
+    );
+    send(&mut r3, &["XREAD", "BLOCK", "0", "STREAMS", "s", "0"]);
+    wait_blocked(&mut adder, 2);
+    assert_eq!(
+        adder.cmd_str(&["XADD", "s", "7-3", "a", "1"]),
+        b"$3\r\n7-3\r\n"
+    );
+    assert_eq!(
+        reply(&mut r2),
+        "*1\\r\\n*2\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n7-3\\r\\n*2\\r\\n$1\\r\\na\\r\\n$1\\r\\n1\\r\\n"
+    );
+    assert_eq!(
+        reply(&mut r3),
+        "%1\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n7-3\\r\\n*2\\r\\n$1\\r\\na\\r\\n$1\\r\\n1\\r\\n"
+    );
+    wait_blocked(&mut adder, 0);
+}
+
+#[test]
+fn xreadgroup_block_takes_new_entries_into_the_pending_list() {
+    let Some(server) = server() else { return };
+    let (mut waiter, mut adder) = (server.conn(), server.conn());
+    assert_eq!(
+        adder.cmd_str(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+        b"+OK\r\n"
+    );
+    send(
+        &mut waiter,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    wait_blocked(&mut adder, 1);
+    assert_eq!(
+        adder.cmd_str(&["XADD", "s", "5-1", "k", "v"]),
+        b"$3\r\n5-1\r\n"
+    );
+    assert_eq!(
+        reply(&mut waiter),
+        "*1\\r\\n*2\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n5-1\\r\\n*2\\r\\n$1\\r\\nk\\r\\n$1\\r\\nv\\r\\n"
+    );
+    assert_eq!(
+        adder.cmd_str(&["XPENDING", "s", "g"]),
+        b"*4\r\n:1\r\n$3\r\n5-1\r\n$3\r\n5-1\r\n*1\r\n*2\r\n$5\r\nalice\r\n$1\r\n1\r\n"
+    );
+    // Destroying the group wakes its reader with an error.
+    send(
+        &mut waiter,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    wait_blocked(&mut adder, 1);
+    assert_eq!(adder.cmd_str(&["XGROUP", "DESTROY", "s", "g"]), b":1\r\n");
+    assert_eq!(
+        reply(&mut waiter),
+        "-NOGROUP the consumer group this client was blocked on no longer exists\\r\\n"
+    );
+    wait_blocked(&mut adder, 0);
+}
+
+#[test]
+fn stream_reads_time_out_with_the_null_array() {
+    let Some(server) = server() else { return };
+    let mut c = server.conn();
+    assert_eq!(
+        c.cmd_str(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+        b"+OK\r\n"
+    );
+    for cmd in [
+        &["XREAD", "BLOCK", "200", "STREAMS", "nokey", "$"][..],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "200",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    ] {
+        let start = Instant::now();
+        send(&mut c, cmd);
+        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
+        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
+    }
+    c.cmd_str(&["HELLO", "3"]);
+    send(&mut c, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"]);
+    assert_eq!(reply(&mut c), "_\\r\\n");
+    assert_eq!(
+        c.cmd_str(&["XREAD", "BLOCK", "-1", "STREAMS", "s", "$"]),
+        b"-ERR timeout is negative\r\n"
     );
 }

@@ -518,6 +518,27 @@ impl<'a> Iterator for Iter<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining, Some(self.remaining))
     }
+
+    /// A whole walk (LRANGE's): each chunk in a tight loop of its own, counting down once.
+    fn fold<B, F: FnMut(B, &'a [u8]) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        let mut left = self.remaining;
+        let mut take = |from: &mut ChunkIter<'a>, acc: B, left: &mut usize| {
+            let mut acc = acc;
+            while *left > 0 {
+                let Some(v) = from.next() else { break };
+                *left -= 1;
+                acc = f(acc, v);
+            }
+            acc
+        };
+        acc = take(&mut self.front, acc, &mut left);
+        while left > 0 {
+            let Some(c) = self.chunks.next() else { break };
+            acc = take(&mut c.walk_from(0), acc, &mut left);
+        }
+        take(&mut self.back, acc, &mut left)
+    }
 }
 
 impl DoubleEndedIterator for Iter<'_> {

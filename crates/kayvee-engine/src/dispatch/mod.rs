@@ -60,6 +60,22 @@ pub struct Dispatch<'e> {
 }
 
 impl<'e> Dispatch<'e> {
+    /// The context command `cmd` runs in for client `me`, in database `db_index`.
+    #[inline]
+    fn cx(&mut self, me: Handle, db_index: usize, cmd: CommandId, now: Now) -> Cx<'_> {
+        let commands: &'e Commands = self.commands;
+        Cx {
+            core: self.core,
+            clients: self.clients,
+            me,
+            db_index,
+            now,
+            outcome: Outcome::Continue,
+            cmd,
+            commands: &commands.table,
+        }
+    }
+
     /// The metadata of command `id` (borrowed from the table, not from `self`).
     #[inline]
     fn spec(&self, id: CommandId) -> &'e CommandInfo {
@@ -239,16 +255,7 @@ impl<'e> Dispatch<'e> {
             return;
         };
         let db_index = client.db;
-        let mut cx = Cx {
-            core: self.core,
-            clients: self.clients,
-            me: h,
-            db_index,
-            now,
-            outcome: Outcome::Continue,
-            cmd: id,
-            commands: &self.commands.table,
-        };
+        let mut cx = self.cx(h, db_index, id, now);
         let result = cmd::migrate::finish(&mut cx, replies, error, out);
         drain::drain(self.core);
         if self.core.aof.enabled {
@@ -315,16 +322,7 @@ impl<'e> Dispatch<'e> {
             return self.core.blocking.put_back(h, w);
         };
         let mut tree = ReplyTree::new(protocol);
-        let mut cx = Cx {
-            core: self.core,
-            clients: self.clients,
-            me: h,
-            db_index: db,
-            now,
-            outcome: Outcome::Continue,
-            cmd: w.cmd,
-            commands: &self.commands.table,
-        };
+        let mut cx = self.cx(h, db, w.cmd, now);
         let result = serve(&mut cx, key, &w.argv.argv(), &mut tree);
         match result {
             Ok(false) => return self.core.blocking.put_back(h, w),
@@ -514,17 +512,9 @@ impl<'e> Dispatch<'e> {
             let result = self.eval(h, id, argv, now, out);
             return self.count(id, result, out);
         }
-        let mut cx = Cx {
-            core: self.core,
-            clients: self.clients,
-            me: h,
-            db_index,
-            now,
-            outcome: Outcome::Continue,
-            cmd: id,
-            commands: &self.commands.table,
-        };
-        let result = (self.commands.handler(id))(&mut cx, argv, out);
+        let handler = self.commands.handler(id);
+        let mut cx = self.cx(h, db_index, id, now);
+        let result = handler(&mut cx, argv, out);
         if cx.core.aof.enabled {
             cx.core.aof.end_command(db_index, argv);
         }
@@ -688,16 +678,7 @@ impl<'e> Dispatch<'e> {
             acl::DenyKind::Key => ("key", argv.get(denied.index)),
             acl::DenyKind::Channel => ("channel", argv.get(denied.index)),
         };
-        let mut cx = Cx {
-            core: self.core,
-            clients: self.clients,
-            me: h,
-            db_index: 0,
-            now,
-            outcome: Outcome::Continue,
-            cmd: id,
-            commands: &self.commands.table,
-        };
+        let mut cx = self.cx(h, 0, id, now);
         cmd::acl::log_denial(&mut cx, reason, object, &user);
         Some(Error::msg(denied.error_text(&name)))
     }

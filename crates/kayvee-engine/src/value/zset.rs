@@ -93,6 +93,14 @@ impl<T, L: Iterator<Item = T>, R: Iterator<Item = T>> Iterator for Either<L, R> 
             Either::R(r) => r.size_hint(),
         }
     }
+    /// One match for the whole walk (`for_each` and the adapters built on it), not one per item.
+    #[inline]
+    fn fold<B, F: FnMut(B, T) -> B>(self, init: B, f: F) -> B {
+        match self {
+            Either::L(l) => l.fold(init, f),
+            Either::R(r) => r.fold(init, f),
+        }
+    }
 }
 
 impl<T, L: DoubleEndedIterator<Item = T>, R: DoubleEndedIterator<Item = T>> DoubleEndedIterator

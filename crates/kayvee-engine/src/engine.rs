@@ -278,6 +278,18 @@ impl Engine {
         cmd::config_cmd::rollback(&mut self.core);
     }
 
+    /// What the shell listened on before the CONFIG SET that answered [`Outcome::Rebind`]:
+    /// the port and the `bind` addresses.
+    pub fn previous_listen(&self) -> Option<(u16, Vec<String>)> {
+        let c = self.core.config_before_set.as_deref()?;
+        Some((c.port, c.bind.clone()))
+    }
+
+    /// The job of the MIGRATE that answered [`Outcome::Migrate`], taken.
+    pub fn take_migrate_job(&mut self) -> Option<crate::outcome::MigrateJob> {
+        self.core.migrate.job.take()
+    }
+
     /// The shell listens where a CONFIG SET said: its previous values are dropped.
     pub fn config_set_done(&mut self) {
         self.core.config_before_set = None;

@@ -54,6 +54,8 @@ struct Link {
 pub struct Links {
     links: BTreeMap<String, Link>,
     pending: BTreeMap<Handle, Pending>,
+    /// The job the last MIGRATE handed the shell ([`crate::outcome::Outcome::Migrate`]).
+    pub job: Option<crate::outcome::MigrateJob>,
 }
 
 impl Links {

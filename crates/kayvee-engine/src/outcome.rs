@@ -3,8 +3,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-/// What the shell must do after a command.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+/// What the shell must do after a command. `Copy`, so that passing one along costs no drop
+/// call on every command: what a rare outcome carries waits in the engine for the shell to
+/// take ([`crate::Engine::take_migrate_job`], [`crate::Engine::previous_listen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Outcome {
     /// Nothing special.
     #[default]
@@ -66,15 +68,12 @@ pub enum Outcome {
     /// CONFIG SET changed `port` or `bind`: the shell listens on the configured addresses
     /// in place of the previous ones and sends the reply itself (`+OK`, or Redis's error with
     /// the previous values put back in the configuration and the old listeners kept).
-    Rebind {
-        /// The port listened on before.
-        previous_port: u16,
-        /// The `bind` addresses before.
-        previous_bind: Vec<String>,
-    },
-    /// MIGRATE: connect to the target (or reuse the cached link), send the job's bytes and
-    /// read its replies, then hand them to [`crate::Engine::migrate_finished`], which replies.
-    Migrate(MigrateJob),
+    /// The previous values: [`crate::Engine::previous_listen`].
+    Rebind,
+    /// MIGRATE: take the job ([`crate::Engine::take_migrate_job`]), connect to the target (or
+    /// reuse the cached link), send the job's bytes and read its replies, then hand them to
+    /// [`crate::Engine::migrate_finished`], which replies.
+    Migrate,
     /// Crash the server on purpose (DEBUG SEGFAULT), as a bug would: the shell leaves its
     /// crash report and dies. No reply.
     Crash,

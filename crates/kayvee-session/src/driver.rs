@@ -689,15 +689,21 @@ impl Driver {
             Outcome::Crash => Request::Crash,
             Outcome::LoadAof => Request::LoadAof,
             Outcome::LoadRdb { flush, merge } => Request::LoadRdb { flush, merge },
-            Outcome::Migrate(job) => Request::Migrate(job),
-            Outcome::Rebind {
-                previous_port,
-                previous_bind,
-            } => Request::Rebind {
-                previous_port,
-                previous_bind,
+            Outcome::Migrate => match self.engine.take_migrate_job() {
+                Some(job) => Request::Migrate(job),
+                None => return,
+            },
+            Outcome::Rebind => match self.engine.previous_listen() {
+                Some((previous_port, previous_bind)) => Request::Rebind {
+                    previous_port,
+                    previous_bind,
+                },
+                None => return,
             },
         };
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("running a live session");
         s.awaiting = true;
         self.requests.push_back((h, request));
     }

@@ -124,10 +124,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         let c = &cx.core.config;
         if c.port != previous.port || c.bind != previous.bind {
             // The shell listens anew, then replies (or rolls back, `rollback`).
-            cx.outcome = Outcome::Rebind {
-                previous_port: previous.port,
-                previous_bind: previous.bind.clone(),
-            };
+            cx.outcome = Outcome::Rebind;
             cx.core.config_before_set = Some(alloc::boxed::Box::new(previous));
             return Ok(());
         }

@@ -212,7 +212,7 @@ fn migrate(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         select,
     };
     cx.core.migrate.wait(cx.me, pending);
-    cx.outcome = Outcome::Migrate(MigrateJob {
+    cx.core.migrate.job = Some(MigrateJob {
         name,
         host: String::from_utf8_lossy(args.get(1)).into_owned(),
         port: atoi_port(args.get(2)),
@@ -220,6 +220,7 @@ fn migrate(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         payload,
         replies,
     });
+    cx.outcome = Outcome::Migrate;
     Ok(())
 }
 

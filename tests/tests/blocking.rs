@@ -56,6 +56,19 @@ fn wait_blocked(c: &mut Conn, want: usize) {
     }
 }
 
+/// Sends each of `cmds` (timeouts of 0.2 s) and checks it answers the null array after
+/// about 0.2 s.
+fn times_out_in_200ms(c: &mut Conn, cmds: &[&[&str]]) {
+    for &cmd in cmds {
+        let start = Instant::now();
+        send(c, cmd);
+        assert_eq!(reply(c), "*-1\\r\\n", "{cmd:?}");
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
+        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
+    }
+}
+
 #[test]
 fn blpop_is_served_by_another_clients_push_and_holds_its_pipeline() {
     let Some(server) = server() else { return };
@@ -96,18 +109,14 @@ fn three_waiters_are_served_first_come_first_served() {
 fn timeouts_answer_the_null_array() {
     let Some(server) = server() else { return };
     let mut c = server.conn();
-    for cmd in [
-        &["BLPOP", "nokey", "0.2"][..],
-        &["BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0.2"],
-        &["BLMPOP", "0.2", "1", "nokey", "LEFT"],
-    ] {
-        let start = Instant::now();
-        send(&mut c, cmd);
-        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
-        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
-    }
+    times_out_in_200ms(
+        &mut c,
+        &[
+            &["BLPOP", "nokey", "0.2"][..],
+            &["BLMOVE", "nokey", "d", "LEFT", "RIGHT", "0.2"],
+            &["BLMPOP", "0.2", "1", "nokey", "LEFT"],
+        ],
+    );
     c.cmd_str(&["HELLO", "3"]);
     send(&mut c, &["BRPOPLPUSH", "nokey", "d", "0.1"]);
     assert_eq!(reply(&mut c), "_\\r\\n");
@@ -288,18 +297,14 @@ fn a_list_push_leaves_a_sorted_set_waiter_waiting() {
 fn sorted_set_pops_time_out_with_the_null_array() {
     let Some(server) = server() else { return };
     let mut c = server.conn();
-    for cmd in [
-        &["BZPOPMIN", "nokey", "0.2"][..],
-        &["BZPOPMAX", "a", "b", "0.2"],
-        &["BZMPOP", "0.2", "1", "nokey", "MAX"],
-    ] {
-        let start = Instant::now();
-        send(&mut c, cmd);
-        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
-        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
-    }
+    times_out_in_200ms(
+        &mut c,
+        &[
+            &["BZPOPMIN", "nokey", "0.2"][..],
+            &["BZPOPMAX", "a", "b", "0.2"],
+            &["BZMPOP", "0.2", "1", "nokey", "MAX"],
+        ],
+    );
     c.cmd_str(&["HELLO", "3"]);
     send(&mut c, &["BZMPOP", "0.1", "1", "nokey", "MIN"]);
     assert_eq!(reply(&mut c), "_\\r\\n");
@@ -443,27 +448,23 @@ fn stream_reads_time_out_with_the_null_array() {
         c.cmd_str(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
         b"+OK\r\n"
     );
-    for cmd in [
-        &["XREAD", "BLOCK", "200", "STREAMS", "nokey", "$"][..],
+    times_out_in_200ms(
+        &mut c,
         &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "c",
-            "BLOCK",
-            "200",
-            "STREAMS",
-            "s",
-            ">",
+            &["XREAD", "BLOCK", "200", "STREAMS", "nokey", "$"][..],
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "200",
+                "STREAMS",
+                "s",
+                ">",
+            ],
         ],
-    ] {
-        let start = Instant::now();
-        send(&mut c, cmd);
-        assert_eq!(reply(&mut c), "*-1\\r\\n", "{cmd:?}");
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(190), "{cmd:?} {waited:?}");
-        assert!(waited < Duration::from_secs(2), "{cmd:?} {waited:?}");
-    }
+    );
     c.cmd_str(&["HELLO", "3"]);
     send(&mut c, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"]);
     assert_eq!(reply(&mut c), "_\\r\\n");

@@ -28,6 +28,10 @@
 //! TIME, CLIENT ID/LIST/INFO, INFO, DEBUG, short TTLs that could expire mid-run,
 //! stream IDs `*` (the time of day).
 //!
+//! Scripts (diff_gen/script.rs) are compared like any command: their replies must not depend on
+//! hash order, time or randomness, so a script returning a set sorts it first. An image built
+//! without Lua (`KAYVEE_TARGET=unikernel`) leaves the scripting family out.
+//!
 //! Environment: `KAYVEE_DIFF_SEED=N` reruns one seed; `KAYVEE_DIFF_SEEDS=N` sets how many seeds
 //! (default 20); `KAYVEE_DIFF_CMDS=N` commands per seed (default 3000); `KAYVEE_TARGET=redis` runs
 //! redis against redis (the harness self-check, must give 0 mismatches).
@@ -50,6 +54,8 @@ mod diff_gen_hash;
 mod diff_gen_hll;
 #[path = "diff_gen/list.rs"]
 mod diff_gen_list;
+#[path = "diff_gen/script.rs"]
+mod diff_gen_script;
 #[path = "diff_gen/set.rs"]
 mod diff_gen_set;
 #[path = "diff_gen/stream.rs"]
@@ -157,6 +163,10 @@ struct Gen {
     pending: std::collections::VecDeque<Args>,
     /// Stream IDs recently given to XADD (the stream family reads, acks and claims them).
     stream_ids: Vec<String>,
+    /// SHA1s of the scripts both servers have run or loaded (the scripting family's EVALSHA).
+    scripts_seen: Vec<String>,
+    /// Whether the system under test runs scripts (an image built without Lua does not).
+    scripting: bool,
 }
 
 /// A generator of one family of commands.
@@ -179,6 +189,7 @@ const FAMILIES: &[(u64, Family)] = &[
     (10, Gen::bitfield_command),
     (15, Gen::geo_command),
     (50, Gen::stream_command),
+    (30, Gen::script_family_command),
 ];
 
 type Args = Vec<Vec<u8>>;
@@ -272,7 +283,7 @@ impl Gen {
     }
 
     /// Strings: GET/SET family, counters, ranges.
-    fn string_command(&mut self) -> Args {
+    pub(crate) fn string_command(&mut self) -> Args {
         let (k, v) = (self.key(), self.value());
         match self.rng.below(24) {
             0..=2 => self.set_command(),
@@ -871,6 +882,15 @@ impl Pair {
         )
     }
 
+    /// Whether the system under test runs scripts. kayvee-server always does (a failing EVAL
+    /// there is a mismatch like any other); an image built without Lua answers "unknown
+    /// command", and the scripting family is then left out.
+    fn runs_scripts(&mut self) -> bool {
+        let (_, k) = self.both(&args(&["EVAL", "return 1", "0"]));
+        let unknown = matches!(&k, Ok(r) if r.starts_with(b"-ERR unknown command"));
+        !(unknown && std::env::var("KAYVEE_TARGET").as_deref() == Ok("unikernel"))
+    }
+
     /// Sends `cmd` to both ignoring the replies (resynchronisation after a mismatch).
     fn run_quiet(&mut self, cmd: &[Vec<u8>]) {
         let _ = self.both(cmd);
@@ -937,6 +957,8 @@ fn run_seed(
         step: 0,
         pending: Default::default(),
         stream_ids: Vec::new(),
+        scripts_seen: Vec::new(),
+        scripting: pair.runs_scripts(),
     };
     let mut history: Vec<(usize, Args, String)> = Vec::new();
     for i in 0..count {
@@ -1197,6 +1219,8 @@ fn generator_is_deterministic_and_varied() {
             step: 0,
             pending: Default::default(),
             stream_ids: Vec::new(),
+            scripts_seen: Vec::new(),
+            scripting: true,
         };
         (0..500).map(|_| gen.command()).collect::<Vec<_>>()
     };

@@ -19,6 +19,19 @@ use kayvee_lua::{Lua, Type};
 /// How deep converted values may nest (Lua's C stack is the limit otherwise).
 const DEPTH_MAX: usize = 200;
 
+/// A Lua number as an integer reply, as Redis's `(long long)` cast gives it on x86-64: cut
+/// towards zero, and the "integer indefinite" `i64::MIN` for NaN and whatever is out of range
+/// (Rust's `as` would saturate at `i64::MAX`).
+fn c_long_long(n: f64) -> i64 {
+    // 2^63: the first double above every i64.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if (-LIMIT..LIMIT).contains(&n) {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
 /// A number as `redis.call` passes it: the integer when whole, else `%.17g`.
 pub fn number_text(n: f64) -> Vec<u8> {
     if n == libm::trunc(n) && n.abs() < 9.0e15 {
@@ -147,7 +160,7 @@ fn write_at(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth
         Type::String => out.bulk(lua.to_bytes(idx).unwrap_or_default()),
         Type::Boolean if resp3 => out.boolean(lua.to_bool(idx)),
         Type::Boolean if lua.to_bool(idx) => out.int(1),
-        Type::Number => out.int(lua.to_number(idx).unwrap_or(0.0) as i64),
+        Type::Number => out.int(c_long_long(lua.to_number(idx).unwrap_or(0.0))),
         Type::Table => write_table(lua, idx, out, resp3, depth),
         _ => out.null(),
     }
@@ -280,4 +293,19 @@ pub fn failure(lua: &mut Lua, name: &[u8]) -> Error {
         text.extend_from_slice(alloc::format!(":{}.", line as i64).as_bytes());
     }
     Error::Bytes(one_line(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_replies_cut_numbers_as_x86_64_casts_them() {
+        assert_eq!(c_long_long(3.99), 3);
+        assert_eq!(c_long_long(-7.9), -7);
+        assert_eq!(c_long_long(-9_223_372_036_854_775_808.0), i64::MIN);
+        assert_eq!(c_long_long(9_223_372_036_854_775_807.0), i64::MIN);
+        assert_eq!(c_long_long(1e300), i64::MIN);
+        assert_eq!(c_long_long(f64::NAN), i64::MIN);
+    }
 }

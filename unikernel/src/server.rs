@@ -275,6 +275,9 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
         }
         read_connections(&mut pool, &mut sockets, &mut driver, clock);
         carry_out_requests(&mut driver, clock, &mut store);
+        if let Some(store) = store.as_mut() {
+            store.after_pass(driver.engine_mut(), clock);
+        }
         if clock.now().unix_us >= driver.poll_at() && driver.poll(clock).cron {
             if let Some(store) = store.as_mut() {
                 store.cron(driver.engine_mut(), clock);
@@ -667,6 +670,9 @@ fn carry_out_requests(driver: &mut Driver, clock: &Clock, store: &mut Option<Sto
         match conn::answer(driver, request, clock, store) {
             Some(answer) => driver.complete(h, answer, clock),
             None if store.is_some() => {
+                if let Some(store) = store.as_mut() {
+                    store.close(driver.engine_mut(), clock);
+                }
                 println!("kayvee: SHUTDOWN requested: stopping");
                 exit::success()
             }
@@ -690,7 +696,15 @@ fn write_connections(
     store: &mut Option<Store>,
 ) {
     let mut dirty = Vec::new();
-    while driver.has_dirty() {
+    loop {
+        // The pass's writes reach the log (flushed under `appendfsync always`) before any of
+        // its replies is handed to a socket.
+        if let Some(store) = store.as_mut() {
+            store.flush_log(driver.engine_mut(), clock);
+        }
+        if !driver.has_dirty() {
+            break;
+        }
         driver.take_dirty(&mut dirty);
         for h in dirty.drain(..) {
             let Some(&s) = pool.slot_of.get(h.0) else {

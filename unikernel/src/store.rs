@@ -58,6 +58,8 @@ pub struct Store {
     last_flush_us: u64,
     /// A BGSAVE that came while a rewrite ran: it starts when the rewrite ends.
     queued_bgsave: bool,
+    /// After a failed rewrite, no automatic one before this uptime.
+    auto_rewrite_after_us: u64,
 }
 
 /// What a background snapshot is for (how its end is reported).
@@ -106,6 +108,9 @@ impl From<kayvee_disk::DiskError> for SaveError {
         SaveError::Layout(e)
     }
 }
+
+/// How long the automatic rewrite waits after a failed one.
+const AUTO_REWRITE_RETRY_US: u64 = 60_000_000;
 
 /// Stops the boot: the disk cannot be used.
 fn refuse(why: &str) -> ! {
@@ -262,6 +267,7 @@ impl Store {
             unflushed: false,
             last_flush_us: 0,
             queued_bgsave: false,
+            auto_rewrite_after_us: 0,
         }
     }
 
@@ -480,6 +486,8 @@ impl Store {
                     s.consecutive_failures = 0;
                 } else {
                     s.consecutive_failures += 1;
+                    // The automatic rewrite waits a minute before it tries again.
+                    self.auto_rewrite_after_us = clock.uptime_us() + AUTO_REWRITE_RETRY_US;
                 }
             }
         }
@@ -513,7 +521,11 @@ impl Store {
             }
             (self.last_flush_us, self.unflushed) = (up, false);
         }
-        if self.appending && !self.busy() && self.rewrite_due(engine) {
+        if self.appending
+            && !self.busy()
+            && up >= self.auto_rewrite_after_us
+            && self.rewrite_due(engine)
+        {
             println!("kayvee: starting automatic rewriting of the append only log");
             self.start_background(engine, clock, Kind::Rewrite);
         }

@@ -390,7 +390,7 @@ impl Store {
         self.finish_background(engine, clock);
         // What this pass propagated goes to the log first if it fits (the snapshot holds it
         // anyway: on success it is dropped).
-        self.flush_log_or_keep(engine, clock);
+        self.flush_log_or_keep(engine);
         let now = clock.now();
         engine.save_started(false, now);
         let result = self.snapshot_now(engine, clock);
@@ -611,7 +611,7 @@ impl Store {
 
     /// As [`Store::flush_log`], but a full log keeps the bytes (the caller is writing a
     /// snapshot that holds them).
-    fn flush_log_or_keep(&mut self, engine: &mut Engine, clock: &Clock) {
+    fn flush_log_or_keep(&mut self, engine: &mut Engine) {
         if !self.appending {
             return;
         }
@@ -622,7 +622,6 @@ impl Store {
         if let Err(SaveError::Io(e)) = self.append(engine) {
             self.io_failed(engine, &e);
         }
-        let _ = clock;
     }
 
     /// Appends `pending` as one record to the current log and to the new one being written.

@@ -86,7 +86,7 @@ pub fn answer(
         Request::Save { background } => match store {
             Some(store) if background => {
                 engine.save_started(true, now);
-                store.start_background(engine, now);
+                store.start_background(engine, clock, crate::store::Kind::Save);
                 Answer::Nothing
             }
             Some(store) => match store.save(engine, clock) {

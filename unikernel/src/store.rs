@@ -13,15 +13,27 @@
 //!
 //! Every save goes to the slot not holding the newest snapshot, is flushed, and only then is
 //! that slot's header written (and flushed): a crash at any instant leaves a valid snapshot.
+//!
+//! The append-only log (`appendonly yes`, layout version 2): the engine's propagated commands
+//! (the bytes kayvee-server's AOF gets) become one checksummed record a loop pass
+//! ([`Store::flush_log`], called before any reply of the pass is handed to a socket), in the
+//! log half that follows the current snapshot. `appendfsync always`: the record is flushed
+//! before the replies go out; `everysec`: flushed from the cron once a second; `no`: written
+//! only. Every snapshot (SAVE, BGSAVE, save points, BGREWRITEAOF, `auto-aof-rewrite-*`) starts
+//! a new log: records made while a background one is written go to both logs, and its header
+//! switches to the new pair. At boot the snapshot's log is replayed after it; a torn last record
+//! is reported and ignored. A log half that cannot take a pass's record gets a snapshot on the
+//! spot (its log then starts empty). See `kayvee-disk` for the record format.
 
 use crate::blk::{Disk, IoError};
 use crate::println;
 use crate::time::Clock;
 use alloc::vec;
 use alloc::vec::Vec;
-use kayvee_disk::{Geometry, Header, Headers, SlotWriter, SECTOR};
-use kayvee_engine::{Engine, Now};
+use kayvee_disk::{Geometry, Header, Headers, LogWriter, SlotWriter, SECTOR};
+use kayvee_engine::{ConnInfo, Discard, Engine, Now, Protocol, Transport};
 use kayvee_rdb::{RdbWriter, WriteOptions};
+use kayvee_resp::{Decoder, Limits};
 use kayvee_session::Clock as _;
 
 /// The disk and what its headers say.
@@ -32,13 +44,42 @@ pub struct Store {
     slots: [Option<Header>; 2],
     /// The background save under way.
     background: Option<Writing>,
+    /// The log of the current snapshot (where the next record goes).
+    log: LogWriter,
+    /// The current snapshot's length (INFO's `aof_base_size`).
+    base_len: u64,
+    /// Appending to the log (`appendonly yes` on a disk with a log area).
+    appending: bool,
+    /// Propagated bytes not yet in a record.
+    pending: Vec<u8>,
+    /// Records written since the last flush (`everysec`, `no`).
+    unflushed: bool,
+    /// Uptime of the last log flush.
+    last_flush_us: u64,
+    /// A BGSAVE that came while a rewrite ran: it starts when the rewrite ends.
+    queued_bgsave: bool,
+    /// After a failed rewrite, no automatic one before this uptime.
+    auto_rewrite_after_us: u64,
 }
 
-/// A save being written: the RDB writer over a snapshot, and the slot it fills.
+/// What a background snapshot is for (how its end is reported).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// BGSAVE or a save point.
+    Save,
+    /// BGREWRITEAOF or `auto-aof-rewrite-*`.
+    Rewrite,
+}
+
+/// A save being written: the RDB writer over a snapshot, the slot it fills, and the log that
+/// will follow it.
 struct Writing {
     rdb: RdbWriter,
     slot: SlotWriter,
     buf: Vec<u8>,
+    log: LogWriter,
+    kind: Kind,
+    started_us: u64,
 }
 
 /// Why a save failed (for the console).
@@ -67,6 +108,9 @@ impl From<kayvee_disk::DiskError> for SaveError {
         SaveError::Layout(e)
     }
 }
+
+/// How long the automatic rewrite waits after a failed one.
+const AUTO_REWRITE_RETRY_US: u64 = 60_000_000;
 
 /// Stops the boot: the disk cannot be used.
 fn refuse(why: &str) -> ! {
@@ -97,9 +141,73 @@ impl Store {
             ));
         }
         let mut store = Store::mount(disk);
-        store.load(engine, clock);
+        let loaded = store.load(engine, clock);
+        store.replay_log(engine, loaded.as_ref());
         engine.core.host.storage = true;
+        if engine.core.config.appendonly {
+            if store.geometry.has_log() {
+                let fsync = engine.core.config.appendfsync.clone();
+                crate::println_later!("kayvee: disk: append only log on (appendfsync {fsync})");
+                store.appending = true;
+                engine.set_propagation(true);
+                engine.core.aof.status.on = true;
+            } else {
+                println!("kayvee: disk: this disk (layout version 1) has no log area: appendonly stays off (cargo xtask disk create makes one with a log)");
+                engine.core.config.appendonly = false;
+            }
+        }
+        store.report(engine);
         Some(store)
+    }
+
+    /// Replays the records following the loaded snapshot (`None`: the empty disk's log) and
+    /// places the writer after the last whole one. A torn last record is reported and ignored;
+    /// a record that is whole but does not replay stops the boot.
+    fn replay_log(&mut self, engine: &mut Engine, loaded: Option<&Header>) {
+        let (half, log_id) = loaded.map_or((1, 0), |h| (h.log_half(), h.log_id));
+        let conn = ConnInfo {
+            transport: Transport::Unix { path: "log".into() },
+            fd: -1,
+        };
+        let h = engine.connect(conn, Now { unix_us: 0 });
+        if let Some(c) = engine.clients.get_mut(h) {
+            c.authenticated = true; // the log's commands ran once already
+        }
+        let (mut records, mut bad) = (0u64, None);
+        let disk = &mut self.disk;
+        let end = kayvee_disk::read_log(
+            &self.geometry,
+            half,
+            log_id,
+            |at, buf| disk.read(at, buf),
+            |payload| {
+                if bad.is_none() {
+                    if let Err(e) = replay(engine, h, payload) {
+                        bad = Some((records, e));
+                    }
+                }
+                records += 1;
+            },
+        );
+        engine.disconnect(h);
+        let end = end.unwrap_or_else(|e| refuse(&alloc::format!("cannot read the log: {:?}", e.0)));
+        if let Some((seq, why)) = bad {
+            refuse(&alloc::format!("log record {seq} does not replay: {why}"));
+        }
+        if let Some(seq) = end.torn {
+            println!(
+                "kayvee: disk: the log's last record (number {seq}) is incomplete or fails its checksum: ignored (a write cut short)"
+            );
+        }
+        if records > 0 {
+            println!(
+                "kayvee: disk: replayed {records} log records ({} bytes of commands) after snapshot generation {}",
+                end.bytes,
+                loaded.map_or(0, |h| h.generation)
+            );
+            engine.core.stats.dirty = 0;
+        }
+        self.log = end.writer;
     }
 
     /// Reads the headers (formatting a blank disk).
@@ -128,8 +236,9 @@ impl Store {
                     refuse(&alloc::format!("cannot format the blank disk: {:?}", e.0));
                 }
                 crate::println_later!(
-                    "kayvee: disk: blank, formatted: two snapshot slots of {} KiB",
-                    geometry.slot_bytes() / 1024
+                    "kayvee: disk: blank, formatted: two snapshot slots of {} KiB, two log halves of {} KiB",
+                    geometry.slot_bytes() / 1024,
+                    geometry.log_half_sectors() * SECTOR as u64 / 1024
                 );
                 (geometry, slots.map(Some))
             }
@@ -151,11 +260,20 @@ impl Store {
             geometry,
             slots,
             background: None,
+            log: LogWriter::new(&geometry, 1, 0),
+            base_len: 0,
+            appending: false,
+            pending: Vec::new(),
+            unflushed: false,
+            last_flush_us: 0,
+            queued_bgsave: false,
+            auto_rewrite_after_us: 0,
         }
     }
 
-    /// Loads the newest snapshot whose checksum holds (an older one if the newest is torn).
-    fn load(&mut self, engine: &mut Engine, clock: &Clock) {
+    /// Loads the newest snapshot whose checksum holds (an older one if the newest is torn);
+    /// returns its header.
+    fn load(&mut self, engine: &mut Engine, clock: &Clock) -> Option<Header> {
         for h in kayvee_disk::candidates(&self.slots) {
             let mut bytes = vec![0u8; h.snapshot_sectors() as usize * SECTOR];
             let start = self.geometry.slot_start(h.slot);
@@ -198,9 +316,11 @@ impl Store {
                     h.slot
                 ));
             }
-            return;
+            self.base_len = h.len;
+            return Some(h);
         }
         crate::println_later!("kayvee: disk: no snapshot yet: starting empty");
+        None
     }
 
     /// The writer options from the configuration, as kayvee-server's.
@@ -214,17 +334,26 @@ impl Store {
         }
     }
 
-    /// A writer of the engine's snapshot now, into the slot the next save goes to.
-    fn begin(&self, engine: &Engine, now: Now) -> Writing {
+    /// A writer of the engine's snapshot now, into the slot the next save goes to, with the
+    /// log that will follow it (a new nonce). The log's propagated stream restarts (a SELECT
+    /// comes first): records from here on also go to the new log.
+    fn begin(&self, engine: &mut Engine, clock: &Clock, kind: Kind) -> Writing {
+        let now = clock.now();
         let (slot, generation) = kayvee_disk::next_save(&self.slots);
+        engine.reset_propagation_db();
+        let log_id = (crate::port::rdtsc() ^ now.unix_us.rotate_left(29)) | 1;
         Writing {
             rdb: RdbWriter::new(engine.snapshot(now), Store::write_options(engine)),
             slot: SlotWriter::new(self.geometry, slot, generation),
             buf: Vec::with_capacity(128 * 1024),
+            log: LogWriter::new(&self.geometry, slot, log_id),
+            kind,
+            started_us: clock.uptime_us(),
         }
     }
 
-    /// Writes one chunk of `w`; true once the file is complete and its header written.
+    /// Writes one chunk of `w`; true once the file is complete and its header written (the
+    /// new snapshot and its log are then the current pair).
     fn advance(&mut self, w: &mut Writing, now: Now) -> Result<bool, SaveError> {
         w.buf.clear();
         if w.rdb.next_chunk(&mut w.buf) {
@@ -234,7 +363,7 @@ impl Store {
             return Ok(false);
         }
         let slot = core::mem::replace(&mut w.slot, SlotWriter::new(self.geometry, 0, 0));
-        let (tail, header) = slot.finish(now.ms());
+        let (tail, header) = slot.finish(now.ms(), w.log.log_id);
         if let Some((at, run)) = tail {
             self.disk.write(at, &run)?;
         }
@@ -243,36 +372,62 @@ impl Store {
             .write(kayvee_disk::header_sector(header.slot), &header.encode())?;
         self.disk.flush()?;
         self.slots[header.slot as usize] = Some(header);
+        self.log = w.log.clone();
+        self.base_len = header.len;
         Ok(true)
+    }
+
+    /// Writes a whole snapshot now (the loop waits).
+    fn snapshot_now(&mut self, engine: &mut Engine, clock: &Clock) -> Result<(), SaveError> {
+        let mut w = self.begin(engine, clock, Kind::Save);
+        let now = clock.now();
+        while !self.advance(&mut w, now)? {}
+        Ok(())
     }
 
     /// SAVE (and SHUTDOWN's save): the whole snapshot now, after any background save.
     pub fn save(&mut self, engine: &mut Engine, clock: &Clock) -> bool {
         self.finish_background(engine, clock);
+        // What this pass propagated goes to the log first if it fits (the snapshot holds it
+        // anyway: on success it is dropped).
+        self.flush_log_or_keep(engine);
         let now = clock.now();
         engine.save_started(false, now);
-        let mut w = self.begin(engine, now);
-        let result = loop {
-            match self.advance(&mut w, now) {
-                Ok(false) => {}
-                Ok(true) => break Ok(()),
-                Err(e) => break Err(e),
-            }
-        };
+        let result = self.snapshot_now(engine, clock);
         let now = clock.now();
         match &result {
-            Ok(()) => println!("kayvee: DB saved on disk"),
+            Ok(()) => {
+                self.pending.clear();
+                println!("kayvee: DB saved on disk")
+            }
             Err(e) => println!("kayvee: failed saving the DB: {e}"),
         }
         engine.save_finished(result.is_ok(), false, now);
+        self.report(engine);
         result.is_ok()
     }
 
-    /// BGSAVE or a save point: the engine counts the save as started already; the snapshot
-    /// is taken now and written by [`Store::step`].
-    pub fn start_background(&mut self, engine: &mut Engine, now: Now) {
-        println!("kayvee: background saving started");
-        self.background = Some(self.begin(engine, now));
+    /// BGSAVE, a save point (the engine counts the save as started already), BGREWRITEAOF or
+    /// an automatic rewrite: the snapshot is taken now and written by [`Store::step`]. A BGSAVE
+    /// while a rewrite runs starts when it ends.
+    pub fn start_background(&mut self, engine: &mut Engine, clock: &Clock, kind: Kind) {
+        if self.busy() {
+            self.queued_bgsave |= kind == Kind::Save;
+            return;
+        }
+        // The records before the snapshot belong to the current log only.
+        self.flush_log(engine, clock);
+        match kind {
+            Kind::Save => println!("kayvee: background saving started"),
+            Kind::Rewrite => {
+                println!("kayvee: background append only file rewriting started");
+                let s = &mut engine.core.aof.status;
+                s.rewrite_requested = false;
+                s.rewrite_scheduled = false;
+                s.rewrite_started_ms = Some(clock.now().ms());
+            }
+        }
+        self.background = Some(self.begin(engine, clock, kind));
     }
 
     /// Whether a background save is under way (the loop must not idle).
@@ -286,17 +441,57 @@ impl Store {
             return;
         };
         let now = clock.now();
-        match self.advance(&mut w, now) {
-            Ok(false) => self.background = Some(w),
-            Ok(true) => {
-                println!("kayvee: background saving terminated with success");
-                engine.save_finished(true, true, now);
+        let result = match self.advance(&mut w, now) {
+            Ok(false) => {
+                self.background = Some(w);
+                return;
             }
-            Err(e) => {
-                println!("kayvee: background saving error: {e}");
-                engine.save_finished(false, true, now);
+            Ok(true) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.finished(engine, clock, w.kind, w.started_us, result);
+        if core::mem::take(&mut self.queued_bgsave) {
+            self.start_background(engine, clock, Kind::Save);
+        }
+    }
+
+    /// Reports the end of a background snapshot of `kind`.
+    fn finished(
+        &mut self,
+        engine: &mut Engine,
+        clock: &Clock,
+        kind: Kind,
+        started_us: u64,
+        result: Result<(), SaveError>,
+    ) {
+        let now = clock.now();
+        match (kind, &result) {
+            (Kind::Save, Ok(())) => println!("kayvee: background saving terminated with success"),
+            (Kind::Save, Err(e)) => println!("kayvee: background saving error: {e}"),
+            (Kind::Rewrite, Ok(())) => {
+                println!("kayvee: background AOF rewrite finished successfully")
+            }
+            (Kind::Rewrite, Err(e)) => println!("kayvee: background AOF rewrite failed: {e}"),
+        }
+        match kind {
+            Kind::Save => engine.save_finished(result.is_ok(), true, now),
+            Kind::Rewrite => {
+                let s = &mut engine.core.aof.status;
+                s.rewrite_started_ms = None;
+                s.last_rewrite_time_s =
+                    (clock.uptime_us().saturating_sub(started_us) / 1_000_000) as i64;
+                s.last_bgrewrite_ok = result.is_ok();
+                if result.is_ok() {
+                    s.rewrites += 1;
+                    s.consecutive_failures = 0;
+                } else {
+                    s.consecutive_failures += 1;
+                    // The automatic rewrite waits a minute before it tries again.
+                    self.auto_rewrite_after_us = clock.uptime_us() + AUTO_REWRITE_RETRY_US;
+                }
             }
         }
+        self.report(engine);
     }
 
     /// Runs the background save to its end (before SAVE or SHUTDOWN).
@@ -307,11 +502,219 @@ impl Store {
     }
 
     /// The cron's part: a save point due (or BGSAVE SCHEDULE waiting) starts a background
-    /// save.
+    /// save; the log is flushed once a second under `everysec`; a log grown past
+    /// `auto-aof-rewrite-percentage` of the snapshot (and `-min-size`), or past half its
+    /// half, gets a rewrite.
     pub fn cron(&mut self, engine: &mut Engine, clock: &Clock) {
         let now = clock.now();
         if !self.busy() && engine.take_due_save(now) {
-            self.start_background(engine, now);
+            self.start_background(engine, clock, Kind::Save);
+        }
+        self.flush_log(engine, clock);
+        let up = clock.uptime_us();
+        if self.unflushed
+            && engine.core.config.appendfsync != "no"
+            && up.saturating_sub(self.last_flush_us) >= 1_000_000
+        {
+            if let Err(e) = self.disk.flush() {
+                self.io_failed(engine, &e);
+            }
+            (self.last_flush_us, self.unflushed) = (up, false);
+        }
+        if self.appending
+            && !self.busy()
+            && up >= self.auto_rewrite_after_us
+            && self.rewrite_due(engine)
+        {
+            println!("kayvee: starting automatic rewriting of the append only log");
+            self.start_background(engine, clock, Kind::Rewrite);
         }
     }
+
+    /// `auto-aof-rewrite-percentage`/`-min-size` over the snapshot's size (Redis's rule with
+    /// the snapshot as the base), or the log half more than half full.
+    fn rewrite_due(&self, engine: &Engine) -> bool {
+        let c = &engine.core.config;
+        let used = self.log.used_bytes();
+        let size = self.base_len + used;
+        let base = self.base_len.max(1);
+        let by_rule = c.auto_aof_rewrite_percentage > 0
+            && size >= c.auto_aof_rewrite_min_size
+            && (size - base.min(size)) * 100 / base >= c.auto_aof_rewrite_percentage as u64;
+        by_rule || self.log.used_sectors() * 2 >= self.log.capacity_sectors()
+    }
+
+    /// After each pass's commands: `CONFIG SET appendonly` (on: a snapshot first, so the log
+    /// that starts holds every later write; off: the last record flushed), BGREWRITEAOF
+    /// (queued behind a running BGSAVE, as Redis does).
+    pub fn after_pass(&mut self, engine: &mut Engine, clock: &Clock) {
+        let wanted = engine.core.config.appendonly;
+        if wanted && !self.appending {
+            if !self.geometry.has_log() {
+                println!("kayvee: disk: this disk (layout version 1) has no log area: appendonly stays off");
+                engine.core.config.appendonly = false;
+            } else {
+                self.finish_background(engine, clock);
+                match self.snapshot_now(engine, clock) {
+                    Ok(()) => {
+                        println!(
+                            "kayvee: append only log turned on (a snapshot was written first)"
+                        );
+                        self.appending = true;
+                        engine.set_propagation(true);
+                        engine.core.aof.status.on = true;
+                    }
+                    Err(e) => {
+                        println!("kayvee: cannot turn the append only log on: {e}");
+                        engine.core.config.appendonly = false;
+                    }
+                }
+                self.report(engine);
+            }
+        } else if !wanted && self.appending {
+            self.flush_log(engine, clock);
+            if let Err(e) = self.disk.flush() {
+                self.io_failed(engine, &e);
+            }
+            self.appending = false;
+            engine.set_propagation(false);
+            engine.core.aof.status.on = false;
+        }
+        let s = &mut engine.core.aof.status;
+        if s.rewrite_scheduled && !self.busy() {
+            s.rewrite_requested = true;
+        }
+        if engine.core.aof.status.rewrite_requested && !self.busy() {
+            self.start_background(engine, clock, Kind::Rewrite);
+        }
+    }
+
+    /// Writes this pass's propagated commands as a record of the current log (and of the
+    /// log of the snapshot being written), flushed under `appendfsync always`: called before
+    /// any reply of the pass is handed to a socket. A log that cannot take the record gets a
+    /// snapshot now instead (it holds those writes; its log starts empty).
+    pub fn flush_log(&mut self, engine: &mut Engine, clock: &Clock) {
+        if !self.appending {
+            return;
+        }
+        engine.drain_propagated(&mut self.pending);
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.append(engine) {
+            Ok(()) => {}
+            Err(SaveError::Layout(_)) => self.snapshot_for_full_log(engine, clock),
+            Err(SaveError::Io(e)) => self.io_failed(engine, &e),
+        }
+        self.report(engine);
+    }
+
+    /// As [`Store::flush_log`], but a full log keeps the bytes (the caller is writing a
+    /// snapshot that holds them).
+    fn flush_log_or_keep(&mut self, engine: &mut Engine) {
+        if !self.appending {
+            return;
+        }
+        engine.drain_propagated(&mut self.pending);
+        if self.pending.is_empty() {
+            return;
+        }
+        if let Err(SaveError::Io(e)) = self.append(engine) {
+            self.io_failed(engine, &e);
+        }
+    }
+
+    /// Appends `pending` as one record to the current log and to the new one being written.
+    fn append(&mut self, engine: &Engine) -> Result<(), SaveError> {
+        let len = self.pending.len();
+        let (at, run) = self.log.record(&self.pending)?;
+        let next = match &self.background {
+            Some(w) => Some(w.log.record(&self.pending)?),
+            None => None,
+        };
+        self.disk.write(at, &run)?;
+        if let Some((at, run)) = next {
+            self.disk.write(at, &run)?;
+        }
+        if engine.core.config.appendfsync == "always" {
+            self.disk.flush()?;
+        } else {
+            self.unflushed = true;
+        }
+        self.log.advance(len);
+        if let Some(w) = self.background.as_mut() {
+            w.log.advance(len);
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// The log cannot take this pass's record: a snapshot on the spot (the background one,
+    /// if any, is replaced by it and reported as done). Without room for the snapshot either,
+    /// the writes cannot be kept: the machine stops.
+    fn snapshot_for_full_log(&mut self, engine: &mut Engine, clock: &Clock) {
+        println!("kayvee: disk: the log is full: writing a snapshot now");
+        let replaced = self.background.take();
+        match self.snapshot_now(engine, clock) {
+            Ok(()) => {
+                self.pending.clear();
+                if let Some(w) = replaced {
+                    self.finished(engine, clock, w.kind, w.started_us, Ok(()));
+                }
+            }
+            Err(e) => {
+                println!("kayvee: disk: the log is full and the snapshot failed ({e}): stopping rather than losing acknowledged writes");
+                crate::exit::fail("the append only log is full")
+            }
+        }
+    }
+
+    /// A failed log write or flush: the promise made to clients cannot be kept (Redis exits
+    /// too under `appendfsync always`).
+    fn io_failed(&mut self, engine: &mut Engine, e: &IoError) -> ! {
+        engine.core.aof.status.last_write_ok = false;
+        println!(
+            "kayvee: disk: writing the append only log failed: {:?}",
+            e.0
+        );
+        crate::exit::fail("the append only log cannot be written")
+    }
+
+    /// SHUTDOWN: the last record written and flushed.
+    pub fn close(&mut self, engine: &mut Engine, clock: &Clock) {
+        self.flush_log(engine, clock);
+        if let Err(e) = self.disk.flush() {
+            self.io_failed(engine, &e);
+        }
+    }
+
+    /// The sizes INFO persistence reports (`aof_base_size`: the snapshot; `aof_current_size`:
+    /// it and the log).
+    fn report(&self, engine: &mut Engine) {
+        let s = &mut engine.core.aof.status;
+        s.base_size = self.base_len;
+        s.current_size = self.base_len + self.log.used_bytes();
+    }
+}
+
+/// Runs one record's commands through client `h`, without replies and without expiry (time
+/// 0, as kayvee-server's AOF loader: the log's DELs carry the expirations).
+fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Result<(), &'static str> {
+    let limits = Limits {
+        bulk_len_max: usize::MAX / 2,
+        query_buffer_max: usize::MAX / 2,
+    };
+    let mut decoder = Decoder::new(limits);
+    let mut sink = Discard(Protocol::Resp2);
+    let mut used = 0;
+    while used < bytes.len() {
+        let frame = match decoder.decode(&bytes[used..], true) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Err("a command cut short"),
+            Err(_) => return Err("not RESP commands"),
+        };
+        engine.execute(h, &frame.argv, Now { unix_us: 0 }, &mut sink);
+        used += frame.consumed;
+    }
+    Ok(())
 }

@@ -41,11 +41,16 @@ tasks:
   bench-net [--image PATH] [--redis-port N] [key=value...]
                    redis-benchmark SET/GET, 8 clients, -P 1 and -P 16: the unikernel under TCG
                    through the port forward, then redis-server on the host
+  bench-disk [--quick] [--keys N] [--requests N] [--mem M] [--disk-size S] [--image PATH]
+                   the unikernel with a virtio-blk disk under TCG: SET -c 8 -P 16 with the log
+                   off and appendfsync no/everysec/always; a BGSAVE of N keys (1,000,000): its
+                   time, SET throughput and used_memory during it (--quick: a smoke run)
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
                    heap-exhaustion checks; --disk: only the disk checks (save, reboot, redis-server's
-                   RDB imported, redis-check-rdb on the export)
+                   RDB imported, redis-check-rdb on the export, SIGKILL crash cycles with
+                   appendfsync always: every acknowledged write must survive)
   redis-suite [--server kayvee|redis|both] [--single UNIT]... [--gate] [--save] [--clients N] ...
                    Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
                    the CI gate against tests/redis-suite/expected-failures.txt
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),
+        Some("bench-disk") => unikernel::bench_disk(&args[1..]),
         Some("vm-compare") => vmcompare::main(&args[1..]),
         Some("redis-suite") => redis_suite::main(&args[1..]),
         // The suite's src/redis-server for kayvee-server (written by redis-suite).

@@ -6,10 +6,12 @@
 //! the image-only flags), so cargo runs with that directory as its working directory.
 
 mod bench;
+mod benchdisk;
 pub mod disk;
 mod disktest;
 
 pub use bench::{bench_boot, bench_mem, bench_net};
+pub use benchdisk::bench_disk;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

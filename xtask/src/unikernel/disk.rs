@@ -66,7 +66,7 @@ fn read_at(f: &mut File, sector: u64, n: usize) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
-/// `disk create`: a file of `size` with two empty slots.
+/// `disk create`: a file of `size` with two empty slots and an empty log area.
 pub fn create(path: &Path, size: &str) -> Result<(), String> {
     let bytes = parse_size(size)?;
     let geometry = Geometry::for_disk(bytes / SECTOR as u64)
@@ -79,10 +79,11 @@ pub fn create(path: &Path, size: &str) -> Result<(), String> {
     }
     f.sync_all().map_err(|e| e.to_string())?;
     println!(
-        "{}: {} MiB, two snapshot slots of {} KiB",
+        "{}: {} MiB, two snapshot slots of {} KiB, a log area of two halves of {} KiB",
         path.display(),
         bytes >> 20,
-        geometry.slot_bytes() / 1024
+        geometry.slot_bytes() / 1024,
+        geometry.log_half_sectors() * SECTOR as u64 / 1024
     );
     Ok(())
 }
@@ -127,7 +128,11 @@ pub fn import(path: &Path, rdb: &Path) -> Result<Header, String> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let (tail, header) = w.finish(now_ms);
+    // A fresh nonce: the new snapshot's log half holds no record of it, so it starts empty.
+    let log_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64 | 1);
+    let (tail, header) = w.finish(now_ms, log_id);
     if let Some((at, bytes)) = tail {
         write_at(&mut f, at, &bytes)?;
     }
@@ -137,7 +142,8 @@ pub fn import(path: &Path, rdb: &Path) -> Result<Header, String> {
     Ok(header)
 }
 
-/// `disk export`: the newest snapshot whose checksum holds, as an RDB file.
+/// `disk export`: the newest snapshot whose checksum holds, as an RDB file (the log records
+/// after it are not included: SAVE or BGREWRITEAOF first to have them in the snapshot).
 pub fn export(path: &Path, rdb: &Path) -> Result<Header, String> {
     let (mut f, geometry, slots) = open(path)?;
     for h in kayvee_disk::candidates(&slots) {

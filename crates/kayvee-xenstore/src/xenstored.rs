@@ -298,6 +298,11 @@ impl Xenstored {
     /// at most once per [`MEM_WARN_MINTIME_SEC`], lines when it drops below the hard quota,
     /// crosses the soft quota, or drops below it again. Each state is reported once per change.
     fn report_memory(&mut self, domid: u32, mem: u64, q: &Quota) -> bool {
+        // The common case costs no map entry: under both quotas with nothing reported yet.
+        let under = |limit: u32| limit == 0 || mem < u64::from(limit);
+        if under(q.memory) && under(q.memory_soft) && !self.mem_reports.contains_key(&domid) {
+            return false;
+        }
         let now = self.now_s;
         let r = self.mem_reports.entry(domid).or_default();
         let mut lines = Vec::new();

@@ -123,7 +123,7 @@ impl Txn {
     /// For an unprivileged actor, a request that would make the transaction touch more than
     /// `transaction-nodes` distinct nodes is undone, answers ENOSPC and marks the transaction
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
-    pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
+    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op) -> Reply {
         let mut fx = Effects::default();
         // Only a request that could cross the quota needs a copy to undo: one adds at most
         // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
@@ -132,7 +132,7 @@ impl Txn {
         let before =
             (!cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit)
                 .then(|| self.store.clone());
-        let reply = apply(&mut self.store, cx, op, &mut fx);
+        let reply = apply(&mut self.store, cx, &op, &mut fx);
         debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
         if let Some(before) = before {
             if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
@@ -151,7 +151,7 @@ impl Txn {
             self.accessed.insert(c.path.clone());
             self.changes.push(c);
         }
-        self.log.push((op.clone(), reply.clone()));
+        self.log.push((op, reply.clone()));
         reply
     }
 

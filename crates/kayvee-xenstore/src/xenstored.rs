@@ -2,6 +2,7 @@
 //! transaction id and the time) and get a [`Reply`]; watch events queue up for the shell to
 //! collect with [`Xenstored::take_events`].
 
+use alloc::borrow::Cow;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -96,7 +97,9 @@ pub struct XsStats {
 struct Conn {
     domid: u32,
     watches: Vec<Watch>,
-    txns: BTreeMap<u32, Txn>,
+    /// Open transactions by id (a handful at most: the per-domain quota is 10; a list keeps
+    /// its room from one transaction to the next, where a map allocated a node per start).
+    txns: Vec<(u32, Txn)>,
     next_tid: u32,
     /// Replies queued but not yet delivered, as the transport last reported.
     outstanding: usize,
@@ -233,7 +236,7 @@ impl Xenstored {
         let c = Conn {
             domid,
             watches: Vec::new(),
-            txns: BTreeMap::new(),
+            txns: Vec::new(),
             next_tid: 1,
             outstanding: 0,
         };
@@ -436,23 +439,55 @@ impl Xenstored {
         }
     }
 
+    /// The acting identity of a domain and the quota applying to it, with one look at the
+    /// domain table.
+    fn actor_quota(&self, domid: u32) -> (Actor, Quota) {
+        let d = self.domains.table.get(&domid);
+        let actor = Actor {
+            domid,
+            privileged: domid == 0,
+            target: d.and_then(|d| d.target),
+        };
+        (actor, d.and_then(|d| d.quota).unwrap_or(self.config.quota))
+    }
+
     /// Handle one request of `conn` in transaction `tx_id` (0 = none).
     pub fn handle(&mut self, conn: ConnId, tx_id: u32, op: &Op, now: Now) -> Reply {
+        self.handle_op(conn, tx_id, Cow::Borrowed(op), now)
+    }
+
+    /// [`Xenstored::handle`] taking the request: a transaction keeps it for its replay
+    /// without copying it.
+    pub fn handle_owned(&mut self, conn: ConnId, tx_id: u32, op: Op, now: Now) -> Reply {
+        self.handle_op(conn, tx_id, Cow::Owned(op), now)
+    }
+
+    /// Handle one request, borrowed or owned.
+    fn handle_op(&mut self, conn: ConnId, tx_id: u32, op: Cow<'_, Op>, now: Now) -> Reply {
         self.now_s = now.secs();
-        let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
+        let Some(c) = self.conns.get(&conn) else {
             return Reply::Error(XsError::Einval);
         };
+        let domid = c.domid;
         // cxenstored 4.17 checks XS_FLAG_PRIV before the transaction id, answering EACCES.
         if domid != 0 && op.is_privileged() {
             return Reply::Error(XsError::Eacces);
         }
-        if tx_id != 0 && !self.conns[&conn].txns.contains_key(&tx_id) {
+        if tx_id != 0 && !c.txns.iter().any(|(t, _)| *t == tx_id) {
             return Reply::Error(XsError::Enoent);
         }
+        if op.is_transactional() {
+            if let Op::SetPerms(p, perms) = &*op {
+                if is_special(p) {
+                    let r = self.set_special_perms(domid, p, perms);
+                    return r.unwrap_or_else(Reply::Error);
+                }
+            }
+            return self.store_op(conn, domid, tx_id, op);
+        }
+        let op = &*op;
         let result = match op {
             Op::Invalid(e) => Err(*e),
-            Op::SetPerms(p, perms) if is_special(p) => self.set_special_perms(domid, p, perms),
-            o if o.is_transactional() => Ok(self.store_op(conn, domid, tx_id, o)),
             Op::TransactionStart if tx_id != 0 => Err(XsError::Ebusy),
             Op::TransactionStart => self.transaction_start(conn, domid, now),
             Op::TransactionEnd(_) if tx_id == 0 => Err(XsError::Enoent),
@@ -466,23 +501,24 @@ impl Xenstored {
     }
 
     /// A store operation, inside a transaction or directly.
-    fn store_op(&mut self, conn: ConnId, domid: u32, tx_id: u32, op: &Op) -> Reply {
-        let actor = self.actor(domid);
-        let quota = self.domains.quota(domid, &self.config.quota);
+    fn store_op(&mut self, conn: ConnId, domid: u32, tx_id: u32, op: Cow<'_, Op>) -> Reply {
+        let (actor, quota) = self.actor_quota(domid);
         let mut cx = Ctx {
             actor,
             quota: &quota,
             gen: &mut self.gen,
         };
         if tx_id != 0 {
-            let txn = self
-                .conns
-                .get_mut(&conn)
-                .and_then(|c| c.txns.get_mut(&tx_id));
-            return txn.expect("checked by handle").run(&mut cx, op);
+            let txn = self.conns.get_mut(&conn).and_then(|c| {
+                let i = c.txns.iter().position(|(t, _)| *t == tx_id)?;
+                Some(&mut c.txns[i].1)
+            });
+            return txn
+                .expect("checked by handle")
+                .run(&mut cx, op.into_owned());
         }
         let mut fx = Effects::default();
-        let reply = crate::exec::apply(&mut self.store, &mut cx, op, &mut fx);
+        let reply = crate::exec::apply(&mut self.store, &mut cx, &op, &mut fx);
         if !fx.changes.is_empty() {
             self.commits += 1;
         }
@@ -502,7 +538,7 @@ impl Xenstored {
         }
         let tid = c.next_tid;
         c.next_tid = c.next_tid.wrapping_add(1).max(1);
-        c.txns.insert(tid, txn);
+        c.txns.push((tid, txn));
         Ok(Reply::Text(alloc::format!("{tid}")))
     }
 
@@ -515,7 +551,8 @@ impl Xenstored {
         commit: bool,
     ) -> Result<Reply, XsError> {
         let c = self.conns.get_mut(&conn).expect("checked by handle");
-        let txn = c.txns.remove(&tid).ok_or(XsError::Enoent)?;
+        let i = c.txns.iter().position(|(t, _)| *t == tid);
+        let (_, txn) = c.txns.swap_remove(i.ok_or(XsError::Enoent)?);
         self.bury(Arc::clone(&txn.start.root));
         self.bury(Arc::clone(&txn.store.root));
         if !commit {
@@ -524,8 +561,7 @@ impl Xenstored {
         if txn.failed {
             return Err(XsError::Enomem);
         }
-        let actor = self.actor(domid);
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let (actor, quota) = self.actor_quota(domid);
         let mut cx = Ctx {
             actor,
             quota: &quota,

@@ -10,7 +10,7 @@ use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
 use crate::node::{replace_at, Node};
 use crate::op::{Op, Reply};
-use crate::path::{common_prefix_len, components};
+use crate::path::{canonicalize, common_prefix_len, components, is_prefix, parent, segments};
 use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
@@ -83,6 +83,41 @@ pub struct Txn {
     pub started_ms: u64,
     /// A request went over the transaction-nodes quota: the commit answers ENOMEM.
     pub failed: bool,
+    /// The private copy of one subtree that WRITEs of existing nodes below it went to, not
+    /// yet put back into `store` (see [`Detached`]).
+    detached: Option<Detached>,
+}
+
+/// A transaction's private version of the subtree at `at`, kept apart from its private
+/// store: a WRITE of an existing node copies only the path from `at` down, not the path from
+/// the root (which the commit's graft copies again in the current store, the private one
+/// going to waste). Any other request first puts it back into the private store
+/// ([`Txn::attach`]); a graft takes its written subtree straight from it.
+#[derive(Clone, Debug)]
+struct Detached {
+    /// Absolute path of the subtree's root: the parent of the first node written.
+    at: String,
+    /// The transaction's version of that subtree.
+    node: Arc<Node>,
+}
+
+impl Detached {
+    /// The node at absolute path `path` (at or below `at`) in this subtree.
+    fn get(&self, path: &str) -> Option<&Arc<Node>> {
+        let mut node = &self.node;
+        for c in segments(self.rel(path)) {
+            node = node.child(c)?;
+        }
+        Some(node)
+    }
+
+    /// `path` (at or below `at`) relative to `at`, as an absolute path of the subtree.
+    fn rel<'a>(&self, path: &'a str) -> &'a str {
+        match self.at.as_str() {
+            "/" => path,
+            at => &path[at.len()..],
+        }
+    }
 }
 
 /// Paths one request can add to a transaction's accessed set: one read, or one change's top
@@ -116,7 +151,67 @@ impl Txn {
             changes: Vec::new(),
             started_ms: now_ms,
             failed: false,
+            detached: None,
         }
+    }
+
+    /// Put the detached subtree back into the private store (one path copy from the root).
+    fn attach(&mut self) {
+        if let Some(d) = self.detached.take() {
+            // The node at `d.at` exists in the private store (nothing else ran since it was
+            // detached), so no child list changes and the stamp is not used.
+            let root = replace_at(&self.store.root, &components(&d.at), Some(d.node), 0);
+            self.store.root = root;
+        }
+    }
+
+    /// The private version of the node at `path`: from the detached subtree when it holds
+    /// `path`, else from the private store (attach first when `path` is above the subtree).
+    fn private_get(&self, path: &str) -> Option<&Arc<Node>> {
+        match &self.detached {
+            Some(d) if is_prefix(&d.at, path) => d.get(path),
+            _ => self.store.get(path),
+        }
+    }
+
+    /// WRITE of an existing node in the detached subtree (detaching its parent's subtree
+    /// first when none is): the reply, or None when the request is anything else (the
+    /// caller then attaches and runs it on the private store). Same checks, accounting and
+    /// effects as [`apply`] on the private store.
+    fn write_detached(&mut self, cx: &mut Ctx<'_>, op: &Op, fx: &mut Effects) -> Option<Reply> {
+        let Op::Write(p, v) = op else { return None };
+        let path = canonicalize(p, cx.actor.domid, cx.quota.path_max as usize).ok()?;
+        let fits = |d: &Detached| is_prefix(&d.at, &path) && d.at != path;
+        match &self.detached {
+            Some(d) if fits(d) => {}
+            Some(_) => return None,
+            None if path == "/" => return None,
+            None => {
+                let at = String::from(parent(&path));
+                let node = self.store.get(&at)?.clone();
+                self.detached = Some(Detached { at, node });
+            }
+        }
+        let d = self.detached.as_mut().expect("detached above");
+        d.get(&path)?;
+        *cx.gen += 1;
+        let gen = *cx.gen;
+        // The private store's maps with the subtree as its root, for the length of the write.
+        core::mem::swap(&mut self.store.root, &mut d.node);
+        let r = self.store.write(&cx.actor, cx.quota, d.rel(&path), v, gen);
+        core::mem::swap(&mut self.store.root, &mut d.node);
+        Some(match r {
+            Ok(mut c) => {
+                c.top.clone_from(&path);
+                c.path = path;
+                fx.changes.push(c);
+                Reply::Ok
+            }
+            Err(e) => {
+                fx.reads.push(String::from(parent(&path)));
+                Reply::Error(e)
+            }
+        })
     }
 
     /// Run a store operation inside the transaction and record it (Algorithm 1).
@@ -129,18 +224,29 @@ impl Txn {
         // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
         // count maps copy their nodes).
         let limit = cx.quota.transaction_nodes as usize;
-        let before =
-            (!cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit)
-                .then(|| self.store.clone());
-        let reply = apply(&mut self.store, cx, &op, &mut fx);
-        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
-        if let Some(before) = before {
-            if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
-                self.store = before;
-                self.failed = true;
-                return Reply::Error(XsError::Enospc);
+        let near =
+            !cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit;
+        let detached = match near {
+            true => None,
+            false => self.write_detached(cx, &op, &mut fx),
+        };
+        let reply = match detached {
+            Some(reply) => reply,
+            None => {
+                self.attach();
+                let before = near.then(|| self.store.clone());
+                let reply = apply(&mut self.store, cx, &op, &mut fx);
+                if let Some(before) = before {
+                    if self.touched_after(&fx) > limit {
+                        self.store = before;
+                        self.failed = true;
+                        return Reply::Error(XsError::Enospc);
+                    }
+                }
+                reply
             }
-        }
+        };
+        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
         for r in fx.reads {
             widen(&mut self.read_prefix, &r);
             self.accessed.insert(r);
@@ -174,7 +280,7 @@ impl Txn {
     /// Commit against `current` under `policy`: the new store, the changes to announce and
     /// how it went; `None` means EAGAIN.
     pub fn commit(
-        self,
+        mut self,
         current: &Store,
         commits: u64,
         policy: ConflictPolicy,
@@ -182,8 +288,11 @@ impl Txn {
     ) -> Option<(Store, Vec<Change>, CommitPath)> {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
-                let clean = commits == self.start_commits;
-                clean.then(|| (untracked(self.store), self.changes, CommitPath::Swap))
+                if commits != self.start_commits {
+                    return None;
+                }
+                self.attach();
+                Some((untracked(self.store), self.changes, CommitPath::Swap))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -194,6 +303,7 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
+                    self.attach();
                     return Some((untracked(self.store), self.changes, CommitPath::Swap));
                 }
                 if let Some(store) = self.graft(current, cx) {
@@ -207,7 +317,14 @@ impl Txn {
     /// The coalescing test of Algorithm 2 with separate read and write prefixes: when the
     /// subtrees at both are the same pointers in the start and current roots, graft the
     /// private subtree at the write prefix into the current root.
-    fn graft(&self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+    fn graft(&mut self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+        // Writes below the detached subtree cannot widen the write prefix above it; attach
+        // anyway if it ever did, so the private store answers for the prefix.
+        if let (Some(d), Some(w)) = (&self.detached, &self.write_prefix) {
+            if !is_prefix(&d.at, w) {
+                self.attach();
+            }
+        }
         if let Some(r) = &self.read_prefix {
             if !same(self.start.get(r), current.get(r)) {
                 return None;
@@ -222,7 +339,7 @@ impl Txn {
         if !Arc::ptr_eq(s, c) {
             return None;
         }
-        let mine = self.store.get(w)?.clone();
+        let mine = self.private_get(w)?.clone();
         *cx.gen += 1;
         let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
         // Counts: current + private - start, for the domains the transaction changed.

@@ -253,8 +253,12 @@ impl Txn {
         }
         for c in fx.changes {
             widen(&mut self.write_prefix, &c.top);
-            self.accessed.insert(c.top.clone());
-            self.accessed.insert(c.path.clone());
+            // Copied only when new (a WRITE of an existing node has its path as its top).
+            for p in [&c.top, &c.path] {
+                if !self.accessed.contains(p) {
+                    self.accessed.insert(p.clone());
+                }
+            }
             self.changes.push(c);
         }
         self.log.push((op, reply.clone()));

@@ -271,6 +271,47 @@ pub fn replace_at(root: &Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen:
     Arc::new(node)
 }
 
+/// [`replace_at`] for an absolute path, walked without collecting its components (a
+/// commit and a WRITE of an existing node go through here: no vector per call).
+pub fn replace_path(root: &Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+    replace_in(root, crate::path::segments(path).peekable(), sub, gen)
+}
+
+/// [`replace_path`] below `root` for the components left in `comps`.
+fn replace_in(
+    root: &Arc<Node>,
+    mut comps: core::iter::Peekable<crate::path::Segments<'_>>,
+    sub: Option<Arc<Node>>,
+    gen: u64,
+) -> Arc<Node> {
+    let Some(first) = comps.next() else {
+        return sub.expect("the root cannot be removed");
+    };
+    let mut node = Node::clone(root);
+    let new_child = match comps.peek().is_none() {
+        true => sub,
+        false => {
+            let child = root
+                .child(first)
+                .expect("replace_path: missing intermediate node");
+            Some(replace_in(child, comps, sub, gen))
+        }
+    };
+    match new_child {
+        Some(c) => {
+            if node.set_child(first, c) {
+                node.gen = gen;
+            }
+        }
+        None => {
+            if node.remove_child(first).is_some() {
+                node.gen = gen;
+            }
+        }
+    }
+    Arc::new(node)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,9 +8,9 @@ use alloc::vec::Vec;
 
 use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
-use crate::node::{replace_at, Node};
+use crate::node::{replace_path, Node};
 use crate::op::{Op, Reply};
-use crate::path::{canonicalize, common_prefix_len, components, is_prefix, parent, segments};
+use crate::path::{canonicalize, common_prefix_len, is_prefix, parent, segments};
 use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
@@ -160,7 +160,7 @@ impl Txn {
         if let Some(d) = self.detached.take() {
             // The node at `d.at` exists in the private store (nothing else ran since it was
             // detached), so no child list changes and the stamp is not used.
-            let root = replace_at(&self.store.root, &components(&d.at), Some(d.node), 0);
+            let root = replace_path(&self.store.root, &d.at, Some(d.node), 0);
             self.store.root = root;
         }
     }
@@ -345,7 +345,7 @@ impl Txn {
         }
         let mine = self.private_get(w)?.clone();
         *cx.gen += 1;
-        let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
+        let root = replace_path(&current.root, w, Some(mine), *cx.gen);
         // Counts: current + private - start, for the domains the transaction changed.
         let mut store = Store {
             root,

@@ -192,6 +192,9 @@ pub struct Xenstored {
     dead: Vec<Arc<Node>>,
     /// Domain changes for the shell, taken with [`Xenstored::take_domain_changes`].
     domain_changes: Vec<DomainChange>,
+    /// Some domain got its own quota (SET_QUOTA) or a target (SET_TARGET): until then every
+    /// request's actor and quota come without a look at the domain table.
+    per_domain: bool,
 }
 
 /// Versions [`Xenstored::dead`] holds at most: a shell that never calls
@@ -262,6 +265,7 @@ impl Xenstored {
             now_s: 0,
             dead: Vec::new(),
             domain_changes: Vec::new(),
+            per_domain: false,
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -325,7 +329,7 @@ impl Xenstored {
             return true;
         }
         let own_watches = watch_bytes(c);
-        let q = self.domains.quota(domid, &self.config.quota);
+        let q = self.quota_of(domid);
         // A guest has one connection (its ring) as a rule: then its usage is this one's.
         let alone = self
             .by_domain
@@ -491,10 +495,21 @@ impl Xenstored {
         }
     }
 
+    /// The quota applying to a domain.
+    fn quota_of(&self, domid: u32) -> Quota {
+        match self.per_domain {
+            true => self.domains.quota(domid, &self.config.quota),
+            false => self.config.quota,
+        }
+    }
+
     /// The acting identity of a domain and the quota applying to it, with one look at the
     /// domain table.
     fn actor_quota(&self, domid: u32) -> (Actor, Quota) {
-        let d = self.domains.table.get(&domid);
+        let d = match self.per_domain {
+            true => self.domains.table.get(&domid),
+            false => None,
+        };
         let actor = Actor {
             domid,
             privileged: domid == 0,
@@ -582,7 +597,7 @@ impl Xenstored {
 
     /// TRANSACTION_START: a new per-connection id (1, 2, 3...).
     fn transaction_start(&mut self, conn: ConnId, domid: u32, now: Now) -> Result<Reply, XsError> {
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let quota = self.quota_of(domid);
         let txn = Txn::new(&self.store, self.commits, now.ms());
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         if domid != 0 && c.txns.len() >= quota.transactions as usize {
@@ -715,7 +730,7 @@ impl Xenstored {
         p: &[u8],
         token: &[u8],
     ) -> Result<Reply, XsError> {
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let quota = self.quota_of(domid);
         let w = self.make_watch(domid, p, token, &quota)?;
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         if c.watches
@@ -934,6 +949,7 @@ impl Xenstored {
         }
         let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
         dom.target = Some(t);
+        self.per_domain = true;
         Ok(Reply::Ok)
     }
 
@@ -1030,6 +1046,7 @@ impl Xenstored {
                     .get_mut(&parse_lenient(d))
                     .expect("checked");
                 dom.quota = Some(q);
+                self.per_domain = true;
             }
             _ => return Err(XsError::Einval),
         }

@@ -103,6 +103,9 @@ struct Conn {
     next_tid: u32,
     /// Replies queued but not yet delivered, as the transport last reported.
     outstanding: usize,
+    /// The only connection of its domain (a guest's ring, as a rule): flow control then
+    /// counts this one's usage alone.
+    alone: bool,
 }
 
 /// Connections sorted by id in one vector: found by binary search (several lookups per
@@ -295,10 +298,23 @@ impl Xenstored {
             txns: Vec::new(),
             next_tid: 1,
             outstanding: 0,
+            alone: true,
         };
         self.disconnect(conn);
         self.conns.insert(conn, c);
         self.by_domain.entry(domid).or_default().push(conn);
+        self.note_alone(domid);
+    }
+
+    /// Mark whether each connection of `domid` is its only one.
+    fn note_alone(&mut self, domid: u32) {
+        let ids = self.by_domain.get(&domid).map_or(&[][..], Vec::as_slice);
+        let alone = ids.len() == 1;
+        for id in ids {
+            if let Some(c) = self.conns.get_mut(id) {
+                c.alone = alone;
+            }
+        }
     }
 
     /// The connection went away: its watches and transactions go with it.
@@ -313,6 +329,7 @@ impl Xenstored {
                 self.by_domain.remove(&c.domid);
             }
         }
+        self.note_alone(c.domid);
     }
 
     /// Flow control, asked by the transport before it decodes the next request of `conn`,
@@ -329,12 +346,9 @@ impl Xenstored {
             return true;
         }
         let own_watches = watch_bytes(c);
-        let q = self.quota_of(domid);
         // A guest has one connection (its ring) as a rule: then its usage is this one's.
-        let alone = self
-            .by_domain
-            .get(&domid)
-            .is_some_and(|ids| ids.as_slice() == [conn]);
+        let alone = c.alone;
+        let q = self.quota_of(domid);
         let busy: usize = match alone {
             true => outstanding,
             false => self.domain_conns(domid).map(|c| c.outstanding).sum(),

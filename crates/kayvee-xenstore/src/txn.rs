@@ -330,17 +330,14 @@ impl Txn {
             }
         }
         if let Some(r) = &self.read_prefix {
-            if !same(self.start.get(r), current.get(r)) {
+            if !compare_at(&self.start, current, r).0 {
                 return None;
             }
         }
         let Some(w) = &self.write_prefix else {
             return Some(current.clone());
         };
-        let (Some(s), Some(c)) = (self.start.get(w), current.get(w)) else {
-            return None;
-        };
-        if !Arc::ptr_eq(s, c) {
+        if compare_at(&self.start, current, w) != (true, true) {
             return None;
         }
         let mine = self.private_get(w)?.clone();
@@ -394,13 +391,25 @@ fn untracked(mut store: Store) -> Store {
     store
 }
 
-/// Both absent, or the same node by pointer.
-fn same(a: Option<&Arc<Node>>, b: Option<&Arc<Node>>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-        _ => false,
+/// Whether the node at `path` is the same in two versions (the same pointer, or absent from
+/// both), and whether it exists. Walks both versions at once only until they share a subtree
+/// (mostly well above `path`: then the same node below is certain, and one walk of the
+/// rest, through nodes of one child as a rule, says whether it exists).
+fn compare_at(a: &Store, b: &Store, path: &str) -> (bool, bool) {
+    let (mut x, mut y) = (&a.root, &b.root);
+    let mut comps = segments(path);
+    while !Arc::ptr_eq(x, y) {
+        let Some(c) = comps.next() else {
+            return (false, true);
+        };
+        match (x.child(c), y.child(c)) {
+            (Some(p), Some(q)) => (x, y) = (p, q),
+            (None, None) => return (true, false),
+            _ => return (false, false),
+        }
     }
+    let exists = comps.try_fold(x, |n, c| n.child(c)).is_some();
+    (true, exists)
 }
 
 /// The own-content stamp of the node at `path`, if it exists.

@@ -12,9 +12,11 @@ pub struct Domain {
     pub gfn: u64,
     /// Its event channel port.
     pub port: u32,
-    /// The domain it is a device model for (SET_TARGET).
+    /// The domain it is a device model for (SET_TARGET; set it only through
+    /// `Xenstored`'s SET_TARGET, which notes that some domain has one).
     pub target: Option<u32>,
-    /// Its own quota (SET_QUOTA with a domid), else the global one.
+    /// Its own quota (SET_QUOTA with a domid; set it only through `Xenstored`'s SET_QUOTA,
+    /// which notes that some domain has one), else the global one.
     pub quota: Option<Quota>,
     /// Features it negotiated (SET_FEATURE).
     pub features: u32,

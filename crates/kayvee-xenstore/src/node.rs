@@ -12,57 +12,106 @@ use crate::perms::Perms;
 /// a domain can only crowd its own directories, whose size the node quota bounds.
 const CHILD_SEED: u64 = 0x6b61_7976_6565_7873;
 
-/// A node's children: nothing for a leaf (most nodes; no allocation), else a persistent hash
-/// map, so that copying a node on the update path is O(1) whatever its fan-out (a wide
-/// directory such as /local/domain used to cost a copy of its whole child list per write).
+/// A node's children: nothing for a leaf (most nodes; no allocation), one child held inline
+/// (most inner nodes of a Xenstore tree: `/local`, each domain's chain of directories; copying
+/// such a node on the update path allocates no map node and finding its child hashes nothing),
+/// else a persistent hash map, so that copying a node on the update path is O(1) whatever its
+/// fan-out (a wide directory such as /local/domain used to cost a copy of its whole child
+/// list per write).
 #[derive(Clone, Debug, Default)]
-pub struct Children(Option<ChildMap>);
+pub struct Children(Kids);
+
+/// The three shapes of [`Children`]; a map always holds two children or more.
+#[derive(Clone, Debug, Default)]
+enum Kids {
+    #[default]
+    None,
+    One(Arc<str>, Arc<Node>),
+    Many(ChildMap),
+}
 
 impl Children {
     /// The child called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Node>> {
-        self.0.as_ref()?.get(name)
+        match &self.0 {
+            Kids::None => None,
+            Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Many(m) => m.get(name),
+        }
     }
 
     /// Number of children.
     pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, PMap::len)
+        match &self.0 {
+            Kids::None => 0,
+            Kids::One(..) => 1,
+            Kids::Many(m) => m.len(),
+        }
     }
 
     /// No children.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        matches!(self.0, Kids::None)
     }
 
     /// Insert or replace a child; returns true when the name is new.
     pub fn insert(&mut self, name: &str, node: Arc<Node>) -> bool {
-        let map = self.0.get_or_insert_with(|| PMap::with_seed(CHILD_SEED));
-        match map.get_mut(name) {
-            Some(slot) => {
-                *slot = node;
-                false
-            }
-            None => {
-                map.insert(Arc::from(name), node);
+        match &mut self.0 {
+            Kids::None => {
+                self.0 = Kids::One(Arc::from(name), node);
                 true
             }
+            Kids::One(k, v) if **k == *name => {
+                *v = node;
+                false
+            }
+            Kids::One(k, v) => {
+                let mut map = PMap::with_seed(CHILD_SEED);
+                map.insert(k.clone(), v.clone());
+                map.insert(Arc::from(name), node);
+                self.0 = Kids::Many(map);
+                true
+            }
+            Kids::Many(map) => match map.get_mut(name) {
+                Some(slot) => {
+                    *slot = node;
+                    false
+                }
+                None => {
+                    map.insert(Arc::from(name), node);
+                    true
+                }
+            },
         }
     }
 
-    /// Remove a child, returning it; the last removal frees the map.
+    /// Remove a child, returning it; a map left with one child gives way to the inline form.
     pub fn remove(&mut self, name: &str) -> Option<Arc<Node>> {
-        let map = self.0.as_mut()?;
-        let (_, node) = map.remove(name)?;
-        if map.is_empty() {
-            self.0 = None;
+        match &mut self.0 {
+            Kids::None => None,
+            Kids::One(k, _) if **k == *name => match core::mem::take(&mut self.0) {
+                Kids::One(_, v) => Some(v),
+                _ => unreachable!("matched One above"),
+            },
+            Kids::One(..) => None,
+            Kids::Many(map) => {
+                let (_, node) = map.remove(name)?;
+                if map.len() == 1 {
+                    let (k, v) = map.iter().next().expect("one child left");
+                    self.0 = Kids::One(k.clone(), v.clone());
+                }
+                Some(node)
+            }
         }
-        Some(node)
     }
 
     /// The children in hash order (cheap; for walks whose order does not matter).
-    pub fn iter<'a>(&'a self) -> ChildIter<'a> {
-        let f: fn(&'a ChildMap) -> kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>> = PMap::iter;
-        self.0.iter().flat_map(f)
+    pub fn iter(&self) -> ChildIter<'_> {
+        match &self.0 {
+            Kids::None => ChildIter::One(None),
+            Kids::One(k, v) => ChildIter::One(Some((k, v))),
+            Kids::Many(m) => ChildIter::Many(m.iter()),
+        }
     }
 
     /// The children sorted by name (listings: oxenstored lists them sorted).
@@ -71,17 +120,39 @@ impl Children {
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
         v
     }
+
+    /// Panic unless the shape is canonical (a map has two children or more) and sound.
+    fn check_invariants(&self) {
+        if let Kids::Many(m) = &self.0 {
+            assert!(m.len() >= 2, "child map of {} kept", m.len());
+            m.check_invariants();
+        }
+    }
 }
 
 /// The map of a node with children.
 type ChildMap = PMap<Arc<str>, Arc<Node>>;
 
 /// [`Children`] in hash order, without allocating.
-pub type ChildIter<'a> = core::iter::FlatMap<
-    core::option::Iter<'a, ChildMap>,
-    kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>,
-    fn(&'a ChildMap) -> kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>,
->;
+// A short-lived iterator on the stack: the map iterator's size is no cost worth a box.
+#[allow(clippy::large_enum_variant)]
+pub enum ChildIter<'a> {
+    /// No child left to give, or the one inline child.
+    One(Option<(&'a Arc<str>, &'a Arc<Node>)>),
+    /// A map's children.
+    Many(kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>),
+}
+
+impl<'a> Iterator for ChildIter<'a> {
+    type Item = (&'a Arc<str>, &'a Arc<Node>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ChildIter::One(one) => one.take(),
+            ChildIter::Many(it) => it.next(),
+        }
+    }
+}
 
 impl<'a> IntoIterator for &'a Children {
     type Item = (&'a Arc<str>, &'a Arc<Node>);
@@ -152,11 +223,7 @@ impl Node {
 
     /// Panic unless the child maps are sound with valid names, recursively.
     pub fn check_invariants(&self) {
-        let map = self.children.0.as_ref();
-        assert!(map.is_none_or(|m| !m.is_empty()), "empty child map kept");
-        if let Some(m) = map {
-            m.check_invariants();
-        }
+        self.children.check_invariants();
         for (name, c) in &self.children {
             assert!(!name.is_empty() && !name.contains('/'), "bad child name");
             c.check_invariants();
@@ -187,6 +254,47 @@ pub fn replace_at(root: &Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen:
                 .child(first)
                 .expect("replace_at: missing intermediate node");
             Some(replace_at(child, rest, sub, gen))
+        }
+    };
+    match new_child {
+        Some(c) => {
+            if node.set_child(first, c) {
+                node.gen = gen;
+            }
+        }
+        None => {
+            if node.remove_child(first).is_some() {
+                node.gen = gen;
+            }
+        }
+    }
+    Arc::new(node)
+}
+
+/// [`replace_at`] for an absolute path, walked without collecting its components (a
+/// commit and a WRITE of an existing node go through here: no vector per call).
+pub fn replace_path(root: &Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+    replace_in(root, crate::path::segments(path).peekable(), sub, gen)
+}
+
+/// [`replace_path`] below `root` for the components left in `comps`.
+fn replace_in(
+    root: &Arc<Node>,
+    mut comps: core::iter::Peekable<crate::path::Segments<'_>>,
+    sub: Option<Arc<Node>>,
+    gen: u64,
+) -> Arc<Node> {
+    let Some(first) = comps.next() else {
+        return sub.expect("the root cannot be removed");
+    };
+    let mut node = Node::clone(root);
+    let new_child = match comps.peek().is_none() {
+        true => sub,
+        false => {
+            let child = root
+                .child(first)
+                .expect("replace_path: missing intermediate node");
+            Some(replace_in(child, comps, sub, gen))
         }
     };
     match new_child {
@@ -276,7 +384,7 @@ mod tests {
             assert!(n.remove_child(name).is_some());
         }
         assert!(n.remove_child("a").is_none());
-        assert!(n.children.is_empty() && n.children.0.is_none(), "map freed");
+        assert!(n.children.is_empty(), "map freed");
         n.check_invariants();
         before.check_invariants();
     }

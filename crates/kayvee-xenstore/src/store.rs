@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use kayvee_pds::PMap;
 
 use crate::error::XsError;
-use crate::node::{replace_at, Node};
+use crate::node::{replace_at, replace_path, Node};
 use crate::path::{components, parent};
 use crate::perms::{Access, Perms};
 
@@ -222,7 +222,6 @@ impl Store {
         if !actor.privileged && value.len() > quota.node_size as usize {
             return Err(XsError::Enospc);
         }
-        let comps = components(path);
         match self.get(path) {
             Some(node) => {
                 self.check_write(actor, node)?;
@@ -232,10 +231,10 @@ impl Store {
                 new.gen = gen;
                 let change = self.change(path, false, new.perms.clone(), path);
                 self.charge(owner, value.len() as u64, old_len);
-                self.root = replace_at(&self.root, &comps, Some(Arc::new(new)), gen);
+                self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
                 Ok(change)
             }
-            None => self.create(actor, quota, &comps, value, gen),
+            None => self.create(actor, quota, &components(path), value, gen),
         }
     }
 
@@ -336,7 +335,7 @@ impl Store {
         if let Some(p) = self.get(parent(path)) {
             self.charge(p.perms.owner(), 0, name_len as u64);
         }
-        self.root = replace_at(&self.root, &components(path), None, gen);
+        self.root = replace_path(&self.root, path, None, gen);
         Ok(Some(self.change(
             path,
             true,
@@ -376,7 +375,7 @@ impl Store {
         self.charge(old_owner, 0, old_bytes);
         self.charge(new_owner, new_bytes, 0);
         let change = self.change(path, false, new.perms.clone(), path);
-        self.root = replace_at(&self.root, &components(path), Some(Arc::new(new)), gen);
+        self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
         if old_owner != new_owner {
             self.own(old_owner, 0, 1);
             self.own(new_owner, 1, 0);

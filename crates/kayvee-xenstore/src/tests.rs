@@ -934,3 +934,65 @@ fn features_are_set_before_introduce_and_read_by_their_domain() {
         ],
     );
 }
+
+#[test]
+fn a_guest_transaction_writing_existing_nodes_commits_what_it_read_back() {
+    // Writes of existing nodes go to a detached copy of their parent's subtree; a read, a
+    // write elsewhere or the commit puts it back. Values change length, so the memory
+    // accounting (checked after every step) follows each path.
+    let start = || Op::TransactionStart;
+    let end = |commit| Op::TransactionEnd(commit);
+    run_table(
+        ConflictPolicy::Coalesce,
+        &[
+            Step("d0", 0, Op::Mkdir(b("/local/domain/1")), OK),
+            Step(
+                "d0",
+                0,
+                Op::SetPerms(b("/local/domain/1"), alloc::vec![b("n1")]),
+                OK,
+            ),
+            Step("g1", 0, write("x/a", "1"), OK),
+            Step("g1", 0, write("x/b", "1"), OK),
+            // Detached, then read back (attached) while another commit lands elsewhere.
+            Step("g1", 0, start(), text("1")),
+            Step("g1", 1, write("x/a", "22"), OK),
+            Step("d0", 0, write("/elsewhere", "z"), OK),
+            Step("g1", 1, read("x/a"), val("22")),
+            Step("g1", 1, write("x/b", "333"), OK),
+            Step("g1", 1, end(true), OK),
+            Step("g1", 0, read("x/a"), val("22")),
+            Step("g1", 0, read("x/b"), val("333")),
+            // Two writes in the detached subtree, grafted from it.
+            Step("g1", 0, start(), text("2")),
+            Step("g1", 2, write("x/a", "4444"), OK),
+            Step("g1", 2, write("/local/domain/1/x/b", "5"), OK),
+            Step("d0", 0, write("/elsewhere", "zz"), OK),
+            Step("g1", 2, end(true), OK),
+            Step("g1", 0, read("x/a"), val("4444")),
+            Step("g1", 0, read("x/b"), val("5")),
+            // Aborted: nothing of it shows.
+            Step("g1", 0, start(), text("3")),
+            Step("g1", 3, write("x/a", "6"), OK),
+            Step("g1", 3, end(false), OK),
+            Step("g1", 0, read("x/a"), val("4444")),
+            // Nothing else committed: the private store (attached) becomes the store.
+            Step("g1", 0, start(), text("4")),
+            Step("g1", 4, write("x/a", "7"), OK),
+            Step("g1", 4, end(true), OK),
+            Step("g1", 0, read("x/a"), val("7")),
+            // A write the guest may not make is refused in the detached subtree too.
+            Step(
+                "d0",
+                0,
+                Op::SetPerms(b("/local/domain/1/x/b"), alloc::vec![b("n0")]),
+                OK,
+            ),
+            Step("g1", 0, start(), text("5")),
+            Step("g1", 5, write("x/b", "8"), err(XsError::Eacces)),
+            Step("g1", 5, write("x/a", "88"), OK),
+            Step("g1", 5, end(true), OK),
+            Step("g1", 0, read("x/a"), val("88")),
+        ],
+    );
+}

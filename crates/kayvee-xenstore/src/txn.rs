@@ -8,9 +8,9 @@ use alloc::vec::Vec;
 
 use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
-use crate::node::{replace_at, Node};
+use crate::node::{replace_path, Node};
 use crate::op::{Op, Reply};
-use crate::path::{common_prefix_len, components};
+use crate::path::{canonicalize, common_prefix_len, is_prefix, parent, segments};
 use crate::store::{Change, Store};
 
 /// How commits decide conflicts.
@@ -83,6 +83,41 @@ pub struct Txn {
     pub started_ms: u64,
     /// A request went over the transaction-nodes quota: the commit answers ENOMEM.
     pub failed: bool,
+    /// The private copy of one subtree that WRITEs of existing nodes below it went to, not
+    /// yet put back into `store` (see [`Detached`]).
+    detached: Option<Detached>,
+}
+
+/// A transaction's private version of the subtree at `at`, kept apart from its private
+/// store: a WRITE of an existing node copies only the path from `at` down, not the path from
+/// the root (which the commit's graft copies again in the current store, the private one
+/// going to waste). Any other request first puts it back into the private store
+/// ([`Txn::attach`]); a graft takes its written subtree straight from it.
+#[derive(Clone, Debug)]
+struct Detached {
+    /// Absolute path of the subtree's root: the parent of the first node written.
+    at: String,
+    /// The transaction's version of that subtree.
+    node: Arc<Node>,
+}
+
+impl Detached {
+    /// The node at absolute path `path` (at or below `at`) in this subtree.
+    fn get(&self, path: &str) -> Option<&Arc<Node>> {
+        let mut node = &self.node;
+        for c in segments(self.rel(path)) {
+            node = node.child(c)?;
+        }
+        Some(node)
+    }
+
+    /// `path` (at or below `at`) relative to `at`, as an absolute path of the subtree.
+    fn rel<'a>(&self, path: &'a str) -> &'a str {
+        match self.at.as_str() {
+            "/" => path,
+            at => &path[at.len()..],
+        }
+    }
 }
 
 /// Paths one request can add to a transaction's accessed set: one read, or one change's top
@@ -116,42 +151,117 @@ impl Txn {
             changes: Vec::new(),
             started_ms: now_ms,
             failed: false,
+            detached: None,
         }
+    }
+
+    /// Put the detached subtree back into the private store (one path copy from the root).
+    fn attach(&mut self) {
+        if let Some(d) = self.detached.take() {
+            // The node at `d.at` exists in the private store (nothing else ran since it was
+            // detached), so no child list changes and the stamp is not used.
+            let root = replace_path(&self.store.root, &d.at, Some(d.node), 0);
+            self.store.root = root;
+        }
+    }
+
+    /// The private version of the node at `path`: from the detached subtree when it holds
+    /// `path`, else from the private store (attach first when `path` is above the subtree).
+    fn private_get(&self, path: &str) -> Option<&Arc<Node>> {
+        match &self.detached {
+            Some(d) if is_prefix(&d.at, path) => d.get(path),
+            _ => self.store.get(path),
+        }
+    }
+
+    /// WRITE of an existing node in the detached subtree (detaching its parent's subtree
+    /// first when none is): the reply, or None when the request is anything else (the
+    /// caller then attaches and runs it on the private store). Same checks, accounting and
+    /// effects as [`apply`] on the private store.
+    fn write_detached(&mut self, cx: &mut Ctx<'_>, op: &Op, fx: &mut Effects) -> Option<Reply> {
+        let Op::Write(p, v) = op else { return None };
+        let path = canonicalize(p, cx.actor.domid, cx.quota.path_max as usize).ok()?;
+        let fits = |d: &Detached| is_prefix(&d.at, &path) && d.at != path;
+        match &self.detached {
+            Some(d) if fits(d) => {}
+            Some(_) => return None,
+            None if path == "/" => return None,
+            None => {
+                let at = String::from(parent(&path));
+                let node = self.store.get(&at)?.clone();
+                self.detached = Some(Detached { at, node });
+            }
+        }
+        let d = self.detached.as_mut().expect("detached above");
+        d.get(&path)?;
+        *cx.gen += 1;
+        let gen = *cx.gen;
+        // The private store's maps with the subtree as its root, for the length of the write.
+        core::mem::swap(&mut self.store.root, &mut d.node);
+        let r = self.store.write(&cx.actor, cx.quota, d.rel(&path), v, gen);
+        core::mem::swap(&mut self.store.root, &mut d.node);
+        Some(match r {
+            Ok(mut c) => {
+                c.top.clone_from(&path);
+                c.path = path;
+                fx.changes.push(c);
+                Reply::Ok
+            }
+            Err(e) => {
+                fx.reads.push(String::from(parent(&path)));
+                Reply::Error(e)
+            }
+        })
     }
 
     /// Run a store operation inside the transaction and record it (Algorithm 1).
     /// For an unprivileged actor, a request that would make the transaction touch more than
     /// `transaction-nodes` distinct nodes is undone, answers ENOSPC and marks the transaction
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
-    pub fn run(&mut self, cx: &mut Ctx<'_>, op: &Op) -> Reply {
+    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op) -> Reply {
         let mut fx = Effects::default();
         // Only a request that could cross the quota needs a copy to undo: one adds at most
         // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
         // count maps copy their nodes).
         let limit = cx.quota.transaction_nodes as usize;
-        let before =
-            (!cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit)
-                .then(|| self.store.clone());
-        let reply = apply(&mut self.store, cx, op, &mut fx);
-        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
-        if let Some(before) = before {
-            if self.touched_after(&fx) > cx.quota.transaction_nodes as usize {
-                self.store = before;
-                self.failed = true;
-                return Reply::Error(XsError::Enospc);
+        let near =
+            !cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit;
+        let detached = match near {
+            true => None,
+            false => self.write_detached(cx, &op, &mut fx),
+        };
+        let reply = match detached {
+            Some(reply) => reply,
+            None => {
+                self.attach();
+                let before = near.then(|| self.store.clone());
+                let reply = apply(&mut self.store, cx, &op, &mut fx);
+                if let Some(before) = before {
+                    if self.touched_after(&fx) > limit {
+                        self.store = before;
+                        self.failed = true;
+                        return Reply::Error(XsError::Enospc);
+                    }
+                }
+                reply
             }
-        }
+        };
+        debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
         for r in fx.reads {
             widen(&mut self.read_prefix, &r);
             self.accessed.insert(r);
         }
         for c in fx.changes {
             widen(&mut self.write_prefix, &c.top);
-            self.accessed.insert(c.top.clone());
-            self.accessed.insert(c.path.clone());
+            // Copied only when new (a WRITE of an existing node has its path as its top).
+            for p in [&c.top, &c.path] {
+                if !self.accessed.contains(p) {
+                    self.accessed.insert(p.clone());
+                }
+            }
             self.changes.push(c);
         }
-        self.log.push((op.clone(), reply.clone()));
+        self.log.push((op, reply.clone()));
         reply
     }
 
@@ -174,7 +284,7 @@ impl Txn {
     /// Commit against `current` under `policy`: the new store, the changes to announce and
     /// how it went; `None` means EAGAIN.
     pub fn commit(
-        self,
+        mut self,
         current: &Store,
         commits: u64,
         policy: ConflictPolicy,
@@ -182,8 +292,11 @@ impl Txn {
     ) -> Option<(Store, Vec<Change>, CommitPath)> {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
-                let clean = commits == self.start_commits;
-                clean.then(|| (untracked(self.store), self.changes, CommitPath::Swap))
+                if commits != self.start_commits {
+                    return None;
+                }
+                self.attach();
+                Some((untracked(self.store), self.changes, CommitPath::Swap))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -194,6 +307,7 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
+                    self.attach();
                     return Some((untracked(self.store), self.changes, CommitPath::Swap));
                 }
                 if let Some(store) = self.graft(current, cx) {
@@ -207,24 +321,28 @@ impl Txn {
     /// The coalescing test of Algorithm 2 with separate read and write prefixes: when the
     /// subtrees at both are the same pointers in the start and current roots, graft the
     /// private subtree at the write prefix into the current root.
-    fn graft(&self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+    fn graft(&mut self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+        // Writes below the detached subtree cannot widen the write prefix above it; attach
+        // anyway if it ever did, so the private store answers for the prefix.
+        if let (Some(d), Some(w)) = (&self.detached, &self.write_prefix) {
+            if !is_prefix(&d.at, w) {
+                self.attach();
+            }
+        }
         if let Some(r) = &self.read_prefix {
-            if !same(self.start.get(r), current.get(r)) {
+            if !compare_at(&self.start, current, r).0 {
                 return None;
             }
         }
         let Some(w) = &self.write_prefix else {
             return Some(current.clone());
         };
-        let (Some(s), Some(c)) = (self.start.get(w), current.get(w)) else {
-            return None;
-        };
-        if !Arc::ptr_eq(s, c) {
+        if compare_at(&self.start, current, w) != (true, true) {
             return None;
         }
-        let mine = self.store.get(w)?.clone();
+        let mine = self.private_get(w)?.clone();
         *cx.gen += 1;
-        let root = replace_at(&current.root, &components(w), Some(mine), *cx.gen);
+        let root = replace_path(&current.root, w, Some(mine), *cx.gen);
         // Counts: current + private - start, for the domains the transaction changed.
         let mut store = Store {
             root,
@@ -273,13 +391,25 @@ fn untracked(mut store: Store) -> Store {
     store
 }
 
-/// Both absent, or the same node by pointer.
-fn same(a: Option<&Arc<Node>>, b: Option<&Arc<Node>>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-        _ => false,
+/// Whether the node at `path` is the same in two versions (the same pointer, or absent from
+/// both), and whether it exists. Walks both versions at once only until they share a subtree
+/// (mostly well above `path`: then the same node below is certain, and one walk of the
+/// rest, through nodes of one child as a rule, says whether it exists).
+fn compare_at(a: &Store, b: &Store, path: &str) -> (bool, bool) {
+    let (mut x, mut y) = (&a.root, &b.root);
+    let mut comps = segments(path);
+    while !Arc::ptr_eq(x, y) {
+        let Some(c) = comps.next() else {
+            return (false, true);
+        };
+        match (x.child(c), y.child(c)) {
+            (Some(p), Some(q)) => (x, y) = (p, q),
+            (None, None) => return (true, false),
+            _ => return (false, false),
+        }
     }
+    let exists = comps.try_fold(x, |n, c| n.child(c)).is_some();
+    (true, exists)
 }
 
 /// The own-content stamp of the node at `path`, if it exists.

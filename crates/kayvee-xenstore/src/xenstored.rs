@@ -2,6 +2,7 @@
 //! transaction id and the time) and get a [`Reply`]; watch events queue up for the shell to
 //! collect with [`Xenstored::take_events`].
 
+use alloc::borrow::Cow;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -96,17 +97,74 @@ pub struct XsStats {
 struct Conn {
     domid: u32,
     watches: Vec<Watch>,
-    txns: BTreeMap<u32, Txn>,
+    /// Open transactions by id (a handful at most: the per-domain quota is 10; a list keeps
+    /// its room from one transaction to the next, where a map allocated a node per start).
+    txns: Vec<(u32, Txn)>,
     next_tid: u32,
     /// Replies queued but not yet delivered, as the transport last reported.
     outstanding: usize,
+    /// The only connection of its domain (a guest's ring, as a rule): flow control then
+    /// counts this one's usage alone.
+    alone: bool,
+}
+
+/// Connections sorted by id in one vector: found by binary search (several lookups per
+/// request; cheaper than a B-tree's walk of its nodes) and walked in id order.
+#[derive(Clone, Debug, Default)]
+struct ConnTable(Vec<(ConnId, Conn)>);
+
+impl ConnTable {
+    /// Where `id` is, or would go.
+    fn find(&self, id: ConnId) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&id, |(k, _)| *k)
+    }
+
+    /// The connection `id`.
+    fn get(&self, id: &ConnId) -> Option<&Conn> {
+        self.find(*id).ok().map(|i| &self.0[i].1)
+    }
+
+    /// The connection `id`, mutably.
+    fn get_mut(&mut self, id: &ConnId) -> Option<&mut Conn> {
+        let i = self.find(*id).ok()?;
+        Some(&mut self.0[i].1)
+    }
+
+    /// Add or replace connection `id`.
+    fn insert(&mut self, id: ConnId, c: Conn) {
+        match self.find(id) {
+            Ok(i) => self.0[i].1 = c,
+            Err(i) => self.0.insert(i, (id, c)),
+        }
+    }
+
+    /// Take connection `id` out.
+    fn remove(&mut self, id: &ConnId) -> Option<Conn> {
+        let i = self.find(*id).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// The connections in id order.
+    fn iter(&self) -> impl Iterator<Item = (&ConnId, &Conn)> {
+        self.0.iter().map(|(id, c)| (id, c))
+    }
+
+    /// The connections' states in id order.
+    fn values(&self) -> impl Iterator<Item = &Conn> {
+        self.0.iter().map(|(_, c)| c)
+    }
+
+    /// Number of connections.
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// The daemon state.
 #[derive(Clone, Debug)]
 pub struct Xenstored {
     store: Store,
-    conns: BTreeMap<ConnId, Conn>,
+    conns: ConnTable,
     /// Connections by domain (flow control asks for a guest's before each of its requests).
     by_domain: BTreeMap<u32, Vec<ConnId>>,
     /// Connections with at least one watch (the only ones a change can fire for).
@@ -137,6 +195,9 @@ pub struct Xenstored {
     dead: Vec<Arc<Node>>,
     /// Domain changes for the shell, taken with [`Xenstored::take_domain_changes`].
     domain_changes: Vec<DomainChange>,
+    /// Some domain got its own quota (SET_QUOTA) or a target (SET_TARGET): until then every
+    /// request's actor and quota come without a look at the domain table.
+    per_domain: bool,
 }
 
 /// Versions [`Xenstored::dead`] holds at most: a shell that never calls
@@ -190,7 +251,7 @@ impl Xenstored {
     pub fn new(config: XsConfig) -> Self {
         let mut xs = Xenstored {
             store: Store::new(),
-            conns: BTreeMap::new(),
+            conns: ConnTable::default(),
             by_domain: BTreeMap::new(),
             watchers: BTreeSet::new(),
             domains: Domains::default(),
@@ -207,6 +268,7 @@ impl Xenstored {
             now_s: 0,
             dead: Vec::new(),
             domain_changes: Vec::new(),
+            per_domain: false,
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -233,13 +295,26 @@ impl Xenstored {
         let c = Conn {
             domid,
             watches: Vec::new(),
-            txns: BTreeMap::new(),
+            txns: Vec::new(),
             next_tid: 1,
             outstanding: 0,
+            alone: true,
         };
         self.disconnect(conn);
         self.conns.insert(conn, c);
         self.by_domain.entry(domid).or_default().push(conn);
+        self.note_alone(domid);
+    }
+
+    /// Mark whether each connection of `domid` is its only one.
+    fn note_alone(&mut self, domid: u32) {
+        let ids = self.by_domain.get(&domid).map_or(&[][..], Vec::as_slice);
+        let alone = ids.len() == 1;
+        for id in ids {
+            if let Some(c) = self.conns.get_mut(id) {
+                c.alone = alone;
+            }
+        }
     }
 
     /// The connection went away: its watches and transactions go with it.
@@ -254,6 +329,7 @@ impl Xenstored {
                 self.by_domain.remove(&c.domid);
             }
         }
+        self.note_alone(c.domid);
     }
 
     /// Flow control, asked by the transport before it decodes the next request of `conn`,
@@ -270,12 +346,9 @@ impl Xenstored {
             return true;
         }
         let own_watches = watch_bytes(c);
-        let q = self.domains.quota(domid, &self.config.quota);
         // A guest has one connection (its ring) as a rule: then its usage is this one's.
-        let alone = self
-            .by_domain
-            .get(&domid)
-            .is_some_and(|ids| ids.as_slice() == [conn]);
+        let alone = c.alone;
+        let q = self.quota_of(domid);
         let busy: usize = match alone {
             true => outstanding,
             false => self.domain_conns(domid).map(|c| c.outstanding).sum(),
@@ -298,6 +371,11 @@ impl Xenstored {
     /// at most once per [`MEM_WARN_MINTIME_SEC`], lines when it drops below the hard quota,
     /// crosses the soft quota, or drops below it again. Each state is reported once per change.
     fn report_memory(&mut self, domid: u32, mem: u64, q: &Quota) -> bool {
+        // The common case costs no map entry: under both quotas with nothing reported yet.
+        let under = |limit: u32| limit == 0 || mem < u64::from(limit);
+        if under(q.memory) && under(q.memory_soft) && !self.mem_reports.contains_key(&domid) {
+            return false;
+        }
         let now = self.now_s;
         let r = self.mem_reports.entry(domid).or_default();
         let mut lines = Vec::new();
@@ -431,23 +509,66 @@ impl Xenstored {
         }
     }
 
+    /// The quota applying to a domain.
+    fn quota_of(&self, domid: u32) -> Quota {
+        match self.per_domain {
+            true => self.domains.quota(domid, &self.config.quota),
+            false => self.config.quota,
+        }
+    }
+
+    /// The acting identity of a domain and the quota applying to it, with one look at the
+    /// domain table.
+    fn actor_quota(&self, domid: u32) -> (Actor, Quota) {
+        let d = match self.per_domain {
+            true => self.domains.table.get(&domid),
+            false => None,
+        };
+        let actor = Actor {
+            domid,
+            privileged: domid == 0,
+            target: d.and_then(|d| d.target),
+        };
+        (actor, d.and_then(|d| d.quota).unwrap_or(self.config.quota))
+    }
+
     /// Handle one request of `conn` in transaction `tx_id` (0 = none).
     pub fn handle(&mut self, conn: ConnId, tx_id: u32, op: &Op, now: Now) -> Reply {
+        self.handle_op(conn, tx_id, Cow::Borrowed(op), now)
+    }
+
+    /// [`Xenstored::handle`] taking the request: a transaction keeps it for its replay
+    /// without copying it.
+    pub fn handle_owned(&mut self, conn: ConnId, tx_id: u32, op: Op, now: Now) -> Reply {
+        self.handle_op(conn, tx_id, Cow::Owned(op), now)
+    }
+
+    /// Handle one request, borrowed or owned.
+    fn handle_op(&mut self, conn: ConnId, tx_id: u32, op: Cow<'_, Op>, now: Now) -> Reply {
         self.now_s = now.secs();
-        let Some(domid) = self.conns.get(&conn).map(|c| c.domid) else {
+        let Some(c) = self.conns.get(&conn) else {
             return Reply::Error(XsError::Einval);
         };
+        let domid = c.domid;
         // cxenstored 4.17 checks XS_FLAG_PRIV before the transaction id, answering EACCES.
         if domid != 0 && op.is_privileged() {
             return Reply::Error(XsError::Eacces);
         }
-        if tx_id != 0 && !self.conns[&conn].txns.contains_key(&tx_id) {
+        if tx_id != 0 && !c.txns.iter().any(|(t, _)| *t == tx_id) {
             return Reply::Error(XsError::Enoent);
         }
+        if op.is_transactional() {
+            if let Op::SetPerms(p, perms) = &*op {
+                if is_special(p) {
+                    let r = self.set_special_perms(domid, p, perms);
+                    return r.unwrap_or_else(Reply::Error);
+                }
+            }
+            return self.store_op(conn, domid, tx_id, op);
+        }
+        let op = &*op;
         let result = match op {
             Op::Invalid(e) => Err(*e),
-            Op::SetPerms(p, perms) if is_special(p) => self.set_special_perms(domid, p, perms),
-            o if o.is_transactional() => Ok(self.store_op(conn, domid, tx_id, o)),
             Op::TransactionStart if tx_id != 0 => Err(XsError::Ebusy),
             Op::TransactionStart => self.transaction_start(conn, domid, now),
             Op::TransactionEnd(_) if tx_id == 0 => Err(XsError::Enoent),
@@ -461,23 +582,24 @@ impl Xenstored {
     }
 
     /// A store operation, inside a transaction or directly.
-    fn store_op(&mut self, conn: ConnId, domid: u32, tx_id: u32, op: &Op) -> Reply {
-        let actor = self.actor(domid);
-        let quota = self.domains.quota(domid, &self.config.quota);
+    fn store_op(&mut self, conn: ConnId, domid: u32, tx_id: u32, op: Cow<'_, Op>) -> Reply {
+        let (actor, quota) = self.actor_quota(domid);
         let mut cx = Ctx {
             actor,
             quota: &quota,
             gen: &mut self.gen,
         };
         if tx_id != 0 {
-            let txn = self
-                .conns
-                .get_mut(&conn)
-                .and_then(|c| c.txns.get_mut(&tx_id));
-            return txn.expect("checked by handle").run(&mut cx, op);
+            let txn = self.conns.get_mut(&conn).and_then(|c| {
+                let i = c.txns.iter().position(|(t, _)| *t == tx_id)?;
+                Some(&mut c.txns[i].1)
+            });
+            return txn
+                .expect("checked by handle")
+                .run(&mut cx, op.into_owned());
         }
         let mut fx = Effects::default();
-        let reply = crate::exec::apply(&mut self.store, &mut cx, op, &mut fx);
+        let reply = crate::exec::apply(&mut self.store, &mut cx, &op, &mut fx);
         if !fx.changes.is_empty() {
             self.commits += 1;
         }
@@ -489,7 +611,7 @@ impl Xenstored {
 
     /// TRANSACTION_START: a new per-connection id (1, 2, 3...).
     fn transaction_start(&mut self, conn: ConnId, domid: u32, now: Now) -> Result<Reply, XsError> {
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let quota = self.quota_of(domid);
         let txn = Txn::new(&self.store, self.commits, now.ms());
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         if domid != 0 && c.txns.len() >= quota.transactions as usize {
@@ -497,7 +619,7 @@ impl Xenstored {
         }
         let tid = c.next_tid;
         c.next_tid = c.next_tid.wrapping_add(1).max(1);
-        c.txns.insert(tid, txn);
+        c.txns.push((tid, txn));
         Ok(Reply::Text(alloc::format!("{tid}")))
     }
 
@@ -510,7 +632,8 @@ impl Xenstored {
         commit: bool,
     ) -> Result<Reply, XsError> {
         let c = self.conns.get_mut(&conn).expect("checked by handle");
-        let txn = c.txns.remove(&tid).ok_or(XsError::Enoent)?;
+        let i = c.txns.iter().position(|(t, _)| *t == tid);
+        let (_, txn) = c.txns.swap_remove(i.ok_or(XsError::Enoent)?);
         self.bury(Arc::clone(&txn.start.root));
         self.bury(Arc::clone(&txn.store.root));
         if !commit {
@@ -519,8 +642,7 @@ impl Xenstored {
         if txn.failed {
             return Err(XsError::Enomem);
         }
-        let actor = self.actor(domid);
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let (actor, quota) = self.actor_quota(domid);
         let mut cx = Ctx {
             actor,
             quota: &quota,
@@ -579,7 +701,7 @@ impl Xenstored {
             .cloned()
             .unwrap_or(Perms::owned_by(0));
         let mut out = Vec::new();
-        for (id, c) in &self.conns {
+        for (id, c) in self.conns.iter() {
             if !self.actor(c.domid).access(&perms).can_read() {
                 continue;
             }
@@ -622,7 +744,7 @@ impl Xenstored {
         p: &[u8],
         token: &[u8],
     ) -> Result<Reply, XsError> {
-        let quota = self.domains.quota(domid, &self.config.quota);
+        let quota = self.quota_of(domid);
         let w = self.make_watch(domid, p, token, &quota)?;
         let c = self.conns.get_mut(&conn).expect("checked by handle");
         if c.watches
@@ -841,6 +963,7 @@ impl Xenstored {
         }
         let dom = self.domains.table.get_mut(&d).ok_or(XsError::Enoent)?;
         dom.target = Some(t);
+        self.per_domain = true;
         Ok(Reply::Ok)
     }
 
@@ -937,6 +1060,7 @@ impl Xenstored {
                     .get_mut(&parse_lenient(d))
                     .expect("checked");
                 dom.quota = Some(q);
+                self.per_domain = true;
             }
             _ => return Err(XsError::Einval),
         }

@@ -148,31 +148,32 @@ impl Session {
             if me.held {
                 return Ok(());
             }
-            let Some(msg) = me.decoder.next_message()? else {
+            let Some((header, payload)) = me.decoder.next_frame()? else {
                 return Ok(());
             };
-            let op = parse_request(msg.header.ty, &msg.payload);
+            let op = parse_request(header.ty, payload);
+            let traced_in = trace.as_ref().map(|_| {
+                let ty = MsgType::from_u32(header.ty).map_or("XS_UNKNOWN", MsgType::name);
+                let payload = String::from_utf8_lossy(payload).replace('\0', "|");
+                format!("IN  {conn} {ty} tx{} \"{payload}\"", header.tx_id)
+            });
+            let is_watch = matches!(op, Op::Watch(..));
             let reply = match admit(conn, &op, xs) {
-                Ok(()) => xs.handle(conn, msg.header.tx_id, &op, now),
+                Ok(()) => xs.handle_owned(conn, header.tx_id, op, now),
                 Err(e) => Reply::Error(e),
             };
-            if let Some(t) = trace.as_mut() {
-                let ty = MsgType::from_u32(msg.header.ty).map_or("XS_UNKNOWN", MsgType::name);
-                let payload = String::from_utf8_lossy(&msg.payload).replace('\0', "|");
-                t.push(format!(
-                    "IN  {conn} {ty} tx{} \"{payload}\"",
-                    msg.header.tx_id
-                ));
+            if let (Some(t), Some(line)) = (trace.as_mut(), traced_in) {
+                t.push(line);
                 t.push(format!("OUT {conn} {reply:?}"));
             }
             // cxenstored sends the events a request fires before its reply, except WATCH's
             // immediate event, which follows the OK.
-            if matches!(op, Op::Watch(..)) {
-                reply_to(sessions, conn, &msg.header, &reply);
+            if is_watch {
+                reply_to(sessions, conn, &header, &reply);
                 deliver_events(xs, sessions);
             } else {
                 deliver_events(xs, sessions);
-                reply_to(sessions, conn, &msg.header, &reply);
+                reply_to(sessions, conn, &header, &reply);
             }
         }
     }

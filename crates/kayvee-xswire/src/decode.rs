@@ -59,9 +59,21 @@ impl Decoder {
 
     /// The next whole message; `Ok(None)` means more bytes are needed.
     pub fn next_message(&mut self) -> Result<Option<Message>, DecodeError> {
+        let m = self.next_frame()?.map(|(header, payload)| Message {
+            header,
+            payload: payload.to_vec(),
+        });
+        Ok(m)
+    }
+
+    /// The next whole message as its header and its payload in place (valid until the next
+    /// call: a daemon parses it straight from the buffer, with no copy); `Ok(None)` means
+    /// more bytes are needed.
+    pub fn next_frame(&mut self) -> Result<Option<(Header, &[u8])>, DecodeError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
+        self.compact();
         let avail = &self.buf[self.start..];
         let Some(head) = avail.first_chunk::<HEADER_LEN>() else {
             return Ok(None);
@@ -75,10 +87,9 @@ impl Decoder {
         if avail.len() < total {
             return Ok(None);
         }
-        let payload = avail[HEADER_LEN..total].to_vec();
+        let at = self.start;
         self.start += total;
-        self.compact();
-        Ok(Some(Message { header, payload }))
+        Ok(Some((header, &self.buf[at + HEADER_LEN..at + total])))
     }
 
     /// Drop consumed bytes once they dominate the buffer.

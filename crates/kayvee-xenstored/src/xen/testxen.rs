@@ -314,7 +314,8 @@ struct Bound {
 pub struct TestHost {
     xen: Backend,
     epoll: OwnedFd,
-    ports: HashMap<u32, Bound>,
+    /// Bound ports (looked up at every notification: a fast hasher).
+    ports: HashMap<u32, Bound, foldhash::fast::FixedState>,
     next_port: u32,
     /// Ports one `epoll_wait` found pending and [`XenHost::pending`] has yet to hand out
     /// (as one read of /dev/xen/evtchn returns several).
@@ -336,7 +337,7 @@ impl TestHost {
             xen,
             // SAFETY: a new descriptor nobody else owns.
             epoll: unsafe { OwnedFd::from_raw_fd(ep) },
-            ports: HashMap::new(),
+            ports: HashMap::default(),
             next_port: 1,
             ready: Vec::with_capacity(READY_BATCH),
         })

@@ -95,18 +95,21 @@ impl Sink {
         }
     }
 
-    /// Appends one top-level call's commands (`ops`: each one's database and end offset in
-    /// `pending`), in MULTI/EXEC when more than one.
-    fn write_call(&mut self, pending: &[u8], ops: &[(usize, usize)]) {
+    /// Appends one top-level call's commands (`ops`: each one's database, end offset in
+    /// `pending` and the sinks it skips), those meant for this sink (`bit`), in MULTI/EXEC
+    /// when the call has more than one (for every sink, as Redis).
+    fn write_call(&mut self, pending: &[u8], ops: &[(usize, usize, u8)], bit: u8) {
         let wrap = ops.len() > 1;
         if wrap {
             self.select(ops[0].0);
             encode(&mut self.out, &[b"MULTI"]);
         }
         let mut start = 0;
-        for &(db, end) in ops {
-            self.select(db);
-            self.out.extend_from_slice(&pending[start..end]);
+        for &(db, end, skip) in ops {
+            if skip & bit == 0 {
+                self.select(db);
+                self.out.extend_from_slice(&pending[start..end]);
+            }
             start = end;
         }
         if wrap {
@@ -125,6 +128,11 @@ impl Sink {
     }
 }
 
+/// A propagated command's bit for the AOF (Redis's `PROPAGATE_AOF`, `redis.REPL_AOF`).
+pub const TO_AOF: u8 = 1;
+/// Its bit for the replicas (`PROPAGATE_REPL`, `redis.REPL_REPLICA`).
+pub const TO_REPL: u8 = 2;
+
 /// The propagation state kept in `Core`: one encoder, two sinks (the AOF's and the
 /// replicas', see [`crate::repl`]), each with its own selected database.
 #[derive(Default)]
@@ -137,9 +145,12 @@ pub struct Propagation {
     aof: Sink,
     /// The replication stream (the backlog and the replicas take it).
     repl: Sink,
-    /// Encoded commands of the running top-level call, and each one's (db, end offset).
+    /// Encoded commands of the running top-level call, and each one's (db, end offset, the
+    /// sinks it skips).
     pending: Vec<u8>,
-    pending_ops: Vec<(usize, usize)>,
+    pending_ops: Vec<(usize, usize, u8)>,
+    /// The sinks the running script's calls skip (`redis.set_repl`): [`TO_AOF`], [`TO_REPL`].
+    pub(crate) skip: u8,
     /// The running command asked to be propagated as the client sent it.
     pub(crate) verbatim: bool,
     /// The running command reported a change to the dataset (it asked to propagate, whether
@@ -190,16 +201,19 @@ impl Propagation {
 
     /// Queues one command of the running call.
     pub(crate) fn push(&mut self, db: usize, args: &[&[u8]]) {
+        if self.skip == TO_AOF | TO_REPL {
+            return;
+        }
         encode(&mut self.pending, args);
-        self.pending_ops.push((db, self.pending.len()));
+        self.pending_ops.push((db, self.pending.len(), self.skip));
     }
 
     /// After a command's handler (each command of an EXEC too): queues the command as the
     /// client sent it (`argv`, run in database `db`) if it asked for that.
     pub(crate) fn end_command(&mut self, db: usize, argv: &Argv<'_>) {
-        if core::mem::take(&mut self.verbatim) {
+        if core::mem::take(&mut self.verbatim) && self.skip != TO_AOF | TO_REPL {
             encode_iter(&mut self.pending, argv.len(), argv.iter());
-            self.pending_ops.push((db, self.pending.len()));
+            self.pending_ops.push((db, self.pending.len(), self.skip));
         }
     }
 
@@ -209,9 +223,9 @@ impl Propagation {
         if self.pending_ops.is_empty() {
             return;
         }
-        for sink in [&mut self.aof, &mut self.repl] {
+        for (sink, bit) in [(&mut self.aof, TO_AOF), (&mut self.repl, TO_REPL)] {
             if sink.on {
-                sink.write_call(&self.pending, &self.pending_ops);
+                sink.write_call(&self.pending, &self.pending_ops, bit);
             }
         }
         self.pending.clear();

@@ -341,7 +341,9 @@ fn sort_generic(
     let full_access = cx.core.acl.reads_all_keys(user);
     let mut o = parse_opts(args, readonly, full_access)?;
     let (kind, elems) = elements(cx, args.get(1))?;
-    if kind == Kind::Set && o.store.is_some() && o.dontsort {
+    // A set's order is its table's: what is stored or handed to a script (and so to the
+    // AOF and replicas) is sorted instead, as Redis does.
+    if kind == Kind::Set && (o.store.is_some() || cx.core.script_running) && o.dontsort {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

@@ -31,6 +31,10 @@ pub struct State {
     /// so the test costs one load per command).
     #[cfg(feature = "scripting")]
     evals: Vec<bool>,
+    /// What the DEBUG SLEEPs of the script that just ran add up to: the server sleeps after
+    /// it (the script saw its time frozen at its start anyway, as in Redis).
+    #[cfg(feature = "scripting")]
+    script_sleep_us: u64,
 }
 
 impl State {
@@ -41,6 +45,8 @@ impl State {
             exec_id: commands.lookup(b"exec"),
             #[cfg(feature = "scripting")]
             evals: script::eval_table(commands),
+            #[cfg(feature = "scripting")]
+            script_sleep_us: 0,
         }
     }
 }
@@ -510,7 +516,11 @@ impl<'e> Dispatch<'e> {
         #[cfg(feature = "scripting")]
         if self.is_eval(id) {
             let result = self.eval(h, id, argv, now, out);
-            return self.count(id, result, out);
+            let outcome = self.count(id, result, out);
+            return match core::mem::take(&mut self.state.script_sleep_us) {
+                0 => outcome,
+                us => Outcome::Sleep(us),
+            };
         }
         let handler = self.commands.handler(id);
         let mut cx = self.cx(h, db_index, id, now);

@@ -13,11 +13,13 @@
 mod convert;
 
 use super::Dispatch;
+use crate::aof::{TO_AOF, TO_REPL};
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
 use crate::command::{flags, CommandId, CommandTable};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
+use crate::outcome::Outcome;
 use crate::reply::{Protocol, Reply, ReplySink, ReplyTree};
 use crate::script::{self, host, sha1, Flags, Sha};
 use crate::script_wait::{Answered, Busy, BusyAnswer};
@@ -234,6 +236,7 @@ impl Dispatch<'_> {
             lua.set_hook(0);
         }
         let resp3 = run.resp3;
+        self.core.aof.skip = 0;
         self.core.script_running = false;
         self.core.tracking.script_keys = None;
         let reply = match result {
@@ -316,7 +319,7 @@ impl Host for Run<'_, '_> {
             host::SHA1HEX => sha1hex(lua),
             host::LOG => log(lua),
             host::SETRESP => self.setresp(lua),
-            host::SET_REPL => set_repl(lua),
+            host::SET_REPL => self.set_repl(lua),
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
@@ -487,8 +490,29 @@ impl Run<'_, '_> {
             self.busy.wrote = true;
         }
         let mut tree = ReplyTree::new(protocol);
-        self.d.run(self.h, cmd, &argv, self.now, &mut tree);
+        // DEBUG SLEEP: the server sleeps once the script is done (see `State::script_sleep_us`).
+        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, &argv, self.now, &mut tree) {
+            self.d.state.script_sleep_us = self.d.state.script_sleep_us.saturating_add(us);
+        }
         Ok(tree.take().pop().unwrap_or(Reply::Null))
+    }
+
+    /// `redis.set_repl(flags)`: where the script's next calls propagate (`REPL_AOF` 1,
+    /// `REPL_REPLICA` 2, `REPL_ALL` 3, `REPL_NONE` 0), until the script ends.
+    fn set_repl(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        if lua.top() != 1 {
+            return raise(lua, "ERR redis.set_repl() requires two arguments.");
+        }
+        match lua.to_number(1) {
+            Some(f) if (0.0..=3.0).contains(&f) && f == libm::floor(f) => {
+                self.d.core.aof.skip = !(f as u8) & (TO_AOF | TO_REPL);
+                Ok(0)
+            }
+            _ => raise(
+                lua,
+                "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+            ),
+        }
     }
 
     /// `redis.setresp(2|3)`.
@@ -615,19 +639,5 @@ fn log(lua: &mut Lua) -> Result<i32, Raise> {
         Some(l) if (0.0..=3.0).contains(&l) && lua.type_of(1) == Type::Number => Ok(0),
         Some(_) if lua.type_of(1) == Type::Number => raise(lua, "ERR Invalid debug level."),
         _ => raise(lua, "ERR First argument must be a number (log level)."),
-    }
-}
-
-/// `redis.set_repl(flags)`: checked; effects always propagate (to the AOF) in this engine.
-fn set_repl(lua: &mut Lua) -> Result<i32, Raise> {
-    if lua.top() != 1 {
-        return raise(lua, "ERR redis.set_repl() requires two arguments.");
-    }
-    match lua.to_number(1) {
-        Some(f) if (0.0..=3.0).contains(&f) && f == libm::floor(f) => Ok(0),
-        _ => raise(
-            lua,
-            "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-        ),
     }
 }

@@ -141,31 +141,35 @@ pub(crate) fn scored_len(score: f64, member: &[u8]) -> usize {
     varint_len((member.len() << CODE_BITS) | code) + SCORE_WIDTH[code] + member.len()
 }
 
-/// The little-endian signed integer in `b` (1 to 8 bytes), sign-extended.
+/// The 48-bit little-endian signed integer in `b`, sign-extended.
 #[inline]
-fn get_int(b: &[u8]) -> i64 {
-    let mut le = [0u8; 8];
-    le[..b.len()].copy_from_slice(b);
-    let unused = 64 - 8 * b.len() as u32;
-    (i64::from_le_bytes(le) << unused) >> unused
+fn get_i48(b: &[u8]) -> i64 {
+    let le = [b[0], b[1], b[2], b[3], b[4], b[5], 0, 0];
+    (i64::from_le_bytes(le) << 16) >> 16
 }
 
-/// Reads one flat sorted-set entry at `*at`, advancing past it.
+/// Reads one flat sorted-set entry at `*at`, advancing past it. Each code reads its fixed
+/// width directly: this runs once per entry of every walk (lookups, ranks, inserts).
 #[inline]
 pub(crate) fn get_scored<'b>(buf: &'b [u8], at: &mut usize) -> (f64, &'b [u8]) {
     let head = get_varint(buf, at);
     let (code, len) = (head & ((1 << CODE_BITS) - 1), head >> CODE_BITS);
-    let w = SCORE_WIDTH[code];
-    let b = &buf[*at..*at + w];
-    let score = match code {
-        SCORE_TENTHS_I8 | SCORE_TENTHS_I16 => get_int(b) as f64 / 10.0,
-        SCORE_F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        SCORE_F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        _ => get_int(b) as f64,
+    let b = &buf[*at..];
+    let (score, w) = match code {
+        SCORE_I8 => (f64::from(b[0] as i8), 1),
+        SCORE_TENTHS_I8 => (f64::from(b[0] as i8) / 10.0, 1),
+        SCORE_I16 => (f64::from(i16::from_le_bytes([b[0], b[1]])), 2),
+        SCORE_TENTHS_I16 => (f64::from(i16::from_le_bytes([b[0], b[1]])) / 10.0, 2),
+        SCORE_I32 => (f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])), 4),
+        SCORE_F32 => (f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])), 4),
+        SCORE_I48 => (get_i48(b) as f64, 6),
+        _ => (
+            f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            8,
+        ),
     };
-    *at += w;
-    let member = &buf[*at..*at + len];
-    *at += len;
+    let member = &b[w..w + len];
+    *at += w + len;
     (score, member)
 }
 

@@ -1,12 +1,15 @@
 //! `Hash`: a hash's fields, flat while Redis would keep a listpack, a persistent map after.
 //!
-//! The flat form is one exact-size buffer of `varint(len) field varint(len) value` pairs in
-//! insertion order (as Redis's listpack): no per-field allocation or inline slack, linear
+//! The flat form is one exact-size buffer of pairs in insertion order (as Redis's listpack):
+//! `varint(field_len << 1 | same) field [varint(value_len)] value`, where `same` says the value
+//! is as long as the previous pair's and its length is left out (values of one width, the
+//! common case, cost one length byte per pair instead of two; the flag is set whenever it
+//! can be, so the encoding is canonical). No per-field allocation or inline slack, linear
 //! search (at most `hash-max-listpack-entries` pairs). Cloning it for a snapshot copies that
 //! small buffer; the map form clones in O(1). The engine converts (one way, as Redis does)
 //! when it marks the entry [`super::Meta::BIG`], see [`super::Value::normalize`].
 
-use super::flat::{get_bytes, put_bytes, splice, varint_len};
+use super::flat::{get_varint, put_varint, splice, varint_len};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_pds::{PMap, SmallBytes};
@@ -31,21 +34,84 @@ enum Repr {
 pub type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
 
 /// Iterates a flat buffer's pairs.
+#[derive(Clone)]
 pub struct FlatPairs<'a> {
     buf: &'a [u8],
     at: usize,
+    /// The previous pair's value length (`usize::MAX` before the first pair).
+    prev_len: usize,
+}
+
+impl<'a> FlatPairs<'a> {
+    /// The pairs of `buf` from its start.
+    fn new(buf: &'a [u8]) -> Self {
+        FlatPairs {
+            buf,
+            at: 0,
+            prev_len: usize::MAX,
+        }
+    }
 }
 
 impl<'a> Iterator for FlatPairs<'a> {
     type Item = (&'a [u8], &'a [u8]);
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.buf.len() {
+        let buf = self.buf;
+        if self.at >= buf.len() {
             return None;
         }
-        let f = get_bytes(self.buf, &mut self.at);
-        Some((f, get_bytes(self.buf, &mut self.at)))
+        let head = get_varint(buf, &mut self.at);
+        let f = &buf[self.at..self.at + (head >> 1)];
+        self.at += f.len();
+        if head & 1 == 0 {
+            self.prev_len = get_varint(buf, &mut self.at);
+        }
+        let v = &buf[self.at..self.at + self.prev_len];
+        self.at += v.len();
+        Some((f, v))
     }
+}
+
+/// Appends one pair, after a pair whose value was `prev_len` bytes long (`usize::MAX`: first).
+fn put_pair(out: &mut Vec<u8>, field: &[u8], value: &[u8], prev_len: usize) {
+    let same = value.len() == prev_len;
+    put_varint(out, field.len() << 1 | usize::from(same));
+    out.extend_from_slice(field);
+    if !same {
+        put_varint(out, value.len());
+    }
+    out.extend_from_slice(value);
+}
+
+/// How many bytes `put_pair` writes.
+fn pair_len(field: &[u8], value: &[u8], prev_len: usize) -> usize {
+    let value_head = if value.len() == prev_len {
+        0
+    } else {
+        varint_len(value.len())
+    };
+    varint_len(field.len() << 1) + field.len() + value_head + value.len()
+}
+
+/// A flat buffer of `pairs`, exact-size.
+fn encode<'a>(pairs: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone) -> Box<[u8]> {
+    let mut prev = usize::MAX;
+    let len: usize = pairs
+        .clone()
+        .map(|(f, v)| {
+            let n = pair_len(f, v, prev);
+            prev = v.len();
+            n
+        })
+        .sum();
+    let mut out = Vec::with_capacity(len);
+    prev = usize::MAX;
+    for (f, v) in pairs {
+        put_pair(&mut out, f, v, prev);
+        prev = v.len();
+    }
+    out.into_boxed_slice()
 }
 
 /// A hash's pairs, whatever its form. Lives on the stack for one walk, so the size difference
@@ -95,7 +161,7 @@ impl Hash {
     pub fn make_big(&mut self, seed: u64) {
         if let Repr::Flat(buf) = &self.0 {
             let mut m = PMap::with_seed(seed);
-            for (f, v) in (FlatPairs { buf, at: 0 }) {
+            for (f, v) in FlatPairs::new(buf) {
                 m.insert(SmallBytes::from_slice(f), SmallBytes::from_slice(v));
             }
             self.0 = Repr::Map(Box::new(m));
@@ -105,19 +171,14 @@ impl Hash {
     /// Converts to the flat form (for new values that fit a listpack; no-op when flat).
     pub fn make_flat(&mut self) {
         if let Repr::Map(m) = &self.0 {
-            let mut v = Vec::new();
-            for (f, x) in m.iter() {
-                put_bytes(&mut v, f);
-                put_bytes(&mut v, x);
-            }
-            self.0 = Repr::Flat(v.into_boxed_slice());
+            self.0 = Repr::Flat(encode(m.iter().map(|(f, v)| (&f[..], &v[..]))));
         }
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Flat(buf) => FlatPairs { buf, at: 0 }.count(),
+            Repr::Flat(buf) => FlatPairs::new(buf).count(),
             Repr::Map(m) => m.len(),
         }
     }
@@ -130,24 +191,22 @@ impl Hash {
         }
     }
 
-    /// Where `field`'s pair starts and ends in a flat buffer, with the value.
-    fn find_flat<'b>(buf: &'b [u8], field: &[u8]) -> Option<(usize, usize, &'b [u8])> {
-        let mut at = 0;
-        while at < buf.len() {
-            let start = at;
-            let f = get_bytes(buf, &mut at);
-            let v = get_bytes(buf, &mut at);
+    /// Where `field`'s value ends in a flat buffer, with the value; or, when absent, the last
+    /// pair's value length (`usize::MAX` when empty) to append after.
+    fn find_flat<'b>(buf: &'b [u8], field: &[u8]) -> Result<(usize, &'b [u8]), usize> {
+        let mut it = FlatPairs::new(buf);
+        while let Some((f, v)) = it.next() {
             if f == field {
-                return Some((start, at, v));
+                return Ok((it.at, v));
             }
         }
-        None
+        Err(it.prev_len)
     }
 
     /// A field's value.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.0 {
-            Repr::Flat(buf) => Self::find_flat(buf, field).map(|(_, _, v)| v),
+            Repr::Flat(buf) => Self::find_flat(buf, field).ok().map(|(_, v)| v),
             Repr::Map(m) => m.get(field).map(|v| &v[..]),
         }
     }
@@ -160,24 +219,26 @@ impl Hash {
     /// Sets `field` to `value`; returns whether the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         match &mut self.0 {
-            Repr::Flat(buf) => {
-                let mut pair = Vec::with_capacity(
-                    varint_len(field.len()) + field.len() + varint_len(value.len()) + value.len(),
-                );
-                put_bytes(&mut pair, field);
-                put_bytes(&mut pair, value);
-                match Self::find_flat(buf, field) {
-                    Some((from, to, _)) => {
-                        splice(buf, from, to, &pair);
-                        false
-                    }
-                    None => {
-                        let end = buf.len();
-                        splice(buf, end, end, &pair);
-                        true
-                    }
+            Repr::Flat(buf) => match Self::find_flat(buf, field) {
+                // A value of the same length: the pair's framing and the next pair's flag stay.
+                Ok((end, old)) if old.len() == value.len() => {
+                    buf[end - value.len()..end].copy_from_slice(value);
+                    false
                 }
-            }
+                Ok(_) => {
+                    let pairs =
+                        FlatPairs::new(buf).map(|(f, v)| (f, if f == field { value } else { v }));
+                    *buf = encode(pairs);
+                    false
+                }
+                Err(prev_len) => {
+                    let mut pair = Vec::with_capacity(pair_len(field, value, prev_len));
+                    put_pair(&mut pair, field, value, prev_len);
+                    let end = buf.len();
+                    splice(buf, end, end, &pair);
+                    true
+                }
+            },
             Repr::Map(m) => match m.get_mut(field) {
                 Some(v) => {
                     *v = SmallBytes::from_slice(value);
@@ -194,13 +255,13 @@ impl Hash {
     /// Removes `field`; returns whether it was present.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match &mut self.0 {
-            Repr::Flat(buf) => match Self::find_flat(buf, field) {
-                Some((from, to, _)) => {
-                    splice(buf, from, to, &[]);
-                    true
+            Repr::Flat(buf) => {
+                if Self::find_flat(buf, field).is_err() {
+                    return false;
                 }
-                None => false,
-            },
+                *buf = encode(FlatPairs::new(buf).filter(|(f, _)| *f != field));
+                true
+            }
             Repr::Map(m) => m.remove(field).is_some(),
         }
     }
@@ -208,7 +269,7 @@ impl Hash {
     /// All pairs: insertion order when flat (as a listpack), hash order when big.
     pub fn iter(&self) -> HashIter<'_> {
         match &self.0 {
-            Repr::Flat(buf) => HashIter::Flat(FlatPairs { buf, at: 0 }),
+            Repr::Flat(buf) => HashIter::Flat(FlatPairs::new(buf)),
             Repr::Map(m) => HashIter::Map(m.iter()),
         }
     }
@@ -255,7 +316,12 @@ impl Hash {
     pub fn check_invariants(&self) {
         match &self.0 {
             Repr::Flat(buf) => {
-                let pairs: Vec<_> = FlatPairs { buf, at: 0 }.collect();
+                let pairs: Vec<_> = FlatPairs::new(buf).collect();
+                assert_eq!(
+                    &encode(pairs.iter().copied())[..],
+                    &buf[..],
+                    "not canonical"
+                );
                 for (i, (f, _)) in pairs.iter().enumerate() {
                     assert!(pairs[..i].iter().all(|(g, _)| g != f), "repeated field");
                 }

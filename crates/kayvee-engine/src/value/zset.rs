@@ -2,8 +2,9 @@
 //! after.
 //!
 //! The flat form is one exact-size buffer of entries sorted by (score, member), each
-//! `varint(member_len << 2 | code)`, the score in 1, 4 or 8 bytes (the narrowest width that
-//! gives it back bit for bit, see [`super::flat`]), then the member. Lookups are linear (at
+//! `varint(member_len << 3 | code)`, the score in 1 to 8 bytes (the narrowest of integers,
+//! tenths, `f32` and `f64` that gives it back bit for bit, see [`super::flat`]), then the
+//! member. Lookups are linear (at
 //! most `zset-max-listpack-entries` entries). The tree form keeps member -> score in a
 //! persistent map and the (score, member) order with ranks in a persistent ordered set.
 //! Conversions are one way, as Redis's, see [`super::Value::normalize`].

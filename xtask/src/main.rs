@@ -43,12 +43,14 @@ tasks:
                    through the port forward, then redis-server on the host
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
-                   (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
+                   (KAYVEE_TARGET=unikernel) and Redis's own suite's core units in external mode
+                   (redis-suite --unikernel --gate); --robustness: only the fault, stack-overflow and
                    heap-exhaustion checks; --disk: only the disk checks (save, reboot, redis-server's
                    RDB imported, redis-check-rdb on the export)
-  redis-suite [--server kayvee|redis|both] [--single UNIT]... [--gate] [--save] [--clients N] ...
+  redis-suite [--server kayvee|redis|both] [--unikernel] [--single UNIT]... [--gate] [--save] ...
                    Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
-                   the CI gate against tests/redis-suite/expected-failures.txt
+                   the CI gate against tests/redis-suite/expected-failures.txt; --unikernel: its
+                   external mode against the image under QEMU TCG
   vm-compare [--quick] [--accel tcg|kvm] [--report]
                    the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
                    QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);

@@ -70,7 +70,10 @@ fn main() -> ExitCode {
         Some("uk-test") if args.iter().any(|a| a == "--robustness") => {
             unikernel::uk_test_robustness()
         }
-        Some("uk-test") => unikernel::uk_test(),
+        // Then Redis's own test suite in its external mode against the image, a guest per core
+        // unit (about a minute), judged by tests/redis-suite/expected-failures-unikernel.txt.
+        Some("uk-test") => unikernel::uk_test()
+            .and_then(|()| redis_suite::main(&["--unikernel".to_string(), "--gate".to_string()])),
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),

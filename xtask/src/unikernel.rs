@@ -730,9 +730,6 @@ pub fn uk_test() -> Result<(), String> {
     nic_interrupt_test(&path)?;
     disktest::disk_test(&path)?;
     run_suites(&path)?;
-    // Redis's own test suite in its external mode against the image, a guest per core unit
-    // (about a minute), judged by tests/redis-suite/expected-failures-unikernel.txt.
-    crate::redis_suite::main(&["--unikernel".to_string(), "--gate".to_string()])?;
     ring3_smoke()?;
     println!("uk-test: boot test and the end-to-end suites passed");
     Ok(())

@@ -101,6 +101,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     fill_host_info(&mut engine, heap_bytes);
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
+    // DUMP, RESTORE, MIGRATE's payloads and DEBUG RELOAD's round trip use the RDB value codec.
+    engine.set_codec(&kayvee_rdb::CODEC);
     boottime::stamp("engine");
     let store = store::Store::open(&args, &mut engine, &clock);
     if store.is_none() {

@@ -47,13 +47,15 @@ tasks:
                    time, SET throughput and used_memory during it (--quick: a smoke run)
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
-                   (KAYVEE_TARGET=unikernel); --robustness: only the fault, stack-overflow and
+                   (KAYVEE_TARGET=unikernel) and Redis's own suite's core units in external mode
+                   (redis-suite --unikernel --gate); --robustness: only the fault, stack-overflow and
                    heap-exhaustion checks; --disk: only the disk checks (save, reboot, redis-server's
                    RDB imported, redis-check-rdb on the export, SIGKILL crash cycles with
                    appendfsync always: every acknowledged write must survive)
-  redis-suite [--server kayvee|redis|both] [--single UNIT]... [--gate] [--save] [--clients N] ...
+  redis-suite [--server kayvee|redis|both] [--unikernel] [--single UNIT]... [--gate] [--save] ...
                    Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
-                   the CI gate against tests/redis-suite/expected-failures.txt
+                   the CI gate against tests/redis-suite/expected-failures.txt; --unikernel: its
+                   external mode against the image under QEMU TCG
   vm-compare [--quick] [--accel tcg|kvm] [--report]
                    the unikernel vs redis-server and kayvee-server in a Debian Linux guest, same
                    QEMU machine, redis-benchmark from the host (bench/vm-compare/README.md);
@@ -73,7 +75,10 @@ fn main() -> ExitCode {
         Some("uk-test") if args.iter().any(|a| a == "--robustness") => {
             unikernel::uk_test_robustness()
         }
-        Some("uk-test") => unikernel::uk_test(),
+        // Then Redis's own test suite in its external mode against the image, a guest per core
+        // unit (about a minute), judged by tests/redis-suite/expected-failures-unikernel.txt.
+        Some("uk-test") => unikernel::uk_test()
+            .and_then(|()| redis_suite::main(&["--unikernel".to_string(), "--gate".to_string()])),
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),

@@ -24,7 +24,7 @@ const EXIT_SUCCESS: i32 = 33;
 /// QEMU's exit status when the image failed (panic, bad command line).
 const EXIT_FAILURE: i32 = 35;
 /// How long `uk-test` waits for the first PONG.
-const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long any client command of `uk-test` may take.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -247,7 +247,7 @@ fn qemu(
 }
 
 /// Maps QEMU's exit status to the image's meaning.
-fn describe(status: ExitStatus) -> String {
+pub(crate) fn describe(status: ExitStatus) -> String {
     match status.code() {
         Some(EXIT_SUCCESS) => "clean shutdown".into(),
         Some(EXIT_FAILURE) => "the unikernel reported a failure (see its console)".into(),
@@ -296,7 +296,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// A free TCP port on 127.0.0.1.
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
@@ -320,7 +320,12 @@ fn wait_pong(port: u16, give_up: impl FnMut() -> Result<bool, String>) -> Result
 
 /// Waits for the first PONG from the guest QEMU runs, forwarded to `port`: `Err` if QEMU
 /// exits first or no PONG comes within `limit` of `start` (QEMU's spawn).
-fn await_pong(qemu: &mut Child, port: u16, start: Instant, limit: Duration) -> Result<(), String> {
+pub(crate) fn await_pong(
+    qemu: &mut Child,
+    port: u16,
+    start: Instant,
+    limit: Duration,
+) -> Result<(), String> {
     let ponged = wait_pong(port, || {
         if let Some(st) = qemu.try_wait().map_err(|e| e.to_string())? {
             return Err(format!("QEMU exited before PONG: {}", describe(st)));
@@ -515,7 +520,7 @@ fn expect_cli(port: u16, args: &[&str], want: &str) -> Result<(), String> {
 /// redis-benchmark opens 20 connections at once the host kernel drops all but two SYNs, and the
 /// clients retry with exponential backoff (1, 3, 7, 15, 31 s...). The relay's own listen queue
 /// is deep, and it connects to slirp serially with a short pause.
-fn start_relay(target: u16) -> Result<u16, String> {
+pub(crate) fn start_relay(target: u16) -> Result<u16, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("relay bind: {e}"))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     std::thread::spawn(move || {

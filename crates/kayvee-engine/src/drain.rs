@@ -178,6 +178,14 @@ pub fn after_command(
     tracking::after_command(&mut core.tracking, clients, &mut d, max_keys, me, out);
 }
 
+/// Client tracking's work after the memory limit evicted keys before client `me`'s command
+/// (see [`tracking::after_eviction`]).
+pub fn after_eviction(core: &mut Core, clients: &ClientTable, me: Handle, out: &mut dyn ReplySink) {
+    let (outbox, subscribed) = core.pubsub.outbox_and_subscribed();
+    let mut d = Delivery { outbox, subscribed };
+    tracking::after_eviction(&mut core.tracking, clients, &mut d, me, out);
+}
+
 /// WATCH of `key` in database `db` by client `h` (see [`txn::watch`]).
 pub fn watch(core: &mut Core, h: Handle, db: usize, key: &[u8], now_ms: u64) {
     if txn::watch(

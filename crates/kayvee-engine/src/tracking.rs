@@ -132,10 +132,12 @@ impl Tracking {
         self.per.entry(h).as_deref_mut()
     }
 
-    /// Whether any client tracks (then writes are noted).
+    /// Whether any client tracks or the table still holds keys (then writes are noted): as in
+    /// Redis, a write or a flush removes a key's entry even after its readers turned tracking
+    /// off, so a client that turns it on again is not sent invalidations for old reads.
     #[inline]
     pub fn active(&self) -> bool {
-        !self.clients.is_empty()
+        !self.clients.is_empty() || !self.table.is_empty()
     }
     /// `tracking_clients`.
     pub fn client_count(&self) -> usize {
@@ -297,21 +299,23 @@ pub fn command(
     Ok(enable(tr, clients, me, o))
 }
 
-/// Turns tracking on for `me` with options `o` (merged into the current mode); false if `me`
-/// is not connected.
+/// Turns tracking on for `me` with options `o`; false if `me` is not connected. As in Redis,
+/// each CLIENT TRACKING ON sets the mode anew (OPTIN, OPTOUT, NOLOOP and the redirect are the
+/// command's own, an earlier REDIRECT is dropped when this one names none) while BCAST
+/// prefixes add up (the empty prefix when the command names none).
 fn enable(tr: &mut Tracking, clients: &ClientTable, me: Handle, o: Options) -> bool {
     let Some(id) = clients.get(me).map(|c| c.id) else {
         return false;
     };
     let t = tr.per.entry(me).get_or_insert_with(Box::default);
-    t.bcast |= o.bcast;
-    t.optin |= o.optin;
-    t.optout |= o.optout;
-    t.noloop |= o.noloop;
-    t.redirect = o.redirect.unwrap_or(t.redirect);
+    t.bcast = o.bcast;
+    t.optin = o.optin;
+    t.optout = o.optout;
+    t.noloop = o.noloop;
+    t.redirect = o.redirect.unwrap_or(0);
     t.broken_redirect = false;
     let mut prefixes = o.prefixes;
-    if o.bcast && prefixes.is_empty() && t.prefixes.is_empty() {
+    if o.bcast && prefixes.is_empty() {
         prefixes.push(Key::from_slice(b""));
     }
     t.prefixes.extend(prefixes.iter().cloned());
@@ -487,6 +491,25 @@ pub fn after_command<S: Fn(Handle) -> bool>(
     }
 }
 
+/// Before client `me`'s command runs, after the memory limit evicted keys for it: the evicted
+/// keys' invalidations go out at once, `me`'s own written to `out` ahead of the command's
+/// reply, as in Redis (which evicts before it calls the command). An eviction is nobody's
+/// write: NOLOOP spares no one.
+pub fn after_eviction<S: Fn(Handle) -> bool>(
+    tr: &mut Tracking,
+    clients: &ClientTable,
+    d: &mut Delivery<'_, S>,
+    me: Handle,
+    out: &mut dyn ReplySink,
+) {
+    for key in core::mem::take(&mut tr.written) {
+        invalidate_key(tr, clients, d, &key, None, Some(me), true);
+    }
+    core::mem::take(&mut tr.pending_self)
+        .iter()
+        .for_each(|r| r.write_to(out));
+}
+
 /// Turns the databases' notes (written keys, flushes) into invalidations, as soon as the
 /// command that wrote ends (each command of an EXEC too, so a key read later in the same
 /// transaction stays tracked, as in Redis).
@@ -502,19 +525,21 @@ fn invalidate_written<S: Fn(Handle) -> bool>(
         invalidate_all(tr, clients, d, me);
     }
     for key in written {
-        invalidate_key(tr, clients, d, &key, me, true);
+        invalidate_key(tr, clients, d, &key, me, me, true);
     }
 }
 
 /// A key was modified (`by_write`; else evicted from the table): its readers get an
 /// invalidation and are forgotten; for a write, BCAST prefixes that match collect it and NOLOOP
-/// spares the writer `me`.
+/// spares the writer `me`. Invalidations for `running` (the client whose command runs) are
+/// kept for its own reply stream.
 fn invalidate_key<S: Fn(Handle) -> bool>(
     tr: &mut Tracking,
     clients: &ClientTable,
     d: &mut Delivery<'_, S>,
     key: &Key,
     me: Option<Handle>,
+    running: Option<Handle>,
     by_write: bool,
 ) {
     for (p, entry) in tr.prefixes.iter_mut().filter(|_| by_write) {
@@ -535,7 +560,7 @@ fn invalidate_key<S: Fn(Handle) -> bool>(
             .of(h)
             .is_none_or(|t| t.bcast || (by_write && t.noloop && Some(h) == me));
         if !skip {
-            send(tr, clients, d, h, Some(alloc::vec![key.clone()]), me);
+            send(tr, clients, d, h, Some(alloc::vec![key.clone()]), running);
         }
     }
 }
@@ -554,7 +579,7 @@ fn limit_table<S: Fn(Handle) -> bool>(
         let Some(key) = tr.table.keys().next().cloned() else {
             return;
         };
-        invalidate_key(tr, clients, d, &key, me, false);
+        invalidate_key(tr, clients, d, &key, me, me, false);
     }
 }
 

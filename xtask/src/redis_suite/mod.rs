@@ -12,6 +12,7 @@
 
 mod expected;
 mod fetch;
+mod guest;
 pub mod wrapper;
 
 use std::collections::VecDeque;
@@ -109,14 +110,40 @@ const GATE_UNITS: &[&str] = &[
     "unit/cluster/links",
 ];
 
+/// The gate's units that run longest (about a minute or more on CI), longest first: the gate
+/// starts them first so that the two workers end together (started last, one of them ran
+/// alone for minutes at the end).
+const GATE_SLOW_FIRST: &[&str] = &[
+    "integration/replication",
+    "integration/replication-psync",
+    "unit/multi",
+    "integration/shutdown",
+    "integration/psync2-pingoff",
+    "unit/maxmemory",
+    "integration/psync2",
+    "unit/hyperloglog",
+    "unit/type/list-3",
+];
+
+/// The suite's own `--timeout` in the gate (seconds a test may run without the suite hearing
+/// from it): the longest test that passes takes 12-45 s on an idle 2-core machine (GEOSEARCH
+/// and HyperLogLog fuzzing) and 104 s on one loaded by other builds, so a test still running
+/// after 150 s is a hang, reported as the unit's abort (otherwise it would be 200 s).
+const GATE_TEST_TIMEOUT: &str = "150";
+
 /// The gate's expected failures, relative to the workspace root.
 const EXPECTED_FAILURES: &str = "tests/redis-suite/expected-failures.txt";
+
+/// The expected failures of `--gate --unikernel` (the suite's external mode against the image).
+const EXPECTED_FAILURES_UNIKERNEL: &str = "tests/redis-suite/expected-failures-unikernel.txt";
 
 /// Which server the suite starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
     Kayvee,
     Redis,
+    /// The unikernel image under QEMU, in the suite's external mode ([`guest`]).
+    Unikernel,
 }
 
 impl Server {
@@ -124,6 +151,7 @@ impl Server {
         match self {
             Server::Kayvee => "kayvee",
             Server::Redis => "redis",
+            Server::Unikernel => "unikernel",
         }
     }
 }
@@ -146,15 +174,20 @@ struct Options {
     baseport: usize,
     /// Render the last saved results instead of running.
     report: bool,
+    /// The staged unikernel image (`--unikernel`).
+    image: Option<PathBuf>,
 }
 
 const USAGE: &str = "\
-usage: cargo xtask redis-suite [--server kayvee|redis|both] [--single UNIT]... [--skipunit UNIT]...
+usage: cargo xtask redis-suite [--server kayvee|redis|both] [--unikernel] [--single UNIT]... [--skipunit UNIT]...
            [--clients N] [--unit-timeout SECS] [--tags TAGS] [--timeout SECS] [--dont-clean]
            [--gate] [--save] [--report] [--print-expected] [--baseport N] [-- RUNTEST-ARGS...]
   Runs Redis 7.0.15's test suite (normal mode) against the server (default kayvee), one
   ./runtest per unit, N units at a time (2). Default units: the suite's all_tests.
   --gate: the CI gate units against kayvee-server, judged by tests/redis-suite/expected-failures.txt
+  --unikernel: the suite's external mode against the unikernel image under QEMU TCG, a fresh
+      guest per unit (default units: the core ones; with --gate judged by
+      tests/redis-suite/expected-failures-unikernel.txt)
   --save: write the table to bench/results/<date>-<commit>-redis-suite.txt
   --print-expected: print the first server's failures as expected-failures entries
   --report: print (and with --save write) the table of the last runs of both servers";
@@ -172,6 +205,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         print_expected: false,
         baseport: 21111,
         report: false,
+        image: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -186,6 +220,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                     "kayvee" => vec![Server::Kayvee],
                     "redis" => vec![Server::Redis],
                     "both" => vec![Server::Kayvee, Server::Redis],
+                    "unikernel" => vec![Server::Unikernel],
                     other => return Err(format!("unknown server '{other}'\n{USAGE}")),
                 }
             }
@@ -202,6 +237,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             }
             "--dont-clean" | "--verbose" | "--accurate" => o.runtest_args.push(a.clone()),
             "--gate" => o.gate = true,
+            "--unikernel" => o.servers = vec![Server::Unikernel],
             "--save" => o.save = true,
             "--report" => o.report = true,
             "--print-expected" => o.print_expected = true,
@@ -233,11 +269,19 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let mut o = parse_options(args)?;
     let cache = super::target_dir().join("redis-suite");
     let tree = fetch::source_tree(&cache)?;
-    if o.gate {
+    let unikernel = o.servers == [Server::Unikernel];
+    if o.gate && !unikernel {
         o.servers = vec![Server::Kayvee];
         if o.units.is_empty() {
             o.units = GATE_UNITS.iter().map(|s| s.to_string()).collect();
         }
+    }
+    if o.gate && !o.runtest_args.iter().any(|a| a == "--timeout") {
+        o.runtest_args
+            .extend(["--timeout".to_string(), GATE_TEST_TIMEOUT.to_string()]);
+    }
+    if unikernel && o.units.is_empty() {
+        o.units = guest::UNITS.iter().map(|s| s.to_string()).collect();
     }
     if o.units.is_empty() {
         o.units = all_tests(&tree)?;
@@ -245,7 +289,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     o.units.retain(|u| !o.skip_units.contains(u));
     let mut all = Vec::new();
     if o.report {
-        for s in [Server::Kayvee, Server::Redis] {
+        for s in [Server::Kayvee, Server::Redis, Server::Unikernel] {
             match std::fs::read_to_string(results_path(&cache, s)) {
                 Ok(text) => all.push((s, read_results(&text))),
                 Err(_) => {
@@ -263,6 +307,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if o.servers.contains(&Server::Kayvee) && !o.report {
         super::cargo(&["build", "--release", "-p", "kayvee-server"], &[])?;
         stage_binaries(&cache)?;
+    }
+    if unikernel && !o.report {
+        let (image, _) = crate::unikernel::build()?;
+        o.image = Some(stage_image(&cache, &image)?);
     }
     for &server in o.servers.iter().filter(|_| !o.report) {
         let started = Instant::now();
@@ -290,7 +338,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
         print!("{}", expected::entries_for(&all[0].1));
     }
     if o.gate {
-        return gate(&all[0].1);
+        let file = match unikernel {
+            true => EXPECTED_FAILURES_UNIKERNEL,
+            false => EXPECTED_FAILURES,
+        };
+        return gate(&all[0].1, file);
     }
     Ok(())
 }
@@ -391,14 +443,22 @@ fn run_units(
     server: Server,
     o: &Options,
 ) -> Result<Vec<UnitResult>, String> {
-    let queue: Arc<Mutex<VecDeque<(usize, String)>>> =
-        Arc::new(Mutex::new(o.units.iter().cloned().enumerate().collect()));
+    // The slow units first (the results keep the units' order).
+    let mut order: Vec<(usize, String)> = o.units.iter().cloned().enumerate().collect();
+    order.sort_by_key(|(_, u)| {
+        GATE_SLOW_FIRST
+            .iter()
+            .position(|s| s == u)
+            .unwrap_or(GATE_SLOW_FIRST.len())
+    });
+    let queue: Arc<Mutex<VecDeque<(usize, String)>>> = Arc::new(Mutex::new(order.into()));
     let results = Arc::new(Mutex::new(Vec::new()));
     let mut handles = Vec::new();
     for w in 0..o.workers {
         let dir = prepare_run_dir(cache, tree, server, o.baseport, w)?;
         let (queue, results) = (queue.clone(), results.clone());
         let (args, limit, baseport) = (o.runtest_args.clone(), o.unit_timeout, o.baseport);
+        let image = o.image.clone();
         let logs = cache.join("logs").join(server.name());
         std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
         handles.push(std::thread::spawn(move || loop {
@@ -407,9 +467,16 @@ fn run_units(
             };
             let log = logs.join(format!("{}.log", unit.replace('/', "_")));
             // Port ranges apart for every worker of both servers (they may run at once).
-            let slot = w + if server == Server::Redis { 4 } else { 0 };
+            let slot = w + match server {
+                Server::Kayvee => 0,
+                Server::Redis => 4,
+                Server::Unikernel => 8,
+            };
             let base = baseport + 1500 * slot;
-            let r = run_unit(&dir, base, &unit, &args, limit, &log);
+            let r = match &image {
+                Some(image) => run_guest_unit(image, &dir, base, &unit, &args, limit, &log),
+                None => run_unit(&dir, base, &unit, &args, limit, &log),
+            };
             eprintln!(
                 "xtask: [{}] {unit}: {} passed, {} failed{} ({} s)",
                 server.name(),
@@ -471,6 +538,10 @@ fn prepare_run_dir(
             &src.join("redis-server"),
         )?,
         Server::Kayvee => write_wrapper(&src.join("redis-server"))?,
+        Server::Unikernel => write_script(
+            &src.join("redis-server"),
+            "echo 'redis-suite --unikernel: the external mode starts no local server' >&2\nexit 1\n",
+        )?,
     }
     Ok(dir)
 }
@@ -501,9 +572,30 @@ fn stage_binaries(cache: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Copies the unikernel image to `<cache>/bin` (a rebuild during the run leaves it alone).
+fn stage_image(cache: &Path, image: &Path) -> Result<PathBuf, String> {
+    let bin = cache.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    let (to, tmp) = (
+        bin.join("kayvee-unikernel"),
+        bin.join("kayvee-unikernel.new"),
+    );
+    std::fs::copy(image, &tmp).map_err(|e| format!("{}: {e}", image.display()))?;
+    std::fs::rename(&tmp, &to).map_err(|e| e.to_string())?;
+    Ok(to)
+}
+
+/// Writes an executable `/bin/sh` script.
+fn write_script(path: &Path, body: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}"))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())
+}
+
 /// `src/redis-server` for kayvee-server: runs the staged xtask binary's hidden wrapper task.
 fn write_wrapper(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
     let bin = path
         .ancestors()
         .nth(4)
@@ -511,14 +603,42 @@ fn write_wrapper(path: &Path) -> Result<(), String> {
         .join("bin");
     let (xtask, server) = (bin.join("xtask"), bin.join("kayvee-server"));
     let script = format!(
-        "#!/bin/sh\n# Written by cargo xtask redis-suite: starts kayvee-server for the suite.\n\
+        "# Written by cargo xtask redis-suite: starts kayvee-server for the suite.\n\
          exec '{}' redis-suite-server '{}' \"$@\"\n",
         xtask.display(),
         server.display()
     );
-    std::fs::write(path, script).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| e.to_string())
+    write_script(path, &script)
+}
+
+/// [`run_unit`] in external mode against a fresh unikernel guest (its console in
+/// `<log>.console`); a guest that does not boot or stops during the unit aborts it.
+fn run_guest_unit(
+    image: &Path,
+    dir: &Path,
+    base: usize,
+    unit: &str,
+    args: &[String],
+    limit: Duration,
+    log: &Path,
+) -> UnitResult {
+    let guest = match guest::boot(image, &log.with_extension("console")) {
+        Ok(g) => g,
+        Err(e) => {
+            return UnitResult {
+                unit: unit.to_string(),
+                aborted: Some(e),
+                ..UnitResult::default()
+            }
+        }
+    };
+    let mut all = guest::runtest_args(guest.port);
+    all.extend(args.iter().cloned());
+    let mut r = run_unit(dir, base, unit, &all, limit, log);
+    if let Some(how) = guest.stop() {
+        r.aborted = Some(format!("the guest stopped during the unit: {how}"));
+    }
+    r
 }
 
 /// Runs one unit, bounded by `limit`; its output goes to `log` and is parsed.
@@ -760,14 +880,14 @@ fn save(table: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Fails on failures missing from the expected-failures file; reports entries that passed.
-fn gate(results: &[UnitResult]) -> Result<(), String> {
-    let path = super::root().join(EXPECTED_FAILURES);
+/// Fails on failures missing from the expected-failures file `file`; reports entries that passed.
+fn gate(results: &[UnitResult], file: &str) -> Result<(), String> {
+    let path = super::root().join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let entries = expected::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let v = expected::judge(&entries, results);
     for s in &v.stale {
-        eprintln!("xtask: redis-suite gate: listed but did not fail (remove it from {EXPECTED_FAILURES}): {s}");
+        eprintln!("xtask: redis-suite gate: listed but did not fail (remove it from {file}): {s}");
     }
     for u in &v.unexpected {
         eprintln!("xtask: redis-suite gate: unexpected failure: {u}");
@@ -779,7 +899,7 @@ fn gate(results: &[UnitResult]) -> Result<(), String> {
             v.unexpected.len()
         )),
         (true, false) => Err(format!(
-            "redis-suite gate: {} expected failures now pass: prune {EXPECTED_FAILURES}",
+            "redis-suite gate: {} expected failures now pass: prune {file}",
             v.stale.len()
         )),
     }

@@ -42,6 +42,8 @@ pub(crate) mod long_double;
 pub mod memory;
 pub mod migrate;
 pub mod monitor;
+#[cfg(not(feature = "scripting"))]
+pub mod no_script;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;
@@ -94,4 +96,6 @@ pub const GROUPS: &[&[CommandSpec]] = &[
     cluster::COMMANDS,
     #[cfg(feature = "scripting")]
     script::COMMANDS,
+    #[cfg(not(feature = "scripting"))]
+    no_script::COMMANDS,
 ];

@@ -122,7 +122,7 @@ impl<'e> Dispatch<'e> {
             _ => false,
         };
         let protocol = client.protocol;
-        self.set_expiry(h);
+        self.set_expiry(h, now.ms());
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
         drain::drain(self.core);
         if self.core.aof.enabled {
@@ -138,6 +138,10 @@ impl<'e> Dispatch<'e> {
                 },
                 _ => now,
             };
+            // This command's invalidations first: each served client's follow its reply.
+            if self.core.tracking.active() {
+                drain::after_command(self.core, self.clients, Some(h), Some(out));
+            }
             self.serve_ready(after);
             drain::drain(self.core);
         }
@@ -157,9 +161,12 @@ impl<'e> Dispatch<'e> {
 
     /// Sets how the databases treat keys past their TTL for client `h`'s command (see
     /// [`crate::db::Expiry`]): a primary deletes them, a replica hides them from its clients
-    /// and lets its primary's commands see them.
-    fn set_expiry(&mut self, h: Handle) {
+    /// and lets its primary's commands see them. During CLIENT PAUSE (WRITE or ALL) a primary
+    /// hides them too, as Redis 7.0 does: nothing is deleted (or counted in `expired_keys`)
+    /// until the pause ends.
+    fn set_expiry(&mut self, h: Handle, now_ms: u64) {
         let mode = match &self.core.repl.primary {
+            None if self.core.pause.active(now_ms) => Expiry::Hide,
             None => Expiry::Delete,
             Some(_) if self.core.repl.is_master_client(h) => Expiry::Keep,
             Some(_) => Expiry::Hide,
@@ -223,12 +230,7 @@ impl<'e> Dispatch<'e> {
         if spec.name == "quit" {
             return None;
         }
-        let replicates = pause::held_by_write;
-        let mut write = replicates(spec);
-        #[cfg(feature = "scripting")]
-        if self.is_eval(id) {
-            write = self.script_may_write(id, argv);
-        }
+        let mut write = self.held_by_write(id, argv);
         if Some(id) == self.state.exec_id {
             let queue = self
                 .core
@@ -236,12 +238,25 @@ impl<'e> Dispatch<'e> {
                 .of(h)
                 .map(|t| &t.queue[..])
                 .unwrap_or_default();
+            // A queued EVAL whose shebang says no-writes does not make the EXEC a write.
             write |= queue.iter().any(|a| {
                 let argv = a.argv();
-                self.resolve(&argv).is_ok_and(|q| replicates(self.spec(q)))
+                self.resolve(&argv)
+                    .is_ok_and(|q| self.held_by_write(q, &argv))
             });
         }
         self.core.pause.covers(write).then_some(id)
+    }
+
+    /// Whether a WRITE pause holds command `id` with `argv` (see [`pause::held_by_write`]); an
+    /// EVAL is judged by its script's flags, as Redis judges it.
+    fn held_by_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            return self.script_may_write(id, argv);
+        }
+        let _ = argv;
+        pause::held_by_write(self.spec(id))
     }
 
     /// MIGRATE's second half for client `h` (see [`cmd::migrate::finish`]), once the shell has
@@ -341,6 +356,12 @@ impl<'e> Dispatch<'e> {
                 send_error(&mut self.core.stats, &e, &mut tree)
             }
         }
+        // The served command's invalidations, as for any command of `h`: its own after its
+        // reply (Redis runs the served command as `h`'s).
+        if self.core.tracking.active() {
+            drain::drain(self.core);
+            drain::after_command(self.core, self.clients, Some(h), Some(&mut tree));
+        }
         let replies = tree.take();
         // The serve function propagated the pop it did (as its plain form): one call of its own.
         if self.core.aof.enabled {
@@ -392,7 +413,11 @@ impl<'e> Dispatch<'e> {
         let replica_ignores_maxmemory = self.core.repl.primary.is_some()
             && self.core.config.bool_param("replica-ignore-maxmemory");
         if self.core.config.maxmemory != 0 && !obey && !replica_ignores_maxmemory {
-            if let Err(e) = self.admit_memory(h, spec, now) {
+            let admitted = self.admit_memory(h, spec, now);
+            if self.core.tracking.active() {
+                drain::after_eviction(self.core, self.clients, h, out);
+            }
+            if let Err(e) = admitted {
                 return self.reject(h, Some(id), &e, out);
             }
         }

@@ -4,7 +4,8 @@
 //! decoded again, so what would not survive a save and a load shows, and the reloaded values
 //! take the encodings a load gives them. Expired keys are dropped, as a load does; LRU idle
 //! times and LFU counters survive only under the policy that saves them. As a save does, the
-//! file is then written (a SAVE: [`crate::Outcome::Save`], which replies). NOSAVE loads the
+//! file is then written (a SAVE: [`crate::Outcome::Save`], which replies; a shell without
+//! storage, the unikernel without a disk, writes none and answers OK). NOSAVE loads the
 //! file on disk as it is, over the dataset with NOFLUSH (MERGE: loaded keys and libraries
 //! replace existing ones): the shell does that ([`crate::Outcome::LoadRdb`]).
 
@@ -104,9 +105,14 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     crate::drain::sync(cx.core);
     let core = &mut *cx.core;
     crate::evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);
+    // A shell without storage (the unikernel without a disk) has no file to write: the round
+    // trip is the whole reload.
+    if !core.host.storage {
+        out.ok();
+        return Ok(());
+    }
     // The file is written as Redis writes it first (a later NOSAVE reload reads it); the
     // shell's save replies.
-    let _ = out;
     cx.outcome = crate::Outcome::Save { background: false };
     Ok(())
 }

@@ -16,6 +16,7 @@ pub const LUA_ERRSYNTAX: c_int = 3;
 pub const LUA_ERRMEM: c_int = 4;
 pub const LUA_ERRERR: c_int = 5;
 pub const LUA_GCCOLLECT: c_int = 2;
+pub const LUA_GCSTEP: c_int = 5;
 
 pub type lua_Alloc = unsafe extern "C" fn(
     ud: *mut c_void,

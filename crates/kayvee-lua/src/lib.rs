@@ -204,6 +204,12 @@ impl Lua {
         unsafe { (*self.extra).used }
     }
 
+    /// Runs an incremental collection step of `size` (Lua's `LUA_GCSTEP`).
+    pub fn gc_step(&mut self, size: i32) {
+        // SAFETY: a live state.
+        unsafe { ffi::lua_gc(self.l, ffi::LUA_GCSTEP, size) };
+    }
+
     /// Runs a full garbage collection.
     pub fn gc_collect(&mut self) {
         // SAFETY: a live state.

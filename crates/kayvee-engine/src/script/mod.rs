@@ -143,7 +143,14 @@ pub struct Scripts {
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
     pub rand48: u64,
+    /// Scripts run since the last collection step (see [`Scripts::put_vm`]).
+    runs_since_gc: u32,
 }
+
+/// Scripts between two collection steps of the VM, and the step's size (Redis's
+/// `LUA_GC_CYCLE_PERIOD`): the heap stays near its live size instead of growing to twice it
+/// between Lua's own cycles.
+const GC_PERIOD: u32 = 50;
 
 /// `lrand48`'s state before any seeding.
 pub const RAND48_DEFAULT: u64 = 0x1234_ABCD_330E;
@@ -179,7 +186,12 @@ impl Scripts {
     }
 
     /// Puts the VM back after a run.
-    pub fn put_vm(&mut self, lua: Lua) {
+    pub fn put_vm(&mut self, mut lua: Lua) {
+        self.runs_since_gc += 1;
+        if self.runs_since_gc >= GC_PERIOD {
+            lua.gc_step(GC_PERIOD as i32);
+            self.runs_since_gc = 0;
+        }
         self.lua = Some(lua);
     }
 

@@ -90,6 +90,9 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         }
     );
     boottime::stamp("log");
+    // What the Lua VM writes to stdout/stderr (only a panic message outside any protected
+    // call: scripts have no `print`) reaches the console.
+    kayvee_lua::libc::set_output(serial::write_bytes);
     let seed = port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
     let mut engine = Engine::new(
         config,

@@ -19,6 +19,8 @@
 extern crate alloc;
 
 mod ffi;
+#[cfg(any(feature = "freestanding", test))]
+pub mod libc;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

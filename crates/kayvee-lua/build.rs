@@ -19,10 +19,30 @@ const LUA_SRC: &str = "lua-src-550.1.1";
 
 /// The Lua files of the VM and of the libraries opened (no io, os, loadlib, debug, linit).
 const LUA_FILES: [&str; 24] = [
-    "lapi.c", "lcode.c", "ldebug.c", "ldo.c", "ldump.c", "lfunc.c", "lgc.c", "llex.c",
-    "lmem.c", "lobject.c", "lopcodes.c", "lparser.c", "lstate.c", "lstring.c", "ltable.c",
-    "ltm.c", "lundump.c", "lvm.c", "lzio.c", "lauxlib.c", "lbaselib.c", "ltablib.c",
-    "lstrlib.c", "lmathlib.c",
+    "lapi.c",
+    "lcode.c",
+    "ldebug.c",
+    "ldo.c",
+    "ldump.c",
+    "lfunc.c",
+    "lgc.c",
+    "llex.c",
+    "lmem.c",
+    "lobject.c",
+    "lopcodes.c",
+    "lparser.c",
+    "lstate.c",
+    "lstring.c",
+    "ltable.c",
+    "ltm.c",
+    "lundump.c",
+    "lvm.c",
+    "lzio.c",
+    "lauxlib.c",
+    "lbaselib.c",
+    "ltablib.c",
+    "lstrlib.c",
+    "lmathlib.c",
 ];
 
 fn main() {

@@ -102,6 +102,8 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         },
     );
     fill_host_info(&mut engine, heap_bytes);
+    // DUMP/RESTORE, FUNCTION DUMP/RESTORE: the RDB value codec, as kayvee-server installs it.
+    engine.set_codec(&kayvee_rdb::CODEC);
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");

@@ -19,7 +19,6 @@
 extern crate alloc;
 
 mod ffi;
-#[cfg(any(feature = "freestanding", test))]
 pub mod libc;
 
 use alloc::boxed::Box;

@@ -12,7 +12,7 @@ extern FILE *stderr;
 #define EOF (-1)
 /* glibc's is 8192. It sizes LUAL_BUFFERSIZE, the buffer each luaL_Buffer (string.format, gsub,
  * rep, table.concat...) keeps on the C stack; Lua nests up to 200 C calls (gsub calling a Lua
- * function calling gsub...), which at 8 KiB each would not fit the image's 508 KiB stack. The
+ * function calling gsub...), which at 8 KiB each would not fit the image's 1 MiB stack. The
  * size changes no result, only how often a buffer is flushed. */
 #define BUFSIZ 1024
 int sprintf(char *s, const char *fmt, ...);

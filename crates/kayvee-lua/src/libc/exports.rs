@@ -4,7 +4,7 @@
 use super::format::{format_arg, Arg, Spec};
 use super::parse::{is_space, strtod as parse_strtod, strtoul as parse_strtoul};
 use alloc::alloc::{alloc, dealloc, realloc as grow, Layout};
-use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Where `stdout`/`stderr` writes go (0: nowhere), a `fn(&[u8])`.
@@ -216,16 +216,27 @@ pub extern "C" fn toupper(c: c_int) -> c_int {
 
 // ---- Strings.
 
+/// The length of a C string. Not `CStr::from_ptr`: `core` implements it by calling `strlen`,
+/// which is this library's own.
+unsafe fn length(s: *const c_char) -> usize {
+    let mut n = 0;
+    // SAFETY: the caller passes a NUL-terminated string.
+    while unsafe { *s.add(n) } != 0 {
+        n += 1;
+    }
+    n
+}
+
 /// The bytes of a C string (without its NUL).
 unsafe fn bytes<'a>(s: *const c_char) -> &'a [u8] {
-    // SAFETY: the caller passes a NUL-terminated string.
-    unsafe { CStr::from_ptr(s) }.to_bytes()
+    // SAFETY: the caller passes a NUL-terminated string of that length.
+    unsafe { core::slice::from_raw_parts(s as *const u8, length(s)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn strlen(s: *const c_char) -> usize {
     // SAFETY: a C string.
-    unsafe { bytes(s) }.len()
+    unsafe { length(s) }
 }
 
 #[no_mangle]
@@ -342,7 +353,7 @@ pub unsafe extern "C" fn strchr(s: *const c_char, c: c_int) -> *mut c_char {
 #[no_mangle]
 pub unsafe extern "C" fn strrchr(s: *const c_char, c: c_int) -> *mut c_char {
     // SAFETY: a C string; its NUL is part of it for c == 0.
-    let all = unsafe { CStr::from_ptr(s) }.to_bytes_with_nul();
+    let all = unsafe { core::slice::from_raw_parts(s as *const u8, length(s) + 1) };
     match all.iter().rposition(|&b| b == c as u8) {
         // SAFETY: inside the string.
         Some(i) => unsafe { s.add(i) as *mut c_char },
@@ -443,8 +454,7 @@ pub unsafe extern "C" fn strtol(s: *const c_char, end: *mut *mut c_char, base: c
         unsafe { *end = s.add(used) as *mut c_char };
     }
     let magnitude = if negative { v.wrapping_neg() } else { v };
-    if range || (negative && magnitude > 1 << 63) || (!negative && magnitude > i64::MAX as u64)
-    {
+    if range || (negative && magnitude > 1 << 63) || (!negative && magnitude > i64::MAX as u64) {
         set_errno_range();
         return if negative { c_long::MIN } else { c_long::MAX };
     }

@@ -112,6 +112,19 @@ pub fn format_arg(spec: &Spec, arg: Arg<'_>, out: &mut dyn FnMut(&[u8])) {
     }
 }
 
+/// `%.<precision>g` of `v`, appended to `out` (C's `%g`, exactly as glibc).
+pub fn g(v: f64, precision: i32, out: &mut alloc::vec::Vec<u8>) {
+    let spec = Spec {
+        flags: 0,
+        width: 0,
+        prec: precision,
+        conv: i32::from(b'g'),
+    };
+    format_arg(&spec, Arg::Float(v), &mut |b: &[u8]| {
+        out.extend_from_slice(b)
+    });
+}
+
 /// `%s` / `%c`: the bytes, cut to the precision, padded with spaces to the width.
 fn text(spec: &Spec, s: &[u8], out: &mut dyn FnMut(&[u8])) {
     let s = match usize::try_from(spec.prec) {
@@ -143,14 +156,7 @@ fn spaces(mut n: usize, c: u8, out: &mut dyn FnMut(&[u8])) {
 }
 
 /// An integer conversion: `prefix` (sign or `0x`), at least `precision` digits, padded.
-fn integer(
-    spec: &Spec,
-    prefix: &[u8],
-    v: u64,
-    base: u64,
-    upper: bool,
-    out: &mut dyn FnMut(&[u8]),
-) {
+fn integer(spec: &Spec, prefix: &[u8], v: u64, base: u64, upper: bool, out: &mut dyn FnMut(&[u8])) {
     let table: &[u8; 16] = if upper {
         b"0123456789ABCDEF"
     } else {

@@ -11,8 +11,9 @@
 //! installs ([`set_output`]). `memcpy`, `memmove`, `memset`, `memcmp` and `bcmp` are not here:
 //! every freestanding Rust binary already supplies them (the unikernel's `arch/mem.rs`).
 //!
-//! [`format`] and [`parse`] are plain Rust, compiled on the host too, where the tests compare
-//! them with glibc's own `snprintf` and `strtod`.
+//! [`format`] and [`parse`] are plain Rust, compiled in every build (the engine's `cjson` formats
+//! numbers with [`format::g`]); on the host the tests compare them with glibc's own `snprintf`
+//! and `strtod`.
 
 pub mod format;
 pub mod parse;

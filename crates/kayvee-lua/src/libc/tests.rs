@@ -155,20 +155,28 @@ fn doubles(n: usize) -> Vec<f64> {
 #[test]
 fn floats_format_as_glibc() {
     let formats = [
-        "%.14g", "%.17g", "%g", "%G", "%.0g", "%.1g", "%#g", "%#.3g", "%.20g", "%e", "%E",
-        "%.0e", "%#.0e", "%.3e", "%.25e", "%f", "%.0f", "%#.0f", "%.1f", "%.3f", "%.20f",
-        "%.99f", "%+.3e", "% f", "%10.4f", "%-12g", "%012.3f", "%+08.2g", "%-+15.6e", "%099.2f",
+        "%.14g", "%.17g", "%g", "%G", "%.0g", "%.1g", "%#g", "%#.3g", "%.20g", "%e", "%E", "%.0e",
+        "%#.0e", "%.3e", "%.25e", "%f", "%.0f", "%#.0f", "%.1f", "%.3f", "%.20f", "%.99f", "%+.3e",
+        "% f", "%10.4f", "%-12g", "%012.3f", "%+08.2g", "%-+15.6e", "%099.2f",
     ];
     let mut bad = Vec::new();
     for v in doubles(20_000) {
         for f in formats {
             let (a, b) = (ours(f, Arg::Float(v)), glibc_f(f, v));
             if a != b {
-                bad.push(std::format!("{f} of {v:?} ({:#x}): ours {a:?}, glibc {b:?}", v.to_bits()));
+                bad.push(std::format!(
+                    "{f} of {v:?} ({:#x}): ours {a:?}, glibc {b:?}",
+                    v.to_bits()
+                ));
             }
         }
     }
-    assert!(bad.is_empty(), "{} differences, first: {:#?}", bad.len(), &bad[..bad.len().min(10)]);
+    assert!(
+        bad.is_empty(),
+        "{} differences, first: {:#?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
 }
 
 #[test]
@@ -180,8 +188,13 @@ fn integers_chars_strings_and_pointers_format_as_glibc() {
         values.push(x);
         values.push(x >> (r.next() % 60));
     }
-    let signed = ["%ld", "%5ld", "%-5ld", "%05ld", "%+ld", "% ld", "%.3ld", "%.0ld", "%+.0ld", "%08.3ld"];
-    let unsigned = ["%lu", "%lx", "%#lx", "%lX", "%#lX", "%lo", "%#lo", "%#.0lo", "%#5lo", "%08lx", "%#08lx", "%.0lx"];
+    let signed = [
+        "%ld", "%5ld", "%-5ld", "%05ld", "%+ld", "% ld", "%.3ld", "%.0ld", "%+.0ld", "%08.3ld",
+    ];
+    let unsigned = [
+        "%lu", "%lx", "%#lx", "%lX", "%#lX", "%lo", "%#lo", "%#.0lo", "%#5lo", "%08lx", "%#08lx",
+        "%.0lx",
+    ];
     for &v in &values {
         for f in signed {
             assert_eq!(ours(f, Arg::Int(v)), glibc_i(f, v), "{f} of {v}");
@@ -221,13 +234,56 @@ fn glibc_strtod(s: &str) -> (f64, usize) {
 #[test]
 fn strtod_parses_as_glibc() {
     let mut inputs: Vec<String> = [
-        "", " ", "x", "1", "-1", "+1", "  12abc", "1.", ".5", ".", "-.", "1e", "1e+", "1e5", "1E-5",
-        "1e400", "-1e400", "1e-400", "2.4703282292062327e-324", "2.4703282292062328e-324",
-        "inf", "-INF", "infinity", "Infinityx", "infini", "nan", "NaN(123)", "nan(", "-nan",
-        "0x", "0x1", "0X1p4", "0x1.8", "0x.8p1", "0xg", "0x1p", "0x1p-1074", "0x1p-1075",
-        "0x1.0000000000001p-1075", "0x1.fffffffffffff8p0", "0x1.fffffffffffff7ffp0",
-        "0x1p1024", "0x123456789abcdef123", "0x0.0000000000001p-1022", "1.5 ", "\t\n 3",
-        "0.1", "123456789012345678901234567890", "1_000", "12e3.5",
+        "",
+        " ",
+        "x",
+        "1",
+        "-1",
+        "+1",
+        "  12abc",
+        "1.",
+        ".5",
+        ".",
+        "-.",
+        "1e",
+        "1e+",
+        "1e5",
+        "1E-5",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "2.4703282292062327e-324",
+        "2.4703282292062328e-324",
+        "inf",
+        "-INF",
+        "infinity",
+        "Infinityx",
+        "infini",
+        "nan",
+        "NaN(123)",
+        "nan(",
+        "-nan",
+        "0x",
+        "0x1",
+        "0X1p4",
+        "0x1.8",
+        "0x.8p1",
+        "0xg",
+        "0x1p",
+        "0x1p-1074",
+        "0x1p-1075",
+        "0x1.0000000000001p-1075",
+        "0x1.fffffffffffff8p0",
+        "0x1.fffffffffffff7ffp0",
+        "0x1p1024",
+        "0x123456789abcdef123",
+        "0x0.0000000000001p-1022",
+        "1.5 ",
+        "\t\n 3",
+        "0.1",
+        "123456789012345678901234567890",
+        "1_000",
+        "12e3.5",
     ]
     .iter()
     .map(|s| String::from(*s))
@@ -251,9 +307,26 @@ fn strtod_parses_as_glibc() {
 #[test]
 fn strtoul_parses_as_glibc() {
     let inputs = [
-        "", "0", "10", "-1", " +7", "ff", "0x1f", "0X", "0x", "0xg", "z", "Zz", "777",
-        "18446744073709551615", "18446744073709551616", "99999999999999999999999", "12 ",
-        "1.5", "-0x10", "0777",
+        "",
+        "0",
+        "10",
+        "-1",
+        " +7",
+        "ff",
+        "0x1f",
+        "0X",
+        "0x",
+        "0xg",
+        "z",
+        "Zz",
+        "777",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999999",
+        "12 ",
+        "1.5",
+        "-0x10",
+        "0777",
     ];
     for s in inputs {
         for base in [0, 2, 8, 10, 16, 36] {

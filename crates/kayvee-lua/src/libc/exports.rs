@@ -633,7 +633,7 @@ pub static stderr: Stream = Stream(&ERR);
 #[no_mangle]
 pub unsafe extern "C" fn kv_libc_write(f: *const u8, p: *const u8, n: usize) {
     let w = OUTPUT.load(Ordering::Relaxed);
-    if w == 0 || f == &IN as *const u8 || p.is_null() {
+    if w == 0 || core::ptr::eq(f, &IN) || p.is_null() {
         return;
     }
     // SAFETY: only `set_output` stores here, a `fn(&[u8])`; `p` has `n` bytes.

@@ -110,11 +110,7 @@ fn hex(s: &[u8]) -> Option<(f64, usize, bool)> {
     let mut exp: i64 = 0;
     let mut digits = 0;
     let mut seen_point = false;
-    loop {
-        let c = match s.get(j) {
-            Some(&c) => c,
-            None => break,
-        };
+    while let Some(&c) = s.get(j) {
         if c == b'.' && !seen_point {
             seen_point = true;
             j += 1;

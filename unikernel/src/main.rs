@@ -104,6 +104,11 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     fill_host_info(&mut engine, heap_bytes);
     // DUMP/RESTORE, FUNCTION DUMP/RESTORE: the RDB value codec, as kayvee-server installs it.
     engine.set_codec(&kayvee_rdb::CODEC);
+    // `redis.log` reaches the console, with Redis's level marks (. - * #).
+    engine.set_script_log(|level, message| {
+        let mark = [".", "-", "*", "#"][usize::from(level.min(3))];
+        println!("{mark} {}", String::from_utf8_lossy(message));
+    });
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     boottime::stamp("engine");

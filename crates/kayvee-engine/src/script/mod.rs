@@ -143,6 +143,9 @@ pub struct Scripts {
     /// `math.random`'s 48-bit state (Redis's `lrand48`: its default seed at start, never
     /// reset per script; `math.randomseed` reseeds it).
     pub rand48: u64,
+    /// Where `redis.log` writes (the shell's log; `Engine::set_script_log`): Redis's level
+    /// (0 debug, 1 verbose, 2 notice, 3 warning) and the message.
+    pub log: Option<fn(u8, &[u8])>,
 }
 
 /// `lrand48`'s state before any seeding.

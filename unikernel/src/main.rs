@@ -90,6 +90,9 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         }
     );
     boottime::stamp("log");
+    // What the Lua VM writes to stdout/stderr (only a panic message outside any protected
+    // call: scripts have no `print`) reaches the console.
+    kayvee_lua::libc::set_output(serial::write_bytes);
     let seed = port::rdtsc() ^ unix_base_us.rotate_left(17) ^ 0x6b61_7976_6565;
     let mut engine = Engine::new(
         config,
@@ -99,6 +102,13 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
         },
     );
     fill_host_info(&mut engine, heap_bytes);
+    // DUMP/RESTORE, FUNCTION DUMP/RESTORE: the RDB value codec, as kayvee-server installs it.
+    engine.set_codec(&kayvee_rdb::CODEC);
+    // `redis.log` reaches the console, with Redis's level marks (. - * #).
+    engine.set_script_log(|level, message| {
+        let mark = [".", "-", "*", "#"][usize::from(level.min(3))];
+        println!("{mark} {}", String::from_utf8_lossy(message));
+    });
     // The memory limit reads talc's count at command time.
     engine.set_memory_probe(heap::used_bytes);
     // DUMP, RESTORE, MIGRATE's payloads and DEBUG RELOAD's round trip use the RDB value codec.

@@ -1125,7 +1125,7 @@ const UK_DIFF_SEEDS: &str = "10";
 
 /// The end-to-end suites of the tests crate that need no file system: they run against the
 /// image as they run against kayvee-server (tests that need one skip themselves).
-const UK_SUITES: [&str; 8] = [
+const UK_SUITES: [&str; 9] = [
     "differential",
     "clients",
     "blocking",
@@ -1134,11 +1134,12 @@ const UK_SUITES: [&str; 8] = [
     "notify",
     "eviction",
     "acl",
+    "scripting",
 ];
 
 /// Runs the end-to-end suites of the tests crate ([`UK_SUITES`]: differential against
 /// redis-server, real clients, blocking commands, pub/sub, tracking, keyspace notifications,
-/// eviction, ACL) against the image: `KAYVEE_TARGET=unikernel` makes `Server::kayvee` boot it
+/// eviction, ACL, scripts and functions) against the image: `KAYVEE_TARGET=unikernel` makes `Server::kayvee` boot it
 /// under QEMU TCG behind the port forward.
 fn run_suites(image: &std::path::Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());

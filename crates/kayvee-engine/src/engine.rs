@@ -542,6 +542,18 @@ impl Engine {
         due
     }
 
+    /// Where `redis.log` writes: `log(level, message)` with Redis's levels (0 debug, 1
+    /// verbose, 2 notice, 3 warning), called for the messages at or above `loglevel`. Without
+    /// it (or without scripting) they go nowhere.
+    pub fn set_script_log(&mut self, log: fn(u8, &[u8])) {
+        #[cfg(feature = "scripting")]
+        {
+            self.core.scripts.log = Some(log);
+        }
+        #[cfg(not(feature = "scripting"))]
+        let _ = log;
+    }
+
     /// The function libraries' code, by library name (an RDB's function records).
     pub fn function_codes(&self) -> Vec<Vec<u8>> {
         #[cfg(feature = "scripting")]

@@ -124,6 +124,10 @@ pub struct Evictor {
     pub probe: Option<fn() -> u64>,
     /// What the probe read when it was installed (MEMORY STATS `startup.allocated`).
     pub startup_bytes: u64,
+    /// Bytes the probe counts that Redis keeps out of `used_memory`: the Lua VM's heap, which
+    /// Redis 7.0 allocates outside its counted allocator (INFO reports it apart, as
+    /// `used_memory_vm_eval`, and `maxmemory` ignores it). Set by the glue after each command.
+    pub uncounted: u64,
 }
 
 impl Evictor {
@@ -156,12 +160,14 @@ pub enum Evicted {
     Fail,
 }
 
-/// Bytes the process uses now: the probe's figure, else the shell's last report (`host`).
+/// Bytes the process uses now as Redis counts them: the probe's figure, else the shell's last
+/// report (`host`), less [`Evictor::uncounted`].
 pub fn used_memory(evictor: &Evictor, host: &HostInfo) -> u64 {
-    match evictor.probe {
+    let counted = match evictor.probe {
         Some(probe) => probe(),
         None => host.used_memory,
-    }
+    };
+    counted.saturating_sub(evictor.uncounted)
 }
 
 /// The engine state an eviction works on, borrowed for one call.

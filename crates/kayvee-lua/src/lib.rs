@@ -19,6 +19,7 @@
 extern crate alloc;
 
 mod ffi;
+pub mod libc;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

@@ -69,6 +69,18 @@ pub fn init(loglevel: &str, logfile: &str) -> Result<Option<i32>, LogError> {
     Ok(fd)
 }
 
+/// `redis.log`'s lines (the engine's script log): Redis's levels 0 debug, 1 verbose, 2 notice,
+/// 3 warning, as this log's (`.`, `-`, `*`, `#`).
+pub fn script_line(level: u8, message: &[u8]) {
+    let text = String::from_utf8_lossy(message);
+    match level {
+        0 => tracing::trace!("{text}"),
+        1 => tracing::debug!("{text}"),
+        2 => tracing::info!("{text}"),
+        _ => tracing::warn!("{text}"),
+    }
+}
+
 /// Formats events as Redis log lines.
 struct RedisFormat {
     pid: u32,

@@ -90,6 +90,7 @@ fn run(mut config: Config) -> anyhow::Result<()> {
     let mut engine = Engine::new(config, host::random_seed(), now);
     engine.core.host = host::initial(port);
     engine.set_codec(&kayvee_rdb::CODEC);
+    engine.set_script_log(log::script_line);
     // The memory limit and INFO read the counting allocator at command time.
     engine.set_memory_probe(|| alloc::allocated_bytes() as u64);
     acl::load_at_startup(&mut engine)?;

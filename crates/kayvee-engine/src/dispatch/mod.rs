@@ -125,6 +125,11 @@ impl<'e> Dispatch<'e> {
         self.set_expiry(h, now.ms());
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
         drain::drain(self.core);
+        // The Lua heap is not `used_memory` in Redis (see `Evictor::uncounted`).
+        #[cfg(feature = "scripting")]
+        {
+            self.core.evict.uncounted = self.core.scripts.vm_bytes() as u64;
+        }
         if self.core.aof.enabled {
             self.core.aof.flush();
         }

@@ -105,39 +105,9 @@ pub fn call(lua: &mut Lua, id: i32, cfg: &mut Config) -> Result<i32, Raise> {
     }
 }
 
-/// `%.14g`, as Lua prints numbers.
+/// `%.14g`, as Lua prints numbers (exactly as C's, `-0` included).
 fn number(n: f64, out: &mut Vec<u8>) {
-    if n == libm::trunc(n) && n.abs() < 1e14 {
-        out.extend_from_slice(format!("{}", n as i64).as_bytes());
-        return;
-    }
-    // Shortest of the 14-significant-digit forms, trailing zeros trimmed (C's %g).
-    let exp = if n == 0.0 {
-        0
-    } else {
-        libm::floor(libm::log10(n.abs())) as i32
-    };
-    let text = if (-5..14).contains(&exp) {
-        let decimals = (13 - exp).max(0) as usize;
-        let s = format!("{n:.decimals$}");
-        let s = if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').into()
-        } else {
-            s
-        };
-        s
-    } else {
-        let s = format!("{n:.13e}");
-        let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let mant = if mant.contains('.') {
-            mant.trim_end_matches('0').trim_end_matches('.')
-        } else {
-            mant
-        };
-        let e: i32 = e.parse().unwrap_or(0);
-        format!("{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-    };
-    out.extend_from_slice(text.as_bytes());
+    kayvee_lua::libc::format::g(n, 14, out);
 }
 
 fn string(b: &[u8], out: &mut Vec<u8>) {

@@ -145,6 +145,9 @@ pub struct Scripts {
     pub rand48: u64,
     /// Scripts run since the last collection step (see [`Scripts::put_vm`]).
     runs_since_gc: u32,
+    /// Where `redis.log` writes (the shell's log; `Engine::set_script_log`): Redis's level
+    /// (0 debug, 1 verbose, 2 notice, 3 warning) and the message.
+    pub log: Option<fn(u8, &[u8])>,
 }
 
 /// Scripts between two collection steps of the VM, and the step's size (Redis's

@@ -317,7 +317,7 @@ impl Host for Run<'_, '_> {
             host::CALL => self.redis_call(lua, false),
             host::PCALL => self.redis_call(lua, true),
             host::SHA1HEX => sha1hex(lua),
-            host::LOG => log(lua),
+            host::LOG => log(lua, &self.d.core.config.loglevel, self.d.core.scripts.log),
             host::SETRESP => self.setresp(lua),
             host::SET_REPL => self.set_repl(lua),
             host::RANDOM => self.random(lua),
@@ -630,14 +630,38 @@ fn sha1hex(lua: &mut Lua) -> Result<i32, Raise> {
     Ok(1)
 }
 
-/// `redis.log(level, message...)`: checked; the engine has no log of its own to write to.
-fn log(lua: &mut Lua) -> Result<i32, Raise> {
+/// `redis.log(level, message...)`, as Redis 7.0: the level is a number (or a numeric string)
+/// truncated to an integer, 0 to 3; at or above `loglevel`, the arguments that are strings or
+/// numbers are joined (each but the message's first argument after a space; other types are
+/// skipped) and written to the shell's log.
+fn log(lua: &mut Lua, loglevel: &str, sink: Option<fn(u8, &[u8])>) -> Result<i32, Raise> {
     if lua.top() < 2 {
         return raise(lua, "ERR redis.log() requires two arguments or more.");
     }
-    match lua.to_number(1) {
-        Some(l) if (0.0..=3.0).contains(&l) && lua.type_of(1) == Type::Number => Ok(0),
-        Some(_) if lua.type_of(1) == Type::Number => raise(lua, "ERR Invalid debug level."),
-        _ => raise(lua, "ERR First argument must be a number (log level)."),
+    let level = match lua.to_number(1) {
+        Some(l) if !l.is_nan() && (0..=3).contains(&(l as i64)) => l as u8,
+        Some(_) => return raise(lua, "ERR Invalid debug level."),
+        None => return raise(lua, "ERR First argument must be a number (log level)."),
+    };
+    let verbosity = match loglevel {
+        "debug" => 0,
+        "verbose" => 1,
+        "notice" => 2,
+        "warning" => 3,
+        _ => 4,
+    };
+    let Some(sink) = sink.filter(|_| level >= verbosity) else {
+        return Ok(0);
+    };
+    let mut message = alloc::vec::Vec::new();
+    for i in 2..=lua.top() {
+        if matches!(lua.type_of(i), Type::String | Type::Number) {
+            if i > 2 {
+                message.push(b' ');
+            }
+            message.extend_from_slice(lua.to_bytes(i).unwrap_or_default());
+        }
     }
+    sink(level, &message);
+    Ok(0)
 }

@@ -160,6 +160,11 @@ impl Propagation {
         self.repl.db = None;
     }
 
+    /// The database the replication stream has selected (0 before its first SELECT).
+    pub fn repl_db(&self) -> usize {
+        self.repl.db.unwrap_or(0)
+    }
+
     /// Moves the AOF's encoded commands into `into` (appending).
     pub fn drain_into(&mut self, into: &mut Vec<u8>) {
         self.aof.drain_into(into);

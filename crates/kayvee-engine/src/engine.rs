@@ -713,6 +713,10 @@ impl Engine {
     /// The primary to connect to now, if one is due (REPLICAOF, or a second after the last
     /// attempt): the shell opens a connection and hands it to the connection layer.
     pub fn primary_due(&mut self, now: Now) -> Option<(String, u16)> {
+        // Not before the startup load is done: it may hold the ID and offset to continue.
+        if self.core.persist.loading.is_some() {
+            return None;
+        }
         let p = self.core.repl.primary.as_mut()?;
         if p.down_since_ms == repl::DOWN_UNNOTED {
             p.down_since_ms = now.ms();
@@ -847,6 +851,40 @@ impl Engine {
     /// marked killed.
     pub fn primary_refused(&mut self) -> bool {
         cmd::repl::failover::rejected(&mut self.core, &mut self.clients)
+    }
+
+    /// Where the replication stream is, for an RDB's AUX fields (Redis's
+    /// `rdbPopulateSaveInfo`): a primary with a backlog, or a replica whose link is up;
+    /// `(stream db, replication ID, offset)`.
+    pub fn repl_save_info(&self) -> Option<(usize, String, u64)> {
+        let repl = &self.core.repl;
+        let db = match &repl.primary {
+            None if repl.backlog.is_some() => self.core.aof.repl_db(),
+            None => return None,
+            Some(_) => self.clients.get(repl.link()?)?.db,
+        };
+        if repl.primary.is_some() && !repl.is_master_client(repl.link()?) {
+            return None;
+        }
+        Some((db, repl.replid.clone(), repl.offset))
+    }
+
+    /// The replication ID and offset an RDB loaded at startup recorded: a replica continues
+    /// its primary's stream from there (in database `stream_db`); a primary takes them as its
+    /// history, then draws a new ID (the old one becomes the secondary ID) with a fresh
+    /// backlog, so its replicas continue with `+CONTINUE` after its restart, as Redis 7.0.
+    pub fn restore_replication(&mut self, stream_db: usize, replid: String, offset: u64) {
+        let repl = &mut self.core.repl;
+        repl.replid = replid;
+        repl.offset = offset;
+        repl.replid2 = String::from(repl::NO_REPLID);
+        repl.second_offset = -1;
+        if let Some(p) = repl.primary.as_mut() {
+            p.stream_db = stream_db;
+            return;
+        }
+        repl.shift_replid(&mut self.core.rng);
+        drain::start_replication(&mut self.core);
     }
 
     /// Lines for the log from replication (a FAILOVER's steps), oldest first.

@@ -158,7 +158,7 @@ pub fn rollback(core: &mut crate::Core) {
 }
 
 /// CONFIG RESETSTAT: zeroes the INFO counters (commands, errors, connections, keyspace hits,
-/// misses and expiries) and restarts their clock.
+/// misses and expiries, full and partial syncs) and restarts their clock.
 fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let stats = &mut cx.core.stats;
     *stats = Stats {
@@ -166,6 +166,7 @@ fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> C
         reset_ms: cx.now.ms(),
         ..Default::default()
     };
+    cx.core.repl.stats = Default::default();
     for db in &mut cx.core.dbs {
         db.stats = Default::default();
     }

@@ -193,6 +193,15 @@ impl Propagation {
         }
     }
 
+    /// `DEL key` in database `db` into the replication stream only, outside any call (a key
+    /// the startup load found expired, as Redis 7.0 feeds it to the backlog).
+    pub fn feed_repl_del(&mut self, db: usize, key: &[u8]) {
+        if self.repl.on {
+            self.repl.select(db);
+            encode(&mut self.repl.out, &[b"DEL", key]);
+        }
+    }
+
     /// Queues one command of the running call.
     pub(crate) fn push(&mut self, db: usize, args: &[&[u8]]) {
         encode(&mut self.pending, args);

@@ -873,7 +873,16 @@ impl Engine {
     /// its primary's stream from there (in database `stream_db`); a primary takes them as its
     /// history, then draws a new ID (the old one becomes the secondary ID) with a fresh
     /// backlog, so its replicas continue with `+CONTINUE` after its restart, as Redis 7.0.
-    pub fn restore_replication(&mut self, stream_db: usize, replid: String, offset: u64) {
+    ///
+    /// `expired` are the keys the load dropped because they had expired: a primary puts
+    /// their `DEL` in its new backlog (its replicas still hold them).
+    pub fn restore_replication(
+        &mut self,
+        stream_db: usize,
+        replid: String,
+        offset: u64,
+        expired: &[(usize, Vec<u8>)],
+    ) {
         let repl = &mut self.core.repl;
         repl.replid = replid;
         repl.offset = offset;
@@ -885,6 +894,10 @@ impl Engine {
         }
         repl.shift_replid(&mut self.core.rng);
         drain::start_replication(&mut self.core);
+        for (db, key) in expired {
+            self.core.aof.feed_repl_del(*db, key);
+        }
+        drain::feed_replication(&mut self.core);
     }
 
     /// Lines for the log from replication (a FAILOVER's steps), oldest first.

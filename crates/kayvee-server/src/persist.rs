@@ -128,7 +128,7 @@ impl StartupLoad {
                 "Restored replication ID {} and offset {} from the RDB.",
                 r.replid, r.offset
             );
-            engine.restore_replication(r.stream_db, r.replid, r.offset);
+            engine.restore_replication(r.stream_db, r.replid, r.offset, &loaded.expired);
         }
         engine
             .load_functions(&loaded.functions, false)

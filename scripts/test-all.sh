@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Kayvee test on a fresh Debian machine: installs what the tests need (redis-server
-# and redis-tools 7.0.15 as the differential oracle and the real clients; xenstore-utils as the
+# and redis-tools 7.0.15 as the differential oracle and the real clients; redis-sentinel; xenstore-utils as the
 # real Xenstore clients; qemu-system-x86 to boot the unikernel), then `cargo xtask ci`
 # (format check, clippy, build, unit/property/transcript tests, end-to-end tests with real
 # clients, the differential test against redis-server), the Redis test-suite gate
@@ -14,6 +14,9 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 # uk-test checks the unikernel's exported snapshot with redis-check-rdb (Debian: redis-tools).
 command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
+# Sentinel monitoring Kayvee (tests/tests/sentinel.rs); without it the test runs Sentinel as
+# `redis-server --sentinel`, the same binary.
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v xenstore-write >/dev/null 2>&1 || need+=(xenstore-utils)
 # Xen's own test-xenstore, run by kayvee-xenstored as a guest through its shared ring.
 [ -x /usr/lib/xen-4.17/bin/test-xenstore ] || need+=(xen-utils-4.17)

@@ -438,3 +438,95 @@ fn a_replica_refuses_writes_keeps_expired_keys_and_serves_stale_data_as_configur
     drop(replica);
     remove_dirs("rules");
 }
+
+/// One INFO field on a fresh connection.
+fn info_of(port: u16, section: &str, name: &str) -> Option<String> {
+    info_field(&mut conn(port), section, name)
+}
+
+/// Waits until `check` holds (bounded by [`CATCH_UP_MAX`]).
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < CATCH_UP_MAX, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn failover_hands_the_primary_role_to_a_caught_up_replica_without_a_full_sync() {
+    if !have_tools() {
+        return;
+    }
+    let primary = kayvee_primary("failover");
+    let r1 = kayvee_replica(&primary, "failover", &[]);
+    let r2 = kayvee_replica(&primary, "failover-b", &[]);
+    wait_link_up(r1.port());
+    wait_link_up(r2.port());
+    let mut p = conn(primary.port());
+    // min-replicas-to-write: two good replicas let writes through, three do not.
+    let set = |con: &mut redis::Connection, v: &str| -> redis::RedisResult<()> {
+        redis::cmd("SET").arg(&["mr", v]).query(con)
+    };
+    let config_set = |con: &mut redis::Connection, name: &str, v: &str| {
+        let () = redis::cmd("CONFIG")
+            .arg(&["SET", name, v])
+            .query(con)
+            .unwrap();
+    };
+    config_set(&mut p, "min-replicas-to-write", "2");
+    wait_until("two good replicas", || {
+        info_of(primary.port(), "replication", "min_slaves_good_slaves").as_deref() == Some("2")
+    });
+    set(&mut p, "1").unwrap();
+    config_set(&mut p, "min-replicas-to-write", "3");
+    let refused = set(&mut p, "2").unwrap_err();
+    assert_eq!(refused.code(), Some("NOREPLICAS"), "{refused}");
+    config_set(&mut p, "min-replicas-to-write", "0");
+
+    let mut load = benchmark(primary.port(), 20_000, 2_000);
+    assert!(load.wait().unwrap().success());
+    let r1_port = r1.port().to_string();
+    let () = redis::cmd("FAILOVER")
+        .arg(&["TO", "127.0.0.1", &r1_port])
+        .query(&mut p)
+        .unwrap();
+    wait_until("the failover ends", || {
+        info_of(primary.port(), "replication", "master_failover_state").as_deref()
+            == Some("no-failover")
+    });
+    assert_eq!(
+        info_of(r1.port(), "replication", "role").as_deref(),
+        Some("master")
+    );
+    assert_eq!(
+        info_of(primary.port(), "replication", "master_port").as_deref(),
+        Some(r1_port.as_str())
+    );
+    // The other replica follows the new primary: partial resyncs only, on both.
+    let () = redis::cmd("REPLICAOF")
+        .arg(&["127.0.0.1", &r1_port])
+        .query(&mut conn(r2.port()))
+        .unwrap();
+    wait_caught_up(r1.port(), primary.port());
+    wait_caught_up(r1.port(), r2.port());
+    assert_eq!(
+        info_of(r1.port(), "stats", "sync_partial_ok").as_deref(),
+        Some("2"),
+        "{}\n{}",
+        r1.log_tail(),
+        primary.log_tail()
+    );
+    assert_eq!(
+        info_of(r1.port(), "stats", "sync_full").as_deref(),
+        Some("0")
+    );
+    assert_same_data(&r1, &primary);
+    assert_same_data(&r1, &r2);
+    // The old primary refuses writes now.
+    let refused = set(&mut p, "3").unwrap_err();
+    assert_eq!(refused.code(), Some("READONLY"), "{refused}");
+    drop((primary, r1, r2));
+    remove_dirs("failover");
+    remove_dirs("failover-b");
+}

@@ -171,6 +171,11 @@ impl Propagation {
         self.repl.db = None;
     }
 
+    /// The database the replication stream has selected (0 before its first SELECT).
+    pub fn repl_db(&self) -> usize {
+        self.repl.db.unwrap_or(0)
+    }
+
     /// Moves the AOF's encoded commands into `into` (appending).
     pub fn drain_into(&mut self, into: &mut Vec<u8>) {
         self.aof.drain_into(into);
@@ -196,6 +201,15 @@ impl Propagation {
     pub fn feed_repl_raw(&mut self, bytes: &[u8]) {
         if self.repl.on {
             self.repl.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// `DEL key` in database `db` into the replication stream only, outside any call (a key
+    /// the startup load found expired, as Redis 7.0 feeds it to the backlog).
+    pub fn feed_repl_del(&mut self, db: usize, key: &[u8]) {
+        if self.repl.on {
+            self.repl.select(db);
+            encode(&mut self.repl.out, &[b"DEL", key]);
         }
     }
 

@@ -86,6 +86,7 @@ impl Engine {
             config_before_set: None,
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
+            rewrite_answered: false,
             #[cfg(feature = "scripting")]
             scripts: Default::default(),
         };
@@ -124,6 +125,13 @@ impl Engine {
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
+        // The master client's database outlives its connection: a partial resync goes on
+        // from where the stream was, with no SELECT (Redis's cached master keeps its db).
+        if self.core.repl.is_master_client(h) {
+            if let (Some(c), Some(p)) = (self.clients.get(h), self.core.repl.primary.as_mut()) {
+                p.stream_db = c.db;
+            }
+        }
         self.core.repl.remove(h);
         self.core.migrate.remove(h);
         self.clients.remove(h);
@@ -407,9 +415,18 @@ impl Engine {
         Ok((path, content))
     }
 
-    /// The background cycle the shell runs `hz` times a second: active expiry, and the
-    /// timeouts of blocked clients.
-    pub fn cron(&mut self, now: Now) {
+    /// Whether the [`Outcome::RewriteConfig`] just returned was already answered (CONFIG
+    /// REWRITE inside MULTI answers `+OK` in EXEC's array, as the other commands of the
+    /// transaction): the shell writes the file and its answer is dropped (a failure is only
+    /// logged). Reading it clears it.
+    pub fn take_rewrite_answered(&mut self) -> bool {
+        core::mem::take(&mut self.core.rewrite_answered)
+    }
+
+    /// The background cycle the shell runs `hz` times a second: active expiry, the timeouts
+    /// of blocked clients, a FAILOVER's steps. Returns whether clients were marked killed
+    /// (a FAILOVER's switch drops the replicas): the shell closes them.
+    pub fn cron(&mut self, now: Now) -> bool {
         let paused = self.core.debug.cron_paused;
         if !paused {
             self.core.stats.sample_metrics(now.ms());
@@ -427,12 +444,21 @@ impl Engine {
         }
         drain::drain(&mut self.core);
         drain::settle(&mut self.core);
-        drain::ping_replicas(&mut self.core, now);
+        // A FAILOVER waits for a replica to reach the offset: no PING moves it meanwhile.
+        if self.core.repl.failover.is_none() {
+            drain::ping_replicas(&mut self.core, now);
+        }
+        let ttl_s = self.core.config.int_param("repl-backlog-ttl").max(0) as u64;
+        self.core
+            .repl
+            .backlog_cron(now.ms(), ttl_s, &mut self.core.rng);
         self.core.migrate.expire(now.ms());
         if self.core.tracking.active() {
             drain::after_command(&mut self.core, &self.clients, None, None);
         }
         self.expire_blocked(now);
+        self.core.repl.failover.is_some()
+            && cmd::repl::failover::cron(&mut self.core, &mut self.clients, now.ms())
     }
 
     /// Answers (with their timeout reply) and unblocks the blocked clients whose timeout has
@@ -711,6 +737,10 @@ impl Engine {
     /// The primary to connect to now, if one is due (REPLICAOF, or a second after the last
     /// attempt): the shell opens a connection and hands it to the connection layer.
     pub fn primary_due(&mut self, now: Now) -> Option<(String, u16)> {
+        // Not before the startup load is done: it may hold the ID and offset to continue.
+        if self.core.persist.loading.is_some() {
+            return None;
+        }
         let p = self.core.repl.primary.as_mut()?;
         if p.down_since_ms == repl::DOWN_UNNOTED {
             p.down_since_ms = now.ms();
@@ -755,6 +785,7 @@ impl Engine {
             announce_ip: text("replica-announce-ip"),
             replid: self.core.repl.replid.clone(),
             offset: self.core.repl.offset,
+            failover: self.core.repl.primary.as_ref().is_some_and(|p| p.failover),
         }
     }
 
@@ -800,12 +831,17 @@ impl Engine {
         let size =
             usize::try_from(self.core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
         self.core.repl.synced_continue(replid, size);
+        let db = self.core.repl.primary.as_ref().map_or(0, |p| p.stream_db);
+        if let Some(c) = self.core.repl.link().and_then(|h| self.clients.get_mut(h)) {
+            c.db = db;
+        }
         self.primary_connected(now);
         changed && self.kill_replicas()
     }
 
     /// The link carries the stream: its client is the master client from now on.
     fn primary_connected(&mut self, now: Now) {
+        cmd::repl::failover::finished(&mut self.core);
         if let Some(p) = self.core.repl.primary.as_mut() {
             p.state = repl::LinkState::Connected;
             p.last_io_ms = now.ms();
@@ -832,6 +868,65 @@ impl Engine {
             }
         }
         any
+    }
+
+    /// The link to the primary failed in its handshake: a FAILOVER's target refused it, so
+    /// the FAILOVER aborts and this server is a primary again. Returns whether clients were
+    /// marked killed.
+    pub fn primary_refused(&mut self) -> bool {
+        cmd::repl::failover::rejected(&mut self.core, &mut self.clients)
+    }
+
+    /// Where the replication stream is, for an RDB's AUX fields (Redis's
+    /// `rdbPopulateSaveInfo`): a primary with a backlog, or a replica whose link is up;
+    /// `(stream db, replication ID, offset)`.
+    pub fn repl_save_info(&self) -> Option<(usize, String, u64)> {
+        let repl = &self.core.repl;
+        let db = match &repl.primary {
+            None if repl.backlog.is_some() => self.core.aof.repl_db(),
+            None => return None,
+            Some(_) => self.clients.get(repl.link()?)?.db,
+        };
+        if repl.primary.is_some() && !repl.is_master_client(repl.link()?) {
+            return None;
+        }
+        Some((db, repl.replid.clone(), repl.offset))
+    }
+
+    /// The replication ID and offset an RDB loaded at startup recorded: a replica continues
+    /// its primary's stream from there (in database `stream_db`); a primary takes them as its
+    /// history, then draws a new ID (the old one becomes the secondary ID) with a fresh
+    /// backlog, so its replicas continue with `+CONTINUE` after its restart, as Redis 7.0.
+    ///
+    /// `expired` are the keys the load dropped because they had expired: a primary puts
+    /// their `DEL` in its new backlog (its replicas still hold them).
+    pub fn restore_replication(
+        &mut self,
+        stream_db: usize,
+        replid: String,
+        offset: u64,
+        expired: &[(usize, Vec<u8>)],
+    ) {
+        let repl = &mut self.core.repl;
+        repl.replid = replid;
+        repl.offset = offset;
+        repl.replid2 = String::from(repl::NO_REPLID);
+        repl.second_offset = -1;
+        if let Some(p) = repl.primary.as_mut() {
+            p.stream_db = stream_db;
+            return;
+        }
+        repl.shift_replid(&mut self.core.rng);
+        drain::start_replication(&mut self.core);
+        for (db, key) in expired {
+            self.core.aof.feed_repl_del(*db, key);
+        }
+        drain::feed_replication(&mut self.core);
+    }
+
+    /// Lines for the log from replication (a FAILOVER's steps), oldest first.
+    pub fn take_repl_notes(&mut self) -> Vec<String> {
+        core::mem::take(&mut self.core.repl.notes)
     }
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).

@@ -8,6 +8,9 @@
 //! CLIENT UNPAUSE) the kept commands run in arrival order and their replies come out of
 //! `Engine::take_wakeups` like a served blocked client's. Active expiry stops meanwhile.
 //! QUIT is never held (Redis answers it before the pause check).
+//!
+//! FAILOVER holds writes the same way for as long as it runs ([`Pause::hold_writes`]), beside
+//! any CLIENT PAUSE, as Redis's pause purposes combine.
 
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
@@ -25,19 +28,33 @@ pub struct Pause {
     all: bool,
     /// Held commands, in arrival order.
     postponed: Vec<(Handle, ArgvBuf)>,
+    /// A FAILOVER holds writes (no deadline: until it ends or is aborted).
+    failover: bool,
 }
 
 impl Pause {
     /// Whether a pause is in force at `now_ms`.
     #[inline]
     pub fn active(&self, now_ms: u64) -> bool {
+        self.failover || self.client_pause(now_ms)
+    }
+
+    /// Whether a CLIENT PAUSE is in force at `now_ms`.
+    fn client_pause(&self, now_ms: u64) -> bool {
         self.end_ms.is_some_and(|end| now_ms < end)
+    }
+
+    /// FAILOVER starts (`true`) or ends holding writes; the held commands run once no pause
+    /// is left.
+    pub fn hold_writes(&mut self, on: bool) {
+        self.failover = on;
     }
 
     /// When the shell must wake to end the pause (or run held commands after UNPAUSE).
     pub fn deadline(&self) -> Option<u64> {
         match self.end_ms {
             Some(end) => Some(end),
+            None if self.failover => None,
             None if !self.postponed.is_empty() => Some(0),
             None => None,
         }
@@ -45,8 +62,8 @@ impl Pause {
 
     /// Whether the pause covers a command with these flags (`write`: WRITE or MAY_REPLICATE,
     /// or EXEC of a transaction holding one).
-    pub fn covers(&self, write: bool) -> bool {
-        self.all || write
+    pub fn covers(&self, write: bool, now_ms: u64) -> bool {
+        write || self.all && self.client_pause(now_ms)
     }
 
     /// Whether client `h` has a held command (its further commands wait behind it).
@@ -71,10 +88,12 @@ impl Pause {
 
     /// Ends the pause if its time has come (or it was lifted) and hands out the held commands.
     pub fn take_due(&mut self, now_ms: u64) -> Vec<(Handle, ArgvBuf)> {
+        if !self.client_pause(now_ms) {
+            self.end_ms = None;
+        }
         if self.active(now_ms) {
             return Vec::new();
         }
-        self.end_ms = None;
         core::mem::take(&mut self.postponed)
     }
 }
@@ -151,12 +170,13 @@ mod tests {
             end_ms: Some(100),
             all: false,
             postponed: Vec::new(),
+            failover: false,
         };
         let a = ArgvBuf::from_args([b"set".as_slice(), b"k", b"v"]);
         p.postpone(Handle(3), &a.argv());
         p.postpone(Handle(1), &a.argv());
         assert!(p.active(99) && p.holds(Handle(3)) && !p.holds(Handle(2)));
-        assert!(p.covers(true) && !p.covers(false));
+        assert!(p.covers(true, 99) && !p.covers(false, 99));
         assert!(p.take_due(99).is_empty());
         let due = p.take_due(100);
         assert_eq!(
@@ -164,5 +184,24 @@ mod tests {
             [Handle(3), Handle(1)]
         );
         assert_eq!(p.deadline(), None);
+    }
+
+    #[test]
+    fn failover_holds_writes_past_a_client_pause_until_it_ends() {
+        let mut p = Pause {
+            end_ms: Some(100),
+            all: true,
+            postponed: Vec::new(),
+            failover: false,
+        };
+        p.hold_writes(true);
+        let a = ArgvBuf::from_args([b"set".as_slice(), b"k", b"v"]);
+        p.postpone(Handle(1), &a.argv());
+        assert!(p.covers(false, 99) && !p.covers(false, 100) && p.covers(true, 100));
+        assert!(p.take_due(100).is_empty() && p.active(100));
+        assert_eq!(p.deadline(), None);
+        p.hold_writes(false);
+        assert_eq!(p.deadline(), Some(0));
+        assert_eq!(p.take_due(101).len(), 1);
     }
 }

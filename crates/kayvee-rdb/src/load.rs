@@ -34,6 +34,9 @@ pub struct Loaded {
     pub keys_loaded: u64,
     /// Keys dropped because they had expired.
     pub keys_expired: u64,
+    /// Those keys' databases and names (a primary restoring its replication history
+    /// propagates their deletion, see `Engine::restore_replication`).
+    pub expired: Vec<(usize, Vec<u8>)>,
     /// The AUX fields (`redis-ver`, `ctime`...).
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
     /// The function libraries' code (for [`kayvee_engine::Engine::load_functions`]).
@@ -122,6 +125,7 @@ fn parse(
             .collect(),
         keys_loaded: 0,
         keys_expired: 0,
+        expired: Vec::new(),
         aux: Vec::new(),
         functions: Vec::new(),
         consumed: 0,
@@ -229,6 +233,7 @@ fn load_key(
     let value = crate::object::read_value(r, ty, opts.seed)?;
     if !keep_expired && p.expire_ms.is_some_and(|at| at <= opts.now_ms) {
         out.keys_expired += 1;
+        out.expired.push((db, key.to_vec()));
         return Ok(());
     }
     if is_empty(&value) {

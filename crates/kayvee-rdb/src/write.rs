@@ -8,6 +8,7 @@
 use crate::encode::{type_of, write_body, write_len, write_string};
 use crate::lzf::Lzf;
 use crate::{opcode, CRC64, RDB_VERSION};
+use alloc::string::String;
 use alloc::vec::Vec;
 use kayvee_engine::Snapshot;
 
@@ -31,6 +32,37 @@ pub struct WriteOptions {
     pub used_mem: u64,
     /// Keys serialised per [`RdbWriter::next_chunk`] step before checking the chunk size.
     pub chunk_len: usize,
+    /// The replication AUX fields (`repl-stream-db`, `repl-id`, `repl-offset`), which let a
+    /// restarted primary or replica continue its replicas' or its own stream.
+    pub repl: Option<ReplAux>,
+}
+
+/// Where the replication stream was when the snapshot was taken (Redis's `rdbSaveInfo`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplAux {
+    /// The database the stream had selected.
+    pub stream_db: usize,
+    /// The replication ID.
+    pub replid: String,
+    /// The replication offset.
+    pub offset: u64,
+}
+
+impl ReplAux {
+    /// The fields from a loaded file's AUX records, when all three are there and valid.
+    pub fn from_aux(aux: &[(Vec<u8>, Vec<u8>)]) -> Option<ReplAux> {
+        let get = |name: &[u8]| {
+            aux.iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| core::str::from_utf8(v).ok())
+        };
+        let replid = get(b"repl-id").filter(|id| id.len() == 40)?;
+        Some(ReplAux {
+            stream_db: get(b"repl-stream-db")?.parse().ok()?,
+            replid: String::from(replid),
+            offset: get(b"repl-offset")?.parse().ok()?,
+        })
+    }
 }
 
 impl Default for WriteOptions {
@@ -40,6 +72,7 @@ impl Default for WriteOptions {
             checksum: true,
             used_mem: 0,
             chunk_len: 64 * 1024,
+            repl: None,
         }
     }
 }
@@ -146,14 +179,23 @@ impl RdbWriter {
         out.extend_from_slice(alloc::format!("{RDB_VERSION:04}").as_bytes());
         let ctime = alloc::format!("{}", self.snapshot.taken_ms / 1000);
         let used = alloc::format!("{}", self.opts.used_mem);
-        let aux: [(&[u8], &[u8]); 5] = [
-            (b"redis-ver", b"7.0.15"),
-            (b"redis-bits", b"64"),
-            (b"ctime", ctime.as_bytes()),
-            (b"used-mem", used.as_bytes()),
-            (b"aof-base", b"0"),
+        let mut aux: Vec<(&[u8], Vec<u8>)> = alloc::vec![
+            (b"redis-ver", b"7.0.15".to_vec()),
+            (b"redis-bits", b"64".to_vec()),
+            (b"ctime", ctime.into_bytes()),
+            (b"used-mem", used.into_bytes()),
         ];
-        for (k, v) in aux {
+        // Redis 7.0 writes them between `used-mem` and `aof-base`.
+        if let Some(r) = &self.opts.repl {
+            aux.push((
+                b"repl-stream-db",
+                alloc::format!("{}", r.stream_db).into_bytes(),
+            ));
+            aux.push((b"repl-id", r.replid.clone().into_bytes()));
+            aux.push((b"repl-offset", alloc::format!("{}", r.offset).into_bytes()));
+        }
+        aux.push((b"aof-base", b"0".to_vec()));
+        for (k, v) in &aux {
             out.push(opcode::AUX);
             write_string(out, k, None);
             write_string(out, v, None);

@@ -161,6 +161,44 @@ fn empty_keyspace_is_header_aux_eof_and_checksum() {
     assert_eq!(load(&file, &opts).unwrap().keys_loaded, 0);
 }
 
+/// The replication AUX fields go between `used-mem` and `aof-base`, as Redis 7.0 writes
+/// them, and come back from the loaded file.
+#[test]
+fn replication_aux_fields_round_trip() {
+    let snapshot = Snapshot {
+        dbs: build(&[]).iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+        functions: Vec::new(),
+    };
+    let repl = kayvee_rdb::ReplAux {
+        stream_db: 3,
+        replid: "a".repeat(40),
+        offset: 1234,
+    };
+    let opts = WriteOptions {
+        repl: Some(repl.clone()),
+        ..WriteOptions::default()
+    };
+    let mut w = RdbWriter::new(snapshot, opts);
+    let mut file = Vec::new();
+    let mut chunk = Vec::new();
+    while w.next_chunk(&mut chunk) {
+        file.append(&mut chunk);
+    }
+    let text = String::from_utf8_lossy(&file);
+    let used = text.find("used-mem").unwrap();
+    let id = text.find("repl-id").unwrap();
+    assert!(used < text.find("repl-stream-db").unwrap() && id < text.find("aof-base").unwrap());
+    let config = Config::default();
+    let opts = LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: NOW_MS,
+    };
+    let loaded = load(&file, &opts).unwrap();
+    assert_eq!(kayvee_rdb::ReplAux::from_aux(&loaded.aux), Some(repl));
+}
+
 #[test]
 fn checksum_off_writes_zero_and_loads() {
     let dbs = build(&[(0, b"k".to_vec(), Value::Str(SmallBytes::from("v")), None)]);

@@ -37,6 +37,13 @@ fn write_options(engine: &Engine) -> WriteOptions {
         compress: cfg.rdbcompression,
         checksum: cfg.rdbchecksum,
         used_mem: engine.core.host.used_memory,
+        repl: engine
+            .repl_save_info()
+            .map(|(stream_db, replid, offset)| kayvee_rdb::ReplAux {
+                stream_db,
+                replid,
+                offset,
+            }),
         ..WriteOptions::default()
     }
 }
@@ -116,6 +123,13 @@ impl StartupLoad {
             loaded.keys_loaded, loaded.keys_expired
         );
         engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
+        if let Some(r) = kayvee_rdb::ReplAux::from_aux(&loaded.aux) {
+            info!(
+                "Restored replication ID {} and offset {} from the RDB.",
+                r.replid, r.offset
+            );
+            engine.restore_replication(r.stream_db, r.replid, r.offset, &loaded.expired);
+        }
         engine
             .load_functions(&loaded.functions, false)
             .map_err(|e| {

@@ -427,6 +427,11 @@ impl Driver {
             return;
         };
         s.awaiting = false;
+        let answer = if core::mem::take(&mut s.answered) {
+            Answer::Nothing
+        } else {
+            answer
+        };
         let mut sink = RespWriter::new(&mut s.out, protocol);
         match &answer {
             Answer::Nothing => {}
@@ -497,7 +502,10 @@ impl Driver {
     /// clients' timeouts), then idle clients, buffers and CLIENT LIST's I/O fields.
     pub fn cron(&mut self, clock: &dyn Clock) {
         let now = clock.now();
-        self.engine.cron(now);
+        if self.engine.cron(now) {
+            self.close_killed(Handle(usize::MAX));
+        }
+        self.take_repl_notes();
         self.clients_cron(now);
         self.upstream_cron(now);
         let _ = self.deliver(clock, false);
@@ -663,7 +671,12 @@ impl Driver {
             .expect("running a live session");
         let h = s.handle;
         let request = match outcome {
-            Outcome::Continue | Outcome::Sleep(_) | Outcome::Blocked => {
+            // DEBUG SLEEP after CLIENT KILL inside EXEC: the kill still happens.
+            Outcome::Sleep(_) => {
+                self.close_killed(h);
+                return;
+            }
+            Outcome::Continue | Outcome::Blocked => {
                 if s.sync.is_some() {
                     // A syncing replica's REPLCONF ACK may have put it online.
                     self.pump_sync(slot);
@@ -680,6 +693,8 @@ impl Driver {
             }
             Outcome::Replicate { continue_from, eof } => {
                 self.start_replica(slot, continue_from, eof, clock.now());
+                // `PSYNC ... FAILOVER` made this server a primary: its link closes.
+                self.close_killed(h);
                 return;
             }
             Outcome::Shutdown { save } => Request::Shutdown { save },
@@ -701,10 +716,12 @@ impl Driver {
                 None => return,
             },
         };
+        let answered = self.engine.take_rewrite_answered();
         let s = self.sessions[slot]
             .as_mut()
             .expect("running a live session");
         s.awaiting = true;
+        s.answered = answered;
         self.requests.push_back((h, request));
     }
 

@@ -23,8 +23,13 @@ pub struct LinkConfig {
     pub password: Option<String>,
     /// `REPLCONF listening-port`.
     pub listening_port: u16,
+    /// `REPLCONF ip-address` (`replica-announce-ip`; None: not sent, the primary reports the
+    /// connection's address).
+    pub announce_ip: Option<String>,
     /// The ID and offset to continue from (`None`: `PSYNC ? -1`).
     pub cached: Option<(String, u64)>,
+    /// A FAILOVER's link: PSYNC ends with `FAILOVER` (the target becomes a primary first).
+    pub failover: bool,
 }
 
 /// Where the handshake is.
@@ -33,6 +38,7 @@ enum Stage {
     Ping,
     Auth,
     Port,
+    Ip,
     Capa,
     Psync,
     /// `+FULLRESYNC` came: the payload's header is next.
@@ -195,8 +201,13 @@ impl Link {
                 return Err(LinkError::Refused(String::from(&line[1..])));
             }
             Stage::Auth => self.send_port(out),
+            Stage::Port if self.config.announce_ip.is_some() => {
+                let ip = self.config.announce_ip.clone().unwrap_or_default();
+                encode(out, &["REPLCONF", "ip-address", &ip]);
+                self.stage = Stage::Ip;
+            }
             // A primary that does not know REPLCONF or capa is still served.
-            Stage::Port => {
+            Stage::Port | Stage::Ip => {
                 encode(out, &["REPLCONF", "capa", "eof", "capa", "psync2"]);
                 self.stage = Stage::Capa;
             }
@@ -205,7 +216,11 @@ impl Link {
                     Some((id, o)) => (id.clone(), alloc::format!("{}", o + 1)),
                     None => (String::from("?"), String::from("-1")),
                 };
-                encode(out, &["PSYNC", &id, &offset]);
+                if self.config.failover {
+                    encode(out, &["PSYNC", &id, &offset, "FAILOVER"]);
+                } else {
+                    encode(out, &["PSYNC", &id, &offset]);
+                }
                 self.stage = Stage::Psync;
             }
             Stage::Psync => return self.psync_answer(line),
@@ -362,6 +377,25 @@ mod tests {
             })
         );
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn announces_its_address_when_configured() {
+        let mut out = Vec::new();
+        let config = LinkConfig {
+            announce_ip: Some("10.1.2.3".into()),
+            ..LinkConfig::default()
+        };
+        let mut link = Link::start(config, &mut out);
+        link.receive(b"+PONG\r\n", &mut out).unwrap();
+        out.clear();
+        link.receive(b"+OK\r\n", &mut out).unwrap();
+        assert_eq!(
+            sent(&mut out),
+            "*3\r\n$8\r\nREPLCONF\r\n$10\r\nip-address\r\n$8\r\n10.1.2.3\r\n"
+        );
+        link.receive(b"+OK\r\n", &mut out).unwrap();
+        assert!(sent(&mut out).contains("capa"));
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub(crate) struct Session {
     pub closing: Closing,
     /// A [`crate::Request`] of this connection waits for the shell: its further commands wait.
     pub awaiting: bool,
+    /// The awaited request was answered already (CONFIG REWRITE inside EXEC): the shell's
+    /// answer is dropped.
+    pub answered: bool,
     /// The shell was told to stop reading (output above [`OUTPUT_PAUSE`]).
     pub read_paused: bool,
     /// Whether the cron saw no traffic since its last run (for releasing buffers).
@@ -82,6 +85,7 @@ impl Session {
             out_sent: 0,
             closing: Closing::No,
             awaiting: false,
+            answered: false,
             read_paused: false,
             idle_since_cron: false,
             soft_since_ms: None,

@@ -39,7 +39,9 @@ impl Driver {
             user: hs.user,
             password: hs.password,
             listening_port: hs.listening_port,
+            announce_ip: hs.announce_ip,
             cached: Some((hs.replid, hs.offset)),
+            failover: hs.failover,
         };
         let mut session = Session::new(h, crate::driver::limits(&self.engine));
         let link = Link::start(config, &mut session.out);
@@ -96,8 +98,22 @@ impl Driver {
                     }
                 };
                 self.drop_upstream(slot, why);
+                if self.engine.primary_refused() {
+                    self.close_killed(Handle(usize::MAX));
+                }
+                self.take_repl_notes();
                 None
             }
+        }
+    }
+
+    /// Moves replication's log lines (a FAILOVER's steps) into the notices.
+    pub(crate) fn take_repl_notes(&mut self) {
+        if self.engine.core.repl.notes.is_empty() {
+            return;
+        }
+        for line in self.engine.take_repl_notes() {
+            self.notice(Notice::Replication(line));
         }
     }
 

@@ -217,6 +217,38 @@ fn client_kill_closes_the_other_after_one_write() {
     assert!(!rig.driver.wants_input(victim));
 }
 
+/// Sentinel's reconfiguration: SLAVEOF, CONFIG REWRITE and CLIENT KILL TYPE inside one
+/// MULTI. EXEC's array holds CONFIG REWRITE's `+OK`; the file is then the shell's request,
+/// whose answer is not sent again; the killed client closes.
+#[test]
+fn config_rewrite_inside_exec_answers_in_the_array_and_kills_still_happen() {
+    let mut rig = Rig::new();
+    rig.driver.engine_mut().core.config.config_file = Some("/nonexistent/kayvee.conf".into());
+    let (a, victim) = (rig.connect(), rig.connect());
+    let mut bytes = cmd(&["MULTI"]);
+    bytes.extend(cmd(&["SLAVEOF", "NO", "ONE"]));
+    bytes.extend(cmd(&["CONFIG", "REWRITE"]));
+    bytes.extend(cmd(&["CLIENT", "KILL", "TYPE", "normal"]));
+    bytes.extend(cmd(&["EXEC"]));
+    bytes.extend(cmd(&["PING"]));
+    rig.send(a, &bytes);
+    assert_eq!(rig.driver.next_request(), Some((a, Request::RewriteConfig)));
+    rig.driver.complete(
+        a,
+        Answer::Error("ERR Rewriting config file".into()),
+        &rig.clock,
+    );
+    let out = rig.write_all();
+    let (_, bytes, f) = out.iter().find(|(h, ..)| *h == a).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(bytes),
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n+OK\r\n:1\r\n+PONG\r\n"
+    );
+    assert_eq!(*f, Flushed::Open);
+    let (_, _, f) = out.iter().find(|(h, ..)| *h == victim).unwrap();
+    assert_eq!(*f, Flushed::Close);
+}
+
 #[test]
 fn protocol_errors_get_redis_bytes_then_close() {
     let mut rig = Rig::new();

@@ -155,7 +155,7 @@ pub fn rollback(core: &mut crate::Core) {
 }
 
 /// CONFIG RESETSTAT: zeroes the INFO counters (commands, errors, connections, keyspace hits,
-/// misses and expiries) and restarts their clock.
+/// misses and expiries, full and partial syncs) and restarts their clock.
 fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let stats = &mut cx.core.stats;
     *stats = Stats {
@@ -163,6 +163,7 @@ fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> C
         reset_ms: cx.now.ms(),
         ..Default::default()
     };
+    cx.core.repl.stats = Default::default();
     for db in &mut cx.core.dbs {
         db.stats = Default::default();
     }
@@ -172,10 +173,16 @@ fn config_resetstat(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> C
 }
 
 /// CONFIG REWRITE: the shell writes the file (the engine does no I/O) and sends the reply, so
-/// nothing is written here unless there is no file to write.
-fn config_rewrite(cx: &mut Cx<'_>, _: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+/// nothing is written here unless there is no file to write. Inside a transaction (Sentinel
+/// sends it in a MULTI with SLAVEOF) the reply is an element of EXEC's array: `+OK` goes
+/// there now and the shell's answer is dropped.
+fn config_rewrite(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if cx.core.config.config_file.is_none() {
         return Err(no_config_file());
+    }
+    if cx.core.txn.in_multi(cx.me) {
+        out.ok();
+        cx.core.rewrite_answered = true;
     }
     cx.outcome = Outcome::RewriteConfig;
     Ok(())

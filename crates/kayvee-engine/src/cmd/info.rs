@@ -578,12 +578,17 @@ fn replication(cx: &Cx<'_>, s: &mut String) {
         None => field(s, "role", "master"),
         Some(p) => replica_fields(cx, p, s),
     }
-    let online = repl
-        .replicas
-        .iter()
-        .filter(|r| r.state == crate::repl::ReplicaState::Online)
-        .count();
-    field(s, "connected_slaves", online);
+    // Every replica, syncing ones too (checked with redis-server 7.0.15).
+    field(s, "connected_slaves", repl.replicas.len());
+    let cfg = &cx.core.config;
+    let (min, lag) = (
+        cfg.int_param("min-replicas-to-write"),
+        cfg.int_param("min-replicas-max-lag"),
+    );
+    if min > 0 && lag > 0 {
+        let good = repl.good_replicas(lag as u64, cx.now.ms());
+        field(s, "min_slaves_good_slaves", good);
+    }
     for (i, r) in repl.replicas.iter().enumerate() {
         let ip = match cx.clients.get(r.handle) {
             Some(c) => crate::repl::replica_ip(&r.announced, &c.conn.transport),
@@ -598,7 +603,12 @@ fn replication(cx: &Cx<'_>, s: &mut String) {
         );
         field(s, &alloc::format!("slave{i}"), line);
     }
-    field(s, "master_failover_state", "no-failover");
+    let failover = repl.failover.as_ref().map(|f| f.state);
+    field(
+        s,
+        "master_failover_state",
+        crate::repl::FailoverState::name(failover),
+    );
     field(s, "master_replid", &repl.replid);
     field(s, "master_replid2", &repl.replid2);
     field(s, "master_repl_offset", repl.offset);

@@ -250,7 +250,7 @@ impl<'e> Dispatch<'e> {
                     .is_ok_and(|q| self.held_by_write(q, &argv))
             });
         }
-        self.core.pause.covers(write).then_some(id)
+        self.core.pause.covers(write, now.ms()).then_some(id)
     }
 
     /// Whether a WRITE pause holds command `id` with `argv` (see [`pause::held_by_write`]); an
@@ -437,6 +437,10 @@ impl<'e> Dispatch<'e> {
         {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
+        if self.core.repl.primary.is_none() && !obey && self.too_few_replicas(h, id, spec, now) {
+            let e = Error::msg("NOREPLICAS Not enough good replicas to write.");
+            return self.reject(h, Some(id), &e, out);
+        }
         if self.core.repl.primary.is_some() && !obey {
             if let Some(e) = self.replica_refusal(h, id, spec) {
                 return self.reject(h, Some(id), &e, out);
@@ -475,17 +479,7 @@ impl<'e> Dispatch<'e> {
     /// is down with `replica-serve-stale-data no`, every command without the `stale` flag.
     fn replica_refusal(&self, h: Handle, id: CommandId, spec: &CommandInfo) -> Option<Error> {
         let cfg = &self.core.config;
-        let queued_flag = |flag: u32| {
-            Some(id) == self.state.exec_id
-                && self.core.txn.of(h).is_some_and(|t| {
-                    t.queue.iter().any(|a| {
-                        let argv = a.argv();
-                        self.resolve(&argv).is_ok_and(|q| self.spec(q).has(flag))
-                    })
-                })
-        };
-        let write = spec.has(command::flags::WRITE) || queued_flag(command::flags::WRITE);
-        if write && cfg.bool_param("replica-read-only") {
+        if cfg.bool_param("replica-read-only") && self.is_write(h, id, spec) {
             return Some(Error::msg(
                 "READONLY You can't write against a read only replica.",
             ));
@@ -502,6 +496,33 @@ impl<'e> Dispatch<'e> {
             ));
         }
         None
+    }
+
+    /// Whether the command writes: a write command, or EXEC of a transaction holding one.
+    fn is_write(&self, h: Handle, id: CommandId, spec: &CommandInfo) -> bool {
+        let flag = command::flags::WRITE;
+        spec.has(flag)
+            || Some(id) == self.state.exec_id
+                && self.core.txn.of(h).is_some_and(|t| {
+                    t.queue.iter().any(|a| {
+                        let argv = a.argv();
+                        self.resolve(&argv).is_ok_and(|q| self.spec(q).has(flag))
+                    })
+                })
+    }
+
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (both non-zero): a primary with
+    /// fewer online replicas whose last ACK is at most that many seconds old refuses writes
+    /// (`-NOREPLICAS`), as Redis's `checkGoodReplicasStatus`.
+    fn too_few_replicas(&self, h: Handle, id: CommandId, spec: &CommandInfo, now: Now) -> bool {
+        let cfg = &self.core.config;
+        let min = cfg.int_param("min-replicas-to-write");
+        let lag = cfg.int_param("min-replicas-max-lag");
+        if min <= 0 || lag <= 0 {
+            return false;
+        }
+        let good = self.core.repl.good_replicas(lag as u64, now.ms());
+        (good as i64) < min && self.is_write(h, id, spec)
     }
 
     /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
@@ -649,7 +670,10 @@ impl<'e> Dispatch<'e> {
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };
                 drain::settle(self.core);
-                if step != Outcome::Continue {
+                // A request for the shell (CONFIG REWRITE) outranks closing killed clients:
+                // the shell closes them after any request too.
+                let minor = step == Outcome::KillClients && outcome != Outcome::Continue;
+                if step != Outcome::Continue && !minor {
                     outcome = step;
                 }
             }

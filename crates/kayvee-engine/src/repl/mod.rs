@@ -122,6 +122,12 @@ pub struct Primary {
     /// Stream bytes received and not applied yet (INFO `slave_read_repl_offset` is the offset
     /// plus these): a command CLIENT PAUSE holds, and what waits behind it.
     pub read_ahead: u64,
+    /// This link is a FAILOVER's: its PSYNC says `FAILOVER`, which makes the target (our
+    /// replica until then) a primary before it answers.
+    pub failover: bool,
+    /// The database the stream had selected when the link went down: a partial resync goes
+    /// on in it (the stream sends no SELECT until the database changes).
+    pub stream_db: usize,
 }
 
 impl Primary {
@@ -138,6 +144,8 @@ impl Primary {
             transfer_size: -1,
             next_attempt_ms: 0,
             read_ahead: 0,
+            failover: false,
+            stream_db: 0,
         }
     }
 }
@@ -160,6 +168,61 @@ pub struct Handshake {
     pub replid: String,
     /// The offset applied so far (PSYNC asks for the next byte).
     pub offset: u64,
+    /// PSYNC ends with `FAILOVER` (see [`Primary::failover`]).
+    pub failover: bool,
+}
+
+/// Where a FAILOVER is (INFO `master_failover_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailoverState {
+    /// Writes are held until a replica (the target, if one was named) acknowledged the whole
+    /// stream.
+    WaitForSync,
+    /// This server connected to the target as its replica with `PSYNC ... FAILOVER`.
+    InProgress,
+}
+
+impl FailoverState {
+    /// INFO's words.
+    pub fn name(state: Option<FailoverState>) -> &'static str {
+        match state {
+            None => "no-failover",
+            Some(FailoverState::WaitForSync) => "waiting-for-sync",
+            Some(FailoverState::InProgress) => "failover-in-progress",
+        }
+    }
+}
+
+/// A FAILOVER under way (Redis 7.0's coordinated failover).
+#[derive(Clone, Debug)]
+pub struct Failover {
+    /// Where it is.
+    pub state: FailoverState,
+    /// `TO host port` (None: the first replica that catches up).
+    pub target: Option<(String, u16)>,
+    /// `TIMEOUT` (unix ms; None: none).
+    pub deadline_ms: Option<u64>,
+    /// `FORCE`: at the timeout, fail over to the target even if it did not catch up.
+    pub force: bool,
+}
+
+/// What the cron must do about a FAILOVER.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailoverStep {
+    /// Nothing yet.
+    Wait,
+    /// Give up, with this reason (for the log).
+    Abort(&'static str),
+    /// Become a replica of this replica (`PSYNC ... FAILOVER`); `forced`: at the timeout,
+    /// with FORCE.
+    Switch {
+        /// The target's address.
+        host: String,
+        /// Its port.
+        port: u16,
+        /// The timeout passed (FORCE).
+        forced: bool,
+    },
 }
 
 /// A client blocked in WAIT.
@@ -214,6 +277,13 @@ pub struct Replication {
     pub stats: ReplStats,
     /// Clients blocked in WAIT, in arrival order.
     pub waiters: Vec<Waiter>,
+    /// A FAILOVER under way.
+    pub failover: Option<Failover>,
+    /// Lines for the server's log (a FAILOVER's steps), oldest first; the connection layer
+    /// takes them.
+    pub notes: Vec<String>,
+    /// Since when (unix ms) a primary with a backlog has had no replica (`repl-backlog-ttl`).
+    alone_since_ms: Option<u64>,
 }
 
 impl Replication {
@@ -233,6 +303,9 @@ impl Replication {
             last_ping_ms: 0,
             stats: ReplStats::default(),
             waiters: Vec::new(),
+            failover: None,
+            notes: Vec::new(),
+            alone_since_ms: None,
         }
     }
 
@@ -458,6 +531,76 @@ impl Replication {
         self.shift_replid(rng);
     }
 
+    /// The FAILOVER's next step at `now_ms`, given each replica's address (`ip_of`): waiting
+    /// for sync, the first online replica (the target, if named) whose ACK reached the whole
+    /// stream, or the target at the timeout with FORCE; the timeout without it aborts. In
+    /// progress, the timeout aborts too (the link to the target did not come up).
+    pub fn failover_step(&self, now_ms: u64, ip_of: impl Fn(&Replica) -> String) -> FailoverStep {
+        let Some(f) = &self.failover else {
+            return FailoverStep::Wait;
+        };
+        let timed_out = f.deadline_ms.is_some_and(|d| now_ms >= d);
+        if f.state == FailoverState::InProgress {
+            return match timed_out {
+                true => FailoverStep::Abort("Failover target never answered before timeout"),
+                false => FailoverStep::Wait,
+            };
+        }
+        let caught_up = self.replicas.iter().find(|r| {
+            let named = f.target.as_ref().is_none_or(|(host, port)| {
+                r.announced.port == *port && ip_of(r).eq_ignore_ascii_case(host)
+            });
+            named && r.state == ReplicaState::Online && r.ack_offset >= self.offset
+        });
+        if let Some(r) = caught_up {
+            return FailoverStep::Switch {
+                host: ip_of(r),
+                port: r.announced.port,
+                forced: false,
+            };
+        }
+        match (timed_out, &f.target) {
+            (true, Some((host, port))) if f.force => FailoverStep::Switch {
+                host: host.clone(),
+                port: *port,
+                forced: true,
+            },
+            (true, _) => FailoverStep::Abort("Replica never caught up before timeout"),
+            (false, _) => FailoverStep::Wait,
+        }
+    }
+
+    /// `repl-backlog-ttl` (seconds, 0: never), from the cron: a primary without replicas
+    /// for that long frees its backlog and draws a new replication ID, so a replica that
+    /// comes back syncs in full (Redis's `replicationCron`). Returns whether it did.
+    pub fn backlog_cron(&mut self, now_ms: u64, ttl_s: u64, rng: &mut Rng) -> bool {
+        if !self.replicas.is_empty() || self.primary.is_some() || self.backlog.is_none() {
+            self.alone_since_ms = None;
+            return false;
+        }
+        let since = *self.alone_since_ms.get_or_insert(now_ms);
+        if ttl_s == 0 || now_ms.saturating_sub(since) < ttl_s * 1000 {
+            return false;
+        }
+        self.backlog = None;
+        self.alone_since_ms = None;
+        self.replid = new_replid(rng);
+        self.replid2 = String::from(NO_REPLID);
+        self.second_offset = -1;
+        self.note(alloc::format!(
+            "Replication backlog freed after {ttl_s} seconds without connected replicas."
+        ));
+        true
+    }
+
+    /// A line for the log (kept to the last 64 when nobody takes them).
+    pub fn note(&mut self, line: String) {
+        if self.notes.len() >= 64 {
+            self.notes.remove(0);
+        }
+        self.notes.push(line);
+    }
+
     /// Moves the ID to the secondary ID and draws a new one.
     pub fn shift_replid(&mut self, rng: &mut Rng) {
         self.replid2 = core::mem::replace(&mut self.replid, new_replid(rng));
@@ -509,5 +652,69 @@ mod tests {
         r.feed(b"ab");
         assert!(!r.can_continue(id.as_bytes(), 12));
         assert!(r.can_continue(r.replid.clone().as_bytes(), 12));
+    }
+
+    /// A replica at `port` that acknowledged `ack` (online).
+    fn replica(h: usize, port: u16, ack: u64) -> Replica {
+        Replica {
+            handle: Handle(h),
+            announced: Announced {
+                port,
+                ..Announced::default()
+            },
+            state: ReplicaState::Online,
+            stream_start: 1,
+            ack_offset: ack,
+            ack_ms: 0,
+        }
+    }
+
+    #[test]
+    fn failover_switches_to_a_caught_up_replica_or_times_out() {
+        let mut r = Replication::new(&mut Rng::new(1));
+        r.feed(b"0123456789");
+        r.replicas = alloc::vec![replica(1, 7001, 5), replica(2, 7002, 10)];
+        let ip = |_: &Replica| String::from("127.0.0.1");
+        r.failover = Some(Failover {
+            state: FailoverState::WaitForSync,
+            target: None,
+            deadline_ms: Some(100),
+            force: false,
+        });
+        let to_7002 = FailoverStep::Switch {
+            host: "127.0.0.1".into(),
+            port: 7002,
+            forced: false,
+        };
+        assert_eq!(r.failover_step(0, ip), to_7002);
+        // A named target that has not caught up: wait, then abort, or with FORCE switch.
+        let f = r.failover.as_mut().unwrap();
+        f.target = Some(("127.0.0.1".into(), 7001));
+        assert_eq!(r.failover_step(99, ip), FailoverStep::Wait);
+        assert!(matches!(r.failover_step(100, ip), FailoverStep::Abort(_)));
+        r.failover.as_mut().unwrap().force = true;
+        let forced = FailoverStep::Switch {
+            host: "127.0.0.1".into(),
+            port: 7001,
+            forced: true,
+        };
+        assert_eq!(r.failover_step(100, ip), forced);
+        r.failover.as_mut().unwrap().state = FailoverState::InProgress;
+        assert_eq!(r.failover_step(99, ip), FailoverStep::Wait);
+        assert!(matches!(r.failover_step(100, ip), FailoverStep::Abort(_)));
+    }
+
+    #[test]
+    fn backlog_goes_after_its_ttl_without_replicas() {
+        let mut rng = Rng::new(1);
+        let mut r = Replication::new(&mut rng);
+        r.ensure_backlog(100);
+        r.feed(b"abc");
+        let id = r.replid.clone();
+        assert!(!r.backlog_cron(1000, 2, &mut rng));
+        assert!(!r.backlog_cron(2999, 2, &mut rng));
+        assert!(r.backlog_cron(3000, 2, &mut rng));
+        assert!(r.backlog.is_none() && r.replid != id && r.offset == 3);
+        assert!(!r.can_continue(id.as_bytes(), 4));
     }
 }

@@ -1,17 +1,85 @@
 //! Replication commands (Redis "server" and "generic" groups): PSYNC and SYNC (`psync`),
-//! REPLCONF (`replconf`), ROLE (`role`), WAIT (`wait`), REPLICAOF and SLAVEOF (`replicaof`).
+//! REPLCONF (`replconf`), ROLE (`role`), WAIT (`wait`), REPLICAOF and SLAVEOF (`replicaof`),
+//! FAILOVER (`failover`); here, the role changes they share.
 //! The state is [`crate::repl`]; the bytes of a sync (RDB, backlog, stream) are the
 //! connection layer's, asked for with [`crate::Outcome::Replicate`]. Replies and error texts
 //! are Redis 7.0.15's.
 
+pub mod failover;
 mod psync;
 mod replconf;
 mod replicaof;
 mod role;
 mod wait;
 
+use crate::client::ClientTable;
 use crate::cmd::spec::{CommandSpec, Handler};
 use crate::command::{acl, flags};
+use crate::cx::Core;
+use crate::repl::Primary;
+use alloc::string::String;
+
+/// Makes this server a primary (REPLICAOF NO ONE, a FAILOVER's target, an aborted FAILOVER):
+/// the link to its primary closes, the ID it followed becomes its secondary ID, its own
+/// replicas are disconnected to learn the new one, and the stream is its own from now on.
+/// Returns whether clients were marked killed (the caller has them closed).
+pub fn become_primary(core: &mut Core, clients: &mut ClientTable) -> bool {
+    // CONFIG REWRITE writes the role as it is now.
+    core.config.replicaof = None;
+    if core.repl.primary.is_none() {
+        return false;
+    }
+    let mut killed = drop_link(core, clients);
+    core.repl.promote(&mut core.rng);
+    killed |= kill_replicas(core, clients);
+    if core.repl.backlog.is_some() {
+        core.aof.set_replicating(true);
+        core.aof.reset_repl_db();
+        crate::drain::sync(core);
+    }
+    killed
+}
+
+/// Makes this server a replica of `host`:`port` (the connection layer connects). Returns
+/// whether clients were marked killed (the link to a previous primary).
+pub fn follow(core: &mut Core, clients: &mut ClientTable, host: String, port: u16) -> bool {
+    let killed = drop_link(core, clients);
+    core.config.replicaof = Some((host.clone(), port));
+    core.repl.primary = Some(Primary::new(host, port));
+    // A replica's stream to its own replicas is its primary's, passed on as it arrives.
+    core.aof.set_replicating(false);
+    crate::drain::sync(core);
+    killed
+}
+
+/// Closes the connection to the current primary, if any; whether there was one.
+fn drop_link(core: &mut Core, clients: &mut ClientTable) -> bool {
+    let Some(h) = core.repl.link() else {
+        return false;
+    };
+    if let Some(p) = core.repl.primary.as_mut() {
+        p.link = None;
+    }
+    match clients.get_mut(h) {
+        Some(c) => {
+            c.killed = true;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Marks this server's replicas for closing; whether there were any.
+pub fn kill_replicas(core: &mut Core, clients: &mut ClientTable) -> bool {
+    let mut any = false;
+    for r in &core.repl.replicas {
+        if let Some(c) = clients.get_mut(r.handle) {
+            c.killed = true;
+            any = true;
+        }
+    }
+    any
+}
 
 /// A replication command row of the `server` group, with Redis 7.0's admin ACL categories.
 const fn admin(
@@ -105,5 +173,13 @@ pub const COMMANDS: &[CommandSpec] = &[
          starting with Redis 5. Use REPLICAOF instead.",
         "1.0.0",
         replicaof::replicaof,
+    ),
+    admin(
+        "failover",
+        -1,
+        flags::ADMIN | flags::NOSCRIPT | flags::STALE,
+        "Start a coordinated failover between this server and one of its replicas.",
+        "6.2.0",
+        failover::failover,
     ),
 ];

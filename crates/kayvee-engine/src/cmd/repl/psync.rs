@@ -2,6 +2,8 @@
 //! (`+CONTINUE`) when it can, else answers `+FULLRESYNC <replid> <offset>`; SYNC (the old
 //! protocol, and Redis's test suite's stream reader) always syncs in full with no status
 //! line. Either way the connection layer then sends the data ([`Outcome::Replicate`]).
+//! `PSYNC replid offset FAILOVER` comes from a primary handing its role to this replica (its
+//! FAILOVER): with our replication ID, this server becomes a primary first, then continues.
 
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
@@ -13,10 +15,20 @@ use crate::{drain, Cx, Outcome};
 /// PSYNC on a replica whose own link is not up.
 const NO_MASTER_LINK: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
 
-/// PSYNC replid offset.
+/// PSYNC replid offset [FAILOVER].
 pub fn psync(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    refuse_unsynced(cx)?;
     let replid = args.get(1);
+    if args.len() > 3 && args.get(3).eq_ignore_ascii_case(b"failover") {
+        if replid != cx.core.repl.replid.as_bytes() {
+            return Err(Error::msg(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        // The link to the old primary closes with the others the driver closes after it
+        // starts this replica's stream.
+        super::become_primary(cx.core, cx.clients);
+    }
+    refuse_unsynced(cx)?;
     let offset = parse_i64(args.get(2));
     drain::start_replication(cx.core);
     drain::feed_replication(cx.core);
@@ -48,8 +60,11 @@ pub fn sync(cx: &mut Cx<'_>, _args: &Argv<'_>, _out: &mut dyn ReplySink) -> CmdR
     Ok(())
 }
 
-/// A replica whose own primary link is not up serves no sync.
+/// A primary failing over, or a replica whose own primary link is not up, serves no sync.
 fn refuse_unsynced(cx: &Cx<'_>) -> CmdResult {
+    if cx.core.repl.failover.is_some() {
+        return Err(Error::msg("NOMASTERLINK Can't SYNC while failing over"));
+    }
     match &cx.core.repl.primary {
         Some(p) if p.state != crate::repl::LinkState::Connected => Err(Error::msg(NO_MASTER_LINK)),
         _ => Ok(()),

@@ -40,9 +40,12 @@ pub fn wait(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
         replicas: wanted,
         deadline_ms,
     });
-    cx.core
-        .aof
-        .feed_repl_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+    // Not while a FAILOVER holds writes: it waits for a replica to reach the offset.
+    if cx.core.repl.failover.is_none() {
+        cx.core
+            .aof
+            .feed_repl_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+    }
     cx.outcome = crate::Outcome::Blocked;
     Ok(())
 }

@@ -479,3 +479,49 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
     let _ = qemu.wait();
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The QEMU words of a command.
+    fn words(b: &Boot, kernel: &str) -> Vec<String> {
+        let c = b.command(Path::new(kernel));
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn both_sides_get_the_same_machine_and_drive() {
+        let mut u = Boot::new(Machine::Q35, "tcg", 4000);
+        u.mem = "512M".into();
+        u.disk = Some("/d.img".into());
+        u.extra.push("appendonly=yes".into());
+        let mut l = u.clone();
+        l.linux = Some(("/initrd".into(), "console=ttyS0 kv.aof=always".into()));
+        let (wu, wl) = (words(&u, "/image"), words(&l, "/vmlinux"));
+        let after = |w: &[String], flag: &str| {
+            let i = w.iter().position(|a| a == flag).expect(flag);
+            w[i + 1].clone()
+        };
+        for flag in ["-M", "-m", "-drive", "-netdev"] {
+            assert_eq!(after(&wu, flag), after(&wl, flag), "{flag}");
+        }
+        assert!(after(&wl, "-drive").contains("cache=writeback"));
+        assert!(wu.contains(&"virtio-blk-pci,drive=d0,disable-legacy=on,romfile=".into()));
+        assert!(wl.contains(&"virtio-blk-pci,drive=d0,disable-legacy=on,romfile=".into()));
+        assert_eq!(after(&wl, "-initrd"), "/initrd");
+        assert_eq!(after(&wl, "-append"), "console=ttyS0 kv.aof=always");
+        assert!(!wu.contains(&"-initrd".into()));
+        assert!(after(&wu, "-append").contains("disk=required appendonly=yes"));
+    }
+
+    #[test]
+    fn linux_implies_q35() {
+        let o = parse(&["--quick".into(), "--linux".into()]).unwrap();
+        assert!(o.linux && o.machine == Machine::Q35);
+        assert_eq!(o.disk_size, "128M");
+        assert!(parse(&[]).unwrap().machine == Machine::Microvm);
+    }
+}

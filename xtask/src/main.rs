@@ -41,10 +41,12 @@ tasks:
   bench-net [--image PATH] [--redis-port N] [key=value...]
                    redis-benchmark SET/GET, 8 clients, -P 1 and -P 16: the unikernel under TCG
                    through the port forward, then redis-server on the host
-  bench-disk [--quick] [--keys N] [--requests N] [--mem M] [--disk-size S] [--image PATH]
+  bench-disk [--quick] [--linux] [--keys N] [--requests N] [--mem M] [--disk-size S] [--image PATH]
                    the unikernel with a virtio-blk disk under TCG: SET -c 8 -P 16 with the log
                    off and appendfsync no/everysec/always; a BGSAVE of N keys (1,000,000): its
-                   time, SET throughput and used_memory during it (--quick: a smoke run)
+                   time, SET throughput and used_memory during it (--quick: a smoke run);
+                   --linux: every row also on kayvee-server in vm-compare's Linux guest (ext4
+                   on the same q35 virtio-blk disk setup), side by side with ratios
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel) and Redis's own suite's core units in external mode
@@ -82,7 +84,10 @@ fn main() -> ExitCode {
         Some("bench-boot") => unikernel::bench_boot(&args[1..]),
         Some("bench-mem") => unikernel::bench_mem(&args[1..]),
         Some("bench-net") => unikernel::bench_net(&args[1..]),
-        Some("bench-disk") => unikernel::bench_disk(&args[1..]),
+        Some("bench-disk") => unikernel::bench_disk(&args[1..], || {
+            let (kernel, initramfs) = vmcompare::disk_guest()?;
+            Ok(unikernel::LinuxGuest { kernel, initramfs })
+        }),
         Some("vm-compare") => vmcompare::main(&args[1..]),
         Some("redis-suite") => redis_suite::main(&args[1..]),
         // The suite's src/redis-server for kayvee-server (written by redis-suite).

@@ -11,7 +11,7 @@ pub mod disk;
 mod disktest;
 
 pub use bench::{bench_boot, bench_mem, bench_net};
-pub use benchdisk::bench_disk;
+pub use benchdisk::{bench_disk, LinuxGuest};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -177,6 +177,9 @@ pub(crate) struct Boot {
     pub qemu_extra: Vec<String>,
     /// A disk image attached as virtio-blk (the command line gets `disk=required`).
     pub disk: Option<PathBuf>,
+    /// Another guest instead of the image (`bench-disk --linux`): `-initrd` and the whole
+    /// kernel command line; the machine, NIC, disk and forwarding stay the same.
+    pub linux: Option<(PathBuf, String)>,
 }
 
 impl Boot {
@@ -192,16 +195,19 @@ impl Boot {
             machine_opts: String::new(),
             qemu_extra: Vec::new(),
             disk: None,
+            linux: None,
         }
     }
 
     /// The QEMU command.
     pub fn command(&self, image: &std::path::Path) -> Command {
         let mut cmdline = format!("{} port=6379 time={}", self.net, unix_time_param());
-        if self.disk.is_some() {
+        if let Some((_, linux)) = &self.linux {
+            cmdline = linux.clone();
+        } else if self.disk.is_some() {
             cmdline.push_str(" disk=required");
         }
-        for a in &self.extra {
+        for a in self.extra.iter().filter(|_| self.linux.is_none()) {
             cmdline.push(' ');
             cmdline.push_str(a);
         }
@@ -223,6 +229,9 @@ impl Boot {
                     disk.display()
                 ))
                 .args(["-device", self.machine.blk()]);
+        }
+        if let Some((initrd, _)) = &self.linux {
+            c.arg("-initrd").arg(initrd);
         }
         c.arg("-kernel")
             .arg(image)

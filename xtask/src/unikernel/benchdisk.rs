@@ -1,11 +1,16 @@
-//! `cargo xtask bench-disk`: the unikernel's persistence figures under TCG microvm with a
-//! virtio-blk disk (`cache=writeback`, as `run --disk`): redis-benchmark SET at `-P 16` with
-//! the append-only log off and with `appendfsync no`, `everysec` and `always`; then a BGSAVE of
+//! `cargo xtask bench-disk`: the unikernel's persistence figures under TCG with a virtio-blk
+//! disk (`cache=writeback`, as `run --disk`): redis-benchmark SET at `-P 16` with the
+//! append-only log off and with `appendfsync no`, `everysec` and `always`; then a BGSAVE of
 //! `--keys` keys (`DEBUG POPULATE`): its time, the SET throughput of one pipelining client
 //! during it against the same client's just before, and `used_memory` during it against
 //! before (the issue's targets: at least 80% of the throughput, at most 20% of the dataset
-//! extra). The Linux-guest side of the comparison (kayvee-server in vm-compare's guest on the
-//! same disk setup) is not built yet: see unikernel/README.md, "Status".
+//! extra).
+//!
+//! `--linux` runs every row twice, on the same QEMU machine (q35: the Linux guest finds
+//! virtio-blk and virtio-net over PCI), memory, disk size and drive options (virtio-blk-pci,
+//! raw, `cache=writeback`, slirp forwarding): once on the image, once on kayvee-server in
+//! vm-compare's Linux guest with the disk formatted ext4 on the host and mounted as its
+//! `--dir`; then prints the two side by side with ratios.
 //!
 //! On the shared 2-core machine use `--quick` only (a smoke run of a minute or two); the full
 //! run (1,000,000 keys, 2 GiB guest) belongs on a quiet machine.
@@ -14,7 +19,7 @@ use super::{build, disk, free_port, spawn_logged, wait_pong, Boot, Machine, BOOT
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,9 +33,12 @@ struct Opts {
     image: Option<PathBuf>,
     bgsave_only: bool,
     new_keys: bool,
+    linux: bool,
+    machine: Machine,
 }
 
-/// Parses `--quick`, `--keys N`, `--requests N`, `--mem M`, `--disk-size S`, `--image PATH`.
+/// Parses `--quick`, `--keys N`, `--requests N`, `--mem M`, `--disk-size S`, `--image PATH`,
+/// `--bgsave-only`, `--new-keys`, `--machine microvm|q35`, `--linux` (implies q35).
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         keys: 1_000_000,
@@ -40,6 +48,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         image: None,
         bgsave_only: false,
         new_keys: false,
+        linux: false,
+        machine: Machine::Microvm,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -58,82 +68,295 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--image" => o.image = Some(val()?.into()),
             "--bgsave-only" => o.bgsave_only = true,
             "--new-keys" => o.new_keys = true,
+            "--machine" => o.machine = Machine::parse(&val()?)?,
+            "--linux" => o.linux = true,
             other => return Err(format!("bench-disk: unknown option '{other}'")),
         }
+    }
+    if o.linux {
+        o.machine = Machine::Q35;
     }
     Ok(o)
 }
 
-/// Entry point.
-pub fn bench_disk(args: &[String]) -> Result<(), String> {
+/// What runs in the guest.
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    /// The unikernel image.
+    Unikernel(&'a Path),
+    /// kayvee-server in the Linux guest.
+    Linux(&'a LinuxGuest),
+}
+
+/// The Linux guest's kernel and disk-variant initramfs (built by `vmcompare`, which the
+/// caller passes in: `vmcompare` itself uses this module's parent).
+pub struct LinuxGuest {
+    /// The kernel (an ELF QEMU boots through PVH).
+    pub kernel: PathBuf,
+    /// The initramfs with the disk modules.
+    pub initramfs: PathBuf,
+}
+
+impl Side<'_> {
+    /// The label in the output.
+    fn label(self) -> &'static str {
+        match self {
+            Side::Unikernel(_) => "unikernel",
+            Side::Linux(_) => "linux",
+        }
+    }
+}
+
+/// One SET row's result.
+struct SetRow {
+    rps: f64,
+    aof_size: String,
+}
+
+/// The BGSAVE row's result.
+struct SaveRow {
+    populate: f64,
+    took: f64,
+    during: f64,
+    before: f64,
+    mem_before: u64,
+    peak: u64,
+}
+
+impl SaveRow {
+    /// Throughput during the save against before, in percent.
+    fn kept(&self) -> f64 {
+        100.0 * self.during / self.before.max(1.0)
+    }
+
+    /// Extra `used_memory` during the save, in percent of before.
+    fn extra(&self) -> f64 {
+        100.0 * self.peak.saturating_sub(self.mem_before) as f64 / self.mem_before.max(1) as f64
+    }
+}
+
+/// Entry point; `linux_guest` builds the Linux guest when `--linux` asks for it.
+pub fn bench_disk(
+    args: &[String],
+    linux_guest: impl FnOnce() -> Result<LinuxGuest, String>,
+) -> Result<(), String> {
     let o = parse(args)?;
     let image = match &o.image {
         Some(p) => p.clone(),
         None => build()?.0,
     };
+    let guest = match o.linux {
+        true => Some(linux_guest()?),
+        false => None,
+    };
+    let mut sides = vec![Side::Unikernel(&image)];
+    if let Some(g) = &guest {
+        sides.push(Side::Linux(g));
+    }
     let work = super::dir().join("target/bench-disk");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let n = o.requests.to_string();
     let modes: &[&str] = match o.bgsave_only {
         true => &[],
         false => &["off", "no", "everysec", "always"],
     };
+    let mut sets: Vec<(&str, Vec<SetRow>)> = Vec::new();
     for &fsync in modes {
-        let mut words = vec![];
-        if fsync != "off" {
-            words = vec!["appendonly=yes".to_string(), format!("appendfsync={fsync}")];
+        let mut row = Vec::new();
+        for &side in &sides {
+            let r = set_row(side, &o, &work, fsync)?;
+            println!(
+                "bench-disk: {:<9} SET -c 8 -P 16 -n {}, {}: {:.0} requests per second \
+                 (aof_current_size {})",
+                side.label(),
+                o.requests,
+                mode_label(fsync),
+                r.rps,
+                r.aof_size
+            );
+            row.push(r);
         }
-        let (mut qemu, port) = boot(&image, &o, &work, &words, &format!("set-{fsync}"))?;
-        let relay = super::start_relay(port)?;
-        let p = relay.to_string();
-        let args = [
-            "-p", &p, "-q", "-t", "set", "-n", &n, "-c", "8", "-P", "16", "-r", "1000000",
-        ];
-        let out = super::client("redis-benchmark", &args, b"");
-        let info = info(port, "persistence");
-        let _ = qemu.kill();
-        let _ = qemu.wait();
-        let line = out?
-            .split(['\r', '\n'])
-            .find(|l| l.contains("requests per second"))
-            .map(|l| l.trim().to_string())
-            .unwrap_or_default();
-        println!(
-            "bench-disk: SET -c 8 -P 16 -n {n}, appendonly {}: {line} (aof_current_size {})",
-            if fsync == "off" {
-                "no".to_string()
-            } else {
-                format!("yes, appendfsync {fsync}")
-            },
-            field(&info.unwrap_or_default(), "aof_current_size").unwrap_or("-".into())
-        );
+        sets.push((fsync, row));
     }
-    bgsave(&image, &o, &work)
+    let mut saves = Vec::new();
+    for &side in &sides {
+        let r = bgsave(side, &o, &work)?;
+        println!(
+            "bench-disk: {:<9} BGSAVE of {} keys (DEBUG POPULATE took {:.1} s): \
+             {:.2} s; SET -P 16 from one client {:.0}/s during it against {:.0}/s just before \
+             ({:.0}%); used_memory {} before, peak {} during (+{:.1}%)",
+            side.label(),
+            o.keys,
+            r.populate,
+            r.took,
+            r.during,
+            r.before,
+            r.kept(),
+            r.mem_before,
+            r.peak,
+            r.extra(),
+        );
+        saves.push(r);
+    }
+    if sides.len() == 2 {
+        print!("{}", side_by_side(&o, &sets, &saves));
+    }
+    Ok(())
 }
 
-/// Boots the image on a fresh disk of `--disk-size` with `words` on the command line.
+/// `appendonly no` or `appendonly yes, appendfsync X`.
+fn mode_label(fsync: &str) -> String {
+    match fsync {
+        "off" => "appendonly no".into(),
+        _ => format!("appendonly yes, appendfsync {fsync}"),
+    }
+}
+
+/// The table of both sides (unikernel first) with the unikernel/Linux ratios.
+fn side_by_side(o: &Opts, sets: &[(&str, Vec<SetRow>)], saves: &[SaveRow]) -> String {
+    let mut t = format!(
+        "\nbench-disk: side by side (QEMU q35 TCG, {} RAM, virtio-blk-pci raw {} cache=writeback; \
+         Linux: kayvee-server on ext4)\n{:<44} {:>12} {:>12} {:>8}\n",
+        o.mem, o.disk_size, "row", "unikernel", "linux", "ratio"
+    );
+    let mut line = |name: String, u: f64, l: f64, unit: &str| {
+        t.push_str(&format!(
+            "{name:<44} {:>12} {:>12} {:>7.2}x\n",
+            format!("{u:.0}{unit}"),
+            format!("{l:.0}{unit}"),
+            u / l
+        ));
+    };
+    for (fsync, row) in sets {
+        if let [u, l] = &row[..] {
+            let mode = match *fsync {
+                "off" => "log off".to_string(),
+                f => format!("appendfsync {f}"),
+            };
+            line(format!("SET -P 16 req/s, {mode}"), u.rps, l.rps, "");
+        }
+    }
+    if let [u, l] = saves {
+        let ms = |r: &SaveRow| r.took * 1e3;
+        line(format!("BGSAVE of {} keys, ms", o.keys), ms(u), ms(l), "");
+        line(
+            "SET/s during BGSAVE, % of before".into(),
+            u.kept(),
+            l.kept(),
+            "%",
+        );
+        line(
+            "used_memory during BGSAVE, % extra".into(),
+            u.extra(),
+            l.extra(),
+            "%",
+        );
+        line(
+            "used_memory before BGSAVE, KiB".into(),
+            u.mem_before as f64 / 1024.0,
+            l.mem_before as f64 / 1024.0,
+            "",
+        );
+    }
+    t
+}
+
+/// One SET row: a fresh disk, redis-benchmark through the relay, INFO persistence.
+fn set_row(side: Side, o: &Opts, work: &Path, fsync: &str) -> Result<SetRow, String> {
+    let name = format!("{}-set-{fsync}", side.label());
+    let (mut qemu, port) = boot(side, o, work, fsync, &name)?;
+    let relay = super::start_relay(port)?;
+    let (p, n) = (relay.to_string(), o.requests.to_string());
+    let args = [
+        "-p", &p, "-q", "-t", "set", "-n", &n, "-c", "8", "-P", "16", "-r", "1000000",
+    ];
+    let out = super::client("redis-benchmark", &args, b"");
+    let info = info(port, "persistence");
+    let _ = qemu.kill();
+    let _ = qemu.wait();
+    let rps = out?
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("requests per second"))
+        .filter_map(|l| l.split_once(':')?.1.split_whitespace().next()?.parse().ok())
+        .next_back()
+        .ok_or(format!(
+            "{name}: no requests per second from redis-benchmark"
+        ))?;
+    let aof_size = field(&info.unwrap_or_default(), "aof_current_size").unwrap_or("-".into());
+    Ok(SetRow { rps, aof_size })
+}
+
+/// Boots `side` on a fresh disk of `--disk-size`: the image's own format with `fsync` on its
+/// command line, or (Linux) ext4 made on the host with `kv.aof=fsync`.
 fn boot(
-    image: &Path,
+    side: Side,
     o: &Opts,
     work: &Path,
-    words: &[String],
+    fsync: &str,
     name: &str,
 ) -> Result<(Child, u16), String> {
     let file = work.join(format!("{name}.img"));
     let _ = std::fs::remove_file(&file);
-    disk::create(&file, &o.disk_size)?;
     let port = free_port()?;
-    let mut b = Boot::new(Machine::Microvm, "tcg", port);
+    let mut b = Boot::new(o.machine, "tcg", port);
     b.mem = o.mem.clone();
+    let kernel = match side {
+        Side::Unikernel(image) => {
+            disk::create(&file, &o.disk_size)?;
+            b.extra.push("enable-debug-command=yes".into());
+            if fsync != "off" {
+                b.extra.push("appendonly=yes".into());
+                b.extra.push(format!("appendfsync={fsync}"));
+            }
+            image
+        }
+        Side::Linux(g) => {
+            ext4_disk(&file, &o.disk_size)?;
+            b.linux = Some((
+                g.initramfs.clone(),
+                format!(
+                    "console=ttyS0 quiet panic=-1 tsc=reliable kv.server=kayvee \
+                     kv.ip=10.0.2.15/24 kv.aof={fsync}"
+                ),
+            ));
+            g.kernel.as_path()
+        }
+    };
     b.disk = Some(file);
-    b.extra.push("enable-debug-command=yes".into());
-    b.extra.extend(words.iter().cloned());
-    let (mut qemu, start, _) = spawn_logged(image, &b, &format!("bench-disk-{name}-console.log"))?;
-    if !wait_pong(port, || Ok(start.elapsed() > BOOT_TIMEOUT))? {
+    let (mut qemu, start, _) = spawn_logged(kernel, &b, &format!("bench-disk-{name}-console.log"))?;
+    let limit = match side {
+        Side::Unikernel(_) => BOOT_TIMEOUT,
+        Side::Linux(_) => BOOT_TIMEOUT * 4,
+    };
+    if !wait_pong(port, || Ok(start.elapsed() > limit))? {
         let _ = qemu.kill();
-        return Err(format!("{name}: no PONG"));
+        let _ = qemu.wait();
+        return Err(format!(
+            "{name}: no PONG (see target/bench-disk-{name}-console.log)"
+        ));
     }
     Ok((qemu, port))
+}
+
+/// A raw file of `size` formatted ext4 on the host, the inode tables and journal written now
+/// (no lazy initialisation in the guest during the measurement).
+fn ext4_disk(file: &Path, size: &str) -> Result<(), String> {
+    let bytes = disk::parse_size(size)?;
+    let f = std::fs::File::create(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    f.set_len(bytes).map_err(|e| e.to_string())?;
+    drop(f);
+    let out = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("mkfs.ext4 (apt-get install e2fsprogs): {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mkfs.ext4 {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
 }
 
 /// INFO `section` as text.
@@ -189,8 +412,9 @@ fn set_loop(
 }
 
 /// BGSAVE of `--keys` keys: its time, SET throughput and `used_memory` during it.
-fn bgsave(image: &Path, o: &Opts, work: &Path) -> Result<(), String> {
-    let (mut qemu, port) = boot(image, o, work, &[], "bgsave")?;
+fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
+    let name = format!("{}-bgsave", side.label());
+    let (mut qemu, port) = boot(side, o, work, "off", &name)?;
     let result = (|| {
         let p = port.to_string();
         let keys = o.keys.to_string();
@@ -242,22 +466,62 @@ fn bgsave(image: &Path, o: &Opts, work: &Path) -> Result<(), String> {
         let during = (done.load(Ordering::Relaxed) - c1) as f64 / took.as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         let _ = writer.join();
-        println!(
-            "bench-disk: BGSAVE of {keys} keys (DEBUG POPULATE took {:.1} s): \
-             {:.2} s; SET -P 16 from one client {:.0}/s during it against {:.0}/s just before \
-             ({:.0}%); used_memory {} before, peak {} during (+{:.1}%)",
-            populate.as_secs_f64(),
-            took.as_secs_f64(),
+        Ok(SaveRow {
+            populate: populate.as_secs_f64(),
+            took: took.as_secs_f64(),
             during,
             before,
-            100.0 * during / before.max(1.0),
             mem_before,
             peak,
-            100.0 * (peak.saturating_sub(mem_before)) as f64 / mem_before.max(1) as f64,
-        );
-        Ok(())
+        })
     })();
     let _ = qemu.kill();
     let _ = qemu.wait();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The QEMU words of a command.
+    fn words(b: &Boot, kernel: &str) -> Vec<String> {
+        let c = b.command(Path::new(kernel));
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn both_sides_get_the_same_machine_and_drive() {
+        let mut u = Boot::new(Machine::Q35, "tcg", 4000);
+        u.mem = "512M".into();
+        u.disk = Some("/d.img".into());
+        u.extra.push("appendonly=yes".into());
+        let mut l = u.clone();
+        l.linux = Some(("/initrd".into(), "console=ttyS0 kv.aof=always".into()));
+        let (wu, wl) = (words(&u, "/image"), words(&l, "/vmlinux"));
+        let after = |w: &[String], flag: &str| {
+            let i = w.iter().position(|a| a == flag).expect(flag);
+            w[i + 1].clone()
+        };
+        for flag in ["-M", "-m", "-drive", "-netdev"] {
+            assert_eq!(after(&wu, flag), after(&wl, flag), "{flag}");
+        }
+        assert!(after(&wl, "-drive").contains("cache=writeback"));
+        assert!(wu.contains(&"virtio-blk-pci,drive=d0,disable-legacy=on,romfile=".into()));
+        assert!(wl.contains(&"virtio-blk-pci,drive=d0,disable-legacy=on,romfile=".into()));
+        assert_eq!(after(&wl, "-initrd"), "/initrd");
+        assert_eq!(after(&wl, "-append"), "console=ttyS0 kv.aof=always");
+        assert!(!wu.contains(&"-initrd".into()));
+        assert!(after(&wu, "-append").contains("disk=required appendonly=yes"));
+    }
+
+    #[test]
+    fn linux_implies_q35() {
+        let o = parse(&["--quick".into(), "--linux".into()]).unwrap();
+        assert!(o.linux && o.machine == Machine::Q35);
+        assert_eq!(o.disk_size, "128M");
+        assert!(parse(&[]).unwrap().machine == Machine::Microvm);
+    }
 }

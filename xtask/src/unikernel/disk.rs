@@ -38,7 +38,7 @@ pub fn disk(args: &[String]) -> Result<(), String> {
 }
 
 /// Parses `64M`, `1G`, `4096K` or plain bytes.
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let (num, mul) = match s.as_bytes().last() {
         Some(b'K' | b'k') => (&s[..s.len() - 1], 1 << 10),
         Some(b'M' | b'm') => (&s[..s.len() - 1], 1 << 20),

@@ -3,6 +3,11 @@
 //! modules in load order, a static kayvee-server and an `/init` that brings up eth0 and starts
 //! the server the kernel command line names (`kv.server=redis|kayvee kv.ip=ADDR/PREFIX`).
 //!
+//! The disk variant (`build_with_disk`, for `bench-disk --linux`) also carries `virtio_blk`,
+//! `ext4` and what they need; `kv.aof=off|no|everysec|always` then mounts `/dev/vda` (ext4,
+//! formatted on the host) on `/data` and starts kayvee-server with `--dir /data` and the
+//! append-only log off or on with that `appendfsync`.
+//!
 //! Packages come from Debian with `apt-get download` + `dpkg -x` into `target/vm-compare/`,
 //! so the host needs no kernel package installed.
 
@@ -14,6 +19,10 @@ use std::process::Command;
 const KERNEL_META: &str = "linux-image-amd64";
 /// Modules the guest needs for a virtio-net-pci NIC (their dependencies are added).
 const WANTED_MODULES: &[&str] = &["virtio_pci", "virtio_net"];
+/// Modules the disk variant adds: the virtio-blk driver and ext4 (its `depends=` brings jbd2,
+/// mbcache and crc16; the crc32c it asks the crypto API for at mount time is not a
+/// `depends=`, hence `crc32c_generic`).
+const DISK_MODULES: &[&str] = &["virtio_blk", "crc32c_generic", "ext4"];
 
 /// `/init`: mounts, modules, eth0, a memory probe on port 9100, then the chosen server.
 const INIT_SCRIPT: &str = r#"#!/bin/sh
@@ -24,13 +33,21 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 for m in $(cat /etc/vmcmp-modules); do insmod "/lib/modules/$m" || echo "vmcmp: insmod $m failed"; done
-server=; addr=
+server=; addr=; aof=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     kv.server=*) server="${w#kv.server=}" ;;
     kv.ip=*) addr="${w#kv.ip=}" ;;
+    kv.aof=*) aof="${w#kv.aof=}" ;;
   esac
 done
+if [ -n "$aof" ]; then
+  mkdir -p /data
+  mount -t ext4 /dev/vda /data || echo "vmcmp: cannot mount /dev/vda"
+  grep ' /data ' /proc/mounts
+  if [ "$aof" = off ]; then ao=no; fsync=everysec; else ao=yes; fsync="$aof"; fi
+  server=kayvee-disk
+fi
 ip link set lo up
 ip addr add "$addr" dev eth0
 ip link set eth0 up
@@ -39,6 +56,7 @@ echo "vmcmp: starting $server on $addr"
 case "$server" in
   redis) /usr/bin/redis-server --port 6379 --bind 0.0.0.0 --protected-mode no --save '' --appendonly no --daemonize no --loglevel warning & ;;
   kayvee) /usr/bin/kayvee-server --port 6379 --bind 0.0.0.0 --protected-mode no --save '' --appendonly no --loglevel warning & ;;
+  kayvee-disk) /usr/bin/kayvee-server --port 6379 --bind 0.0.0.0 --protected-mode no --save '' --dir /data --appendonly "$ao" --appendfsync "$fsync" --enable-debug-command yes --loglevel warning & ;;
   *) echo "vmcmp: unknown kv.server=$server" ;;
 esac
 wait $!
@@ -129,12 +147,26 @@ fn kernel_package() -> Result<String, String> {
 
 /// Builds (or reuses) the kernel and initramfs under `work`; `kayvee` is the static server.
 pub fn build(work: &Path, kayvee: &Path) -> Result<LinuxGuest, String> {
+    build_variant(work, kayvee, false)
+}
+
+/// The same with the disk modules (`initramfs-disk.cpio.gz`).
+pub fn build_with_disk(work: &Path, kayvee: &Path) -> Result<LinuxGuest, String> {
+    build_variant(work, kayvee, true)
+}
+
+/// Either variant.
+fn build_variant(work: &Path, kayvee: &Path, disk: bool) -> Result<LinuxGuest, String> {
     let kpkg = kernel_package()?;
     let root = fetch_debs(work, &[kpkg.clone(), "busybox-static".into()])?;
     let version = kpkg.trim_start_matches("linux-image-").to_string();
     let kernel = pvh_kernel(work, &root.join(format!("boot/vmlinuz-{version}")))?;
     let moddir = root.join(format!("lib/modules/{version}"));
-    let modules = module_load_order(&moddir, WANTED_MODULES)?;
+    let mut wanted = WANTED_MODULES.to_vec();
+    if disk {
+        wanted.extend_from_slice(DISK_MODULES);
+    }
+    let modules = module_load_order(&moddir, &wanted)?;
     let kayvee = &stripped(work, kayvee);
     let redis = Path::new("/usr/bin/redis-server");
     let libs = ldd(redis)?;
@@ -148,7 +180,10 @@ pub fn build(work: &Path, kayvee: &Path) -> Result<LinuxGuest, String> {
             .into_bytes(),
         mode: 0o644,
     });
-    let initramfs = work.join("initramfs.cpio.gz");
+    let initramfs = work.join(match disk {
+        true => "initramfs-disk.cpio.gz",
+        false => "initramfs.cpio.gz",
+    });
     write_cpio_gz(&files, &moddir, &initramfs)?;
     Ok(LinuxGuest { kernel, initramfs })
 }

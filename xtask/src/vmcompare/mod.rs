@@ -156,6 +156,14 @@ fn ensure_host_tools() -> Result<(), String> {
     sh(Command::new("apt-get").args(["install", "-y"]).args(&pkgs))
 }
 
+/// The Linux guest with the disk modules (for `bench-disk --linux`): host tools, the static
+/// kayvee-server, Debian's kernel and the disk variant of the initramfs.
+pub fn disk_guest() -> Result<(PathBuf, PathBuf), String> {
+    let kayvee = build_static_server()?;
+    let g = guest::build_with_disk(&super::root().join("target/vm-compare"), &kayvee)?;
+    Ok((g.kernel, g.initramfs))
+}
+
 /// Builds kayvee-server statically linked (glibc, `+crt-static`) for the initramfs.
 fn build_static_server() -> Result<PathBuf, String> {
     let triple = "x86_64-unknown-linux-gnu";

@@ -119,6 +119,11 @@ pub struct Config {
     pub rdbchecksum: bool,
     /// Refuse writes while the last background save failed (`stop-writes-on-bgsave-error`).
     pub stop_writes_on_bgsave_error: bool,
+    /// A primary refuses writes with fewer good replicas than this (`min-replicas-to-write`;
+    /// 0: never). A field, not a name lookup: every command checks it.
+    pub min_replicas_to_write: i64,
+    /// A good replica's last ACK is at most this many seconds old (`min-replicas-max-lag`).
+    pub min_replicas_max_lag: i64,
     /// Refuse non-loopback clients when no password is set and bound beyond loopback.
     pub protected_mode: bool,
     /// Who may run DEBUG (`enable-debug-command`): `no`, `yes` or `local` (loopback and Unix
@@ -238,6 +243,8 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             protected_mode: true,
             enable_debug_command: "no".into(),
             pidfile: String::new(),

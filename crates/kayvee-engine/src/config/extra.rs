@@ -243,8 +243,6 @@ pub const PARAMS: &[Param] = &[
     inert!("masterauth", STR, Mut, s("")),
     inert!("masteruser", STR, Mut, s("")),
     inert!("maxmemory-clients", Kind::MemoryOrPercent, Mut, Val::Int(0)),
-    inert!("min-replicas-max-lag", int(0, INT_MAX), Mut, Val::Int(10)),
-    inert!("min-replicas-to-write", int(0, INT_MAX), Mut, Val::Int(0)),
     inert!(
         "oom-score-adj",
         Kind::Enum(&["no", "yes", "relative", "absolute"]),

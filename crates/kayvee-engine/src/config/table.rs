@@ -419,6 +419,26 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.rdbchecksum = v.bool(),
     },
     Param {
+        name: "min-replicas-to-write",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.min_replicas_to_write),
+        put: |c, v| c.min_replicas_to_write = v.int(),
+    },
+    Param {
+        name: "min-replicas-max-lag",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+        },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.min_replicas_max_lag),
+        put: |c, v| c.min_replicas_max_lag = v.int(),
+    },
+    Param {
         name: "stop-writes-on-bgsave-error",
         kind: Kind::Bool,
         access: Access::Mutable,

@@ -516,8 +516,7 @@ impl<'e> Dispatch<'e> {
     /// (`-NOREPLICAS`), as Redis's `checkGoodReplicasStatus`.
     fn too_few_replicas(&self, h: Handle, id: CommandId, spec: &CommandInfo, now: Now) -> bool {
         let cfg = &self.core.config;
-        let min = cfg.int_param("min-replicas-to-write");
-        let lag = cfg.int_param("min-replicas-max-lag");
+        let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
         if min <= 0 || lag <= 0 {
             return false;
         }

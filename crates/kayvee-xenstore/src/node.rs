@@ -243,32 +243,7 @@ pub fn lookup<'a>(root: &'a Arc<Node>, comps: &[&str]) -> Option<&'a Arc<Node>> 
 /// A new root where the subtree at `comps` is `sub` (`None` removes it). Every node on the
 /// path must exist except the last; nodes whose child list changes get stamp `gen`.
 pub fn replace_at(root: &Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
-    let Some((first, rest)) = comps.split_first() else {
-        return sub.expect("the root cannot be removed");
-    };
-    let mut node = Node::clone(root);
-    let new_child = match rest.is_empty() {
-        true => sub,
-        false => {
-            let child = root
-                .child(first)
-                .expect("replace_at: missing intermediate node");
-            Some(replace_at(child, rest, sub, gen))
-        }
-    };
-    match new_child {
-        Some(c) => {
-            if node.set_child(first, c) {
-                node.gen = gen;
-            }
-        }
-        None => {
-            if node.remove_child(first).is_some() {
-                node.gen = gen;
-            }
-        }
-    }
-    Arc::new(node)
+    replace_in(root, comps.iter().copied().peekable(), sub, gen)
 }
 
 /// [`replace_at`] for an absolute path, walked without collecting its components (a
@@ -277,10 +252,10 @@ pub fn replace_path(root: &Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u
     replace_in(root, crate::path::segments(path).peekable(), sub, gen)
 }
 
-/// [`replace_path`] below `root` for the components left in `comps`.
-fn replace_in(
+/// [`replace_at`] below `root` for the components left in `comps` (a slice's or a path's).
+fn replace_in<'p, I: Iterator<Item = &'p str>>(
     root: &Arc<Node>,
-    mut comps: core::iter::Peekable<crate::path::Segments<'_>>,
+    mut comps: core::iter::Peekable<I>,
     sub: Option<Arc<Node>>,
     gen: u64,
 ) -> Arc<Node> {
@@ -293,7 +268,7 @@ fn replace_in(
         false => {
             let child = root
                 .child(first)
-                .expect("replace_path: missing intermediate node");
+                .expect("replace_at: missing intermediate node");
             Some(replace_in(child, comps, sub, gen))
         }
     };

@@ -36,7 +36,9 @@ pub fn read(sock: &mut tcp::Socket<'_>, driver: &mut Driver, h: Handle, clock: &
             break;
         }
     }
-    if !sock.may_recv() && !sock.can_recv() {
+    // An outgoing connection (the link to a primary) may not receive yet while it connects.
+    let connecting = matches!(sock.state(), tcp::State::SynSent | tcp::State::SynReceived);
+    if !connecting && !sock.may_recv() && !sock.can_recv() {
         driver.receive_eof(h);
     }
 }

@@ -23,13 +23,13 @@ use crate::{exit, heap, println};
 use alloc::vec;
 use alloc::vec::Vec;
 use kayvee_engine::{ConnInfo, Engine, Handle, Transport};
-use kayvee_session::{Clock as _, Driver, Flushed};
+use kayvee_session::{Clock as _, Driver, Flushed, Notice};
 use smoltcp::iface::{
     Config as IfaceConfig, Interface, PollIngressSingleResult, SocketHandle, SocketSet,
 };
 use smoltcp::socket::{dhcpv4, tcp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, Ipv4Address};
 use virtio_drivers::transport::DeviceType;
 
 /// Print driver and pool counters every 2 s (debugging aid).
@@ -82,6 +82,8 @@ const SAVE_SHARE: u64 = 5;
 const SAVE_FULL_SPEED_AFTER_US: u64 = 2_000;
 /// Frames taken in before the connections are serviced again.
 const INGRESS_BUDGET: usize = 512;
+/// The first local port of outgoing connections (IANA's dynamic range).
+const EPHEMERAL_FIRST: u16 = 49_152;
 
 /// A TCP socket of the pool and the client connected on it, if any.
 struct Slot {
@@ -107,6 +109,8 @@ struct Pool {
     sockets_max: usize,
     /// The pool slot of each client, by its handle's slot.
     slot_of: Vec<usize>,
+    /// The local port of the next outgoing connection (the link to a primary).
+    next_local_port: u16,
 }
 
 impl Pool {
@@ -215,6 +219,7 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
         free: Vec::new(),
         sockets_max: driver.engine().core.config.maxclients as usize + LISTENERS_MIN,
         slot_of: Vec::new(),
+        next_local_port: EPHEMERAL_FIRST + (clock.uptime_us() % 1000) as u16,
     };
     pool.refill(&mut sockets, LISTENERS_LOW);
     crate::boottime::stamp("listeners");
@@ -282,8 +287,15 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             *irqs = crate::arch::idt::NIC_IRQS.load(core::sync::atomic::Ordering::Relaxed);
             *halted = halts;
         }
+        connect_primary(&mut pool, &mut sockets, &mut iface, &mut driver, clock);
         read_connections(&mut pool, &mut sockets, &mut driver, clock);
         carry_out_requests(&mut driver, clock, &mut store);
+        for notice in driver.take_notices() {
+            // The replica link's steps, in Redis's words; the rest is per client and quiet.
+            if let Notice::Replication(text) = notice {
+                println!("kayvee: {text}");
+            }
+        }
         if let Some(store) = store.as_mut() {
             store.after_pass(driver.engine_mut(), clock);
         }
@@ -603,6 +615,66 @@ fn poll_dhcp(
             None
         }
     }
+}
+
+/// Opens the connection to this server's primary when the driver names one (REPLICAOF, or a
+/// retry a second after a failed attempt or a lost link): an outgoing TCP connection on a pool
+/// socket, from then on a session like any other (its first bytes wait in the driver until the
+/// socket is established, `read_slot` hands them over then). The image resolves no host
+/// names: a primary is named by its IPv4 address (under QEMU's user network the host is the
+/// gateway, 10.0.2.2).
+fn connect_primary(
+    pool: &mut Pool,
+    sockets: &mut SocketSet<'_>,
+    iface: &mut Interface,
+    driver: &mut Driver,
+    clock: &Clock,
+) {
+    let now = clock.now();
+    let Some((host, port)) = driver.primary_due(now) else {
+        return;
+    };
+    println!("kayvee: Connecting to MASTER {host}:{port}");
+    let Ok(ip) = host.parse::<Ipv4Address>() else {
+        driver.primary_unreachable(
+            "the unikernel resolves no host names: name the primary by its IPv4 address",
+        );
+        return;
+    };
+    let Some(s) = pool.free.pop().or_else(|| pool.grow(sockets)) else {
+        driver.primary_unreachable("no socket left for the connection");
+        return;
+    };
+    let local_port = pool.next_local_port;
+    pool.next_local_port = match local_port {
+        u16::MAX => EPHEMERAL_FIRST,
+        p => p + 1,
+    };
+    let sock = sockets.get_mut::<tcp::Socket>(pool.slots[s].socket);
+    if let Err(e) = sock.connect(iface.context(), (IpAddress::Ipv4(ip), port), local_port) {
+        pool.free.push(s);
+        driver.primary_unreachable(&alloc::format!("{e}"));
+        return;
+    }
+    let laddr = match iface.ip_addrs().first() {
+        Some(cidr) => alloc::format!("{}:{local_port}", cidr.address()),
+        None => alloc::string::String::new(),
+    };
+    let info = ConnInfo {
+        transport: Transport::Tcp {
+            addr: alloc::format!("{ip}:{port}"),
+            laddr,
+        },
+        fd: s as i64 + 8,
+    };
+    let h = driver.connect_primary(info, now);
+    if pool.slot_of.len() <= h.0 {
+        pool.slot_of.resize(h.0 + 1, usize::MAX);
+    }
+    pool.slot_of[h.0] = s;
+    pool.slots[s].client = Some(h);
+    pool.slots[s].retired = false;
+    pool.active.push(s);
 }
 
 /// Reads every active connection into the driver (its commands run at once); attaches new

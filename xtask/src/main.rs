@@ -51,7 +51,8 @@ tasks:
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel) and Redis's own suite's core units in external mode
                    (redis-suite --unikernel --gate); --robustness: only the fault, stack-overflow and
-                   heap-exhaustion checks; --disk: only the disk checks (save, reboot, redis-server's
+                   heap-exhaustion checks; --replication: only the replication
+                   check (the image as redis-server's replica and primary); --disk: only the disk checks (save, reboot, redis-server's
                    RDB imported, redis-check-rdb on the export, SIGKILL crash cycles with
                    appendfsync always: every acknowledged write must survive)
   redis-suite [--server kayvee|redis|both] [--unikernel] [--single UNIT]... [--gate] [--save] ...
@@ -74,6 +75,9 @@ fn main() -> ExitCode {
         Some("run") => unikernel::run(&args[1..]),
         Some("disk") => unikernel::disk::disk(&args[1..]),
         Some("uk-test") if args.iter().any(|a| a == "--disk") => unikernel::uk_test_disk(),
+        Some("uk-test") if args.iter().any(|a| a == "--replication") => {
+            unikernel::uk_test_replication()
+        }
         Some("uk-test") if args.iter().any(|a| a == "--robustness") => {
             unikernel::uk_test_robustness()
         }

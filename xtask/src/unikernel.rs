@@ -9,6 +9,7 @@ mod bench;
 mod benchdisk;
 pub mod disk;
 mod disktest;
+mod repltest;
 
 pub use bench::{bench_boot, bench_mem, bench_net};
 pub use benchdisk::{bench_disk, LinuxGuest};
@@ -739,6 +740,7 @@ pub fn uk_test() -> Result<(), String> {
     bad_cmdline_test(&path)?;
     oom_test(&path)?;
     nic_interrupt_test(&path)?;
+    repltest::repl_test(&path)?;
     disktest::disk_test(&path)?;
     run_suites(&path)?;
     ring3_smoke()?;
@@ -753,6 +755,12 @@ pub fn uk_test_robustness() -> Result<(), String> {
     fault_test(&path)?;
     bad_cmdline_test(&path)?;
     oom_test(&path)
+}
+
+/// `cargo xtask uk-test --replication`: only the replication check.
+pub fn uk_test_replication() -> Result<(), String> {
+    let (path, _) = build()?;
+    repltest::repl_test(&path)
 }
 
 /// `cargo xtask uk-test --disk`: only the disk checks.

@@ -86,6 +86,15 @@ pub fn answer(
             Answer::Error("ERR DEBUG RELOAD NOSAVE is not supported by the unikernel".into())
         }
         Request::Save { background } => match store {
+            // FLUSHALL's save (with save points): the running background save is finished
+            // first rather than stopped (its log half is already the live one), then the
+            // empty dataset is saved over it.
+            Some(store) if !background && engine.take_bgsave_abort() => {
+                match store.save(engine, clock) {
+                    true => Answer::Ok,
+                    false => Answer::Error("ERR".into()),
+                }
+            }
             Some(store) if background => {
                 engine.save_started(true, now);
                 store.start_background(engine, clock, crate::store::Kind::Save);

@@ -81,8 +81,9 @@ pub struct Core {
     pub config_before_set: Option<alloc::boxed::Box<Config>>,
     /// A script is running (its commands never block, MONITOR shows them as `lua`).
     pub script_running: bool,
-    /// CONFIG REWRITE ran inside a transaction and answered `+OK` in EXEC's array: the
-    /// shell writes the file, and its answer is not sent (see
+    /// The command answered already what it asks of the shell (CONFIG REWRITE inside a
+    /// transaction answered `+OK` in EXEC's array; FLUSHALL's save with save points): the
+    /// shell carries the request out and its answer is not sent (see
     /// [`crate::Engine::take_rewrite_answered`]).
     pub rewrite_answered: bool,
     /// The Lua VM and the script cache (see [`crate::script`]).

@@ -546,6 +546,21 @@ impl Engine {
         }
     }
 
+    /// Whether FLUSHALL asked for the running background save to stop; reading clears it. The
+    /// shell stops its save and reports it with [`Self::save_aborted`].
+    pub fn take_bgsave_abort(&mut self) -> bool {
+        core::mem::take(&mut self.core.persist.abort_bgsave)
+    }
+
+    /// The shell stopped the running background save at FLUSHALL's request: it is over, neither
+    /// a success (the changes stay unsaved) nor a failure (no MISCONF), as Redis's killed child.
+    pub fn save_aborted(&mut self, now: Now) {
+        let p = &mut self.core.persist;
+        if let Some(start) = p.bgsave_started_ms.take() {
+            p.last_bgsave_time_s = (now.ms().saturating_sub(start) / 1000) as i64;
+        }
+    }
+
     /// Whether a background save should start now (a BGSAVE SCHEDULE waiting, or a `save`
     /// point reached); if so it is marked started and the shell must run it like BGSAVE's
     /// [`Outcome::Save`]. The shell asks in its cron.

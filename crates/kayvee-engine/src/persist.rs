@@ -77,6 +77,10 @@ pub struct Persistence {
     pub last_load_keys_expired: u64,
     /// The startup load under way, while the shell reads the file and clients may connect.
     pub loading: Option<Loading>,
+    /// FLUSHALL asked the shell to stop the running background save (Redis kills its child:
+    /// the save ends without counting as failed). Read with
+    /// [`crate::Engine::take_bgsave_abort`].
+    pub abort_bgsave: bool,
 }
 
 /// Progress of a startup load (INFO's `loading_*` fields).

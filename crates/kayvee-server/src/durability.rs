@@ -59,6 +59,15 @@ impl Durability {
         }
     }
 
+    /// Stops the running background save if FLUSHALL asked for it.
+    pub fn abort_bgsave_if_asked(&mut self, engine: &mut Engine, now: Now) {
+        if engine.take_bgsave_abort() {
+            if let Some(bg) = self.bgsave.take() {
+                bg.abort(engine, now);
+            }
+        }
+    }
+
     /// Waits for the running background save, if any, and reports it to the engine.
     pub fn wait_bgsave(&mut self, engine: &mut Engine, now: Now) {
         if let Some(bg) = self.bgsave.take() {
@@ -94,6 +103,7 @@ impl Durability {
     /// Acts on the AOF requests of the last commands: BGREWRITEAOF (after the running
     /// BGSAVE), CONFIG SET appendonly.
     pub fn after_pass(&mut self, engine: &mut Engine, now: Now) {
+        self.abort_bgsave_if_asked(engine, now);
         let s = &engine.core.aof.status;
         if s.rewrite_scheduled && self.bgsave.is_none() {
             engine.core.aof.status.rewrite_requested = true;

@@ -15,7 +15,7 @@ use kayvee_session::Answer;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -217,13 +217,31 @@ pub fn reload_from_disk(engine: &mut Engine, now: Now, flush: bool, merge: bool)
 
 /// Serialises `snapshot` into `path` crash-safely (see the module doc).
 pub fn write_rdb(snapshot: Snapshot, opts: WriteOptions, path: &Path) -> io::Result<()> {
+    write_rdb_paced(snapshot, opts, path, &Pace::default())
+}
+
+/// How a background save goes: `rdb-key-save-delay` (microseconds slept after each key, the
+/// test suite's slow save) and the flag that stops it.
+#[derive(Default)]
+struct Pace {
+    key_delay_us: u64,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+/// [`write_rdb`] at `pace`.
+fn write_rdb_paced(
+    snapshot: Snapshot,
+    opts: WriteOptions,
+    path: &Path,
+    pace: &Pace,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!("temp-{}-{seq}.rdb", std::process::id()));
-    let result = write_file(snapshot, opts, &tmp).and_then(|()| {
+    let result = write_file(snapshot, opts, &tmp, pace).and_then(|()| {
         std::fs::rename(&tmp, path)?;
         File::open(&dir)?.sync_all()
     });
@@ -234,13 +252,31 @@ pub fn write_rdb(snapshot: Snapshot, opts: WriteOptions, path: &Path) -> io::Res
 }
 
 /// Writes the whole file at `tmp` and fsyncs it.
-fn write_file(snapshot: Snapshot, opts: WriteOptions, tmp: &Path) -> io::Result<()> {
+fn write_file(
+    snapshot: Snapshot,
+    mut opts: WriteOptions,
+    tmp: &Path,
+    pace: &Pace,
+) -> io::Result<()> {
     let mut file = File::create(tmp)?;
+    if pace.key_delay_us > 0 {
+        opts.chunk_len = 1; // a key a chunk, slept after
+    }
     let mut writer = RdbWriter::new(snapshot, opts);
     let mut buf = Vec::with_capacity(128 * 1024);
     while writer.next_chunk(&mut buf) {
+        if pace
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            return Err(io::Error::other("stopped"));
+        }
         file.write_all(&buf)?;
         buf.clear();
+        if pace.key_delay_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(pace.key_delay_us));
+        }
     }
     file.sync_all()
 }
@@ -283,6 +319,8 @@ fn yield_to_the_loop() {
 pub struct BgSave {
     thread: JoinHandle<io::Result<()>>,
     started: Instant,
+    /// Set to stop the thread between keys (FLUSHALL).
+    stop: Arc<AtomicBool>,
 }
 
 impl BgSave {
@@ -292,17 +330,33 @@ impl BgSave {
         let snapshot = engine.snapshot(now);
         let opts = write_options(engine);
         let path = rdb_path(engine);
+        let stop = Arc::new(AtomicBool::new(false));
+        let pace = Pace {
+            key_delay_us: engine.core.config.int_param("rdb-key-save-delay").max(0) as u64,
+            stop: Some(stop.clone()),
+        };
         let thread = std::thread::Builder::new()
             .name("kayvee-bgsave".into())
             .spawn(move || {
                 yield_to_the_loop();
-                write_rdb(snapshot, opts, &path)
+                write_rdb_paced(snapshot, opts, &path, &pace)
             })?;
         info!("Background saving started");
         Ok(BgSave {
             thread,
             started: Instant::now(),
+            stop,
         })
+    }
+
+    /// Stops the save (FLUSHALL): the thread quits between keys and removes its temporary
+    /// file; the engine hears it ended without success or failure.
+    pub fn abort(self, engine: &mut Engine, now: Now) {
+        info!("Killing the running background save (FLUSHALL)");
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+        engine.save_aborted(now);
+        info!("Background saving terminated by FLUSHALL");
     }
 
     /// Whether the thread is done.

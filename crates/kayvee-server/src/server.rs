@@ -452,7 +452,12 @@ impl Server {
         while let Some((h, request)) = self.driver.next_request() {
             let now = self.now();
             let answer = match request {
-                Request::Save { background: false } => crate::requests::save(self.engine(), now),
+                Request::Save { background: false } => {
+                    // FLUSHALL's save: its stop of the running background save comes first.
+                    let (files, engine) = (&mut self.files, self.driver.engine_mut());
+                    files.abort_bgsave_if_asked(engine, now);
+                    crate::requests::save(engine, now)
+                }
                 Request::Save { background: true } => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
                     files.start_bgsave(engine, now);

@@ -47,8 +47,22 @@ pub(super) fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
     for db in 0..cx.core.dbs.len() {
         crate::txn::before_flush(&mut cx.core.watches, &cx.core.dbs, db, now);
     }
+    let removed: usize = cx.core.dbs.iter().map(|db| db.len()).sum();
     cx.core.dbs.iter_mut().for_each(|db| db.clear());
     cx.propagate_verbatim();
+    // Redis counts every removed key as a change (the command itself adds one more below).
+    cx.core.stats.dirty += (removed as u64).saturating_sub(1);
+    // As Redis's `flushAllDataAndResetRDB`: a running background save is stopped (it would
+    // write the data just flushed), and with save points the empty dataset is saved now; the
+    // reply is OK whatever the save does (the shell's answer to the save is dropped).
+    let p = &mut cx.core.persist;
+    if p.bgsave_in_progress() {
+        p.abort_bgsave = true;
+    }
+    if cx.core.host.storage && !cx.core.config.save.is_empty() {
+        cx.outcome = crate::Outcome::Save { background: false };
+        cx.core.rewrite_answered = true;
+    }
     out.ok();
     Ok(())
 }

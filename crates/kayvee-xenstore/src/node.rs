@@ -40,6 +40,16 @@ impl Children {
         }
     }
 
+    /// The child called `name`, to change in place (a map's nodes that another version
+    /// shares are copied first).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Arc<Node>> {
+        match &mut self.0 {
+            Kids::None => None,
+            Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Many(m) => m.get_mut(name),
+        }
+    }
+
     /// Number of children.
     pub fn len(&self) -> usize {
         match &self.0 {
@@ -240,51 +250,50 @@ pub fn lookup<'a>(root: &'a Arc<Node>, comps: &[&str]) -> Option<&'a Arc<Node>> 
     Some(node)
 }
 
-/// A new root where the subtree at `comps` is `sub` (`None` removes it). Every node on the
+/// Make the subtree at `comps` below `*root` be `sub` (`None` removes it). Every node on the
 /// path must exist except the last; nodes whose child list changes get stamp `gen`.
-pub fn replace_at(root: &Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+///
+/// A node on the path that another version shares is copied first (path copying); one that
+/// only this version holds (reference count 1) is changed in place: no snapshot can see it,
+/// so every other version is untouched and pointer equality still means "unchanged". A
+/// version changed twice before anyone takes a snapshot of it copies its path once.
+pub fn replace_at(root: &mut Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen: u64) {
     replace_in(root, comps.iter().copied().peekable(), sub, gen)
 }
 
 /// [`replace_at`] for an absolute path, walked without collecting its components (a
 /// commit and a WRITE of an existing node go through here: no vector per call).
-pub fn replace_path(root: &Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+pub fn replace_path(root: &mut Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) {
     replace_in(root, crate::path::segments(path).peekable(), sub, gen)
 }
 
 /// [`replace_at`] below `root` for the components left in `comps` (a slice's or a path's).
 fn replace_in<'p, I: Iterator<Item = &'p str>>(
-    root: &Arc<Node>,
+    root: &mut Arc<Node>,
     mut comps: core::iter::Peekable<I>,
     sub: Option<Arc<Node>>,
     gen: u64,
-) -> Arc<Node> {
-    let Some(first) = comps.next() else {
-        return sub.expect("the root cannot be removed");
+) {
+    let Some(mut name) = comps.next() else {
+        *root = sub.expect("the root cannot be removed");
+        return;
     };
-    let mut node = Node::clone(root);
-    let new_child = match comps.peek().is_none() {
-        true => sub,
-        false => {
-            let child = root
-                .child(first)
-                .expect("replace_at: missing intermediate node");
-            Some(replace_in(child, comps, sub, gen))
-        }
-    };
-    match new_child {
-        Some(c) => {
-            if node.set_child(first, c) {
-                node.gen = gen;
-            }
-        }
-        None => {
-            if node.remove_child(first).is_some() {
-                node.gen = gen;
-            }
-        }
+    let mut node = Arc::make_mut(root);
+    while comps.peek().is_some() {
+        let child = node
+            .children
+            .get_mut(name)
+            .expect("replace_at: missing intermediate node");
+        node = Arc::make_mut(child);
+        name = comps.next().expect("peeked");
     }
-    Arc::new(node)
+    let changed = match sub {
+        Some(c) => node.set_child(name, c),
+        None => node.remove_child(name).is_some(),
+    };
+    if changed {
+        node.gen = gen;
+    }
 }
 
 #[cfg(test)]
@@ -298,21 +307,21 @@ mod tests {
     #[test]
     fn path_copying_shares_siblings() {
         let mut root = Arc::new(Node::leaf(b"", perms(), 0));
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["a"],
             Some(Arc::new(Node::leaf(b"1", perms(), 1))),
             1,
         );
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["b"],
             Some(Arc::new(Node::leaf(b"2", perms(), 2))),
             2,
         );
         let before = root.clone();
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["b"],
             Some(Arc::new(Node::leaf(b"3", perms(), 3))),
             3,
@@ -326,9 +335,20 @@ mod tests {
         assert_eq!(&*lookup(&before, &["b"]).unwrap().value, b"2");
         // Replacing an existing child keeps the parent's own stamp; adding one changes it.
         assert_eq!(root.gen, 2);
-        root = replace_at(&root, &["b"], None, 4);
+        replace_at(&mut root, &["b"], None, 4);
         assert_eq!(root.gen, 4);
         assert!(lookup(&root, &["b"]).is_none());
+        // A version no one else holds is changed in place; the one `before` holds is not.
+        let at = Arc::as_ptr(&root);
+        replace_at(
+            &mut root,
+            &["a"],
+            Some(Arc::new(Node::leaf(b"4", perms(), 5))),
+            5,
+        );
+        assert_eq!(Arc::as_ptr(&root), at);
+        assert_eq!(&*lookup(&before, &["a"]).unwrap().value, b"1");
+        assert_eq!(&*lookup(&before, &["b"]).unwrap().value, b"2");
         root.check_invariants();
         assert_eq!(root.count(), 2);
     }

@@ -231,7 +231,7 @@ impl Store {
                 new.gen = gen;
                 let change = self.change(path, false, new.perms.clone(), path);
                 self.charge(owner, value.len() as u64, old_len);
-                self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
+                replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
                 Ok(change)
             }
             None => self.create(actor, quota, &components(path), value, gen),
@@ -263,7 +263,7 @@ impl Store {
             chain = up;
         }
         let base_owner = base.perms.owner();
-        self.root = replace_at(&self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
+        replace_at(&mut self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
         self.own(owner, new_count, 0);
         self.charge(base_owner, comps[depth].len() as u64 + 1, 0);
         let mut path_len = join(&comps[..depth]).len();
@@ -335,7 +335,7 @@ impl Store {
         if let Some(p) = self.get(parent(path)) {
             self.charge(p.perms.owner(), 0, name_len as u64);
         }
-        self.root = replace_path(&self.root, path, None, gen);
+        replace_path(&mut self.root, path, None, gen);
         Ok(Some(self.change(
             path,
             true,
@@ -375,7 +375,7 @@ impl Store {
         self.charge(old_owner, 0, old_bytes);
         self.charge(new_owner, new_bytes, 0);
         let change = self.change(path, false, new.perms.clone(), path);
-        self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
+        replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
         if old_owner != new_owner {
             self.own(old_owner, 0, 1);
             self.own(new_owner, 1, 0);

@@ -160,8 +160,7 @@ impl Txn {
         if let Some(d) = self.detached.take() {
             // The node at `d.at` exists in the private store (nothing else ran since it was
             // detached), so no child list changes and the stamp is not used.
-            let root = replace_path(&self.store.root, &d.at, Some(d.node), 0);
-            self.store.root = root;
+            replace_path(&mut self.store.root, &d.at, Some(d.node), 0);
         }
     }
 
@@ -281,22 +280,22 @@ impl Txn {
         self.accessed.len() + fresh.len()
     }
 
-    /// Commit against `current` under `policy`: the new store, the changes to announce and
-    /// how it went; `None` means EAGAIN.
+    /// Commit into `current` under `policy`: the changes to announce, how it went, and the
+    /// store `current` replaced when it was replaced whole (a root swap or a replay; a graft
+    /// changes `current` in place). `None` means EAGAIN, `current` untouched.
     pub fn commit(
         mut self,
-        current: &Store,
+        current: &mut Store,
         commits: u64,
         policy: ConflictPolicy,
         cx: &mut Ctx<'_>,
-    ) -> Option<(Store, Vec<Change>, CommitPath)> {
+    ) -> Option<Committed> {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
                 if commits != self.start_commits {
                     return None;
                 }
-                self.attach();
-                Some((untracked(self.store), self.changes, CommitPath::Swap))
+                Some(self.swap(current))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -307,21 +306,36 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
-                    self.attach();
-                    return Some((untracked(self.store), self.changes, CommitPath::Swap));
+                    return Some(self.swap(current));
                 }
-                if let Some(store) = self.graft(current, cx) {
-                    return Some((store, self.changes, CommitPath::Graft));
+                if self.graft(current, cx) {
+                    return Some(Committed {
+                        changes: self.changes,
+                        how: CommitPath::Graft,
+                        replaced: None,
+                    });
                 }
                 self.replay(current, cx)
             }
         }
     }
 
+    /// The private store becomes the current one.
+    fn swap(mut self, current: &mut Store) -> Committed {
+        self.attach();
+        let old = core::mem::replace(current, untracked(self.store));
+        Committed {
+            changes: self.changes,
+            how: CommitPath::Swap,
+            replaced: Some(old),
+        }
+    }
+
     /// The coalescing test of Algorithm 2 with separate read and write prefixes: when the
     /// subtrees at both are the same pointers in the start and current roots, graft the
-    /// private subtree at the write prefix into the current root.
-    fn graft(&mut self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+    /// private subtree at the write prefix into the current root (in place: see
+    /// [`replace_path`]). False, with `current` untouched, when the test fails.
+    fn graft(&mut self, current: &mut Store, cx: &mut Ctx<'_>) -> bool {
         // Writes below the detached subtree cannot widen the write prefix above it; attach
         // anyway if it ever did, so the private store answers for the prefix.
         if let (Some(d), Some(w)) = (&self.detached, &self.write_prefix) {
@@ -331,49 +345,45 @@ impl Txn {
         }
         if let Some(r) = &self.read_prefix {
             if !compare_at(&self.start, current, r).0 {
-                return None;
+                return false;
             }
         }
         let Some(w) = &self.write_prefix else {
-            return Some(current.clone());
+            return true;
         };
         if compare_at(&self.start, current, w) != (true, true) {
-            return None;
+            return false;
         }
-        let mine = self.private_get(w)?.clone();
-        *cx.gen += 1;
-        let root = replace_path(&current.root, w, Some(mine), *cx.gen);
-        // Counts: current + private - start, for the domains the transaction changed.
-        let mut store = Store {
-            root,
-            owners: current.owners.clone(),
-            memory: current.memory.clone(),
-            touched: None,
+        let Some(mine) = self.private_get(w).cloned() else {
+            return false;
         };
+        *cx.gen += 1;
+        replace_path(&mut current.root, w, Some(mine), *cx.gen);
+        // Counts: current + private - start, for the domains the transaction changed.
         for &d in self.store.touched.as_deref().unwrap_or(&[]) {
             // Unchanged counts are not rewritten (an insert copies the shared map's path).
             let (now, mine, then) = (
-                store.nodes_of(d),
+                current.nodes_of(d),
                 self.store.nodes_of(d),
                 self.start.nodes_of(d),
             );
             if mine != then {
-                store.owners.insert(d, (now + mine).saturating_sub(then));
+                current.owners.insert(d, (now + mine).saturating_sub(then));
             }
             let (now, mine, then) = (
-                store.memory_of(d),
+                current.memory_of(d),
                 self.store.memory_of(d),
                 self.start.memory_of(d),
             );
             if mine != then {
-                store.memory.insert(d, (now + mine).saturating_sub(then));
+                current.memory.insert(d, (now + mine).saturating_sub(then));
             }
         }
-        Some(store)
+        true
     }
 
     /// Run the recorded requests again against `current`; commit iff every reply is the same.
-    fn replay(self, current: &Store, cx: &mut Ctx<'_>) -> Option<(Store, Vec<Change>, CommitPath)> {
+    fn replay(self, current: &mut Store, cx: &mut Ctx<'_>) -> Option<Committed> {
         let mut store = current.clone();
         let mut fx = Effects::default();
         for (op, reply) in &self.log {
@@ -381,8 +391,25 @@ impl Txn {
                 return None;
             }
         }
-        Some((store, fx.changes, CommitPath::Replay))
+        Some(Committed {
+            changes: fx.changes,
+            how: CommitPath::Replay,
+            replaced: Some(core::mem::replace(current, store)),
+        })
     }
+}
+
+/// What a commit did: the changes to announce, how it went, and the store it replaced whole
+/// (for the daemon to free later), if any.
+#[derive(Debug)]
+pub struct Committed {
+    /// The changes, for watch events.
+    pub changes: Vec<Change>,
+    /// Swap, graft or replay.
+    pub how: CommitPath,
+    /// The store `current` was before a swap or a replay; None after a graft, which changed
+    /// it in place.
+    pub replaced: Option<Store>,
 }
 
 /// A transaction's private store as the daemon's: no longer tracking changed domains.

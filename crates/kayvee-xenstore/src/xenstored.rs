@@ -649,22 +649,22 @@ impl Xenstored {
             gen: &mut self.gen,
         };
         let policy = self.config.policy;
-        let Some((store, changes, how)) = txn.commit(&self.store, self.commits, policy, &mut cx)
-        else {
+        let Some(done) = txn.commit(&mut self.store, self.commits, policy, &mut cx) else {
             self.stats.conflicts += 1;
             return Err(XsError::Eagain);
         };
-        match how {
+        match done.how {
             CommitPath::Swap => self.stats.swaps += 1,
             CommitPath::Graft => self.stats.grafts += 1,
             CommitPath::Replay => self.stats.replays += 1,
         }
-        let old = core::mem::replace(&mut self.store, store);
-        self.bury(old.root);
-        if !changes.is_empty() {
+        if let Some(old) = done.replaced {
+            self.bury(old.root);
+        }
+        if !done.changes.is_empty() {
             self.commits += 1;
         }
-        for c in &changes {
+        for c in &done.changes {
             self.fire(c);
         }
         Ok(Reply::Ok)

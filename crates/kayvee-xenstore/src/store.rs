@@ -96,9 +96,17 @@ pub struct Change {
     pub recursive: bool,
     /// The node's permissions, to filter events by read access.
     pub perms: Arc<Perms>,
+    /// Length of the top of the changed region, a prefix of `path` ([`Change::top`]).
+    pub top_len: usize,
+}
+
+impl Change {
     /// The top of the changed region: the node itself, or the parent of the highest node
-    /// created or removed (its child list changed). Feeds the transaction's write prefix.
-    pub top: String,
+    /// created or removed (its child list changed); always `path` or an ancestor of it, so
+    /// kept as a length. Feeds the transaction's write prefix.
+    pub fn top(&self) -> &str {
+        &self.path[..self.top_len]
+    }
 }
 
 /// One version of the database.
@@ -421,11 +429,12 @@ impl Store {
 
     /// Build a [`Change`] record.
     fn change(&self, path: &str, recursive: bool, perms: Arc<Perms>, top: &str) -> Change {
+        debug_assert!(path.starts_with(top), "{top} is not a prefix of {path}");
         Change {
             path: String::from(path),
             recursive,
             perms,
-            top: String::from(top),
+            top_len: top.len(),
         }
     }
 
@@ -491,7 +500,7 @@ mod tests {
         let mut s = Store::new();
         let q = Quota::default();
         let c = s.write(&Actor::DOM0, &q, "/a/b/c", b"v", 1).unwrap();
-        assert_eq!(c.top, "/");
+        assert_eq!(c.top(), "/");
         assert_eq!(&*s.get("/a/b/c").unwrap().value, b"v");
         assert_eq!(&*s.get("/a").unwrap().value, b"");
         s.set_perms(
@@ -505,7 +514,7 @@ mod tests {
         s.write(&Actor::DOM0, &q, "/a/x", b"", 3).unwrap();
         assert_eq!(s.get("/a/x").unwrap().perms.to_strings(), ["n0", "r0"]);
         s.check_invariants();
-        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 4).unwrap().unwrap().top, "/a");
+        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 4).unwrap().unwrap().top(), "/a");
         assert_eq!(s.rm(&Actor::DOM0, "/a/b", 5), Ok(None));
         assert_eq!(s.rm(&Actor::DOM0, "/q/b", 5), Err(XsError::Enoent));
         assert_eq!(s.rm(&Actor::DOM0, "/", 5), Err(XsError::Einval));

@@ -27,7 +27,7 @@ fn rm(p: &str) -> Op {
     Op::Rm(b(p))
 }
 fn val(v: &str) -> Reply {
-    Reply::Value(b(v))
+    Reply::Value(b(v).into())
 }
 fn list(items: &[&str]) -> Reply {
     Reply::List(items.iter().map(|s| b(s)).collect())

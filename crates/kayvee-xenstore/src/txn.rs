@@ -201,7 +201,8 @@ impl Txn {
         core::mem::swap(&mut self.store.root, &mut d.node);
         Some(match r {
             Ok(mut c) => {
-                c.top.clone_from(&path);
+                // A WRITE of an existing node: the node itself is the top.
+                c.top_len = path.len();
                 c.path = path;
                 fx.changes.push(c);
                 Reply::Ok
@@ -217,8 +218,11 @@ impl Txn {
     /// For an unprivileged actor, a request that would make the transaction touch more than
     /// `transaction-nodes` distinct nodes is undone, answers ENOSPC and marks the transaction
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
-    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op) -> Reply {
-        let mut fx = Effects::default();
+    ///
+    /// `fx` is the caller's scratch list of effects, empty on entry and on return (kept by
+    /// the daemon so that its vectors keep their room from one request to the next).
+    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op, fx: &mut Effects) -> Reply {
+        debug_assert!(fx.reads.is_empty() && fx.changes.is_empty());
         // Only a request that could cross the quota needs a copy to undo: one adds at most
         // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
         // count maps copy their nodes).
@@ -227,18 +231,20 @@ impl Txn {
             !cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit;
         let detached = match near {
             true => None,
-            false => self.write_detached(cx, &op, &mut fx),
+            false => self.write_detached(cx, &op, fx),
         };
         let reply = match detached {
             Some(reply) => reply,
             None => {
                 self.attach();
                 let before = near.then(|| self.store.clone());
-                let reply = apply(&mut self.store, cx, &op, &mut fx);
+                let reply = apply(&mut self.store, cx, &op, fx);
                 if let Some(before) = before {
-                    if self.touched_after(&fx) > limit {
+                    if self.touched_after(fx) > limit {
                         self.store = before;
                         self.failed = true;
+                        fx.reads.clear();
+                        fx.changes.clear();
                         return Reply::Error(XsError::Enospc);
                     }
                 }
@@ -246,16 +252,16 @@ impl Txn {
             }
         };
         debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
-        for r in fx.reads {
+        for r in fx.reads.drain(..) {
             widen(&mut self.read_prefix, &r);
             self.accessed.insert(r);
         }
-        for c in fx.changes {
-            widen(&mut self.write_prefix, &c.top);
+        for c in fx.changes.drain(..) {
+            widen(&mut self.write_prefix, c.top());
             // Copied only when new (a WRITE of an existing node has its path as its top).
-            for p in [&c.top, &c.path] {
+            for p in [c.top(), c.path.as_str()] {
                 if !self.accessed.contains(p) {
-                    self.accessed.insert(p.clone());
+                    self.accessed.insert(String::from(p));
                 }
             }
             self.changes.push(c);
@@ -268,10 +274,7 @@ impl Txn {
     fn touched_after(&self, fx: &Effects) -> usize {
         let mut fresh: BTreeSet<&str> = BTreeSet::new();
         let paths = fx.reads.iter().map(String::as_str);
-        let changed = fx
-            .changes
-            .iter()
-            .flat_map(|c| [c.top.as_str(), c.path.as_str()]);
+        let changed = fx.changes.iter().flat_map(|c| [c.top(), c.path.as_str()]);
         for p in paths.chain(changed) {
             if !self.accessed.contains(p) {
                 fresh.insert(p);

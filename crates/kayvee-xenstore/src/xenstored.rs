@@ -198,6 +198,8 @@ pub struct Xenstored {
     /// Some domain got its own quota (SET_QUOTA) or a target (SET_TARGET): until then every
     /// request's actor and quota come without a look at the domain table.
     per_domain: bool,
+    /// Scratch list of a request's effects (its vectors keep their room between requests).
+    fx: Effects,
 }
 
 /// Versions [`Xenstored::dead`] holds at most: a shell that never calls
@@ -269,6 +271,7 @@ impl Xenstored {
             dead: Vec::new(),
             domain_changes: Vec::new(),
             per_domain: false,
+            fx: Effects::default(),
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -596,9 +599,9 @@ impl Xenstored {
             });
             return txn
                 .expect("checked by handle")
-                .run(&mut cx, op.into_owned());
+                .run(&mut cx, op.into_owned(), &mut self.fx);
         }
-        let mut fx = Effects::default();
+        let mut fx = core::mem::take(&mut self.fx);
         let reply = crate::exec::apply(&mut self.store, &mut cx, &op, &mut fx);
         if !fx.changes.is_empty() {
             self.commits += 1;
@@ -606,6 +609,9 @@ impl Xenstored {
         for c in &fx.changes {
             self.fire(c);
         }
+        fx.reads.clear();
+        fx.changes.clear();
+        self.fx = fx;
         reply
     }
 
@@ -620,7 +626,9 @@ impl Xenstored {
         let tid = c.next_tid;
         c.next_tid = c.next_tid.wrapping_add(1).max(1);
         c.txns.push((tid, txn));
-        Ok(Reply::Text(alloc::format!("{tid}")))
+        let mut id = String::with_capacity(10);
+        crate::path::push_decimal(&mut id, tid);
+        Ok(Reply::Text(id))
     }
 
     /// TRANSACTION_END: commit (`T`) or abort (`F`); the id is gone either way.

@@ -15,19 +15,30 @@ const CHILD_SEED: u64 = 0x6b61_7976_6565_7873;
 /// A node's children: nothing for a leaf (most nodes; no allocation), one child held inline
 /// (most inner nodes of a Xenstore tree: `/local`, each domain's chain of directories; copying
 /// such a node on the update path allocates no map node and finding its child hashes nothing),
-/// else a persistent hash map, so that copying a node on the update path is O(1) whatever its
-/// fan-out (a wide directory such as /local/domain used to cost a copy of its whole child
-/// list per write).
+/// a few (up to [`FEW_MAX`]) in one shared list, found by comparing names (the root, a
+/// domain's handful of directories: no hashing, one allocation to copy), else a persistent
+/// hash map, so that copying a node on the update path costs O(log n) whatever its fan-out
+/// (a wide directory such as /local/domain used to cost a copy of its whole child list per
+/// write).
 #[derive(Clone, Debug, Default)]
 pub struct Children(Kids);
 
-/// The three shapes of [`Children`]; a map always holds two children or more.
+/// Most children kept in a list; one more makes a map.
+pub const FEW_MAX: usize = 8;
+
+/// The shapes of [`Children`]; a list holds 2..=[`FEW_MAX`] children, a map two or more.
 #[derive(Clone, Debug, Default)]
 enum Kids {
     #[default]
     None,
     One(Arc<str>, Arc<Node>),
+    Few(Arc<Vec<(Arc<str>, Arc<Node>)>>),
     Many(ChildMap),
+}
+
+/// The entry called `name` in a short list.
+fn find<'a>(few: &'a [(Arc<str>, Arc<Node>)], name: &str) -> Option<&'a (Arc<str>, Arc<Node>)> {
+    few.iter().find(|(k, _)| **k == *name)
 }
 
 impl Children {
@@ -36,6 +47,7 @@ impl Children {
         match &self.0 {
             Kids::None => None,
             Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Few(few) => find(few, name).map(|(_, v)| v),
             Kids::Many(m) => m.get(name),
         }
     }
@@ -46,6 +58,11 @@ impl Children {
         match &mut self.0 {
             Kids::None => None,
             Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Few(few) => {
+                // Looked up before the list is copied (if shared): a miss copies nothing.
+                let i = few.iter().position(|(k, _)| **k == *name)?;
+                Some(&mut Arc::make_mut(few)[i].1)
+            }
             Kids::Many(m) => m.get_mut(name),
         }
     }
@@ -55,6 +72,7 @@ impl Children {
         match &self.0 {
             Kids::None => 0,
             Kids::One(..) => 1,
+            Kids::Few(few) => few.len(),
             Kids::Many(m) => m.len(),
         }
     }
@@ -76,8 +94,23 @@ impl Children {
                 false
             }
             Kids::One(k, v) => {
+                let few = alloc::vec![(k.clone(), v.clone()), (Arc::from(name), node)];
+                self.0 = Kids::Few(Arc::new(few));
+                true
+            }
+            Kids::Few(few) => {
+                if let Some(i) = few.iter().position(|(k, _)| **k == *name) {
+                    Arc::make_mut(few)[i].1 = node;
+                    return false;
+                }
+                if few.len() < FEW_MAX {
+                    Arc::make_mut(few).push((Arc::from(name), node));
+                    return true;
+                }
                 let mut map = PMap::with_seed(CHILD_SEED);
-                map.insert(k.clone(), v.clone());
+                for (k, v) in few.iter() {
+                    map.insert(k.clone(), v.clone());
+                }
                 map.insert(Arc::from(name), node);
                 self.0 = Kids::Many(map);
                 true
@@ -104,6 +137,15 @@ impl Children {
                 _ => unreachable!("matched One above"),
             },
             Kids::One(..) => None,
+            Kids::Few(few) => {
+                let i = few.iter().position(|(k, _)| **k == *name)?;
+                let (_, node) = Arc::make_mut(few).swap_remove(i);
+                if few.len() == 1 {
+                    let (k, v) = few[0].clone();
+                    self.0 = Kids::One(k, v);
+                }
+                Some(node)
+            }
             Kids::Many(map) => {
                 let (_, node) = map.remove(name)?;
                 if map.len() == 1 {
@@ -120,6 +162,7 @@ impl Children {
         match &self.0 {
             Kids::None => ChildIter::One(None),
             Kids::One(k, v) => ChildIter::One(Some((k, v))),
+            Kids::Few(few) => ChildIter::Few(few.iter()),
             Kids::Many(m) => ChildIter::Many(m.iter()),
         }
     }
@@ -133,9 +176,18 @@ impl Children {
 
     /// Panic unless the shape is canonical (a map has two children or more) and sound.
     fn check_invariants(&self) {
-        if let Kids::Many(m) = &self.0 {
-            assert!(m.len() >= 2, "child map of {} kept", m.len());
-            m.check_invariants();
+        match &self.0 {
+            Kids::Few(few) => {
+                assert!((2..=FEW_MAX).contains(&few.len()), "list of {}", few.len());
+                for (i, (k, _)) in few.iter().enumerate() {
+                    assert!(find(&few[..i], k).is_none(), "{k} twice");
+                }
+            }
+            Kids::Many(m) => {
+                assert!(m.len() >= 2, "child map of {} kept", m.len());
+                m.check_invariants();
+            }
+            _ => {}
         }
     }
 }
@@ -149,6 +201,8 @@ type ChildMap = PMap<Arc<str>, Arc<Node>>;
 pub enum ChildIter<'a> {
     /// No child left to give, or the one inline child.
     One(Option<(&'a Arc<str>, &'a Arc<Node>)>),
+    /// A short list's children.
+    Few(core::slice::Iter<'a, (Arc<str>, Arc<Node>)>),
     /// A map's children.
     Many(kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>),
 }
@@ -159,6 +213,7 @@ impl<'a> Iterator for ChildIter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             ChildIter::One(one) => one.take(),
+            ChildIter::Few(it) => it.next().map(|(k, v)| (k, v)),
             ChildIter::Many(it) => it.next(),
         }
     }
@@ -351,6 +406,37 @@ mod tests {
         assert_eq!(&*lookup(&before, &["b"]).unwrap().value, b"2");
         root.check_invariants();
         assert_eq!(root.count(), 2);
+    }
+
+    #[test]
+    fn children_go_from_one_to_a_list_to_a_map_and_back() {
+        let mut n = Node::leaf(b"", perms(), 0);
+        let names: Vec<alloc::string::String> =
+            (0..3 * FEW_MAX).map(|i| alloc::format!("c{i}")).collect();
+        let mut snapshots = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            assert!(n.set_child(name, Arc::new(Node::leaf(b"x", perms(), 1))));
+            assert_eq!(n.children.len(), i + 1);
+            n.check_invariants();
+            snapshots.push(n.clone());
+        }
+        for (i, name) in names.iter().enumerate() {
+            assert!(!n.set_child(name, Arc::new(Node::leaf(b"y", perms(), 2))));
+            assert_eq!(&*n.child(name).unwrap().value, b"y");
+            // Every snapshot kept its own values.
+            assert_eq!(&*snapshots[i].child(name).unwrap().value, b"x");
+        }
+        for (i, name) in names.iter().enumerate().rev() {
+            assert!(n.remove_child(name).is_some());
+            assert!(n.child(name).is_none());
+            assert_eq!(n.children.len(), i);
+            n.check_invariants();
+            assert_eq!(snapshots[i].children.len(), i + 1);
+        }
+        assert!(n.children.is_empty());
+        for s in &snapshots {
+            s.check_invariants();
+        }
     }
 
     #[test]

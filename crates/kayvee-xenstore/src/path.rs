@@ -37,24 +37,35 @@ pub fn push_decimal(s: &mut String, mut n: u32) {
     s.push_str(core::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
-/// True when `c` may appear in a node path: `[A-Za-z0-9/_@-]`.
-fn valid_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'@' | b'-')
-}
+/// Byte classes of node paths: 0 not allowed, 1 a name character (`[A-Za-z0-9_@-]`), 2 `/`.
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'@' || b == b'-' {
+            t[c] = 1;
+        }
+        c += 1;
+    }
+    t[b'/' as usize] = 2;
+    t
+};
 
-/// Check the shape rules shared by absolute and relative paths: allowed characters, no `//`,
-/// no trailing `/` (except the root).
+/// Check the shape rules shared by absolute and relative paths: allowed characters
+/// (`[A-Za-z0-9/_@-]`), no `//`, no trailing `/` (except the root). One table look-up per
+/// byte: this runs for every path of every request.
 fn valid_shape(raw: &[u8]) -> bool {
-    // One pass over the bytes (this runs for every path of every request).
     let Some(&last) = raw.last() else {
         return false;
     };
     let mut prev = 0;
     for &c in raw {
-        if !valid_char(c) || (c == b'/' && prev == b'/') {
+        let class = CLASS[c as usize];
+        if class == 0 || (class & prev) == 2 {
             return false;
         }
-        prev = c;
+        prev = class;
     }
     raw.len() == 1 || last != b'/'
 }

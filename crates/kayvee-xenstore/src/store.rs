@@ -227,23 +227,37 @@ impl Store {
         value: &[u8],
         gen: u64,
     ) -> Result<Change, XsError> {
+        match self.write_existing(actor, quota, path, value, gen)? {
+            Some(perms) => Ok(self.change(path, false, perms, path)),
+            None => self.create(actor, quota, &components(path), value, gen),
+        }
+    }
+
+    /// [`Store::write`] of a node that exists: its permissions (for the caller's [`Change`]),
+    /// or None, having done nothing, when the node is missing.
+    pub fn write_existing(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        path: &str,
+        value: &[u8],
+        gen: u64,
+    ) -> Result<Option<Arc<Perms>>, XsError> {
         if !actor.privileged && value.len() > quota.node_size as usize {
             return Err(XsError::Enospc);
         }
-        match self.get(path) {
-            Some(node) => {
-                self.check_write(actor, node)?;
-                let mut new = Node::clone(node);
-                let (owner, old_len) = (new.perms.owner(), new.value.len() as u64);
-                new.value = Arc::from(value);
-                new.gen = gen;
-                let change = self.change(path, false, new.perms.clone(), path);
-                self.charge(owner, value.len() as u64, old_len);
-                replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
-                Ok(change)
-            }
-            None => self.create(actor, quota, &components(path), value, gen),
-        }
+        let Some(node) = self.get(path) else {
+            return Ok(None);
+        };
+        self.check_write(actor, node)?;
+        let mut new = Node::clone(node);
+        let (owner, old_len) = (new.perms.owner(), new.value.len() as u64);
+        new.value = Arc::from(value);
+        new.gen = gen;
+        let perms = new.perms.clone();
+        self.charge(owner, value.len() as u64, old_len);
+        replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
+        Ok(Some(perms))
     }
 
     /// Create the missing tail of `comps`, the last node holding `value`.

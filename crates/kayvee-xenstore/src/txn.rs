@@ -197,14 +197,20 @@ impl Txn {
         let gen = *cx.gen;
         // The private store's maps with the subtree as its root, for the length of the write.
         core::mem::swap(&mut self.store.root, &mut d.node);
-        let r = self.store.write(&cx.actor, cx.quota, d.rel(&path), v, gen);
+        let r = self
+            .store
+            .write_existing(&cx.actor, cx.quota, d.rel(&path), v, gen);
         core::mem::swap(&mut self.store.root, &mut d.node);
         Some(match r {
-            Ok(mut c) => {
-                // A WRITE of an existing node: the node itself is the top.
-                c.top_len = path.len();
-                c.path = path;
-                fx.changes.push(c);
+            Ok(perms) => {
+                // A WRITE of an existing node (found above): the node itself is the top.
+                let perms = perms.expect("the node exists in the detached subtree");
+                fx.changes.push(Change {
+                    top_len: path.len(),
+                    path,
+                    recursive: false,
+                    perms,
+                });
                 Reply::Ok
             }
             Err(e) => {

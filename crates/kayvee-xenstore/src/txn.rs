@@ -4,7 +4,8 @@
 use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
+
+use smallvec::SmallVec;
 
 use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
@@ -74,11 +75,11 @@ pub struct Txn {
     /// Longest common prefix of the regions written.
     pub write_prefix: Option<String>,
     /// Every path read or written (per-node policy).
-    pub accessed: BTreeSet<String>,
+    pub accessed: Accessed,
     /// Requests and their replies, in order, for replay.
-    pub log: Vec<(Op, Reply)>,
+    pub log: SmallVec<[(Op, Reply); 2]>,
     /// Changes made, for watch events on commit.
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// Start time, unix ms.
     pub started_ms: u64,
     /// A request went over the transaction-nodes quota: the commit answers ENOMEM.
@@ -120,6 +121,52 @@ impl Detached {
     }
 }
 
+/// A transaction's changes (one, as a rule, held inline).
+pub type Changes = SmallVec<[Change; 1]>;
+
+/// The distinct paths a transaction touched, sorted (a few, as a rule, held inline: no
+/// allocation for the set itself).
+#[derive(Clone, Debug, Default)]
+pub struct Accessed(SmallVec<[String; 4]>);
+
+impl Accessed {
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No path yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Where `p` is, or would go.
+    fn find(&self, p: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|s| s.as_str().cmp(p))
+    }
+
+    /// Whether `p` is in the set.
+    pub fn contains(&self, p: &str) -> bool {
+        self.find(p).is_ok()
+    }
+
+    /// Add `p` (taken only when new); true when it was new.
+    pub fn insert(&mut self, p: String) -> bool {
+        match self.find(&p) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, p);
+                true
+            }
+        }
+    }
+
+    /// The paths in order.
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
+}
+
 /// Paths one request can add to a transaction's accessed set: one read, or one change's top
 /// and path.
 const PATHS_PER_REQUEST: usize = 2;
@@ -146,9 +193,9 @@ impl Txn {
             start_commits: commits,
             read_prefix: None,
             write_prefix: None,
-            accessed: BTreeSet::new(),
-            log: Vec::new(),
-            changes: Vec::new(),
+            accessed: Accessed::default(),
+            log: SmallVec::new(),
+            changes: Changes::new(),
             started_ms: now_ms,
             failed: false,
             detached: None,
@@ -401,7 +448,7 @@ impl Txn {
             }
         }
         Some(Committed {
-            changes: fx.changes,
+            changes: Changes::from_vec(fx.changes),
             how: CommitPath::Replay,
             replaced: Some(core::mem::replace(current, store)),
         })
@@ -413,7 +460,7 @@ impl Txn {
 #[derive(Debug)]
 pub struct Committed {
     /// The changes, for watch events.
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// Swap, graft or replay.
     pub how: CommitPath,
     /// The store `current` was before a swap or a replay; None after a graft, which changed

@@ -69,7 +69,7 @@ fn read(store: &Store, cx: &Ctx<'_>, p: &[u8], fx: &mut Effects) -> Result<Reply
     let path = cx.path(p)?;
     let r = store
         .read(&cx.actor, &path)
-        .map(|n| Reply::Value(n.value.to_vec()));
+        .map(|n| Reply::Value(n.value.clone()));
     fx.reads.push(path);
     r
 }

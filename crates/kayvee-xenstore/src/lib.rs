@@ -7,9 +7,11 @@
 //! `kayvee-xswire` codec's business, sockets the daemon's. This crate knows nothing of Redis:
 //! it depends on `kayvee-pds` only.
 //!
-//! Architecture invariant: a [`store::Store`] version is never mutated in place; every update
-//! path-copies from the changed node to the root, so an unchanged subtree is the same `Arc`
-//! in every version that holds it. Commits rely on that pointer equality.
+//! Architecture invariant: a node that more than one version holds is never mutated; an
+//! update copies every shared node on the path from the root to the changed node (path
+//! copying) and changes in place only the nodes no other version holds (reference count 1,
+//! invisible to every snapshot). So an unchanged subtree is the same `Arc` in every version
+//! that holds it, and a snapshot never changes. Commits rely on that pointer equality.
 #![no_std]
 #![forbid(unsafe_code)]
 

@@ -15,19 +15,30 @@ const CHILD_SEED: u64 = 0x6b61_7976_6565_7873;
 /// A node's children: nothing for a leaf (most nodes; no allocation), one child held inline
 /// (most inner nodes of a Xenstore tree: `/local`, each domain's chain of directories; copying
 /// such a node on the update path allocates no map node and finding its child hashes nothing),
-/// else a persistent hash map, so that copying a node on the update path is O(1) whatever its
-/// fan-out (a wide directory such as /local/domain used to cost a copy of its whole child
-/// list per write).
+/// a few (up to [`FEW_MAX`]) in one shared list, found by comparing names (the root, a
+/// domain's handful of directories: no hashing, one allocation to copy), else a persistent
+/// hash map, so that copying a node on the update path costs O(log n) whatever its fan-out
+/// (a wide directory such as /local/domain used to cost a copy of its whole child list per
+/// write).
 #[derive(Clone, Debug, Default)]
 pub struct Children(Kids);
 
-/// The three shapes of [`Children`]; a map always holds two children or more.
+/// Most children kept in a list; one more makes a map.
+pub const FEW_MAX: usize = 8;
+
+/// The shapes of [`Children`]; a list holds 2..=[`FEW_MAX`] children, a map two or more.
 #[derive(Clone, Debug, Default)]
 enum Kids {
     #[default]
     None,
     One(Arc<str>, Arc<Node>),
+    Few(Arc<Vec<(Arc<str>, Arc<Node>)>>),
     Many(ChildMap),
+}
+
+/// The entry called `name` in a short list.
+fn find<'a>(few: &'a [(Arc<str>, Arc<Node>)], name: &str) -> Option<&'a (Arc<str>, Arc<Node>)> {
+    few.iter().find(|(k, _)| **k == *name)
 }
 
 impl Children {
@@ -36,7 +47,23 @@ impl Children {
         match &self.0 {
             Kids::None => None,
             Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Few(few) => find(few, name).map(|(_, v)| v),
             Kids::Many(m) => m.get(name),
+        }
+    }
+
+    /// The child called `name`, to change in place (a map's nodes that another version
+    /// shares are copied first).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Arc<Node>> {
+        match &mut self.0 {
+            Kids::None => None,
+            Kids::One(k, v) => (**k == *name).then_some(v),
+            Kids::Few(few) => {
+                // Looked up before the list is copied (if shared): a miss copies nothing.
+                let i = few.iter().position(|(k, _)| **k == *name)?;
+                Some(&mut Arc::make_mut(few)[i].1)
+            }
+            Kids::Many(m) => m.get_mut(name),
         }
     }
 
@@ -45,6 +72,7 @@ impl Children {
         match &self.0 {
             Kids::None => 0,
             Kids::One(..) => 1,
+            Kids::Few(few) => few.len(),
             Kids::Many(m) => m.len(),
         }
     }
@@ -66,8 +94,23 @@ impl Children {
                 false
             }
             Kids::One(k, v) => {
+                let few = alloc::vec![(k.clone(), v.clone()), (Arc::from(name), node)];
+                self.0 = Kids::Few(Arc::new(few));
+                true
+            }
+            Kids::Few(few) => {
+                if let Some(i) = few.iter().position(|(k, _)| **k == *name) {
+                    Arc::make_mut(few)[i].1 = node;
+                    return false;
+                }
+                if few.len() < FEW_MAX {
+                    Arc::make_mut(few).push((Arc::from(name), node));
+                    return true;
+                }
                 let mut map = PMap::with_seed(CHILD_SEED);
-                map.insert(k.clone(), v.clone());
+                for (k, v) in few.iter() {
+                    map.insert(k.clone(), v.clone());
+                }
                 map.insert(Arc::from(name), node);
                 self.0 = Kids::Many(map);
                 true
@@ -94,6 +137,15 @@ impl Children {
                 _ => unreachable!("matched One above"),
             },
             Kids::One(..) => None,
+            Kids::Few(few) => {
+                let i = few.iter().position(|(k, _)| **k == *name)?;
+                let (_, node) = Arc::make_mut(few).swap_remove(i);
+                if few.len() == 1 {
+                    let (k, v) = few[0].clone();
+                    self.0 = Kids::One(k, v);
+                }
+                Some(node)
+            }
             Kids::Many(map) => {
                 let (_, node) = map.remove(name)?;
                 if map.len() == 1 {
@@ -110,6 +162,7 @@ impl Children {
         match &self.0 {
             Kids::None => ChildIter::One(None),
             Kids::One(k, v) => ChildIter::One(Some((k, v))),
+            Kids::Few(few) => ChildIter::Few(few.iter()),
             Kids::Many(m) => ChildIter::Many(m.iter()),
         }
     }
@@ -123,9 +176,18 @@ impl Children {
 
     /// Panic unless the shape is canonical (a map has two children or more) and sound.
     fn check_invariants(&self) {
-        if let Kids::Many(m) = &self.0 {
-            assert!(m.len() >= 2, "child map of {} kept", m.len());
-            m.check_invariants();
+        match &self.0 {
+            Kids::Few(few) => {
+                assert!((2..=FEW_MAX).contains(&few.len()), "list of {}", few.len());
+                for (i, (k, _)) in few.iter().enumerate() {
+                    assert!(find(&few[..i], k).is_none(), "{k} twice");
+                }
+            }
+            Kids::Many(m) => {
+                assert!(m.len() >= 2, "child map of {} kept", m.len());
+                m.check_invariants();
+            }
+            _ => {}
         }
     }
 }
@@ -139,6 +201,8 @@ type ChildMap = PMap<Arc<str>, Arc<Node>>;
 pub enum ChildIter<'a> {
     /// No child left to give, or the one inline child.
     One(Option<(&'a Arc<str>, &'a Arc<Node>)>),
+    /// A short list's children.
+    Few(core::slice::Iter<'a, (Arc<str>, Arc<Node>)>),
     /// A map's children.
     Many(kayvee_pds::map::Iter<'a, Arc<str>, Arc<Node>>),
 }
@@ -149,6 +213,7 @@ impl<'a> Iterator for ChildIter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             ChildIter::One(one) => one.take(),
+            ChildIter::Few(it) => it.next().map(|(k, v)| (k, v)),
             ChildIter::Many(it) => it.next(),
         }
     }
@@ -240,51 +305,50 @@ pub fn lookup<'a>(root: &'a Arc<Node>, comps: &[&str]) -> Option<&'a Arc<Node>> 
     Some(node)
 }
 
-/// A new root where the subtree at `comps` is `sub` (`None` removes it). Every node on the
+/// Make the subtree at `comps` below `*root` be `sub` (`None` removes it). Every node on the
 /// path must exist except the last; nodes whose child list changes get stamp `gen`.
-pub fn replace_at(root: &Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+///
+/// A node on the path that another version shares is copied first (path copying); one that
+/// only this version holds (reference count 1) is changed in place: no snapshot can see it,
+/// so every other version is untouched and pointer equality still means "unchanged". A
+/// version changed twice before anyone takes a snapshot of it copies its path once.
+pub fn replace_at(root: &mut Arc<Node>, comps: &[&str], sub: Option<Arc<Node>>, gen: u64) {
     replace_in(root, comps.iter().copied().peekable(), sub, gen)
 }
 
 /// [`replace_at`] for an absolute path, walked without collecting its components (a
 /// commit and a WRITE of an existing node go through here: no vector per call).
-pub fn replace_path(root: &Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) -> Arc<Node> {
+pub fn replace_path(root: &mut Arc<Node>, path: &str, sub: Option<Arc<Node>>, gen: u64) {
     replace_in(root, crate::path::segments(path).peekable(), sub, gen)
 }
 
 /// [`replace_at`] below `root` for the components left in `comps` (a slice's or a path's).
 fn replace_in<'p, I: Iterator<Item = &'p str>>(
-    root: &Arc<Node>,
+    root: &mut Arc<Node>,
     mut comps: core::iter::Peekable<I>,
     sub: Option<Arc<Node>>,
     gen: u64,
-) -> Arc<Node> {
-    let Some(first) = comps.next() else {
-        return sub.expect("the root cannot be removed");
+) {
+    let Some(mut name) = comps.next() else {
+        *root = sub.expect("the root cannot be removed");
+        return;
     };
-    let mut node = Node::clone(root);
-    let new_child = match comps.peek().is_none() {
-        true => sub,
-        false => {
-            let child = root
-                .child(first)
-                .expect("replace_at: missing intermediate node");
-            Some(replace_in(child, comps, sub, gen))
-        }
-    };
-    match new_child {
-        Some(c) => {
-            if node.set_child(first, c) {
-                node.gen = gen;
-            }
-        }
-        None => {
-            if node.remove_child(first).is_some() {
-                node.gen = gen;
-            }
-        }
+    let mut node = Arc::make_mut(root);
+    while comps.peek().is_some() {
+        let child = node
+            .children
+            .get_mut(name)
+            .expect("replace_at: missing intermediate node");
+        node = Arc::make_mut(child);
+        name = comps.next().expect("peeked");
     }
-    Arc::new(node)
+    let changed = match sub {
+        Some(c) => node.set_child(name, c),
+        None => node.remove_child(name).is_some(),
+    };
+    if changed {
+        node.gen = gen;
+    }
 }
 
 #[cfg(test)]
@@ -298,21 +362,21 @@ mod tests {
     #[test]
     fn path_copying_shares_siblings() {
         let mut root = Arc::new(Node::leaf(b"", perms(), 0));
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["a"],
             Some(Arc::new(Node::leaf(b"1", perms(), 1))),
             1,
         );
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["b"],
             Some(Arc::new(Node::leaf(b"2", perms(), 2))),
             2,
         );
         let before = root.clone();
-        root = replace_at(
-            &root,
+        replace_at(
+            &mut root,
             &["b"],
             Some(Arc::new(Node::leaf(b"3", perms(), 3))),
             3,
@@ -326,11 +390,53 @@ mod tests {
         assert_eq!(&*lookup(&before, &["b"]).unwrap().value, b"2");
         // Replacing an existing child keeps the parent's own stamp; adding one changes it.
         assert_eq!(root.gen, 2);
-        root = replace_at(&root, &["b"], None, 4);
+        replace_at(&mut root, &["b"], None, 4);
         assert_eq!(root.gen, 4);
         assert!(lookup(&root, &["b"]).is_none());
+        // A version no one else holds is changed in place; the one `before` holds is not.
+        let at = Arc::as_ptr(&root);
+        replace_at(
+            &mut root,
+            &["a"],
+            Some(Arc::new(Node::leaf(b"4", perms(), 5))),
+            5,
+        );
+        assert_eq!(Arc::as_ptr(&root), at);
+        assert_eq!(&*lookup(&before, &["a"]).unwrap().value, b"1");
+        assert_eq!(&*lookup(&before, &["b"]).unwrap().value, b"2");
         root.check_invariants();
         assert_eq!(root.count(), 2);
+    }
+
+    #[test]
+    fn children_go_from_one_to_a_list_to_a_map_and_back() {
+        let mut n = Node::leaf(b"", perms(), 0);
+        let names: Vec<alloc::string::String> =
+            (0..3 * FEW_MAX).map(|i| alloc::format!("c{i}")).collect();
+        let mut snapshots = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            assert!(n.set_child(name, Arc::new(Node::leaf(b"x", perms(), 1))));
+            assert_eq!(n.children.len(), i + 1);
+            n.check_invariants();
+            snapshots.push(n.clone());
+        }
+        for (i, name) in names.iter().enumerate() {
+            assert!(!n.set_child(name, Arc::new(Node::leaf(b"y", perms(), 2))));
+            assert_eq!(&*n.child(name).unwrap().value, b"y");
+            // Every snapshot kept its own values.
+            assert_eq!(&*snapshots[i].child(name).unwrap().value, b"x");
+        }
+        for (i, name) in names.iter().enumerate().rev() {
+            assert!(n.remove_child(name).is_some());
+            assert!(n.child(name).is_none());
+            assert_eq!(n.children.len(), i);
+            n.check_invariants();
+            assert_eq!(snapshots[i].children.len(), i + 1);
+        }
+        assert!(n.children.is_empty());
+        for s in &snapshots {
+            s.check_invariants();
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! codec (`kayvee-xswire`) turns bytes into [`Op`] and [`Reply`] into bytes.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::error::XsError;
@@ -101,8 +102,9 @@ impl Op {
 pub enum Reply {
     /// `OK\0`.
     Ok,
-    /// Raw bytes, no terminator (READ).
-    Value(Vec<u8>),
+    /// Raw bytes, no terminator (READ): the node's own value, shared (no copy per READ or
+    /// per transaction log entry).
+    Value(Arc<[u8]>),
     /// Each item followed by NUL (DIRECTORY, GET_PERMS, DIRECTORY_PART); empty list = empty payload.
     List(Vec<Vec<u8>>),
     /// A string followed by NUL (transaction id, domain path, `T`/`F`, CONTROL output).

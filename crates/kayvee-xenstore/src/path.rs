@@ -1,7 +1,6 @@
 //! Xenstore node paths: validation, relative-path resolution and prefix tests
 //! (docs/misc/xenstore.txt "Paths"; limits as cxenstored 4.17 applies them).
 
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -14,24 +13,61 @@ pub fn is_special(raw: &[u8]) -> bool {
 
 /// The home of a domain, against which relative paths resolve: `/local/domain/<domid>`.
 pub fn domain_home(domid: u32) -> String {
-    format!("/local/domain/{domid}")
+    let mut s = String::with_capacity(HOME_PREFIX.len() + 10);
+    s.push_str(HOME_PREFIX);
+    push_decimal(&mut s, domid);
+    s
 }
 
-/// True when `c` may appear in a node path: `[A-Za-z0-9/_@-]`.
-fn valid_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'@' | b'-')
+/// What every domain home starts with.
+const HOME_PREFIX: &str = "/local/domain/";
+
+/// Append `n` in decimal (cheaper than the formatter, once per request or so).
+pub fn push_decimal(s: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    s.push_str(core::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
-/// Check the shape rules shared by absolute and relative paths: allowed characters, no `//`,
-/// no trailing `/` (except the root).
+/// Byte classes of node paths: 0 not allowed, 1 a name character (`[A-Za-z0-9_@-]`), 2 `/`.
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'@' || b == b'-' {
+            t[c] = 1;
+        }
+        c += 1;
+    }
+    t[b'/' as usize] = 2;
+    t
+};
+
+/// Check the shape rules shared by absolute and relative paths: allowed characters
+/// (`[A-Za-z0-9/_@-]`), no `//`, no trailing `/` (except the root). One table look-up per
+/// byte: this runs for every path of every request.
 fn valid_shape(raw: &[u8]) -> bool {
-    if raw.is_empty() || !raw.iter().all(|&c| valid_char(c)) {
+    let Some(&last) = raw.last() else {
         return false;
+    };
+    let mut prev = 0;
+    for &c in raw {
+        let class = CLASS[c as usize];
+        if class == 0 || (class & prev) == 2 {
+            return false;
+        }
+        prev = class;
     }
-    if raw.windows(2).any(|w| w == b"//") {
-        return false;
-    }
-    raw == b"/" || raw.last() != Some(&b'/')
+    raw.len() == 1 || last != b'/'
 }
 
 /// Validate a node path as sent by a client of domain `domid` and return its absolute form.
@@ -43,10 +79,14 @@ pub fn canonicalize(raw: &[u8], domid: u32, path_max: usize) -> Result<String, X
     }
     let text = core::str::from_utf8(raw).map_err(|_| XsError::Einval)?;
     if text.starts_with('/') {
-        Ok(String::from(text))
-    } else {
-        Ok(format!("{}/{}", domain_home(domid), text))
+        return Ok(String::from(text));
     }
+    let mut abs = String::with_capacity(HOME_PREFIX.len() + 11 + text.len());
+    abs.push_str(HOME_PREFIX);
+    push_decimal(&mut abs, domid);
+    abs.push('/');
+    abs.push_str(text);
+    Ok(abs)
 }
 
 /// The path as a client of `domid` should see it in an event: relative when its watch was
@@ -172,6 +212,12 @@ mod tests {
         assert_eq!(
             canonicalize(b"x/y", 3, 2048).unwrap(),
             "/local/domain/3/x/y"
+        );
+        assert_eq!(domain_home(0), "/local/domain/0");
+        assert_eq!(domain_home(u32::MAX), "/local/domain/4294967295");
+        assert_eq!(
+            canonicalize(b"a", 1234, 2048).unwrap(),
+            "/local/domain/1234/a"
         );
         for bad in [
             &b""[..],

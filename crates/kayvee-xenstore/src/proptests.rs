@@ -39,9 +39,9 @@ fn ensure(m: &mut Model, p: &str) {
 fn model_apply(m: &mut Model, op: &Op) -> Reply {
     let s = |p: &[u8]| String::from(core::str::from_utf8(p).unwrap());
     match op {
-        Op::Read(p) => m
-            .get(&s(p))
-            .map_or(Reply::Error(XsError::Enoent), |v| Reply::Value(v.clone())),
+        Op::Read(p) => m.get(&s(p)).map_or(Reply::Error(XsError::Enoent), |v| {
+            Reply::Value(v.as_slice().into())
+        }),
         Op::Write(p, v) => {
             ensure(m, &s(p));
             m.insert(s(p), v.clone());

@@ -96,9 +96,17 @@ pub struct Change {
     pub recursive: bool,
     /// The node's permissions, to filter events by read access.
     pub perms: Arc<Perms>,
+    /// Length of the top of the changed region, a prefix of `path` ([`Change::top`]).
+    pub top_len: usize,
+}
+
+impl Change {
     /// The top of the changed region: the node itself, or the parent of the highest node
-    /// created or removed (its child list changed). Feeds the transaction's write prefix.
-    pub top: String,
+    /// created or removed (its child list changed); always `path` or an ancestor of it, so
+    /// kept as a length. Feeds the transaction's write prefix.
+    pub fn top(&self) -> &str {
+        &self.path[..self.top_len]
+    }
 }
 
 /// One version of the database.
@@ -219,23 +227,37 @@ impl Store {
         value: &[u8],
         gen: u64,
     ) -> Result<Change, XsError> {
+        match self.write_existing(actor, quota, path, value, gen)? {
+            Some(perms) => Ok(self.change(path, false, perms, path)),
+            None => self.create(actor, quota, &components(path), value, gen),
+        }
+    }
+
+    /// [`Store::write`] of a node that exists: its permissions (for the caller's [`Change`]),
+    /// or None, having done nothing, when the node is missing.
+    pub fn write_existing(
+        &mut self,
+        actor: &Actor,
+        quota: &Quota,
+        path: &str,
+        value: &[u8],
+        gen: u64,
+    ) -> Result<Option<Arc<Perms>>, XsError> {
         if !actor.privileged && value.len() > quota.node_size as usize {
             return Err(XsError::Enospc);
         }
-        match self.get(path) {
-            Some(node) => {
-                self.check_write(actor, node)?;
-                let mut new = Node::clone(node);
-                let (owner, old_len) = (new.perms.owner(), new.value.len() as u64);
-                new.value = Arc::from(value);
-                new.gen = gen;
-                let change = self.change(path, false, new.perms.clone(), path);
-                self.charge(owner, value.len() as u64, old_len);
-                self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
-                Ok(change)
-            }
-            None => self.create(actor, quota, &components(path), value, gen),
-        }
+        let Some(node) = self.get(path) else {
+            return Ok(None);
+        };
+        self.check_write(actor, node)?;
+        let mut new = Node::clone(node);
+        let (owner, old_len) = (new.perms.owner(), new.value.len() as u64);
+        new.value = Arc::from(value);
+        new.gen = gen;
+        let perms = new.perms.clone();
+        self.charge(owner, value.len() as u64, old_len);
+        replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
+        Ok(Some(perms))
     }
 
     /// Create the missing tail of `comps`, the last node holding `value`.
@@ -263,7 +285,7 @@ impl Store {
             chain = up;
         }
         let base_owner = base.perms.owner();
-        self.root = replace_at(&self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
+        replace_at(&mut self.root, &comps[..=depth], Some(Arc::new(chain)), gen);
         self.own(owner, new_count, 0);
         self.charge(base_owner, comps[depth].len() as u64 + 1, 0);
         let mut path_len = join(&comps[..depth]).len();
@@ -335,7 +357,7 @@ impl Store {
         if let Some(p) = self.get(parent(path)) {
             self.charge(p.perms.owner(), 0, name_len as u64);
         }
-        self.root = replace_path(&self.root, path, None, gen);
+        replace_path(&mut self.root, path, None, gen);
         Ok(Some(self.change(
             path,
             true,
@@ -375,7 +397,7 @@ impl Store {
         self.charge(old_owner, 0, old_bytes);
         self.charge(new_owner, new_bytes, 0);
         let change = self.change(path, false, new.perms.clone(), path);
-        self.root = replace_path(&self.root, path, Some(Arc::new(new)), gen);
+        replace_path(&mut self.root, path, Some(Arc::new(new)), gen);
         if old_owner != new_owner {
             self.own(old_owner, 0, 1);
             self.own(new_owner, 1, 0);
@@ -421,11 +443,12 @@ impl Store {
 
     /// Build a [`Change`] record.
     fn change(&self, path: &str, recursive: bool, perms: Arc<Perms>, top: &str) -> Change {
+        debug_assert!(path.starts_with(top), "{top} is not a prefix of {path}");
         Change {
             path: String::from(path),
             recursive,
             perms,
-            top: String::from(top),
+            top_len: top.len(),
         }
     }
 
@@ -491,7 +514,7 @@ mod tests {
         let mut s = Store::new();
         let q = Quota::default();
         let c = s.write(&Actor::DOM0, &q, "/a/b/c", b"v", 1).unwrap();
-        assert_eq!(c.top, "/");
+        assert_eq!(c.top(), "/");
         assert_eq!(&*s.get("/a/b/c").unwrap().value, b"v");
         assert_eq!(&*s.get("/a").unwrap().value, b"");
         s.set_perms(
@@ -505,7 +528,7 @@ mod tests {
         s.write(&Actor::DOM0, &q, "/a/x", b"", 3).unwrap();
         assert_eq!(s.get("/a/x").unwrap().perms.to_strings(), ["n0", "r0"]);
         s.check_invariants();
-        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 4).unwrap().unwrap().top, "/a");
+        assert_eq!(s.rm(&Actor::DOM0, "/a/b", 4).unwrap().unwrap().top(), "/a");
         assert_eq!(s.rm(&Actor::DOM0, "/a/b", 5), Ok(None));
         assert_eq!(s.rm(&Actor::DOM0, "/q/b", 5), Err(XsError::Enoent));
         assert_eq!(s.rm(&Actor::DOM0, "/", 5), Err(XsError::Einval));

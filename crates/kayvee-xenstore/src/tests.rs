@@ -27,7 +27,7 @@ fn rm(p: &str) -> Op {
     Op::Rm(b(p))
 }
 fn val(v: &str) -> Reply {
-    Reply::Value(b(v))
+    Reply::Value(b(v).into())
 }
 fn list(items: &[&str]) -> Reply {
     Reply::List(items.iter().map(|s| b(s)).collect())
@@ -995,4 +995,28 @@ fn a_guest_transaction_writing_existing_nodes_commits_what_it_read_back() {
             Step("g1", 0, read("x/a"), val("88")),
         ],
     );
+}
+
+/// Connection ids are the shell's choice: small slots and large ids alike.
+#[test]
+fn connections_with_any_ids() {
+    let mut xs = Xenstored::new(XsConfig::default());
+    let ids = [3u64, 5000, 1 << 40, 4095, 4096];
+    for &id in &ids {
+        xs.connect(id, 0);
+    }
+    assert_eq!(xs.counts().0, ids.len());
+    for &id in &ids {
+        let own = alloc::format!("/c/{id}");
+        assert_eq!(xs.handle(id, 0, &write(&own, "v"), Now::default()), OK);
+        assert_eq!(xs.domain_of(id), Some(0));
+    }
+    xs.disconnect(5000);
+    xs.disconnect(1 << 40);
+    xs.disconnect(1 << 40);
+    assert_eq!(xs.counts().0, 3);
+    assert_eq!(xs.domain_of(5000), None);
+    let r = xs.handle(5000, 0, &read("/c/3"), Now::default());
+    assert_eq!(r, err(XsError::Einval));
+    assert_eq!(xs.handle(4096, 0, &read("/c/3"), Now::default()), val("v"));
 }

@@ -4,7 +4,8 @@
 use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
+
+use smallvec::SmallVec;
 
 use crate::error::XsError;
 use crate::exec::{apply, Ctx, Effects};
@@ -74,11 +75,11 @@ pub struct Txn {
     /// Longest common prefix of the regions written.
     pub write_prefix: Option<String>,
     /// Every path read or written (per-node policy).
-    pub accessed: BTreeSet<String>,
+    pub accessed: Accessed,
     /// Requests and their replies, in order, for replay.
-    pub log: Vec<(Op, Reply)>,
+    pub log: SmallVec<[(Op, Reply); 2]>,
     /// Changes made, for watch events on commit.
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// Start time, unix ms.
     pub started_ms: u64,
     /// A request went over the transaction-nodes quota: the commit answers ENOMEM.
@@ -120,6 +121,52 @@ impl Detached {
     }
 }
 
+/// A transaction's changes (one, as a rule, held inline).
+pub type Changes = SmallVec<[Change; 1]>;
+
+/// The distinct paths a transaction touched, sorted (a few, as a rule, held inline: no
+/// allocation for the set itself).
+#[derive(Clone, Debug, Default)]
+pub struct Accessed(SmallVec<[String; 4]>);
+
+impl Accessed {
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No path yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Where `p` is, or would go.
+    fn find(&self, p: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|s| s.as_str().cmp(p))
+    }
+
+    /// Whether `p` is in the set.
+    pub fn contains(&self, p: &str) -> bool {
+        self.find(p).is_ok()
+    }
+
+    /// Add `p` (taken only when new); true when it was new.
+    pub fn insert(&mut self, p: String) -> bool {
+        match self.find(&p) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, p);
+                true
+            }
+        }
+    }
+
+    /// The paths in order.
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
+}
+
 /// Paths one request can add to a transaction's accessed set: one read, or one change's top
 /// and path.
 const PATHS_PER_REQUEST: usize = 2;
@@ -146,9 +193,9 @@ impl Txn {
             start_commits: commits,
             read_prefix: None,
             write_prefix: None,
-            accessed: BTreeSet::new(),
-            log: Vec::new(),
-            changes: Vec::new(),
+            accessed: Accessed::default(),
+            log: SmallVec::new(),
+            changes: Changes::new(),
             started_ms: now_ms,
             failed: false,
             detached: None,
@@ -160,8 +207,7 @@ impl Txn {
         if let Some(d) = self.detached.take() {
             // The node at `d.at` exists in the private store (nothing else ran since it was
             // detached), so no child list changes and the stamp is not used.
-            let root = replace_path(&self.store.root, &d.at, Some(d.node), 0);
-            self.store.root = root;
+            replace_path(&mut self.store.root, &d.at, Some(d.node), 0);
         }
     }
 
@@ -198,13 +244,20 @@ impl Txn {
         let gen = *cx.gen;
         // The private store's maps with the subtree as its root, for the length of the write.
         core::mem::swap(&mut self.store.root, &mut d.node);
-        let r = self.store.write(&cx.actor, cx.quota, d.rel(&path), v, gen);
+        let r = self
+            .store
+            .write_existing(&cx.actor, cx.quota, d.rel(&path), v, gen);
         core::mem::swap(&mut self.store.root, &mut d.node);
         Some(match r {
-            Ok(mut c) => {
-                c.top.clone_from(&path);
-                c.path = path;
-                fx.changes.push(c);
+            Ok(perms) => {
+                // A WRITE of an existing node (found above): the node itself is the top.
+                let perms = perms.expect("the node exists in the detached subtree");
+                fx.changes.push(Change {
+                    top_len: path.len(),
+                    path,
+                    recursive: false,
+                    perms,
+                });
                 Reply::Ok
             }
             Err(e) => {
@@ -218,8 +271,11 @@ impl Txn {
     /// For an unprivileged actor, a request that would make the transaction touch more than
     /// `transaction-nodes` distinct nodes is undone, answers ENOSPC and marks the transaction
     /// failed (cxenstored 4.17: its commit then answers ENOMEM).
-    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op) -> Reply {
-        let mut fx = Effects::default();
+    ///
+    /// `fx` is the caller's scratch list of effects, empty on entry and on return (kept by
+    /// the daemon so that its vectors keep their room from one request to the next).
+    pub fn run(&mut self, cx: &mut Ctx<'_>, op: Op, fx: &mut Effects) -> Reply {
+        debug_assert!(fx.reads.is_empty() && fx.changes.is_empty());
         // Only a request that could cross the quota needs a copy to undo: one adds at most
         // PATHS_PER_REQUEST paths (a copy would also make the first change to the private
         // count maps copy their nodes).
@@ -228,18 +284,20 @@ impl Txn {
             !cx.actor.privileged && limit != 0 && self.accessed.len() + PATHS_PER_REQUEST > limit;
         let detached = match near {
             true => None,
-            false => self.write_detached(cx, &op, &mut fx),
+            false => self.write_detached(cx, &op, fx),
         };
         let reply = match detached {
             Some(reply) => reply,
             None => {
                 self.attach();
                 let before = near.then(|| self.store.clone());
-                let reply = apply(&mut self.store, cx, &op, &mut fx);
+                let reply = apply(&mut self.store, cx, &op, fx);
                 if let Some(before) = before {
-                    if self.touched_after(&fx) > limit {
+                    if self.touched_after(fx) > limit {
                         self.store = before;
                         self.failed = true;
+                        fx.reads.clear();
+                        fx.changes.clear();
                         return Reply::Error(XsError::Enospc);
                     }
                 }
@@ -247,16 +305,16 @@ impl Txn {
             }
         };
         debug_assert!(fx.reads.len() + 2 * fx.changes.len() <= PATHS_PER_REQUEST);
-        for r in fx.reads {
+        for r in fx.reads.drain(..) {
             widen(&mut self.read_prefix, &r);
             self.accessed.insert(r);
         }
-        for c in fx.changes {
-            widen(&mut self.write_prefix, &c.top);
+        for c in fx.changes.drain(..) {
+            widen(&mut self.write_prefix, c.top());
             // Copied only when new (a WRITE of an existing node has its path as its top).
-            for p in [&c.top, &c.path] {
+            for p in [c.top(), c.path.as_str()] {
                 if !self.accessed.contains(p) {
-                    self.accessed.insert(p.clone());
+                    self.accessed.insert(String::from(p));
                 }
             }
             self.changes.push(c);
@@ -269,10 +327,7 @@ impl Txn {
     fn touched_after(&self, fx: &Effects) -> usize {
         let mut fresh: BTreeSet<&str> = BTreeSet::new();
         let paths = fx.reads.iter().map(String::as_str);
-        let changed = fx
-            .changes
-            .iter()
-            .flat_map(|c| [c.top.as_str(), c.path.as_str()]);
+        let changed = fx.changes.iter().flat_map(|c| [c.top(), c.path.as_str()]);
         for p in paths.chain(changed) {
             if !self.accessed.contains(p) {
                 fresh.insert(p);
@@ -281,22 +336,22 @@ impl Txn {
         self.accessed.len() + fresh.len()
     }
 
-    /// Commit against `current` under `policy`: the new store, the changes to announce and
-    /// how it went; `None` means EAGAIN.
+    /// Commit into `current` under `policy`: the changes to announce, how it went, and the
+    /// store `current` replaced when it was replaced whole (a root swap or a replay; a graft
+    /// changes `current` in place). `None` means EAGAIN, `current` untouched.
     pub fn commit(
         mut self,
-        current: &Store,
+        current: &mut Store,
         commits: u64,
         policy: ConflictPolicy,
         cx: &mut Ctx<'_>,
-    ) -> Option<(Store, Vec<Change>, CommitPath)> {
+    ) -> Option<Committed> {
         match policy {
             ConflictPolicy::AbortOnAnyCommit => {
                 if commits != self.start_commits {
                     return None;
                 }
-                self.attach();
-                Some((untracked(self.store), self.changes, CommitPath::Swap))
+                Some(self.swap(current))
             }
             ConflictPolicy::PerNode => {
                 let clean = self
@@ -307,21 +362,36 @@ impl Txn {
             }
             ConflictPolicy::Coalesce => {
                 if Arc::ptr_eq(&current.root, &self.start.root) {
-                    self.attach();
-                    return Some((untracked(self.store), self.changes, CommitPath::Swap));
+                    return Some(self.swap(current));
                 }
-                if let Some(store) = self.graft(current, cx) {
-                    return Some((store, self.changes, CommitPath::Graft));
+                if self.graft(current, cx) {
+                    return Some(Committed {
+                        changes: self.changes,
+                        how: CommitPath::Graft,
+                        replaced: None,
+                    });
                 }
                 self.replay(current, cx)
             }
         }
     }
 
+    /// The private store becomes the current one.
+    fn swap(mut self, current: &mut Store) -> Committed {
+        self.attach();
+        let old = core::mem::replace(current, untracked(self.store));
+        Committed {
+            changes: self.changes,
+            how: CommitPath::Swap,
+            replaced: Some(old),
+        }
+    }
+
     /// The coalescing test of Algorithm 2 with separate read and write prefixes: when the
     /// subtrees at both are the same pointers in the start and current roots, graft the
-    /// private subtree at the write prefix into the current root.
-    fn graft(&mut self, current: &Store, cx: &mut Ctx<'_>) -> Option<Store> {
+    /// private subtree at the write prefix into the current root (in place: see
+    /// [`replace_path`]). False, with `current` untouched, when the test fails.
+    fn graft(&mut self, current: &mut Store, cx: &mut Ctx<'_>) -> bool {
         // Writes below the detached subtree cannot widen the write prefix above it; attach
         // anyway if it ever did, so the private store answers for the prefix.
         if let (Some(d), Some(w)) = (&self.detached, &self.write_prefix) {
@@ -331,49 +401,45 @@ impl Txn {
         }
         if let Some(r) = &self.read_prefix {
             if !compare_at(&self.start, current, r).0 {
-                return None;
+                return false;
             }
         }
         let Some(w) = &self.write_prefix else {
-            return Some(current.clone());
+            return true;
         };
         if compare_at(&self.start, current, w) != (true, true) {
-            return None;
+            return false;
         }
-        let mine = self.private_get(w)?.clone();
-        *cx.gen += 1;
-        let root = replace_path(&current.root, w, Some(mine), *cx.gen);
-        // Counts: current + private - start, for the domains the transaction changed.
-        let mut store = Store {
-            root,
-            owners: current.owners.clone(),
-            memory: current.memory.clone(),
-            touched: None,
+        let Some(mine) = self.private_get(w).cloned() else {
+            return false;
         };
+        *cx.gen += 1;
+        replace_path(&mut current.root, w, Some(mine), *cx.gen);
+        // Counts: current + private - start, for the domains the transaction changed.
         for &d in self.store.touched.as_deref().unwrap_or(&[]) {
             // Unchanged counts are not rewritten (an insert copies the shared map's path).
             let (now, mine, then) = (
-                store.nodes_of(d),
+                current.nodes_of(d),
                 self.store.nodes_of(d),
                 self.start.nodes_of(d),
             );
             if mine != then {
-                store.owners.insert(d, (now + mine).saturating_sub(then));
+                current.owners.insert(d, (now + mine).saturating_sub(then));
             }
             let (now, mine, then) = (
-                store.memory_of(d),
+                current.memory_of(d),
                 self.store.memory_of(d),
                 self.start.memory_of(d),
             );
             if mine != then {
-                store.memory.insert(d, (now + mine).saturating_sub(then));
+                current.memory.insert(d, (now + mine).saturating_sub(then));
             }
         }
-        Some(store)
+        true
     }
 
     /// Run the recorded requests again against `current`; commit iff every reply is the same.
-    fn replay(self, current: &Store, cx: &mut Ctx<'_>) -> Option<(Store, Vec<Change>, CommitPath)> {
+    fn replay(self, current: &mut Store, cx: &mut Ctx<'_>) -> Option<Committed> {
         let mut store = current.clone();
         let mut fx = Effects::default();
         for (op, reply) in &self.log {
@@ -381,8 +447,25 @@ impl Txn {
                 return None;
             }
         }
-        Some((store, fx.changes, CommitPath::Replay))
+        Some(Committed {
+            changes: Changes::from_vec(fx.changes),
+            how: CommitPath::Replay,
+            replaced: Some(core::mem::replace(current, store)),
+        })
     }
+}
+
+/// What a commit did: the changes to announce, how it went, and the store it replaced whole
+/// (for the daemon to free later), if any.
+#[derive(Debug)]
+pub struct Committed {
+    /// The changes, for watch events.
+    pub changes: Changes,
+    /// Swap, graft or replay.
+    pub how: CommitPath,
+    /// The store `current` was before a swap or a replay; None after a graft, which changed
+    /// it in place.
+    pub replaced: Option<Store>,
 }
 
 /// A transaction's private store as the daemon's: no longer tracking changed domains.

@@ -59,7 +59,7 @@ mod tests {
             path: path.into(),
             recursive,
             perms,
-            top: path.into(),
+            top_len: path.len(),
         }
     }
 

@@ -108,55 +108,96 @@ struct Conn {
     alone: bool,
 }
 
-/// Connections sorted by id in one vector: found by binary search (several lookups per
-/// request; cheaper than a B-tree's walk of its nodes) and walked in id order.
+/// Ids below this index the connection table's vector directly (a shell's connection slots,
+/// as a rule); larger ones go to its sorted list.
+const DENSE_IDS: ConnId = 4096;
+
+/// Connections by id: one vector indexed by the id for ids below [`DENSE_IDS`] (several
+/// lookups per request, each one index), and a list sorted by id, searched by bisection, for
+/// any larger id. Walked in id order.
 #[derive(Clone, Debug, Default)]
-struct ConnTable(Vec<(ConnId, Conn)>);
+struct ConnTable {
+    dense: Vec<Option<Conn>>,
+    sparse: Vec<(ConnId, Conn)>,
+    len: usize,
+}
 
 impl ConnTable {
-    /// Where `id` is, or would go.
+    /// Where `id` is, or would go, in the sorted list.
     fn find(&self, id: ConnId) -> Result<usize, usize> {
-        self.0.binary_search_by_key(&id, |(k, _)| *k)
+        self.sparse.binary_search_by_key(&id, |(k, _)| *k)
     }
 
     /// The connection `id`.
     fn get(&self, id: &ConnId) -> Option<&Conn> {
-        self.find(*id).ok().map(|i| &self.0[i].1)
+        match *id < DENSE_IDS {
+            true => self.dense.get(*id as usize)?.as_ref(),
+            false => self.find(*id).ok().map(|i| &self.sparse[i].1),
+        }
     }
 
     /// The connection `id`, mutably.
     fn get_mut(&mut self, id: &ConnId) -> Option<&mut Conn> {
-        let i = self.find(*id).ok()?;
-        Some(&mut self.0[i].1)
+        match *id < DENSE_IDS {
+            true => self.dense.get_mut(*id as usize)?.as_mut(),
+            false => {
+                let i = self.find(*id).ok()?;
+                Some(&mut self.sparse[i].1)
+            }
+        }
     }
 
     /// Add or replace connection `id`.
     fn insert(&mut self, id: ConnId, c: Conn) {
+        if id < DENSE_IDS {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            if self.dense[i].replace(c).is_none() {
+                self.len += 1;
+            }
+            return;
+        }
         match self.find(id) {
-            Ok(i) => self.0[i].1 = c,
-            Err(i) => self.0.insert(i, (id, c)),
+            Ok(i) => self.sparse[i].1 = c,
+            Err(i) => {
+                self.sparse.insert(i, (id, c));
+                self.len += 1;
+            }
         }
     }
 
     /// Take connection `id` out.
     fn remove(&mut self, id: &ConnId) -> Option<Conn> {
-        let i = self.find(*id).ok()?;
-        Some(self.0.remove(i).1)
+        let c = match *id < DENSE_IDS {
+            true => self.dense.get_mut(*id as usize)?.take(),
+            false => {
+                let i = self.find(*id).ok()?;
+                Some(self.sparse.remove(i).1)
+            }
+        };
+        if c.is_some() {
+            self.len -= 1;
+        }
+        c
     }
 
     /// The connections in id order.
-    fn iter(&self) -> impl Iterator<Item = (&ConnId, &Conn)> {
-        self.0.iter().map(|(id, c)| (id, c))
+    fn iter(&self) -> impl Iterator<Item = (ConnId, &Conn)> {
+        let dense = self.dense.iter().enumerate();
+        let dense = dense.filter_map(|(i, c)| c.as_ref().map(|c| (i as ConnId, c)));
+        dense.chain(self.sparse.iter().map(|(id, c)| (*id, c)))
     }
 
     /// The connections' states in id order.
     fn values(&self) -> impl Iterator<Item = &Conn> {
-        self.0.iter().map(|(_, c)| c)
+        self.iter().map(|(_, c)| c)
     }
 
     /// Number of connections.
     fn len(&self) -> usize {
-        self.0.len()
+        self.len
     }
 }
 
@@ -198,6 +239,8 @@ pub struct Xenstored {
     /// Some domain got its own quota (SET_QUOTA) or a target (SET_TARGET): until then every
     /// request's actor and quota come without a look at the domain table.
     per_domain: bool,
+    /// Scratch list of a request's effects (its vectors keep their room between requests).
+    fx: Effects,
 }
 
 /// Versions [`Xenstored::dead`] holds at most: a shell that never calls
@@ -269,6 +312,7 @@ impl Xenstored {
             dead: Vec::new(),
             domain_changes: Vec::new(),
             per_domain: false,
+            fx: Effects::default(),
         };
         if !xs.config.no_domain_init {
             for p in ["/tool/xenstored", "/local"] {
@@ -596,9 +640,9 @@ impl Xenstored {
             });
             return txn
                 .expect("checked by handle")
-                .run(&mut cx, op.into_owned());
+                .run(&mut cx, op.into_owned(), &mut self.fx);
         }
-        let mut fx = Effects::default();
+        let mut fx = core::mem::take(&mut self.fx);
         let reply = crate::exec::apply(&mut self.store, &mut cx, &op, &mut fx);
         if !fx.changes.is_empty() {
             self.commits += 1;
@@ -606,6 +650,9 @@ impl Xenstored {
         for c in &fx.changes {
             self.fire(c);
         }
+        fx.reads.clear();
+        fx.changes.clear();
+        self.fx = fx;
         reply
     }
 
@@ -620,7 +667,9 @@ impl Xenstored {
         let tid = c.next_tid;
         c.next_tid = c.next_tid.wrapping_add(1).max(1);
         c.txns.push((tid, txn));
-        Ok(Reply::Text(alloc::format!("{tid}")))
+        let mut id = String::with_capacity(10);
+        crate::path::push_decimal(&mut id, tid);
+        Ok(Reply::Text(id))
     }
 
     /// TRANSACTION_END: commit (`T`) or abort (`F`); the id is gone either way.
@@ -649,22 +698,22 @@ impl Xenstored {
             gen: &mut self.gen,
         };
         let policy = self.config.policy;
-        let Some((store, changes, how)) = txn.commit(&self.store, self.commits, policy, &mut cx)
-        else {
+        let Some(done) = txn.commit(&mut self.store, self.commits, policy, &mut cx) else {
             self.stats.conflicts += 1;
             return Err(XsError::Eagain);
         };
-        match how {
+        match done.how {
             CommitPath::Swap => self.stats.swaps += 1,
             CommitPath::Graft => self.stats.grafts += 1,
             CommitPath::Replay => self.stats.replays += 1,
         }
-        let old = core::mem::replace(&mut self.store, store);
-        self.bury(old.root);
-        if !changes.is_empty() {
+        if let Some(old) = done.replaced {
+            self.bury(old.root);
+        }
+        if !done.changes.is_empty() {
             self.commits += 1;
         }
-        for c in &changes {
+        for c in &done.changes {
             self.fire(c);
         }
         Ok(Reply::Ok)
@@ -707,7 +756,7 @@ impl Xenstored {
             }
             for w in c.watches.iter().filter(|w| w.abs == name) {
                 out.push(WatchEvent {
-                    conn: *id,
+                    conn: id,
                     path: w.path.clone(),
                     token: w.token.clone(),
                 });
@@ -934,7 +983,7 @@ impl Xenstored {
             .conns
             .iter()
             .filter(|(_, c)| c.domid == d)
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         for id in dropped {
             self.disconnect(id);

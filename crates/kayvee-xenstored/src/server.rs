@@ -316,7 +316,11 @@ impl Server {
         self.sessions.take_dirty(&mut ids);
         for &id in &ids {
             if self.is_ring(id) {
-                self.flush_ring(id);
+                // A ring's pump wrote what it could when the output was made: only output
+                // left over (a full response queue) needs another pump here.
+                if self.sessions.get(&id).is_some_and(|s| !s.out.is_empty()) {
+                    self.flush_ring(id);
+                }
             } else if !self.flush(id) {
                 self.close(id, "write error");
             }

@@ -28,7 +28,7 @@ fn read_request_and_reply() {
     let (h, op) = decode_one(&hex("02000000 00000000 00000000 05000000 2f732f6100"));
     assert_eq!(op, Op::Read(b"/s/a".to_vec()));
     let mut out = Vec::new();
-    encode_reply(&mut out, &h, &Reply::Value(b"1".to_vec()));
+    encode_reply(&mut out, &h, &Reply::Value(b"1"[..].into()));
     assert_eq!(out, hex("02000000 00000000 00000000 01000000 31"));
 }
 

@@ -341,7 +341,7 @@ impl Server {
             }
         }
         // A mapping prepared for an INTRODUCE that the store then refused goes now.
-        if let Some(g) = self.xen.as_mut() {
+        if let Some(g) = self.xen.as_mut().filter(|g| !g.prepared.is_empty()) {
             for (_, (_page, port)) in g.prepared.drain() {
                 g.host.unbind(port);
             }

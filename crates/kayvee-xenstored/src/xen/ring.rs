@@ -91,6 +91,10 @@ pub fn consume(page: &Page, q: Queue, out: &mut Vec<u8>, max: usize) -> Result<u
         return Err(RingError::RingIdx);
     }
     let n = (avail as usize).min(max);
+    if n == 0 {
+        // Nothing to take: the index stays as it is, so there is nothing to publish.
+        return Ok(0);
+    }
     let start = (cons % RING_SIZE) as usize;
     let first = n.min(RING_SIZE as usize - start);
     let at = out.len();

@@ -23,6 +23,7 @@ mod port;
 mod pvh;
 mod serial;
 mod server;
+mod sntp;
 mod store;
 mod time;
 

@@ -210,6 +210,9 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
     if let (Some(IpCidr::Ipv4(cidr)), Some(gw)) = (iface.ip_addrs().first(), gateway) {
         dev.announce(cidr.address(), gw);
     }
+    if let Some((ip, port)) = args.ntp {
+        crate::sntp::sync(&mut iface, &mut dev, &mut sockets, (ip, port), clock);
+    }
     let port = driver.engine().core.config.port;
     let mut pool = Pool {
         port,

@@ -43,7 +43,8 @@ pub struct Clock {
     /// TSC at the last rebase and the uptime (us) it stood for.
     tsc_base: Cell<u64>,
     uptime_base_us: Cell<u64>,
-    unix_base_us: u64,
+    /// Unix time (us) at uptime 0; stepped once by an NTP answer ([`Clock::step_wall`]).
+    unix_base_us: Cell<u64>,
     /// Measuring against the PIT: the baseline edge (count, TSC) and its uptime (us), for
     /// refinement; `None` when the frequency came from CPUID (or there is no PIT).
     pit_base: Cell<Option<(u16, u64, u64)>>,
@@ -66,7 +67,7 @@ impl Clock {
             source,
             tsc_base: Cell::new(rdtsc()),
             uptime_base_us: Cell::new(0),
-            unix_base_us,
+            unix_base_us: Cell::new(unix_base_us),
             pit_base: Cell::new(pit_base),
             refined: Cell::new(0),
         }
@@ -90,7 +91,14 @@ impl Clock {
 
     /// Unix time in microseconds.
     pub fn unix_us(&self) -> u64 {
-        self.unix_base_us + self.uptime_us()
+        self.unix_base_us.get() + self.uptime_us()
+    }
+
+    /// Moves the wall clock by `offset_us` (an NTP server's answer); monotonic time is left
+    /// as it is.
+    pub fn step_wall(&self, offset_us: i64) {
+        let base = self.unix_base_us.get();
+        self.unix_base_us.set(base.saturating_add_signed(offset_us));
     }
 
     /// Busy-waits `us` microseconds.

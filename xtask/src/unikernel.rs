@@ -91,6 +91,45 @@ fn unix_time_param() -> String {
     format!("{}.{:06}", t.as_secs(), t.subsec_micros())
 }
 
+/// The port of this process's SNTP responder on 127.0.0.1 (a guest reaches it as
+/// 10.0.2.2 through QEMU's user network), started on first use; `None` if it cannot bind.
+/// It answers every 48-byte request as a stratum-1 server with the host's clock (RFC 4330).
+pub(crate) fn ntp_port() -> Option<u16> {
+    static PORT: std::sync::OnceLock<Option<u16>> = std::sync::OnceLock::new();
+    *PORT.get_or_init(|| {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+        let port = socket.local_addr().ok()?.port();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = socket.recv_from(&mut buf) {
+                let received = ntp_now();
+                if n < 48 {
+                    continue;
+                }
+                let mut answer = [0u8; 48];
+                answer[0] = 0x24; // LI 0, version 4, mode 4 (server)
+                answer[1] = 1; // stratum 1
+                answer[12..16].copy_from_slice(b"LOCL");
+                answer[24..32].copy_from_slice(&buf[40..48]); // originate: the client's transmit
+                answer[32..40].copy_from_slice(&received.to_be_bytes());
+                answer[16..24].copy_from_slice(&received.to_be_bytes());
+                answer[40..48].copy_from_slice(&ntp_now().to_be_bytes());
+                let _ = socket.send_to(&answer, from);
+            }
+        });
+        Some(port)
+    })
+}
+
+/// The host's time as an NTP timestamp (seconds since 1900, 2^-32 fractions).
+fn ntp_now() -> u64 {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let s = t.as_secs() + 2_208_988_800;
+    (s << 32) | ((u64::from(t.subsec_nanos()) << 32) / 1_000_000_000)
+}
+
 /// KVM only when it is real hardware virtualization: this project's CI machines expose a
 /// nested "PVM" /dev/kvm that aborts the ring-0 image on its first SSE instruction.
 pub(crate) fn accel(requested: Option<&str>) -> &'static str {
@@ -181,6 +220,10 @@ pub(crate) struct Boot {
     /// Another guest instead of the image (`bench-disk --linux`): `-initrd` and the whole
     /// kernel command line; the machine, NIC, disk and forwarding stay the same.
     pub linux: Option<(PathBuf, String)>,
+    /// `ntp=` to this process's SNTP responder ([`ntp_port`]): the guest's wall clock then
+    /// matches the host's to about a millisecond (`time=` lags by QEMU's start-up, which the
+    /// suite's absolute-expiry tests notice).
+    pub ntp: bool,
 }
 
 impl Boot {
@@ -197,12 +240,18 @@ impl Boot {
             qemu_extra: Vec::new(),
             disk: None,
             linux: None,
+            ntp: false,
         }
     }
 
     /// The QEMU command.
     pub fn command(&self, image: &std::path::Path) -> Command {
         let mut cmdline = format!("{} port=6379 time={}", self.net, unix_time_param());
+        if self.ntp {
+            if let Some(port) = ntp_port() {
+                cmdline.push_str(&format!(" ntp=10.0.2.2:{port}"));
+            }
+        }
         if let Some((_, linux)) = &self.linux {
             cmdline = linux.clone();
         } else if self.disk.is_some() {
@@ -253,6 +302,7 @@ fn qemu(
 ) -> Command {
     let mut boot = Boot::new(machine, accel, host_port);
     boot.extra = extra_cmdline.to_vec();
+    boot.ntp = true;
     boot.command(image)
 }
 
@@ -293,6 +343,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         path.display()
     );
     let mut boot = Boot::new(machine, accel, port);
+    boot.ntp = true;
     boot.extra = extra;
     boot.disk = disk;
     let status = boot.command(&path).status().map_err(|e| {

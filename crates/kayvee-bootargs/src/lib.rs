@@ -29,6 +29,7 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 pub use civil::days_from_civil;
+use value::cut;
 pub use value::{parse_cidr, parse_ipv4, parse_mmio_device, parse_time_us};
 
 /// What the command line asks for.
@@ -40,6 +41,9 @@ pub struct Args {
     pub gw: Option<Ipv4Addr>,
     /// Unix time at boot in microseconds (`time=1700000000.123`).
     pub time_us: Option<u64>,
+    /// An (S)NTP server to set the wall clock from once the network is up
+    /// (`ntp=10.0.2.2` or `ntp=10.0.2.2:1123`; port 123 by default).
+    pub ntp: Option<(Ipv4Addr, u16)>,
     /// Redis directives, in order: name and value.
     pub config: Vec<(String, String)>,
     /// `debug-fault=pf|ud|gp|stack|oom`: raise that CPU exception (or overflow the stack, or
@@ -223,6 +227,20 @@ fn apply(args: &mut Args, key: &str, value: &str) -> Result<(), String> {
                 alloc::format!("gw={value}: expected an IPv4 address such as 10.0.2.2")
             })?;
             args.gw = Some(gw);
+        }
+        "ntp" => {
+            let (addr, port) = match cut(value, b':') {
+                Some((a, p)) => (a, p.parse::<u16>().ok().filter(|&p| p != 0)),
+                None => (value, Some(123)),
+            };
+            match (parse_ipv4(addr), port) {
+                (Some(ip), Some(port)) => args.ntp = Some((ip, port)),
+                _ => {
+                    return Err(alloc::format!(
+                        "ntp={value}: expected an IPv4 address and an optional port such as 10.0.2.2:123"
+                    ))
+                }
+            }
         }
         "time" => {
             let t = parse_time_us(value).ok_or_else(|| {
@@ -522,5 +540,25 @@ mod tests {
             err("nonsense \""),
             "unbalanced double quote in the command line"
         );
+    }
+
+    #[test]
+    fn ntp_names_a_server_and_an_optional_port() {
+        let a = parse("ntp=10.0.2.2").unwrap();
+        assert_eq!(a.ntp, Some((Ipv4Addr::new(10, 0, 2, 2), 123)));
+        let a = parse("ntp=192.168.1.1:1123").unwrap();
+        assert_eq!(a.ntp, Some((Ipv4Addr::new(192, 168, 1, 1), 1123)));
+        assert_eq!(parse("ip=10.0.2.15/24").unwrap().ntp, None);
+        for v in [
+            "",
+            "pool.ntp.org",
+            "10.0.2.2:",
+            "10.0.2.2:0",
+            "10.0.2.2:70000",
+            "1.2.3:5",
+        ] {
+            let e = parse(&alloc::format!("ntp={v}")).unwrap_err();
+            assert!(e.starts_with(&alloc::format!("ntp={v}: expected")), "{e}");
+        }
     }
 }

@@ -58,6 +58,7 @@ pub struct Guest {
 pub fn boot(image: &Path, console: &Path) -> Result<Guest, String> {
     let forward = uk::free_port()?;
     let mut boot = Boot::new(Machine::Microvm, "tcg", forward);
+    boot.ntp = true;
     boot.mem = GUEST_MEM.into();
     boot.extra = vec!["enable-debug-command=yes".into()];
     let out = std::fs::File::create(console).map_err(|e| format!("{}: {e}", console.display()))?;

@@ -806,7 +806,7 @@ const AOF_MISCONF: &str = "-MISCONF Errors writing to the AOF file: No space lef
 /// Keys written with a TTL first in [`full_log`]: their expiry frees the room a snapshot needs.
 const FULL_EXPIRING: usize = 200;
 /// Their TTL (the permanent writes must fill the disk before it ends).
-const FULL_TTL_S: &str = "30";
+const FULL_TTL_S: &str = "40";
 /// Bytes of each value (random letters: LZF cannot shrink them).
 const FULL_VALUE: usize = 4000;
 

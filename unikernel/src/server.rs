@@ -790,9 +790,14 @@ fn write_connections(
     store: &mut Option<Store>,
 ) {
     let mut dirty = Vec::new();
+    if let Some(store) = store.as_mut() {
+        for h in store.take_released() {
+            driver.writable(h);
+        }
+    }
     loop {
         // The pass's writes reach the log (flushed under `appendfsync always`) before any of
-        // its replies is handed to a socket.
+        // its replies is handed to a socket; on a full disk, replies the log cannot back wait.
         if let Some(store) = store.as_mut() {
             store.flush_log(driver.engine_mut(), clock);
         }
@@ -800,6 +805,9 @@ fn write_connections(
             break;
         }
         driver.take_dirty(&mut dirty);
+        if let Some(store) = store.as_mut() {
+            store.hold_replies(driver.engine(), &mut dirty);
+        }
         for h in dirty.drain(..) {
             let Some(&s) = pool.slot_of.get(h.0) else {
                 continue;

@@ -24,6 +24,19 @@
 //! switches to the new pair. At boot the snapshot's log is replayed after it; a torn last record
 //! is reported and ignored. A log half that cannot take a pass's record gets a snapshot on the
 //! spot (its log then starts empty). See `kayvee-disk` for the record format.
+//!
+//! A full disk (the log half cannot take the record and the snapshot does not fit in its slot
+//! either): Redis's rules for a failed AOF write, without its exit under `appendfsync always`.
+//! The writes stay in memory (their bytes kept for the log), INFO says
+//! `aof_last_write_status:err`, and write commands (and PING) get `-MISCONF Errors writing to
+//! the AOF file: No space left on device` while reads are served. Under `always` the replies of
+//! the pass whose record failed are held back (nothing unwritten is acknowledged) until the
+//! condition clears; under `everysec` and `no` they went out, as in Redis. A background
+//! snapshot (a rewrite) is retried in the cron, at most once a second and only when something
+//! changed (expiry's or eviction's deletions shrink the dataset), else once a minute; BGSAVE,
+//! BGREWRITEAOF and SAVE try too. The first one that fits restarts the log, takes the kept
+//! bytes that came after it began, and clears the condition (the held replies go out).
+//! `CONFIG SET appendonly no` clears it too (the kept bytes are dropped: the log is off).
 
 use crate::blk::{Disk, IoError};
 use crate::println;
@@ -60,7 +73,33 @@ pub struct Store {
     queued_bgsave: bool,
     /// After a failed rewrite, no automatic one before this uptime.
     auto_rewrite_after_us: u64,
+    /// The disk is full: `pending` cannot be written and no snapshot fit (see the module doc).
+    full: Option<Full>,
+    /// Clients whose replies wait for the log to take their writes (`appendfsync always` on
+    /// a full disk): handle and client id (a handle is reused by later connections).
+    held: Vec<(kayvee_engine::Handle, u64)>,
+    /// Clients whose held replies may go out now.
+    released: Vec<kayvee_engine::Handle>,
 }
+
+/// The state of a full disk.
+struct Full {
+    /// The replies of the pass that found the disk full are still to be held (`always`).
+    hold_next: bool,
+    /// No retry of a snapshot before this uptime.
+    retry_at_us: u64,
+    /// The uptime of the last retry.
+    tried_us: u64,
+    /// `pending`'s length at the last try (a change means the dataset changed).
+    pending_at_try: usize,
+}
+
+/// The shortest time between two snapshots tried on a full disk.
+const FULL_RETRY_US: u64 = 1_000_000;
+/// A snapshot is tried this often on a full disk even if nothing changed.
+const FULL_RETRY_IDLE_US: u64 = 60_000_000;
+/// `strerror(ENOSPC)`: the end of the MISCONF error a full log gives writes.
+const NO_SPACE: &str = "No space left on device";
 
 /// What a background snapshot is for (how its end is reported).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,6 +119,9 @@ struct Writing {
     log: LogWriter,
     kind: Kind,
     started_us: u64,
+    /// Bytes at the start of `Store::pending` when it began: the snapshot holds them, the new
+    /// log must not.
+    covered: usize,
 }
 
 /// Why a save failed (for the console).
@@ -268,6 +310,9 @@ impl Store {
             last_flush_us: 0,
             queued_bgsave: false,
             auto_rewrite_after_us: 0,
+            full: None,
+            held: Vec::new(),
+            released: Vec::new(),
         }
     }
 
@@ -337,9 +382,12 @@ impl Store {
     /// A writer of the engine's snapshot now, into the slot the next save goes to, with the
     /// log that will follow it (a new nonce). The log's propagated stream restarts (a SELECT
     /// comes first): records from here on also go to the new log.
-    fn begin(&self, engine: &mut Engine, clock: &Clock, kind: Kind) -> Writing {
+    fn begin(&mut self, engine: &mut Engine, clock: &Clock, kind: Kind) -> Writing {
         let now = clock.now();
         let (slot, generation) = kayvee_disk::next_save(&self.slots);
+        if self.appending {
+            engine.drain_propagated(&mut self.pending);
+        }
         engine.reset_propagation_db();
         let log_id = (crate::port::rdtsc() ^ now.unix_us.rotate_left(29)) | 1;
         Writing {
@@ -349,6 +397,7 @@ impl Store {
             log: LogWriter::new(&self.geometry, slot, log_id),
             kind,
             started_us: clock.uptime_us(),
+            covered: self.pending.len(),
         }
     }
 
@@ -382,7 +431,32 @@ impl Store {
         let mut w = self.begin(engine, clock, Kind::Save);
         let now = clock.now();
         while !self.advance(&mut w, now)? {}
+        self.log_restarted(engine, w.covered);
         Ok(())
+    }
+
+    /// A snapshot's header landed: its log is the current one. The kept bytes it holds are
+    /// dropped; on a full disk the rest (made while it was written) becomes the new log's
+    /// first record, and writes are accepted again.
+    fn log_restarted(&mut self, engine: &mut Engine, covered: usize) {
+        self.pending.drain(..covered.min(self.pending.len()));
+        if self.full.is_none() {
+            return;
+        }
+        if !self.pending.is_empty() {
+            match self.append(engine) {
+                Ok(()) => {}
+                Err(SaveError::Layout(_)) => return, // still too much: the next try
+                Err(SaveError::Io(e)) => self.io_failed(engine, &e),
+            }
+        }
+        self.full = None;
+        let s = &mut engine.core.aof.status;
+        s.last_write_ok = true;
+        s.last_write_error.clear();
+        self.released
+            .extend(core::mem::take(&mut self.held).into_iter().map(|(h, _)| h));
+        println!("kayvee: disk: the log has room again (a snapshot restarted it): writes accepted");
     }
 
     /// SAVE (and SHUTDOWN's save): the whole snapshot now, after any background save.
@@ -396,10 +470,7 @@ impl Store {
         let result = self.snapshot_now(engine, clock);
         let now = clock.now();
         match &result {
-            Ok(()) => {
-                self.pending.clear();
-                println!("kayvee: DB saved on disk")
-            }
+            Ok(()) => println!("kayvee: DB saved on disk"),
             Err(e) => println!("kayvee: failed saving the DB: {e}"),
         }
         engine.save_finished(result.is_ok(), false, now);
@@ -446,7 +517,10 @@ impl Store {
                 self.background = Some(w);
                 return;
             }
-            Ok(true) => Ok(()),
+            Ok(true) => {
+                self.log_restarted(engine, w.covered);
+                Ok(())
+            }
             Err(e) => Err(e),
         };
         self.finished(engine, clock, w.kind, w.started_us, result);
@@ -521,7 +595,17 @@ impl Store {
             }
             (self.last_flush_us, self.unflushed) = (up, false);
         }
-        if self.appending
+        let busy = self.busy();
+        if let Some(full) = self.full.as_mut().filter(|_| !busy) {
+            let changed = self.pending.len() != full.pending_at_try;
+            let due = up.saturating_sub(full.tried_us) >= FULL_RETRY_IDLE_US;
+            if up >= full.retry_at_us && (changed || due) {
+                (full.tried_us, full.retry_at_us) = (up, up + FULL_RETRY_US);
+                full.pending_at_try = self.pending.len();
+                println!("kayvee: disk: the log is full: trying a snapshot to restart it");
+                self.start_background(engine, clock, Kind::Rewrite);
+            }
+        } else if self.appending
             && !self.busy()
             && up >= self.auto_rewrite_after_us
             && self.rewrite_due(engine)
@@ -576,6 +660,18 @@ impl Store {
             if let Err(e) = self.disk.flush() {
                 self.io_failed(engine, &e);
             }
+            if self.full.take().is_some() {
+                println!(
+                    "kayvee: disk: append only log turned off on a full disk: {} bytes of writes never reached it",
+                    self.pending.len()
+                );
+                self.pending.clear();
+                let s = &mut engine.core.aof.status;
+                s.last_write_ok = true;
+                s.last_write_error.clear();
+                self.released
+                    .extend(core::mem::take(&mut self.held).into_iter().map(|(h, _)| h));
+            }
             self.appending = false;
             engine.set_propagation(false);
             engine.core.aof.status.on = false;
@@ -601,6 +697,11 @@ impl Store {
         if self.pending.is_empty() {
             return;
         }
+        if self.full.is_some() {
+            // Kept until a snapshot restarts the log.
+            self.report(engine);
+            return;
+        }
         match self.append(engine) {
             Ok(()) => {}
             Err(SaveError::Layout(_)) => self.snapshot_for_full_log(engine, clock),
@@ -616,7 +717,7 @@ impl Store {
             return;
         }
         engine.drain_propagated(&mut self.pending);
-        if self.pending.is_empty() {
+        if self.pending.is_empty() || self.full.is_some() {
             return;
         }
         if let Err(SaveError::Io(e)) = self.append(engine) {
@@ -624,17 +725,21 @@ impl Store {
         }
     }
 
-    /// Appends `pending` as one record to the current log and to the new one being written.
+    /// Appends `pending` as one record to the current log, and what the snapshot being
+    /// written does not hold to its new log.
     fn append(&mut self, engine: &Engine) -> Result<(), SaveError> {
         let len = self.pending.len();
         let (at, run) = self.log.record(&self.pending)?;
         let next = match &self.background {
-            Some(w) => Some(w.log.record(&self.pending)?),
-            None => None,
+            Some(w) if w.covered < len => {
+                let tail = &self.pending[w.covered..];
+                Some((w.log.record(tail)?, tail.len()))
+            }
+            _ => None,
         };
         self.disk.write(at, &run)?;
-        if let Some((at, run)) = next {
-            self.disk.write(at, &run)?;
+        if let Some(((at, run), _)) = &next {
+            self.disk.write(*at, run)?;
         }
         if engine.core.config.appendfsync == "always" {
             self.disk.flush()?;
@@ -643,30 +748,69 @@ impl Store {
         }
         self.log.advance(len);
         if let Some(w) = self.background.as_mut() {
-            w.log.advance(len);
+            if let Some((_, tail)) = next {
+                w.log.advance(tail);
+            }
+            w.covered = 0;
         }
         self.pending.clear();
         Ok(())
     }
 
     /// The log cannot take this pass's record: a snapshot on the spot (the background one,
-    /// if any, is replaced by it and reported as done). Without room for the snapshot either,
-    /// the writes cannot be kept: the machine stops.
+    /// if any, is replaced by it and reported as done, or as failed with it). Without room
+    /// for the snapshot either, the disk is full (see the module doc).
     fn snapshot_for_full_log(&mut self, engine: &mut Engine, clock: &Clock) {
         println!("kayvee: disk: the log is full: writing a snapshot now");
         let replaced = self.background.take();
-        match self.snapshot_now(engine, clock) {
-            Ok(()) => {
-                self.pending.clear();
-                if let Some(w) = replaced {
-                    self.finished(engine, clock, w.kind, w.started_us, Ok(()));
-                }
-            }
-            Err(e) => {
-                println!("kayvee: disk: the log is full and the snapshot failed ({e}): stopping rather than losing acknowledged writes");
-                crate::exit::fail("the append only log is full")
+        let result = self.snapshot_now(engine, clock);
+        if let Some(w) = replaced {
+            let outcome = match &result {
+                Ok(()) => Ok(()),
+                Err(_) => Err(SaveError::Layout(kayvee_disk::DiskError::SlotFull)),
+            };
+            self.finished(engine, clock, w.kind, w.started_us, outcome);
+        }
+        match result {
+            Ok(()) => {}
+            Err(SaveError::Io(e)) => self.io_failed(engine, &e),
+            Err(SaveError::Layout(e)) => {
+                println!("kayvee: disk: Error writing to the append only log: the log is full and the snapshot does not fit ({e}): writes refused (MISCONF) until a snapshot fits");
+                let up = clock.uptime_us();
+                self.full = Some(Full {
+                    hold_next: engine.core.config.appendfsync == "always",
+                    retry_at_us: up + FULL_RETRY_US,
+                    tried_us: up,
+                    pending_at_try: self.pending.len(),
+                });
+                let s = &mut engine.core.aof.status;
+                s.last_write_ok = false;
+                s.last_write_error = NO_SPACE.into();
             }
         }
+    }
+
+    /// Takes out of `dirty` the clients whose replies must wait: on the pass that found the
+    /// disk full under `appendfsync always`, every client with output (its replies may tell
+    /// of writes the log does not hold); afterwards, those same clients until the log has
+    /// room again.
+    pub fn hold_replies(&mut self, engine: &Engine, dirty: &mut Vec<kayvee_engine::Handle>) {
+        let id = |h| engine.clients.get(h).map(|c| c.id);
+        if let Some(full) = self.full.as_mut().filter(|f| f.hold_next) {
+            full.hold_next = false;
+            let held = dirty.drain(..).filter_map(|h| Some((h, id(h)?)));
+            self.held.extend(held);
+            return;
+        }
+        if !self.held.is_empty() {
+            let held = &self.held;
+            dirty.retain(|&h| !held.iter().any(|&(k, i)| k == h && id(h) == Some(i)));
+        }
+    }
+
+    /// Clients whose held replies may go out now (the shell marks them writable).
+    pub fn take_released(&mut self) -> Vec<kayvee_engine::Handle> {
+        core::mem::take(&mut self.released)
     }
 
     /// A failed log write or flush: the promise made to clients cannot be kept (Redis exits
@@ -683,6 +827,12 @@ impl Store {
     /// SHUTDOWN: the last record written and flushed.
     pub fn close(&mut self, engine: &mut Engine, clock: &Clock) {
         self.flush_log(engine, clock);
+        if self.full.is_some() {
+            println!(
+                "kayvee: disk: the log is full: {} bytes of writes made since are not on the disk",
+                self.pending.len()
+            );
+        }
         if let Err(e) = self.disk.flush() {
             self.io_failed(engine, &e);
         }

@@ -26,7 +26,7 @@ tasks:
                    boot the unikernel under QEMU (microvm: virtio-mmio; q35: virtio-net-pci),
                    127.0.0.1:N (6379) -> guest; --disk: its data on FILE (virtio-blk,
                    disk=required); Ctrl-C stops
-  disk create FILE [SIZE] | disk import FILE RDB | disk export FILE RDB
+  disk create FILE [SIZE] | disk import FILE RDB | disk export FILE RDB [--aof AOF]
                    the unikernel's disk image: a formatted blank one (64M), an RDB file put in
                    as the newest snapshot, the newest valid snapshot taken out as an RDB file
   bench-boot [--runs N] [--mem M] [--machine-opts ,k=v] [--dhcp] [--image PATH] [--floor]
@@ -46,7 +46,8 @@ tasks:
                    off and appendfsync no/everysec/always; a BGSAVE of N keys (1,000,000): its
                    time, SET throughput and used_memory during it (--quick: a smoke run);
                    --linux: every row also on kayvee-server in vm-compare's Linux guest (ext4
-                   on the same q35 virtio-blk disk setup), side by side with ratios
+                   on the same virtio-blk disk setup, both sides on microvm with acpi=on, or
+                   --machine q35), side by side with ratios
   uk-test          boot the unikernel under TCG: PONG probe, redis-cli/benchmark, SHUTDOWN, a q35
                    (PCI) boot, then the end-to-end suites that need no file system against it
                    (KAYVEE_TARGET=unikernel) and Redis's own suite's core units in external mode
@@ -54,7 +55,9 @@ tasks:
                    heap-exhaustion checks; --replication: only the replication
                    check (the image as redis-server's replica and primary); --disk: only the disk checks (save, reboot, redis-server's
                    RDB imported, redis-check-rdb on the export, SIGKILL crash cycles with
-                   appendfsync always: every acknowledged write must survive)
+                   appendfsync always: every acknowledged write must survive, a full disk's
+                   MISCONF rules, the export of a log); --disk --only save,import,kill,crash,
+                   full,full-log,export-log,refusals: those groups only
   redis-suite [--server kayvee|redis|both] [--unikernel] [--single UNIT]... [--gate] [--save] ...
                    Redis 7.0.15's own test suite in normal mode (docs/redis-suite.md); --gate is
                    the CI gate against tests/redis-suite/expected-failures.txt; --unikernel: its
@@ -74,7 +77,15 @@ fn main() -> ExitCode {
         Some("image") => unikernel::image(),
         Some("run") => unikernel::run(&args[1..]),
         Some("disk") => unikernel::disk::disk(&args[1..]),
-        Some("uk-test") if args.iter().any(|a| a == "--disk") => unikernel::uk_test_disk(),
+        Some("uk-test") if args.iter().any(|a| a == "--disk") => {
+            let only: Vec<String> = args
+                .iter()
+                .skip_while(|a| *a != "--only")
+                .nth(1)
+                .map(|v| v.split(',').map(String::from).collect())
+                .unwrap_or_default();
+            unikernel::uk_test_disk(&only)
+        }
         Some("uk-test") if args.iter().any(|a| a == "--replication") => {
             unikernel::uk_test_replication()
         }

@@ -50,8 +50,12 @@ pub struct AofStatus {
     pub rewrites: u64,
     /// Failed rewrites in a row.
     pub consecutive_failures: u64,
-    /// Whether the last write to the AOF succeeded.
+    /// Whether the last write to the AOF succeeded. While it did not (and the AOF is on),
+    /// write commands and PING get `-MISCONF Errors writing to the AOF file: ...`.
     pub last_write_ok: bool,
+    /// Why the last write failed, as the C library's `strerror` words it (`No space left on
+    /// device`): the end of that MISCONF error.
+    pub last_write_error: alloc::string::String,
     /// Bytes of the AOF (base plus increments).
     pub current_size: u64,
     /// Bytes of the base after the last rewrite or load.
@@ -70,6 +74,7 @@ impl Default for AofStatus {
             rewrites: 0,
             consecutive_failures: 0,
             last_write_ok: true,
+            last_write_error: alloc::string::String::new(),
             current_size: 0,
             base_size: 0,
         }

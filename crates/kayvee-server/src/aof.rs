@@ -343,7 +343,11 @@ impl Aof {
                 self.incr_size += self.buf.len() as u64;
                 self.unsynced = self.policy != Fsync::Always;
                 self.buf.clear();
-                engine.core.aof.status.last_write_ok = true;
+                let status = &mut engine.core.aof.status;
+                if !status.last_write_ok {
+                    info!("AOF write error looks solved, Redis can write again.");
+                    status.last_write_ok = true;
+                }
             }
             Err(e) => self.write_failed(engine, &e),
         }
@@ -362,7 +366,9 @@ impl Aof {
         }
         warn!("Error writing to the AOF file: {e}");
         let _ = self.file.set_len(self.incr_size);
-        engine.core.aof.status.last_write_ok = false;
+        let status = &mut engine.core.aof.status;
+        status.last_write_ok = false;
+        status.last_write_error = strerror(e);
     }
 
     /// The cron part: the everysec fsync, the end of a rewrite, the auto-rewrite.
@@ -1050,9 +1056,27 @@ fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay
     }
 }
 
+/// An I/O error's words as the C library's `strerror` gives them (Redis's MISCONF text):
+/// without Rust's ` (os error N)` suffix.
+fn strerror(e: &io::Error) -> String {
+    let text = e.to_string();
+    match (e.raw_os_error(), text.rfind(" (os error ")) {
+        (Some(_), Some(at)) => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_errors_read_as_strerror_words() {
+        let enospc = io::Error::from_raw_os_error(28);
+        assert_eq!(strerror(&enospc), "No space left on device");
+        let other = io::Error::other("made up");
+        assert_eq!(strerror(&other), "made up");
+    }
 
     #[test]
     fn manifest_round_trips_in_redis_format() {

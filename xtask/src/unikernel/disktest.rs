@@ -4,7 +4,10 @@
 //! type, value and expiry time read back as from redis-server: Kayvee's DEBUG DIGEST is its
 //! own, not Redis's); SIGKILLs during BGSAVE; the crash test of the append-only log (every
 //! acknowledged write survives SIGKILLs of QEMU, also during BGSAVE and BGREWRITEAOF); a full
-//! slot; a disk too small, and `disk=required` without one, stop the boot with a message.
+//! slot; a full log on a full disk (Redis's MISCONF rules until a snapshot fits again); the
+//! export of a log (written with `appendfsync always`, QEMU killed) as an RDB file and an AOF
+//! that redis-check-rdb, redis-check-aof and redis-server accept, with every key; a disk too
+//! small, and `disk=required` without one, stop the boot with a message.
 
 use super::disk;
 use super::{
@@ -18,22 +21,76 @@ use std::time::{Duration, Instant};
 /// Size of the test disks.
 const DISK_SIZE: &str = "16M";
 
-/// Runs the disk checks (see the module doc).
-pub fn disk_test(image: &Path) -> Result<(), String> {
+/// The groups of checks, in the order they run (`uk-test --disk --only NAME,...` picks some).
+pub const CHECKS: [&str; 8] = [
+    "save",
+    "import",
+    "kill",
+    "crash",
+    "full",
+    "full-log",
+    "export-log",
+    "refusals",
+];
+
+/// Runs the disk checks (see the module doc) named in `only` (all when empty).
+pub fn disk_test(image: &Path, only: &[String]) -> Result<(), String> {
+    if let Some(bad) = only.iter().find(|n| !CHECKS.contains(&n.as_str())) {
+        return Err(format!(
+            "uk-test --disk --only: unknown check '{bad}' (of {CHECKS:?})"
+        ));
+    }
+    let run = |name: &str| only.is_empty() || only.iter().any(|n| n == name);
     let work = dir().join("target/uk-disk");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    if run("save") {
+        save_reboot_export(image, &work)?;
+    }
+    if run("import") {
+        import_redis_rdb(image, &work)?;
+    }
+    if run("kill") {
+        kill_during_bgsave(image, &work)?;
+    }
+    if run("crash") {
+        crash_test(image, &work)?;
+    }
+    if run("full") {
+        full_disk(image, &work)?;
+    }
+    if run("full-log") {
+        full_log(image, &work, "always")?;
+        full_log(image, &work, "everysec")?;
+    }
+    if run("export-log") {
+        export_log(image, &work)?;
+    }
+    if run("refusals") {
+        refusals(image, &work)?;
+    }
+    Ok(())
+}
+
+/// Writes, SHUTDOWN SAVE, a second boot with the same digest, the export checked.
+fn save_reboot_export(image: &Path, work: &Path) -> Result<(), String> {
     let disk_file = work.join("disk.img");
     disk::create(&disk_file, DISK_SIZE)?;
     let digest = write_and_save(image, &disk_file)?;
     reboot_and_compare(image, &disk_file, &digest, "after SHUTDOWN SAVE")?;
     let exported = work.join("export.rdb");
-    let h = disk::export(&disk_file, &exported)?;
+    let e = disk::export(&disk_file, &exported)?;
     check_rdb(&exported)?;
+    let h = e.header.ok_or("the export found no snapshot")?;
     println!(
         "uk-test: disk: exported snapshot generation {} ({} bytes) passes redis-check-rdb",
         h.generation, h.len
     );
-    let (rdb, script, want) = redis_server_rdb(&work)?;
+    Ok(())
+}
+
+/// An RDB written by redis-server 7.0.15, imported into a disk, boots with its keys.
+fn import_redis_rdb(image: &Path, work: &Path) -> Result<(), String> {
+    let (rdb, script, want) = redis_server_rdb(work)?;
     let disk2 = work.join("disk-redis.img");
     disk::create(&disk2, DISK_SIZE)?;
     disk::import(&disk2, &rdb)?;
@@ -56,10 +113,7 @@ pub fn disk_test(image: &Path) -> Result<(), String> {
          value and expiry answered as redis-server answers them",
         script.lines().count()
     );
-    kill_during_bgsave(image, &work)?;
-    crash_test(image, &work)?;
-    full_disk(image, &work)?;
-    refusals(image, &work)
+    Ok(())
 }
 
 /// SIGKILLs while a client writes with `appendfsync always`.
@@ -289,6 +343,13 @@ impl Resp {
         })
     }
 
+    /// How long a reply may take.
+    fn set_timeout(&mut self, t: Duration) -> Result<(), String> {
+        self.writer
+            .set_read_timeout(Some(t))
+            .map_err(|e| e.to_string())
+    }
+
     fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
         use std::io::Write;
         self.writer.write_all(bytes).map_err(|e| e.to_string())
@@ -365,7 +426,7 @@ fn full_disk(image: &Path, work: &Path) -> Result<(), String> {
             return Err("a snapshot larger than the slot: BGSAVE did not fail".into());
         }
         let set = cli(port, &["SET", "k", "v"])?;
-        if !set.starts_with("MISCONF ") {
+        if set != RDB_MISCONF {
             return Err(format!("SET after the failed BGSAVE: {set}"));
         }
         expect_cli(port, &["SAVE"], "ERR")?;
@@ -729,4 +790,315 @@ fn refusals(image: &Path, work: &Path) -> Result<(), String> {
     }
     println!("uk-test: disk: a 1 MiB disk, a disk of foreign bytes and disk=required without one: refused with a message, failure exit");
     Ok(())
+}
+
+/// The error writes get after a failed BGSAVE (redis-server 7.0.15's text, as redis-cli
+/// prints it).
+const RDB_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's \
+currently unable to persist to disk. Commands that may modify the data set are disabled, \
+because this instance is configured to report errors during writes if RDB snapshotting fails \
+(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB \
+error.";
+
+/// The error writes get while the log cannot be written (redis-server 7.0.15's text for a
+/// failed AOF write with ENOSPC).
+const AOF_MISCONF: &str = "-MISCONF Errors writing to the AOF file: No space left on device";
+/// Keys written with a TTL first in [`full_log`]: their expiry frees the room a snapshot needs.
+const FULL_EXPIRING: usize = 200;
+/// Their TTL (the permanent writes must fill the disk before it ends).
+const FULL_TTL_S: &str = "40";
+/// Bytes of each value (random letters: LZF cannot shrink them).
+const FULL_VALUE: usize = 4000;
+
+/// A full log on a full disk (4 MiB: slots of 1 MiB, log halves of 512 KiB), `appendonly yes`
+/// with `fsync` (`always` or `everysec`): 200 keys of 4 KB with a TTL, then permanent ones
+/// until the log is full and no snapshot fits. Then, as Redis after a failed AOF write: writes
+/// and PING get the MISCONF error, reads are served, INFO says `aof_last_write_status:err`;
+/// under `always` the reply of the write that found the disk full is held back, under
+/// `everysec` it was sent. Once the TTL keys expire a snapshot fits: the held reply comes
+/// (OK), writes are accepted, INFO says `ok`. QEMU is then SIGKILLed: the next boot holds every
+/// acknowledged write.
+fn full_log(image: &Path, work: &Path, fsync: &str) -> Result<(), String> {
+    let disk_file = work.join(format!("disk-full-log-{fsync}.img"));
+    disk::create(&disk_file, "4M")?;
+    let log = format!("uk-test-disk-full-log-{fsync}-console.log");
+    let policy = format!("appendfsync={fsync}");
+    let cmdline = ["appendonly=yes", policy.as_str()];
+    let (mut qemu, port, console) = boot_with(image, &disk_file, &log, &cmdline)?;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = move || -> String {
+        (0..FULL_VALUE)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b'a' + (seed % 26) as u8)
+            })
+            .collect()
+    };
+    let started = Instant::now();
+    let result = (|| {
+        let mut c = Resp::open(port)?;
+        for i in 0..FULL_EXPIRING {
+            let key = format!("t:{i}");
+            c.expect(&["SET", &key, &value(), "EX", FULL_TTL_S], "OK")?;
+        }
+        c.set_timeout(Duration::from_secs(5))?;
+        let mut acked: Vec<(String, String)> = Vec::new();
+        let mut held = None;
+        for i in 0.. {
+            if i == 2000 {
+                return Err("2000 writes of 4 KB and the 4 MiB disk is not full".into());
+            }
+            let (key, v) = (format!("p:{i}"), value());
+            c.send(&resp_command(&["SET", &key, &v]))?;
+            match c.reply() {
+                Ok(r) if r == "OK" => acked.push((key, v)),
+                Ok(r) if r == AOF_MISCONF && fsync != "always" => break,
+                Ok(r) => return Err(format!("SET {key}: {r}")),
+                Err(_) if matches!(qemu.try_wait(), Ok(Some(_))) => {
+                    return Err(format!("the image stopped at SET {key}"))
+                }
+                Err(_) if fsync == "always" => {
+                    held = Some((key, v));
+                    break;
+                }
+                Err(e) => return Err(format!("SET {key}: {e}")),
+            }
+        }
+        let filled = started.elapsed();
+        let mut c2 = Resp::open(port)?;
+        let (first, first_value) = acked.first().ok_or("the first write found the disk full")?;
+        let got = c2.call(&["GET", first])?;
+        if &got != first_value {
+            return Err(format!("GET {first} on the full disk: {got:.60}"));
+        }
+        for cmd in [&["SET", "after", "1"][..], &["PING"]] {
+            let got = c2.call(cmd)?;
+            if got != AOF_MISCONF {
+                return Err(format!("{} on the full disk: {got}", cmd.join(" ")));
+            }
+        }
+        if !c2
+            .call(&["INFO", "persistence"])?
+            .contains("aof_last_write_status:err")
+        {
+            return Err("INFO on the full disk: no aof_last_write_status:err".into());
+        }
+        // The TTL keys expire; a snapshot then fits and restarts the log.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        if let Some((key, v)) = held.take() {
+            c.set_timeout(Duration::from_secs(120))?;
+            match c.reply()? {
+                r if r == "OK" => acked.push((key, v)),
+                r => return Err(format!("the held reply to SET {key}: {r}")),
+            }
+        }
+        while !c2
+            .call(&["INFO", "persistence"])?
+            .contains("aof_last_write_status:ok")
+        {
+            if Instant::now() > deadline {
+                return Err("the full disk did not clear within 120 s of expiry".into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let cleared = started.elapsed();
+        c2.expect(&["SET", "after", "1"], "OK")?;
+        acked.push(("after".into(), "1".into()));
+        // A snapshot may fit before every TTL key has expired: the rest expire before the
+        // kill, so the next boot must hold exactly the acknowledged keys.
+        let want = acked.len().to_string();
+        while c2.call(&["DBSIZE"])? != want {
+            if Instant::now() > deadline {
+                return Err(format!("DBSIZE never came down to {want}"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok((acked, filled, cleared))
+    })();
+    let (acked, filled, cleared) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            return Err(format!("full log ({fsync}): {e} (console: target/{log})"));
+        }
+    };
+    let room = console.lock().map_or(0, |lines| {
+        lines
+            .iter()
+            .filter(|(_, l)| l.contains("the log has room again"))
+            .count()
+    });
+    let _ = qemu.kill(); // SIGKILL
+    let _ = qemu.wait();
+    if room == 0 {
+        return Err(format!(
+            "full log ({fsync}): the console does not say the log has room again (target/{log})"
+        ));
+    }
+    let log2 = format!("uk-test-disk-full-log-{fsync}-2-console.log");
+    let (mut qemu, port, _) = boot_with(image, &disk_file, &log2, &cmdline)?;
+    let verified = (|| {
+        let mut c = Resp::open(port)?;
+        let keys = c.call(&["DBSIZE"])?;
+        if keys != acked.len().to_string() {
+            return Err(format!("DBSIZE {keys}, want {}", acked.len()));
+        }
+        for (k, v) in &acked {
+            let got = c.call(&["GET", k])?;
+            if &got != v {
+                return Err(format!("acknowledged {k}: read back {got:.60}"));
+            }
+        }
+        Ok(())
+    })();
+    match verified {
+        Ok(()) => shutdown(&mut qemu, port, "NOSAVE")?,
+        Err(e) => {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            return Err(format!(
+                "full log ({fsync}), after a SIGKILL: {e} (console: target/{log2})"
+            ));
+        }
+    }
+    println!(
+        "uk-test: disk: full log with appendfsync {fsync} (4 MiB disk, full after {:.1} s): \
+         MISCONF for SET and PING, reads served, aof_last_write_status:err{}; cleared by a \
+         snapshot after the TTL keys expired ({:.1} s); after a SIGKILL all {} acknowledged \
+         writes read back",
+        filled.as_secs_f64(),
+        match fsync {
+            "always" => ", the reply of the write that found it full held back until then",
+            _ => "",
+        },
+        cleared.as_secs_f64(),
+        acked.len()
+    );
+    Ok(())
+}
+
+/// The export of a log: a snapshot (SAVE), then writes of every type with `appendfsync
+/// always` (one in database 1, a DEL of a snapshot key, INCRs); QEMU SIGKILLed. `disk export
+/// --aof` must give an RDB file that redis-check-rdb accepts and an AOF that redis-check-aof
+/// accepts, and redis-server 7.0.15 loading either must answer the read-back of every key as
+/// the image did before the kill.
+fn export_log(image: &Path, work: &Path) -> Result<(), String> {
+    let disk_file = work.join("disk-export.img");
+    disk::create(&disk_file, DISK_SIZE)?;
+    let log = "uk-test-disk-export-console.log";
+    let cmdline = ["appendonly=yes", "appendfsync=always"];
+    let (mut qemu, port, _) = boot_with(image, &disk_file, log, &cmdline)?;
+    let written = (|| {
+        let mut c = Resp::open(port)?;
+        for cmd in [
+            &["SET", "snap", "in the snapshot"][..],
+            &["SET", "gone", "deleted by the log"],
+            &["RPUSH", "list", "a", "b"],
+            &["HSET", "hash", "f", "v"],
+        ] {
+            c.call(cmd)?;
+        }
+        c.expect(&["SAVE"], "OK")?;
+        for cmd in [
+            &["SET", "str", "from the log"][..],
+            &["INCR", "counter"],
+            &["INCR", "counter"],
+            &["RPUSH", "list", "c"],
+            &["HSET", "hash", "g", "w"],
+            &["SADD", "set", "1", "2", "x"],
+            &["ZADD", "zset", "1", "a", "2.5", "b"],
+            &["XADD", "stream", "1-1", "f", "v"],
+            &["SET", "expiring", "x", "EX", "100000"],
+            &["DEL", "gone"],
+            &["SELECT", "1"],
+            &["SET", "in-db1", "yes"],
+        ] {
+            let r = c.call(cmd)?;
+            if r.starts_with('-') {
+                return Err(format!("{}: {r}", cmd.join(" ")));
+            }
+        }
+        let script = read_back_script(port)?;
+        let want = run_script(port, &script)?;
+        Ok((script, want))
+    })();
+    let _ = qemu.kill(); // SIGKILL: the log's records are all there is of the writes
+    let _ = qemu.wait();
+    let (script, want) = written.map_err(|e| format!("export of a log: {e} (target/{log})"))?;
+    let rdb_dir = work.join("export-rdb");
+    let aof_dir = work.join("export-aof");
+    for d in [&rdb_dir, &aof_dir] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let rdb = rdb_dir.join("dump.rdb");
+    let aof = aof_dir.join("appendonly.aof");
+    let e = disk::export_with(&disk_file, &rdb, Some(&aof))?;
+    if e.records == 0 {
+        return Err("export of a log: the disk's log has no records".into());
+    }
+    check_rdb(&rdb)?;
+    let out = Command::new("redis-check-aof")
+        .arg(&aof)
+        .output()
+        .map_err(|e| format!("cannot run redis-check-aof: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !text.contains("is valid") {
+        return Err(format!("redis-check-aof {}: {text}", aof.display()));
+    }
+    for (what, dir, args) in [
+        ("the RDB file", &rdb_dir, &["--appendonly", "no"]),
+        ("the AOF", &aof_dir, &["--appendonly", "yes"]),
+    ] {
+        let (mut server, port) = redis_server_in(dir, args)?;
+        let got = run_script(port, &script).and_then(|got| {
+            let db1 = cli(port, &["-n", "1", "GET", "in-db1"])?;
+            Ok((got, db1))
+        });
+        let _ = server.kill();
+        let _ = server.wait();
+        let (got, db1) = got?;
+        if got != want || db1 != "yes" {
+            let _ = std::fs::write(work.join("export-want.txt"), &want);
+            let _ = std::fs::write(work.join("export-got.txt"), &got);
+            return Err(format!(
+                "redis-server loading the exported {what}: the keys read back differ from the \
+                 image's (target/uk-disk/export-*.txt; database 1: {db1:?})"
+            ));
+        }
+    }
+    println!(
+        "uk-test: disk: a log exported after a SIGKILL (snapshot generation {} and {} records): \
+         redis-check-rdb and redis-check-aof accept it; redis-server 7.0.15 loading the RDB \
+         file or the AOF answers all {} reads as the image did",
+        e.header.map_or(0, |h| h.generation),
+        e.records,
+        script.lines().count()
+    );
+    Ok(())
+}
+
+/// redis-server 7.0.15 started in `dir` (no save points) with `args`; returns it and its port
+/// once it answers PING.
+fn redis_server_in(dir: &Path, args: &[&str]) -> Result<(Child, u16), String> {
+    let port = free_port()?;
+    let mut server = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--save", ""])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run redis-server: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    if !wait_pong(port, || Ok(Instant::now() > deadline))? {
+        let _ = server.kill();
+        let _ = server.wait();
+        return Err(format!("redis-server in {} did not answer", dir.display()));
+    }
+    Ok((server, port))
 }

@@ -3,8 +3,8 @@
 //! modules in load order, a static kayvee-server and an `/init` that brings up eth0 and starts
 //! the server the kernel command line names (`kv.server=redis|kayvee kv.ip=ADDR/PREFIX`).
 //!
-//! The disk variant (`build_with_disk`, for `bench-disk --linux`) also carries `virtio_blk`,
-//! `ext4` and what they need; `kv.aof=off|no|everysec|always` then mounts `/dev/vda` (ext4,
+//! The disk variant (`build_with_disk`, for `bench-disk --linux`) also carries `virtio_mmio`,
+//! `virtio_blk`, `ext4` and what they need; `kv.aof=off|no|everysec|always` then mounts `/dev/vda` (ext4,
 //! formatted on the host) on `/data` and starts kayvee-server with `--dir /data` and the
 //! append-only log off or on with that `appendfsync`.
 //!
@@ -21,8 +21,9 @@ const KERNEL_META: &str = "linux-image-amd64";
 const WANTED_MODULES: &[&str] = &["virtio_pci", "virtio_net"];
 /// Modules the disk variant adds: the virtio-blk driver and ext4 (its `depends=` brings jbd2,
 /// mbcache and crc16; the crc32c it asks the crypto API for at mount time is not a
-/// `depends=`, hence `crc32c_generic`).
-const DISK_MODULES: &[&str] = &["virtio_blk", "crc32c_generic", "ext4"];
+/// `depends=`, hence `crc32c_generic`), and the virtio-mmio transport (`bench-disk --linux`
+/// boots microvm, whose ACPI tables name the virtio-mmio devices).
+const DISK_MODULES: &[&str] = &["virtio_mmio", "virtio_blk", "crc32c_generic", "ext4"];
 
 /// `/init`: mounts, modules, eth0, a memory probe on port 9100, then the chosen server.
 const INIT_SCRIPT: &str = r#"#!/bin/sh

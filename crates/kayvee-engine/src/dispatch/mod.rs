@@ -429,13 +429,10 @@ impl<'e> Dispatch<'e> {
         if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
-        if self.core.config.stop_writes_on_bgsave_error
-            && !obey
-            && self.core.persist.last_bgsave_failed
-            && !self.core.config.save.is_empty()
-            && (spec.has(command::flags::WRITE) || spec.name == "ping")
-        {
-            return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
+        if !obey && (spec.has(command::flags::WRITE) || spec.name == "ping") {
+            if let Some(e) = disk_error(self.core) {
+                return self.reject(h, Some(id), &e, out);
+            }
         }
         if self.core.repl.primary.is_none() && !obey && self.too_few_replicas(h, id, spec, now) {
             let e = Error::msg("NOREPLICAS Not enough good replicas to write.");
@@ -797,4 +794,23 @@ fn unknown_command(argv: &Argv<'_>) -> Error {
     text.extend_from_slice(b"', with args beginning with: ");
     text.extend_from_slice(&args);
     Error::Bytes(text)
+}
+
+/// Why writes are refused for the disk's sake, as Redis's `writeCommandsDeniedByDiskError`:
+/// the last background save failed (with `stop-writes-on-bgsave-error` and save points), or
+/// the AOF is on and its last write failed.
+fn disk_error(core: &Core) -> Option<Error> {
+    if core.config.stop_writes_on_bgsave_error
+        && core.persist.last_bgsave_failed
+        && !core.config.save.is_empty()
+    {
+        return Some(Error::msg(persist::MISCONF));
+    }
+    let aof = &core.aof.status;
+    (aof.on && !aof.last_write_ok).then(|| {
+        Error::msg(alloc::format!(
+            "MISCONF Errors writing to the AOF file: {}",
+            aof.last_write_error
+        ))
+    })
 }

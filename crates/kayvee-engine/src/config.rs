@@ -72,6 +72,9 @@ pub struct Config {
     pub client_output_buffer_limit: [OutputLimit; 3],
     /// Memory limit in bytes (0 = none).
     pub maxmemory: u64,
+    /// Client eviction's limit on the clients' memory (`maxmemory-clients`): bytes, or
+    /// `-N` for N% of `maxmemory`; 0: off. See [`Config::maxmemory_clients_bytes`].
+    pub maxmemory_clients: i64,
     /// Eviction policy name.
     pub maxmemory_policy: String,
     /// Keys sampled per database and eviction step (`maxmemory-samples`).
@@ -220,6 +223,7 @@ impl Default for Config {
                 },
             ],
             maxmemory: 0,
+            maxmemory_clients: 0,
             maxmemory_policy: "noeviction".into(),
             maxmemory_samples: 5,
             maxmemory_eviction_tenacity: 10,
@@ -295,6 +299,18 @@ pub fn find(name: &[u8]) -> Option<&'static table::Param> {
 
 /// Parameters read by name (those kept in [`Config::extra`]: replication's, for one).
 impl Config {
+    /// Client eviction's limit in bytes (0: off): `maxmemory-clients` as given, or its
+    /// percentage of `maxmemory` (off while `maxmemory` is 0).
+    pub fn maxmemory_clients_bytes(&self) -> u64 {
+        match self.maxmemory_clients {
+            pct if pct < 0 => {
+                let pct = u128::from(pct.unsigned_abs());
+                u64::try_from(u128::from(self.maxmemory) * pct / 100).unwrap_or(u64::MAX)
+            }
+            bytes => bytes as u64,
+        }
+    }
+
     /// An integer or memory parameter's value (0 for an unknown name or another kind).
     pub fn int_param(&self, name: &str) -> i64 {
         match find(name.as_bytes()).map(|p| (p.get)(self)) {

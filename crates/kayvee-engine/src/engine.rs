@@ -512,6 +512,22 @@ impl Engine {
         self.core.pubsub.subscribed(h)
     }
 
+    /// Memory client `h` holds in the engine beyond its connection's buffers, for `tot-mem`
+    /// and client eviction: its MULTI queue, watched keys, subscriptions and tracking
+    /// prefixes (each feature counts its own).
+    pub fn client_state_memory(&self, h: Handle) -> usize {
+        let core = &self.core;
+        core.txn.memory(h) + core.pubsub.memory(h) + core.tracking.memory(h)
+    }
+
+    /// Whether client eviction may close client `h`: not a replica, not the link to this
+    /// server's primary, not exempted by `CLIENT NO-EVICT on` (Redis's rule).
+    pub fn evictable(&self, h: Handle) -> bool {
+        !self.core.repl.is_replica(h)
+            && self.core.repl.link() != Some(h)
+            && !self.clients.get(h).is_some_and(|c| c.no_evict)
+    }
+
     /// Installs the codec DUMP and RESTORE use (the shell passes `kayvee-rdb`'s).
     pub fn set_codec(&mut self, codec: &'static dyn persist::ValueCodec) {
         self.core.persist.codec = Some(codec);

@@ -38,6 +38,10 @@ pub struct Config {
     pub aclfile: String,
     /// The `user` lines of the config file (rules after `user`), applied at startup.
     pub users: Vec<String>,
+    /// The `rename-command old new` lines, in lower case, applied to the command table at
+    /// startup: `old` answers to `new` only (to nothing when `new` is empty). A chain
+    /// (`a b`, then `b c`) is kept as one rename (`a c`).
+    pub rename_commands: Vec<(String, String)>,
     /// `replicaof host port` (`slaveof`) in the file or on the command line: the primary to
     /// follow from the start.
     pub replicaof: Option<(String, u16)>,
@@ -197,6 +201,7 @@ impl Default for Config {
             requirepass: None,
             aclfile: String::new(),
             users: Vec::new(),
+            rename_commands: Vec::new(),
             replicaof: None,
             databases: 16,
             maxclients: 10000,
@@ -400,6 +405,9 @@ impl Config {
             self.users.push(words.join(" "));
             return Ok(());
         }
+        if let ([old, new], true) = (values, name.eq_ignore_ascii_case(b"rename-command")) {
+            return self.rename_command(old, new);
+        }
         let replicaof =
             name.eq_ignore_ascii_case(b"replicaof") || name.eq_ignore_ascii_case(b"slaveof");
         if replicaof && values.len() == 2 {
@@ -440,6 +448,30 @@ impl Config {
             self.save_loaded = true;
         }
         (param.put)(self, val);
+        Ok(())
+    }
+
+    /// `rename-command old new` (config file only, as in Redis): `old` must name a command
+    /// now (a Redis 7.0 command not renamed away, or an earlier rename's new name), `new`
+    /// must not (Redis's errors otherwise).
+    fn rename_command(&mut self, old: &[u8], new: &[u8]) -> Result<(), String> {
+        let lower = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_lowercase();
+        let (old, new) = (lower(old), lower(new));
+        let renamed_away = |c: &Config, n: &str| c.rename_commands.iter().any(|(o, _)| o == n);
+        let exists = |c: &Config, n: &str| {
+            let own = !crate::command_docs::doc_fields(n).is_empty() && !n.contains('|');
+            (own && !renamed_away(c, n)) || c.rename_commands.iter().any(|(_, t)| t == n)
+        };
+        if old.is_empty() || !exists(self, &old) {
+            return Err("No such command in rename-command".into());
+        }
+        if !new.is_empty() && new != old && exists(self, &new) {
+            return Err("Target command name already exists".into());
+        }
+        match self.rename_commands.iter_mut().find(|(_, t)| *t == old) {
+            Some((_, target)) => *target = new,
+            None => self.rename_commands.push((old, new)),
+        }
         Ok(())
     }
 
@@ -620,6 +652,42 @@ mod tests {
             .contains("not supported"));
         c.apply("hz", &["1000"]).unwrap();
         assert_eq!(c.hz, 500);
+    }
+
+    #[test]
+    fn rename_command_follows_redis_rules() {
+        let mut c = Config::default();
+        c.apply_file("rename-command FLUSHDB badger\nrename-command config \"\"\n")
+            .unwrap();
+        let err = |c: &mut Config, old: &str, new: &str| {
+            c.apply("rename-command", &[old, new]).unwrap_err().0
+        };
+        assert_eq!(
+            err(&mut c, "nosuch", "x"),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            err(&mut c, "flushdb", "x"),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            err(&mut c, "get", "set"),
+            "Target command name already exists"
+        );
+        assert_eq!(
+            err(&mut c, "get", "badger"),
+            "Target command name already exists"
+        );
+        c.apply("rename-command", &["badger", "mole"]).unwrap();
+        c.apply("rename-command", &["get", "flushdb"]).unwrap();
+        assert_eq!(
+            c.rename_commands,
+            [
+                ("flushdb".into(), "mole".into()),
+                ("config".into(), String::new()),
+                ("get".into(), "flushdb".into())
+            ]
+        );
     }
 
     #[test]

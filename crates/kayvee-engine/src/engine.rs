@@ -51,7 +51,17 @@ impl Engine {
     /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
     /// from the OS); `now` is the start time.
     pub fn new(config: Config, seed: u64, now: Now) -> Self {
-        let commands = Commands::new(cmd::GROUPS);
+        let mut commands = Commands::new(cmd::GROUPS);
+        // The renames name commands by their own names: all are found before any is made.
+        let renames: Vec<_> = (config.rename_commands.iter())
+            .filter_map(|(old, new)| Some((commands.table.lookup(old.as_bytes())?, new)))
+            .collect();
+        for (id, new) in renames {
+            // A name the table keeps for the engine's life (renames are few and made once, at
+            // startup).
+            let new: &'static str = alloc::boxed::Box::leak(new.clone().into_boxed_str());
+            commands.table.rename(id, new);
+        }
         let acl = acl::Acl::new(&commands.table, config.requirepass.as_deref());
         let mut core = Core {
             dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),

@@ -107,7 +107,7 @@ pub struct Client {
     pub killed: bool,
     /// Buffer sizes, refreshed by the shell.
     pub io: IoStats,
-    /// `CLIENT NO-EVICT on`: `flags=e` in CLIENT LIST.
+    /// `CLIENT NO-EVICT on`: exempt from client eviction, `flags=e` in CLIENT LIST.
     pub no_evict: bool,
 }
 

@@ -357,6 +357,22 @@ impl CommandTable {
         self.slots = slots;
     }
 
+    /// `rename-command`: top-level command `id` answers to `new` from now on, or to no name
+    /// when `new` is empty (its metadata keeps its own name, as Redis's). False when `id` has
+    /// no name (already renamed to none, or a subcommand).
+    pub fn rename(&mut self, id: CommandId, new: &'static str) -> bool {
+        let Some(pos) = self.by_name.iter().position(|(_, i)| *i == id) else {
+            return false;
+        };
+        if new.is_empty() {
+            self.by_name.remove(pos);
+        } else {
+            self.by_name[pos].0 = new;
+        }
+        self.index();
+        true
+    }
+
     /// Finds a top-level command by name, case-insensitively, without allocating: one hash of
     /// the name and (usually) one probe of the index.
     #[inline]
@@ -442,6 +458,21 @@ mod tests {
             key_specs: &[],
             get_keys: None,
         }
+    }
+
+    #[test]
+    fn renamed_commands_answer_to_their_new_name_only() {
+        let mut t = CommandTable::with_capacity(3);
+        let get = t.add(info("get", 0));
+        let set = t.add(info("set", 0));
+        t.index();
+        assert!(t.rename(get, "fetch"));
+        assert!(t.rename(set, ""));
+        assert!(!t.rename(set, "x"), "no name left to change");
+        assert_eq!(t.lookup(b"get"), None);
+        assert_eq!(t.lookup(b"FETCH"), Some(get));
+        assert_eq!(t.lookup(b"set"), None);
+        assert_eq!(t.get(set).spec.name, "set", "the metadata keeps its name");
     }
 
     #[test]

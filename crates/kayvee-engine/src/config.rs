@@ -38,6 +38,10 @@ pub struct Config {
     pub aclfile: String,
     /// The `user` lines of the config file (rules after `user`), applied at startup.
     pub users: Vec<String>,
+    /// The `rename-command old new` lines, in lower case, applied to the command table at
+    /// startup: `old` answers to `new` only (to nothing when `new` is empty). A chain
+    /// (`a b`, then `b c`) is kept as one rename (`a c`).
+    pub rename_commands: Vec<(String, String)>,
     /// `replicaof host port` (`slaveof`) in the file or on the command line: the primary to
     /// follow from the start.
     pub replicaof: Option<(String, u16)>,
@@ -72,6 +76,9 @@ pub struct Config {
     pub client_output_buffer_limit: [OutputLimit; 3],
     /// Memory limit in bytes (0 = none).
     pub maxmemory: u64,
+    /// Client eviction's limit on the clients' memory (`maxmemory-clients`): bytes, or
+    /// `-N` for N% of `maxmemory`; 0: off. See [`Config::maxmemory_clients_bytes`].
+    pub maxmemory_clients: i64,
     /// Eviction policy name.
     pub maxmemory_policy: String,
     /// Keys sampled per database and eviction step (`maxmemory-samples`).
@@ -194,6 +201,7 @@ impl Default for Config {
             requirepass: None,
             aclfile: String::new(),
             users: Vec::new(),
+            rename_commands: Vec::new(),
             replicaof: None,
             databases: 16,
             maxclients: 10000,
@@ -220,6 +228,7 @@ impl Default for Config {
                 },
             ],
             maxmemory: 0,
+            maxmemory_clients: 0,
             maxmemory_policy: "noeviction".into(),
             maxmemory_samples: 5,
             maxmemory_eviction_tenacity: 10,
@@ -295,6 +304,18 @@ pub fn find(name: &[u8]) -> Option<&'static table::Param> {
 
 /// Parameters read by name (those kept in [`Config::extra`]: replication's, for one).
 impl Config {
+    /// Client eviction's limit in bytes (0: off): `maxmemory-clients` as given, or its
+    /// percentage of `maxmemory` (off while `maxmemory` is 0).
+    pub fn maxmemory_clients_bytes(&self) -> u64 {
+        match self.maxmemory_clients {
+            pct if pct < 0 => {
+                let pct = u128::from(pct.unsigned_abs());
+                u64::try_from(u128::from(self.maxmemory) * pct / 100).unwrap_or(u64::MAX)
+            }
+            bytes => bytes as u64,
+        }
+    }
+
     /// An integer or memory parameter's value (0 for an unknown name or another kind).
     pub fn int_param(&self, name: &str) -> i64 {
         match find(name.as_bytes()).map(|p| (p.get)(self)) {
@@ -384,6 +405,9 @@ impl Config {
             self.users.push(words.join(" "));
             return Ok(());
         }
+        if let ([old, new], true) = (values, name.eq_ignore_ascii_case(b"rename-command")) {
+            return self.rename_command(old, new);
+        }
         let replicaof =
             name.eq_ignore_ascii_case(b"replicaof") || name.eq_ignore_ascii_case(b"slaveof");
         if replicaof && values.len() == 2 {
@@ -424,6 +448,30 @@ impl Config {
             self.save_loaded = true;
         }
         (param.put)(self, val);
+        Ok(())
+    }
+
+    /// `rename-command old new` (config file only, as in Redis): `old` must name a command
+    /// now (a Redis 7.0 command not renamed away, or an earlier rename's new name), `new`
+    /// must not (Redis's errors otherwise).
+    fn rename_command(&mut self, old: &[u8], new: &[u8]) -> Result<(), String> {
+        let lower = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_lowercase();
+        let (old, new) = (lower(old), lower(new));
+        let renamed_away = |c: &Config, n: &str| c.rename_commands.iter().any(|(o, _)| o == n);
+        let exists = |c: &Config, n: &str| {
+            let own = !crate::command_docs::doc_fields(n).is_empty() && !n.contains('|');
+            (own && !renamed_away(c, n)) || c.rename_commands.iter().any(|(_, t)| t == n)
+        };
+        if old.is_empty() || !exists(self, &old) {
+            return Err("No such command in rename-command".into());
+        }
+        if !new.is_empty() && new != old && exists(self, &new) {
+            return Err("Target command name already exists".into());
+        }
+        match self.rename_commands.iter_mut().find(|(_, t)| *t == old) {
+            Some((_, target)) => *target = new,
+            None => self.rename_commands.push((old, new)),
+        }
         Ok(())
     }
 
@@ -604,6 +652,42 @@ mod tests {
             .contains("not supported"));
         c.apply("hz", &["1000"]).unwrap();
         assert_eq!(c.hz, 500);
+    }
+
+    #[test]
+    fn rename_command_follows_redis_rules() {
+        let mut c = Config::default();
+        c.apply_file("rename-command FLUSHDB badger\nrename-command config \"\"\n")
+            .unwrap();
+        let err = |c: &mut Config, old: &str, new: &str| {
+            c.apply("rename-command", &[old, new]).unwrap_err().0
+        };
+        assert_eq!(
+            err(&mut c, "nosuch", "x"),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            err(&mut c, "flushdb", "x"),
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            err(&mut c, "get", "set"),
+            "Target command name already exists"
+        );
+        assert_eq!(
+            err(&mut c, "get", "badger"),
+            "Target command name already exists"
+        );
+        c.apply("rename-command", &["badger", "mole"]).unwrap();
+        c.apply("rename-command", &["get", "flushdb"]).unwrap();
+        assert_eq!(
+            c.rename_commands,
+            [
+                ("flushdb".into(), "mole".into()),
+                ("config".into(), String::new()),
+                ("get".into(), "flushdb".into())
+            ]
+        );
     }
 
     #[test]

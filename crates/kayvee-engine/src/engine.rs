@@ -51,7 +51,17 @@ impl Engine {
     /// A new engine. `seed` keys the hash functions and the random source (the shell draws it
     /// from the OS); `now` is the start time.
     pub fn new(config: Config, seed: u64, now: Now) -> Self {
-        let commands = Commands::new(cmd::GROUPS);
+        let mut commands = Commands::new(cmd::GROUPS);
+        // The renames name commands by their own names: all are found before any is made.
+        let renames: Vec<_> = (config.rename_commands.iter())
+            .filter_map(|(old, new)| Some((commands.table.lookup(old.as_bytes())?, new)))
+            .collect();
+        for (id, new) in renames {
+            // A name the table keeps for the engine's life (renames are few and made once, at
+            // startup).
+            let new: &'static str = alloc::boxed::Box::leak(new.clone().into_boxed_str());
+            commands.table.rename(id, new);
+        }
         let acl = acl::Acl::new(&commands.table, config.requirepass.as_deref());
         let mut core = Core {
             dbs: (0..config.databases).map(|_| Db::new(seed)).collect(),
@@ -510,6 +520,22 @@ impl Engine {
     /// `pubsub` class of `client-output-buffer-limit`).
     pub fn is_subscriber(&self, h: Handle) -> bool {
         self.core.pubsub.subscribed(h)
+    }
+
+    /// Memory client `h` holds in the engine beyond its connection's buffers, for `tot-mem`
+    /// and client eviction: its MULTI queue, watched keys, subscriptions and tracking
+    /// prefixes (each feature counts its own).
+    pub fn client_state_memory(&self, h: Handle) -> usize {
+        let core = &self.core;
+        core.txn.memory(h) + core.pubsub.memory(h) + core.tracking.memory(h)
+    }
+
+    /// Whether client eviction may close client `h`: not a replica, not the link to this
+    /// server's primary, not exempted by `CLIENT NO-EVICT on` (Redis's rule).
+    pub fn evictable(&self, h: Handle) -> bool {
+        !self.core.repl.is_replica(h)
+            && self.core.repl.link() != Some(h)
+            && !self.clients.get(h).is_some_and(|c| c.no_evict)
     }
 
     /// Installs the codec DUMP and RESTORE use (the shell passes `kayvee-rdb`'s).

@@ -137,6 +137,15 @@ impl PubSub {
         self.subs.get(h)
     }
 
+    /// Memory `h`'s subscriptions hold, for client eviction: a name's slot per subscription
+    /// (names are short and shared with the channel tables; Redis too counts only its
+    /// per-client dictionary and list entries).
+    pub fn memory(&self, h: Handle) -> usize {
+        self.subs.get(h).map_or(0, |s| {
+            (s.channels.len() + s.patterns.len() + s.shard.len()) * core::mem::size_of::<Key>()
+        })
+    }
+
     /// Whether `h` is in subscribed mode.
     #[inline]
     pub fn subscribed(&self, h: Handle) -> bool {

@@ -44,6 +44,9 @@ pub struct Stats {
     pub dirty: u64,
     /// Keys evicted (maxmemory).
     pub evicted_keys: u64,
+    /// Connections closed by client eviction (`maxmemory-clients`; the shell's connection
+    /// layer evicts and counts).
+    pub evicted_clients: u64,
     /// Unix ms when these counters were last reset (CONFIG RESETSTAT) or the server started.
     pub reset_ms: u64,
     /// `instantaneous_ops_per_sec`: commands per second over the last samples.

@@ -126,6 +126,12 @@ impl Tracking {
         self.per.get(h)?.as_deref()
     }
 
+    /// Memory `h`'s tracking mode holds, for client eviction: a slot per BCAST prefix.
+    pub fn memory(&self, h: Handle) -> usize {
+        self.of(h)
+            .map_or(0, |t| t.prefixes.len() * core::mem::size_of::<Key>())
+    }
+
     /// The tracking mode of `h`, mutable.
     #[inline]
     pub fn of_mut(&mut self, h: Handle) -> Option<&mut ClientTracking> {

@@ -62,6 +62,17 @@ impl Transactions {
         self.per.get(h)
     }
 
+    /// Memory `h`'s transaction state holds, for client eviction: the queued commands'
+    /// bytes and slots, and a slot per watched key (the key's bytes are shared with the
+    /// watched-keys table or short: Redis too counts only its list nodes here).
+    pub fn memory(&self, h: Handle) -> usize {
+        self.per.get(h).map_or(0, |t| {
+            t.queued_bytes
+                + t.queue.len() * core::mem::size_of::<ArgvBuf>()
+                + t.watched.len() * core::mem::size_of::<(usize, Key, bool)>()
+        })
+    }
+
     /// Whether `h` is inside MULTI.
     #[inline]
     pub fn in_multi(&self, h: Handle) -> bool {

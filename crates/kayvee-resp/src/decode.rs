@@ -213,6 +213,17 @@ impl Decoder {
         self.limits = limits;
     }
 
+    /// The bulk argument whose `$len` header was read but whose payload has not all arrived:
+    /// where its payload starts (relative to the command's start) and its length. A
+    /// connection sizes its buffer for the whole command from it, and reports only the
+    /// payload as its query buffer, as Redis does with a big argument.
+    pub fn pending_bulk(&self) -> Option<(usize, usize)> {
+        match (self.kind, self.bulk_len) {
+            (Kind::Multibulk, Some(len)) => Some((self.pos, len)),
+            _ => None,
+        }
+    }
+
     /// Forgets any partly decoded command (the next call starts at a command start).
     pub fn reset(&mut self) {
         self.kind = Kind::Idle;
@@ -651,6 +662,22 @@ fn hex(b: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn pending_bulk_names_the_payload_still_arriving() {
+        let mut d = super::Decoder::new(super::Limits::default());
+        let buf = b"*2\r\n$3\r\nSET\r\n$100\r\nxyz";
+        assert!(d.decode(buf, true).unwrap().is_none());
+        assert_eq!(d.pending_bulk(), Some((19, 100)));
+        let mut d = super::Decoder::new(super::Limits::default());
+        assert!(d.decode(b"*2\r\n$3\r\nSE", true).unwrap().is_none());
+        assert_eq!(d.pending_bulk(), Some((8, 3)));
+        assert!(d.decode(b"*2\r\n$3\r\nSET\r\n", true).unwrap().is_none());
+        assert_eq!(d.pending_bulk(), None, "between arguments");
+        let mut d = super::Decoder::new(super::Limits::default());
+        assert!(d.decode(b"PING", true).unwrap().is_none());
+        assert_eq!(d.pending_bulk(), None, "inline");
+    }
 
     #[test]
     fn quick_header_agrees_with_the_general_path() {

@@ -441,7 +441,9 @@ impl Server {
             if !self.files.holds_replies(self.driver.engine()) && self.flush_conn(h).is_none() {
                 return;
             }
-            if n < self.scratch.len() {
+            // A big argument still arriving: its next piece is usually there by the time the
+            // next read looks (`WouldBlock` ends the loop otherwise).
+            if n < self.scratch.len() && !self.driver.awaits_big_argument(h) {
                 return;
             }
         }
@@ -511,6 +513,9 @@ impl Server {
                      buffer limits."
                 ),
                 Notice::IdleTimeout { .. } => debug!("Closing idle client"),
+                Notice::ClientEvicted { id, mem } => {
+                    debug!("Evicting client: id={id} tot-mem={mem}")
+                }
                 Notice::Replication(text) => info!("{text}"),
             }
         }

@@ -151,6 +151,14 @@ pub enum Notice {
         /// The client's id.
         id: u64,
     },
+    /// "Evicting client": the clients' memory passed `maxmemory-clients` and this one was
+    /// the biggest that may be evicted.
+    ClientEvicted {
+        /// The client's id.
+        id: u64,
+        /// Its `tot-mem`.
+        mem: usize,
+    },
     /// The link to this server's primary: a step of the sync, or why it failed (Redis's
     /// words).
     Replication(String),
@@ -181,6 +189,8 @@ pub struct Driver {
     /// Whether command durations are measured (two clock readings per command).
     pub time_commands: bool,
     busy: BusyPoll,
+    /// The memory of the clients client eviction counts (each session's `counted_mem`).
+    clients_mem: usize,
 }
 
 impl Driver {
@@ -195,6 +205,7 @@ impl Driver {
             next_cron_us: 0,
             time_commands: true,
             busy: BusyPoll::default(),
+            clients_mem: 0,
         }
     }
 
@@ -233,15 +244,15 @@ impl Driver {
         if self.sessions.len() <= h.0 {
             self.sessions.resize_with(h.0 + 1, || None);
         }
-        let session = Session::new(h, limits(&self.engine));
-        self.note_io(&session);
-        self.sessions[h.0] = Some(session);
+        self.sessions[h.0] = Some(Session::new(h, limits(&self.engine)));
+        self.account(h.0);
         Ok(h)
     }
 
     /// Forgets a connection the shell closed (for any reason).
     pub fn close(&mut self, h: Handle) {
         if let Some(s) = self.sessions.get_mut(h.0).and_then(Option::take) {
+            self.clients_mem -= s.counted_mem;
             self.requests.retain(|(r, _)| *r != s.handle);
             self.engine.disconnect(s.handle);
         }
@@ -256,14 +267,25 @@ impl Driver {
     /// request, or has more output pending than [`OUTPUT_PAUSE`] (then [`Driver::flush`]
     /// says when to read again).
     pub fn wants_input(&mut self, h: Handle) -> bool {
+        let pause = output_pause(&self.engine);
         let Some(s) = self.session_mut(h) else {
             return false;
         };
         if s.closing != Closing::No || s.awaiting {
             return false;
         }
-        s.read_paused = s.out_pending() > OUTPUT_PAUSE;
+        s.read_paused = s.out_pending() > pause;
         !s.read_paused
+    }
+
+    /// Whether connection `h` is in the middle of a big argument it announced (32 KiB or
+    /// more): a shell that stops reading at a short read should read once more, as the rest
+    /// is usually on its way (Redis reads the whole remainder of such an argument at once).
+    pub fn awaits_big_argument(&self, h: Handle) -> bool {
+        self.sessions
+            .get(h.0)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.handle == h && s.want > s.pending_input())
     }
 
     /// Bytes read from connection `h`: runs every command they complete (with what was
@@ -381,6 +403,10 @@ impl Driver {
             let n = write(&s.out[s.out_sent..])?;
             s.written(n);
             self.engine.core.stats.total_net_output_bytes += n as u64;
+            if self.engine.core.config.maxmemory_clients_bytes() > 0 {
+                // Client eviction counts the output that is left.
+                self.account(h.0);
+            }
         }
         if syncing {
             self.pump_sync(h.0);
@@ -395,7 +421,7 @@ impl Driver {
             Closing::AfterReply if s.out_pending() == 0 => return Ok(Flushed::Close),
             _ => {}
         }
-        if s.read_paused && s.out_pending() <= OUTPUT_PAUSE {
+        if s.read_paused && s.out_pending() <= output_pause(&self.engine) {
             s.read_paused = false;
             self.run_buffered(h.0, clock, false);
             self.after_batch(h.0, now);
@@ -555,6 +581,9 @@ impl Driver {
             .expect("sessions stay while running");
         s.input = input;
         s.consume(used);
+        if s.pending_input() > 0 {
+            s.note_wanted();
+        }
     }
 
     /// Decodes and runs every complete command at the start of `input`, stopping when the
@@ -580,7 +609,7 @@ impl Driver {
             let (this, after) = rest.split_first_mut().expect("the running slot");
             let s = this.as_mut().expect("running a live session");
             let h = s.handle;
-            if used >= input.len() || !s.runnable() || engine.is_blocked(h) {
+            if used >= input.len() || !s.runnable(output_pause(engine)) || engine.is_blocked(h) {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
@@ -588,7 +617,7 @@ impl Driver {
             // the query buffer is this batch's input (taken from the shell's buffer or lent
             // out of the session's), the running command included, as Redis shows it.
             if let Some(c) = engine.clients.get_mut(h) {
-                c.io = s.io_stats();
+                c.io = s.io_stats(s.state_mem);
                 c.io.qbuf = input.len();
             }
             // Redis's `authRequired`: the tighter limits apply only while a password is set.
@@ -782,6 +811,7 @@ impl Driver {
                 }
                 self.mark_dirty(h.0);
                 self.run_buffered(h.0, clock, true);
+                self.account(h.0);
             }
         }
     }
@@ -791,6 +821,9 @@ impl Driver {
     /// once per protocol and copied.
     fn deliver_messages(&mut self) {
         let mut encoded: Option<(Rc<Reply>, Protocol, Vec<u8>)> = None;
+        // Under client eviction the receivers' grown output is counted at once.
+        let mut receivers = Vec::new();
+        let evicting = self.engine.core.config.maxmemory_clients_bytes() > 0;
         for (h, msg) in self.engine.take_messages() {
             let protocol = self.engine.protocol(h);
             let Some(s) = self.sessions.get_mut(h.0).and_then(Option::as_mut) else {
@@ -811,7 +844,14 @@ impl Driver {
                 }
             }
             self.mark_dirty(h.0);
+            if evicting && receivers.last() != Some(&h.0) {
+                receivers.push(h.0);
+            }
         }
+        for slot in receivers {
+            self.account(slot);
+        }
+        self.evict_clients();
     }
 
     // ---- Replicas (the primary's side; see `crate::replicas`) ----
@@ -937,17 +977,78 @@ impl Driver {
     /// After a batch of a connection's commands: its I/O fields, its output limit, and its
     /// place in the dirty list.
     fn after_batch(&mut self, slot: usize, now: Now) {
+        // The output limit first: a client it closes is not counted for client eviction.
+        if self.over_output_limit(slot, now) {
+            self.mark_dirty(slot);
+        }
         if let Some(s) = self.sessions[slot].as_ref() {
-            let (h, io) = (s.handle, s.io_stats());
-            let dirty = s.out_pending() > 0 || s.closing != Closing::No;
-            if let Some(c) = self.engine.clients.get_mut(h) {
-                c.io = io;
-            }
-            if dirty {
+            if s.out_pending() > 0 || s.closing != Closing::No {
                 self.mark_dirty(slot);
             }
+            self.account(slot);
         }
-        if self.over_output_limit(slot, now) {
+        self.evict_clients();
+    }
+
+    /// Measures slot's memory afresh (`CLIENT LIST`'s I/O fields and `tot-mem`) and updates
+    /// the total client eviction counts: every client but replicas, the link to the primary
+    /// and those closing, as Redis counts its normal and pub/sub clients.
+    fn account(&mut self, slot: usize) {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return;
+        };
+        let h = s.handle;
+        s.state_mem = self.engine.client_state_memory(h);
+        let io = s.io_stats(s.state_mem);
+        let counted = s.closing == Closing::No
+            && s.upstream.is_none()
+            && !self.engine.core.repl.is_replica(h);
+        let counted = if counted { io.tot_mem } else { 0 };
+        self.clients_mem = self.clients_mem - s.counted_mem + counted;
+        s.counted_mem = counted;
+        if let Some(c) = self.engine.clients.get_mut(h) {
+            c.io = io;
+        }
+    }
+
+    /// Client eviction: while the clients' memory is above `maxmemory-clients`, closes the
+    /// biggest client that may be evicted (see [`Engine::evictable`]), at once and without
+    /// its pending replies, as Redis does. The total is measured afresh before anyone is
+    /// evicted (output written or delivered since a client was last measured).
+    fn evict_clients(&mut self) {
+        let limit = self.engine.core.config.maxmemory_clients_bytes();
+        if limit == 0 || self.clients_mem as u64 <= limit {
+            return;
+        }
+        for slot in 0..self.sessions.len() {
+            self.account(slot);
+        }
+        if self.clients_mem as u64 <= limit {
+            return;
+        }
+        let engine = &self.engine;
+        let mut candidates: Vec<(usize, usize)> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, s)| {
+                let s = s.as_ref()?;
+                let may = s.counted_mem > 0 && engine.evictable(s.handle);
+                may.then_some((s.counted_mem, slot))
+            })
+            .collect();
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        for (mem, slot) in candidates {
+            if self.clients_mem as u64 <= limit {
+                break;
+            }
+            let s = self.sessions[slot].as_mut().expect("a candidate is open");
+            s.closing = Closing::Now;
+            s.counted_mem = 0;
+            self.clients_mem -= mem;
+            self.engine.core.stats.evicted_clients += 1;
+            let id = client_id(&self.engine, s.handle);
+            self.notice(Notice::ClientEvicted { id, mem });
             self.mark_dirty(slot);
         }
     }
@@ -1004,7 +1105,7 @@ impl Driver {
     }
 
     /// The clients part of the cron: idle `timeout` (blocked clients and subscribers are
-    /// exempt, as in Redis), idle buffers, CLIENT LIST's I/O fields.
+    /// exempt, as in Redis), idle buffers, CLIENT LIST's I/O fields, client eviction.
     fn clients_cron(&mut self, now: Now) {
         let timeout_ms = self.engine.core.config.timeout_s.saturating_mul(1000);
         for slot in 0..self.sessions.len() {
@@ -1013,11 +1114,11 @@ impl Driver {
             };
             s.release_idle_buffers();
             let h = s.handle;
-            let io = s.io_stats();
-            let Some(c) = self.engine.clients.get_mut(h) else {
+            self.account(slot);
+            let s = self.sessions[slot].as_mut().expect("accounted above");
+            let Some(c) = self.engine.clients.get(h) else {
                 continue;
             };
-            c.io = io;
             let idle_ms = now.ms().saturating_sub(c.last_interaction_ms);
             if timeout_ms == 0
                 || idle_ms <= timeout_ms
@@ -1034,6 +1135,7 @@ impl Driver {
             self.notice(Notice::IdleTimeout { id });
             self.mark_dirty(slot);
         }
+        self.evict_clients();
     }
 
     // ---- Small helpers ----
@@ -1059,11 +1161,17 @@ impl Driver {
             self.notices.push(notice);
         }
     }
+}
 
-    fn note_io(&mut self, s: &Session) {
-        if let Some(c) = self.engine.clients.get_mut(s.handle) {
-            c.io = s.io_stats();
-        }
+/// The output above which a client's further commands wait: [`OUTPUT_PAUSE`], or none while
+/// client eviction bounds the clients' memory (Redis has no such mark; its clients' output
+/// grows until an output limit or client eviction closes them).
+#[inline]
+fn output_pause(engine: &Engine) -> usize {
+    if engine.core.config.maxmemory_clients_bytes() > 0 {
+        usize::MAX
+    } else {
+        OUTPUT_PAUSE
     }
 }
 

@@ -18,6 +18,10 @@
 //!   woken client's pipelined input;
 //! - output buffering, `client-output-buffer-limit` and the high-water mark above which a
 //!   connection's further commands wait ([`OUTPUT_PAUSE`]);
+//! - client eviction (`maxmemory-clients`, `CLIENT NO-EVICT`): each client's memory (its
+//!   buffers and what the engine holds for it), the total, and the closing of the biggest
+//!   clients while the total is above the limit (the pause mark is off meanwhile, as Redis
+//!   has none);
 //! - the cron at `hz` (engine cron, idle `timeout`, idle buffers, CLIENT LIST's I/O fields) and
 //!   blocked clients' deadlines;
 //! - the adaptive busy-poll policy ([`BusyPoll`]) the shells consult before they sleep.

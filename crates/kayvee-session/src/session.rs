@@ -3,8 +3,10 @@
 //!
 //! Input: a connection with nothing pending runs commands straight from the shell's read
 //! buffer and keeps only an incomplete tail; its own buffer (`input[start..end]` pending) is
-//! allocated for the first tail, grows for a command that does not fit, and is freed by the
-//! cron when the client idles with nothing pending, as Redis frees idle query buffers.
+//! allocated for the first tail, grows for a command that does not fit (at least doubling,
+//! but never past the size of a command whose big argument was announced, so such a command
+//! ends in a buffer of exactly its size, as Redis's query buffer for one), and is freed by the cron when the client idles with nothing pending, as Redis frees idle query
+//! buffers.
 //! Output: replies are encoded straight into `out`; `out[sent..]` is not written yet.
 
 use alloc::boxed::Box;
@@ -17,8 +19,13 @@ use kayvee_resp::{Decoder, Limits};
 pub const INPUT_INITIAL: usize = 16 * 1024;
 
 /// Output above this many pending bytes stops the running of more commands (and the shell's
-/// reading) until it drains.
+/// reading) until it drains, unless client eviction (`maxmemory-clients`) bounds the
+/// clients' memory instead, as in Redis.
 pub const OUTPUT_PAUSE: usize = 1024 * 1024;
+
+/// A bulk argument at least this long is a "big argument" (Redis's `PROTO_MBULK_BIG_ARG`):
+/// the input buffer is sized for exactly its command, and `qbuf` shows only its payload.
+const BIG_ARG: usize = 32 * 1024;
 
 /// An empty output buffer with more capacity than this is released by the cron.
 const OUTPUT_KEEP: usize = 64 * 1024;
@@ -47,6 +54,9 @@ pub(crate) struct Session {
     pub decoder: Decoder,
     /// The read area; `input[in_start..in_end]` is pending.
     pub input: Vec<u8>,
+    /// Bytes the pending command needs from its start, when a big argument's header said so
+    /// (0: not known): the input buffer grows no further than that.
+    pub want: usize,
     pub in_start: usize,
     pub in_end: usize,
     /// Encoded replies; `out[out_sent..]` is not written yet.
@@ -70,6 +80,12 @@ pub(crate) struct Session {
     pub sync: Option<crate::replicas::Sync>,
     /// This connection is the link to this server's primary (see [`crate::upstream`]).
     pub upstream: Option<Upstream>,
+    /// The memory this connection counts for client eviction (its `tot-mem` when last
+    /// measured; 0 for a replica, the primary's link, or a closing connection).
+    pub counted_mem: usize,
+    /// What the engine held for the client when it was last measured
+    /// ([`kayvee_engine::Engine::client_state_memory`]).
+    pub state_mem: usize,
 }
 
 impl Session {
@@ -79,6 +95,7 @@ impl Session {
             handle,
             decoder: Decoder::new(limits),
             input: Vec::new(),
+            want: 0,
             in_start: 0,
             in_end: 0,
             out: Vec::new(),
@@ -92,6 +109,8 @@ impl Session {
             dirty: false,
             sync: None,
             upstream: None,
+            counted_mem: 0,
+            state_mem: 0,
         }
     }
 
@@ -107,14 +126,27 @@ impl Session {
         self.out.len() - self.out_sent
     }
 
-    /// Whether commands may run now (the engine's blocking aside).
+    /// Whether commands may run now (the engine's blocking aside), with output above
+    /// `pause` bytes holding them.
     #[inline]
-    pub fn runnable(&self) -> bool {
-        self.closing == Closing::No && !self.awaiting && self.out_pending() <= OUTPUT_PAUSE
+    pub fn runnable(&self, pause: usize) -> bool {
+        self.closing == Closing::No && !self.awaiting && self.out_pending() <= pause
+    }
+
+    /// Notes what the decoder knows of the pending command's size (after it stopped for more
+    /// bytes): a big argument's header gives the whole command's length.
+    pub fn note_wanted(&mut self) {
+        self.want = match self.decoder.pending_bulk() {
+            Some((start, len)) if len >= BIG_ARG => start.saturating_add(len).saturating_add(2),
+            _ => 0,
+        };
     }
 
     /// Appends received bytes behind the pending ones: the consumed front is reclaimed first,
-    /// and the buffer at least doubles when it grows.
+    /// and the buffer at least doubles when it grows, but not past the pending command's
+    /// known size, which it takes once more than half of the command is in (it grows with
+    /// what arrives: an announced length alone allocates nothing, and the command ends in a
+    /// buffer of exactly its size however its bytes were split).
     pub fn append(&mut self, data: &[u8]) {
         if self.in_start > 0 && self.in_end + data.len() > self.input.len() {
             self.input.copy_within(self.in_start..self.in_end, 0);
@@ -123,7 +155,14 @@ impl Session {
         }
         let need = self.in_end + data.len();
         if need > self.input.len() {
-            let len = need.max(self.input.len() * 2).max(INPUT_INITIAL);
+            let doubled = need.max(self.input.len() * 2).max(INPUT_INITIAL);
+            let len = match self.want {
+                // Past half of the command: its whole size, which the doubling never passes.
+                want if self.in_start == 0 && want >= need && need * 2 > want => want,
+                want if self.in_start == 0 && want >= need => doubled.min(want),
+                _ => doubled,
+            };
+            self.input.reserve_exact(len - self.input.len());
             self.input.resize(len, 0);
         }
         self.input[self.in_end..need].copy_from_slice(data);
@@ -137,6 +176,7 @@ impl Session {
         self.in_start = 0;
         self.in_end = 0;
         if !rest.is_empty() {
+            self.note_wanted();
             self.append(rest);
         }
     }
@@ -149,6 +189,7 @@ impl Session {
         if self.in_start == self.in_end {
             self.in_start = 0;
             self.in_end = 0;
+            self.want = 0;
         }
     }
 
@@ -167,19 +208,29 @@ impl Session {
     }
 
     /// Buffer sizes for `CLIENT LIST`, in Redis's terms: the query buffer holds the pending
-    /// input (the running command's included); pending output fills Redis's fixed 16 KiB reply
-    /// buffer first (`obl`), the rest goes in 16 KiB blocks (`oll`, `omem`). While a batch runs
-    /// the driver sets `qbuf` itself (the batch may run from the shell's buffer).
-    pub fn io_stats(&self) -> IoStats {
+    /// input (the running command's included; of a big argument still arriving, only its
+    /// payload, as Redis keeps it); pending output fills Redis's fixed 16 KiB reply buffer
+    /// first (`obl`), the rest goes in 16 KiB blocks (`oll`, `omem`). `tot-mem` is the
+    /// buffers' allocations, the session and `state_mem` (what the engine holds for the
+    /// client: [`kayvee_engine::Engine::client_state_memory`]). While a batch runs the driver
+    /// sets `qbuf` itself (the batch may run from the shell's buffer).
+    pub fn io_stats(&self, state_mem: usize) -> IoStats {
         let pending = self.out_pending();
         let beyond = pending.saturating_sub(REPLY_BUFFER);
+        let qbuf = match self.decoder.pending_bulk() {
+            Some((start, len)) if len >= BIG_ARG => self.pending_input().saturating_sub(start),
+            _ => self.pending_input(),
+        };
         IoStats {
-            qbuf: self.pending_input(),
+            qbuf,
             qbuf_free: self.input.len().saturating_sub(self.in_end),
             obl: pending.min(REPLY_BUFFER),
             oll: beyond.div_ceil(REPLY_BUFFER),
             omem: beyond,
-            tot_mem: self.input.capacity() + self.out.capacity() + core::mem::size_of::<Self>(),
+            tot_mem: self.input.capacity()
+                + self.out.capacity()
+                + core::mem::size_of::<Self>()
+                + state_mem,
         }
     }
 
@@ -280,20 +331,50 @@ mod tests {
         assert_eq!(s.input.len(), INPUT_INITIAL, "active since the last cron");
         s.release_idle_buffers();
         assert!(s.input.is_empty());
-        assert_eq!(s.io_stats().qbuf, 0);
+        assert_eq!(s.io_stats(0).qbuf, 0);
     }
 
     #[test]
     fn runnable_follows_closing_awaiting_and_the_output_mark() {
         let mut s = session();
-        assert!(s.runnable());
+        assert!(s.runnable(OUTPUT_PAUSE));
         s.out = alloc::vec![0; OUTPUT_PAUSE + 1];
-        assert!(!s.runnable());
+        assert!(!s.runnable(OUTPUT_PAUSE));
+        assert!(s.runnable(usize::MAX), "no mark under client eviction");
         s.written(OUTPUT_PAUSE + 1);
         s.awaiting = true;
-        assert!(!s.runnable());
+        assert!(!s.runnable(OUTPUT_PAUSE));
         s.awaiting = false;
         s.closing = Closing::AfterReply;
-        assert!(!s.runnable());
+        assert!(!s.runnable(OUTPUT_PAUSE));
+    }
+
+    #[test]
+    fn a_big_argument_sizes_the_buffer_exactly_and_is_the_query_buffer() {
+        let mut s = session();
+        let header = b"*2\r\n$3\r\nSET\r\n$100000\r\n";
+        let mut first = header.to_vec();
+        first.extend_from_slice(&[b'v'; 1000]);
+        assert!(s.decoder.decode(&first, true).unwrap().is_none());
+        s.stash(&first);
+        let whole = header.len() + 100_000 + 2;
+        assert_eq!(s.want, whole);
+        assert_eq!(
+            s.input.capacity(),
+            INPUT_INITIAL,
+            "nothing allocated ahead of the data"
+        );
+        assert_eq!(
+            s.io_stats(0).qbuf,
+            1000,
+            "only the payload, as Redis shows it"
+        );
+        s.append(&[b'v'; 20_000]);
+        assert_eq!(s.input.capacity(), 2 * INPUT_INITIAL);
+        s.append(&[b'v'; 30_000]);
+        assert_eq!(s.input.capacity(), whole, "past half: the command's size");
+        s.append(&[b'v'; 49_000]);
+        assert_eq!(s.input.capacity(), whole);
+        assert_eq!(s.io_stats(0).qbuf, 100_000);
     }
 }

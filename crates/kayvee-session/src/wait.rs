@@ -72,7 +72,7 @@ impl BusyIo for Serving<'_, '_> {
             return;
         };
         s.append(data);
-        if !s.runnable() {
+        if !s.runnable(crate::session::OUTPUT_PAUSE) {
             return;
         }
         let input = core::mem::take(&mut s.input);

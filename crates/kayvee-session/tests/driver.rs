@@ -516,3 +516,113 @@ fn migrate_link_failure_is_ioerr() {
     );
     assert_eq!(rig.driver.engine().migrate_links().count(), 0);
 }
+
+/// `SET k <len bytes>` without the bytes that end the value.
+fn partial_set(len: usize) -> Vec<u8> {
+    let mut bytes = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${len}\r\n").into_bytes();
+    bytes.resize(bytes.len() + len, b'v');
+    bytes
+}
+
+/// The `tot-mem` CLIENT LIST shows for `h` (asked by `asker`).
+fn tot_mem(rig: &mut Rig, asker: Handle, name: &str) -> Option<usize> {
+    rig.send(asker, &cmd(&["CLIENT", "LIST"]));
+    let list = rig.output_of(asker);
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))?;
+    let field = line.split(' ').find_map(|f| f.strip_prefix("tot-mem="))?;
+    Some(field.parse().unwrap())
+}
+
+#[test]
+fn client_eviction_closes_the_biggest_client_above_the_limit() {
+    let mut rig = Rig::new();
+    let (control, small, big) = (rig.connect(), rig.connect(), rig.connect());
+    rig.send(small, &cmd(&["CLIENT", "SETNAME", "small"]));
+    rig.send(big, &cmd(&["CLIENT", "SETNAME", "big"]));
+    rig.write_all();
+    // Big arguments still waiting for their end.
+    rig.send(big, &partial_set(600_000));
+    rig.send(small, &partial_set(300_000));
+    let mem = tot_mem(&mut rig, control, "big").unwrap();
+    assert!((600_000..700_000).contains(&mem), "{mem}");
+    rig.send(
+        control,
+        &cmd(&["CONFIG", "SET", "maxmemory-clients", "800kb"]),
+    );
+    let out = rig.write_all();
+    assert!(out
+        .iter()
+        .any(|(h, bytes, f)| *h == big && bytes.is_empty() && *f == Flushed::Close));
+    rig.driver.close(big);
+    assert!(rig
+        .driver
+        .take_notices()
+        .iter()
+        .any(|n| matches!(n, Notice::ClientEvicted { id: 3, .. })));
+    assert!(
+        tot_mem(&mut rig, control, "small").is_some(),
+        "below the limit now"
+    );
+    rig.send(control, &cmd(&["INFO", "stats"]));
+    assert!(rig.output_of(control).contains("evicted_clients:1\r\n"));
+}
+
+#[test]
+fn no_evict_clients_stay_and_a_lower_limit_evicts_at_once() {
+    let mut rig = Rig::new();
+    let (control, a, b) = (rig.connect(), rig.connect(), rig.connect());
+    rig.send(control, &cmd(&["CLIENT", "NO-EVICT", "on"]));
+    rig.send(a, &cmd(&["CLIENT", "NO-EVICT", "on"]));
+    rig.write_all();
+    for h in [a, b] {
+        rig.send(h, &partial_set(300_000));
+    }
+    rig.send(
+        control,
+        &cmd(&["CONFIG", "SET", "maxmemory-clients", "100kb"]),
+    );
+    assert_eq!(rig.output_of(control), "+OK\r\n");
+    rig.driver.close(b);
+    // `a` is exempt: the total stays above the limit, and nothing more is evicted.
+    rig.send(a, b"\r");
+    rig.send(control, &cmd(&["INFO", "stats"]));
+    assert!(rig.output_of(control).contains("evicted_clients:1\r\n"));
+    assert!(rig.driver.wants_input(a));
+}
+
+#[test]
+fn maxmemory_clients_as_a_percentage_of_maxmemory() {
+    let mut rig = Rig::new();
+    let (control, a) = (rig.connect(), rig.connect());
+    rig.send(
+        control,
+        &cmd(&["CONFIG", "SET", "maxmemory-clients", "10%"]),
+    );
+    rig.send(a, &partial_set(300_000));
+    rig.write_all();
+    assert!(
+        rig.driver.wants_input(a),
+        "no maxmemory: no client eviction"
+    );
+    rig.send(control, &cmd(&["CONFIG", "SET", "maxmemory", "2mb"]));
+    let out = rig.write_all();
+    assert!(out.iter().any(|(h, _, f)| *h == a && *f == Flushed::Close));
+}
+
+#[test]
+fn under_client_eviction_output_has_no_pause_mark() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(a, &cmd(&["CONFIG", "SET", "maxmemory-clients", "100mb"]));
+    let big = "v".repeat(600 * 1024);
+    rig.send(a, &cmd(&["SET", "big", &big]));
+    rig.write_all();
+    let mut pipeline = cmd(&["GET", "big"]);
+    pipeline.extend(cmd(&["GET", "big"]));
+    pipeline.extend(cmd(&["PING"]));
+    rig.send(a, &pipeline);
+    assert!(rig.driver.wants_input(a), "the output grows as in Redis");
+    assert!(rig.output_of(a).ends_with("+PONG\r\n"));
+}

@@ -379,8 +379,9 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
     let name = c.name.as_ref().map(|n| n.as_bytes()).unwrap_or_default();
     let tcp = matches!(c.conn.transport, Transport::Tcp { .. });
     let flags = client_flags(cx.core, h, c, tcp);
-    let subs = cx.core.pubsub.of(h).cloned().unwrap_or_default();
-    let txn = cx.core.txn.of(h).cloned().unwrap_or_default();
+    let subs = cx.core.pubsub.of(h);
+    let txn = cx.core.txn.of(h);
+    let count = |set: fn(&crate::pubsub::ClientSubs) -> usize| subs.map_or(0, set);
     let cmd = match c.last_cmd_id {
         Some(id) => cx.commands.get(id).full_name.as_str(),
         None => "NULL",
@@ -399,17 +400,16 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
         now.saturating_sub(c.created_ms) / 1000,
         now.saturating_sub(c.last_interaction_ms) / 1000,
         c.db,
-        subs.channels.len(),
-        subs.patterns.len(),
-        subs.shard.len(),
-        if txn.multi {
-            txn.queue.len() as i64
-        } else {
-            -1
+        count(|s| s.channels.len()),
+        count(|s| s.patterns.len()),
+        count(|s| s.shard.len()),
+        match txn {
+            Some(t) if t.multi => t.queue.len() as i64,
+            _ => -1,
         },
         io.qbuf,
         io.qbuf_free,
-        txn.queued_bytes,
+        txn.map_or(0, |t| t.queued_bytes),
         io.obl,
         io.oll,
         io.omem,
@@ -691,9 +691,8 @@ const HELP: &[&str] = &[
     "    Protect current client connection from eviction.",
 ];
 
-/// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`flags=e`). Kayvee
-/// has no `maxmemory-clients`, so the flag is only recorded and shown, as in Redis 7.0 where
-/// it concerns client eviction, not key eviction.
+/// CLIENT NO-EVICT ON|OFF: exempts the connection from client eviction (`maxmemory-clients`,
+/// which the connection layer carries out; `flags=e`). Key eviction is not concerned.
 fn no_evict(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let on = match args.get(2) {
         a if a.eq_ignore_ascii_case(b"on") => true,

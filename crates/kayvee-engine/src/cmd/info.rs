@@ -282,6 +282,27 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     human(s, "maxmemory", core.config.maxmemory);
     field(s, "maxmemory_policy", &core.config.maxmemory_policy);
     memory_ratios(s, used, rss);
+    clients_memory(cx, s);
+}
+
+/// `mem_clients_slaves` and `mem_clients_normal`: the `tot-mem` of the replicas' connections
+/// and of the others (as the connection layer last measured them), then the tail of the
+/// Memory section.
+fn clients_memory(cx: &Cx<'_>, s: &mut String) {
+    let (mut replicas, mut normal) = (0u64, 0u64);
+    for (h, c) in cx.clients.iter() {
+        let mem = c.io.tot_mem as u64;
+        if cx.core.repl.is_replica(h) {
+            replicas += mem;
+        } else {
+            normal += mem;
+        }
+    }
+    field(s, "mem_clients_slaves", replicas);
+    field(s, "mem_clients_normal", normal);
+    zeros(s, &["mem_cluster_links", "mem_aof_buffer"]);
+    field(s, "mem_allocator", "kayvee");
+    memory_tail(s);
 }
 
 /// What INFO memory reports of scripting (zeros without the `scripting` feature). The eval
@@ -316,7 +337,7 @@ impl ScriptMemory {
     }
 }
 
-/// The fragmentation fields of the Memory section, then its tail.
+/// The fragmentation fields of the Memory section.
 fn memory_ratios(s: &mut String, used: u64, rss: u64) {
     let over = rss.saturating_sub(used);
     field(s, "allocator_frag_ratio", ratio(used, used));
@@ -333,13 +354,12 @@ fn memory_ratios(s: &mut String, used: u64, rss: u64) {
             "mem_not_counted_for_evict",
             "mem_replication_backlog",
             "mem_total_replication_buffers",
-            "mem_clients_slaves",
-            "mem_clients_normal",
-            "mem_cluster_links",
-            "mem_aof_buffer",
         ],
     );
-    field(s, "mem_allocator", "kayvee");
+}
+
+/// The last fields of the Memory section.
+fn memory_tail(s: &mut String) {
     zeros(
         s,
         &[
@@ -517,10 +537,10 @@ fn stats(cx: &Cx<'_>, s: &mut String) {
         ],
     );
     field(s, "evicted_keys", st.evicted_keys);
+    field(s, "evicted_clients", st.evicted_clients);
     zeros(
         s,
         &[
-            "evicted_clients",
             "total_eviction_exceeded_time",
             "current_eviction_exceeded_time",
         ],

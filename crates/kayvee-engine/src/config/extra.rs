@@ -242,7 +242,6 @@ pub const PARAMS: &[Param] = &[
     inert!("lua-enable-deprecated-api", BOOL, Imm, no()),
     inert!("masterauth", STR, Mut, s("")),
     inert!("masteruser", STR, Mut, s("")),
-    inert!("maxmemory-clients", Kind::MemoryOrPercent, Mut, Val::Int(0)),
     inert!(
         "oom-score-adj",
         Kind::Enum(&["no", "yes", "relative", "absolute"]),

@@ -94,14 +94,16 @@ fn is_replicaof(line: &str) -> bool {
     name.eq_ignore_ascii_case("replicaof") || name.eq_ignore_ascii_case("slaveof")
 }
 
-/// The table index of the directive a line sets, if it is one Kayvee knows.
+/// The table index of the directive a line sets, if it is one Kayvee knows, by its name or an
+/// alias (an alias's line is a line of its parameter: the first of them states the current
+/// value, the others go, as Redis rewrites them).
 fn directive_index(line: &str) -> Option<usize> {
     if line.is_empty() || line.starts_with('#') {
         return None;
     }
     let args = split_args(line.as_bytes()).ok()?;
-    let name = args.first()?;
-    super::all().position(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+    let param = super::find(args.first()?)?;
+    super::all().position(|p| core::ptr::eq(p, param))
 }
 
 #[cfg(test)]
@@ -188,6 +190,15 @@ mod tests {
         let mut back = Config::default();
         back.apply_file(want).unwrap();
         assert_eq!(back.get_matching(&[b"*"]), c.get_matching(&[b"*"]));
+    }
+
+    #[test]
+    fn an_alias_line_is_its_parameter_line() {
+        let original = "hash-max-ziplist-entries 20\nhash-max-listpack-entries 21\n";
+        let mut c = Config::default();
+        c.apply_file(original).unwrap();
+        c.apply("hash-max-listpack-entries", &["100"]).unwrap();
+        assert_eq!(c.rewrite(original), "hash-max-listpack-entries 100\n\n\n");
     }
 
     #[test]

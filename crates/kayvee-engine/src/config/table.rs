@@ -317,6 +317,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.maxmemory = v.mem(),
     },
     Param {
+        name: "maxmemory-clients",
+        kind: Kind::MemoryOrPercent,
+        access: Access::Mutable,
+        get: |c| Val::Int(c.maxmemory_clients),
+        put: |c, v| c.maxmemory_clients = v.int(),
+    },
+    Param {
         name: "maxmemory-policy",
         kind: Kind::Enum(POLICIES),
         access: Access::Mutable,

@@ -647,6 +647,8 @@ impl<'e> Dispatch<'e> {
         let mut outcome = Outcome::Continue;
         if errored {
             let e = Error::msg("EXECABORT Transaction discarded because of previous errors.");
+            // EXEC ran and failed (Redis counts its error reply as a failed call).
+            self.core.stats.commands[id.0 as usize].failed_calls += 1;
             send_error(&mut self.core.stats, &e, out);
         } else if dirty {
             out.null_array();

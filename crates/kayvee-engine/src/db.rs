@@ -166,14 +166,14 @@ impl Db {
             let (touch, r) = (self.touch, self.touch.draw());
             self.keys.get_touch(
                 key,
-                |e: &Entry| touch.accessed(e.meta, now_ms, r) != e.meta,
-                |e| e.meta = touch.accessed(e.meta, now_ms, r),
+                |e: &Entry| touch.accessed(e.meta(), now_ms, r) != e.meta(),
+                |e| *e.meta_mut() = touch.accessed(e.meta(), now_ms, r),
             )
         } else {
             self.keys.get_touch(
                 key,
-                |e: &Entry| e.meta.access_s != access_s,
-                |e| e.meta.access_s = access_s,
+                |e: &Entry| e.meta().access_s != access_s,
+                |e| e.meta_mut().access_s = access_s,
             )
         };
         match found {
@@ -200,14 +200,14 @@ impl Db {
         };
         let e = self.keys.get_mut(key)?;
         if self.touch.lfu {
-            e.meta = self.touch.accessed(e.meta, now_ms, r);
+            *e.meta_mut() = self.touch.accessed(e.meta(), now_ms, r);
         } else {
-            e.meta.access_s = (now_ms / 1000) as u32;
+            e.meta_mut().access_s = (now_ms / 1000) as u32;
         }
         let before = self
             .events
             .wants(listen::OPENED_VALUE)
-            .then(|| e.value.clone());
+            .then(|| e.to_value());
         self.events.record(listen::OPENED, || {
             KeyEvent::Opened(Key::from_slice(key), before)
         });
@@ -227,12 +227,13 @@ impl Db {
             // Redis's `setKey` looks the key up for writing (one access) and `dbOverwrite`
             // keeps its LFU counter.
             let (touch, r) = (self.touch, self.touch.draw());
-            let counted = touch.accessed(old.meta, now_ms, r);
+            let counted = touch.accessed(old.meta(), now_ms, r);
             if let Some(e) = self.keys.get_mut(key) {
-                (e.meta.freq, e.meta.ldt_min) = (counted.freq, counted.ldt_min);
+                let m = e.meta_mut();
+                (m.freq, m.ldt_min) = (counted.freq, counted.ldt_min);
             }
         }
-        if !old.meta.has(Meta::HAS_EXPIRE) {
+        if !old.meta().has(Meta::HAS_EXPIRE) {
             return;
         }
         // An old value past its TTL had expired: it is counted and logged as such, and the
@@ -246,7 +247,7 @@ impl Db {
         }
         if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
-                e.meta.set_flag(Meta::HAS_EXPIRE, true);
+                e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
             }
         } else {
             self.expires.remove(key);
@@ -257,7 +258,7 @@ impl Db {
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
         self.modified(key);
         entry
-            .meta
+            .meta_mut()
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
         match expire_at_ms {
             Some(at) => {
@@ -295,7 +296,7 @@ impl Db {
         }
         let (_, entry) = self.keys.remove(key)?;
         self.events.key(kind, key, make);
-        let ttl = if entry.meta.has(Meta::HAS_EXPIRE) {
+        let ttl = if entry.meta().has(Meta::HAS_EXPIRE) {
             self.expires.remove(key).map(|(_, at)| at)
         } else {
             None
@@ -320,7 +321,7 @@ impl Db {
             return false;
         };
         self.modified(key);
-        if entry.meta.has(Meta::HAS_EXPIRE) {
+        if entry.meta().has(Meta::HAS_EXPIRE) {
             self.expires.remove(key);
         }
         true
@@ -331,7 +332,7 @@ impl Db {
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
-        e.meta.set_flag(Meta::HAS_EXPIRE, true);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
         self.expires.insert(Key::from_slice(key), at_ms);
         self.modified(key);
         true
@@ -342,10 +343,10 @@ impl Db {
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
-        if !e.meta.has(Meta::HAS_EXPIRE) {
+        if !e.meta().has(Meta::HAS_EXPIRE) {
             return false;
         }
-        e.meta.set_flag(Meta::HAS_EXPIRE, false);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, false);
         self.expires.remove(key);
         self.modified(key);
         true
@@ -478,12 +479,12 @@ impl Db {
         self.expires.check_invariants();
         for (k, _) in self.expires.iter() {
             let e = self.keys.get(&k[..]).expect("TTL for a missing key");
-            assert!(e.meta.has(Meta::HAS_EXPIRE), "TTL without flag");
+            assert!(e.meta().has(Meta::HAS_EXPIRE), "TTL without flag");
         }
         let flagged = self
             .keys
             .iter()
-            .filter(|(_, e)| e.meta.has(Meta::HAS_EXPIRE))
+            .filter(|(_, e)| e.meta().has(Meta::HAS_EXPIRE))
             .count();
         assert_eq!(flagged, self.expires.len(), "flag without TTL");
     }

@@ -329,7 +329,7 @@ fn populate(ev: &mut Evictor, ks: &mut Keyspace<'_>, db: usize, policy: Policy, 
         let Some(entry) = d.keys.get(&key[..]) else {
             continue;
         };
-        let score = score(policy, &entry.meta, at, now, decay);
+        let score = score(policy, &entry.meta(), at, now, decay);
         let key = key.clone();
         ev.offer(score, db, &key);
     }

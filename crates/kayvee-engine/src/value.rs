@@ -21,6 +21,7 @@ pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
 /// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
@@ -55,18 +56,6 @@ pub enum Value {
 }
 
 impl Value {
-    /// The name `TYPE` answers.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Value::Str(_) => "string",
-            Value::List(_) => "list",
-            Value::Hash(_) => "hash",
-            Value::Set(_) => "set",
-            Value::ZSet(_) => "zset",
-            Value::Stream(_) => "stream",
-        }
-    }
-
     /// Puts a collection in the representation its encoding calls for: the compact (flat)
     /// form while `big` is false, the persistent form once it is (`seed` hashes the maps).
     /// Called wherever [`Meta::BIG`] is decided, so "flat" and "not BIG" go together; turning
@@ -74,15 +63,7 @@ impl Value {
     /// unless `big`, then packed while it fits; a list is packed while it fits one node of the
     /// default size.
     pub fn normalize(&mut self, big: bool, seed: u64) {
-        match self {
-            Value::Hash(h) if big => h.make_big(seed),
-            Value::Hash(h) => h.make_flat(),
-            Value::ZSet(z) if big => z.make_big(seed),
-            Value::ZSet(z) => z.make_flat(),
-            Value::Set(s) => s.normalize(big, seed),
-            Value::List(l) => l.normalize(LIST_DEFAULT_FILL),
-            Value::Str(_) | Value::Stream(_) => {}
-        }
+        self.view_mut().normalize(big, seed)
     }
 
     /// The name `OBJECT ENCODING` answers, as Redis 7.0 would for the same history: strings
@@ -90,28 +71,12 @@ impl Value {
     /// beyond, or after an in-place change ([`Meta::RAW`]); INCRBYFLOAT results are never
     /// `int` ([`Meta::EMBSTR`]).
     pub fn encoding(&self, meta: &Meta) -> &'static str {
-        match self {
-            Value::Str(s) => {
-                if meta.has(Meta::RAW) || s.len() > 44 {
-                    "raw"
-                } else if !meta.has(Meta::EMBSTR)
-                    && s.len() <= 20
-                    && crate::util::parse_i64(s).is_some()
-                {
-                    "int"
-                } else {
-                    "embstr"
-                }
-            }
-            Value::List(_) => "quicklist",
-            Value::Hash(_) if meta.has(Meta::BIG) => "hashtable",
-            Value::Hash(_) => "listpack",
-            Value::Set(s) if s.is_intset() => "intset",
-            Value::Set(_) => "hashtable",
-            Value::ZSet(_) if meta.has(Meta::BIG) => "skiplist",
-            Value::ZSet(_) => "listpack",
-            Value::Stream(_) => "stream",
-        }
+        self.view().encoding(meta)
+    }
+
+    /// The name `TYPE` answers.
+    pub fn type_name(&self) -> &'static str {
+        self.view().type_name()
     }
 }
 
@@ -160,13 +125,144 @@ impl Meta {
     }
 }
 
-/// What the keyspace stores under a key.
+/// What the keyspace stores under a key: the value and its [`Meta`]. Read through
+/// [`Entry::value`] / [`Entry::meta`] and changed through [`Entry::value_mut`],
+/// [`Entry::meta_mut`], [`Entry::set_value`]: the fields are private so the layout can pack
+/// the metadata into the value's own bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
-    /// The value.
-    pub value: Value,
-    /// Its metadata.
-    pub meta: Meta,
+    value: Value,
+    meta: Meta,
+}
+
+/// A stored value, borrowed from an [`Entry`] (or a [`Value`], [`Value::view`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    /// A string's bytes.
+    Str(&'a [u8]),
+    /// A list.
+    List(&'a List),
+    /// A hash.
+    Hash(&'a Hash),
+    /// A set.
+    Set(&'a Set),
+    /// A sorted set.
+    ZSet(&'a ZSet),
+    /// A stream.
+    Stream(&'a Stream),
+}
+
+/// A stored value, mutably borrowed from an [`Entry`]. Strings are immutable: they are
+/// replaced whole ([`Entry::set_value`], [`Entry::take_str`]).
+#[derive(Debug)]
+pub enum ValueMut<'a> {
+    /// A string (see above).
+    Str,
+    /// A list.
+    List(&'a mut List),
+    /// A hash.
+    Hash(&'a mut Hash),
+    /// A set.
+    Set(&'a mut Set),
+    /// A sorted set.
+    ZSet(&'a mut ZSet),
+    /// A stream.
+    Stream(&'a mut Stream),
+}
+
+impl Value {
+    /// The value borrowed as an entry lends it.
+    #[inline]
+    pub fn view(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s),
+            Value::List(l) => ValueRef::List(l),
+            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(s) => ValueRef::Stream(s),
+        }
+    }
+
+    /// The value mutably borrowed as an entry lends it.
+    #[inline]
+    pub fn view_mut(&mut self) -> ValueMut<'_> {
+        match self {
+            Value::Str(_) => ValueMut::Str,
+            Value::List(l) => ValueMut::List(l),
+            Value::Hash(h) => ValueMut::Hash(h),
+            Value::Set(s) => ValueMut::Set(s),
+            Value::ZSet(z) => ValueMut::ZSet(z),
+            Value::Stream(s) => ValueMut::Stream(s),
+        }
+    }
+}
+
+impl<'a> ValueRef<'a> {
+    /// The name `TYPE` answers.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            ValueRef::Str(_) => "string",
+            ValueRef::List(_) => "list",
+            ValueRef::Hash(_) => "hash",
+            ValueRef::Set(_) => "set",
+            ValueRef::ZSet(_) => "zset",
+            ValueRef::Stream(_) => "stream",
+        }
+    }
+
+    /// An owned copy (O(1) or a bounded buffer copy, as [`Value`]'s clone).
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(SmallBytes::from_slice(s)),
+            ValueRef::List(l) => Value::List(l.clone()),
+            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Set(s) => Value::Set(s.clone()),
+            ValueRef::ZSet(z) => Value::ZSet(z.clone()),
+            ValueRef::Stream(s) => Value::Stream(Box::new(s.clone())),
+        }
+    }
+
+    /// The name `OBJECT ENCODING` answers (see [`Value::encoding`]).
+    pub fn encoding(self, meta: &Meta) -> &'static str {
+        match self {
+            ValueRef::Str(s) => {
+                if meta.has(Meta::RAW) || s.len() > 44 {
+                    "raw"
+                } else if !meta.has(Meta::EMBSTR)
+                    && s.len() <= 20
+                    && crate::util::parse_i64(s).is_some()
+                {
+                    "int"
+                } else {
+                    "embstr"
+                }
+            }
+            ValueRef::List(_) => "quicklist",
+            ValueRef::Hash(_) if meta.has(Meta::BIG) => "hashtable",
+            ValueRef::Hash(_) => "listpack",
+            ValueRef::Set(s) if s.is_intset() => "intset",
+            ValueRef::Set(_) => "hashtable",
+            ValueRef::ZSet(_) if meta.has(Meta::BIG) => "skiplist",
+            ValueRef::ZSet(_) => "listpack",
+            ValueRef::Stream(_) => "stream",
+        }
+    }
+}
+
+impl ValueMut<'_> {
+    /// See [`Value::normalize`].
+    pub fn normalize(self, big: bool, seed: u64) {
+        match self {
+            ValueMut::Hash(h) if big => h.make_big(seed),
+            ValueMut::Hash(h) => h.make_flat(),
+            ValueMut::ZSet(z) if big => z.make_big(seed),
+            ValueMut::ZSet(z) => z.make_flat(),
+            ValueMut::Set(s) => s.normalize(big, seed),
+            ValueMut::List(l) => l.normalize(LIST_DEFAULT_FILL),
+            ValueMut::Str | ValueMut::Stream(_) => {}
+        }
+    }
 }
 
 impl Entry {
@@ -181,6 +277,84 @@ impl Entry {
                 ldt_min: minutes(now_ms),
             },
         }
+    }
+
+    /// An entry with the given metadata.
+    pub fn with_meta(value: Value, meta: Meta) -> Self {
+        Entry { value, meta }
+    }
+
+    /// The metadata.
+    #[inline]
+    pub fn meta(&self) -> Meta {
+        self.meta
+    }
+
+    /// The metadata, to change.
+    #[inline]
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+
+    /// The value.
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        self.value.view()
+    }
+
+    /// The value, to change in place (strings are replaced instead).
+    #[inline]
+    pub fn value_mut(&mut self) -> ValueMut<'_> {
+        self.value.view_mut()
+    }
+
+    /// The value to change and the metadata beside it.
+    #[inline]
+    pub fn parts_mut(&mut self) -> (ValueMut<'_>, &mut Meta) {
+        (self.value.view_mut(), &mut self.meta)
+    }
+
+    /// Replaces the value, keeping the metadata.
+    #[inline]
+    pub fn set_value(&mut self, value: Value) {
+        self.value = value;
+    }
+
+    /// An owned copy of the value.
+    pub fn to_value(&self) -> Value {
+        self.value.clone()
+    }
+
+    /// The value, giving up the metadata.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+
+    /// Takes a string's bytes out to modify them (leaving an empty string until
+    /// [`Entry::set_value`] puts the result back); `None` when the value is not a string.
+    pub fn take_str(&mut self) -> Option<Vec<u8>> {
+        match &mut self.value {
+            Value::Str(s) => Some(core::mem::take(s).into_vec()),
+            _ => None,
+        }
+    }
+
+    /// Heap bytes a string value holds beyond the entry (0 for other types).
+    pub fn str_heap_size(&self) -> usize {
+        match &self.value {
+            Value::Str(s) => s.heap_size(),
+            _ => 0,
+        }
+    }
+
+    /// The name `OBJECT ENCODING` answers.
+    pub fn encoding(&self) -> &'static str {
+        self.value().encoding(&self.meta)
+    }
+
+    /// Puts a collection in the representation `big` calls for (see [`Value::normalize`]).
+    pub fn normalize(&mut self, big: bool, seed: u64) {
+        self.value_mut().normalize(big, seed)
     }
 }
 

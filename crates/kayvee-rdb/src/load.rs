@@ -243,12 +243,12 @@ fn load_key(
     let mut value = value;
     value.normalize(big, opts.seed);
     let mut entry = Entry::new(value, opts.now_ms);
-    entry.meta.set_flag(Meta::BIG, big);
+    entry.meta_mut().set_flag(Meta::BIG, big);
     if let Some(f) = p.freq {
-        entry.meta.freq = f;
+        entry.meta_mut().freq = f;
     }
     if let Some(idle) = p.idle_s {
-        entry.meta.access_s = (opts.now_ms / 1000).saturating_sub(idle) as u32;
+        entry.meta_mut().access_s = (opts.now_ms / 1000).saturating_sub(idle) as u32;
     }
     out.dbs[db].insert_entry(&key, entry, p.expire_ms);
     out.keys_loaded += 1;

@@ -153,7 +153,7 @@ fn dump(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     let compress = cx.core.config.rdbcompression;
     let now = cx.now_ms();
     match cx.db().lookup_read(args.get(1), now) {
-        Some(e) => out.bulk(&codec.dump(&e.value, compress)),
+        Some(e) => out.bulk(&codec.dump(e.value(), compress)),
         None => out.null(),
     }
     Ok(())
@@ -260,12 +260,12 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     let mut entry = Entry::new(value, now);
     if let Some(idle) = opts.idle_s {
-        entry.meta.access_s = (now / 1000).saturating_sub(idle as u64) as u32;
+        entry.meta_mut().access_s = (now / 1000).saturating_sub(idle as u64) as u32;
     }
     if let Some(f) = opts.freq {
-        entry.meta.freq = f as u8;
+        entry.meta_mut().freq = f as u8;
     }
-    entry.meta.set_flag(Meta::BIG, big);
+    entry.meta_mut().set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
     match at {
         Some(at) if !opts.absttl => propagate_absttl(cx, args, at),

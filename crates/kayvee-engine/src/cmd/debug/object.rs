@@ -10,7 +10,7 @@ use crate::argv::Argv;
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Value};
+use crate::value::{Entry, ValueRef};
 use crate::Cx;
 
 /// Redis's refcount of a shared object (small integers).
@@ -32,8 +32,8 @@ fn find<'a>(cx: &'a Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
 fn refcount(entry: &Entry, config: &Config) -> i64 {
     let policy = config.maxmemory_policy.as_str();
     let sharing = config.maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
-    let small_int = entry.value.encoding(&entry.meta) == "int"
-        && matches!(&entry.value, Value::Str(s)
+    let small_int = entry.encoding() == "int"
+        && matches!(entry.value(), ValueRef::Str(s)
             if crate::util::parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)));
     if sharing && small_int {
         SHARED_REFCOUNT
@@ -97,21 +97,21 @@ pub(super) fn object(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let entry = find(cx, key).ok_or_else(no_such_key)?;
     let config = &cx.core.config;
     let serialized = cx.core.persist.codec.map_or(0, |c| {
-        c.dump(&entry.value, config.rdbcompression)
+        c.dump(entry.value(), config.rdbcompression)
             .len()
             .saturating_sub(DUMP_OVERHEAD)
     });
     let now_s = (cx.now.ms() / 1000) as u32;
-    let lru = entry.meta.access_s & LRU_CLOCK_MAX;
-    let idle = now_s.wrapping_sub(entry.meta.access_s);
+    let lru = entry.meta().access_s & LRU_CLOCK_MAX;
+    let idle = now_s.wrapping_sub(entry.meta().access_s);
     let mut text = alloc::format!(
         "Value at:{:#x} refcount:{} encoding:{} serializedlength:{serialized} lru:{lru} \
          lru_seconds_idle:{idle}",
         address(cx.db_index, key),
         refcount(entry, config),
-        entry.value.encoding(&entry.meta),
+        entry.encoding(),
     );
-    if let Value::List(list) = &entry.value {
+    if let ValueRef::List(list) = entry.value() {
         let threshold = cx.core.debug.quicklist_packed_threshold;
         let (nodes, bytes) = quicklist_shape(list, config, threshold);
         let avg = if nodes == 0 {
@@ -134,7 +134,7 @@ pub(super) fn object(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// to print and answers as Redis does.
 pub(super) fn listpack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let entry = find(cx, args.get(2)).ok_or_else(no_such_key)?;
-    if entry.value.encoding(&entry.meta) != "listpack" {
+    if entry.encoding() != "listpack" {
         return Err(Error::msg("ERR Not a listpack encoded object."));
     }
     out.simple("Listpack structure printed on stdout");
@@ -144,7 +144,7 @@ pub(super) fn listpack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
 /// DEBUG QUICKLIST key [0|1]: as [`listpack`], for lists.
 pub(super) fn quicklist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let entry = find(cx, args.get(2)).ok_or_else(no_such_key)?;
-    if !matches!(entry.value, Value::List(_)) {
+    if !matches!(entry.value(), ValueRef::List(_)) {
         return Err(Error::msg("ERR Not a quicklist encoded object."));
     }
     out.simple("Quicklist structure printed on stdout");

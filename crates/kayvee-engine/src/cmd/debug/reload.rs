@@ -76,7 +76,7 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             if at.is_some_and(|t| t <= now) {
                 continue;
             }
-            let payload = codec.dump(&old.value, config.rdbcompression);
+            let payload = codec.dump(old.value(), config.rdbcompression);
             let mut value = codec
                 .restore(&payload, seed)
                 .map_err(|_| Error::msg(LOAD_FAILED))?;
@@ -86,13 +86,13 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             let big = crate::persist::loads_big(&value, config);
             value.normalize(big, seed);
             let mut entry = Entry::new(value, now);
-            entry.meta.set_flag(Meta::BIG, big);
+            entry.meta_mut().set_flag(Meta::BIG, big);
             if keep_lru {
-                entry.meta.access_s = old.meta.access_s;
+                entry.meta_mut().access_s = old.meta().access_s;
             }
             if keep_lfu {
-                entry.meta.freq = old.meta.freq;
-                entry.meta.ldt_min = old.meta.ldt_min;
+                entry.meta_mut().freq = old.meta().freq;
+                entry.meta_mut().ldt_min = old.meta().ldt_min;
             }
             fresh.insert_entry(key, entry, at);
         }

@@ -61,7 +61,7 @@ pub(super) fn exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 pub(super) fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     let name = match cx.db().lookup_notouch(args.get(1), now) {
-        Some(e) => e.value.type_name(),
+        Some(e) => e.value().type_name(),
         None => "none",
     };
     out.simple(name);
@@ -166,11 +166,17 @@ pub(super) fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 /// keeping its encoding flag.
 fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
     move |e| {
-        let mut fresh = Entry::new(e.value.clone(), now_ms);
-        fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
-        fresh.meta.set_flag(Meta::EMBSTR, e.meta.has(Meta::EMBSTR));
+        let mut fresh = Entry::new(e.to_value(), now_ms);
+        fresh
+            .meta_mut()
+            .set_flag(Meta::RAW, e.meta().has(Meta::RAW));
+        fresh
+            .meta_mut()
+            .set_flag(Meta::EMBSTR, e.meta().has(Meta::EMBSTR));
         // Redis duplicates a collection in its current encoding.
-        fresh.meta.set_flag(Meta::BIG, e.meta.has(Meta::BIG));
+        fresh
+            .meta_mut()
+            .set_flag(Meta::BIG, e.meta().has(Meta::BIG));
         fresh
     }
 }
@@ -249,12 +255,12 @@ mod tests {
     fn copy_entry_keeps_raw_and_resets_access() {
         let v = crate::Value::Str(kayvee_pds::SmallBytes::from_slice(b"abc"));
         let mut e = Entry::new(v.clone(), 1_000);
-        e.meta.set_flag(Meta::RAW, true);
-        e.meta.set_flag(Meta::HAS_EXPIRE, true);
+        e.meta_mut().set_flag(Meta::RAW, true);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
         let c = copy_entry(9_000)(&e);
-        assert_eq!(c.value, v);
-        assert!(c.meta.has(Meta::RAW));
-        assert!(!c.meta.has(Meta::HAS_EXPIRE));
-        assert_eq!(c.meta.access_s, 9);
+        assert_eq!(c.value(), v.view());
+        assert!(c.meta().has(Meta::RAW));
+        assert!(!c.meta().has(Meta::HAS_EXPIRE));
+        assert_eq!(c.meta().access_s, 9);
     }
 }

@@ -339,7 +339,7 @@ pub(crate) mod tests {
             let e = self.engine.core.dbs[0]
                 .peek(key.as_bytes(), 0)
                 .expect("key");
-            e.value.encoding(&e.meta)
+            e.encoding()
         }
     }
 

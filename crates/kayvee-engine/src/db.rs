@@ -161,7 +161,7 @@ impl Db {
         // The access time is written only when its second changed (and the LFU counter only
         // when it moves): most reads write nothing, and a read copies no node a snapshot
         // shares within the same second.
-        let access_s = (now_ms / 1000) as u32;
+        let clock = crate::value::lru_clock(now_ms);
         let found = if self.touch.lfu {
             let (touch, r) = (self.touch, self.touch.draw());
             self.keys.get_touch(
@@ -172,8 +172,8 @@ impl Db {
         } else {
             self.keys.get_touch(
                 key,
-                |e: &Entry| e.meta().access_s != access_s,
-                |e| e.meta_mut().access_s = access_s,
+                |e: &Entry| e.meta().clock() != clock,
+                |e| e.meta_mut().set_clock(clock),
             )
         };
         match found {
@@ -202,7 +202,7 @@ impl Db {
         if self.touch.lfu {
             *e.meta_mut() = self.touch.accessed(e.meta(), now_ms, r);
         } else {
-            e.meta_mut().access_s = (now_ms / 1000) as u32;
+            e.meta_mut().set_clock(crate::value::lru_clock(now_ms));
         }
         let before = self
             .events
@@ -217,7 +217,7 @@ impl Db {
     /// Stores `value` under `key`, replacing any value. The TTL is removed unless `keep_ttl`.
     /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
-        let entry = Entry::new(value, now_ms);
+        let entry = self.new_entry(value, now_ms);
         self.modified(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             self.events.key(listen::CREATED, key, KeyEvent::Created);
@@ -229,8 +229,7 @@ impl Db {
             let (touch, r) = (self.touch, self.touch.draw());
             let counted = touch.accessed(old.meta(), now_ms, r);
             if let Some(e) = self.keys.get_mut(key) {
-                let m = e.meta_mut();
-                (m.freq, m.ldt_min) = (counted.freq, counted.ldt_min);
+                e.meta_mut().set_clock(counted.clock());
             }
         }
         if !old.meta().has(Meta::HAS_EXPIRE) {
@@ -252,6 +251,12 @@ impl Db {
         } else {
             self.expires.remove(key);
         }
+    }
+
+    /// A new key's entry holding `value`, its clock stamped for this database's
+    /// `maxmemory-policy` (as Redis's `createObject`).
+    pub fn new_entry(&self, value: Value, now_ms: u64) -> Entry {
+        Entry::with_meta(value, self.touch.fresh(now_ms))
     }
 
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.

@@ -341,7 +341,7 @@ fn score(policy: Policy, meta: &Meta, expire_at_ms: u64, now: Now, decay_min: u3
     match policy {
         Policy::VolatileTtl => u64::MAX - expire_at_ms,
         p if p.is_lfu() => 255 - u64::from(lfu_decayed(meta, minutes(now.ms()), decay_min)),
-        _ => u64::from(((now.ms() / 1000) as u32).wrapping_sub(meta.access_s)),
+        _ => meta.idle_s(now.ms()),
     }
 }
 

@@ -80,18 +80,27 @@ impl Value {
     }
 }
 
-/// Per-key metadata, kept in the entry beside the value.
+/// Per-key metadata, 4 bytes kept inside the entry: one 24-bit clock and the flags. As
+/// Redis's `robj` keeps one `lru` field, the clock means what the `maxmemory-policy` asks for:
+/// the last access in seconds (low 24 bits, Redis's `LRU_CLOCK`) under an LRU or any other
+/// policy, or under an LFU one the last decrement time in minutes (low 16 bits) above a
+/// logarithmic access counter (8 bits). A policy change reinterprets the clock, as in Redis
+/// ("LRU and LFU data will take some time to adjust"). Bytes, not a `u32`, so the 1-aligned
+/// field packs right after an entry's tag.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Meta {
-    /// Last access time in seconds (low 32 bits of the unix time), for `OBJECT IDLETIME`.
-    pub access_s: u32,
+    /// The clock, little-endian.
+    clock: [u8; 3],
     /// Bit flags, see the associated constants.
     pub flags: u8,
-    /// Logarithmic access counter (Redis's LFU counter) for `OBJECT FREQ`.
-    pub freq: u8,
-    /// When the LFU counter was last updated, in unix minutes (low 16 bits, Redis's LFU
-    /// "decrement time"): the counter decays by one per `lfu-decay-time` minutes since.
-    pub ldt_min: u16,
+}
+
+/// The LRU clock's range: seconds, 24 bits (Redis's `LRU_CLOCK_MAX`).
+pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+/// The LRU clock at `now_ms`: unix seconds, low 24 bits (Redis's `LRU_CLOCK`).
+pub fn lru_clock(now_ms: u64) -> u32 {
+    ((now_ms / 1000) as u32) & LRU_CLOCK_MAX
 }
 
 impl Meta {
@@ -107,6 +116,91 @@ impl Meta {
     /// converts back, so the flag is sticky for the value's life (a new value starts without).
     /// A set's form says the same ([`Set::is_intset`]); the set commands keep both in step.
     pub const BIG: u8 = 8;
+
+    /// A new key's metadata (no flags): accessed now under an LRU policy (`lfu` false), or
+    /// under an LFU one decremented now with the initial counter (Redis's `createObject`).
+    pub fn fresh(lfu: bool, now_ms: u64) -> Meta {
+        let mut m = Meta::default();
+        if lfu {
+            m.set_lfu(LFU_INIT_VAL, minutes(now_ms));
+        } else {
+            m.set_clock(lru_clock(now_ms));
+        }
+        m
+    }
+
+    /// The raw 24-bit clock (what DEBUG OBJECT shows as `lru`).
+    #[inline]
+    pub fn clock(&self) -> u32 {
+        u32::from_le_bytes([self.clock[0], self.clock[1], self.clock[2], 0])
+    }
+
+    /// Sets the raw clock (its low 24 bits).
+    #[inline]
+    pub fn set_clock(&mut self, clock: u32) {
+        let b = clock.to_le_bytes();
+        self.clock = [b[0], b[1], b[2]];
+    }
+
+    /// Seconds since the last access on the LRU clock (Redis's `estimateObjectIdleTime`,
+    /// wrapping once).
+    pub fn idle_s(&self, now_ms: u64) -> u64 {
+        let (now, then) = (lru_clock(now_ms), self.clock());
+        u64::from(if now >= then {
+            now - then
+        } else {
+            now + (LRU_CLOCK_MAX - then)
+        })
+    }
+
+    /// Sets the LRU clock `idle_s` seconds before `now_ms` (RESTORE IDLETIME, an RDB `IDLE`).
+    pub fn set_idle_s(&mut self, idle_s: u64, now_ms: u64) {
+        let now = u64::from(lru_clock(now_ms));
+        let idle = idle_s % (u64::from(LRU_CLOCK_MAX) + 1);
+        let at = if idle <= now {
+            now - idle
+        } else {
+            now + u64::from(LRU_CLOCK_MAX) - idle
+        };
+        self.set_clock(at as u32);
+    }
+
+    /// Sets the clock from a saved idle time or counter (RESTORE's IDLETIME / FREQ, an RDB's
+    /// `IDLE` / `FREQ`), as Redis's `objectSetLRUOrLFU`: only the one the policy keeps (the
+    /// counter under an LFU policy, `lfu`, the idle time under another) counts; without it
+    /// the clock is left as it is.
+    pub fn set_saved_clock(
+        &mut self,
+        lfu: bool,
+        idle_s: Option<u64>,
+        freq: Option<u8>,
+        now_ms: u64,
+    ) {
+        match (lfu, idle_s, freq) {
+            (true, _, Some(f)) => self.set_lfu(f, minutes(now_ms)),
+            (false, Some(idle), _) => self.set_idle_s(idle, now_ms),
+            _ => {}
+        }
+    }
+
+    /// The LFU counter (the clock's low 8 bits).
+    #[inline]
+    pub fn freq(&self) -> u8 {
+        self.clock[0]
+    }
+
+    /// The LFU decrement time in minutes (the clock's high 16 bits).
+    #[inline]
+    pub fn ldt_min(&self) -> u16 {
+        u16::from_le_bytes([self.clock[1], self.clock[2]])
+    }
+
+    /// Sets the LFU counter and decrement time.
+    #[inline]
+    pub fn set_lfu(&mut self, freq: u8, ldt_min: u16) {
+        let t = ldt_min.to_le_bytes();
+        self.clock = [freq, t[0], t[1]];
+    }
 
     /// Whether a flag is set.
     #[inline]
@@ -266,16 +360,12 @@ impl ValueMut<'_> {
 }
 
 impl Entry {
-    /// A fresh entry (no TTL, accessed now).
+    /// A fresh entry (no TTL) stamped for an LRU policy: accessed now. A database stamps
+    /// for its own policy ([`crate::Db::new_entry`]).
     pub fn new(value: Value, now_ms: u64) -> Self {
         Entry {
             value,
-            meta: Meta {
-                access_s: (now_ms / 1000) as u32,
-                flags: 0,
-                freq: LFU_INIT_VAL,
-                ldt_min: minutes(now_ms),
-            },
+            meta: Meta::fresh(false, now_ms),
         }
     }
 
@@ -371,6 +461,25 @@ mod tests {
     }
 
     #[test]
+    fn one_clock_serves_lru_or_lfu() {
+        let mut m = Meta::fresh(true, 61_000 * 60);
+        assert_eq!((m.freq(), m.ldt_min()), (LFU_INIT_VAL, 61));
+        m.set_lfu(200, 65_535);
+        assert_eq!((m.freq(), m.ldt_min()), (200, 65_535));
+        let now_ms = 1_700_000_000_000;
+        let mut m = Meta::fresh(false, now_ms);
+        assert_eq!(m.clock(), lru_clock(now_ms));
+        assert_eq!(m.idle_s(now_ms + 5_000), 5);
+        m.set_idle_s(100, now_ms);
+        assert_eq!(m.idle_s(now_ms), 100);
+        // Wrapping: a clock just below the top, read just after the wrap.
+        m.set_clock(LRU_CLOCK_MAX - 1);
+        assert_eq!(m.idle_s(u64::from(LRU_CLOCK_MAX + 1 + 3) * 1000), 4);
+        m.set_flag(Meta::BIG, true);
+        assert_eq!(m.clock(), LRU_CLOCK_MAX - 1, "flags leave the clock alone");
+    }
+
+    #[test]
     fn string_encodings_follow_redis() {
         assert_eq!(enc("123", 0), "int");
         assert_eq!(enc("-9223372036854775808", 0), "int");
@@ -395,6 +504,6 @@ mod size_tests {
     fn value_is_as_small_as_a_string() {
         assert_eq!(core::mem::size_of::<Value>(), 24);
         assert_eq!(core::mem::size_of::<Entry>(), 32);
-        assert_eq!(core::mem::size_of::<Meta>(), 8);
+        assert_eq!(core::mem::size_of::<Meta>(), 4);
     }
 }

@@ -13,7 +13,7 @@ use crate::error::{CmdResult, Error};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta};
+use crate::value::Meta;
 use crate::{Cx, Outcome};
 
 /// The error while a background save runs.
@@ -258,13 +258,10 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         out.ok();
         return Ok(());
     }
-    let mut entry = Entry::new(value, now);
-    if let Some(idle) = opts.idle_s {
-        entry.meta_mut().access_s = (now / 1000).saturating_sub(idle as u64) as u32;
-    }
-    if let Some(f) = opts.freq {
-        entry.meta_mut().freq = f as u8;
-    }
+    let lfu = db.touch.lfu;
+    let mut entry = db.new_entry(value, now);
+    let (idle, freq) = (opts.idle_s.map(|i| i as u64), opts.freq.map(|f| f as u8));
+    entry.meta_mut().set_saved_clock(lfu, idle, freq, now);
     entry.meta_mut().set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
     match at {

@@ -404,7 +404,7 @@ fn store_list(
         for r in results {
             list.push_back(&r.unwrap_or_default(), fill);
         }
-        let entry = Entry::new(Value::List(list), now);
+        let entry = cx.db().new_entry(Value::List(list), now);
         cx.db().store_result(dst, entry, now);
         cx.propagate_verbatim();
         emit(cx, nc::LIST, "sortstore", dst);

@@ -19,8 +19,6 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 const SHARED_INTEGERS: i64 = 10_000;
 /// Bytes of a DUMP payload around the value: type byte, RDB version (2), CRC-64 (8).
 const DUMP_OVERHEAD: usize = 11;
-/// Redis's LRU clock: seconds, 24 bits.
-const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
 /// The entry of `key` in the client's database, expired or not.
 fn find<'a>(cx: &'a Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
@@ -101,9 +99,10 @@ pub(super) fn object(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             .len()
             .saturating_sub(DUMP_OVERHEAD)
     });
-    let now_s = (cx.now.ms() / 1000) as u32;
-    let lru = entry.meta().access_s & LRU_CLOCK_MAX;
-    let idle = now_s.wrapping_sub(entry.meta().access_s);
+    // The raw clock and the idle time read from it, whatever the policy (as Redis prints
+    // them; under an LFU policy both are that clock misread).
+    let lru = entry.meta().clock();
+    let idle = entry.meta().idle_s(cx.now.ms());
     let mut text = alloc::format!(
         "Value at:{:#x} refcount:{} encoding:{} serializedlength:{serialized} lru:{lru} \
          lru_seconds_idle:{idle}",

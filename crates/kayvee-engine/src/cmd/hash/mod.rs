@@ -16,7 +16,7 @@ mod scan;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::Error;
-use crate::value::{Entry, Hash, Meta, Value, ValueMut, ValueRef};
+use crate::value::{Hash, Meta, Value, ValueMut, ValueRef};
 use crate::Cx;
 use fields::{
     hdel, hexists, hget, hgetall, hkeys, hlen, hmget, hmset, hset, hsetnx, hstrlen, hvals,
@@ -387,7 +387,7 @@ pub(crate) fn write_hash<R>(
     let mut meta = Meta::default();
     let r = f(&mut h, &mut meta)?;
     if !h.is_empty() {
-        let mut e = Entry::new(Value::Hash(h), now);
+        let mut e = db.new_entry(Value::Hash(h), now);
         e.meta_mut().set_flag(Meta::BIG, meta.has(Meta::BIG));
         db.insert_entry(key, e, None);
     }

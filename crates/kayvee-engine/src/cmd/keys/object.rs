@@ -102,16 +102,16 @@ pub(super) fn object_idletime(
     args: &Argv<'_>,
     out: &mut dyn ReplySink,
 ) -> CmdResult {
-    let now_s = (cx.now_ms() / 1000) as u32;
+    let now_ms = cx.now_ms();
     let lfu = lfu_policy(&cx.core.config);
-    let Some(access_s) = lookup(cx, args.get(2)).map(|e| e.meta().access_s) else {
+    let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta()) else {
         out.null();
         return Ok(());
     };
     if lfu {
         return Err(Error::msg("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    out.int(i64::from(now_s.wrapping_sub(access_s)));
+    out.int(meta.idle_s(now_ms) as i64);
     Ok(())
 }
 

@@ -298,7 +298,7 @@ pub(crate) fn push_items<'a>(
             let mut l = List::new();
             items.for_each(|v| push_end(&mut l, v, front, fill));
             let n = l.len();
-            db.insert_entry(key, Entry::new(Value::List(l), now), None);
+            db.insert_entry(key, db.new_entry(Value::List(l), now), None);
             n
         }
     };

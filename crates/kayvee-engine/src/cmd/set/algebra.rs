@@ -134,7 +134,8 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         return Ok(());
     }
     let n = result.len();
-    cx.db().store_result(dst, set_entry(result, now), now);
+    let entry = set_entry(cx.db(), result, now);
+    cx.db().store_result(dst, entry, now);
     cx.propagate_verbatim();
     emit(cx, nc::SET, event, dst);
     out.int(n as i64);

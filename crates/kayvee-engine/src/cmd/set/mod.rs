@@ -18,6 +18,7 @@ mod random;
 
 use crate::cmd::spec::{CommandSpec, Handler};
 use crate::command::{acl, flags};
+use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
 use crate::value::{Entry, Meta, Set, Value, ValueMut, ValueRef};
@@ -347,15 +348,15 @@ pub(crate) fn write_set<R>(
     let mut meta = Meta::default();
     let r = f(&mut s, &mut meta)?;
     if !s.is_empty() {
-        db.insert_entry(key, set_entry(s, now), None);
+        db.insert_entry(key, set_entry(db, s, now), None);
     }
     Ok(Some(r))
 }
 
-/// A new entry holding `s`, marked [`Meta::BIG`] unless it is an intset.
-pub(crate) fn set_entry(s: Set, now_ms: u64) -> Entry {
+/// A new entry of `db` holding `s`, marked [`Meta::BIG`] unless it is an intset.
+pub(crate) fn set_entry(db: &Db, s: Set, now_ms: u64) -> Entry {
     let big = !s.is_intset();
-    let mut e = Entry::new(Value::Set(s), now_ms);
+    let mut e = db.new_entry(Value::Set(s), now_ms);
     e.meta_mut().set_flag(Meta::BIG, big);
     e
 }

@@ -10,7 +10,7 @@ use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta, Value};
+use crate::value::{Meta, Value};
 use crate::Cx;
 use kayvee_pds::SmallBytes;
 
@@ -89,7 +89,7 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
             e.meta_mut().set_flag(Meta::EMBSTR, true);
         }
         None => {
-            let mut e = Entry::new(value, now);
+            let mut e = db.new_entry(value, now);
             e.meta_mut().set_flag(Meta::EMBSTR, true);
             db.insert_entry(key, e, None);
         }

@@ -7,7 +7,7 @@ use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Value};
+use crate::value::Value;
 use crate::{util, Cx};
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -107,7 +107,7 @@ pub(super) fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
             .ok_or(Error::StringTooLong)?;
         let bytes = overwrite(Vec::with_capacity(exact as usize), offset, val, max)?;
         out.int(bytes.len() as i64);
-        let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
+        let mut entry = db.new_entry(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
         cx.propagate_verbatim();

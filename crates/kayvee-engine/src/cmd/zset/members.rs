@@ -7,7 +7,7 @@ use crate::cmd::double::parse_score;
 use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Meta, Value, ValueMut, ZSet};
+use crate::value::{Meta, Value, ValueMut, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 
@@ -149,7 +149,7 @@ pub(crate) fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
             reply_zadd_nothing(&f, out);
             return Ok(());
         }
-        let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
+        let entry = db.new_entry(Value::ZSet(ZSet::new_flat()), now);
         db.insert_entry(key, entry, None);
     }
     let entry = db.lookup_write(key, now).expect("just checked");
@@ -216,7 +216,7 @@ pub(super) fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
             as_zset(e)?;
         }
         None => {
-            let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
+            let entry = db.new_entry(Value::ZSet(ZSet::new_flat()), now);
             db.insert_entry(key, entry, None);
         }
     }

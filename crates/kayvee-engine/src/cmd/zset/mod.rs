@@ -315,7 +315,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
             zs.insert(m, 0.0);
         });
     }
-    let mut entry = Entry::new(Value::ZSet(zs), now);
+    let mut entry = cx.db().new_entry(Value::ZSet(zs), now);
     entry.meta_mut().set_flag(Meta::BIG, big);
     entry.normalize(big, cx.core.seed);
     cx.db().store_result(key, entry, now);

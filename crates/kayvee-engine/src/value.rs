@@ -6,6 +6,7 @@
 //! `value/set.rs`, `value/list.rs`): cloning a `Value` is O(1) or copies at most that bounded
 //! buffer, and a clone is a snapshot.
 
+mod entry;
 mod flat;
 mod hash;
 mod list;
@@ -14,6 +15,7 @@ pub mod stream;
 pub mod usage;
 mod zset;
 
+pub use entry::{Entry, ENTRY_INLINE_MAX};
 pub use hash::{Hash, HashIter};
 pub use list::{List, ListTree, DEFAULT_FILL as LIST_DEFAULT_FILL};
 pub use set::{Member, Set, SetIter, SetMap};
@@ -21,7 +23,6 @@ pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
 
 /// Counter a new key starts with (Redis's `LFU_INIT_VAL`): new keys are not evicted at once.
@@ -219,16 +220,6 @@ impl Meta {
     }
 }
 
-/// What the keyspace stores under a key: the value and its [`Meta`]. Read through
-/// [`Entry::value`] / [`Entry::meta`] and changed through [`Entry::value_mut`],
-/// [`Entry::meta_mut`], [`Entry::set_value`]: the fields are private so the layout can pack
-/// the metadata into the value's own bytes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
-    value: Value,
-    meta: Meta,
-}
-
 /// A stored value, borrowed from an [`Entry`] (or a [`Value`], [`Value::view`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueRef<'a> {
@@ -359,95 +350,6 @@ impl ValueMut<'_> {
     }
 }
 
-impl Entry {
-    /// A fresh entry (no TTL) stamped for an LRU policy: accessed now. A database stamps
-    /// for its own policy ([`crate::Db::new_entry`]).
-    pub fn new(value: Value, now_ms: u64) -> Self {
-        Entry {
-            value,
-            meta: Meta::fresh(false, now_ms),
-        }
-    }
-
-    /// An entry with the given metadata.
-    pub fn with_meta(value: Value, meta: Meta) -> Self {
-        Entry { value, meta }
-    }
-
-    /// The metadata.
-    #[inline]
-    pub fn meta(&self) -> Meta {
-        self.meta
-    }
-
-    /// The metadata, to change.
-    #[inline]
-    pub fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-
-    /// The value.
-    #[inline]
-    pub fn value(&self) -> ValueRef<'_> {
-        self.value.view()
-    }
-
-    /// The value, to change in place (strings are replaced instead).
-    #[inline]
-    pub fn value_mut(&mut self) -> ValueMut<'_> {
-        self.value.view_mut()
-    }
-
-    /// The value to change and the metadata beside it.
-    #[inline]
-    pub fn parts_mut(&mut self) -> (ValueMut<'_>, &mut Meta) {
-        (self.value.view_mut(), &mut self.meta)
-    }
-
-    /// Replaces the value, keeping the metadata.
-    #[inline]
-    pub fn set_value(&mut self, value: Value) {
-        self.value = value;
-    }
-
-    /// An owned copy of the value.
-    pub fn to_value(&self) -> Value {
-        self.value.clone()
-    }
-
-    /// The value, giving up the metadata.
-    pub fn into_value(self) -> Value {
-        self.value
-    }
-
-    /// Takes a string's bytes out to modify them (leaving an empty string until
-    /// [`Entry::set_value`] puts the result back); `None` when the value is not a string.
-    pub fn take_str(&mut self) -> Option<Vec<u8>> {
-        match &mut self.value {
-            Value::Str(s) => Some(core::mem::take(s).into_vec()),
-            _ => None,
-        }
-    }
-
-    /// Heap bytes a string value holds beyond the entry (0 for other types).
-    pub fn str_heap_size(&self) -> usize {
-        match &self.value {
-            Value::Str(s) => s.heap_size(),
-            _ => 0,
-        }
-    }
-
-    /// The name `OBJECT ENCODING` answers.
-    pub fn encoding(&self) -> &'static str {
-        self.value().encoding(&self.meta)
-    }
-
-    /// Puts a collection in the representation `big` calls for (see [`Value::normalize`]).
-    pub fn normalize(&mut self, big: bool, seed: u64) {
-        self.value_mut().normalize(big, seed)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,11 +401,12 @@ mod size_tests {
     use super::*;
 
     /// The keyspace stores one `Entry` per key: collections are boxed so strings pay nothing
-    /// for them.
+    /// for them, and the metadata sits in the bytes a `Value` leaves free.
     #[test]
-    fn value_is_as_small_as_a_string() {
+    fn entry_is_as_small_as_a_value() {
         assert_eq!(core::mem::size_of::<Value>(), 24);
-        assert_eq!(core::mem::size_of::<Entry>(), 32);
+        assert_eq!(core::mem::size_of::<Entry>(), 24);
         assert_eq!(core::mem::size_of::<Meta>(), 4);
+        assert_eq!(core::mem::align_of::<Meta>(), 1);
     }
 }

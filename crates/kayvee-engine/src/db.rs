@@ -218,6 +218,19 @@ impl Db {
     /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
         let entry = self.new_entry(value, now_ms);
+        self.set_new(key, entry, now_ms, keep_ttl);
+    }
+
+    /// [`Db::set`] of a string value, built straight into its entry (SET's path: no
+    /// intermediate [`Value`]).
+    pub fn set_str(&mut self, key: &[u8], bytes: &[u8], now_ms: u64, keep_ttl: bool) {
+        let entry = Entry::from_str_bytes(bytes, self.touch.fresh(now_ms));
+        self.set_new(key, entry, now_ms, keep_ttl);
+    }
+
+    /// The body of [`Db::set`]: stores a new key's `entry`, keeping the old LFU counter.
+    #[inline]
+    fn set_new(&mut self, key: &[u8], entry: Entry, now_ms: u64, keep_ttl: bool) {
         self.modified(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             self.events.key(listen::CREATED, key, KeyEvent::Created);

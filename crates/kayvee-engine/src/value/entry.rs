@@ -69,24 +69,41 @@ impl Entry {
         })
     }
 
+    /// A string entry holding a copy of `bytes`.
+    pub fn from_str_bytes(bytes: &[u8], meta: Meta) -> Self {
+        Entry(match bytes.len() {
+            len if len <= ENTRY_INLINE_MAX => {
+                let mut buf = [0; ENTRY_INLINE_MAX];
+                buf[..len].copy_from_slice(bytes);
+                Repr::Inline {
+                    meta,
+                    len: len as u8,
+                    buf,
+                }
+            }
+            _ => Repr::Shared {
+                meta,
+                bytes: Arc::from(bytes),
+            },
+        })
+    }
+
     /// A string entry.
     fn string(s: SmallBytes, meta: Meta) -> Self {
         Entry(match s {
             SmallBytes::Heap(bytes) => Repr::Shared { meta, bytes },
             SmallBytes::Growable(bytes) => Repr::Growable { meta, bytes },
-            SmallBytes::Inline { .. } if s.len() > ENTRY_INLINE_MAX => Repr::Shared {
-                meta,
-                bytes: Arc::from(s.as_bytes()),
-            },
-            SmallBytes::Inline { .. } => {
+            SmallBytes::Inline { len, buf: src } if usize::from(len) <= ENTRY_INLINE_MAX => {
+                // A fixed-size copy (the bytes past `len` are whatever `src` holds there):
+                // a few moves, where a copy of `len` bytes would be a call.
                 let mut buf = [0; ENTRY_INLINE_MAX];
-                buf[..s.len()].copy_from_slice(&s);
-                Repr::Inline {
-                    meta,
-                    len: s.len() as u8,
-                    buf,
-                }
+                buf.copy_from_slice(&src[..ENTRY_INLINE_MAX]);
+                Repr::Inline { meta, len, buf }
             }
+            SmallBytes::Inline { len, buf } => Repr::Shared {
+                meta,
+                bytes: Arc::from(&buf[..usize::from(len)]),
+            },
         })
     }
 
@@ -261,6 +278,7 @@ mod tests {
         for n in [0, 1, 17, 18, 19, 22, 23, 100] {
             let mut e = str_entry(n);
             e.meta_mut().set_flag(Meta::RAW, true);
+            assert_eq!(e, Entry::from_str_bytes(&alloc::vec![b'x'; n], e.meta()));
             assert_eq!(e.value(), ValueRef::Str(&alloc::vec![b'x'; n]));
             assert_eq!(e.str_heap_size() == 0, n <= ENTRY_INLINE_MAX, "{n}");
             assert_eq!(

@@ -63,12 +63,6 @@ pub(crate) fn make_room(bytes: &mut Vec<u8>, extra: usize) {
     bytes.reserve_exact(target - bytes.len());
 }
 
-/// A fresh string value (Redis's `tryObjectEncoding` result: int/embstr/raw by content).
-#[inline]
-fn str_value(b: &[u8]) -> Value {
-    Value::Str(SmallBytes::from_slice(b))
-}
-
 /// "00" to "99", for [`format_i64`].
 const DIGIT_PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 

@@ -2,7 +2,7 @@
 //!
 //! Semantics and reply texts follow Redis 7.0.15 (checked against the real server).
 
-use super::{as_str, make_room, store_raw, str_value, take_str};
+use super::{as_str, make_room, store_raw, take_str};
 use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
@@ -20,7 +20,7 @@ pub(super) fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let max = cx.core.config.proto_max_bulk_len;
     let db = cx.db();
     let Some(entry) = db.lookup_write(key, now) else {
-        db.set(key, str_value(val), now, false);
+        db.set_str(key, val, now, false);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "append", key);
         out.int(val.len() as i64);

@@ -302,7 +302,7 @@ fn bgsave_writes_the_state_of_its_start_while_clients_write() {
     let mut db = loaded.dbs[0].clone();
     for i in (0..N).step_by(997) {
         let e = db.peek(format!("key:{i}").as_bytes(), 0).unwrap();
-        assert_eq!(e.value, kayvee_engine::Value::Str("old".into()));
+        assert_eq!(e.value(), kayvee_engine::ValueRef::Str(&b"old"[..]));
     }
     assert!(db.peek(b"late", 0).is_none());
     let _ = std::fs::remove_dir_all(dir);

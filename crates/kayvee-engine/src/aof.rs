@@ -578,9 +578,9 @@ mod tests {
     struct RawStrings;
 
     impl crate::persist::ValueCodec for RawStrings {
-        fn dump(&self, value: &crate::Value, _: bool) -> Vec<u8> {
+        fn dump(&self, value: crate::ValueRef<'_>, _: bool) -> Vec<u8> {
             match value {
-                crate::Value::Str(s) => s.to_vec(),
+                crate::ValueRef::Str(s) => s.to_vec(),
                 _ => Vec::new(),
             }
         }

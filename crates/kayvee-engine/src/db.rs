@@ -161,19 +161,19 @@ impl Db {
         // The access time is written only when its second changed (and the LFU counter only
         // when it moves): most reads write nothing, and a read copies no node a snapshot
         // shares within the same second.
-        let access_s = (now_ms / 1000) as u32;
+        let clock = crate::value::lru_clock(now_ms);
         let found = if self.touch.lfu {
             let (touch, r) = (self.touch, self.touch.draw());
             self.keys.get_touch(
                 key,
-                |e: &Entry| touch.accessed(e.meta, now_ms, r) != e.meta,
-                |e| e.meta = touch.accessed(e.meta, now_ms, r),
+                |e: &Entry| touch.accessed(e.meta(), now_ms, r) != e.meta(),
+                |e| *e.meta_mut() = touch.accessed(e.meta(), now_ms, r),
             )
         } else {
             self.keys.get_touch(
                 key,
-                |e: &Entry| e.meta.access_s != access_s,
-                |e| e.meta.access_s = access_s,
+                |e: &Entry| e.meta().clock() != clock,
+                |e| e.meta_mut().set_clock(clock),
             )
         };
         match found {
@@ -200,14 +200,14 @@ impl Db {
         };
         let e = self.keys.get_mut(key)?;
         if self.touch.lfu {
-            e.meta = self.touch.accessed(e.meta, now_ms, r);
+            *e.meta_mut() = self.touch.accessed(e.meta(), now_ms, r);
         } else {
-            e.meta.access_s = (now_ms / 1000) as u32;
+            e.meta_mut().set_clock(crate::value::lru_clock(now_ms));
         }
         let before = self
             .events
             .wants(listen::OPENED_VALUE)
-            .then(|| e.value.clone());
+            .then(|| e.to_value());
         self.events.record(listen::OPENED, || {
             KeyEvent::Opened(Key::from_slice(key), before)
         });
@@ -217,7 +217,20 @@ impl Db {
     /// Stores `value` under `key`, replacing any value. The TTL is removed unless `keep_ttl`.
     /// One hash-trie operation on the common path (the old value had no TTL).
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: u64, keep_ttl: bool) {
-        let entry = Entry::new(value, now_ms);
+        let entry = self.new_entry(value, now_ms);
+        self.set_new(key, entry, now_ms, keep_ttl);
+    }
+
+    /// [`Db::set`] of a string value, built straight into its entry (SET's path: no
+    /// intermediate [`Value`]).
+    pub fn set_str(&mut self, key: &[u8], bytes: &[u8], now_ms: u64, keep_ttl: bool) {
+        let entry = Entry::from_str_bytes(bytes, self.touch.fresh(now_ms));
+        self.set_new(key, entry, now_ms, keep_ttl);
+    }
+
+    /// The body of [`Db::set`]: stores a new key's `entry`, keeping the old LFU counter.
+    #[inline]
+    fn set_new(&mut self, key: &[u8], entry: Entry, now_ms: u64, keep_ttl: bool) {
         self.modified(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             self.events.key(listen::CREATED, key, KeyEvent::Created);
@@ -227,12 +240,12 @@ impl Db {
             // Redis's `setKey` looks the key up for writing (one access) and `dbOverwrite`
             // keeps its LFU counter.
             let (touch, r) = (self.touch, self.touch.draw());
-            let counted = touch.accessed(old.meta, now_ms, r);
+            let counted = touch.accessed(old.meta(), now_ms, r);
             if let Some(e) = self.keys.get_mut(key) {
-                (e.meta.freq, e.meta.ldt_min) = (counted.freq, counted.ldt_min);
+                e.meta_mut().set_clock(counted.clock());
             }
         }
-        if !old.meta.has(Meta::HAS_EXPIRE) {
+        if !old.meta().has(Meta::HAS_EXPIRE) {
             return;
         }
         // An old value past its TTL had expired: it is counted and logged as such, and the
@@ -246,18 +259,24 @@ impl Db {
         }
         if keep_ttl && !expired {
             if let Some(e) = self.keys.get_mut(key) {
-                e.meta.set_flag(Meta::HAS_EXPIRE, true);
+                e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
             }
         } else {
             self.expires.remove(key);
         }
     }
 
+    /// A new key's entry holding `value`, its clock stamped for this database's
+    /// `maxmemory-policy` (as Redis's `createObject`).
+    pub fn new_entry(&self, value: Value, now_ms: u64) -> Entry {
+        Entry::with_meta(value, self.touch.fresh(now_ms))
+    }
+
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
         self.modified(key);
         entry
-            .meta
+            .meta_mut()
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
         match expire_at_ms {
             Some(at) => {
@@ -295,7 +314,7 @@ impl Db {
         }
         let (_, entry) = self.keys.remove(key)?;
         self.events.key(kind, key, make);
-        let ttl = if entry.meta.has(Meta::HAS_EXPIRE) {
+        let ttl = if entry.meta().has(Meta::HAS_EXPIRE) {
             self.expires.remove(key).map(|(_, at)| at)
         } else {
             None
@@ -320,7 +339,7 @@ impl Db {
             return false;
         };
         self.modified(key);
-        if entry.meta.has(Meta::HAS_EXPIRE) {
+        if entry.meta().has(Meta::HAS_EXPIRE) {
             self.expires.remove(key);
         }
         true
@@ -331,7 +350,7 @@ impl Db {
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
-        e.meta.set_flag(Meta::HAS_EXPIRE, true);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
         self.expires.insert(Key::from_slice(key), at_ms);
         self.modified(key);
         true
@@ -342,10 +361,10 @@ impl Db {
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
-        if !e.meta.has(Meta::HAS_EXPIRE) {
+        if !e.meta().has(Meta::HAS_EXPIRE) {
             return false;
         }
-        e.meta.set_flag(Meta::HAS_EXPIRE, false);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, false);
         self.expires.remove(key);
         self.modified(key);
         true
@@ -478,12 +497,12 @@ impl Db {
         self.expires.check_invariants();
         for (k, _) in self.expires.iter() {
             let e = self.keys.get(&k[..]).expect("TTL for a missing key");
-            assert!(e.meta.has(Meta::HAS_EXPIRE), "TTL without flag");
+            assert!(e.meta().has(Meta::HAS_EXPIRE), "TTL without flag");
         }
         let flagged = self
             .keys
             .iter()
-            .filter(|(_, e)| e.meta.has(Meta::HAS_EXPIRE))
+            .filter(|(_, e)| e.meta().has(Meta::HAS_EXPIRE))
             .count();
         assert_eq!(flagged, self.expires.len(), "flag without TTL");
     }

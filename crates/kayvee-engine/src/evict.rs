@@ -329,7 +329,7 @@ fn populate(ev: &mut Evictor, ks: &mut Keyspace<'_>, db: usize, policy: Policy, 
         let Some(entry) = d.keys.get(&key[..]) else {
             continue;
         };
-        let score = score(policy, &entry.meta, at, now, decay);
+        let score = score(policy, &entry.meta(), at, now, decay);
         let key = key.clone();
         ev.offer(score, db, &key);
     }
@@ -341,7 +341,7 @@ fn score(policy: Policy, meta: &Meta, expire_at_ms: u64, now: Now, decay_min: u3
     match policy {
         Policy::VolatileTtl => u64::MAX - expire_at_ms,
         p if p.is_lfu() => 255 - u64::from(lfu_decayed(meta, minutes(now.ms()), decay_min)),
-        _ => u64::from(((now.ms() / 1000) as u32).wrapping_sub(meta.access_s)),
+        _ => meta.idle_s(now.ms()),
     }
 }
 

@@ -86,4 +86,4 @@ pub use rng::Rng;
 pub use script_wait::{Answered, Busy, ScriptWait};
 pub use stats::Stats;
 pub use time::Now;
-pub use value::{Entry, Value};
+pub use value::{Entry, Value, ValueMut, ValueRef};

@@ -7,7 +7,7 @@
 //! which depends on this one; it reaches DUMP and RESTORE through [`ValueCodec`], installed by
 //! the shell with [`crate::Engine::set_codec`].
 
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 use alloc::vec::Vec;
 
 /// Seconds a failed background save waits before a save point may retry it, as Redis's
@@ -33,7 +33,7 @@ pub enum RestoreError {
 /// Serialises single values as DUMP payloads (RDB object, RDB version, CRC-64) and back.
 pub trait ValueCodec: Send + Sync {
     /// The DUMP payload of `value`; `compress` is `rdbcompression` (LZF for long strings).
-    fn dump(&self, value: &Value, compress: bool) -> Vec<u8>;
+    fn dump(&self, value: ValueRef<'_>, compress: bool) -> Vec<u8>;
     /// The value in a DUMP payload; `seed` keys the hash maps of collections.
     fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError>;
     /// FUNCTION DUMP's payload of the libraries `codes` (their RDB function records, the RDB

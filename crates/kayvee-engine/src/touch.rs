@@ -7,8 +7,8 @@ use crate::value::Meta;
 
 pub use crate::value::{minutes, LFU_INIT_VAL};
 
-/// How a database's lookups record an access: the LRU time always, the LFU counter under an
-/// LFU policy. Each [`crate::Db`] holds a copy, refreshed by [`crate::evict::sync`] on
+/// How a database's lookups record an access: the LRU time, or the LFU counter under an LFU
+/// policy (one clock, [`Meta`]). Each [`crate::Db`] holds a copy, refreshed by [`crate::evict::sync`] on
 /// configuration changes.
 #[derive(Clone, Copy, Debug)]
 pub struct Touch {
@@ -60,11 +60,15 @@ impl Touch {
     pub fn accessed(&self, meta: Meta, now_ms: u64, r: f64) -> Meta {
         let now_min = minutes(now_ms);
         let counter = lfu_decayed(&meta, now_min, self.decay_min);
-        Meta {
-            freq: lfu_log_incr(counter, r, self.log_factor),
-            ldt_min: now_min,
-            ..meta
-        }
+        let mut meta = meta;
+        meta.set_lfu(lfu_log_incr(counter, r, self.log_factor), now_min);
+        meta
+    }
+
+    /// A new key's metadata under these rules (see [`Meta::fresh`]).
+    #[inline]
+    pub fn fresh(&self, now_ms: u64) -> Meta {
+        Meta::fresh(self.lfu, now_ms)
     }
 }
 
@@ -82,9 +86,9 @@ pub fn lfu_elapsed(ldt: u16, now: u16) -> u64 {
 pub fn lfu_decayed(meta: &Meta, now_min: u16, decay_min: u32) -> u8 {
     let periods = match decay_min {
         0 => 0,
-        d => lfu_elapsed(meta.ldt_min, now_min) / u64::from(d),
+        d => lfu_elapsed(meta.ldt_min(), now_min) / u64::from(d),
     };
-    u64::from(meta.freq).saturating_sub(periods) as u8
+    u64::from(meta.freq()).saturating_sub(periods) as u8
 }
 
 /// The logarithmic increment: with draw `r` in `[0, 1)`, the counter grows with probability
@@ -131,27 +135,21 @@ mod tests {
         let mut t = Touch::default();
         let mut sum = 0u32;
         for _ in 0..50 {
-            let mut m = Meta {
-                freq: LFU_INIT_VAL,
-                ..Meta::default()
-            };
+            let mut m = Meta::fresh(true, 0);
             for _ in 0..200 {
                 let r = t.draw();
                 m = t.accessed(m, 0, r);
             }
-            assert!((8..=17).contains(&m.freq), "{}", m.freq);
-            sum += u32::from(m.freq);
+            assert!((8..=17).contains(&m.freq()), "{}", m.freq());
+            sum += u32::from(m.freq());
         }
         assert!((550..=650).contains(&sum), "mean {}", sum as f64 / 50.0);
     }
 
     #[test]
     fn decay_counts_periods_on_a_wrapping_clock() {
-        let m = Meta {
-            freq: 10,
-            ldt_min: 65530,
-            ..Meta::default()
-        };
+        let mut m = Meta::default();
+        m.set_lfu(10, 65530);
         assert_eq!(lfu_elapsed(65530, 4), 9);
         assert_eq!(lfu_decayed(&m, 65533, 1), 7);
         assert_eq!(lfu_decayed(&m, 4, 1), 1);

@@ -242,7 +242,7 @@ pub fn settle(txns: &mut Transactions, w: &mut Watches, dbs: &[Db]) {
         return;
     }
     for (db, k, before) in core::mem::take(&mut w.probes) {
-        if dbs[db].keys.get(&k[..]).map(|e| &e.value) != Some(&before) {
+        if dbs[db].keys.get(&k[..]).map(|e| e.value()) != Some(before.view()) {
             w.touched.push((db, k, false));
         }
     }

@@ -6,7 +6,7 @@
 
 use kayvee_engine::{
     ArgvBuf, Config, ConnInfo, DbSnapshot, Engine, Handle, Now, Protocol, Reply, ReplyTree,
-    Snapshot, Transport, Value,
+    Snapshot, Transport, Value, ValueRef,
 };
 use kayvee_pds::SmallBytes;
 use proptest::prelude::*;
@@ -161,7 +161,7 @@ fn logical(db: &DbSnapshot, index: usize, now_ms: u64, out: &mut Model) {
         if !live(exp, now_ms) {
             continue;
         }
-        let Value::Str(v) = &e.value else {
+        let ValueRef::Str(v) = e.value() else {
             panic!("the model only stores strings")
         };
         out.insert((index, k.to_vec()), (v.to_vec(), exp));

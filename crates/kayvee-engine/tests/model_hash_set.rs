@@ -8,7 +8,7 @@
 
 use kayvee_engine::{
     ArgvBuf, Config, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Snapshot,
-    Transport, Value,
+    Transport, ValueRef,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -475,9 +475,9 @@ fn snapshot_model(snap: &Snapshot) -> Model {
         .keys
         .iter()
         .map(|(k, e)| {
-            let big = e.meta.has(kayvee_engine::value::Meta::BIG);
-            let m = match &e.value {
-                Value::Hash(h) => M::Hash(
+            let big = e.meta().has(kayvee_engine::value::Meta::BIG);
+            let m = match e.value() {
+                ValueRef::Hash(h) => M::Hash(
                     {
                         assert_eq!(h.is_big(), big, "map form exactly when hashtable");
                         h.check_invariants();
@@ -487,7 +487,7 @@ fn snapshot_model(snap: &Snapshot) -> Model {
                     .collect(),
                     big,
                 ),
-                Value::Set(s) => M::Set(s.iter().map(|m| m.to_vec()).collect(), big),
+                ValueRef::Set(s) => M::Set(s.iter().map(|m| m.to_vec()).collect(), big),
                 _ => M::Str,
             };
             (k.to_vec(), m)

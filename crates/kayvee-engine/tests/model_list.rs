@@ -4,7 +4,7 @@
 //! Snapshots taken mid-sequence must still show exactly their own lists at the end.
 
 use kayvee_engine::{
-    ArgvBuf, ConnInfo, Engine, Handle, Now, Reply, ReplyTree, Snapshot, Transport, Value,
+    ArgvBuf, ConnInfo, Engine, Handle, Now, Reply, ReplyTree, Snapshot, Transport, ValueRef,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
@@ -428,8 +428,8 @@ impl Harness {
         let mut out = Lists::new();
         for k in 0..KEYS {
             if let Some(e) = snapshot.dbs[0].keys.get(key(k).as_bytes()) {
-                match &e.value {
-                    Value::List(l) => {
+                match e.value() {
+                    ValueRef::List(l) => {
                         assert!(!l.is_empty(), "empty list stored");
                         out.insert(k, l.iter().map(|v| v.to_vec()).collect());
                     }

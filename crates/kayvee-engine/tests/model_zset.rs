@@ -7,7 +7,7 @@
 
 use kayvee_engine::{
     value::ZSet, ArgvBuf, ConnInfo, Engine, Handle, Now, Protocol, Reply, ReplyTree, Snapshot,
-    Transport, Value,
+    Transport, ValueRef,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -314,10 +314,10 @@ impl Harness {
                 Reply::Array(in_range)
             );
             if let Some(e) = self.engine.core.dbs[0].snapshot().keys.get(&key(k)[..]) {
-                match &e.value {
-                    Value::ZSet(z) => {
+                match e.value() {
+                    ValueRef::ZSet(z) => {
                         z.check_invariants();
-                        let big = e.meta.has(kayvee_engine::value::Meta::BIG);
+                        let big = e.meta().has(kayvee_engine::value::Meta::BIG);
                         assert_eq!(z.is_big(), big, "tree form exactly when skiplist");
                     }
                     other => panic!("not a zset: {other:?}"),
@@ -333,7 +333,7 @@ impl Harness {
             assert_eq!(keys.len(), model.len());
             for (k, want) in model {
                 let e = keys.get(&k[..]).expect("key in snapshot");
-                let Value::ZSet(z) = &e.value else {
+                let ValueRef::ZSet(z) = e.value() else {
                     panic!("not a zset")
                 };
                 assert_eq!(&as_model(z), want);

@@ -10,7 +10,9 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::Deref;
-use triomphe::Arc;
+/// The shared pointer behind [`SmallBytes::Heap`] and [`SmallBytes::Growable`], for code that
+/// keeps those buffers in a layout of its own (the engine's keyspace entries).
+pub use triomphe::Arc;
 
 /// How many bytes fit inline.
 pub const INLINE_LEN_MAX: usize = 22;

@@ -6,13 +6,13 @@ use crate::read::Reader;
 use crate::{CRC64, RDB_VERSION};
 use alloc::vec::Vec;
 use kayvee_engine::persist::{RestoreError, ValueCodec};
-use kayvee_engine::Value;
+use kayvee_engine::{Value, ValueRef};
 
 /// Footer length: version (2) + CRC-64 (8).
 const FOOTER_LEN: usize = 10;
 
 /// The DUMP payload of a value.
-pub fn dump(value: &Value, compress: bool) -> Vec<u8> {
+pub fn dump(value: ValueRef<'_>, compress: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let mut lzf = compress.then(crate::lzf::Lzf::new);
     write_value(&mut out, value, lzf.as_mut());
@@ -55,7 +55,7 @@ pub struct Codec;
 pub static CODEC: Codec = Codec;
 
 impl ValueCodec for Codec {
-    fn dump(&self, value: &Value, compress: bool) -> Vec<u8> {
+    fn dump(&self, value: ValueRef<'_>, compress: bool) -> Vec<u8> {
         dump(value, compress)
     }
 
@@ -123,17 +123,20 @@ mod tests {
     fn string_payloads_are_byte_identical_to_redis() {
         // `redis-cli --no-raw DUMP` on redis-server 7.0.15.
         let s = |v: &str| Value::Str(SmallBytes::from(v));
-        assert_eq!(dump(&s("hello"), true), b"\x00\x05hello\n\x00cr\xdfve4 \n");
         assert_eq!(
-            dump(&s("12345"), true),
+            dump(s("hello").view(), true),
+            b"\x00\x05hello\n\x00cr\xdfve4 \n"
+        );
+        assert_eq!(
+            dump(s("12345").view(), true),
             b"\x00\xc190\n\x00\x9d\x94\xea'\x93\xfc\x08\xb9"
         );
         assert_eq!(
-            dump(&s("-7"), true),
+            dump(s("-7").view(), true),
             b"\x00\xc0\xf9\n\x00^&\xd10\xd7\xa2B\xab"
         );
         assert_eq!(
-            dump(&s(&"a".repeat(100)), true),
+            dump(s(&"a".repeat(100)).view(), true),
             b"\x00\xc3\x09@d\x01aa\xe0W\x00\x01aa\n\x00\xe8\xa3\xb5\x07\xb0m\xf2q"
         );
     }
@@ -163,7 +166,7 @@ mod tests {
             restore_functions(&bad),
             Err("DUMP payload version or checksum are wrong")
         );
-        let value = dump(&Value::Str(SmallBytes::from("hello")), true);
+        let value = dump(Value::Str(SmallBytes::from("hello")).view(), true);
         assert_eq!(
             restore_functions(&value),
             Err("given type is not a function")
@@ -172,7 +175,7 @@ mod tests {
 
     #[test]
     fn restore_checks_footer_then_body() {
-        let good = dump(&Value::Str(SmallBytes::from("hello")), true);
+        let good = dump(Value::Str(SmallBytes::from("hello")).view(), true);
         assert_eq!(
             restore(&good, 1).unwrap(),
             Value::Str(SmallBytes::from("hello"))

@@ -7,7 +7,7 @@ use crate::lzf::Lzf;
 use crate::types;
 use alloc::vec::Vec;
 use kayvee_engine::util::parse_i64;
-use kayvee_engine::Value;
+use kayvee_engine::ValueRef;
 
 /// Strings longer than this are tried with LZF (Redis's rule).
 const LZF_MIN_LEN: usize = 20;
@@ -72,20 +72,20 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
 /// The type a value is written as: 0 string, 18 list (quicklist 2, as Redis 7.0 writes every
 /// list), 11 set when it is an intset and 2 otherwise (Redis 7.0's choice), 4 hash, 5 zset
 /// (binary scores).
-pub fn type_of(v: &Value) -> u8 {
+pub fn type_of(v: ValueRef<'_>) -> u8 {
     match v {
-        Value::Str(_) => types::STRING,
-        Value::List(_) => types::LIST_QUICKLIST_2,
-        Value::Set(s) if s.is_intset() => types::SET_INTSET,
-        Value::Set(_) => types::SET,
-        Value::Hash(_) => types::HASH,
-        Value::ZSet(_) => types::ZSET_2,
-        Value::Stream(_) => types::STREAM_LISTPACKS_2,
+        ValueRef::Str(_) => types::STRING,
+        ValueRef::List(_) => types::LIST_QUICKLIST_2,
+        ValueRef::Set(s) if s.is_intset() => types::SET_INTSET,
+        ValueRef::Set(_) => types::SET,
+        ValueRef::Hash(_) => types::HASH,
+        ValueRef::ZSet(_) => types::ZSET_2,
+        ValueRef::Stream(_) => types::STREAM_LISTPACKS_2,
     }
 }
 
 /// Appends a value's type byte and body ([`type_of`], [`write_body`]).
-pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: Option<&mut Lzf>) {
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>, compress: Option<&mut Lzf>) {
     out.push(type_of(v));
     write_body(out, v, compress);
 }
@@ -93,10 +93,10 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value, compress: Option<&mut Lzf>) {
 /// Appends a value's body in its [`type_of`] (zset members highest first, as Redis writes
 /// its skiplists; a list's nodes filled as Redis fills them pushing at the tail; blobs
 /// compressed as Redis compresses strings).
-pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) {
+pub fn write_body(out: &mut Vec<u8>, v: ValueRef<'_>, mut compress: Option<&mut Lzf>) {
     match v {
-        Value::Str(s) => write_string(out, s, compress),
-        Value::List(l) => {
+        ValueRef::Str(s) => write_string(out, s, compress),
+        ValueRef::List(l) => {
             let nodes = compact::quicklist_nodes(l.iter());
             write_len(out, nodes.len() as u64);
             for node in nodes {
@@ -104,7 +104,7 @@ pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) 
                 write_string(out, &node, compress.as_deref_mut());
             }
         }
-        Value::Set(s) => match s.intset() {
+        ValueRef::Set(s) => match s.intset() {
             Some((width, values)) => {
                 write_string(out, &compact::intset_blob(width, values), compress);
             }
@@ -114,21 +114,21 @@ pub fn write_body(out: &mut Vec<u8>, v: &Value, mut compress: Option<&mut Lzf>) 
                     .for_each(|m| write_string(out, &m, compress.as_deref_mut()));
             }
         },
-        Value::Hash(h) => {
+        ValueRef::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, val) in h.iter() {
                 write_string(out, f, compress.as_deref_mut());
                 write_string(out, val, compress.as_deref_mut());
             }
         }
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) => {
             write_len(out, z.len() as u64);
             for e in z.iter().rev() {
                 write_string(out, e.1, compress.as_deref_mut());
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }
-        Value::Stream(s) => write_stream(out, s, compress),
+        ValueRef::Stream(s) => write_stream(out, s, compress),
     }
 }
 

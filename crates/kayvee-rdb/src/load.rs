@@ -242,14 +242,11 @@ fn load_key(
     let big = kayvee_engine::persist::loads_big(&value, opts.config);
     let mut value = value;
     value.normalize(big, opts.seed);
-    let mut entry = Entry::new(value, opts.now_ms);
-    entry.meta.set_flag(Meta::BIG, big);
-    if let Some(f) = p.freq {
-        entry.meta.freq = f;
-    }
-    if let Some(idle) = p.idle_s {
-        entry.meta.access_s = (opts.now_ms / 1000).saturating_sub(idle) as u32;
-    }
+    let lfu = opts.config.maxmemory_policy.contains("lfu");
+    let mut meta = Meta::fresh(lfu, opts.now_ms);
+    meta.set_saved_clock(lfu, p.idle_s, p.freq, opts.now_ms);
+    meta.set_flag(Meta::BIG, big);
+    let entry = Entry::with_meta(value, meta);
     out.dbs[db].insert_entry(&key, entry, p.expire_ms);
     out.keys_loaded += 1;
     Ok(())

@@ -152,7 +152,7 @@ mod tests {
             (&p.consumer[..], p.delivery_ms, p.delivery_count),
             (&b"alice"[..], 1_700_000_000_000, 3)
         );
-        assert_eq!(crate::dump::dump(&v, true), payload);
+        assert_eq!(crate::dump::dump(v.view(), true), payload);
     }
 
     #[test]

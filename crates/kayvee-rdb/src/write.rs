@@ -234,9 +234,9 @@ impl RdbWriter {
                 out.push(opcode::EXPIRETIME_MS);
                 out.extend_from_slice(&at.to_le_bytes());
             }
-            out.push(type_of(&e.value));
+            out.push(type_of(e.value()));
             write_string(out, k, lzf.as_mut());
-            write_body(out, &e.value, lzf.as_mut());
+            write_body(out, e.value(), lzf.as_mut());
             n += 1;
         });
         self.keys_written += n;

@@ -29,7 +29,7 @@ fn get(l: &Loaded, db: usize, key: &str) -> (Value, bool) {
     let e = d
         .peek(key.as_bytes(), CTIME_MS)
         .unwrap_or_else(|| panic!("{key} missing"));
-    (e.value.clone(), e.meta.has(Meta::BIG))
+    (e.to_value(), e.meta().has(Meta::BIG))
 }
 
 fn strs(items: impl Iterator<Item = Vec<u8>>) -> Vec<String> {

@@ -133,10 +133,10 @@ proptest! {
                 let want = db.peek(&k, NOW_MS).unwrap().clone();
                 let mut got_db = got.clone();
                 let e = got_db.peek(&k, NOW_MS).unwrap();
-                prop_assert_eq!(&e.value, &want.value);
+                prop_assert_eq!(e.value(), want.value());
                 prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
-                let big = kayvee_engine::persist::loads_big(&want.value, &config);
-                prop_assert_eq!(e.meta.has(kayvee_engine::value::Meta::BIG), big);
+                let big = kayvee_engine::persist::loads_big(&want.to_value(), &config);
+                prop_assert_eq!(e.meta().has(kayvee_engine::value::Meta::BIG), big);
             }
         }
         prop_assert_eq!(loaded.keys_expired as usize, expired);

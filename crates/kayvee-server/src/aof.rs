@@ -18,7 +18,7 @@
 
 use kayvee_engine::client::{ConnInfo, Transport};
 use kayvee_engine::config::syntax::{repr, split_args};
-use kayvee_engine::{Discard, Engine, Now, Snapshot, Value};
+use kayvee_engine::{Discard, Engine, Now, Snapshot, ValueRef};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
 use kayvee_resp::{Decoder, Limits};
 use std::fs::{File, OpenOptions};
@@ -760,7 +760,7 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
         }
         encode(&mut buf, &[b"SELECT", i.to_string().as_bytes()]);
         for (key, entry) in db.keys.iter() {
-            key_commands(key, &entry.value, &mut buf);
+            key_commands(key, entry.value(), &mut buf);
             if let Some(at) = db.expires.get(&key[..]) {
                 encode(&mut buf, &[b"PEXPIREAT", key, at.to_string().as_bytes()]);
             }
@@ -774,7 +774,7 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The commands that rebuild one value.
-fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
+fn key_commands(key: &[u8], value: ValueRef<'_>, buf: &mut Vec<u8>) {
     use kayvee_engine::aof::encode;
     let batched = |buf: &mut Vec<u8>, cmd: &[u8], items: Vec<Vec<u8>>, per: usize| {
         for chunk in items.chunks(ITEMS_PER_CMD * per) {
@@ -784,17 +784,17 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
         }
     };
     match value {
-        Value::Str(s) => encode(buf, &[b"SET", key, s]),
-        Value::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
-        Value::Set(s) => batched(buf, b"SADD", s.iter().map(|m| m.to_vec()).collect(), 1),
-        Value::Hash(h) => {
+        ValueRef::Str(s) => encode(buf, &[b"SET", key, s]),
+        ValueRef::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
+        ValueRef::Set(s) => batched(buf, b"SADD", s.iter().map(|m| m.to_vec()).collect(), 1),
+        ValueRef::Hash(h) => {
             let items = h
                 .iter()
                 .flat_map(|(f, v)| [f.to_vec(), v.to_vec()])
                 .collect();
             batched(buf, b"HMSET", items, 2)
         }
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) => {
             let items = z
                 .iter()
                 .flat_map(|e| {
@@ -805,7 +805,7 @@ fn key_commands(key: &[u8], value: &Value, buf: &mut Vec<u8>) {
                 .collect();
             batched(buf, b"ZADD", items, 2)
         }
-        Value::Stream(s) => stream_commands(key, s, buf),
+        ValueRef::Stream(s) => stream_commands(key, s, buf),
     }
 }
 

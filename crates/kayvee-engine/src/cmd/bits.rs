@@ -14,7 +14,7 @@ use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Value};
+use crate::value::Value;
 use crate::Cx;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -148,7 +148,7 @@ fn setbit(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResul
     let Some(entry) = db.lookup_write(key, now) else {
         let mut bytes = vec![0u8; byte + 1];
         bytes[byte] = if on == 1 { mask } else { 0 };
-        let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
+        let mut entry = db.new_entry(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
         cx.propagate_verbatim();
@@ -413,7 +413,7 @@ fn bitop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
             emit(cx, nc::GENERIC, "del", dest);
         }
     } else {
-        let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
+        let mut entry = db.new_entry(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, result);
         db.store_result(dest, entry, now);
         cx.propagate_verbatim();

@@ -193,7 +193,7 @@ fn migrate(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         let Some(entry) = cx.db().peek(key, now) else {
             continue;
         };
-        let dump = codec.dump(&entry.value, compress);
+        let dump = codec.dump(entry.value(), compress);
         let ttl = aof::itoa(ttl);
         let mut restore: Vec<&[u8]> = alloc::vec![b"RESTORE", key, ttl.as_bytes(), &dump];
         if o.replace {

@@ -13,7 +13,7 @@ use crate::error::{CmdResult, Error};
 use crate::persist::{RestoreError, ValueCodec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta};
+use crate::value::Meta;
 use crate::{Cx, Outcome};
 
 /// The error while a background save runs.
@@ -153,7 +153,7 @@ fn dump(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
     let compress = cx.core.config.rdbcompression;
     let now = cx.now_ms();
     match cx.db().lookup_read(args.get(1), now) {
-        Some(e) => out.bulk(&codec.dump(&e.value, compress)),
+        Some(e) => out.bulk(&codec.dump(e.value(), compress)),
         None => out.null(),
     }
     Ok(())
@@ -258,14 +258,11 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         out.ok();
         return Ok(());
     }
-    let mut entry = Entry::new(value, now);
-    if let Some(idle) = opts.idle_s {
-        entry.meta.access_s = (now / 1000).saturating_sub(idle as u64) as u32;
-    }
-    if let Some(f) = opts.freq {
-        entry.meta.freq = f as u8;
-    }
-    entry.meta.set_flag(Meta::BIG, big);
+    let lfu = db.touch.lfu;
+    let mut entry = db.new_entry(value, now);
+    let (idle, freq) = (opts.idle_s.map(|i| i as u64), opts.freq.map(|f| f as u8));
+    entry.meta_mut().set_saved_clock(lfu, idle, freq, now);
+    entry.meta_mut().set_flag(Meta::BIG, big);
     db.insert_entry(key, entry, at);
     match at {
         Some(at) if !opts.absttl => propagate_absttl(cx, args, at),

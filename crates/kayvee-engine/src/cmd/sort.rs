@@ -18,7 +18,7 @@ use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, List, Meta, Value};
+use crate::value::{Entry, List, Meta, Value, ValueRef};
 use crate::Cx;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -181,13 +181,13 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
     let Some(e) = cx.db().lookup_read(key, now) else {
         return Ok((Kind::List, Vec::new()));
     };
-    let found = match &e.value {
-        Value::List(l) => (Kind::List, l.iter().map(SmallBytes::from_slice).collect()),
-        Value::Set(s) => (
+    let found = match e.value() {
+        ValueRef::List(l) => (Kind::List, l.iter().map(SmallBytes::from_slice).collect()),
+        ValueRef::Set(s) => (
             Kind::Set,
             s.iter().map(|m| SmallBytes::from_slice(&m)).collect(),
         ),
-        Value::ZSet(z) => (
+        ValueRef::ZSet(z) => (
             Kind::ZSet,
             z.iter().map(|e| SmallBytes::from_slice(e.1)).collect(),
         ),
@@ -196,7 +196,7 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
     // Redis converts a sorted set to a skiplist before sorting it, for good.
     if found.0 == Kind::ZSet {
         if let Some(e) = cx.db().lookup_write(key, now) {
-            e.meta.set_flag(Meta::BIG, true);
+            e.meta_mut().set_flag(Meta::BIG, true);
         }
     }
     Ok(found)
@@ -222,9 +222,9 @@ fn lookup_pattern(cx: &mut Cx<'_>, pattern: &[u8], elem: &[u8]) -> Option<SmallB
     key.extend_from_slice(tail);
     let now = cx.now_ms();
     let entry: &Entry = cx.db().lookup_read(&key, now)?;
-    match (&entry.value, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).map(SmallBytes::from_slice),
-        (Value::Str(s), None) => Some(s.clone()),
+    match (entry.value(), field) {
+        (ValueRef::Hash(h), Some(f)) => h.get(f).map(SmallBytes::from_slice),
+        (ValueRef::Str(s), None) => Some(SmallBytes::from_slice(s)),
         _ => None,
     }
 }
@@ -404,7 +404,7 @@ fn store_list(
         for r in results {
             list.push_back(&r.unwrap_or_default(), fill);
         }
-        let entry = Entry::new(Value::List(list), now);
+        let entry = cx.db().new_entry(Value::List(list), now);
         cx.db().store_result(dst, entry, now);
         cx.propagate_verbatim();
         emit(cx, nc::LIST, "sortstore", dst);

@@ -2,7 +2,7 @@
 //! [`Entry`]) plus what the value holds on the heap, sampling collections as Redis does. MEMORY
 //! USAGE reports it and eviction uses it as a floor for what a deletion freed.
 
-use super::{Entry, ScoreMember, Value, ZRef};
+use super::{Entry, ScoreMember, ValueRef, ZRef};
 use core::mem::size_of;
 use kayvee_pds::SmallBytes;
 
@@ -17,11 +17,6 @@ const TREE_ELEM_OVERHEAD: usize = 4;
 const LIST_ELEM_OVERHEAD: usize = 2;
 /// Bytes a chunk of its own costs an element too long to share one (255 B or more).
 const LIST_LONG_OVERHEAD: usize = 80;
-/// Heap bytes a string holds beyond its inline form.
-fn heap(b: &SmallBytes) -> usize {
-    b.heap_size()
-}
-
 /// Heap bytes a `SmallBytes` of `len` bytes holds (as [`SmallBytes::heap_size`] counts).
 fn out_of_line(len: usize) -> usize {
     match len {
@@ -36,17 +31,17 @@ fn out_of_line(len: usize) -> usize {
 pub fn entry_usage(key: &[u8], entry: &Entry, samples: usize) -> usize {
     let key_heap = out_of_line(key.len());
     let slot = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + key_heap;
-    slot + value_usage(&entry.value, samples)
+    slot + value_usage(entry, samples)
 }
 
 /// The value's heap bytes (see [`entry_usage`]).
-fn value_usage(value: &Value, samples: usize) -> usize {
+fn value_usage(entry: &Entry, samples: usize) -> usize {
     let elem = size_of::<SmallBytes>();
-    match value {
-        Value::Str(s) => heap(s),
+    match entry.value() {
+        ValueRef::Str(_) => entry.str_heap_size(),
         // Small lists and sets are one packed buffer: its size is exact.
-        Value::List(l) if l.is_packed() => l.heap_size(),
-        Value::List(l) => {
+        ValueRef::List(l) if l.is_packed() => l.heap_size(),
+        ValueRef::List(l) => {
             let per = |e: &[u8]| match e.len() {
                 n if n >= 255 => n + LIST_LONG_OVERHEAD,
                 n => n + LIST_ELEM_OVERHEAD,
@@ -54,21 +49,21 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             size_of::<crate::value::ListTree>() + scaled(l.iter(), l.len(), samples, per)
         }
         // Small hashes and sorted sets are one flat buffer: its size is exact.
-        Value::Hash(h) if !h.is_big() => h.heap_size(),
-        Value::Hash(h) => {
+        ValueRef::Hash(h) if !h.is_big() => h.heap_size(),
+        ValueRef::Hash(h) => {
             let per = |(f, v): (&[u8], &[u8])| {
                 2 * elem + TRIE_SLOT_OVERHEAD + out_of_line(f.len()) + out_of_line(v.len())
             };
             size_of::<crate::value::Hash>() + scaled(h.iter(), h.len(), samples, per)
         }
-        Value::Set(s) if !s.is_map() => s.heap_size(),
-        Value::Set(s) => {
+        ValueRef::Set(s) if !s.is_map() => s.heap_size(),
+        ValueRef::Set(s) => {
             let per =
                 |m: crate::value::Member<'_>| elem + TRIE_SLOT_OVERHEAD + out_of_line(m.len());
             size_of::<crate::value::SetMap>() + scaled(s.iter(), s.len(), samples, per)
         }
-        Value::ZSet(z) if !z.is_big() => z.heap_size(),
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) if !z.is_big() => z.heap_size(),
+        ValueRef::ZSet(z) => {
             // Each member is in the score map and in the order (one shared heap copy).
             let per = |e: ZRef<'_>| {
                 elem + 8
@@ -79,7 +74,7 @@ fn value_usage(value: &Value, samples: usize) -> usize {
             };
             size_of::<crate::value::ZSet>() + scaled(z.iter(), z.len(), samples, per)
         }
-        Value::Stream(s) => s.heap_size(),
+        ValueRef::Stream(s) => s.heap_size(),
     }
 }
 
@@ -101,7 +96,7 @@ fn scaled<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{Hash, List};
+    use crate::value::{Hash, List, Value};
 
     fn s(n: usize) -> SmallBytes {
         SmallBytes::from_vec(alloc::vec![b'x'; n])

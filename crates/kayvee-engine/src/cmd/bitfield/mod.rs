@@ -19,7 +19,7 @@ use crate::error::{CmdResult, Error};
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Value};
+use crate::value::Value;
 use crate::Cx;
 use alloc::vec::Vec;
 use field::Overflow;
@@ -269,7 +269,7 @@ fn write(
             (s, grew)
         }
         None => {
-            let entry = Entry::new(Value::Str(SmallBytes::new()), now);
+            let entry = db.new_entry(Value::Str(SmallBytes::new()), now);
             db.insert_entry(key, entry, None);
             (alloc::vec![0u8; len], true)
         }

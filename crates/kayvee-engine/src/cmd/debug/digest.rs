@@ -9,7 +9,7 @@
 use crate::argv::Argv;
 use crate::error::CmdResult;
 use crate::reply::ReplySink;
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 use sha2::{Digest as _, Sha256};
 
@@ -41,29 +41,29 @@ fn score_bytes(v: f64) -> [u8; 8] {
 }
 
 /// The digest of a value: its type and its logical content.
-fn value_sig(v: &Value) -> Sig {
+fn value_sig(v: ValueRef<'_>) -> Sig {
     match v {
-        Value::Str(s) => hash(&[b"string", s]),
-        Value::List(l) => l.iter().fold(hash(&[b"list"]), |acc, e| hash(&[&acc, e])),
-        Value::Set(s) => {
+        ValueRef::Str(s) => hash(&[b"string", s]),
+        ValueRef::List(l) => l.iter().fold(hash(&[b"list"]), |acc, e| hash(&[&acc, e])),
+        ValueRef::Set(s) => {
             let mut acc = [0u8; 20];
             for m in s.iter() {
                 xor(&mut acc, &hash(&[&m]));
             }
             hash(&[b"set", &acc])
         }
-        Value::Hash(h) => {
+        ValueRef::Hash(h) => {
             let mut acc = [0u8; 20];
             for (f, v) in h.iter() {
                 xor(&mut acc, &hash(&[f, v]));
             }
             hash(&[b"hash", &acc])
         }
-        Value::ZSet(z) => z.iter().fold(hash(&[b"zset"]), |acc, r| {
+        ValueRef::ZSet(z) => z.iter().fold(hash(&[b"zset"]), |acc, r| {
             hash(&[&acc, r.1, &score_bytes(r.0)])
         }),
         // The entries, in order (as Redis digests a stream: not its groups).
-        Value::Stream(st) => {
+        ValueRef::Stream(st) => {
             use crate::value::StreamId;
             let mut acc = hash(&[b"stream"]);
             st.range(StreamId::MIN, StreamId::MAX, false, |e| {
@@ -99,7 +99,7 @@ pub(super) fn digest(cx: &mut Cx<'_>, out: &mut dyn ReplySink) -> CmdResult {
         let mut acc = [0u8; 20];
         for (key, entry) in db.keys.iter() {
             let ttl = db.expire_at(key).map(u64::to_le_bytes).unwrap_or_default();
-            xor(&mut acc, &hash(&[key, &value_sig(&entry.value), &ttl]));
+            xor(&mut acc, &hash(&[key, &value_sig(entry.value()), &ttl]));
         }
         total = hash(&[&total, &(i as u64).to_le_bytes(), &acc]);
     }
@@ -112,7 +112,7 @@ pub(super) fn digest_value(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
     let db = &cx.core.dbs[cx.db_index];
     out.array(args.len() - 2);
     for key in args.iter().skip(2) {
-        let sig = db.keys.get(key).map_or([0u8; 20], |e| value_sig(&e.value));
+        let sig = db.keys.get(key).map_or([0u8; 20], |e| value_sig(e.value()));
         out.simple(&hex(&sig));
     }
     Ok(())
@@ -121,7 +121,7 @@ pub(super) fn digest_value(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn Reply
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Hash;
+    use crate::value::{Hash, Value};
     use kayvee_pds::SmallBytes;
 
     #[test]
@@ -133,15 +133,18 @@ mod tests {
         b.insert(b"f2", b"v2");
         b.insert(b"f1", b"v1");
         assert_eq!(
-            value_sig(&Value::Hash(a.clone())),
-            value_sig(&Value::Hash(b))
+            value_sig(Value::Hash(a.clone()).view()),
+            value_sig(Value::Hash(b).view())
         );
         b = a.clone();
         b.insert(b"f1", b"v2");
-        assert_ne!(value_sig(&Value::Hash(a)), value_sig(&Value::Hash(b)));
+        assert_ne!(
+            value_sig(Value::Hash(a).view()),
+            value_sig(Value::Hash(b).view())
+        );
         // The type counts: "x" as a string and as a list differ.
         let s = Value::Str(SmallBytes::from_slice(b"x"));
-        assert_ne!(value_sig(&s), hash(&[b"list"]));
+        assert_ne!(value_sig(s.view()), hash(&[b"list"]));
         assert_eq!(hex(&[0u8; 20]), "0".repeat(40));
     }
 }

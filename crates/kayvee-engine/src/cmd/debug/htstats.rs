@@ -11,7 +11,7 @@ use super::no_such_key;
 use crate::argv::Argv;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 use alloc::string::String;
 use core::fmt::Write;
@@ -67,10 +67,10 @@ pub fn htstats_key(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         .keys
         .get(args.get(2))
         .ok_or_else(no_such_key)?;
-    let elements = match (&entry.value, entry.value.encoding(&entry.meta)) {
-        (Value::Set(s), "hashtable") => s.len(),
-        (Value::Hash(h), "hashtable") => h.len(),
-        (Value::ZSet(z), "skiplist") => z.len(),
+    let elements = match (entry.value(), entry.encoding()) {
+        (ValueRef::Set(s), "hashtable") => s.len(),
+        (ValueRef::Hash(h), "hashtable") => h.len(),
+        (ValueRef::ZSet(z), "skiplist") => z.len(),
         _ => {
             return Err(Error::msg(
                 "ERR The value stored at the specified key is not represented using an hash \

@@ -10,7 +10,7 @@ use crate::argv::Argv;
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Value};
+use crate::value::{Entry, ValueRef};
 use crate::Cx;
 
 /// Redis's refcount of a shared object (small integers).
@@ -19,8 +19,6 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 const SHARED_INTEGERS: i64 = 10_000;
 /// Bytes of a DUMP payload around the value: type byte, RDB version (2), CRC-64 (8).
 const DUMP_OVERHEAD: usize = 11;
-/// Redis's LRU clock: seconds, 24 bits.
-const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
 /// The entry of `key` in the client's database, expired or not.
 fn find<'a>(cx: &'a Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
@@ -32,8 +30,8 @@ fn find<'a>(cx: &'a Cx<'_>, key: &[u8]) -> Option<&'a Entry> {
 fn refcount(entry: &Entry, config: &Config) -> i64 {
     let policy = config.maxmemory_policy.as_str();
     let sharing = config.maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
-    let small_int = entry.value.encoding(&entry.meta) == "int"
-        && matches!(&entry.value, Value::Str(s)
+    let small_int = entry.encoding() == "int"
+        && matches!(entry.value(), ValueRef::Str(s)
             if crate::util::parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)));
     if sharing && small_int {
         SHARED_REFCOUNT
@@ -97,21 +95,22 @@ pub(super) fn object(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let entry = find(cx, key).ok_or_else(no_such_key)?;
     let config = &cx.core.config;
     let serialized = cx.core.persist.codec.map_or(0, |c| {
-        c.dump(&entry.value, config.rdbcompression)
+        c.dump(entry.value(), config.rdbcompression)
             .len()
             .saturating_sub(DUMP_OVERHEAD)
     });
-    let now_s = (cx.now.ms() / 1000) as u32;
-    let lru = entry.meta.access_s & LRU_CLOCK_MAX;
-    let idle = now_s.wrapping_sub(entry.meta.access_s);
+    // The raw clock and the idle time read from it, whatever the policy (as Redis prints
+    // them; under an LFU policy both are that clock misread).
+    let lru = entry.meta().clock();
+    let idle = entry.meta().idle_s(cx.now.ms());
     let mut text = alloc::format!(
         "Value at:{:#x} refcount:{} encoding:{} serializedlength:{serialized} lru:{lru} \
          lru_seconds_idle:{idle}",
         address(cx.db_index, key),
         refcount(entry, config),
-        entry.value.encoding(&entry.meta),
+        entry.encoding(),
     );
-    if let Value::List(list) = &entry.value {
+    if let ValueRef::List(list) = entry.value() {
         let threshold = cx.core.debug.quicklist_packed_threshold;
         let (nodes, bytes) = quicklist_shape(list, config, threshold);
         let avg = if nodes == 0 {
@@ -134,7 +133,7 @@ pub(super) fn object(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// to print and answers as Redis does.
 pub(super) fn listpack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let entry = find(cx, args.get(2)).ok_or_else(no_such_key)?;
-    if entry.value.encoding(&entry.meta) != "listpack" {
+    if entry.encoding() != "listpack" {
         return Err(Error::msg("ERR Not a listpack encoded object."));
     }
     out.simple("Listpack structure printed on stdout");
@@ -144,7 +143,7 @@ pub(super) fn listpack(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
 /// DEBUG QUICKLIST key [0|1]: as [`listpack`], for lists.
 pub(super) fn quicklist(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let entry = find(cx, args.get(2)).ok_or_else(no_such_key)?;
-    if !matches!(entry.value, Value::List(_)) {
+    if !matches!(entry.value(), ValueRef::List(_)) {
         return Err(Error::msg("ERR Not a quicklist encoded object."));
     }
     out.simple("Quicklist structure printed on stdout");

@@ -66,8 +66,10 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     }
     let now = cx.now_ms();
     let (seed, config) = (cx.core.seed, &cx.core.config);
-    let keep_lru = config.maxmemory_policy.contains("lru");
-    let keep_lfu = config.maxmemory_policy.contains("lfu");
+    // The save writes the clock under an LRU or LFU policy (an `IDLE` or `FREQ` record)
+    // and the load sets it back; under another policy the keys come back accessed now.
+    let lfu = config.maxmemory_policy.contains("lfu");
+    let keep = lfu || config.maxmemory_policy.contains("lru");
     let mut rebuilt: Vec<Db> = Vec::with_capacity(cx.core.dbs.len());
     for db in &cx.core.dbs {
         let mut fresh = Db::new(seed);
@@ -76,7 +78,7 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             if at.is_some_and(|t| t <= now) {
                 continue;
             }
-            let payload = codec.dump(&old.value, config.rdbcompression);
+            let payload = codec.dump(old.value(), config.rdbcompression);
             let mut value = codec
                 .restore(&payload, seed)
                 .map_err(|_| Error::msg(LOAD_FAILED))?;
@@ -85,15 +87,12 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             }
             let big = crate::persist::loads_big(&value, config);
             value.normalize(big, seed);
-            let mut entry = Entry::new(value, now);
-            entry.meta.set_flag(Meta::BIG, big);
-            if keep_lru {
-                entry.meta.access_s = old.meta.access_s;
+            let mut meta = Meta::fresh(lfu, now);
+            if keep {
+                meta.set_clock(old.meta().clock());
             }
-            if keep_lfu {
-                entry.meta.freq = old.meta.freq;
-                entry.meta.ldt_min = old.meta.ldt_min;
-            }
+            meta.set_flag(Meta::BIG, big);
+            let entry = Entry::with_meta(value, meta);
             fresh.insert_entry(key, entry, at);
         }
         rebuilt.push(fresh);

@@ -16,7 +16,7 @@ mod scan;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::Error;
-use crate::value::{Entry, Hash, Meta, Value};
+use crate::value::{Hash, Meta, Value, ValueMut, ValueRef};
 use crate::Cx;
 use fields::{
     hdel, hexists, hget, hgetall, hkeys, hlen, hmget, hmset, hset, hsetnx, hstrlen, hvals,
@@ -351,11 +351,10 @@ pub(crate) fn read_hash<'c>(
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
-        Some(Entry {
-            value: Value::Hash(h),
-            meta,
-        }) => Ok(Some((h, *meta))),
-        Some(_) => Err(Error::WrongType),
+        Some(e) => match e.value() {
+            ValueRef::Hash(h) => Ok(Some((h, e.meta()))),
+            _ => Err(Error::WrongType),
+        },
     }
 }
 
@@ -372,10 +371,10 @@ pub(crate) fn write_hash<R>(
     let now = cx.now_ms();
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
-        let Value::Hash(h) = &mut e.value else {
+        let (ValueMut::Hash(h), meta) = e.parts_mut() else {
             return Err(Error::WrongType);
         };
-        let r = f(h, &mut e.meta)?;
+        let r = f(h, meta)?;
         if h.is_empty() {
             db.remove(key, now);
         }
@@ -388,8 +387,8 @@ pub(crate) fn write_hash<R>(
     let mut meta = Meta::default();
     let r = f(&mut h, &mut meta)?;
     if !h.is_empty() {
-        let mut e = Entry::new(Value::Hash(h), now);
-        e.meta.set_flag(Meta::BIG, meta.has(Meta::BIG));
+        let mut e = db.new_entry(Value::Hash(h), now);
+        e.meta_mut().set_flag(Meta::BIG, meta.has(Meta::BIG));
         db.insert_entry(key, e, None);
     }
     Ok(Some(r))

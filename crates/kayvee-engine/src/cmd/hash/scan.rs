@@ -5,7 +5,7 @@ use crate::argv::Argv;
 use crate::cmd::coll::{self, parse_rand_count};
 use crate::error::{CmdResult, Error};
 use crate::reply::{Protocol, ReplySink};
-use crate::value::{Hash, Value};
+use crate::value::{Hash, ValueRef};
 use crate::{Core, Cx, Rng};
 use alloc::vec::Vec;
 
@@ -68,9 +68,9 @@ fn hash_and_rng<'c>(
 ) -> Result<(Option<&'c Hash>, &'c mut Rng), Error> {
     let (db_index, now) = (cx.db_index, cx.now_ms());
     let Core { dbs, rng, .. } = &mut *cx.core;
-    match dbs[db_index].lookup_read(key, now).map(|e| &e.value) {
+    match dbs[db_index].lookup_read(key, now).map(|e| e.value()) {
         None => Ok((None, rng)),
-        Some(Value::Hash(h)) => Ok((Some(h), rng)),
+        Some(ValueRef::Hash(h)) => Ok((Some(h), rng)),
         Some(_) => Err(Error::WrongType),
     }
 }

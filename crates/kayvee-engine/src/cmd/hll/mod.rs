@@ -160,7 +160,7 @@ fn store_hll(cx: &mut Cx<'_>, key: &[u8], bytes: Vec<u8>) {
     match db.lookup_write(key, now) {
         Some(entry) => store_raw(entry, bytes),
         None => {
-            let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
+            let mut entry = db.new_entry(Value::Str(SmallBytes::new()), now);
             store_raw(&mut entry, bytes);
             db.insert_entry(key, entry, None);
         }

@@ -61,7 +61,7 @@ pub(super) fn exists(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 pub(super) fn type_(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     let name = match cx.db().lookup_notouch(args.get(1), now) {
-        Some(e) => e.value.type_name(),
+        Some(e) => e.value().type_name(),
         None => "none",
     };
     out.simple(name);
@@ -140,7 +140,8 @@ pub(super) fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         return Err(Error::msg(SAME_OBJECT));
     }
     let now = cx.now_ms();
-    let Some(value) = cx.db().lookup_read(src, now).map(copy_entry(now)) else {
+    let fresh = cx.db().touch.fresh(now);
+    let Some(value) = cx.db().lookup_read(src, now).map(copy_entry(fresh)) else {
         out.int(0);
         return Ok(());
     };
@@ -162,16 +163,16 @@ pub(super) fn copy(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
     Ok(())
 }
 
-/// A fresh entry holding a copy of `e`'s value (new object: accessed now, initial LFU counter),
-/// keeping its encoding flag.
-fn copy_entry(now_ms: u64) -> impl Fn(&Entry) -> Entry {
+/// A fresh entry holding a copy of `e`'s value with the new key's `meta` (a new object:
+/// accessed now, or the initial LFU counter), keeping its encoding flags (Redis duplicates a
+/// collection in its current encoding).
+fn copy_entry(meta: Meta) -> impl Fn(&Entry) -> Entry {
     move |e| {
-        let mut fresh = Entry::new(e.value.clone(), now_ms);
-        fresh.meta.set_flag(Meta::RAW, e.meta.has(Meta::RAW));
-        fresh.meta.set_flag(Meta::EMBSTR, e.meta.has(Meta::EMBSTR));
-        // Redis duplicates a collection in its current encoding.
-        fresh.meta.set_flag(Meta::BIG, e.meta.has(Meta::BIG));
-        fresh
+        let mut meta = meta;
+        for flag in [Meta::RAW, Meta::EMBSTR, Meta::BIG] {
+            meta.set_flag(flag, e.meta().has(flag));
+        }
+        Entry::with_meta(e.to_value(), meta)
     }
 }
 
@@ -249,12 +250,13 @@ mod tests {
     fn copy_entry_keeps_raw_and_resets_access() {
         let v = crate::Value::Str(kayvee_pds::SmallBytes::from_slice(b"abc"));
         let mut e = Entry::new(v.clone(), 1_000);
-        e.meta.set_flag(Meta::RAW, true);
-        e.meta.set_flag(Meta::HAS_EXPIRE, true);
-        let c = copy_entry(9_000)(&e);
-        assert_eq!(c.value, v);
-        assert!(c.meta.has(Meta::RAW));
-        assert!(!c.meta.has(Meta::HAS_EXPIRE));
-        assert_eq!(c.meta.access_s, 9);
+        e.meta_mut().set_flag(Meta::RAW, true);
+        e.meta_mut().set_flag(Meta::HAS_EXPIRE, true);
+        let c = copy_entry(Meta::fresh(false, 9_000))(&e);
+        assert_eq!(c.value(), v.view());
+        assert!(c.meta().has(Meta::RAW));
+        assert!(!c.meta().has(Meta::HAS_EXPIRE));
+        assert_eq!(c.meta().idle_s(9_000), 0);
+        assert_eq!(e.meta().idle_s(9_000), 8);
     }
 }

@@ -1,15 +1,15 @@
 //! OBJECT (a container command): ENCODING, REFCOUNT, IDLETIME, FREQ, HELP — Redis's object
-//! introspection, answered from the value and its [`Meta`] as Redis 7.0.15 would answer.
+//! introspection, answered from the value and its [`crate::value::Meta`] as Redis 7.0.15 would answer.
 //!
 //! Kayvee has no real object encodings or reference counts; it reports what Redis would
-//! report for the same history (see [`encoding`] and [`refcount`]).
+//! report for the same history (see [`Entry::encoding`] and [`refcount`]).
 
 use crate::argv::Argv;
 use crate::config::Config;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta, Value};
+use crate::value::{Entry, ValueRef};
 use crate::Cx;
 
 /// Redis's `OBJ_SHARED_REFCOUNT`: the refcount it reports for shared integer objects.
@@ -34,20 +34,14 @@ const HELP: &[&str] = &[
     "    <key>.",
 ];
 
-/// The encoding Redis would report: `int` for strings that parse as a 64-bit integer, `embstr`
-/// up to 44 bytes, `raw` beyond or once modified in place ([`Meta::RAW`]).
-pub fn encoding(value: &Value, meta: &Meta) -> &'static str {
-    value.encoding(meta)
-}
-
 /// The refcount Redis would report: shared integers (int-encoded `0..10000`, unless an LRU or
 /// LFU maxmemory policy disables sharing) answer `2147483647`, everything else 1.
 pub fn refcount(entry: &Entry, config: &Config) -> i64 {
     let policy = config.maxmemory_policy.as_str();
     let sharing = config.maxmemory == 0 || !(policy.contains("lru") || policy.contains("lfu"));
     let shared = sharing
-        && encoding(&entry.value, &entry.meta) == "int"
-        && matches!(&entry.value, Value::Str(s)
+        && entry.encoding() == "int"
+        && matches!(entry.value(), ValueRef::Str(s)
             if parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)));
     if shared {
         SHARED_REFCOUNT
@@ -77,7 +71,7 @@ pub(super) fn object_encoding(
     out: &mut dyn ReplySink,
 ) -> CmdResult {
     match lookup(cx, args.get(2)) {
-        Some(e) => out.bulk_str(encoding(&e.value, &e.meta)),
+        Some(e) => out.bulk_str(e.encoding()),
         None => out.null(),
     }
     Ok(())
@@ -108,16 +102,16 @@ pub(super) fn object_idletime(
     args: &Argv<'_>,
     out: &mut dyn ReplySink,
 ) -> CmdResult {
-    let now_s = (cx.now_ms() / 1000) as u32;
+    let now_ms = cx.now_ms();
     let lfu = lfu_policy(&cx.core.config);
-    let Some(access_s) = lookup(cx, args.get(2)).map(|e| e.meta.access_s) else {
+    let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta()) else {
         out.null();
         return Ok(());
     };
     if lfu {
         return Err(Error::msg("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    out.int(i64::from(now_s.wrapping_sub(access_s)));
+    out.int(meta.idle_s(now_ms) as i64);
     Ok(())
 }
 
@@ -127,7 +121,7 @@ pub(super) fn object_freq(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let now_min = crate::evict::minutes(cx.now_ms());
     let lfu = lfu_policy(&cx.core.config);
     let decay_min = cx.core.config.lfu_decay_time;
-    let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta) else {
+    let Some(meta) = lookup(cx, args.get(2)).map(|e| e.meta()) else {
         out.null();
         return Ok(());
     };
@@ -151,6 +145,7 @@ pub(super) fn object_help(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::{Meta, Value};
     use kayvee_pds::SmallBytes;
 
     fn entry(s: &str) -> Entry {
@@ -161,7 +156,7 @@ mod tests {
     fn encodings_follow_redis_rules() {
         let enc = |s: &str| {
             let e = entry(s);
-            encoding(&e.value, &e.meta)
+            e.encoding()
         };
         assert_eq!(enc("12345"), "int");
         assert_eq!(enc("-1"), "int");
@@ -172,8 +167,8 @@ mod tests {
         assert_eq!(enc(&"a".repeat(44)), "embstr");
         assert_eq!(enc(&"a".repeat(45)), "raw");
         let mut e = entry("1");
-        e.meta.set_flag(Meta::RAW, true);
-        assert_eq!(encoding(&e.value, &e.meta), "raw");
+        e.meta_mut().set_flag(Meta::RAW, true);
+        assert_eq!(e.encoding(), "raw");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(super) fn scan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         found.retain(|k| {
             db.keys
                 .get(&k[..])
-                .is_some_and(|e| e.value.type_name().as_bytes().eq_ignore_ascii_case(t))
+                .is_some_and(|e| e.value().type_name().as_bytes().eq_ignore_ascii_case(t))
         });
     }
     crate::cmd::coll::write_scan_head(out, next, found.len());

@@ -24,7 +24,7 @@ use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
 use crate::util::parse_i64;
-use crate::value::{Entry, List, Value};
+use crate::value::{Entry, List, Value, ValueMut, ValueRef};
 use crate::Cx;
 use index::{lindex, linsert, llen, lpos, lrange, lrem, lset, ltrim};
 use kayvee_pds::SmallBytes;
@@ -183,16 +183,16 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// The list of an entry, or WRONGTYPE.
 pub(crate) fn as_list(entry: &Entry) -> Result<&List, Error> {
-    match &entry.value {
-        Value::List(l) => Ok(l),
+    match entry.value() {
+        ValueRef::List(l) => Ok(l),
         _ => Err(Error::WrongType),
     }
 }
 
 /// The list of an entry, mutable, or WRONGTYPE.
 pub(crate) fn as_list_mut(entry: &mut Entry) -> Result<&mut List, Error> {
-    match &mut entry.value {
-        Value::List(l) => Ok(l),
+    match entry.value_mut() {
+        ValueMut::List(l) => Ok(l),
         _ => Err(Error::WrongType),
     }
 }
@@ -273,7 +273,7 @@ pub(crate) fn propagate_pop(cx: &mut Cx<'_>, cmd: &[u8], key: &[u8], count: Opti
 /// leaves it waiting, as in Redis).
 pub(super) fn holds_list(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let now = cx.now_ms();
-    matches!(cx.db().peek(key, now), Some(e) if matches!(e.value, Value::List(_)))
+    matches!(cx.db().peek(key, now), Some(e) if matches!(e.value(), ValueRef::List(_)))
 }
 
 /// Pushes `items` onto `key`'s list, creating it unless `only_existing`; returns the new
@@ -298,7 +298,7 @@ pub(crate) fn push_items<'a>(
             let mut l = List::new();
             items.for_each(|v| push_end(&mut l, v, front, fill));
             let n = l.len();
-            db.insert_entry(key, Entry::new(Value::List(l), now), None);
+            db.insert_entry(key, db.new_entry(Value::List(l), now), None);
             n
         }
     };

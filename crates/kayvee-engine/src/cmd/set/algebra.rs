@@ -12,7 +12,7 @@ use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Meta, Set, Value};
+use crate::value::{Meta, Set, ValueRef};
 use crate::Cx;
 use alloc::vec::Vec;
 
@@ -39,9 +39,9 @@ fn sources<'a>(
         } else {
             db.lookup_read(k, now)
         };
-        match e.map(|e| &e.value) {
+        match e.map(|e| e.value()) {
             None => Ok(None),
-            Some(Value::Set(s)) => Ok(Some(s.clone())),
+            Some(ValueRef::Set(s)) => Ok(Some(s.clone())),
             Some(_) => Err(Error::WrongType),
         }
     })
@@ -134,7 +134,8 @@ fn store_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
         return Ok(());
     }
     let n = result.len();
-    cx.db().store_result(dst, set_entry(result, now), now);
+    let entry = set_entry(cx.db(), result, now);
+    cx.db().store_result(dst, entry, now);
     cx.propagate_verbatim();
     emit(cx, nc::SET, event, dst);
     out.int(n as i64);

@@ -6,7 +6,7 @@ use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 
 /// SADD key member [member ...]: the number of members added.
@@ -80,7 +80,7 @@ pub(super) fn scard(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 fn probe_set(cx: &mut Cx<'_>, key: &[u8]) -> Option<bool> {
     let now = cx.now_ms();
     let e = cx.db().lookup_write(key, now)?;
-    Some(matches!(e.value, Value::Set(_)))
+    Some(matches!(e.value(), ValueRef::Set(_)))
 }
 
 /// SMOVE source destination member: moves the member; 1 if it was in source, else 0. As in

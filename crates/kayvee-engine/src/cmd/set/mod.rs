@@ -18,9 +18,10 @@ mod random;
 
 use crate::cmd::spec::{CommandSpec, Handler};
 use crate::command::{acl, flags};
+use crate::db::Db;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
-use crate::value::{Entry, Meta, Set, Value};
+use crate::value::{Entry, Meta, Set, Value, ValueMut, ValueRef};
 use crate::Cx;
 use algebra::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 use members::{sadd, scard, sismember, smembers, smismember, smove, srem};
@@ -312,11 +313,10 @@ pub(crate) fn read_set<'c>(
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
-        Some(Entry {
-            value: Value::Set(s),
-            meta,
-        }) => Ok(Some((s, *meta))),
-        Some(_) => Err(Error::WrongType),
+        Some(e) => match e.value() {
+            ValueRef::Set(s) => Ok(Some((s, e.meta()))),
+            _ => Err(Error::WrongType),
+        },
     }
 }
 
@@ -332,10 +332,10 @@ pub(crate) fn write_set<R>(
     let now = cx.now_ms();
     let db = cx.db();
     if let Some(e) = db.lookup_write(key, now) {
-        let Value::Set(s) = &mut e.value else {
+        let (ValueMut::Set(s), meta) = e.parts_mut() else {
             return Err(Error::WrongType);
         };
-        let r = f(s, &mut e.meta)?;
+        let r = f(s, meta)?;
         if s.is_empty() {
             db.remove(key, now);
         }
@@ -348,16 +348,16 @@ pub(crate) fn write_set<R>(
     let mut meta = Meta::default();
     let r = f(&mut s, &mut meta)?;
     if !s.is_empty() {
-        db.insert_entry(key, set_entry(s, now), None);
+        db.insert_entry(key, set_entry(db, s, now), None);
     }
     Ok(Some(r))
 }
 
-/// A new entry holding `s`, marked [`Meta::BIG`] unless it is an intset.
-pub(crate) fn set_entry(s: Set, now_ms: u64) -> Entry {
+/// A new entry of `db` holding `s`, marked [`Meta::BIG`] unless it is an intset.
+pub(crate) fn set_entry(db: &Db, s: Set, now_ms: u64) -> Entry {
     let big = !s.is_intset();
-    let mut e = Entry::new(Value::Set(s), now_ms);
-    e.meta.set_flag(Meta::BIG, big);
+    let mut e = db.new_entry(Value::Set(s), now_ms);
+    e.meta_mut().set_flag(Meta::BIG, big);
     e
 }
 

@@ -11,7 +11,7 @@ use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Member, Set, Value};
+use crate::value::{Member, Set, ValueMut, ValueRef};
 use crate::{Core, Cx};
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -35,9 +35,9 @@ fn set_and_rng<'c>(
         }
         db.keys.get_mut(key)
     };
-    match e.map(|e| &mut e.value) {
+    match e.map(|e| e.value_mut()) {
         None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some((s, rng))),
+        Some(ValueMut::Set(s)) => Ok(Some((s, rng))),
         Some(_) => Err(Error::WrongType),
     }
 }
@@ -46,7 +46,8 @@ fn set_and_rng<'c>(
 fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
     let now = cx.now_ms();
     let db = cx.db();
-    let empty = matches!(db.keys.get(key).map(|e| &e.value), Some(Value::Set(s)) if s.is_empty());
+    let empty =
+        matches!(db.keys.get(key).map(|e| e.value()), Some(ValueRef::Set(s)) if s.is_empty());
     if empty {
         db.remove(key, now);
     }

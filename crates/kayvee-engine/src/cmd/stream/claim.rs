@@ -10,7 +10,7 @@ use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, Stream, StreamId};
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -48,9 +48,9 @@ pub(super) fn xpending(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
     }
     let (key, gname) = (args.get(1), args.get(2));
     let now = cx.now_ms();
-    let s = match cx.db().lookup_read(key, now).map(|e| &e.value) {
+    let s = match cx.db().lookup_read(key, now).map(|e| e.value()) {
         None => None,
-        Some(Value::Stream(s)) => Some(s),
+        Some(ValueRef::Stream(s)) => Some(s),
         Some(_) => return Err(Error::WrongType),
     };
     let Some(g) = s.and_then(|s| s.group(gname)) else {

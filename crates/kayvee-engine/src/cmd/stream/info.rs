@@ -7,7 +7,7 @@ use crate::error::{CmdResult, Error};
 use crate::reply::{help_reply, ReplySink};
 use crate::util::parse_i64;
 use crate::value::stream::{Group, Pending, Stream, StreamId, ENTRIES_READ_INVALID};
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 
 const HELP: &[&str] = &[
@@ -28,9 +28,9 @@ pub(super) fn xinfo_help(_: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) 
 /// The stream at argument 2 (ERR no such key when missing), cloned (an O(groups) snapshot).
 fn stream_arg(cx: &mut Cx<'_>, args: &Argv<'_>) -> Result<Stream, Error> {
     let now = cx.now_ms();
-    match cx.db().lookup_read(args.get(2), now).map(|e| &e.value) {
+    match cx.db().lookup_read(args.get(2), now).map(|e| e.value()) {
         None => Err(Error::NoSuchKey),
-        Some(Value::Stream(s)) => Ok((**s).clone()),
+        Some(ValueRef::Stream(s)) => Ok(s.clone()),
         Some(_) => Err(Error::WrongType),
     }
 }

@@ -20,7 +20,7 @@ use crate::keyspec::{kf, BeginSearch, FindKeys, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, RawEntry, Stream, StreamId};
-use crate::value::Value;
+use crate::value::{ValueMut, ValueRef};
 use crate::Cx;
 use alloc::string::ToString;
 use alloc::vec::Vec;
@@ -143,8 +143,8 @@ pub(crate) fn read_stream<'c>(cx: &'c mut Cx<'_>, key: &[u8]) -> Result<Option<&
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Stream(s) => Ok(Some(s)),
+        Some(e) => match e.value() {
+            ValueRef::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
     }
@@ -158,8 +158,8 @@ pub(crate) fn write_stream<'c>(
     let now = cx.now_ms();
     match cx.db().lookup_write(key, now) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Stream(s) => Ok(Some(s)),
+        Some(e) => match e.value_mut() {
+            ValueMut::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
     }
@@ -170,7 +170,7 @@ pub(crate) fn check_type(cx: &mut Cx<'_>, key: &[u8]) -> Result<bool, Error> {
     let now = cx.now_ms();
     match cx.db().peek(key, now) {
         None => Ok(false),
-        Some(e) if matches!(e.value, Value::Stream(_)) => Ok(true),
+        Some(e) if matches!(e.value(), ValueRef::Stream(_)) => Ok(true),
         Some(_) => Err(Error::WrongType),
     }
 }

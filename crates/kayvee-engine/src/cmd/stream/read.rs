@@ -18,7 +18,7 @@ use crate::error::{CmdResult, Error};
 use crate::reply::{Protocol, ReplySink};
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, Stream, StreamId};
-use crate::value::Value;
+use crate::value::ValueRef;
 use crate::Cx;
 use alloc::vec::Vec;
 
@@ -109,8 +109,8 @@ fn resolve_ids(cx: &mut Cx<'_>, args: &Argv<'_>, r: &ReadArgs<'_>) -> Result<Vec
         let now = cx.now_ms();
         let s = match cx.db().lookup_read(key, now) {
             None => None,
-            Some(e) => match &e.value {
-                Value::Stream(s) => Some(s),
+            Some(e) => match e.value() {
+                ValueRef::Stream(s) => Some(s),
                 _ => return Err(Error::WrongType),
             },
         };
@@ -302,7 +302,7 @@ pub(super) fn xread(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     for (k, id) in ids.iter().enumerate() {
         let key = args.get(r.streams_at + k);
         let now = cx.now_ms();
-        let Some(Value::Stream(s)) = cx.db().peek(key, now).map(|e| &e.value) else {
+        let Some(ValueRef::Stream(s)) = cx.db().peek(key, now).map(|e| e.value()) else {
             continue;
         };
         let top = s.last_live_id();
@@ -373,7 +373,7 @@ pub(super) fn serve_xread(
     };
     let id = parse_strict_id(args.get(r.streams_at + r.n + k), 0)?;
     let now = cx.now_ms();
-    let Some(Value::Stream(s)) = cx.db().peek(key, now).map(|e| &e.value) else {
+    let Some(ValueRef::Stream(s)) = cx.db().peek(key, now).map(|e| e.value()) else {
         return Ok(false);
     };
     if s.last_id <= id {

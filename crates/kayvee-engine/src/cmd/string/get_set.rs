@@ -6,7 +6,7 @@
 
 mod options;
 
-use super::{as_str, str_value};
+use super::as_str;
 use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
@@ -30,7 +30,7 @@ pub(super) fn get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> 
 pub(super) fn set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let now = cx.now_ms();
     if args.len() == 3 {
-        cx.db().set(args.get(1), str_value(args.get(2)), now, false);
+        cx.db().set_str(args.get(1), args.get(2), now, false);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(1));
         out.ok();
@@ -68,7 +68,7 @@ fn set_generic(
             return Ok(());
         }
     }
-    db.set(key, str_value(val), now, opts.keepttl);
+    db.set_str(key, val, now, opts.keepttl);
     match at {
         Some(at) => {
             // A time already past still stores the key; it expires on its next access, as in
@@ -125,7 +125,7 @@ pub(super) fn setnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     if db.contains(args.get(1), now) {
         out.int(0);
     } else {
-        db.set(args.get(1), str_value(args.get(2)), now, false);
+        db.set_str(args.get(1), args.get(2), now, false);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(1));
         out.int(1);
@@ -155,7 +155,7 @@ fn set_with_ttl(
     let at = expire_at_ms(args.get(2), unit, false, now, cmd)?;
     let key = args.get(1);
     let db = cx.db();
-    db.set(key, str_value(args.get(3)), now, false);
+    db.set_str(key, args.get(3), now, false);
     db.set_expire(key, at);
     propagate_set_pxat(cx, key, args.get(3), at);
     emit(cx, nc::STRING, "set", key);
@@ -198,8 +198,7 @@ pub(super) fn mset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
 fn mset_all(cx: &mut Cx<'_>, args: &Argv<'_>) {
     let now = cx.now_ms();
     for i in (1..args.len()).step_by(2) {
-        cx.db()
-            .set(args.get(i), str_value(args.get(i + 1)), now, false);
+        cx.db().set_str(args.get(i), args.get(i + 1), now, false);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "set", args.get(i));
     }
@@ -230,7 +229,7 @@ pub(super) fn getset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         Some(e) => out.bulk(as_str(e)?),
         None => out.null(),
     }
-    db.set(args.get(1), str_value(args.get(2)), now, false);
+    db.set_str(args.get(1), args.get(2), now, false);
     cx.propagate_verbatim();
     emit(cx, nc::STRING, "set", args.get(1));
     Ok(())
@@ -339,7 +338,7 @@ pub(crate) mod tests {
             let e = self.engine.core.dbs[0]
                 .peek(key.as_bytes(), 0)
                 .expect("key");
-            e.value.encoding(&e.meta)
+            e.encoding()
         }
     }
 

@@ -17,7 +17,7 @@ use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::Error;
 use crate::keyspec::{kf, FoundKey, InvalidKeyArgs, KeySpec};
-use crate::value::{Entry, Meta, Value};
+use crate::value::{Entry, Meta, Value, ValueRef};
 use alloc::vec::Vec;
 use get_set::{get, getdel, getex, getset, mget, mset, msetnx, psetex, set, setex, setnx};
 use kayvee_pds::SmallBytes;
@@ -26,8 +26,8 @@ use range::{append, getrange, setrange, strlen};
 /// The string bytes of an entry, or WRONGTYPE for any other type.
 #[inline]
 pub(crate) fn as_str(entry: &Entry) -> Result<&[u8], Error> {
-    match &entry.value {
-        Value::Str(s) => Ok(s),
+    match entry.value() {
+        ValueRef::Str(s) => Ok(s),
         _ => Err(Error::WrongType),
     }
 }
@@ -35,18 +35,15 @@ pub(crate) fn as_str(entry: &Entry) -> Result<&[u8], Error> {
 /// Takes the string out of an entry to modify it (the entry is left holding an empty string
 /// until [`store_raw`] puts the result back), or WRONGTYPE (the entry untouched).
 pub(crate) fn take_str(entry: &mut Entry) -> Result<Vec<u8>, Error> {
-    match &mut entry.value {
-        Value::Str(s) => Ok(core::mem::take(s).into_vec()),
-        _ => Err(Error::WrongType),
-    }
+    entry.take_str().ok_or(Error::WrongType)
 }
 
 /// Stores a string modified in place: Redis reports such strings as `raw`. The buffer keeps its
 /// spare room, and the next [`take_str`] gets it back without a copy while nothing shares it.
 pub(crate) fn store_raw(entry: &mut Entry, bytes: Vec<u8>) {
-    entry.value = Value::Str(SmallBytes::from_growable(bytes));
-    entry.meta.set_flag(Meta::RAW | Meta::EMBSTR, false);
-    entry.meta.set_flag(Meta::RAW, true);
+    entry.set_value(Value::Str(SmallBytes::from_growable(bytes)));
+    entry.meta_mut().set_flag(Meta::RAW | Meta::EMBSTR, false);
+    entry.meta_mut().set_flag(Meta::RAW, true);
 }
 
 /// Makes room in `bytes` for `extra` more bytes the way Redis's `sdsMakeRoomFor` does: double
@@ -64,12 +61,6 @@ pub(crate) fn make_room(bytes: &mut Vec<u8>, extra: usize) {
         need.saturating_add(MAX_PREALLOC)
     };
     bytes.reserve_exact(target - bytes.len());
-}
-
-/// A fresh string value (Redis's `tryObjectEncoding` result: int/embstr/raw by content).
-#[inline]
-fn str_value(b: &[u8]) -> Value {
-    Value::Str(SmallBytes::from_slice(b))
 }
 
 /// "00" to "99", for [`format_i64`].

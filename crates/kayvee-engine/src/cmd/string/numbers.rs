@@ -10,7 +10,7 @@ use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta, Value};
+use crate::value::{Meta, Value};
 use crate::Cx;
 use kayvee_pds::SmallBytes;
 
@@ -54,8 +54,8 @@ fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64, out: &mut dyn ReplySink) -> 
     let value = Value::Str(SmallBytes::from_slice(format_i64(new, &mut buf)));
     match entry {
         Some(e) => {
-            e.value = value;
-            e.meta.set_flag(Meta::RAW | Meta::EMBSTR, false);
+            e.set_value(value);
+            e.meta_mut().set_flag(Meta::RAW | Meta::EMBSTR, false);
         }
         None => db.set(key, value, now, false),
     }
@@ -84,13 +84,13 @@ pub(crate) fn incrbyfloat(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let value = Value::Str(SmallBytes::from_slice(text.as_bytes()));
     match entry {
         Some(e) => {
-            e.value = value;
-            e.meta.set_flag(Meta::RAW, false);
-            e.meta.set_flag(Meta::EMBSTR, true);
+            e.set_value(value);
+            e.meta_mut().set_flag(Meta::RAW, false);
+            e.meta_mut().set_flag(Meta::EMBSTR, true);
         }
         None => {
-            let mut e = Entry::new(value, now);
-            e.meta.set_flag(Meta::EMBSTR, true);
+            let mut e = db.new_entry(value, now);
+            e.meta_mut().set_flag(Meta::EMBSTR, true);
             db.insert_entry(key, e, None);
         }
     }

@@ -2,12 +2,12 @@
 //!
 //! Semantics and reply texts follow Redis 7.0.15 (checked against the real server).
 
-use super::{as_str, make_room, store_raw, str_value, take_str};
+use super::{as_str, make_room, store_raw, take_str};
 use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Value};
+use crate::value::Value;
 use crate::{util, Cx};
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -20,7 +20,7 @@ pub(super) fn append(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     let max = cx.core.config.proto_max_bulk_len;
     let db = cx.db();
     let Some(entry) = db.lookup_write(key, now) else {
-        db.set(key, str_value(val), now, false);
+        db.set_str(key, val, now, false);
         cx.propagate_verbatim();
         emit(cx, nc::STRING, "append", key);
         out.int(val.len() as i64);
@@ -107,7 +107,7 @@ pub(super) fn setrange(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
             .ok_or(Error::StringTooLong)?;
         let bytes = overwrite(Vec::with_capacity(exact as usize), offset, val, max)?;
         out.int(bytes.len() as i64);
-        let mut entry = Entry::new(Value::Str(SmallBytes::new()), now);
+        let mut entry = db.new_entry(Value::Str(SmallBytes::new()), now);
         store_raw(&mut entry, bytes);
         db.insert_entry(key, entry, None);
         cx.propagate_verbatim();

@@ -7,7 +7,7 @@ use crate::cmd::double::parse_score;
 use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
-use crate::value::{Entry, Meta, Value, ZSet};
+use crate::value::{Meta, Value, ValueMut, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 
@@ -149,16 +149,16 @@ pub(crate) fn zadd(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
             reply_zadd_nothing(&f, out);
             return Ok(());
         }
-        let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
+        let entry = db.new_entry(Value::ZSet(ZSet::new_flat()), now);
         db.insert_entry(key, entry, None);
     }
     let entry = db.lookup_write(key, now).expect("just checked");
     let (mut added, mut changed, mut last) = (0, 0, None);
     for (score, member) in pairs {
-        let Value::ZSet(zs) = &mut entry.value else {
+        let (ValueMut::ZSet(zs), meta) = entry.parts_mut() else {
             unreachable!("type checked");
         };
-        let big = entry.meta.has(Meta::BIG) || !fits_listpack(config, zs.len() + 1, member.len());
+        let big = meta.has(Meta::BIG) || !fits_listpack(config, zs.len() + 1, member.len());
         let before = zs.len();
         match zadd_one(zs, &f, score, member, big) {
             Err(()) => {
@@ -216,21 +216,22 @@ pub(super) fn zincrby(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
             as_zset(e)?;
         }
         None => {
-            let entry = Entry::new(Value::ZSet(ZSet::new_flat()), now);
+            let entry = db.new_entry(Value::ZSet(ZSet::new_flat()), now);
             db.insert_entry(key, entry, None);
         }
     }
     let entry = db.lookup_write(key, now).expect("just checked");
-    let Value::ZSet(zs) = &mut entry.value else {
+    let (ValueMut::ZSet(zs), meta) = entry.parts_mut() else {
         unreachable!("type checked");
     };
+    let was_big = meta.has(Meta::BIG);
     let old = zs.score(member);
     let new = old.map_or(incr, |old| old + incr);
     if new.is_nan() {
         drop_if_empty(cx, key);
         return Err(Error::msg("ERR resulting score is not a number (NaN)"));
     }
-    let big = entry.meta.has(Meta::BIG) || !fits_listpack(config, zs.len() + 1, member.len());
+    let big = was_big || !fits_listpack(config, zs.len() + 1, member.len());
     if zs.insert(member, stored_score(new, big)).is_none() {
         note_growth(config, entry, member.len(), seed);
     }
@@ -253,7 +254,7 @@ pub(super) fn zrem(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         out.int(0);
         return Ok(());
     };
-    let Value::ZSet(zs) = &mut entry.value else {
+    let ValueMut::ZSet(zs) = entry.value_mut() else {
         return Err(Error::WrongType);
     };
     let removed = args

@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::{Protocol, ReplySink};
-use crate::value::{Entry, Meta, Value, ZSet};
+use crate::value::{Entry, Meta, Value, ValueRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -254,8 +254,8 @@ const fn bpop_spec(
 
 /// The sorted set held by an entry, or WRONGTYPE.
 pub(crate) fn as_zset(entry: &Entry) -> Result<&ZSet, Error> {
-    match &entry.value {
-        Value::ZSet(z) => Ok(z),
+    match entry.value() {
+        ValueRef::ZSet(z) => Ok(z),
         _ => Err(Error::WrongType),
     }
 }
@@ -266,7 +266,7 @@ pub(crate) fn read_zset(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<(ZSet, boo
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
-        Some(e) => Ok(Some((as_zset(e)?.clone(), e.meta.has(Meta::BIG)))),
+        Some(e) => Ok(Some((as_zset(e)?.clone(), e.meta().has(Meta::BIG)))),
     }
 }
 
@@ -280,13 +280,13 @@ pub(crate) fn fits_listpack(config: &Config, len: usize, member_len_max: usize) 
 /// Marks an entry `skiplist` after adding a member, when Redis would have converted it, and
 /// moves it to the tree form then (`seed` hashes its member map).
 pub(crate) fn note_growth(config: &Config, entry: &mut Entry, member_len: usize, seed: u64) {
-    let len = match &entry.value {
-        Value::ZSet(z) => z.len(),
+    let len = match entry.value() {
+        ValueRef::ZSet(z) => z.len(),
         _ => return,
     };
-    if !entry.meta.has(Meta::BIG) && !fits_listpack(config, len, member_len) {
-        entry.meta.set_flag(Meta::BIG, true);
-        entry.value.normalize(true, seed);
+    if !entry.meta().has(Meta::BIG) && !fits_listpack(config, len, member_len) {
+        entry.meta_mut().set_flag(Meta::BIG, true);
+        entry.normalize(true, seed);
     }
 }
 
@@ -315,9 +315,9 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
             zs.insert(m, 0.0);
         });
     }
-    let mut entry = Entry::new(Value::ZSet(zs), now);
-    entry.meta.set_flag(Meta::BIG, big);
-    entry.value.normalize(big, cx.core.seed);
+    let mut entry = cx.db().new_entry(Value::ZSet(zs), now);
+    entry.meta_mut().set_flag(Meta::BIG, big);
+    entry.normalize(big, cx.core.seed);
     cx.db().store_result(key, entry, now);
     signal_zset_ready(cx, key);
     len
@@ -334,8 +334,8 @@ pub(super) fn signal_zset_ready(cx: &mut Cx<'_>, key: &[u8]) {
 pub(crate) fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
     let now = cx.now_ms();
     let empty = matches!(
-        cx.db().peek(key, now).map(|e| &e.value),
-        Some(Value::ZSet(z)) if z.is_empty()
+        cx.db().peek(key, now).map(|e| e.value()),
+        Some(ValueRef::ZSet(z)) if z.is_empty()
     );
     if empty {
         cx.db().remove(key, now);

@@ -18,7 +18,7 @@ use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::Value;
+use crate::value::{ValueMut, ValueRef};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -35,7 +35,7 @@ fn pop(
     let Some(entry) = cx.db().lookup_write(key, now) else {
         return Ok(None);
     };
-    let Value::ZSet(zs) = &mut entry.value else {
+    let ValueMut::ZSet(zs) = entry.value_mut() else {
         return Err(Error::WrongType);
     };
     let mut items = Vec::new();
@@ -154,7 +154,7 @@ pub(super) fn zmpop(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
 /// Whether `key` holds a sorted set now (only a sorted set serves a waiter).
 fn holds_zset(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let now = cx.now_ms();
-    matches!(cx.db().peek(key, now), Some(e) if matches!(e.value, Value::ZSet(_)))
+    matches!(cx.db().peek(key, now), Some(e) if matches!(e.value(), ValueRef::ZSet(_)))
 }
 
 /// Pops one member from the first sorted set among `keys` that exists and writes `[key,

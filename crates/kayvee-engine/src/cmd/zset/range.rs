@@ -16,7 +16,7 @@ use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Value, ZRef, ZSet};
+use crate::value::{ValueMut, ZRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -482,8 +482,8 @@ fn remove_span(
         out.int(0);
         return Ok(());
     };
-    let big = entry.meta.has(crate::value::Meta::BIG);
-    let Value::ZSet(zs) = &mut entry.value else {
+    let big = entry.meta().has(crate::value::Meta::BIG);
+    let ValueMut::ZSet(zs) = entry.value_mut() else {
         return Err(Error::WrongType);
     };
     let (lo, hi) = span(zs, big);

@@ -77,7 +77,7 @@ pub(super) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         return Ok(());
     };
     let zs = as_zset(entry)?.clone();
-    let big = entry.meta.has(Meta::BIG);
+    let big = entry.meta().has(Meta::BIG);
     let scan = coll::parse_scan(args)?;
     let (next, mut found) = if big {
         zs.scan(scan.cursor, scan.count)

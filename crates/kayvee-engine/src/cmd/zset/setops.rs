@@ -11,7 +11,7 @@ use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Set, Value, ZSet};
+use crate::value::{Set, ValueRef, ZSet};
 use crate::Cx;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -125,10 +125,10 @@ fn load_sources(
         } else {
             db.lookup_read(&k, now)
         };
-        srcs.push(match e.map(|e| &e.value) {
+        srcs.push(match e.map(|e| e.value()) {
             None => Src::Missing,
-            Some(Value::ZSet(z)) => Src::Z(z.clone()),
-            Some(Value::Set(s)) => Src::S(s.clone()),
+            Some(ValueRef::ZSet(z)) => Src::Z(z.clone()),
+            Some(ValueRef::Set(s)) => Src::S(s.clone()),
             Some(_) => return Err(Error::WrongType),
         });
     }

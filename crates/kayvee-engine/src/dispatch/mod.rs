@@ -429,6 +429,9 @@ impl<'e> Dispatch<'e> {
         if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
+        if self.core.persist.async_loading && spec.has(command::flags::NO_ASYNC_LOADING) {
+            return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
+        }
         if self.core.config.stop_writes_on_bgsave_error
             && !obey
             && self.core.persist.last_bgsave_failed
@@ -580,6 +583,9 @@ impl<'e> Dispatch<'e> {
         }
         drain::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.repl.primary.is_some() && spec.has(command::flags::WRITE) {
+            self.remember_replica_ttls(h, spec, argv, db_index);
+        }
         if self.core.tracking.active() {
             drain::after_run(
                 self.core,
@@ -601,6 +607,24 @@ impl<'e> Dispatch<'e> {
         }
         self.count(id, result, out);
         outcome
+    }
+
+    /// On a writable replica, the keys its own client's write left with a TTL (Redis's
+    /// `rememberSlaveKeyWithExpire`): the replica expires them itself, since its primary,
+    /// which never had them, sends no `DEL` for them.
+    fn remember_replica_ttls(&mut self, h: Handle, spec: &CommandInfo, argv: &Argv<'_>, db: usize) {
+        if self.core.repl.is_master_client(h) {
+            return;
+        }
+        let Ok(keys) = spec.find_keys(argv) else {
+            return;
+        };
+        for k in keys {
+            let key = argv.get(k.index);
+            if self.core.dbs[db].expire_at(key).is_some() {
+                self.core.repl.remember_ttl(db, key);
+            }
+        }
     }
 
     /// Counts a command that ran (INFO commandstats, `dirty`) and sends its error, if any.

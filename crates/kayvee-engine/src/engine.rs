@@ -125,17 +125,7 @@ impl Engine {
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
-        // The master client's database outlives its connection: a partial resync goes on
-        // from where the stream was, with no SELECT (Redis's cached master keeps its db).
-        if self.core.repl.is_master_client(h) {
-            if let (Some(c), Some(p)) = (self.clients.get(h), self.core.repl.primary.as_mut()) {
-                p.stream_db = c.db;
-            }
-        }
-        if self.core.repl.link() == Some(h) {
-            // A payload cut short: the old data is still in place.
-            self.primary_load_ends();
-        }
+        self.primary_link_lost(h);
         self.core.repl.remove(h);
         self.core.migrate.remove(h);
         self.clients.remove(h);
@@ -777,6 +767,24 @@ impl Engine {
             p.state = repl::LinkState::Connecting;
             p.last_io_ms = now.ms();
         }
+    }
+
+    /// The connection `h` to the primary ended (its end of file, or its close): the link is
+    /// down at once, for every command that runs before the session's close.
+    pub fn primary_link_lost(&mut self, h: Handle) {
+        if self.core.repl.link() != Some(h) {
+            return;
+        }
+        // The master client's database outlives its connection: a partial resync goes on
+        // from where the stream was, with no SELECT (Redis's cached master keeps its db).
+        if self.core.repl.is_master_client(h) {
+            if let (Some(c), Some(p)) = (self.clients.get(h), self.core.repl.primary.as_mut()) {
+                p.stream_db = c.db;
+            }
+        }
+        // A payload cut short: the old data is still in place.
+        self.primary_load_ends();
+        self.core.repl.link_lost(h);
     }
 
     /// The connection attempt failed: the next one comes a second after it.

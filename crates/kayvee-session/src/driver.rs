@@ -338,6 +338,15 @@ impl Driver {
             if s.closing == Closing::No {
                 s.closing = Closing::AfterReply;
             }
+            // The link to the primary is down at once, not at the close after this pass:
+            // INFO and ROLE in the same pass already say so, as Redis frees its master then.
+            if let Some(upstream) = s.upstream.take() {
+                self.upstream_closed(&upstream);
+                self.engine.primary_link_lost(h);
+                if let Some(s) = self.session_mut(h) {
+                    s.upstream = Some(upstream);
+                }
+            }
             self.mark_dirty(h.0);
         }
     }
@@ -1018,7 +1027,9 @@ impl Driver {
             let Some(part) = bytes.get(skip..).filter(|p| !p.is_empty()) else {
                 continue;
             };
-            let Some(s) = self.session_mut(h) else {
+            let Some(s) = self.session_mut(h).filter(|s| s.closing == Closing::No) else {
+                // A killed replica gets nothing more (Redis frees it at once): it resyncs
+                // from where it was.
                 continue;
             };
             if s.sync.is_some() {
@@ -1084,7 +1095,18 @@ impl Driver {
         } else {
             0
         };
-        let limit = self.engine.core.config.client_output_buffer_limit[class];
+        let mut limit = self.engine.core.config.client_output_buffer_limit[class];
+        if class == 1 && limit.hard_bytes > 0 {
+            // A replica's hard limit is at least the backlog's size, as in Redis: a partial
+            // resync may hand it that much at once (its memory is the backlog's, shared).
+            let backlog = self
+                .engine
+                .core
+                .config
+                .int_param("repl-backlog-size")
+                .max(0) as u64;
+            limit.hard_bytes = limit.hard_bytes.max(backlog);
+        }
         // Redis counts only what overflows a client's static reply buffer.
         let counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
         // A client that has not authenticated may not hold more than a little: it could make

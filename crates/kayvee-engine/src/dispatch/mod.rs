@@ -18,6 +18,9 @@ use crate::time::Now;
 use crate::{acl, cmd, drain, evict, monitor, pause, persist, pubsub, txn, util};
 use alloc::vec::Vec;
 
+/// The refusal of a write while `min-replicas-to-write` is not met.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 #[cfg(feature = "scripting")]
 mod script;
 
@@ -441,7 +444,7 @@ impl<'e> Dispatch<'e> {
             return self.reject(h, Some(id), &Error::msg(persist::MISCONF), out);
         }
         if self.core.repl.primary.is_none() && !obey && self.too_few_replicas(h, id, spec, now) {
-            let e = Error::msg("NOREPLICAS Not enough good replicas to write.");
+            let e = Error::msg(NOREPLICAS);
             return self.reject(h, Some(id), &e, out);
         }
         if self.core.repl.primary.is_some() && !obey {
@@ -518,13 +521,19 @@ impl<'e> Dispatch<'e> {
     /// fewer online replicas whose last ACK is at most that many seconds old refuses writes
     /// (`-NOREPLICAS`), as Redis's `checkGoodReplicasStatus`.
     fn too_few_replicas(&self, h: Handle, id: CommandId, spec: &CommandInfo, now: Now) -> bool {
+        self.lacks_good_replicas(now) && self.is_write(h, id, spec)
+    }
+
+    /// Whether a primary has fewer good replicas than `min-replicas-to-write` asks (both it
+    /// and `min-replicas-max-lag` non-zero), as Redis's `checkGoodReplicasStatus`.
+    pub(crate) fn lacks_good_replicas(&self, now: Now) -> bool {
         let cfg = &self.core.config;
         let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
-        if min <= 0 || lag <= 0 {
+        if min <= 0 || lag <= 0 || self.core.repl.primary.is_some() {
             return false;
         }
         let good = self.core.repl.good_replicas(lag as u64, now.ms());
-        (good as i64) < min && self.is_write(h, id, spec)
+        (good as i64) < min
     }
 
     /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;

@@ -457,6 +457,12 @@ impl Replication {
         if self.replicas.is_empty() {
             self.outgoing.clear();
         }
+        self.link_lost(h);
+    }
+
+    /// The link to the primary, if it is `h`, is gone: the replica waits for its next
+    /// connection attempt.
+    pub fn link_lost(&mut self, h: Handle) {
         if let Some(p) = self.primary.as_mut().filter(|p| p.link == Some(h)) {
             p.link = None;
             if p.state == LinkState::Connected {

@@ -124,9 +124,11 @@ fn redis_replica(primary: &Server, name: &str) -> Server {
     Server::redis(&["--dir", &dir, "--replicaof", "127.0.0.1", &port]).unwrap()
 }
 
-/// A Kayvee primary in its own empty directory (nothing to load at startup).
+/// A Kayvee primary in its own empty directory (nothing to load at startup), whose full
+/// syncs start without the default 5-second wait for more replicas.
 fn kayvee_primary(name: &str) -> Server {
-    Server::kayvee(&["--dir", &tmpdir(&format!("{name}-primary"))]).unwrap()
+    let dir = tmpdir(&format!("{name}-primary"));
+    Server::kayvee(&["--dir", &dir, "--repl-diskless-sync-delay", "0"]).unwrap()
 }
 
 /// A Kayvee replica of `primary` (any server) in its own directory, with `extra` options.
@@ -139,6 +141,9 @@ fn kayvee_replica(primary: &Server, name: &str, extra: &[&str]) -> Server {
         "--replicaof",
         "127.0.0.1",
         port.as_str(),
+        // A replica can be a primary too (a chain).
+        "--repl-diskless-sync-delay",
+        "0",
     ];
     args.extend_from_slice(extra);
     Server::kayvee(&args).unwrap()

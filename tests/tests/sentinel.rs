@@ -101,7 +101,8 @@ fn kayvee(dir: &Path, port: u16, replicaof: Option<u16>) -> Proc {
     let conf = dir.join("kayvee.conf");
     if !conf.exists() {
         let mut text = format!(
-            "port {port}\nbind 127.0.0.1\nsave \"\"\ndir {}\nrepl-ping-replica-period 1\n",
+            "port {port}\nbind 127.0.0.1\nsave \"\"\ndir {}\nrepl-ping-replica-period 1\n\
+             repl-diskless-sync-delay 0\n",
             dir.display()
         );
         if let Some(p) = replicaof {

@@ -262,20 +262,50 @@ pub fn unblock_on_request(
     let Some(w) = b.waiters.get(&h) else {
         return false;
     };
-    let protocol = clients.get(h).map(|c| c.protocol).unwrap_or_default();
-    let mut tree = ReplyTree::new(protocol);
     if as_error {
         let e = Error::msg("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-        // The blocked call was counted when it blocked; it fails now.
-        if let Some(stat) = stats.commands.get_mut(usize::from(w.cmd.0)) {
-            stat.failed_calls += 1;
-        }
-        send_error(stats, &e, &mut tree);
-    } else {
-        (w.spec.on_timeout)(&mut tree);
+        return unblock_with_error(b, clients, stats, h, &e);
     }
+    let protocol = clients.get(h).map(|c| c.protocol).unwrap_or_default();
+    let mut tree = ReplyTree::new(protocol);
+    (w.spec.on_timeout)(&mut tree);
     b.unblock(h, tree.take());
     true
+}
+
+/// Wakes waiter `h` at once with error `e`; false if `h` is not blocked on keys.
+fn unblock_with_error(
+    b: &mut Blocking,
+    clients: &ClientTable,
+    stats: &mut Stats,
+    h: Handle,
+    e: &Error,
+) -> bool {
+    let Some(w) = b.waiters.get(&h) else {
+        return false;
+    };
+    let protocol = clients.get(h).map(|c| c.protocol).unwrap_or_default();
+    let mut tree = ReplyTree::new(protocol);
+    // The blocked call was counted when it blocked; it fails now.
+    if let Some(stat) = stats.commands.get_mut(usize::from(w.cmd.0)) {
+        stat.failed_calls += 1;
+    }
+    send_error(stats, e, &mut tree);
+    b.unblock(h, tree.take());
+    true
+}
+
+/// A primary becomes a replica: every client blocked on keys gets Redis's `-UNBLOCKED`
+/// error, since the primary's stream, not this server, now changes its keys (a push from
+/// the stream must not serve a waiter here: the replica would diverge).
+pub fn unblock_all_for_replica(b: &mut Blocking, clients: &ClientTable, stats: &mut Stats) {
+    let e = Error::msg(
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+    );
+    let waiting: Vec<Handle> = b.waiters.keys().copied().collect();
+    for h in waiting {
+        unblock_with_error(b, clients, stats, h, &e);
+    }
 }
 
 /// Answers and unblocks every client whose timeout has passed.

@@ -130,6 +130,15 @@ impl Db {
         }
     }
 
+    /// Deletes `key` if its TTL passed, whoever looks (a writable replica expiring the keys
+    /// its own clients gave a TTL); whether it did.
+    pub fn expire_own(&mut self, key: &[u8], now_ms: u64) -> bool {
+        match self.expires.get(key) {
+            Some(&at) if at <= now_ms => self.expire_now(key),
+            _ => false,
+        }
+    }
+
     /// Deletes an expired key; true.
     fn expire_now(&mut self, key: &[u8]) -> bool {
         self.keys.remove(key);

@@ -135,13 +135,7 @@ impl Engine {
         self.core.pause.remove(h);
         self.core.monitors.remove(h);
         self.core.pubsub.remove(h);
-        // The master client's database outlives its connection: a partial resync goes on
-        // from where the stream was, with no SELECT (Redis's cached master keeps its db).
-        if self.core.repl.is_master_client(h) {
-            if let (Some(c), Some(p)) = (self.clients.get(h), self.core.repl.primary.as_mut()) {
-                p.stream_db = c.db;
-            }
-        }
+        self.primary_link_lost(h);
         self.core.repl.remove(h);
         self.core.migrate.remove(h);
         self.clients.remove(h);
@@ -451,6 +445,8 @@ impl Engine {
                 expire::active_expire_cycle(&mut self.core.dbs, now);
             }
             drain::evict(&mut self.core, now);
+        } else if replica && !paused && self.core.debug.active_expire {
+            self.expire_own_ttls(now);
         }
         drain::drain(&mut self.core);
         drain::settle(&mut self.core);
@@ -469,6 +465,22 @@ impl Engine {
         self.expire_blocked(now);
         self.core.repl.failover.is_some()
             && cmd::repl::failover::cron(&mut self.core, &mut self.clients, now.ms())
+    }
+
+    /// A writable replica expires the keys its own clients gave a TTL (Redis's
+    /// `expireSlaveKeys`); the others wait for the primary's `DEL`.
+    fn expire_own_ttls(&mut self, now: Now) {
+        if self.core.repl.own_ttls.is_empty() {
+            return;
+        }
+        let dbs = &self.core.dbs;
+        let due = self
+            .core
+            .repl
+            .expire_own_ttls(now.ms(), |db, key| dbs.get(db)?.expire_at(key));
+        for (db, key) in due {
+            self.core.dbs[db].expire_own(&key, now.ms());
+        }
     }
 
     /// Answers (with their timeout reply) and unblocks the blocked clients whose timeout has
@@ -798,6 +810,24 @@ impl Engine {
         }
     }
 
+    /// The connection `h` to the primary ended (its end of file, or its close): the link is
+    /// down at once, for every command that runs before the session's close.
+    pub fn primary_link_lost(&mut self, h: Handle) {
+        if self.core.repl.link() != Some(h) {
+            return;
+        }
+        // The master client's database outlives its connection: a partial resync goes on
+        // from where the stream was, with no SELECT (Redis's cached master keeps its db).
+        if self.core.repl.is_master_client(h) {
+            if let (Some(c), Some(p)) = (self.clients.get(h), self.core.repl.primary.as_mut()) {
+                p.stream_db = c.db;
+            }
+        }
+        // A payload cut short: the old data is still in place.
+        self.primary_load_ends();
+        self.core.repl.link_lost(h);
+    }
+
     /// The connection attempt failed: the next one comes a second after it.
     pub fn primary_link_failed(&mut self) {
         if let Some(p) = self.core.repl.primary.as_mut() {
@@ -835,11 +865,71 @@ impl Engine {
     pub fn primary_io(&mut self, now: Now, transfer: Option<(u64, Option<u64>)>) {
         if let Some(p) = self.core.repl.primary.as_mut() {
             p.last_io_ms = now.ms();
+            if p.state == repl::LinkState::Connecting {
+                // The primary answered: the handshake runs.
+                p.state = repl::LinkState::Handshake;
+            }
             if let Some((read, size)) = transfer {
                 p.state = repl::LinkState::Transfer;
                 p.transfer_read = read;
                 p.transfer_size = size.map_or(-1, |s| s as i64);
+                if let Some(l) = self
+                    .core
+                    .persist
+                    .loading
+                    .as_mut()
+                    .filter(|l| l.from_primary)
+                {
+                    l.loaded_bytes = read;
+                }
             }
+        }
+    }
+
+    /// The primary's full-sync payload starts (after `+FULLRESYNC <replid>`): how this
+    /// replica takes it ([`repl::load_mode`] of `repl-diskless-load`), with its window. Under
+    /// [`repl::LoadMode::Loading`] clients get `-LOADING` (unless a command may run during a
+    /// load) until the payload is in, as Redis loading from the socket; under
+    /// [`repl::LoadMode::AsyncLoading`] the old data stays readable and only `no-async-loading`
+    /// commands are refused. Either way the old databases stay in place until the payload
+    /// replaces them whole ([`Engine::primary_full_sync`]), so a transfer cut short leaves them
+    /// as they were (`swapdb`'s backup for free; `on-empty-db` had none).
+    pub fn primary_payload_begins(
+        &mut self,
+        replid: &str,
+        size: Option<u64>,
+        now: Now,
+    ) -> repl::LoadMode {
+        let setting = self.core.config.str_param("repl-diskless-load");
+        let empty = self.core.dbs.iter().all(Db::is_empty);
+        let mode = repl::load_mode(&setting, empty, replid == self.core.repl.replid);
+        match mode {
+            repl::LoadMode::Loading => {
+                self.core.persist.loading = Some(persist::Loading {
+                    start_ms: now.ms(),
+                    total_bytes: size.unwrap_or(0),
+                    from_primary: true,
+                    ..Default::default()
+                });
+            }
+            repl::LoadMode::AsyncLoading => self.core.persist.async_loading = true,
+            repl::LoadMode::Disk => {}
+        }
+        mode
+    }
+
+    /// Whether a load of the primary's payload is under way (either window).
+    pub fn primary_loading(&self) -> bool {
+        let p = &self.core.persist;
+        p.async_loading || p.loading.as_ref().is_some_and(|l| l.from_primary)
+    }
+
+    /// The load of the primary's payload ends (loaded, or the link lost): its window closes.
+    fn primary_load_ends(&mut self) {
+        let p = &mut self.core.persist;
+        p.async_loading = false;
+        if p.loading.as_ref().is_some_and(|l| l.from_primary) {
+            p.loading = None;
         }
     }
 
@@ -855,6 +945,8 @@ impl Engine {
     ) -> bool {
         let loaded = dbs.iter().map(|d| d.len() as u64).sum();
         self.load_dbs(dbs, loaded, 0, now);
+        self.primary_load_ends();
+        self.core.repl.own_ttls.clear();
         let size =
             usize::try_from(self.core.config.int_param("repl-backlog-size")).unwrap_or(1 << 20);
         self.core.repl.synced_full(replid, offset, size);

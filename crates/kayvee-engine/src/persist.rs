@@ -75,12 +75,16 @@ pub struct Persistence {
     pub last_load_keys_loaded: u64,
     /// Expired keys the last load dropped.
     pub last_load_keys_expired: u64,
-    /// The startup load under way, while the shell reads the file and clients may connect.
+    /// The startup load under way, while the shell reads the file and clients may connect,
+    /// or a replica's load of its primary's payload as it comes (`repl-diskless-load`).
     pub loading: Option<Loading>,
     /// FLUSHALL asked the shell to stop the running background save (Redis kills its child:
     /// the save ends without counting as failed). Read with
     /// [`crate::Engine::take_bgsave_abort`].
     pub abort_bgsave: bool,
+    /// A replica's `swapdb` load of a payload from its own primary runs while the old data
+    /// stays readable (INFO `async_loading`); only `no-async-loading` commands are refused.
+    pub async_loading: bool,
 }
 
 /// Progress of a startup load (INFO's `loading_*` fields).
@@ -94,9 +98,11 @@ pub struct Loading {
     pub rdb_used_mem: u64,
     /// Bytes read so far.
     pub loaded_bytes: u64,
+    /// The payload of a full sync from the primary, not a file: the link's end ends it.
+    pub from_primary: bool,
 }
 
-/// The error for commands that may not run during the startup load.
+/// The error for commands that may not run during a load.
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 
 impl Persistence {

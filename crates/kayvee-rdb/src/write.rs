@@ -136,6 +136,19 @@ impl RdbWriter {
         true
     }
 
+    /// Appends one piece of the file: the header, one key, or the trailer (a writer paced
+    /// key by key). Returns false, appending nothing, once the file is complete.
+    pub fn next_step(&mut self, out: &mut Vec<u8>) -> bool {
+        if self.stage == Stage::Done {
+            return false;
+        }
+        // A chunk length under 64 bytes makes a key batch of one.
+        let chunk_len = core::mem::replace(&mut self.opts.chunk_len, 1);
+        self.step(out);
+        self.opts.chunk_len = chunk_len;
+        true
+    }
+
     /// The whole file in one buffer (tests, DEBUG RELOAD-like uses).
     pub fn write_all(mut self) -> Vec<u8> {
         let mut out = Vec::new();

@@ -191,6 +191,8 @@ pub struct Driver {
     busy: BusyPoll,
     /// The memory of the clients client eviction counts (each session's `counted_mem`).
     clients_mem: usize,
+    /// The stream held for replicas whose full sync runs (see [`crate::replicas::Held`]).
+    held: crate::replicas::Held,
 }
 
 impl Driver {
@@ -206,6 +208,7 @@ impl Driver {
             time_commands: true,
             busy: BusyPoll::default(),
             clients_mem: 0,
+            held: crate::replicas::Held::default(),
         }
     }
 
@@ -254,7 +257,13 @@ impl Driver {
         if let Some(s) = self.sessions.get_mut(h.0).and_then(Option::take) {
             self.clients_mem -= s.counted_mem;
             self.requests.retain(|(r, _)| *r != s.handle);
+            if let Some(upstream) = &s.upstream {
+                self.upstream_closed(upstream);
+            }
             self.engine.disconnect(s.handle);
+            if s.sync.is_some() {
+                self.trim_held();
+            }
         }
     }
 
@@ -351,6 +360,15 @@ impl Driver {
             if s.closing == Closing::No {
                 s.closing = Closing::AfterReply;
             }
+            // The link to the primary is down at once, not at the close after this pass:
+            // INFO and ROLE in the same pass already say so, as Redis frees its master then.
+            if let Some(upstream) = s.upstream.take() {
+                self.upstream_closed(&upstream);
+                self.engine.primary_link_lost(h);
+                if let Some(s) = self.session_mut(h) {
+                    s.upstream = Some(upstream);
+                }
+            }
             self.mark_dirty(h.0);
         }
     }
@@ -408,10 +426,10 @@ impl Driver {
                 self.account(h.0);
             }
         }
-        if syncing {
-            self.pump_sync(h.0);
-        }
         let now = clock.now();
+        if syncing {
+            self.pump_sync(h.0, now);
+        }
         if self.over_output_limit(h.0, now) {
             return Ok(Flushed::Close);
         }
@@ -534,6 +552,7 @@ impl Driver {
         self.take_repl_notes();
         self.clients_cron(now);
         self.upstream_cron(now);
+        self.syncs_cron(now);
         let _ = self.deliver(clock, false);
     }
 
@@ -642,6 +661,7 @@ impl Driver {
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
+            let mut critical = None;
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -651,8 +671,15 @@ impl Driver {
                     let ack: [&[u8]; 3] = [b"REPLCONF", b"ACK", digits.as_bytes()];
                     kayvee_engine::aof::encode(&mut s.out, &ack);
                 }
-                let mut discard = kayvee_engine::reply::Discard(protocol);
-                let outcome = engine.execute(h, &frame.argv, start, &mut discard);
+                let mut sink = crate::master::MasterSink::new(protocol);
+                let outcome = engine.execute(h, &frame.argv, start, &mut sink);
+                if let Some(error) = sink.error {
+                    critical = Some(crate::master::error_to_master(
+                        engine,
+                        &error,
+                        frame.argv.get(0),
+                    ));
+                }
                 let bytes = &input[used - frame.consumed..used];
                 match (&outcome, s.upstream.as_mut()) {
                     (Outcome::Blocked, Some(Upstream::Stream { held, .. })) => {
@@ -684,6 +711,9 @@ impl Driver {
                 self.engine.command_timed(h, &frame.argv, usec, end);
                 next_start = Some(end);
             }
+            if let Some(line) = critical {
+                self.notice(Notice::Replication(line));
+            }
             self.apply_outcome(slot, outcome, clock);
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
@@ -708,7 +738,7 @@ impl Driver {
             Outcome::Continue | Outcome::Blocked => {
                 if s.sync.is_some() {
                     // A syncing replica's REPLCONF ACK may have put it online.
-                    self.pump_sync(slot);
+                    self.pump_sync(slot, clock.now());
                 }
                 return;
             }
@@ -890,13 +920,32 @@ impl Driver {
                 ..Default::default()
             };
             if eof {
+                let delay_s = cfg.int_param("repl-diskless-sync-delay").max(0) as u64;
+                let start_us = now.unix_us + delay_s * 1_000_000;
+                // The `+FULLRESYNC` line waits for the start, as in Redis.
+                let preamble = if delay_s > 0 {
+                    crate::replicas::take_fullresync(&mut s.out, s.out_sent)
+                } else {
+                    Vec::new()
+                };
+                let max_waiting = cfg.int_param("repl-diskless-sync-max-replicas").max(0);
+                let stream_start = engine
+                    .core
+                    .repl
+                    .replica_mut(h)
+                    .map_or(0, |r| r.stream_start);
                 let rng = &mut engine.core.rng;
                 let mark = crate::replicas::eof_mark(|| rng.next_u64());
                 s.sync = Some(crate::replicas::Sync::diskless(
-                    snapshot, opts, mark, &mut s.out,
+                    snapshot,
+                    opts,
+                    mark,
+                    start_us,
+                    preamble,
+                    stream_start,
                 ));
-                set_replica_state(engine, h, ReplicaState::SendBulk);
-                self.pump_sync(slot);
+                self.start_if_enough_wait(max_waiting as usize, now);
+                self.pump_sync(slot, now);
             } else {
                 crate::replicas::disk_payload(snapshot, opts, &mut s.out);
                 set_replica_state(engine, h, ReplicaState::Online);
@@ -907,7 +956,7 @@ impl Driver {
 
     /// Writes more of slot's full sync into its output while the output is low; once the
     /// RDB is out the replica is online and gets the stream directly.
-    fn pump_sync(&mut self, slot: usize) {
+    fn pump_sync(&mut self, slot: usize, now: Now) {
         let Some(s) = self.sessions[slot].as_mut() else {
             return;
         };
@@ -916,17 +965,23 @@ impl Driver {
         let Some(sync) = s.sync.as_mut() else {
             return;
         };
-        sync.pump(&mut s.out, pending);
-        let online = self
+        let key_delay_us = self
             .engine
             .core
-            .repl
-            .replicas
-            .iter()
-            .any(|r| r.handle == s.handle && r.state == ReplicaState::Online);
-        if sync.rdb_sent && online {
+            .config
+            .int_param("rdb-key-save-delay")
+            .max(0) as u64;
+        sync.pump(&mut s.out, pending, now.unix_us, key_delay_us);
+        let h = s.handle;
+        let state = self.engine.core.repl.replica_mut(h).map(|r| r.state);
+        if sync.started() && state == Some(ReplicaState::WaitBgsave) {
+            // Its RDB is being produced (INFO `rdb_bgsave_in_progress`).
+            set_replica_state(&mut self.engine, h, ReplicaState::SendBulk);
+        }
+        let done = sync.rdb_sent && state == Some(ReplicaState::Online);
+        if done {
             // Its first ACK came: the stream held during the sync follows.
-            s.out.append(&mut sync.held);
+            s.out.extend_from_slice(self.held.since(sync.stream_start));
             s.sync = None;
         }
         if self.sessions[slot]
@@ -934,6 +989,58 @@ impl Driver {
             .is_some_and(|s| s.out.len() > before)
         {
             self.mark_dirty(slot);
+        }
+        if done {
+            self.trim_held();
+        }
+    }
+
+    /// With `repl-diskless-sync-max-replicas` (`max`, 0: none) replicas waiting for their
+    /// full sync's delay, they all start now, as Redis starts its RDB child for them.
+    fn start_if_enough_wait(&mut self, max: usize, now: Now) {
+        let waiting = |s: &Session| s.sync.as_ref().is_some_and(|y| !y.started());
+        let count = self
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|&s| waiting(s))
+            .count();
+        if max == 0 || count < max {
+            return;
+        }
+        for slot in 0..self.sessions.len() {
+            if let Some(sync) = self.sessions[slot].as_mut().and_then(|s| s.sync.as_mut()) {
+                if !sync.started() {
+                    sync.start_now();
+                    self.pump_sync(slot, now);
+                }
+            }
+        }
+    }
+
+    /// Drops the held stream no syncing replica needs any more.
+    fn trim_held(&mut self) {
+        let first = self
+            .sessions
+            .iter()
+            .flatten()
+            .filter_map(|s| s.sync.as_ref().map(|y| y.stream_start))
+            .min();
+        self.held.trim(first);
+        self.engine.core.repl.held_bytes = self.held.len() as u64;
+    }
+
+    /// Full syncs go on that their start delay or key delay held back (see
+    /// [`crate::replicas::Sync::pump`]).
+    fn syncs_cron(&mut self, now: Now) {
+        for slot in 0..self.sessions.len() {
+            let sending = self.sessions[slot]
+                .as_ref()
+                .and_then(|s| s.sync.as_ref())
+                .is_some_and(crate::replicas::Sync::sending);
+            if sending {
+                self.pump_sync(slot, now);
+            }
         }
     }
 
@@ -954,21 +1061,27 @@ impl Driver {
             .iter()
             .map(|r| (r.handle, r.stream_start))
             .collect();
+        let mut first_held: Option<u64> = None;
         for (h, stream_start) in targets {
             let skip = usize::try_from(stream_start.saturating_sub(start)).unwrap_or(usize::MAX);
             let Some(part) = bytes.get(skip..).filter(|p| !p.is_empty()) else {
                 continue;
             };
-            let Some(s) = self.session_mut(h) else {
+            let Some(s) = self.session_mut(h).filter(|s| s.closing == Closing::No) else {
+                // A killed replica gets nothing more (Redis frees it at once): it resyncs
+                // from where it was.
                 continue;
             };
-            match s.sync.as_mut() {
-                Some(sync) => sync.held.extend_from_slice(part),
-                None => {
-                    s.out.extend_from_slice(part);
-                    self.mark_dirty(h.0);
-                }
+            if s.sync.is_some() {
+                first_held = Some(first_held.map_or(stream_start, |f| f.min(stream_start)));
+            } else {
+                s.out.extend_from_slice(part);
+                self.mark_dirty(h.0);
             }
+        }
+        if let Some(first) = first_held {
+            self.held.feed(&bytes, start, first);
+            self.engine.core.repl.held_bytes = self.held.len() as u64;
         }
     }
 
@@ -1083,7 +1196,18 @@ impl Driver {
         } else {
             0
         };
-        let limit = self.engine.core.config.client_output_buffer_limit[class];
+        let mut limit = self.engine.core.config.client_output_buffer_limit[class];
+        if class == 1 && limit.hard_bytes > 0 {
+            // A replica's hard limit is at least the backlog's size, as in Redis: a partial
+            // resync may hand it that much at once (its memory is the backlog's, shared).
+            let backlog = self
+                .engine
+                .core
+                .config
+                .int_param("repl-backlog-size")
+                .max(0) as u64;
+            limit.hard_bytes = limit.hard_bytes.max(backlog);
+        }
         // Redis counts only what overflows a client's static reply buffer.
         let counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
         // A client that has not authenticated may not hold more than a little: it could make

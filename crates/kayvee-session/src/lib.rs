@@ -37,6 +37,7 @@ mod busy;
 mod clock;
 mod driver;
 pub mod link;
+mod master;
 mod replicas;
 mod session;
 mod upstream;

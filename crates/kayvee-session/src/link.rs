@@ -117,6 +117,17 @@ impl Link {
         }
     }
 
+    /// While the payload comes (its header read): the `+FULLRESYNC` replication ID and the
+    /// payload's size (None: the `$EOF:` form).
+    pub fn payload(&self) -> Option<(&str, Option<u64>)> {
+        let (id, _) = self.full.as_ref()?;
+        match self.stage {
+            Stage::Disk(left) => Some((id, Some((self.payload.len() + left) as u64))),
+            Stage::Eof(_) => Some((id, None)),
+            _ => None,
+        }
+    }
+
     /// Whether the RDB transfer is under way.
     pub fn transferring(&self) -> bool {
         matches!(
@@ -366,6 +377,7 @@ mod tests {
         assert_eq!(link.receive(line.as_bytes(), &mut out), Ok(None));
         assert!(link.transferring());
         assert_eq!(link.transfer(), (2, Some(5)));
+        assert_eq!(link.payload(), Some((ID, Some(5))));
         let done = link.receive(b"cde*1\r\n$4\r\nPING\r\n", &mut out).unwrap();
         assert_eq!(
             done,
@@ -407,7 +419,9 @@ mod tests {
         }
         let mark = "m".repeat(40);
         let head = alloc::format!("+FULLRESYNC {ID} 7\r\n$EOF:{mark}\r\nRDB");
+        assert_eq!(link.payload(), None);
         assert_eq!(link.receive(head.as_bytes(), &mut out), Ok(None));
+        assert_eq!(link.payload(), Some((ID, None)));
         let done = link.receive(alloc::format!("DATA{mark}").as_bytes(), &mut out);
         let Ok(Some(Synced::Full { rdb, offset, .. })) = done else {
             panic!("{done:?}");

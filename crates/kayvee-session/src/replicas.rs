@@ -17,45 +17,155 @@ pub(crate) struct Sync {
     writer: RdbWriter,
     /// The diskless form's delimiter (`$EOF:<mark>` ... `<mark>`).
     mark: [u8; 40],
-    /// Stream bytes that arrived during the sync: they follow the RDB.
-    pub held: Vec<u8>,
+    /// The stream offset of the first byte that follows the RDB (the bytes that arrive
+    /// meanwhile wait in the driver's [`Held`], shared by every syncing replica).
+    pub stream_start: u64,
     /// The RDB and its closing mark are in the output: the held stream waits for the
     /// replica's first `REPLCONF ACK` (it finds the mark at the end of what it read, so no
     /// stream byte may follow the mark before it answers), as Redis's diskless sync does.
     pub rdb_sent: bool,
+    /// Unix us before which nothing is written (`repl-diskless-sync-delay` after the PSYNC).
+    start_us: u64,
+    /// What goes out first at the start: the PSYNC's `+FULLRESYNC` line, which Redis sends
+    /// only when the RDB starts (the replica is in its handshake until then).
+    preamble: Vec<u8>,
+    /// Unix us of the last newline keep-alive sent while the start waits.
+    keepalive_us: u64,
+    /// Unix us at which the `$EOF:` header went out (None: not yet).
+    started_us: Option<u64>,
 }
 
 impl Sync {
-    /// A diskless sync of `snapshot`: writes the `$EOF:<mark>` header into `out`.
+    /// A diskless sync of `snapshot` whose `$EOF:<mark>` header goes into the output at the
+    /// first [`Sync::pump`] from `start_us` on: Redis waits `repl-diskless-sync-delay` for
+    /// more replicas to share its RDB child; the snapshot is taken at the PSYNC here, so the
+    /// offset stays exact.
     pub fn diskless(
         snapshot: Snapshot,
         opts: WriteOptions,
         mark: [u8; 40],
-        out: &mut Vec<u8>,
+        start_us: u64,
+        preamble: Vec<u8>,
+        stream_start: u64,
     ) -> Self {
-        out.extend_from_slice(b"$EOF:");
-        out.extend_from_slice(&mark);
-        out.extend_from_slice(b"\r\n");
         Sync {
+            preamble,
+            keepalive_us: 0,
             writer: RdbWriter::new(snapshot, opts),
             mark,
-            held: Vec::new(),
+            stream_start,
             rdb_sent: false,
+            start_us,
+            started_us: None,
         }
     }
 
     /// Writes RDB chunks into `out` while it holds less than [`SYNC_LOW_WATER`] pending
-    /// bytes (`pending` of them now), then the closing mark ([`Sync::rdb_sent`]).
-    pub fn pump(&mut self, out: &mut Vec<u8>, mut pending: usize) {
+    /// bytes (`pending` of them now), then the closing mark ([`Sync::rdb_sent`]). With
+    /// `key_delay_us` (`rdb-key-save-delay`, the test suite's slow primary: Redis's child
+    /// sleeps that long after each key) no more keys go out by `now_us` than that pace allows.
+    pub fn pump(&mut self, out: &mut Vec<u8>, mut pending: usize, now_us: u64, key_delay_us: u64) {
+        if now_us < self.start_us {
+            // A newline a second keeps the link alive, as Redis does for a waiting replica.
+            if now_us.saturating_sub(self.keepalive_us) >= 1_000_000 {
+                out.push(b'\n');
+                self.keepalive_us = now_us;
+            }
+            return;
+        }
+        let started_us = *self.started_us.get_or_insert_with(|| {
+            out.append(&mut self.preamble);
+            out.extend_from_slice(b"$EOF:");
+            out.extend_from_slice(&self.mark);
+            out.extend_from_slice(b"\r\n");
+            now_us
+        });
+        let keys_due = (now_us - started_us)
+            .checked_div(key_delay_us)
+            .map_or(u64::MAX, |n| n + 1);
         while pending < SYNC_LOW_WATER && !self.rdb_sent {
+            if self.writer.keys_written() >= keys_due {
+                return;
+            }
             let before = out.len();
-            if !self.writer.next_chunk(out) {
+            let more = if key_delay_us > 0 {
+                self.writer.next_step(out)
+            } else {
+                self.writer.next_chunk(out)
+            };
+            if !more {
                 out.extend_from_slice(&self.mark);
                 self.rdb_sent = true;
                 return;
             }
             pending += out.len() - before;
         }
+    }
+
+    /// Whether the payload is not all out yet (the cron pumps a paced one on).
+    pub fn sending(&self) -> bool {
+        !self.rdb_sent
+    }
+
+    /// Whether the payload started (its delay is over).
+    pub fn started(&self) -> bool {
+        self.started_us.is_some()
+    }
+
+    /// Starts at the next [`Sync::pump`], whatever the delay (`repl-diskless-sync-max-replicas`
+    /// replicas wait).
+    pub fn start_now(&mut self) {
+        self.start_us = 0;
+    }
+}
+
+/// The replication stream that arrived while replicas sync in full, kept once for all of
+/// them (Redis 7.0's shared replication buffer): each syncing replica gets it from its own
+/// start offset once its RDB is out; the front no syncing replica needs is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    /// The bytes, from stream offset `start` on.
+    bytes: Vec<u8>,
+    /// The stream offset of `bytes[0]`.
+    start: u64,
+}
+
+impl Held {
+    /// Keeps `bytes`, whose first byte has stream offset `offset`, for syncing replicas
+    /// whose streams start at `first_start` or later.
+    pub fn feed(&mut self, bytes: &[u8], offset: u64, first_start: u64) {
+        if self.bytes.is_empty() {
+            self.start = offset.max(first_start);
+        }
+        let end = self.start + self.bytes.len() as u64;
+        let skip = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+        if let Some(part) = bytes.get(skip..) {
+            self.bytes.extend_from_slice(part);
+        }
+    }
+
+    /// The bytes from stream offset `from` on.
+    pub fn since(&self, from: u64) -> &[u8] {
+        let skip = usize::try_from(from.saturating_sub(self.start)).unwrap_or(usize::MAX);
+        self.bytes.get(skip..).unwrap_or_default()
+    }
+
+    /// Drops the bytes before `first_start` (the earliest start a syncing replica still
+    /// needs; None: no replica syncs).
+    pub fn trim(&mut self, first_start: Option<u64>) {
+        let Some(first) = first_start else {
+            self.bytes = Vec::new();
+            return;
+        };
+        let n = usize::try_from(first.saturating_sub(self.start)).unwrap_or(usize::MAX);
+        let n = n.min(self.bytes.len());
+        self.bytes.drain(..n);
+        self.start += n as u64;
+    }
+
+    /// Bytes held (INFO `mem_total_replication_buffers`, with the backlog).
+    pub fn len(&self) -> usize {
+        self.bytes.len()
     }
 }
 
@@ -67,6 +177,16 @@ pub(crate) fn disk_payload(snapshot: Snapshot, opts: WriteOptions, out: &mut Vec
     out.extend_from_slice(&rdb);
 }
 
+/// Cuts the PSYNC's `+FULLRESYNC` line, the last thing in the output (after `sent` bytes
+/// already written), out of it.
+pub(crate) fn take_fullresync(out: &mut Vec<u8>, sent: usize) -> Vec<u8> {
+    const LINE: &[u8] = b"+FULLRESYNC ";
+    match out[sent..].windows(LINE.len()).rposition(|w| w == LINE) {
+        Some(at) => out.split_off(sent + at),
+        None => Vec::new(),
+    }
+}
+
 /// 40 delimiter bytes for the diskless form, from the engine's random source.
 pub(crate) fn eof_mark(mut next: impl FnMut() -> u64) -> [u8; 40] {
     let mut mark = [0u8; 40];
@@ -74,4 +194,75 @@ pub(crate) fn eof_mark(mut next: impl FnMut() -> u64) -> [u8; 40] {
         *b = b"0123456789abcdef"[(next() % 16) as usize];
     }
     mark
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kayvee_engine::{ArgvBuf, Config, Engine, Now, Protocol, ReplyTree};
+
+    /// A snapshot of three keys.
+    fn snapshot() -> Snapshot {
+        let now = Now::from_ms(1_000);
+        let mut e = Engine::new(Config::default(), 1, now);
+        let conn = kayvee_engine::ConnInfo {
+            transport: kayvee_engine::Transport::Tcp {
+                addr: "127.0.0.1:40001".into(),
+                laddr: "127.0.0.1:6379".into(),
+            },
+            fd: 8,
+        };
+        let h = e.connect(conn, now);
+        for k in ["a", "b", "c"] {
+            let argv = ArgvBuf::from_args(["SET", k, "v"]);
+            e.execute(h, &argv.argv(), now, &mut ReplyTree::new(Protocol::Resp2));
+        }
+        e.snapshot(now)
+    }
+
+    #[test]
+    fn a_paced_sync_waits_for_its_start_then_sends_keys_at_the_key_delay() {
+        let preamble = b"+FULLRESYNC id 1\r\n".to_vec();
+        let mark = [b'm'; 40];
+        let opts = WriteOptions::default();
+        let mut sync = Sync::diskless(snapshot(), opts, mark, 5_000_000, preamble, 1);
+        let mut out = Vec::new();
+        sync.pump(&mut out, 0, 500_000, 1000);
+        assert!(out.is_empty());
+        sync.pump(&mut out, 0, 1_500_000, 1000);
+        assert_eq!(out, b"\n", "a keep-alive a second");
+        out.clear();
+        sync.pump(&mut out, 0, 5_000_000, 1000);
+        assert!(out.starts_with(b"+FULLRESYNC id 1\r\n$EOF:mmmm"));
+        assert_eq!(sync.writer.keys_written(), 1);
+        sync.pump(&mut out, 0, 5_001_000, 1000);
+        assert_eq!(sync.writer.keys_written(), 2);
+        assert!(sync.sending());
+        sync.pump(&mut out, 0, 6_000_000, 1000);
+        assert!(!sync.sending() && sync.rdb_sent);
+        assert!(out.ends_with(&mark));
+    }
+
+    #[test]
+    fn the_held_stream_is_kept_once_and_trimmed_to_what_syncing_replicas_need() {
+        let mut held = Held::default();
+        // Bytes 1..=3 came before the first syncing replica's start (3).
+        held.feed(b"abc", 1, 3);
+        assert_eq!(held.since(3), b"c");
+        held.feed(b"de", 4, 3);
+        assert_eq!(held.since(3), b"cde");
+        assert_eq!(held.since(5), b"e");
+        held.trim(Some(5));
+        assert_eq!((held.len(), held.since(5)), (1, &b"e"[..]));
+        held.trim(None);
+        assert_eq!(held.len(), 0);
+    }
+
+    #[test]
+    fn the_fullresync_line_is_cut_from_the_output() {
+        let mut out = b"+OK\r\n+FULLRESYNC abc 7\r\n".to_vec();
+        assert_eq!(take_fullresync(&mut out, 0), b"+FULLRESYNC abc 7\r\n");
+        assert_eq!(out, b"+OK\r\n");
+        assert!(take_fullresync(&mut out, 0).is_empty());
+    }
 }

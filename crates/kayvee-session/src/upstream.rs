@@ -16,6 +16,7 @@ use crate::session::{Closing, Session, Upstream};
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
+use kayvee_engine::repl::LoadMode;
 use kayvee_engine::{ConnInfo, Handle, Now};
 
 /// How often the replica acknowledges its offset (Redis: every replication cron, 1 s).
@@ -80,9 +81,22 @@ impl Driver {
             return None;
         };
         let before = s.out.len();
+        let starting = link.payload().is_none();
         let result = link.receive(data, &mut s.out);
         let transfer = link.transferring().then(|| link.transfer());
         let grew = s.out.len() > before;
+        // The payload's header came in this read (or the whole payload did).
+        let begun = match (&result, link.payload()) {
+            _ if !starting => None,
+            (_, Some((id, size))) => Some((String::from(id), size)),
+            (Ok(Some(Synced::Full { replid, rdb, .. })), None) => {
+                Some((replid.clone(), Some(rdb.len() as u64)))
+            }
+            _ => None,
+        };
+        if let Some((replid, size)) = begun {
+            self.payload_begins(&replid, size, now);
+        }
         self.engine.primary_io(now, transfer);
         if grew {
             self.mark_dirty(slot);
@@ -104,6 +118,39 @@ impl Driver {
                 self.take_repl_notes();
                 None
             }
+        }
+    }
+
+    /// The primary's payload starts: the load's window opens as `repl-diskless-load` says
+    /// (see [`kayvee_engine::Engine::primary_payload_begins`]), with Redis's log line.
+    fn payload_begins(&mut self, replid: &str, size: Option<u64>, now: Now) {
+        let line = match self.engine.primary_payload_begins(replid, size, now) {
+            LoadMode::Disk => match size {
+                Some(n) => alloc::format!(
+                    "MASTER <-> REPLICA sync: receiving {n} bytes from master to disk"
+                ),
+                None => String::from(
+                    "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk",
+                ),
+            },
+            LoadMode::Loading | LoadMode::AsyncLoading => {
+                String::from("MASTER <-> REPLICA sync: Loading DB in memory")
+            }
+        };
+        self.notice(Notice::Replication(line));
+    }
+
+    /// The link closes while its payload loads: the load fails as a short read does in
+    /// Redis, and the old data stays (the engine closes the window when the link goes).
+    pub(crate) fn upstream_closed(&mut self, upstream: &Upstream) {
+        if !matches!(upstream, Upstream::Handshake(_)) || !self.engine.primary_loading() {
+            return;
+        }
+        for line in [
+            "Internal error in RDB reading offset 0, function at rdb.c:0 -> Unexpected EOF reading RDB file",
+            "Failed trying to load the MASTER synchronization DB from socket, check server logs.",
+        ] {
+            self.notice(Notice::Replication(String::from(line)));
         }
     }
 
@@ -149,6 +196,21 @@ impl Driver {
                         return None;
                     }
                 };
+                if !self.engine.primary_loading() {
+                    // Received whole "to disk": the old data goes now, as in Redis.
+                    for line in ["Flushing old data", "Loading DB in memory"] {
+                        self.notice(Notice::Replication(alloc::format!(
+                            "MASTER <-> REPLICA sync: {line}"
+                        )));
+                    }
+                }
+                // The primary's function libraries replace this server's, as its keys do.
+                self.engine.flush_functions();
+                if let Err(e) = self.engine.load_functions(&loaded.functions, false) {
+                    self.notice(Notice::Replication(alloc::format!(
+                        "Failed loading the MASTER's functions: {e}"
+                    )));
+                }
                 let killed = self
                     .engine
                     .primary_full_sync(loaded.dbs, replid, offset, now);

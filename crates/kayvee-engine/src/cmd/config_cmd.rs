@@ -101,6 +101,11 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .step_by(2)
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
+    let loading = cx.core.persist.loading.is_some() || cx.core.persist.async_loading;
+    let named = |name: &[u8]| pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if loading && DENY_LOADING.iter().any(|&n| named(n)) {
+        return Err(Error::msg(crate::persist::LOADING));
+    }
     let maxmemory = cx.core.config.maxmemory;
     // The shell may fail to listen on a new `port` or `bind`: the whole call is undone then.
     let rebinds = pairs
@@ -116,6 +121,9 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .iter()
         .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"));
     apply(cx.core, requirepass);
+    if named(&b"repl-backlog-size"[..]) {
+        resize_backlog(cx.core);
+    }
     if cx.core.config.maxmemory != maxmemory {
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
         crate::drain::evict(cx.core, cx.now);
@@ -131,6 +139,23 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
     }
     out.ok();
     Ok(())
+}
+
+/// The parameters CONFIG SET refuses with `-LOADING` while a dataset loads (Redis's
+/// `DENY_LOADING_CONFIG`).
+const DENY_LOADING: [&[u8]; 3] = [b"appendonly", b"repl-diskless-load", b"dir"];
+
+/// Smallest backlog Redis keeps whatever `repl-backlog-size` says (its
+/// `CONFIG_REPL_BACKLOG_MIN_SIZE`).
+const BACKLOG_MIN_BYTES: usize = 16 * 1024;
+
+/// A new `repl-backlog-size` applies at once to the backlog, which keeps its newest bytes
+/// that fit (a replica further behind then needs a full sync), as Redis resizes it.
+fn resize_backlog(core: &mut crate::Core) {
+    let size = usize::try_from(core.config.int_param("repl-backlog-size")).unwrap_or(usize::MAX);
+    if let Some(b) = core.repl.backlog.as_mut() {
+        b.resize(size.max(BACKLOG_MIN_BYTES));
+    }
 }
 
 /// Makes the rest of the engine follow the configuration: the memory limit's parameters,

@@ -281,7 +281,9 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     );
     human(s, "maxmemory", core.config.maxmemory);
     field(s, "maxmemory_policy", &core.config.maxmemory_policy);
-    memory_ratios(s, used, rss);
+    // The backlog and the stream held for syncing replicas, each kept once.
+    let backlog = core.repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
+    memory_ratios(s, used, rss, backlog + core.repl.held_bytes);
     clients_memory(cx, s);
 }
 
@@ -337,8 +339,9 @@ impl ScriptMemory {
     }
 }
 
-/// The fragmentation fields of the Memory section.
-fn memory_ratios(s: &mut String, used: u64, rss: u64) {
+/// The fragmentation fields of the Memory section and the replication buffers' bytes
+/// (`repl_buffers`).
+fn memory_ratios(s: &mut String, used: u64, rss: u64, repl_buffers: u64) {
     let over = rss.saturating_sub(used);
     field(s, "allocator_frag_ratio", ratio(used, used));
     field(s, "allocator_frag_bytes", 0);
@@ -348,14 +351,8 @@ fn memory_ratios(s: &mut String, used: u64, rss: u64) {
     field(s, "rss_overhead_bytes", 0);
     field(s, "mem_fragmentation_ratio", ratio(rss, used));
     field(s, "mem_fragmentation_bytes", over);
-    zeros(
-        s,
-        &[
-            "mem_not_counted_for_evict",
-            "mem_replication_backlog",
-            "mem_total_replication_buffers",
-        ],
-    );
+    zeros(s, &["mem_not_counted_for_evict", "mem_replication_backlog"]);
+    field(s, "mem_total_replication_buffers", repl_buffers);
 }
 
 /// The last fields of the Memory section.
@@ -384,10 +381,10 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
     let core = &*cx.core;
     let p = &core.persist;
     field(s, "loading", u8::from(p.loading.is_some()));
+    field(s, "async_loading", u8::from(p.async_loading));
     zeros(
         s,
         &[
-            "async_loading",
             "current_cow_peak",
             "current_cow_size",
             "current_cow_size_age",
@@ -399,10 +396,16 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         &["current_save_keys_processed", "current_save_keys_total"],
     );
     field(s, "rdb_changes_since_last_save", core.stats.dirty);
+    // A replica's full sync produces an RDB too (Redis's child writing to the socket).
+    let syncing = core
+        .repl
+        .replicas
+        .iter()
+        .any(|r| r.state == crate::repl::ReplicaState::SendBulk);
     field(
         s,
         "rdb_bgsave_in_progress",
-        u8::from(p.bgsave_in_progress()),
+        u8::from(p.bgsave_in_progress() || syncing),
     );
     field(s, "rdb_last_save_time", p.last_save_ms / 1000);
     let status = if p.last_bgsave_failed { "err" } else { "ok" };
@@ -559,10 +562,10 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
     field(s, "pubsubshard_channels", ps.channel_count(Kind::Shard));
     zeros(s, &["latest_fork_usec", "total_forks"]);
     field(s, "migrate_cached_sockets", cx.core.migrate.len());
+    field(s, "slave_expires_tracked_keys", cx.core.repl.own_ttls.len());
     zeros(
         s,
         &[
-            "slave_expires_tracked_keys",
             "active_defrag_hits",
             "active_defrag_misses",
             "active_defrag_key_hits",

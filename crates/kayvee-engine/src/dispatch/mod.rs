@@ -18,6 +18,9 @@ use crate::time::Now;
 use crate::{acl, cmd, drain, evict, monitor, pause, persist, pubsub, txn, util};
 use alloc::vec::Vec;
 
+/// The refusal of a write while `min-replicas-to-write` is not met.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 #[cfg(feature = "scripting")]
 mod script;
 
@@ -429,13 +432,16 @@ impl<'e> Dispatch<'e> {
         if self.core.persist.loading.is_some() && !spec.has(command::flags::LOADING) {
             return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
         }
+        if self.core.persist.async_loading && spec.has(command::flags::NO_ASYNC_LOADING) {
+            return self.reject(h, Some(id), &Error::msg(persist::LOADING), out);
+        }
         if !obey && (spec.has(command::flags::WRITE) || spec.name == "ping") {
             if let Some(e) = disk_error(self.core) {
                 return self.reject(h, Some(id), &e, out);
             }
         }
         if self.core.repl.primary.is_none() && !obey && self.too_few_replicas(h, id, spec, now) {
-            let e = Error::msg("NOREPLICAS Not enough good replicas to write.");
+            let e = Error::msg(NOREPLICAS);
             return self.reject(h, Some(id), &e, out);
         }
         if self.core.repl.primary.is_some() && !obey {
@@ -512,13 +518,19 @@ impl<'e> Dispatch<'e> {
     /// fewer online replicas whose last ACK is at most that many seconds old refuses writes
     /// (`-NOREPLICAS`), as Redis's `checkGoodReplicasStatus`.
     fn too_few_replicas(&self, h: Handle, id: CommandId, spec: &CommandInfo, now: Now) -> bool {
+        self.lacks_good_replicas(now) && self.is_write(h, id, spec)
+    }
+
+    /// Whether a primary has fewer good replicas than `min-replicas-to-write` asks (both it
+    /// and `min-replicas-max-lag` non-zero), as Redis's `checkGoodReplicasStatus`.
+    pub(crate) fn lacks_good_replicas(&self, now: Now) -> bool {
         let cfg = &self.core.config;
         let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
-        if min <= 0 || lag <= 0 {
+        if min <= 0 || lag <= 0 || self.core.repl.primary.is_some() {
             return false;
         }
         let good = self.core.repl.good_replicas(lag as u64, now.ms());
-        (good as i64) < min && self.is_write(h, id, spec)
+        (good as i64) < min
     }
 
     /// The memory limit's admission, as Redis's `processCommand`: evict if over the limit;
@@ -577,6 +589,9 @@ impl<'e> Dispatch<'e> {
         }
         drain::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
+        if self.core.repl.primary.is_some() && spec.has(command::flags::WRITE) {
+            self.remember_replica_ttls(h, spec, argv, db_index);
+        }
         if self.core.tracking.active() {
             drain::after_run(
                 self.core,
@@ -598,6 +613,24 @@ impl<'e> Dispatch<'e> {
         }
         self.count(id, result, out);
         outcome
+    }
+
+    /// On a writable replica, the keys its own client's write left with a TTL (Redis's
+    /// `rememberSlaveKeyWithExpire`): the replica expires them itself, since its primary,
+    /// which never had them, sends no `DEL` for them.
+    fn remember_replica_ttls(&mut self, h: Handle, spec: &CommandInfo, argv: &Argv<'_>, db: usize) {
+        if self.core.repl.is_master_client(h) {
+            return;
+        }
+        let Ok(keys) = spec.find_keys(argv) else {
+            return;
+        };
+        for k in keys {
+            let key = argv.get(k.index);
+            if self.core.dbs[db].expire_at(key).is_some() {
+                self.core.repl.remember_ttl(db, key);
+            }
+        }
     }
 
     /// Counts a command that ran (INFO commandstats, `dirty`) and sends its error, if any.

@@ -10,6 +10,7 @@ pub mod backlog;
 
 use crate::client::Handle;
 use crate::rng::Rng;
+use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use backlog::Backlog;
@@ -36,6 +37,32 @@ impl ReplicaState {
             ReplicaState::SendBulk => "send_bulk",
             ReplicaState::Online => "online",
         }
+    }
+}
+
+/// How a replica takes its primary's full-sync payload (`repl-diskless-load`, decided when
+/// the payload starts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadMode {
+    /// `disabled` (or `on-empty-db` with keys): received whole first ("to disk"), the old data
+    /// served meanwhile, then loaded at once.
+    Disk,
+    /// Loaded as it comes: clients get `-LOADING` until it is in (INFO `loading:1`).
+    Loading,
+    /// `swapdb` with the same replication ID: the old data stays readable until the new one
+    /// replaces it (INFO `async_loading:1`).
+    AsyncLoading,
+}
+
+/// The load mode for a payload: `repl-diskless-load` (`setting`), whether the dataset is
+/// empty, and whether the `+FULLRESYNC` ID is this replica's own (then the old data is an
+/// older state of the same history, which Redis 7.0 keeps serving).
+pub fn load_mode(setting: &[u8], empty: bool, same_replid: bool) -> LoadMode {
+    match setting {
+        b"swapdb" if same_replid => LoadMode::AsyncLoading,
+        b"swapdb" => LoadMode::Loading,
+        b"on-empty-db" if empty => LoadMode::Loading,
+        _ => LoadMode::Disk,
     }
 }
 
@@ -77,8 +104,10 @@ pub struct Replica {
 pub enum LinkState {
     /// Must connect (the shell was asked to).
     Connect,
-    /// Connecting, or in the handshake.
+    /// Connecting (no reply from the primary yet).
     Connecting,
+    /// In the handshake (PING ... PSYNC, until `+FULLRESYNC` or `+CONTINUE`).
+    Handshake,
     /// Receiving the RDB.
     Transfer,
     /// Applying the stream.
@@ -91,6 +120,7 @@ impl LinkState {
         match self {
             LinkState::Connect => "connect",
             LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
             LinkState::Transfer => "sync",
             LinkState::Connected => "connected",
         }
@@ -268,6 +298,12 @@ pub struct Replication {
     pub announced: Vec<(Handle, Announced)>,
     /// This server's primary (None: it is a primary).
     pub primary: Option<Primary>,
+    /// On a writable replica, the keys (database, name) its own clients gave a TTL: it
+    /// expires them itself (see [`Replication::expire_own_ttls`]).
+    pub own_ttls: BTreeSet<(usize, Vec<u8>)>,
+    /// Stream bytes the connection layer holds for replicas whose full sync runs, kept once
+    /// for all of them (INFO `mem_total_replication_buffers`, with the backlog).
+    pub held_bytes: u64,
     /// Stream bytes not yet handed to the replicas, and the offset of their first byte.
     outgoing: Vec<u8>,
     outgoing_start: u64,
@@ -298,6 +334,8 @@ impl Replication {
             replicas: Vec::new(),
             announced: Vec::new(),
             primary: None,
+            own_ttls: BTreeSet::new(),
+            held_bytes: 0,
             outgoing: Vec::new(),
             outgoing_start: 1,
             last_ping_ms: 0,
@@ -419,6 +457,12 @@ impl Replication {
         if self.replicas.is_empty() {
             self.outgoing.clear();
         }
+        self.link_lost(h);
+    }
+
+    /// The link to the primary, if it is `h`, is gone: the replica waits for its next
+    /// connection attempt.
+    pub fn link_lost(&mut self, h: Handle) {
         if let Some(p) = self.primary.as_mut().filter(|p| p.link == Some(h)) {
             p.link = None;
             if p.state == LinkState::Connected {
@@ -454,6 +498,31 @@ impl Replication {
         p.next_attempt_ms = now_ms + 1000;
         p.last_io_ms = now_ms;
         Some((p.host.clone(), p.port))
+    }
+
+    /// A replica's own client left `key` of database `db` with a TTL.
+    pub fn remember_ttl(&mut self, db: usize, key: &[u8]) {
+        self.own_ttls.insert((db, key.to_vec()));
+    }
+
+    /// The keys of [`Replication::own_ttls`] whose TTL passed by `now_ms`, forgotten; the
+    /// ones that lost their TTL (or the key) are forgotten too. `expire_at` reads a key's
+    /// expiry time in a database.
+    pub fn expire_own_ttls(
+        &mut self,
+        now_ms: u64,
+        mut expire_at: impl FnMut(usize, &[u8]) -> Option<u64>,
+    ) -> Vec<(usize, Vec<u8>)> {
+        let mut due = Vec::new();
+        self.own_ttls.retain(|(db, key)| match expire_at(*db, key) {
+            Some(at) if at <= now_ms => {
+                due.push((*db, key.clone()));
+                false
+            }
+            Some(_) => true,
+            None => false,
+        });
+        due
     }
 
     /// A full sync's payload is loaded: the history is the primary's from `offset` on (a
@@ -652,6 +721,15 @@ mod tests {
         r.feed(b"ab");
         assert!(!r.can_continue(id.as_bytes(), 12));
         assert!(r.can_continue(r.replid.clone().as_bytes(), 12));
+    }
+
+    #[test]
+    fn load_mode_follows_the_setting_the_dataset_and_the_id() {
+        assert_eq!(load_mode(b"disabled", true, true), LoadMode::Disk);
+        assert_eq!(load_mode(b"on-empty-db", true, false), LoadMode::Loading);
+        assert_eq!(load_mode(b"on-empty-db", false, false), LoadMode::Disk);
+        assert_eq!(load_mode(b"swapdb", false, false), LoadMode::Loading);
+        assert_eq!(load_mode(b"swapdb", false, true), LoadMode::AsyncLoading);
     }
 
     /// A replica at `port` that acknowledged `ack` (online).

@@ -128,8 +128,23 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             Ok(())
         }
         (b"htstats-key", 3) => htstats::htstats_key(cx, args, out),
+        (b"replicate", n) if n >= 3 => {
+            replicate(cx, args);
+            out.ok();
+            Ok(())
+        }
         _ => Err(unknown(args.get(1))),
     }
+}
+
+/// DEBUG REPLICATE command [arg ...]: the command goes into the replication stream only (not
+/// run here, nor written to the AOF), in whatever database the stream has selected: the test
+/// suite's way of making a replica diverge.
+fn replicate(cx: &mut Cx<'_>, args: &Argv<'_>) {
+    let command: alloc::vec::Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
+    let mut bytes = alloc::vec::Vec::new();
+    crate::aof::encode(&mut bytes, &command);
+    cx.core.aof.feed_repl_raw(&bytes);
 }
 
 /// Redis's answer to a subcommand it does not know or called with the wrong arity.

@@ -31,6 +31,8 @@ pub fn become_primary(core: &mut Core, clients: &mut ClientTable) -> bool {
     }
     let mut killed = drop_link(core, clients);
     core.repl.promote(&mut core.rng);
+    // A primary's active expiry covers every key now.
+    core.repl.own_ttls.clear();
     killed |= kill_replicas(core, clients);
     if core.repl.backlog.is_some() {
         core.aof.set_replicating(true);
@@ -44,6 +46,7 @@ pub fn become_primary(core: &mut Core, clients: &mut ClientTable) -> bool {
 /// whether clients were marked killed (the link to a previous primary).
 pub fn follow(core: &mut Core, clients: &mut ClientTable, host: String, port: u16) -> bool {
     let killed = drop_link(core, clients);
+    crate::blocking::unblock_all_for_replica(&mut core.blocking, clients, &mut core.stats);
     core.config.replicaof = Some((host.clone(), port));
     core.repl.primary = Some(Primary::new(host, port));
     // A replica's stream to its own replicas is its primary's, passed on as it arrives.

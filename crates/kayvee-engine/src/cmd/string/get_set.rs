@@ -230,7 +230,8 @@ pub(super) fn getset(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         None => out.null(),
     }
     db.set_str(args.get(1), args.get(2), now, false);
-    cx.propagate_verbatim();
+    // Propagated as SET, as Redis rewrites it.
+    cx.propagate(&[b"SET", args.get(1), args.get(2)]);
     emit(cx, nc::STRING, "set", args.get(1));
     Ok(())
 }

@@ -12,7 +12,7 @@
 
 mod convert;
 
-use super::Dispatch;
+use super::{Dispatch, NOREPLICAS};
 use crate::aof::{TO_AOF, TO_REPL};
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
@@ -192,6 +192,11 @@ impl Dispatch<'_> {
         {
             self.core.scripts.put_vm(lua);
             return Err(Error::msg(crate::evict::OOM));
+        }
+        // A script with flags that may write needs the good replicas at its start.
+        if header && !flags.no_writes && self.lacks_good_replicas(now) {
+            self.core.scripts.put_vm(lua);
+            return Err(Error::msg(NOREPLICAS));
         }
         if self.core.monitors.active() {
             let (monitors, outbox) = (&mut self.core.monitors, &mut self.core.pubsub.outbox);
@@ -466,6 +471,11 @@ impl Run<'_, '_> {
         // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
         if self.read_only && crate::pause::held_by_write(spec) {
             return Err("ERR Write commands are not allowed from read-only scripts.".into());
+        }
+        // A script without flags is checked at its first write (none made yet: one that
+        // changed the dataset is not failed halfway).
+        if spec.has(flags::WRITE) && !self.busy.wrote && self.d.lacks_good_replicas(self.now) {
+            return Err(NOREPLICAS.into());
         }
         if spec.has(flags::DENYOOM)
             && self.d.core.config.maxmemory != 0

@@ -1,0 +1,65 @@
+//! The master client's replies on a replica: none is sent, but an error one of the primary's
+//! commands got here means the replica diverged, and Redis logs it ("== CRITICAL ==").
+
+use alloc::string::String;
+use kayvee_engine::reply::{Protocol, ReplySink};
+use kayvee_engine::Engine;
+
+/// The master client's reply sink: replies go nowhere, but the first error is kept, since
+/// a replica whose primary's command fails has diverged and says so in its log.
+pub(crate) struct MasterSink {
+    protocol: Protocol,
+    /// The first error the command answered.
+    pub error: Option<String>,
+}
+
+impl MasterSink {
+    pub fn new(protocol: Protocol) -> Self {
+        MasterSink {
+            protocol,
+            error: None,
+        }
+    }
+}
+
+impl ReplySink for MasterSink {
+    fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+    fn set_protocol(&mut self, p: Protocol) {
+        self.protocol = p;
+    }
+    fn simple(&mut self, _: &str) {}
+    fn error(&mut self, s: &str) {
+        if self.error.is_none() {
+            self.error = Some(String::from(s));
+        }
+    }
+    fn int(&mut self, _: i64) {}
+    fn bulk(&mut self, _: &[u8]) {}
+    fn null(&mut self) {}
+    fn null_array(&mut self) {}
+    fn array(&mut self, _: usize) {}
+    fn map(&mut self, _: usize) {}
+    fn set(&mut self, _: usize) {}
+    fn push(&mut self, _: usize) {}
+    fn double(&mut self, _: f64) {}
+    fn boolean(&mut self, _: bool) {}
+    fn verbatim(&mut self, _: &str, _: &[u8]) {}
+    fn big_number(&mut self, _: &str) {}
+    fn attribute(&mut self, _: usize) {}
+}
+
+/// Redis's log line for an error the primary's command got here (the reply itself is never
+/// sent): the error and the command's name (`<unknown>` for one this server does not know).
+pub(crate) fn error_to_master(engine: &Engine, error: &str, name: &[u8]) -> String {
+    let error = error.strip_prefix('-').unwrap_or(error);
+    let error = error.get(..4096).unwrap_or(error);
+    let command = match engine.command_table().lookup(name) {
+        Some(_) => String::from_utf8_lossy(&name.to_ascii_lowercase()).into_owned(),
+        None => String::from("<unknown>"),
+    };
+    alloc::format!(
+        "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{command}'"
+    )
+}

@@ -17,6 +17,19 @@ pub trait Clock {
     fn serve_busy(&self, running: Handle, io: &mut dyn BusyIo) {
         let _ = (running, io);
     }
+    /// A Lua debugging session on connection `h` (SCRIPT DEBUG): writes `data` to it whole,
+    /// waiting as long as that takes. False when the connection is gone, or the shell has no
+    /// debugging sessions (the default): the script then runs on without stopping.
+    fn write_wait(&self, h: Handle, data: &[u8]) -> bool {
+        let _ = (h, data);
+        false
+    }
+    /// A Lua debugging session: reads what connection `h` sends into `buf`, waiting until
+    /// something arrives. 0: the connection is gone.
+    fn read_wait(&self, h: Handle, buf: &mut [u8]) -> usize {
+        let _ = (h, buf);
+        0
+    }
 }
 
 /// What the shell's [`Clock::serve_busy`] calls while a script runs.

@@ -633,18 +633,39 @@ impl Driver {
                 }
                 outcome
             } else {
+                // A client in SCRIPT DEBUG mode: its EVAL may start a debugging session, which
+                // writes to the connection itself (what is pending goes first) and reads it.
+                let debugging = engine
+                    .clients
+                    .get(h)
+                    .is_some_and(|c| c.lua_debug != kayvee_engine::client::LuaDebug::Off);
+                let debug = debugging.then(|| {
+                    let prior = s.out[s.out_sent..].to_vec();
+                    s.out.clear();
+                    s.out_sent = 0;
+                    crate::wait::DebugLink::new(h, protocol, prior, limits(engine))
+                });
                 let mut wait = crate::wait::Waiter {
                     clock,
                     before,
                     after,
+                    debug,
                 };
-                engine.execute_waiting(
+                let outcome = engine.execute_waiting(
                     h,
                     &frame.argv,
                     start,
                     &mut RespWriter::new(&mut s.out, protocol),
                     &mut wait,
-                )
+                );
+                if let Some(link) = wait.debug {
+                    // Output nobody sent (no session started) goes back in front.
+                    if !link.prior.is_empty() {
+                        let reply = core::mem::replace(&mut s.out, link.prior);
+                        s.out.extend_from_slice(&reply);
+                    }
+                }
+                outcome
             };
             if let Outcome::Sleep(us) = outcome {
                 clock.sleep_us(us);

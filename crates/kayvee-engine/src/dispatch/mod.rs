@@ -35,6 +35,10 @@ pub struct State {
     /// it (the script saw its time frozen at its start anyway, as in Redis).
     #[cfg(feature = "scripting")]
     script_sleep_us: u64,
+    /// The script that just ran was a debugging session: its connection closes after the
+    /// reply, as Redis ends one.
+    #[cfg(feature = "scripting")]
+    script_close: bool,
 }
 
 impl State {
@@ -47,6 +51,8 @@ impl State {
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
             script_sleep_us: 0,
+            #[cfg(feature = "scripting")]
+            script_close: false,
         }
     }
 }
@@ -567,6 +573,9 @@ impl<'e> Dispatch<'e> {
         if self.is_eval(id) {
             let result = self.eval(h, id, argv, now, out);
             let outcome = self.count(id, result, out);
+            if core::mem::take(&mut self.state.script_close) {
+                return Outcome::Close;
+            }
             return match core::mem::take(&mut self.state.script_sleep_us) {
                 0 => outcome,
                 us => Outcome::Sleep(us),

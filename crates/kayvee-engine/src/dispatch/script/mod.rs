@@ -11,11 +11,12 @@
 //! the client's reply.
 
 mod convert;
+mod ldb;
 
 use super::Dispatch;
 use crate::aof::{TO_AOF, TO_REPL};
 use crate::argv::{Argv, ArgvBuf};
-use crate::client::Handle;
+use crate::client::{Handle, LuaDebug};
 use crate::command::{flags, CommandId, CommandTable};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
@@ -113,6 +114,16 @@ impl Dispatch<'_> {
         if numkeys < 0 {
             return Err(Error::msg("ERR Number of keys can't be negative"));
         }
+        let debug = self.clients.get(h).map_or(LuaDebug::Off, |c| c.lua_debug);
+        let debug = match self.wait.is_some() {
+            true => debug,
+            false => LuaDebug::Off,
+        };
+        if debug != LuaDebug::Off && name.starts_with("evalsha") {
+            return Err(Error::msg(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
+        }
         let sha = self.script_sha(name.starts_with("evalsha"), argv.get(1))?;
         let flags = self.core.scripts.shebang.get(&sha).copied();
         let ro_command = name.ends_with("_ro");
@@ -129,7 +140,9 @@ impl Dispatch<'_> {
         let split = 3 + numkeys as usize;
         script::set_global_array(&mut lua, b"KEYS", (3..split).map(|i| argv.get(i)));
         script::set_global_array(&mut lua, b"ARGV", (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha)
+        let ldb = (debug != LuaDebug::Off)
+            .then(|| ldb::Ldb::new(debug, argv.get(1), &self.core.dbs, now));
+        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha, ldb)
     }
 
     /// FCALL / FCALL_RO: runs a library's function with KEYS and ARGV as its arguments.
@@ -165,7 +178,7 @@ impl Dispatch<'_> {
         let split = 3 + numkeys as usize;
         push_array(&mut lua, (3..split).map(|i| argv.get(i)));
         push_array(&mut lua, (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown)
+        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown, None)
     }
 
     /// Calls the script or function below its `nargs` arguments on `lua`'s stack, then puts
@@ -183,6 +196,7 @@ impl Dispatch<'_> {
         nargs: i32,
         (flags, header): (Flags, bool),
         name: &[u8],
+        ldb: Option<ldb::Ldb>,
     ) -> CmdResult {
         if header
             && !flags.no_writes
@@ -208,8 +222,13 @@ impl Dispatch<'_> {
                 .collect(),
         );
         let waiting = self.wait.is_some();
-        if waiting {
+        if ldb.is_some() {
+            lua.set_line_hook(HOOK_EVERY);
+        } else if waiting {
             lua.set_hook(HOOK_EVERY);
+        }
+        if ldb.as_ref().is_some_and(ldb::Ldb::rolls_back) {
+            self.core.aof.skip = TO_AOF | TO_REPL;
         }
         let mut run = Run {
             d: self,
@@ -230,10 +249,16 @@ impl Dispatch<'_> {
             name,
             command: argv,
             busy_now: now,
+            ldb,
         };
         let result = lua.call(&mut run, nargs, 1);
-        if waiting {
-            lua.set_hook(0);
+        lua.set_hook(0);
+        if run.ldb.is_some() {
+            run.ldb_end();
+            run.d.state.script_close = true;
+            if let Some(dbs) = run.ldb.as_mut().and_then(ldb::Ldb::take_rollback) {
+                run.d.core.dbs = dbs;
+            }
         }
         let resp3 = run.resp3;
         self.core.aof.skip = 0;
@@ -305,6 +330,8 @@ struct Run<'r, 'e> {
     command: &'r Argv<'r>,
     /// The time at the last hook.
     busy_now: Now,
+    /// A debugging session (SCRIPT DEBUG YES|SYNC).
+    ldb: Option<ldb::Ldb>,
 }
 
 /// Lua instructions between two calls of the count hook (Redis's figure).
@@ -313,7 +340,10 @@ const HOOK_EVERY: i32 = 100_000;
 impl Host for Run<'_, '_> {
     fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
         match id {
+            -1 if self.ldb.is_some() && !self.busy.killed => self.ldb_hook(lua),
             -1 => self.hook(lua),
+            host::BREAKPOINT => self.ldb_breakpoint(lua),
+            host::DEBUG => self.ldb_debug(lua),
             host::CALL => self.redis_call(lua, false),
             host::PCALL => self.redis_call(lua, true),
             host::SHA1HEX => sha1hex(lua),
@@ -435,7 +465,11 @@ impl Run<'_, '_> {
     /// `{err = text}`.
     fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
         let mut args = core::mem::take(&mut self.args);
-        let reply = match script_argv(lua, &mut args).and_then(|()| self.run_command(&args)) {
+        let run = |this: &mut Self, args: &ArgvBuf| match this.ldb.is_some() {
+            true => this.ldb_run(args),
+            false => this.run_command(args),
+        };
+        let reply = match script_argv(lua, &mut args).and_then(|()| run(self, &args)) {
             Ok(reply) => reply,
             Err(text) => Reply::Error(text),
         };
@@ -506,6 +540,9 @@ impl Run<'_, '_> {
         match lua.to_number(1) {
             Some(f) if (0.0..=3.0).contains(&f) && f == libm::floor(f) => {
                 self.d.core.aof.skip = !(f as u8) & (TO_AOF | TO_REPL);
+                if self.ldb.as_ref().is_some_and(ldb::Ldb::rolls_back) {
+                    self.d.core.aof.skip = TO_AOF | TO_REPL;
+                }
                 Ok(0)
             }
             _ => raise(

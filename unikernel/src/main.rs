@@ -19,10 +19,12 @@ mod exit;
 mod fault;
 mod heap;
 mod net;
+mod pool;
 mod port;
 mod pvh;
 mod serial;
 mod server;
+mod shell;
 mod store;
 mod time;
 

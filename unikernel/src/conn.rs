@@ -4,11 +4,11 @@
 //! wakeups, output limits, timeouts.
 
 use crate::println;
+use crate::shell::Shell;
 use crate::store::Store;
 use crate::time::Clock;
 use kayvee_engine::{Handle, Now};
 use kayvee_session::{Answer, Driver, Flushed, Request};
-use crate::shell::Shell;
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 

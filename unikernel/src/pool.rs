@@ -100,4 +100,3 @@ impl Pool {
         Some(self.slots.len() - 1)
     }
 }
-

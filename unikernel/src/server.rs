@@ -16,9 +16,9 @@
 
 use crate::cmdline::{Args, Idle};
 use crate::conn;
+use crate::net::{self, NetDevice};
 use crate::pool::{Pool, LISTENERS_LOW, LISTENERS_MIN, SOCK_RX_BYTES};
 use crate::shell::{Net, Shell, INGRESS_BUDGET, RX_POSTED_PER_ROUND};
-use crate::net::{self, NetDevice};
 use crate::store::Store;
 use crate::time::Clock;
 use crate::{exit, heap, println};

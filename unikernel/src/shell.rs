@@ -45,16 +45,18 @@ impl Shell<'_, '_, '_> {
     fn pump(net: &mut Net<'_, '_>, clock: &Clock) {
         let ts = Instant::from_micros(clock.uptime_us() as i64);
         for _ in 0..INGRESS_BUDGET {
-            if net.iface.poll_ingress_single(ts, &mut *net.dev, &mut *net.sockets)
+            if net
+                .iface
+                .poll_ingress_single(ts, &mut *net.dev, &mut *net.sockets)
                 == PollIngressSingleResult::None
             {
                 break;
             }
         }
         net.dev.post_more_rx(RX_POSTED_PER_ROUND);
-        while net.iface.poll_egress(ts, &mut *net.dev, &mut *net.sockets) != smoltcp::iface::PollResult::None
-        {
-        }
+        while net.iface.poll_egress(ts, &mut *net.dev, &mut *net.sockets)
+            != smoltcp::iface::PollResult::None
+        {}
         net.dev.kick();
     }
 
@@ -101,7 +103,9 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
                 }
             }
             if io.shutdown() {
-                println!("kayvee: SHUTDOWN NOSAVE while a script runs: stopping now, without saving");
+                println!(
+                    "kayvee: SHUTDOWN NOSAVE while a script runs: stopping now, without saving"
+                );
                 exit::success()
             }
             let out = io.output(h);
@@ -159,4 +163,3 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
         }
     }
 }
-

@@ -81,13 +81,17 @@ impl ScriptWait for Waiter<'_> {
         };
         let mut buf = [0u8; 1024];
         loop {
+            // Redis's debugger reads arrays only (no inline commands).
+            if link.input.first().is_some_and(|&b| b != b'*') {
+                link.input.clear();
+                return DebugInput::Error("ERR protocol error".into());
+            }
             let decoded = match link.decoder.decode(&link.input, true) {
                 Ok(Some(frame)) => Some((ArgvBuf::from_args(frame.argv.iter()), frame.consumed)),
                 Ok(None) => None,
-                Err(error) => {
-                    let text = alloc::format!("ERR {error}");
+                Err(_) => {
                     link.input.clear();
-                    return DebugInput::Error(text);
+                    return DebugInput::Error("ERR protocol error".into());
                 }
             };
             if let Some((args, used)) = decoded {

@@ -92,6 +92,24 @@ impl Dispatch<'_> {
         flags.is_none_or(|f| !f.no_writes)
     }
 
+    /// Whether EVAL-family command `argv` is a write by its script's flags (Redis's
+    /// `evalGetCommandFlags`): a `#!lua` script or a function that is not `no-writes`.
+    pub(super) fn script_declares_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        let scripts = &self.core.scripts;
+        let flags = match self.spec(id).name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+            "eval" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+                .ok()
+                .and_then(|sha| scripts.shebang.get(&sha).copied()),
+            _ => scripts
+                .functions
+                .get(&argv.get(1).to_ascii_lowercase())
+                .map(|f| f.flags),
+        };
+        flags.is_some_and(|f| !f.no_writes)
+    }
+
     /// Runs EVAL-family command `id` for client `h`.
     pub(super) fn eval(
         &mut self,
@@ -105,6 +123,44 @@ impl Dispatch<'_> {
         if name.starts_with("fcall") {
             return self.fcall(h, name == "fcall_ro", argv, now, out);
         }
+        let debug = self.clients.get(h).map_or(LuaDebug::Off, |c| c.lua_debug);
+        let debug = match self.wait.is_some() {
+            true => debug,
+            false => LuaDebug::Off,
+        };
+        if debug == LuaDebug::Off {
+            return self.eval_script(h, name, argv, now, out, debug);
+        }
+        if name.starts_with("evalsha") {
+            return Err(Error::msg(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
+        }
+        // The session starts before the checks, as Redis's: whatever ends the EVAL, the
+        // client gets `<endsession>` and the connection closes after the reply.
+        let result = self.eval_script(h, name, argv, now, out, debug);
+        if !self.state.script_close {
+            if let Some(wait) = self.wait.as_mut() {
+                wait.debug_send(&mut |out: &mut dyn ReplySink| {
+                    out.array(1);
+                    out.simple("<endsession>");
+                });
+            }
+            self.state.script_close = true;
+        }
+        result
+    }
+
+    /// EVAL and its forms once the debugging question is settled.
+    fn eval_script(
+        &mut self,
+        h: Handle,
+        name: &str,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        debug: LuaDebug,
+    ) -> CmdResult {
         let numkeys = parse_i64(argv.get(2)).ok_or(Error::NotInteger)?;
         if numkeys > (argv.len() - 3) as i64 {
             return Err(Error::msg(
@@ -113,16 +169,6 @@ impl Dispatch<'_> {
         }
         if numkeys < 0 {
             return Err(Error::msg("ERR Number of keys can't be negative"));
-        }
-        let debug = self.clients.get(h).map_or(LuaDebug::Off, |c| c.lua_debug);
-        let debug = match self.wait.is_some() {
-            true => debug,
-            false => LuaDebug::Off,
-        };
-        if debug != LuaDebug::Off && name.starts_with("evalsha") {
-            return Err(Error::msg(
-                "ERR Please use EVAL instead of EVALSHA for debugging",
-            ));
         }
         let sha = self.script_sha(name.starts_with("evalsha"), argv.get(1))?;
         let flags = self.core.scripts.shebang.get(&sha).copied();
@@ -278,6 +324,28 @@ impl Dispatch<'_> {
             (c.db, c.last_cmd, c.last_cmd_id) = (db, last_cmd, last_cmd_id);
         }
         reply
+    }
+
+    /// Why a script's write command is refused where the server stands (Redis's
+    /// `scriptVerifyWriteCommandAllow`): a read-only replica, too few good replicas.
+    fn script_write_refusal(&self, h: Handle, now: Now) -> Option<&'static str> {
+        let repl = &self.core.repl;
+        if repl.primary.is_some()
+            && !repl.is_master_client(h)
+            && self.core.config.bool_param("replica-read-only")
+        {
+            return Some("READONLY You can't write against a read only replica.");
+        }
+        let cfg = &self.core.config;
+        let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
+        if repl.primary.is_none()
+            && min > 0
+            && lag > 0
+            && (repl.good_replicas(lag as u64, now.ms()) as i64) < min
+        {
+            return Some("NOREPLICAS Not enough good replicas to write.");
+        }
+        None
     }
 
     /// Whether memory is over `maxmemory` after trying to evict.
@@ -521,6 +589,9 @@ impl Run<'_, '_> {
             Protocol::Resp2
         };
         if spec.has(flags::WRITE) {
+            if let Some(e) = self.d.script_write_refusal(self.h, self.now) {
+                return Err(e.into());
+            }
             self.busy.wrote = true;
         }
         let mut tree = ReplyTree::new(protocol);

@@ -102,6 +102,9 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
                     break;
                 }
             }
+            if !sock.may_recv() && !sock.can_recv() {
+                io.closed(h);
+            }
             if io.shutdown() {
                 println!(
                     "kayvee: SHUTDOWN NOSAVE while a script runs: stopping now, without saving"

@@ -58,6 +58,12 @@ pub trait BusyAnswer {
     fn protocol(&self, h: Handle) -> Protocol;
     /// Answers client `h`'s command `argv`, writing the reply to `out`.
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered;
+    /// Client `h`'s peer closed the connection: what the script can see of it (a replica
+    /// gone from INFO and the good-replica count) changes now; the rest of the close waits
+    /// for the script's end.
+    fn gone(&mut self, h: Handle) {
+        let _ = h;
+    }
 }
 
 /// A debugging client's unread input is capped at this: past it, the buffer is dropped and

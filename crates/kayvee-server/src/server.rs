@@ -122,7 +122,11 @@ impl kayvee_session::Clock for Shell<'_> {
             let h = Handle(slot);
             loop {
                 match stream.read_shared(&mut buf) {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) => {
+                        io.closed(h);
+                        break;
+                    }
+                    Err(_) => break,
                     Ok(n) => {
                         io.input(h, &buf[..n]);
                         if n < buf.len() {

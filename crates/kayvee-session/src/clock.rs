@@ -12,7 +12,8 @@ pub trait Clock {
     /// While connection `running` runs a script past `busy-reply-threshold`: reads, without
     /// blocking, what every other connection sent into [`BusyIo::input`], writes what
     /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
-    /// [`BusyIo::shutdown`] says so. A shell that does not serve during scripts leaves it
+    /// [`BusyIo::shutdown`] says so; a connection whose peer is gone is reported to
+    /// [`BusyIo::closed`]. A shell that does not serve during scripts leaves it
     /// empty.
     fn serve_busy(&self, running: Handle, io: &mut dyn BusyIo) {
         let _ = (running, io);
@@ -42,4 +43,7 @@ pub trait BusyIo {
     fn written(&mut self, h: Handle, n: usize);
     /// A SHUTDOWN NOSAVE arrived: the shell stops the server now, without saving.
     fn shutdown(&self) -> bool;
+    /// Connection `h`'s peer closed it (a read found the end): it closes once the script
+    /// ends.
+    fn closed(&mut self, h: Handle);
 }

@@ -613,6 +613,7 @@ impl Driver {
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
+            let mut gone: Vec<Handle> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -650,6 +651,7 @@ impl Driver {
                     before,
                     after,
                     debug,
+                    gone: Vec::new(),
                 };
                 let outcome = engine.execute_waiting(
                     h,
@@ -658,6 +660,7 @@ impl Driver {
                     &mut RespWriter::new(&mut s.out, protocol),
                     &mut wait,
                 );
+                gone = core::mem::take(&mut wait.gone);
                 if let Some(link) = wait.debug {
                     // Output nobody sent (no session started) goes back in front.
                     if !link.prior.is_empty() {
@@ -677,6 +680,9 @@ impl Driver {
                 next_start = Some(end);
             }
             self.apply_outcome(slot, outcome, clock);
+            for h in gone {
+                self.receive_eof(h);
+            }
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;

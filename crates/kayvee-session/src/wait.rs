@@ -22,6 +22,8 @@ pub(crate) struct Waiter<'a> {
     /// The running connection's debugging session (SCRIPT DEBUG), if its command may start
     /// one.
     pub debug: Option<DebugLink>,
+    /// Connections whose peer closed while the script ran: the driver closes them after it.
+    pub gone: Vec<Handle>,
 }
 
 /// The running connection's side of a Lua debugging session: its output goes out at once and
@@ -195,5 +197,14 @@ impl BusyIo for Serving<'_, '_> {
 
     fn shutdown(&self) -> bool {
         self.shutdown
+    }
+
+    fn closed(&mut self, h: Handle) {
+        if lent(self.waiter.before, self.waiter.after, self.running, h).is_some()
+            && !self.waiter.gone.contains(&h)
+        {
+            self.waiter.gone.push(h);
+            self.busy.gone(h);
+        }
     }
 }

@@ -327,8 +327,9 @@ impl Dispatch<'_> {
     }
 
     /// Why a script's write command is refused where the server stands (Redis's
-    /// `scriptVerifyWriteCommandAllow`): a read-only replica, too few good replicas.
-    fn script_write_refusal(&self, h: Handle, now: Now) -> Option<&'static str> {
+    /// `scriptVerifyWriteCommandAllow`): a read-only replica, too few good replicas (only
+    /// before the script's first write: a script that wrote goes on, whole).
+    fn script_write_refusal(&self, h: Handle, now: Now, wrote: bool) -> Option<&'static str> {
         let repl = &self.core.repl;
         if repl.primary.is_some()
             && !repl.is_master_client(h)
@@ -339,6 +340,7 @@ impl Dispatch<'_> {
         let cfg = &self.core.config;
         let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
         if repl.primary.is_none()
+            && !wrote
             && min > 0
             && lag > 0
             && (repl.good_replicas(lag as u64, now.ms()) as i64) < min
@@ -465,6 +467,12 @@ impl BusyAnswer for Run<'_, '_> {
         }
         self.busy.answer(argv, out)
     }
+
+    fn gone(&mut self, h: Handle) {
+        if h != self.h && self.d.core.repl.is_replica(h) {
+            self.d.core.repl.remove(h);
+        }
+    }
 }
 
 impl Run<'_, '_> {
@@ -589,7 +597,10 @@ impl Run<'_, '_> {
             Protocol::Resp2
         };
         if spec.has(flags::WRITE) {
-            if let Some(e) = self.d.script_write_refusal(self.h, self.now) {
+            if let Some(e) = self
+                .d
+                .script_write_refusal(self.h, self.now, self.busy.wrote)
+            {
                 return Err(e.into());
             }
             self.busy.wrote = true;

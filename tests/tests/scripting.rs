@@ -6,8 +6,11 @@
 //! a sweep of number formatting and parsing (`tostring`, `tonumber`, `string.format` of many
 //! doubles), which in the unikernel goes through its own C library (kayvee-lua's `libc`).
 //!
-//! Under `KAYVEE_TARGET=unikernel` (uk-test) the comparisons run against the image; the busy
-//! test skips itself there (the image does not serve other clients while a script runs).
+//! The Lua debugger (SCRIPT DEBUG SYNC/YES, then EVAL, as `redis-cli --ldb` drives it): sessions
+//! of debugger commands compared byte for byte with redis-server 7.0.15, and YES's rollback.
+//!
+//! Under `KAYVEE_TARGET=unikernel` (uk-test) everything runs against the image too: its loop
+//! serves the other connections from the script's hook.
 
 use kayvee_tests::{encode_command, show, target_is_unikernel, Conn, Server};
 use std::time::Duration;
@@ -19,11 +22,9 @@ const BUSY_FUNCTION: &[u8] =
 
 #[test]
 fn busy_scripts_are_answered_killed_and_shut_down() {
-    if target_is_unikernel() {
-        eprintln!("skipped: the unikernel serves no other client while a script runs");
-        return;
-    }
     let kayvee = Server::kayvee(&["--save", ""]).unwrap();
+    // The image under TCG takes longer to get the script going.
+    let settle = Duration::from_millis(if target_is_unikernel() { 1500 } else { 200 });
     let (mut c, mut runner) = (kayvee.conn(), kayvee.conn());
     assert_eq!(
         c.cmd_str(&["CONFIG", "SET", "lua-time-limit", "10"]),
@@ -33,7 +34,7 @@ fn busy_scripts_are_answered_killed_and_shut_down() {
     runner
         .send(&encode_command(&[b"EVAL", spin.as_bytes(), b"0"]))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(settle);
     assert_eq!(c.cmd_str(&["PING"]), BUSY_EVAL);
     assert_eq!(c.cmd_str(&["FUNCTION", "KILL"]), BUSY_EVAL);
     let hello = c.cmd_str(&["HELLO", "2", "SETNAME", "still-served"]);
@@ -56,7 +57,7 @@ fn busy_scripts_are_answered_killed_and_shut_down() {
     runner
         .send(&encode_command(&[b"FCALL", b"spin", b"0"]))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(settle);
     assert_eq!(c.cmd_str(&["SCRIPT", "KILL"]), BUSY_FUNCTION);
     let stats = c.cmd_str(&["FUNCTION", "STATS"]);
     assert!(
@@ -74,11 +75,177 @@ fn busy_scripts_are_answered_killed_and_shut_down() {
     runner
         .send(&encode_command(&[b"EVAL", wrote.as_bytes(), b"0"]))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(settle);
     let unkillable = c.cmd_str(&["SCRIPT", "KILL"]);
     assert!(unkillable.starts_with(b"-UNKILLABLE Sorry the script already executed write commands"));
     c.send(&encode_command(&[b"SHUTDOWN", b"NOSAVE"])).unwrap();
     assert!(c.is_closed(Duration::from_secs(5)));
+}
+
+/// Pointers in the debugger's output (`"function@0x55d0..."`) differ between servers.
+fn mask_pointers(reply: &[u8]) -> String {
+    let text = show(reply);
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("@0x") {
+        out.push_str(&rest[..i + 3]);
+        rest = rest[i + 3..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+        out.push('P');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One debugging session on both servers: SCRIPT DEBUG `mode`, EVAL `script` with `keys` and
+/// `args`, then each debugger command; every reply, the `<endsession>` and the EVAL's own
+/// reply must match, and both servers must close the connection after it.
+fn debug_session(
+    kayvee: &Server,
+    redis: &Server,
+    mode: &str,
+    script: &str,
+    keys: &[&str],
+    commands: &[&[&str]],
+) {
+    let (mut k, mut r) = (kayvee.conn(), redis.conn());
+    for c in [&mut k, &mut r] {
+        assert_eq!(c.cmd_str(&["SCRIPT", "DEBUG", mode]), b"+OK\r\n");
+    }
+    let numkeys = keys.len().to_string();
+    let mut eval: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), numkeys.as_bytes()];
+    eval.extend(keys.iter().map(|k| k.as_bytes()));
+    let first = (k.cmd(&eval).unwrap(), r.cmd(&eval).unwrap());
+    assert_eq!(
+        mask_pointers(&first.0),
+        mask_pointers(&first.1),
+        "{script}: start"
+    );
+    let mut last = first.0;
+    for command in commands {
+        let argv: Vec<&[u8]> = command.iter().map(|a| a.as_bytes()).collect();
+        let ours = k.cmd(&argv).unwrap();
+        let theirs = r.cmd(&argv).unwrap();
+        assert_eq!(
+            mask_pointers(&ours),
+            mask_pointers(&theirs),
+            "{script}: {command:?}"
+        );
+        last = ours;
+    }
+    // Continue to the end: `<endsession>`, then the EVAL's reply.
+    for _ in 0..10 {
+        if show(&last).contains("<endsession>") {
+            break;
+        }
+        let ours = k.cmd(&[b"c"]).unwrap();
+        let theirs = r.cmd(&[b"c"]).unwrap();
+        assert_eq!(
+            mask_pointers(&ours),
+            mask_pointers(&theirs),
+            "{script}: continue"
+        );
+        last = ours;
+    }
+    let ours = k.read_reply().unwrap();
+    let theirs = r.read_reply().unwrap();
+    assert_eq!(
+        mask_pointers(&ours),
+        mask_pointers(&theirs),
+        "{script}: the reply"
+    );
+    assert!(k.is_closed(Duration::from_secs(5)), "{script}: still open");
+}
+
+#[test]
+fn the_lua_debugger_answers_as_redis() {
+    let Some(redis) = Server::redis(&[]) else {
+        return;
+    };
+    let kayvee = Server::kayvee(&[]).unwrap();
+    let script = "local a = 1\n\
+        local t = {1, 'two', {x = 3}}\n\
+        redis.call('set', KEYS[1], 'v')\n\
+        local function f(n)\n\
+          redis.debug('in f', n, t)\n\
+          return n * 2\n\
+        end\n\
+        local b = f(a)\n\
+        redis.breakpoint()\n\
+        local c = redis.call('get', KEYS[1])\n\
+        return {a, b, c}\n";
+    let sessions: &[&[&[&str]]] = &[
+        &[
+            &["help"],
+            &["s"],
+            &["step"],
+            &["print"],
+            &["p", "t"],
+            &["p", "KEYS"],
+            &["p", "nope"],
+            &["c"],
+        ],
+        &[
+            &["list"],
+            &["l", "3", "1"],
+            &["whole"],
+            &["break"],
+            &["b", "6"],
+            &["b", "99"],
+            &["b", "x"],
+            &["break"],
+            &["c"],
+            &["trace"],
+            &["b", "-6"],
+            &["b", "-6"],
+            &["b", "0"],
+            &["c"],
+        ],
+        &[
+            &["eval", "1", "+", "2"],
+            &["e", "redis.call('ping')"],
+            &["e", "(("],
+            &["e", "error('boom')"],
+            &["r", "set", "x", "1"],
+            &["redis", "get", "x"],
+            &["redis", "nosuchcommand"],
+            &["redis"],
+            &["m"],
+            &["maxlen", "10"],
+            &["m", "0"],
+            &["nonsense"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+            &["n"],
+        ],
+        &[&["e", "string.rep('x', 300)"], &["s"], &["s"], &["a"]],
+    ];
+    for (i, commands) in sessions.iter().enumerate() {
+        let key = format!("ldb{i}");
+        debug_session(&kayvee, &redis, "SYNC", script, &[&key], commands);
+    }
+    // YES: the changes are rolled back once the session ends.
+    debug_session(&kayvee, &redis, "YES", script, &["ldbyes"], &[&["c"]]);
+    let (mut k, mut r) = (kayvee.conn(), redis.conn());
+    assert_eq!(
+        k.cmd_str(&["EXISTS", "ldbyes", "ldb0"]),
+        r.cmd_str(&["EXISTS", "ldbyes", "ldb0"])
+    );
+    // EVALSHA cannot be debugged; SCRIPT DEBUG's argument errors.
+    let cmds = vec![
+        command(&["SCRIPT", "DEBUG", "maybe"]),
+        command(&["SCRIPT", "DEBUG", "SYNC"]),
+        command(&["EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"]),
+        command(&["SCRIPT", "DEBUG", "NO"]),
+        command(&["EVAL", "return 1", "0"]),
+    ];
+    compare(&mut k, &mut r, &cmds);
 }
 
 /// Sends each command to both servers; every reply must be the same bytes (HELLO's only

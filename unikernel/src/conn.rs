@@ -4,10 +4,12 @@
 //! wakeups, output limits, timeouts.
 
 use crate::println;
+use crate::shell::Shell;
 use crate::store::Store;
 use crate::time::Clock;
 use kayvee_engine::{Handle, Now};
 use kayvee_session::{Answer, Driver, Flushed, Request};
+use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 
 impl kayvee_session::Clock for Clock {
@@ -25,21 +27,31 @@ impl kayvee_session::Clock for Clock {
 }
 
 /// Hands what the socket received to the driver while it wants input; the peer's FIN (once
-/// everything before it is taken) ends the connection after its replies.
-pub fn read(sock: &mut tcp::Socket<'_>, driver: &mut Driver, h: Handle, clock: &Clock) {
-    while sock.can_recv() && driver.wants_input(h) {
-        let got = sock.recv(|data| {
-            driver.receive(h, data, clock);
-            (data.len(), data.len())
-        });
-        if !matches!(got, Ok(n) if n > 0) {
-            break;
+/// everything before it is taken) ends the connection after its replies. The bytes are copied
+/// into the shell's read buffer first: the network is not borrowed while the driver runs the
+/// commands, so a long script's hook can serve the other connections (see `shell::Shell`).
+pub fn read(shell: &Shell<'_, '_, '_>, socket: SocketHandle, driver: &mut Driver, h: Handle) {
+    let mut buf = shell.scratch.borrow_mut();
+    loop {
+        let n = {
+            let mut net = shell.net.borrow_mut();
+            let sock = net.sockets.get_mut::<tcp::Socket>(socket);
+            if !(sock.can_recv() && driver.wants_input(h)) {
+                // An outgoing connection (the link to a primary) may not receive yet while it
+                // connects.
+                let connecting =
+                    matches!(sock.state(), tcp::State::SynSent | tcp::State::SynReceived);
+                if !connecting && !sock.may_recv() && !sock.can_recv() {
+                    driver.receive_eof(h);
+                }
+                return;
+            }
+            sock.recv_slice(&mut buf).unwrap_or(0)
+        };
+        if n == 0 {
+            return;
         }
-    }
-    // An outgoing connection (the link to a primary) may not receive yet while it connects.
-    let connecting = matches!(sock.state(), tcp::State::SynSent | tcp::State::SynReceived);
-    if !connecting && !sock.may_recv() && !sock.can_recv() {
-        driver.receive_eof(h);
+        driver.receive(h, &buf[..n], shell);
     }
 }
 

@@ -17,11 +17,17 @@
 use crate::cmdline::{Args, Idle};
 use crate::conn;
 use crate::net::{self, NetDevice};
+use crate::pool::{Pool, LISTENERS_LOW, LISTENERS_MIN, SOCK_RX_BYTES};
+use crate::shell::{Net, Shell, INGRESS_BUDGET, RX_POSTED_PER_ROUND};
 use crate::store::Store;
 use crate::time::Clock;
 use crate::{exit, heap, println};
+
+/// The first local port of outgoing connections (IANA's dynamic range).
+const EPHEMERAL_FIRST: u16 = 49_152;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::cell::RefCell;
 use kayvee_engine::{ConnInfo, Engine, Handle, Transport};
 use kayvee_session::{Clock as _, Driver, Flushed, Notice};
 use smoltcp::iface::{
@@ -34,21 +40,6 @@ use virtio_drivers::transport::DeviceType;
 
 /// Print driver and pool counters every 2 s (debugging aid).
 const DEBUG_STATS: bool = false;
-/// Sockets kept listening for new connections once the pool has grown (one new socket a loop
-/// round: each costs 48 KiB of buffers to allocate and clear, which the boot need not wait for).
-const LISTENERS_MIN: usize = 32;
-/// Sockets listening at the least: after every received frame (a SYN takes a listener) the
-/// pool is topped up to this many at once.
-const LISTENERS_LOW: usize = 8;
-/// Receive buffers posted to the NIC per loop round until the ring is full (the boot posts a
-/// few only: see `net::RX_POSTED_AT_BOOT`).
-const RX_POSTED_PER_ROUND: usize = 16;
-/// Heap left free when the pool grows (see `Pool::grow`).
-const GROW_RESERVE: usize = 512 * 1024;
-/// Receive buffer per TCP socket.
-const SOCK_RX_BYTES: usize = 16 * 1024;
-/// Send buffer per TCP socket.
-const SOCK_TX_BYTES: usize = 32 * 1024;
 /// Without the NIC's interrupt (q35's PCI NIC, `idle=tick`), the loop halts (`hlt` until
 /// the next idle tick) once no frame has arrived for this long; busy clients never see it,
 /// and an idle guest stops burning a host core under TCG. Also how long after the last frame
@@ -80,94 +71,6 @@ const HALT_MAX_US: u64 = 1_000_000;
 const SAVE_SHARE: u64 = 5;
 /// With no command run for this long, the save's chunks follow each other at once.
 const SAVE_FULL_SPEED_AFTER_US: u64 = 2_000;
-/// Frames taken in before the connections are serviced again.
-const INGRESS_BUDGET: usize = 512;
-/// The first local port of outgoing connections (IANA's dynamic range).
-const EPHEMERAL_FIRST: u16 = 49_152;
-
-/// A TCP socket of the pool and the client connected on it, if any.
-struct Slot {
-    socket: SocketHandle,
-    client: Option<Handle>,
-    /// The server closed this connection (QUIT, CLIENT KILL, protocol error, peer gone): the
-    /// client is disconnected from the engine already while the socket finishes its TCP close;
-    /// no new connection may attach to it until it listens again.
-    retired: bool,
-}
-
-/// The socket pool.
-struct Pool {
-    port: u16,
-    slots: Vec<Slot>,
-    /// Slots whose socket is listening.
-    listening: Vec<usize>,
-    /// Slots with a connection, or one being set up or torn down.
-    active: Vec<usize>,
-    /// Slots whose socket is closed, ready to listen again.
-    free: Vec<usize>,
-    /// Upper bound on sockets (maxclients + the listeners).
-    sockets_max: usize,
-    /// The pool slot of each client, by its handle's slot.
-    slot_of: Vec<usize>,
-    /// The local port of the next outgoing connection (the link to a primary).
-    next_local_port: u16,
-}
-
-impl Pool {
-    /// Moves listeners that got a SYN to `active`, then tops the listeners up: closed sockets
-    /// are reused up to [`LISTENERS_MIN`], new ones are made only up to `target`.
-    fn refill(&mut self, sockets: &mut SocketSet<'_>, target: usize) {
-        let mut i = 0;
-        while i < self.listening.len() {
-            let s = self.listening[i];
-            if sockets
-                .get::<tcp::Socket>(self.slots[s].socket)
-                .is_listening()
-            {
-                i += 1;
-            } else {
-                self.active.push(self.listening.swap_remove(i));
-            }
-        }
-        while self.listening.len() < LISTENERS_MIN {
-            let s = match self.free.pop() {
-                Some(s) => s,
-                None if self.listening.len() < target => match self.grow(sockets) {
-                    Some(s) => s,
-                    None => break,
-                },
-                None => break,
-            };
-            let sock = sockets.get_mut::<tcp::Socket>(self.slots[s].socket);
-            if sock.listen(self.port).is_ok() {
-                self.listening.push(s);
-            }
-        }
-    }
-
-    /// Adds a new socket to the pool (bounded by `sockets_max` and by the heap: a new socket
-    /// must leave [`GROW_RESERVE`] free, so a flood of connections in a small VM is refused
-    /// at the TCP level, as `maxclients` would, instead of exhausting the allocator).
-    fn grow(&mut self, sockets: &mut SocketSet<'_>) -> Option<usize> {
-        if self.slots.len() >= self.sockets_max
-            || heap::free_bytes() < (SOCK_RX_BYTES + SOCK_TX_BYTES + GROW_RESERVE) as u64
-        {
-            return None;
-        }
-        let rx = tcp::SocketBuffer::new(vec![0u8; SOCK_RX_BYTES]);
-        let tx = tcp::SocketBuffer::new(vec![0u8; SOCK_TX_BYTES]);
-        let mut sock = tcp::Socket::new(rx, tx);
-        sock.set_nagle_enabled(false);
-        let socket = sockets.add(sock);
-        self.slots.push(Slot {
-            socket,
-            client: None,
-            retired: false,
-        });
-        Some(self.slots.len() - 1)
-    }
-}
-
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>) -> ! {
     let mut driver = Driver::new(engine);
@@ -251,6 +154,8 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
     // Wired at the first idle halt: the I/O APIC probing is not on the way to the first answer.
     let mut nic_irq: Option<bool> = None;
     let mut halts = 0u64;
+    // The connections' shared read buffer (see `conn::read`).
+    let mut scratch = vec![0u8; SOCK_RX_BYTES];
     driver.engine_mut().core.host.counters =
         vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
     loop {
@@ -290,24 +195,38 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             *irqs = crate::arch::idt::NIC_IRQS.load(core::sync::atomic::Ordering::Relaxed);
             *halted = halts;
         }
-        connect_primary(&mut pool, &mut sockets, &mut iface, &mut driver, clock);
-        read_connections(&mut pool, &mut sockets, &mut driver, clock);
-        carry_out_requests(&mut driver, clock, &mut store);
-        for notice in driver.take_notices() {
-            // The replica link's steps, in Redis's words; the rest is per client and quiet.
-            if let Notice::Replication(text) = notice {
-                println!("kayvee: {text}");
+        {
+            // The network, lent to a script that runs long (see `Shell`).
+            let shell = Shell {
+                clock,
+                net: RefCell::new(Net {
+                    iface: &mut iface,
+                    dev: &mut dev,
+                    sockets: &mut sockets,
+                    pool: &mut pool,
+                }),
+                scratch: RefCell::new(core::mem::take(&mut scratch)),
+            };
+            connect_primary(&shell, &mut driver);
+            read_connections(&shell, &mut driver);
+            carry_out_requests(&mut driver, &shell, &mut store);
+            for notice in driver.take_notices() {
+                // The replica link's steps, in Redis's words; the rest is per client and quiet.
+                if let Notice::Replication(text) = notice {
+                    println!("kayvee: {text}");
+                }
             }
-        }
-        if let Some(store) = store.as_mut() {
-            store.after_pass(driver.engine_mut(), clock);
-        }
-        if clock.now().unix_us >= driver.poll_at() && driver.poll(clock).cron {
             if let Some(store) = store.as_mut() {
-                store.cron(driver.engine_mut(), clock);
+                store.after_pass(driver.engine_mut(), clock);
             }
+            if clock.now().unix_us >= driver.poll_at() && driver.poll(&shell).cron {
+                if let Some(store) = store.as_mut() {
+                    store.cron(driver.engine_mut(), clock);
+                }
+            }
+            write_connections(&shell, &mut driver, &mut store);
+            scratch = shell.scratch.into_inner();
         }
-        write_connections(&mut pool, &mut sockets, &mut driver, clock, &mut store);
         // One chunk of a background save a pass, between serving clients; while clients keep
         // the loop busy, paced to a fifth of its time (see `SAVE_SHARE`).
         let saving = store.as_ref().is_some_and(Store::busy);
@@ -620,20 +539,16 @@ fn poll_dhcp(
     }
 }
 
+/// Reads every active connection into the driver (its commands run at once); attaches new
+/// connections, detaches and recycles closed sockets.
 /// Opens the connection to this server's primary when the driver names one (REPLICAOF, or a
 /// retry a second after a failed attempt or a lost link): an outgoing TCP connection on a pool
 /// socket, from then on a session like any other (its first bytes wait in the driver until the
 /// socket is established, `read_slot` hands them over then). The image resolves no host
 /// names: a primary is named by its IPv4 address (under QEMU's user network the host is the
 /// gateway, 10.0.2.2).
-fn connect_primary(
-    pool: &mut Pool,
-    sockets: &mut SocketSet<'_>,
-    iface: &mut Interface,
-    driver: &mut Driver,
-    clock: &Clock,
-) {
-    let now = clock.now();
+fn connect_primary(shell: &Shell<'_, '_, '_>, driver: &mut Driver) {
+    let now = shell.clock.now();
     let Some((host, port)) = driver.primary_due(now) else {
         return;
     };
@@ -644,6 +559,13 @@ fn connect_primary(
         );
         return;
     };
+    let mut net = shell.net.borrow_mut();
+    let Net {
+        iface,
+        sockets,
+        pool,
+        ..
+    } = &mut *net;
     let Some(s) = pool.free.pop().or_else(|| pool.grow(sockets)) else {
         driver.primary_unreachable("no socket left for the connection");
         return;
@@ -680,18 +602,15 @@ fn connect_primary(
     pool.active.push(s);
 }
 
-/// Reads every active connection into the driver (its commands run at once); attaches new
-/// connections, detaches and recycles closed sockets.
-fn read_connections(
-    pool: &mut Pool,
-    sockets: &mut SocketSet<'_>,
-    driver: &mut Driver,
-    clock: &Clock,
-) {
+fn read_connections(shell: &Shell<'_, '_, '_>, driver: &mut Driver) {
     let mut i = 0;
-    while i < pool.active.len() {
-        let s = pool.active[i];
-        read_slot(pool, s, sockets, driver, clock);
+    loop {
+        let Some(s) = shell.net.borrow().pool.active.get(i).copied() else {
+            break;
+        };
+        read_slot(shell, s, driver);
+        let mut net = shell.net.borrow_mut();
+        let Net { sockets, pool, .. } = &mut *net;
         let slot = &mut pool.slots[s];
         let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
         match sock.state() {
@@ -701,14 +620,16 @@ fn read_connections(
                 }
                 if sock.state() == tcp::State::Closed {
                     slot.retired = false;
-                    pool.free.push(pool.active.swap_remove(i));
+                    let s = pool.active.swap_remove(i);
+                    pool.free.push(s);
                     continue;
                 }
             }
             tcp::State::Listen => {
                 // A half-open connection was reset: the socket listens again.
                 slot.retired = false;
-                pool.listening.push(pool.active.swap_remove(i));
+                let s = pool.active.swap_remove(i);
+                pool.listening.push(s);
                 continue;
             }
             _ => {}
@@ -718,51 +639,54 @@ fn read_connections(
 }
 
 /// Attaches a new connection on pool slot `s`, then hands the driver what it received.
-fn read_slot(
-    pool: &mut Pool,
-    s: usize,
-    sockets: &mut SocketSet<'_>,
-    driver: &mut Driver,
-    clock: &Clock,
-) {
-    let slot = &mut pool.slots[s];
-    let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
-    if slot.client.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
-        sock.close(); // the peer connected and left without a word
-    }
-    if slot.client.is_none() && !slot.retired && sock.may_recv() {
-        match register(driver, sock, s, clock) {
-            Ok(h) => {
-                if pool.slot_of.len() <= h.0 {
-                    pool.slot_of.resize(h.0 + 1, usize::MAX);
+fn read_slot(shell: &Shell<'_, '_, '_>, s: usize, driver: &mut Driver) {
+    let (h, socket) = {
+        let mut net = shell.net.borrow_mut();
+        let Net { sockets, pool, .. } = &mut *net;
+        let slot = &mut pool.slots[s];
+        let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+        if slot.client.is_none() && sock.state() == tcp::State::CloseWait && !sock.can_recv() {
+            sock.close(); // the peer connected and left without a word
+        }
+        if slot.client.is_none() && !slot.retired && sock.may_recv() {
+            match register(driver, sock, s, shell.clock) {
+                Ok(h) => {
+                    if pool.slot_of.len() <= h.0 {
+                        pool.slot_of.resize(h.0 + 1, usize::MAX);
+                    }
+                    pool.slot_of[h.0] = s;
+                    slot.client = Some(h);
                 }
-                pool.slot_of[h.0] = s;
-                slot.client = Some(h);
+                Err(refusal) => {
+                    let _ = sock.send_slice(refusal.as_bytes());
+                    sock.close();
+                    slot.retired = true;
+                }
             }
-            Err(refusal) => {
-                let _ = sock.send_slice(refusal.as_bytes());
-                sock.close();
-                slot.retired = true;
+            if DEBUG_STATS {
+                let sock = sockets.get::<tcp::Socket>(pool.slots[s].socket);
+                println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
             }
         }
-        if DEBUG_STATS {
-            println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
-        }
-    }
-    let Some(h) = slot.client else {
-        return;
+        let slot = &pool.slots[s];
+        let Some(h) = slot.client else {
+            return;
+        };
+        (h, slot.socket)
     };
-    conn::read(sock, driver, h, clock);
-    if sock.can_send() {
+    conn::read(shell, socket, driver, h);
+    let mut net = shell.net.borrow_mut();
+    if net.sockets.get_mut::<tcp::Socket>(socket).can_send() {
         driver.writable(h); // output the socket could not take before
     }
 }
 
 /// Carries out what commands asked of the shell (SHUTDOWN stops the machine).
-fn carry_out_requests(driver: &mut Driver, clock: &Clock, store: &mut Option<Store>) {
+fn carry_out_requests(driver: &mut Driver, shell: &Shell<'_, '_, '_>, store: &mut Option<Store>) {
+    let clock = shell.clock;
     while let Some((h, request)) = driver.next_request() {
         match conn::answer(driver, request, clock, store) {
-            Some(answer) => driver.complete(h, answer, clock),
+            Some(answer) => driver.complete(h, answer, shell),
             None if store.is_some() => {
                 if let Some(store) = store.as_mut() {
                     store.close(driver.engine_mut(), clock);
@@ -782,13 +706,8 @@ fn carry_out_requests(driver: &mut Driver, clock: &Clock, store: &mut Option<Sto
 
 /// Hands every connection's output to its socket; closes those the driver is done with (the
 /// client is gone from the engine at once, whatever the peer does with its half).
-fn write_connections(
-    pool: &mut Pool,
-    sockets: &mut SocketSet<'_>,
-    driver: &mut Driver,
-    clock: &Clock,
-    store: &mut Option<Store>,
-) {
+fn write_connections(shell: &Shell<'_, '_, '_>, driver: &mut Driver, store: &mut Option<Store>) {
+    let clock = shell.clock;
     let mut dirty = Vec::new();
     if let Some(store) = store.as_mut() {
         for h in store.take_released() {
@@ -809,6 +728,8 @@ fn write_connections(
             store.hold_replies(driver.engine(), &mut dirty);
         }
         for h in dirty.drain(..) {
+            let mut net = shell.net.borrow_mut();
+            let Net { sockets, pool, .. } = &mut *net;
             let Some(&s) = pool.slot_of.get(h.0) else {
                 continue;
             };
@@ -816,10 +737,14 @@ fn write_connections(
             if slot.client != Some(h) {
                 continue;
             }
-            let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+            let socket = slot.socket;
+            let sock = sockets.get_mut::<tcp::Socket>(socket);
             match conn::write(sock, driver, h, clock) {
                 Flushed::Open => {}
-                Flushed::ReadAgain => conn::read(sock, driver, h, clock),
+                Flushed::ReadAgain => {
+                    drop(net);
+                    conn::read(shell, socket, driver, h);
+                }
                 Flushed::Close => {
                     sock.close();
                     driver.close(h);
@@ -831,7 +756,7 @@ fn write_connections(
                 }
             }
         }
-        carry_out_requests(driver, clock, store);
+        carry_out_requests(driver, shell, store);
     }
 }
 

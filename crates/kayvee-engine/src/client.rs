@@ -109,6 +109,20 @@ pub struct Client {
     pub io: IoStats,
     /// `CLIENT NO-EVICT on`: exempt from client eviction, `flags=e` in CLIENT LIST.
     pub no_evict: bool,
+    /// `SCRIPT DEBUG`: its next EVAL runs in the Lua debugger.
+    pub lua_debug: LuaDebug,
+}
+
+/// `SCRIPT DEBUG`'s mode for a client's EVALs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LuaDebug {
+    /// No debugger (`NO`).
+    #[default]
+    Off,
+    /// `YES`: the script's changes to the data are rolled back when the session ends.
+    Rollback,
+    /// `SYNC`: the changes stay.
+    Sync,
 }
 
 /// The table of connected clients.
@@ -142,6 +156,7 @@ impl ClientTable {
             killed: false,
             io: IoStats::default(),
             no_evict: false,
+            lua_debug: LuaDebug::Off,
         };
         self.len += 1;
         match self.free.pop() {

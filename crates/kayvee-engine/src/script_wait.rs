@@ -14,7 +14,7 @@
 //! instruction from then on, so `pcall` cannot hold it); SHUTDOWN NOSAVE is the shell's to
 //! carry out (it exits). The shell stays "bytes in, bytes out": every decision is here.
 
-use crate::argv::Argv;
+use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
 use crate::reply::{Protocol, ReplySink};
 use crate::time::Now;
@@ -27,6 +27,27 @@ pub trait ScriptWait {
     /// sent goes to [`Busy::answer`], the replies are written out. A SHUTDOWN NOSAVE
     /// ([`Answered::Shutdown`]) is carried out by the shell.
     fn serve(&mut self, busy: &mut dyn BusyAnswer);
+    /// A debugging session (SCRIPT DEBUG): sends what `write` writes to the running client
+    /// now, waiting until it is written. False: the client is gone (or the shell cannot).
+    fn debug_send(&mut self, write: &mut dyn FnMut(&mut dyn ReplySink)) -> bool {
+        let _ = write;
+        false
+    }
+    /// A debugging session: waits for the running client's next command.
+    fn debug_receive(&mut self) -> DebugInput {
+        DebugInput::Gone
+    }
+}
+
+/// What a debugging session's client sent ([`ScriptWait::debug_receive`]).
+#[derive(Debug)]
+pub enum DebugInput {
+    /// A command.
+    Command(ArgvBuf),
+    /// The connection is gone: the script goes on without stopping.
+    Gone,
+    /// Bytes that are no command (the error's text): the script fails with it.
+    Error(alloc::string::String),
 }
 
 /// The engine's side while a script runs long: answers the other clients' commands.
@@ -37,7 +58,17 @@ pub trait BusyAnswer {
     fn protocol(&self, h: Handle) -> Protocol;
     /// Answers client `h`'s command `argv`, writing the reply to `out`.
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered;
+    /// Client `h`'s peer closed the connection: what the script can see of it (a replica
+    /// gone from INFO and the good-replica count) changes now; the rest of the close waits
+    /// for the script's end.
+    fn gone(&mut self, h: Handle) {
+        let _ = h;
+    }
 }
+
+/// A debugging client's unread input is capped at this: past it, the buffer is dropped and
+/// the script fails.
+pub const DEBUG_INPUT_MAX: usize = 1 << 20;
 
 /// Redis's reply to commands during an EVAL past the threshold.
 pub const BUSY_EVAL: &str =

@@ -41,6 +41,7 @@ extern "C" {
     pub fn lua_tonumber(l: *mut lua_State, idx: c_int) -> f64;
     pub fn lua_toboolean(l: *mut lua_State, idx: c_int) -> c_int;
     pub fn lua_tolstring(l: *mut lua_State, idx: c_int, len: *mut usize) -> *const c_char;
+    pub fn lua_topointer(l: *mut lua_State, idx: c_int) -> *const c_void;
     pub fn lua_objlen(l: *mut lua_State, idx: c_int) -> usize;
     pub fn lua_pushnil(l: *mut lua_State);
     pub fn lua_pushnumber(l: *mut lua_State, n: f64);
@@ -68,6 +69,15 @@ extern "C" {
     pub fn kv_open_libs(l: *mut lua_State) -> c_int;
     pub fn kv_push_host_fn(l: *mut lua_State, id: c_int);
     pub fn kv_pcall(l: *mut lua_State, nargs: c_int, nresults: c_int) -> c_int;
-    pub fn kv_set_hook(l: *mut lua_State, count: c_int);
+    pub fn kv_set_hook(l: *mut lua_State, lines: c_int, count: c_int);
+    pub fn kv_local(l: *mut lua_State, level: c_int, n: c_int) -> *const c_char;
+    pub fn kv_frame(
+        l: *mut lua_State,
+        level: c_int,
+        line: *mut c_int,
+        src: *mut c_char,
+        srclen: usize,
+        name: *mut *const c_char,
+    ) -> c_int;
     pub fn kv_arg_error(l: *mut lua_State, narg: c_int);
 }

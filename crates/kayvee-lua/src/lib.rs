@@ -33,6 +33,40 @@ pub const GLOBALS: i32 = ffi::LUA_GLOBALSINDEX;
 /// `nresults` for "all results".
 pub const MULTRET: i32 = -1;
 
+/// `LUA_HOOKLINE`.
+const HOOK_LINE: i32 = 2;
+
+/// Why the hook ran ([`Lua::hook_event`]), with the running function's current line and its
+/// chunk's short name (`user_script` for a chunk named `@user_script`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookEvent {
+    /// A new line is about to run ([`Lua::set_line_hook`]).
+    Line {
+        /// The line.
+        line: i32,
+        /// The chunk's short name.
+        chunk: Vec<u8>,
+    },
+    /// The instruction count ran out.
+    Count {
+        /// The current line.
+        line: i32,
+        /// The chunk's short name.
+        chunk: Vec<u8>,
+    },
+}
+
+/// A function on the call stack ([`Lua::frame`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its current line (-1 for C functions).
+    pub line: i32,
+    /// Its chunk's short name.
+    pub chunk: Vec<u8>,
+    /// The name it was called by, when Lua knows it.
+    pub name: Option<Vec<u8>>,
+}
+
 /// A Lua value's type, as `lua_type` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Type {
@@ -456,7 +490,68 @@ impl Lua {
     /// host may raise an error there to stop a script.
     pub fn set_hook(&mut self, count: i32) {
         // SAFETY: a live state.
-        unsafe { ffi::kv_set_hook(self.l, count) }
+        unsafe { ffi::kv_set_hook(self.l, 0, count) }
+    }
+
+    /// As [`Lua::set_hook`], and also at each new line of Lua code run (a debugger's stops).
+    pub fn set_line_hook(&mut self, count: i32) {
+        // SAFETY: a live state.
+        unsafe { ffi::kv_set_hook(self.l, 1, count) }
+    }
+
+    /// Inside the hook (host function `-1`): what called it.
+    pub fn hook_event(&self) -> HookEvent {
+        let top = self.top();
+        let line = self.to_number(top - 1).unwrap_or(0.0) as i32;
+        let chunk = self.to_vec(top).unwrap_or_default();
+        match self.to_number(top - 2) {
+            Some(n) if n as i32 == HOOK_LINE => HookEvent::Line { line, chunk },
+            _ => HookEvent::Count { line, chunk },
+        }
+    }
+
+    /// The address of the table, function, thread or userdata at `idx` (null for others):
+    /// an identity to show, never dereferenced.
+    pub fn to_pointer(&self, idx: i32) -> *const c_void {
+        // SAFETY: a live state.
+        unsafe { ffi::lua_topointer(self.l, idx) }
+    }
+
+    /// Pushes local variable `n` (from 1) of the function `level` up the stack (0: the one
+    /// running) and returns its name; `None` (nothing pushed) past the last one.
+    pub fn push_local(&mut self, level: i32, n: i32) -> Option<Vec<u8>> {
+        // SAFETY: a live state; the name is a string Lua keeps alive while the frame lives.
+        unsafe {
+            let name = ffi::kv_local(self.l, level, n);
+            (!name.is_null()).then(|| core::ffi::CStr::from_ptr(name).to_bytes().to_vec())
+        }
+    }
+
+    /// The function `level` up the stack (0: the one running), if any.
+    pub fn frame(&self, level: i32) -> Option<Frame> {
+        let mut line = 0;
+        let mut src = [0 as core::ffi::c_char; 64];
+        let mut name: *const core::ffi::c_char = core::ptr::null();
+        // SAFETY: a live state; the buffers outlive the call and `src` is terminated by it.
+        unsafe {
+            if ffi::kv_frame(
+                self.l,
+                level,
+                &mut line,
+                src.as_mut_ptr(),
+                src.len(),
+                &mut name,
+            ) == 0
+            {
+                return None;
+            }
+            Some(Frame {
+                line,
+                chunk: core::ffi::CStr::from_ptr(src.as_ptr()).to_bytes().to_vec(),
+                name: (!name.is_null())
+                    .then(|| core::ffi::CStr::from_ptr(name).to_bytes().to_vec()),
+            })
+        }
     }
 
     /// Raises nothing: builds `where: message` as `luaL_where(level)` would (the position of

@@ -86,15 +86,46 @@ int kv_pcall(lua_State *L, int nargs, int nresults) {
     return rc;
 }
 
-/* Installs a count hook calling host function `id` every `count` instructions (0 removes it). */
+/* The hook: pushes the event (LUA_HOOKLINE, LUA_HOOKCOUNT), the current line and the chunk's
+ * short name, calls host function -1, then drops what it pushed (an error is raised). */
 static void kv_hook(lua_State *L, lua_Debug *ar) {
-    (void)ar;
+    int top = lua_gettop(L);
+    lua_getinfo(L, "Sl", ar);
+    lua_pushinteger(L, ar->event);
+    lua_pushinteger(L, ar->currentline);
+    lua_pushstring(L, ar->short_src);
     if (kv_lua_host_call(L, -1) < 0) lua_error(L);
+    lua_settop(L, top);
 }
 
-void kv_set_hook(lua_State *L, int count) {
-    if (count > 0) lua_sethook(L, kv_hook, LUA_MASKCOUNT, count);
+/* Installs the hook: every `count` instructions (0: never) and, with `lines`, at each new
+ * line; neither removes it. */
+void kv_set_hook(lua_State *L, int lines, int count) {
+    int mask = (lines ? LUA_MASKLINE : 0) | (count > 0 ? LUA_MASKCOUNT : 0);
+    if (mask) lua_sethook(L, kv_hook, mask, count);
     else lua_sethook(L, NULL, 0, 0);
+}
+
+/* Pushes local `n` of the function `level` up the stack and returns its name, or NULL with
+ * nothing pushed. */
+const char *kv_local(lua_State *L, int level, int n) {
+    lua_Debug ar;
+    if (!lua_getstack(L, level, &ar)) return NULL;
+    return lua_getlocal(L, &ar, n);
+}
+
+/* The function `level` up the stack: 0 if there is none; else 1, with its current line, its
+ * chunk's short name (copied into `src`, `srclen` bytes at most, terminated) and its name
+ * (NULL when unknown; valid while the frame lives). */
+int kv_frame(lua_State *L, int level, int *line, char *src, size_t srclen, const char **name) {
+    lua_Debug ar;
+    if (!lua_getstack(L, level, &ar)) return 0;
+    lua_getinfo(L, "Snl", &ar);
+    *line = ar.currentline;
+    *name = ar.name;
+    strncpy(src, ar.short_src, srclen - 1);
+    src[srclen - 1] = 0;
+    return 1;
 }
 
 /* Replaces the message on top with luaL_argerror's wording for argument `narg` of the running

@@ -122,7 +122,11 @@ impl kayvee_session::Clock for Shell<'_> {
             let h = Handle(slot);
             loop {
                 match stream.read_shared(&mut buf) {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) => {
+                        io.closed(h);
+                        break;
+                    }
+                    Err(_) => break,
                     Ok(n) => {
                         io.input(h, &buf[..n]);
                         if n < buf.len() {
@@ -151,6 +155,63 @@ impl kayvee_session::Clock for Shell<'_> {
                     io.written(h, n);
                 }
             }
+        }
+    }
+
+    fn write_wait(&self, h: Handle, mut data: &[u8]) -> bool {
+        let Some(stream) = self.sockets.get(h.0).and_then(Option::as_ref) else {
+            return false;
+        };
+        while !data.is_empty() {
+            match stream.write_shared(data) {
+                Ok(0) => return false,
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Redis's debugging session gives a slow reader 5 s a write.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !wait_fd(stream.fd(), libc::POLLOUT, 5000) {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn read_wait(&self, h: Handle, buf: &mut [u8]) -> usize {
+        let Some(stream) = self.sockets.get(h.0).and_then(Option::as_ref) else {
+            return 0;
+        };
+        loop {
+            match stream.read_shared(buf) {
+                Ok(n) => return n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !wait_fd(stream.fd(), libc::POLLIN, -1) {
+                        return 0;
+                    }
+                }
+                Err(_) => return 0,
+            }
+        }
+    }
+}
+
+/// Waits until `fd` is ready for `events` (or hung up), at most `timeout_ms` (-1: no limit).
+/// False on a timeout or an error.
+fn wait_fd(fd: std::os::fd::RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `p` is one valid `pollfd`.
+        match unsafe { libc::poll(&mut p, 1, timeout_ms) } {
+            1 => return true,
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => return false,
         }
     }
 }

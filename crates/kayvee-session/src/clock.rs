@@ -12,10 +12,24 @@ pub trait Clock {
     /// While connection `running` runs a script past `busy-reply-threshold`: reads, without
     /// blocking, what every other connection sent into [`BusyIo::input`], writes what
     /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
-    /// [`BusyIo::shutdown`] says so. A shell that does not serve during scripts leaves it
+    /// [`BusyIo::shutdown`] says so; a connection whose peer is gone is reported to
+    /// [`BusyIo::closed`]. A shell that does not serve during scripts leaves it
     /// empty.
     fn serve_busy(&self, running: Handle, io: &mut dyn BusyIo) {
         let _ = (running, io);
+    }
+    /// A Lua debugging session on connection `h` (SCRIPT DEBUG): writes `data` to it whole,
+    /// waiting as long as that takes. False when the connection is gone, or the shell has no
+    /// debugging sessions (the default): the script then runs on without stopping.
+    fn write_wait(&self, h: Handle, data: &[u8]) -> bool {
+        let _ = (h, data);
+        false
+    }
+    /// A Lua debugging session: reads what connection `h` sends into `buf`, waiting until
+    /// something arrives. 0: the connection is gone.
+    fn read_wait(&self, h: Handle, buf: &mut [u8]) -> usize {
+        let _ = (h, buf);
+        0
     }
 }
 
@@ -29,4 +43,7 @@ pub trait BusyIo {
     fn written(&mut self, h: Handle, n: usize);
     /// A SHUTDOWN NOSAVE arrived: the shell stops the server now, without saving.
     fn shutdown(&self) -> bool;
+    /// Connection `h`'s peer closed it (a read found the end): it closes once the script
+    /// ends.
+    fn closed(&mut self, h: Handle);
 }

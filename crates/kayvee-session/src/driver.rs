@@ -662,6 +662,7 @@ impl Driver {
             let start = next_start.take().unwrap_or_else(|| clock.now());
             let protocol = engine.protocol(h);
             let mut critical = None;
+            let mut gone: Vec<Handle> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -689,18 +690,41 @@ impl Driver {
                 }
                 outcome
             } else {
+                // A client in SCRIPT DEBUG mode: its EVAL may start a debugging session, which
+                // writes to the connection itself (what is pending goes first) and reads it.
+                let debugging = engine
+                    .clients
+                    .get(h)
+                    .is_some_and(|c| c.lua_debug != kayvee_engine::client::LuaDebug::Off);
+                let debug = debugging.then(|| {
+                    let prior = s.out[s.out_sent..].to_vec();
+                    s.out.clear();
+                    s.out_sent = 0;
+                    crate::wait::DebugLink::new(h, protocol, prior, limits(engine))
+                });
                 let mut wait = crate::wait::Waiter {
                     clock,
                     before,
                     after,
+                    debug,
+                    gone: Vec::new(),
                 };
-                engine.execute_waiting(
+                let outcome = engine.execute_waiting(
                     h,
                     &frame.argv,
                     start,
                     &mut RespWriter::new(&mut s.out, protocol),
                     &mut wait,
-                )
+                );
+                gone = core::mem::take(&mut wait.gone);
+                if let Some(link) = wait.debug {
+                    // Output nobody sent (no session started) goes back in front.
+                    if !link.prior.is_empty() {
+                        let reply = core::mem::replace(&mut s.out, link.prior);
+                        s.out.extend_from_slice(&reply);
+                    }
+                }
+                outcome
             };
             if let Outcome::Sleep(us) = outcome {
                 clock.sleep_us(us);
@@ -715,6 +739,9 @@ impl Driver {
                 self.notice(Notice::Replication(line));
             }
             self.apply_outcome(slot, outcome, clock);
+            for h in gone {
+                self.receive_eof(h);
+            }
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;

@@ -6,9 +6,11 @@
 
 use crate::clock::{BusyIo, Clock};
 use crate::session::{Closing, Session};
-use kayvee_engine::script_wait::BusyAnswer;
-use kayvee_engine::{Answered, Handle, Now, ScriptWait};
-use kayvee_resp::RespWriter;
+use alloc::vec::Vec;
+use kayvee_engine::reply::{Protocol, ReplySink};
+use kayvee_engine::script_wait::{BusyAnswer, DebugInput};
+use kayvee_engine::{Answered, ArgvBuf, Handle, Now, ScriptWait};
+use kayvee_resp::{Decoder, Limits, RespWriter};
 
 /// The sessions other than the running one, lent to a script's hook.
 pub(crate) struct Waiter<'a> {
@@ -17,6 +19,36 @@ pub(crate) struct Waiter<'a> {
     pub before: &'a mut [Option<Session>],
     /// The sessions after it.
     pub after: &'a mut [Option<Session>],
+    /// The running connection's debugging session (SCRIPT DEBUG), if its command may start
+    /// one.
+    pub debug: Option<DebugLink>,
+    /// Connections whose peer closed while the script ran: the driver closes them after it.
+    pub gone: Vec<Handle>,
+}
+
+/// The running connection's side of a Lua debugging session: its output goes out at once and
+/// its input is read as the debugger asks for it, both waiting on the shell (Redis's
+/// synchronous session blocks on the client's socket the same way).
+pub(crate) struct DebugLink {
+    pub handle: Handle,
+    pub protocol: Protocol,
+    /// The connection's output still unwritten when the command started: it goes first.
+    pub prior: Vec<u8>,
+    /// Bytes read and not yet decoded.
+    input: Vec<u8>,
+    decoder: Decoder,
+}
+
+impl DebugLink {
+    pub fn new(handle: Handle, protocol: Protocol, prior: Vec<u8>, limits: Limits) -> Self {
+        DebugLink {
+            handle,
+            protocol,
+            prior,
+            input: Vec::new(),
+            decoder: Decoder::new(limits),
+        }
+    }
 }
 
 impl ScriptWait for Waiter<'_> {
@@ -34,6 +66,50 @@ impl ScriptWait for Waiter<'_> {
             shutdown: false,
         };
         clock.serve_busy(running, &mut io);
+    }
+
+    fn debug_send(&mut self, write: &mut dyn FnMut(&mut dyn ReplySink)) -> bool {
+        let Some(link) = self.debug.as_mut() else {
+            return false;
+        };
+        let mut bytes = core::mem::take(&mut link.prior);
+        write(&mut RespWriter::new(&mut bytes, link.protocol));
+        self.clock.write_wait(link.handle, &bytes)
+    }
+
+    fn debug_receive(&mut self) -> DebugInput {
+        let Some(link) = self.debug.as_mut() else {
+            return DebugInput::Gone;
+        };
+        let mut buf = [0u8; 1024];
+        loop {
+            // Redis's debugger reads arrays only (no inline commands).
+            if link.input.first().is_some_and(|&b| b != b'*') {
+                link.input.clear();
+                return DebugInput::Error("ERR protocol error".into());
+            }
+            let decoded = match link.decoder.decode(&link.input, true) {
+                Ok(Some(frame)) => Some((ArgvBuf::from_args(frame.argv.iter()), frame.consumed)),
+                Ok(None) => None,
+                Err(_) => {
+                    link.input.clear();
+                    return DebugInput::Error("ERR protocol error".into());
+                }
+            };
+            if let Some((args, used)) = decoded {
+                link.input.drain(..used);
+                return DebugInput::Command(args);
+            }
+            let n = self.clock.read_wait(link.handle, &mut buf);
+            if n == 0 {
+                return DebugInput::Gone;
+            }
+            link.input.extend_from_slice(&buf[..n]);
+            if link.input.len() > kayvee_engine::script_wait::DEBUG_INPUT_MAX {
+                link.input.clear();
+                return DebugInput::Error("ERR max client buffer reached".into());
+            }
+        }
     }
 }
 
@@ -121,5 +197,14 @@ impl BusyIo for Serving<'_, '_> {
 
     fn shutdown(&self) -> bool {
         self.shutdown
+    }
+
+    fn closed(&mut self, h: Handle) {
+        if lent(self.waiter.before, self.waiter.after, self.running, h).is_some()
+            && !self.waiter.gone.contains(&h)
+        {
+            self.waiter.gone.push(h);
+            self.busy.gone(h);
+        }
     }
 }

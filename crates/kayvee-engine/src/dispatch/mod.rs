@@ -38,6 +38,10 @@ pub struct State {
     /// it (the script saw its time frozen at its start anyway, as in Redis).
     #[cfg(feature = "scripting")]
     script_sleep_us: u64,
+    /// The script that just ran was a debugging session: its connection closes after the
+    /// reply, as Redis ends one.
+    #[cfg(feature = "scripting")]
+    script_close: bool,
 }
 
 impl State {
@@ -50,6 +54,8 @@ impl State {
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
             script_sleep_us: 0,
+            #[cfg(feature = "scripting")]
+            script_close: false,
         }
     }
 }
@@ -440,12 +446,15 @@ impl<'e> Dispatch<'e> {
                 return self.reject(h, Some(id), &e, out);
             }
         }
-        if self.core.repl.primary.is_none() && !obey && self.too_few_replicas(h, id, spec, now) {
+        if self.core.repl.primary.is_none()
+            && !obey
+            && self.too_few_replicas(h, id, spec, argv, now)
+        {
             let e = Error::msg(NOREPLICAS);
             return self.reject(h, Some(id), &e, out);
         }
         if self.core.repl.primary.is_some() && !obey {
-            if let Some(e) = self.replica_refusal(h, id, spec) {
+            if let Some(e) = self.replica_refusal(h, id, spec, argv) {
                 return self.reject(h, Some(id), &e, out);
             }
         }
@@ -480,9 +489,15 @@ impl<'e> Dispatch<'e> {
     /// A replica's refusals of its own clients' commands, as Redis's `processCommand`: writes
     /// under `replica-read-only` (EXEC of a transaction holding one too), and, while the link
     /// is down with `replica-serve-stale-data no`, every command without the `stale` flag.
-    fn replica_refusal(&self, h: Handle, id: CommandId, spec: &CommandInfo) -> Option<Error> {
+    fn replica_refusal(
+        &self,
+        h: Handle,
+        id: CommandId,
+        spec: &CommandInfo,
+        argv: &Argv<'_>,
+    ) -> Option<Error> {
         let cfg = &self.core.config;
-        if cfg.bool_param("replica-read-only") && self.is_write(h, id, spec) {
+        if cfg.bool_param("replica-read-only") && self.is_write(h, id, spec, argv) {
             return Some(Error::msg(
                 "READONLY You can't write against a read only replica.",
             ));
@@ -502,23 +517,43 @@ impl<'e> Dispatch<'e> {
     }
 
     /// Whether the command writes: a write command, or EXEC of a transaction holding one.
-    fn is_write(&self, h: Handle, id: CommandId, spec: &CommandInfo) -> bool {
-        let flag = command::flags::WRITE;
-        spec.has(flag)
+    /// An EVAL or FCALL counts as its script's flags say (Redis's `evalGetCommandFlags`): one
+    /// with a `#!lua` header, or a function, that is not `no-writes` is a write; an EVAL without
+    /// a header is not (its writes are checked one by one).
+    fn is_write(&self, h: Handle, id: CommandId, spec: &CommandInfo, argv: &Argv<'_>) -> bool {
+        self.is_write_command(id, spec, argv)
             || Some(id) == self.state.exec_id
                 && self.core.txn.of(h).is_some_and(|t| {
                     t.queue.iter().any(|a| {
                         let argv = a.argv();
-                        self.resolve(&argv).is_ok_and(|q| self.spec(q).has(flag))
+                        self.resolve(&argv)
+                            .is_ok_and(|q| self.is_write_command(q, self.spec(q), &argv))
                     })
                 })
+    }
+
+    /// Whether command `id` with `argv` writes (an EVAL-family one by its script's flags).
+    fn is_write_command(&self, id: CommandId, spec: &CommandInfo, argv: &Argv<'_>) -> bool {
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            return self.script_declares_write(id, argv);
+        }
+        let _ = (id, argv);
+        spec.has(command::flags::WRITE)
     }
 
     /// `min-replicas-to-write` and `min-replicas-max-lag` (both non-zero): a primary with
     /// fewer online replicas whose last ACK is at most that many seconds old refuses writes
     /// (`-NOREPLICAS`), as Redis's `checkGoodReplicasStatus`.
-    fn too_few_replicas(&self, h: Handle, id: CommandId, spec: &CommandInfo, now: Now) -> bool {
-        self.lacks_good_replicas(now) && self.is_write(h, id, spec)
+    fn too_few_replicas(
+        &self,
+        h: Handle,
+        id: CommandId,
+        spec: &CommandInfo,
+        argv: &Argv<'_>,
+        now: Now,
+    ) -> bool {
+        self.lacks_good_replicas(now) && self.is_write(h, id, spec, argv)
     }
 
     /// Whether a primary has fewer good replicas than `min-replicas-to-write` asks (both it
@@ -576,6 +611,9 @@ impl<'e> Dispatch<'e> {
         if self.is_eval(id) {
             let result = self.eval(h, id, argv, now, out);
             let outcome = self.count(id, result, out);
+            if core::mem::take(&mut self.state.script_close) {
+                return Outcome::Close;
+            }
             return match core::mem::take(&mut self.state.script_sleep_us) {
                 0 => outcome,
                 us => Outcome::Sleep(us),

@@ -46,6 +46,10 @@ pub mod host {
     pub const ACL_CHECK_CMD: i32 = 9;
     /// `redis.register_function` (while FUNCTION LOAD runs a library).
     pub const REGISTER_FUNCTION: i32 = 10;
+    /// `redis.breakpoint` (false outside the debugger).
+    pub const BREAKPOINT: i32 = 11;
+    /// `redis.debug` (nothing outside the debugger).
+    pub const DEBUG: i32 = 12;
     /// The names the sandbox gives them.
     pub const NAMES: &[(&str, i32)] = &[
         ("call", CALL),
@@ -58,6 +62,8 @@ pub mod host {
         ("randomseed", RANDOMSEED),
         ("acl_check_cmd", ACL_CHECK_CMD),
         ("register_function", REGISTER_FUNCTION),
+        ("breakpoint", BREAKPOINT),
+        ("debug", DEBUG),
     ];
 }
 
@@ -311,6 +317,26 @@ fn compile_into(lua: &mut Lua, sha: &Sha, body: &[u8]) -> Result<(), Vec<u8>> {
     lua.raw_set_field(-2, sha);
     lua.pop(1);
     Ok(())
+}
+
+/// Loads `code` as a chunk named `name` in the scripts' environment and pushes it, or
+/// returns the load error's message (nothing pushed). The debugger's `eval` runs such chunks.
+pub fn load_in_env(lua: &mut Lua, code: &[u8], name: &core::ffi::CStr) -> Result<(), Vec<u8>> {
+    if lua.load(code, name).is_err() {
+        let msg = lua.to_vec(-1).unwrap_or_default();
+        lua.pop(1);
+        return Err(msg);
+    }
+    lua.raw_get_field(REGISTRY, ENV);
+    lua.set_fenv(-2);
+    Ok(())
+}
+
+/// Pushes the global `name` scripts see (KEYS, ARGV...; nil when unset).
+pub fn push_global(lua: &mut Lua, name: &[u8]) {
+    lua.raw_get_field(REGISTRY, VISIBLE);
+    lua.raw_get_field(-1, name);
+    lua.remove(-2);
 }
 
 /// Pushes function `name` (any case) of a library (nil when there is none).

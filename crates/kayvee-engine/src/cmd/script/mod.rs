@@ -408,20 +408,29 @@ fn script_flush(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> Cm
     Ok(())
 }
 
-/// SCRIPT DEBUG YES|SYNC|NO: the Lua debugger is not built; NO (the state every script runs
-/// in) is accepted.
-fn script_debug(_: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let mode = args.get(2);
-    if mode.eq_ignore_ascii_case(b"no") {
-        out.ok();
-        Ok(())
-    } else if mode.eq_ignore_ascii_case(b"yes") || mode.eq_ignore_ascii_case(b"sync") {
-        Err(Error::msg(
-            "ERR SCRIPT DEBUG YES|SYNC is not supported: Kayvee has no Lua debugger",
-        ))
-    } else {
-        Err(Error::msg("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+/// SCRIPT DEBUG YES|SYNC|NO: the mode of the client's next EVALs (the debugger itself runs
+/// in `dispatch/script/ldb.rs`).
+fn script_debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    use crate::client::LuaDebug;
+    // Inside EXEC Redis has the transaction's replies pending, so its pipeline check answers.
+    if cx.core.txn.in_multi(cx.me) {
+        return Err(Error::msg(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
     }
+    let mode = args.get(2);
+    let mode = if mode.eq_ignore_ascii_case(b"no") {
+        LuaDebug::Off
+    } else if mode.eq_ignore_ascii_case(b"yes") {
+        LuaDebug::Rollback
+    } else if mode.eq_ignore_ascii_case(b"sync") {
+        LuaDebug::Sync
+    } else {
+        return Err(Error::msg("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    cx.client().lua_debug = mode;
+    out.ok();
+    Ok(())
 }
 
 /// SCRIPT KILL: no script is ever running when a command is (a script runs to its end

@@ -11,11 +11,12 @@
 //! the client's reply.
 
 mod convert;
+mod ldb;
 
 use super::{Dispatch, NOREPLICAS};
 use crate::aof::{TO_AOF, TO_REPL};
 use crate::argv::{Argv, ArgvBuf};
-use crate::client::Handle;
+use crate::client::{Handle, LuaDebug};
 use crate::command::{flags, CommandId, CommandTable};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
@@ -91,6 +92,24 @@ impl Dispatch<'_> {
         flags.is_none_or(|f| !f.no_writes)
     }
 
+    /// Whether EVAL-family command `argv` is a write by its script's flags (Redis's
+    /// `evalGetCommandFlags`): a `#!lua` script or a function that is not `no-writes`.
+    pub(super) fn script_declares_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        let scripts = &self.core.scripts;
+        let flags = match self.spec(id).name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+            "eval" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+                .ok()
+                .and_then(|sha| scripts.shebang.get(&sha).copied()),
+            _ => scripts
+                .functions
+                .get(&argv.get(1).to_ascii_lowercase())
+                .map(|f| f.flags),
+        };
+        flags.is_some_and(|f| !f.no_writes)
+    }
+
     /// Runs EVAL-family command `id` for client `h`.
     pub(super) fn eval(
         &mut self,
@@ -104,6 +123,44 @@ impl Dispatch<'_> {
         if name.starts_with("fcall") {
             return self.fcall(h, name == "fcall_ro", argv, now, out);
         }
+        let debug = self.clients.get(h).map_or(LuaDebug::Off, |c| c.lua_debug);
+        let debug = match self.wait.is_some() {
+            true => debug,
+            false => LuaDebug::Off,
+        };
+        if debug == LuaDebug::Off {
+            return self.eval_script(h, name, argv, now, out, debug);
+        }
+        if name.starts_with("evalsha") {
+            return Err(Error::msg(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
+        }
+        // The session starts before the checks, as Redis's: whatever ends the EVAL, the
+        // client gets `<endsession>` and the connection closes after the reply.
+        let result = self.eval_script(h, name, argv, now, out, debug);
+        if !self.state.script_close {
+            if let Some(wait) = self.wait.as_mut() {
+                wait.debug_send(&mut |out: &mut dyn ReplySink| {
+                    out.array(1);
+                    out.simple("<endsession>");
+                });
+            }
+            self.state.script_close = true;
+        }
+        result
+    }
+
+    /// EVAL and its forms once the debugging question is settled.
+    fn eval_script(
+        &mut self,
+        h: Handle,
+        name: &str,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        debug: LuaDebug,
+    ) -> CmdResult {
         let numkeys = parse_i64(argv.get(2)).ok_or(Error::NotInteger)?;
         if numkeys > (argv.len() - 3) as i64 {
             return Err(Error::msg(
@@ -129,7 +186,9 @@ impl Dispatch<'_> {
         let split = 3 + numkeys as usize;
         script::set_global_array(&mut lua, b"KEYS", (3..split).map(|i| argv.get(i)));
         script::set_global_array(&mut lua, b"ARGV", (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha)
+        let ldb = (debug != LuaDebug::Off)
+            .then(|| ldb::Ldb::new(debug, argv.get(1), &self.core.dbs, now));
+        self.call_script(lua, h, argv, now, out, 0, (flags, header), &sha, ldb)
     }
 
     /// FCALL / FCALL_RO: runs a library's function with KEYS and ARGV as its arguments.
@@ -165,7 +224,7 @@ impl Dispatch<'_> {
         let split = 3 + numkeys as usize;
         push_array(&mut lua, (3..split).map(|i| argv.get(i)));
         push_array(&mut lua, (split..argv.len()).map(|i| argv.get(i)));
-        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown)
+        self.call_script(lua, h, argv, now, out, 2, (flags, true), &shown, None)
     }
 
     /// Calls the script or function below its `nargs` arguments on `lua`'s stack, then puts
@@ -183,6 +242,7 @@ impl Dispatch<'_> {
         nargs: i32,
         (flags, header): (Flags, bool),
         name: &[u8],
+        ldb: Option<ldb::Ldb>,
     ) -> CmdResult {
         if header
             && !flags.no_writes
@@ -213,8 +273,13 @@ impl Dispatch<'_> {
                 .collect(),
         );
         let waiting = self.wait.is_some();
-        if waiting {
+        if ldb.is_some() {
+            lua.set_line_hook(HOOK_EVERY);
+        } else if waiting {
             lua.set_hook(HOOK_EVERY);
+        }
+        if ldb.as_ref().is_some_and(ldb::Ldb::rolls_back) {
+            self.core.aof.skip = TO_AOF | TO_REPL;
         }
         let mut run = Run {
             d: self,
@@ -235,10 +300,16 @@ impl Dispatch<'_> {
             name,
             command: argv,
             busy_now: now,
+            ldb,
         };
         let result = lua.call(&mut run, nargs, 1);
-        if waiting {
-            lua.set_hook(0);
+        lua.set_hook(0);
+        if run.ldb.is_some() {
+            run.ldb_end();
+            run.d.state.script_close = true;
+            if let Some(dbs) = run.ldb.as_mut().and_then(ldb::Ldb::take_rollback) {
+                run.d.core.dbs = dbs;
+            }
         }
         let resp3 = run.resp3;
         self.core.aof.skip = 0;
@@ -258,6 +329,30 @@ impl Dispatch<'_> {
             (c.db, c.last_cmd, c.last_cmd_id) = (db, last_cmd, last_cmd_id);
         }
         reply
+    }
+
+    /// Why a script's write command is refused where the server stands (Redis's
+    /// `scriptVerifyWriteCommandAllow`): a read-only replica, too few good replicas (only
+    /// before the script's first write: a script that wrote goes on, whole).
+    fn script_write_refusal(&self, h: Handle, now: Now, wrote: bool) -> Option<&'static str> {
+        let repl = &self.core.repl;
+        if repl.primary.is_some()
+            && !repl.is_master_client(h)
+            && self.core.config.bool_param("replica-read-only")
+        {
+            return Some("READONLY You can't write against a read only replica.");
+        }
+        let cfg = &self.core.config;
+        let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
+        if repl.primary.is_none()
+            && !wrote
+            && min > 0
+            && lag > 0
+            && (repl.good_replicas(lag as u64, now.ms()) as i64) < min
+        {
+            return Some("NOREPLICAS Not enough good replicas to write.");
+        }
+        None
     }
 
     /// Whether memory is over `maxmemory` after trying to evict.
@@ -310,6 +405,8 @@ struct Run<'r, 'e> {
     command: &'r Argv<'r>,
     /// The time at the last hook.
     busy_now: Now,
+    /// A debugging session (SCRIPT DEBUG YES|SYNC).
+    ldb: Option<ldb::Ldb>,
 }
 
 /// Lua instructions between two calls of the count hook (Redis's figure).
@@ -318,7 +415,10 @@ const HOOK_EVERY: i32 = 100_000;
 impl Host for Run<'_, '_> {
     fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
         match id {
+            -1 if self.ldb.is_some() && !self.busy.killed => self.ldb_hook(lua),
             -1 => self.hook(lua),
+            host::BREAKPOINT => self.ldb_breakpoint(lua),
+            host::DEBUG => self.ldb_debug(lua),
             host::CALL => self.redis_call(lua, false),
             host::PCALL => self.redis_call(lua, true),
             host::SHA1HEX => sha1hex(lua),
@@ -371,6 +471,12 @@ impl BusyAnswer for Run<'_, '_> {
             }
         }
         self.busy.answer(argv, out)
+    }
+
+    fn gone(&mut self, h: Handle) {
+        if h != self.h && self.d.core.repl.is_replica(h) {
+            self.d.core.repl.remove(h);
+        }
     }
 }
 
@@ -440,7 +546,11 @@ impl Run<'_, '_> {
     /// `{err = text}`.
     fn redis_call(&mut self, lua: &mut Lua, protected: bool) -> Result<i32, Raise> {
         let mut args = core::mem::take(&mut self.args);
-        let reply = match script_argv(lua, &mut args).and_then(|()| self.run_command(&args)) {
+        let run = |this: &mut Self, args: &ArgvBuf| match this.ldb.is_some() {
+            true => this.ldb_run(args),
+            false => this.run_command(args),
+        };
+        let reply = match script_argv(lua, &mut args).and_then(|()| run(self, &args)) {
             Ok(reply) => reply,
             Err(text) => Reply::Error(text),
         };
@@ -497,6 +607,12 @@ impl Run<'_, '_> {
             Protocol::Resp2
         };
         if spec.has(flags::WRITE) {
+            if let Some(e) = self
+                .d
+                .script_write_refusal(self.h, self.now, self.busy.wrote)
+            {
+                return Err(e.into());
+            }
             self.busy.wrote = true;
         }
         let mut tree = ReplyTree::new(protocol);
@@ -516,6 +632,9 @@ impl Run<'_, '_> {
         match lua.to_number(1) {
             Some(f) if (0.0..=3.0).contains(&f) && f == libm::floor(f) => {
                 self.d.core.aof.skip = !(f as u8) & (TO_AOF | TO_REPL);
+                if self.ldb.as_ref().is_some_and(ldb::Ldb::rolls_back) {
+                    self.d.core.aof.skip = TO_AOF | TO_REPL;
+                }
                 Ok(0)
             }
             _ => raise(

@@ -1,0 +1,104 @@
+//! The pool of smoltcp TCP sockets the server listens and serves on: smoltcp's TCP socket
+//! serves one connection, so the loop keeps a few listening and reuses closed ones.
+
+use crate::heap;
+use alloc::vec;
+use alloc::vec::Vec;
+use kayvee_engine::Handle;
+use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::socket::tcp;
+
+/// Sockets kept listening for new connections once the pool has grown (one new socket a loop
+/// round: each costs 48 KiB of buffers to allocate and clear, which the boot need not wait for).
+pub const LISTENERS_MIN: usize = 32;
+/// Sockets listening at the least: after every received frame (a SYN takes a listener) the
+/// pool is topped up to this many at once.
+pub const LISTENERS_LOW: usize = 8;
+/// Heap left free when the pool grows (see `Pool::grow`).
+pub const GROW_RESERVE: usize = 512 * 1024;
+/// Receive buffer per TCP socket.
+pub const SOCK_RX_BYTES: usize = 16 * 1024;
+/// Send buffer per TCP socket.
+pub const SOCK_TX_BYTES: usize = 32 * 1024;
+/// A TCP socket of the pool and the client connected on it, if any.
+pub struct Slot {
+    pub socket: SocketHandle,
+    pub client: Option<Handle>,
+    /// The server closed this connection (QUIT, CLIENT KILL, protocol error, peer gone): the
+    /// client is disconnected from the engine already while the socket finishes its TCP close;
+    /// no new connection may attach to it until it listens again.
+    pub retired: bool,
+}
+
+/// The socket pool.
+pub struct Pool {
+    pub port: u16,
+    pub slots: Vec<Slot>,
+    /// Slots whose socket is listening.
+    pub listening: Vec<usize>,
+    /// Slots with a connection, or one being set up or torn down.
+    pub active: Vec<usize>,
+    /// Slots whose socket is closed, ready to listen again.
+    pub free: Vec<usize>,
+    /// Upper bound on sockets (maxclients + the listeners).
+    pub sockets_max: usize,
+    /// The pool slot of each client, by its handle's slot.
+    pub slot_of: Vec<usize>,
+    /// The local port of the next outgoing connection (the link to a primary).
+    pub next_local_port: u16,
+}
+
+impl Pool {
+    /// Moves listeners that got a SYN to `active`, then tops the listeners up: closed sockets
+    /// are reused up to [`LISTENERS_MIN`], new ones are made only up to `target`.
+    pub fn refill(&mut self, sockets: &mut SocketSet<'_>, target: usize) {
+        let mut i = 0;
+        while i < self.listening.len() {
+            let s = self.listening[i];
+            if sockets
+                .get::<tcp::Socket>(self.slots[s].socket)
+                .is_listening()
+            {
+                i += 1;
+            } else {
+                self.active.push(self.listening.swap_remove(i));
+            }
+        }
+        while self.listening.len() < LISTENERS_MIN {
+            let s = match self.free.pop() {
+                Some(s) => s,
+                None if self.listening.len() < target => match self.grow(sockets) {
+                    Some(s) => s,
+                    None => break,
+                },
+                None => break,
+            };
+            let sock = sockets.get_mut::<tcp::Socket>(self.slots[s].socket);
+            if sock.listen(self.port).is_ok() {
+                self.listening.push(s);
+            }
+        }
+    }
+
+    /// Adds a new socket to the pool (bounded by `sockets_max` and by the heap: a new socket
+    /// must leave [`GROW_RESERVE`] free, so a flood of connections in a small VM is refused
+    /// at the TCP level, as `maxclients` would, instead of exhausting the allocator).
+    pub fn grow(&mut self, sockets: &mut SocketSet<'_>) -> Option<usize> {
+        if self.slots.len() >= self.sockets_max
+            || heap::free_bytes() < (SOCK_RX_BYTES + SOCK_TX_BYTES + GROW_RESERVE) as u64
+        {
+            return None;
+        }
+        let rx = tcp::SocketBuffer::new(vec![0u8; SOCK_RX_BYTES]);
+        let tx = tcp::SocketBuffer::new(vec![0u8; SOCK_TX_BYTES]);
+        let mut sock = tcp::Socket::new(rx, tx);
+        sock.set_nagle_enabled(false);
+        let socket = sockets.add(sock);
+        self.slots.push(Slot {
+            socket,
+            client: None,
+            retired: false,
+        });
+        Some(self.slots.len() - 1)
+    }
+}

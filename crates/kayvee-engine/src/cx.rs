@@ -26,6 +26,10 @@ use alloc::vec::Vec;
 pub struct Core {
     /// The numbered databases.
     pub dbs: Vec<Db>,
+    /// The shell's client replaying the append-only file (startup, DEBUG LOADAOF): obeyed as
+    /// the primary's link is (no READONLY, MASTERDOWN, NOREPLICAS, MISCONF or OOM refusal), as
+    /// Redis's AOF-loading client.
+    pub replay_client: Option<Handle>,
     /// Configuration.
     pub config: Config,
     /// Counters.

@@ -97,6 +97,7 @@ impl Engine {
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
             rewrite_answered: false,
+            replay_client: None,
             #[cfg(feature = "scripting")]
             scripts: Default::default(),
         };

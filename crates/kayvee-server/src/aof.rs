@@ -1002,6 +1002,14 @@ enum Replay {
 /// Runs the commands of one AOF file through client `h`, without replies and without expiry
 /// (time 0: Redis expires nothing while loading; the file's DELs carry the expirations).
 fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay {
+    engine.core.replay_client = Some(h);
+    let result = replay_commands(engine, h, bytes);
+    engine.core.replay_client = None;
+    result
+}
+
+/// [`replay`]'s work.
+fn replay_commands(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay {
     let limits = Limits {
         bulk_len_max: usize::MAX / 2,
         query_buffer_max: usize::MAX / 2,

@@ -410,7 +410,8 @@ impl<'e> Dispatch<'e> {
         let client = self.clients.get_mut(h).expect("checked by execute");
         // The primary's commands on a replica are obeyed: no auth, ACL, memory, read-only
         // or persistence check applies to them (Redis's `obey_client`).
-        let obey = self.core.repl.primary.is_some() && self.core.repl.is_master_client(h);
+        let obey = self.core.repl.primary.is_some() && self.core.repl.is_master_client(h)
+            || self.core.replay_client == Some(h);
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
         let auth_required = self.core.acl.auth_required();

@@ -338,6 +338,7 @@ impl Dispatch<'_> {
         let repl = &self.core.repl;
         if repl.primary.is_some()
             && !repl.is_master_client(h)
+            && self.core.replay_client != Some(h)
             && self.core.config.bool_param("replica-read-only")
         {
             return Some("READONLY You can't write against a read only replica.");

@@ -121,7 +121,7 @@ fn sentinel(dir: &Path, port: u16, primary: u16) -> Proc {
     let text = format!(
         "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {}\n\
          sentinel monitor {NAME} 127.0.0.1 {primary} 2\n\
-         sentinel down-after-milliseconds {NAME} 1000\n\
+         sentinel down-after-milliseconds {NAME} 3000\n\
          sentinel failover-timeout {NAME} 4000\n\
          sentinel parallel-syncs {NAME} 2\n",
         dir.display()

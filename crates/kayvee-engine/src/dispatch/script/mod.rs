@@ -76,28 +76,24 @@ impl Dispatch<'_> {
     /// Whether EVAL-family command `argv` may write (what CLIENT PAUSE WRITE holds): not the
     /// `_RO` forms, nor a script or function flagged `no-writes`.
     pub(super) fn script_may_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
-        let name = self.spec(id).name;
-        let scripts = &self.core.scripts;
-        let flags = match name {
-            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
-            "eval" => script::shebang(argv.get(1)).ok().flatten(),
-            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
-                .ok()
-                .and_then(|sha| scripts.shebang.get(&sha).copied()),
-            _ => scripts
-                .functions
-                .get(&argv.get(1).to_ascii_lowercase())
-                .map(|f| f.flags),
-        };
-        flags.is_none_or(|f| !f.no_writes)
+        self.script_flags(id, argv)
+            .is_some_and(|flags| flags.is_none_or(|f| !f.no_writes))
     }
 
     /// Whether EVAL-family command `argv` is a write by its script's flags (Redis's
     /// `evalGetCommandFlags`): a `#!lua` script or a function that is not `no-writes`.
     pub(super) fn script_declares_write(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        self.script_flags(id, argv)
+            .is_some_and(|flags| flags.is_some_and(|f| !f.no_writes))
+    }
+
+    /// The flags EVAL-family command `argv` runs under: `None` for the `_RO` forms (which
+    /// never write), `Some(None)` for a script without a shebang (or one not known),
+    /// `Some(Some(flags))` for a `#!lua` script or a function.
+    fn script_flags(&self, id: CommandId, argv: &Argv<'_>) -> Option<Option<Flags>> {
         let scripts = &self.core.scripts;
-        let flags = match self.spec(id).name {
-            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+        Some(match self.spec(id).name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return None,
             "eval" => script::shebang(argv.get(1)).ok().flatten(),
             "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
                 .ok()
@@ -106,8 +102,7 @@ impl Dispatch<'_> {
                 .functions
                 .get(&argv.get(1).to_ascii_lowercase())
                 .map(|f| f.flags),
-        };
-        flags.is_some_and(|f| !f.no_writes)
+        })
     }
 
     /// Runs EVAL-family command `id` for client `h`.

@@ -357,7 +357,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
             true => EXPECTED_FAILURES_UNIKERNEL,
             false => EXPECTED_FAILURES,
         };
-        return gate(&all[0].1, file);
+        let logs = cache.join("logs").join(all[0].0.name());
+        return gate(&all[0].1, file, &logs);
     }
     Ok(())
 }
@@ -895,8 +896,35 @@ fn save(table: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints what the unit's log says around an unexpected failure `unit | test` (the suite writes
+/// a test's diagnostics, such as psync2's `show_cluster_status`, before its `[err]` line and
+/// the assertion after it), so that a failure seen only on CI can be read from CI's output.
+fn print_failure_context(logs: &Path, failure: &str) {
+    const BEFORE: usize = 60;
+    const AFTER: usize = 6;
+    let Some((unit, test)) = failure.split_once(" | ") else {
+        return;
+    };
+    let log = logs.join(format!("{}.log", unit.replace('/', "_")));
+    let Ok(text) = std::fs::read_to_string(&log) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let wanted = format!("[err]: {test}");
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(&wanted))
+        .or_else(|| lines.iter().position(|l| l.contains("[exception]")))
+        .unwrap_or(lines.len().saturating_sub(AFTER));
+    let (from, to) = (at.saturating_sub(BEFORE), (at + AFTER).min(lines.len()));
+    eprintln!("xtask: --- {} lines {}-{} ---", log.display(), from + 1, to);
+    for l in &lines[from..to] {
+        eprintln!("  {l}");
+    }
+}
+
 /// Fails on failures missing from the expected-failures file `file`; reports entries that passed.
-fn gate(results: &[UnitResult], file: &str) -> Result<(), String> {
+fn gate(results: &[UnitResult], file: &str, logs: &Path) -> Result<(), String> {
     let path = super::root().join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let entries = expected::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -906,6 +934,9 @@ fn gate(results: &[UnitResult], file: &str) -> Result<(), String> {
     }
     for u in &v.unexpected {
         eprintln!("xtask: redis-suite gate: unexpected failure: {u}");
+    }
+    for u in &v.unexpected {
+        print_failure_context(logs, u);
     }
     match (v.unexpected.is_empty(), v.stale.is_empty()) {
         (true, true) => Ok(()),

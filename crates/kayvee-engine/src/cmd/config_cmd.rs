@@ -83,7 +83,29 @@ const SUBCOMMANDS: &[CommandSpec] = &[
 /// CONFIG GET pattern [pattern ...]: a map of matching parameters (flat array in RESP2).
 fn config_get(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
-    let found = cx.core.config.get_matching(&patterns);
+    let mut found = cx.core.config.get_matching(&patterns);
+    // `replicaof` (alias `slaveof`) shows the primary this server follows now, "host port",
+    // or nothing (Redis renders it from its replication state, not from a stored value).
+    for name in ["replicaof", "slaveof"] {
+        let hit = patterns.iter().find(|pat| {
+            if pat.iter().any(|c| b"*?[".contains(c)) {
+                crate::util::glob_match(pat, name.as_bytes(), true)
+            } else {
+                pat.eq_ignore_ascii_case(name.as_bytes())
+            }
+        });
+        if let Some(pat) = hit {
+            let shown = match pat.iter().any(|c| b"*?[".contains(c)) {
+                true => name.as_bytes().to_vec(),
+                false => pat.to_vec(),
+            };
+            let value = match &cx.core.repl.primary {
+                Some(p) => alloc::format!("{} {}", p.host, p.port).into_bytes(),
+                None => Vec::new(),
+            };
+            found.push((shown, value));
+        }
+    }
     out.map(found.len());
     for (name, value) in &found {
         out.bulk(name);

@@ -191,8 +191,6 @@ pub struct Driver {
     busy: BusyPoll,
     /// The memory of the clients client eviction counts (each session's `counted_mem`).
     clients_mem: usize,
-    /// The stream held for replicas whose full sync runs (see [`crate::replicas::Held`]).
-    held: crate::replicas::Held,
 }
 
 impl Driver {
@@ -208,7 +206,6 @@ impl Driver {
             time_commands: true,
             busy: BusyPoll::default(),
             clients_mem: 0,
-            held: crate::replicas::Held::default(),
         }
     }
 
@@ -262,7 +259,7 @@ impl Driver {
             }
             self.engine.disconnect(s.handle);
             if s.sync.is_some() {
-                self.trim_held();
+                self.pin_backlog();
             }
         }
     }
@@ -971,6 +968,8 @@ impl Driver {
                     preamble,
                     stream_start,
                 ));
+                // The stream from its start on stays in the backlog until its RDB is out.
+                self.pin_backlog();
                 self.start_if_enough_wait(max_waiting as usize, now);
                 self.pump_sync(slot, now);
             } else {
@@ -1007,8 +1006,13 @@ impl Driver {
         }
         let done = sync.rdb_sent && state == Some(ReplicaState::Online);
         if done {
-            // Its first ACK came: the stream held during the sync follows.
-            s.out.extend_from_slice(self.held.since(sync.stream_start));
+            // Its first ACK came: the stream the backlog kept for it during the sync follows.
+            let backlog = self.engine.core.repl.backlog.as_ref();
+            match backlog.and_then(|b| b.from_offset(sync.stream_start)) {
+                Some(stream) => s.out.extend_from_slice(&stream),
+                // The backlog went (a role change): the replica must sync again.
+                None => s.closing = Closing::Now,
+            }
             s.sync = None;
         }
         if self.sessions[slot]
@@ -1018,7 +1022,7 @@ impl Driver {
             self.mark_dirty(slot);
         }
         if done {
-            self.trim_held();
+            self.pin_backlog();
         }
     }
 
@@ -1045,16 +1049,18 @@ impl Driver {
         }
     }
 
-    /// Drops the held stream no syncing replica needs any more.
-    fn trim_held(&mut self) {
+    /// Pins the backlog at the earliest stream start of a replica whose full sync runs (the
+    /// stream it gets after its RDB), or lets it trim to its size when none does.
+    fn pin_backlog(&mut self) {
         let first = self
             .sessions
             .iter()
             .flatten()
             .filter_map(|s| s.sync.as_ref().map(|y| y.stream_start))
             .min();
-        self.held.trim(first);
-        self.engine.core.repl.held_bytes = self.held.len() as u64;
+        if let Some(b) = self.engine.core.repl.backlog.as_mut() {
+            b.set_pin(first);
+        }
     }
 
     /// Full syncs go on that their start delay or key delay held back (see
@@ -1071,9 +1077,9 @@ impl Driver {
         }
     }
 
-    /// Hands the new replication stream to every replica: into its output, or held behind
-    /// its RDB while its full sync runs; a replica whose stream starts later skips the bytes
-    /// before its start.
+    /// Hands the new replication stream to every replica: into its output, or, while its
+    /// full sync runs, left in the backlog (pinned from its start on) until its RDB is out; a
+    /// replica whose stream starts later skips the bytes before its start.
     fn feed_replicas(&mut self) {
         let mut bytes = Vec::new();
         let start = self.engine.take_replication(&mut bytes);
@@ -1088,7 +1094,6 @@ impl Driver {
             .iter()
             .map(|r| (r.handle, r.stream_start))
             .collect();
-        let mut first_held: Option<u64> = None;
         for (h, stream_start) in targets {
             let skip = usize::try_from(stream_start.saturating_sub(start)).unwrap_or(usize::MAX);
             let Some(part) = bytes.get(skip..).filter(|p| !p.is_empty()) else {
@@ -1099,16 +1104,12 @@ impl Driver {
                 // from where it was.
                 continue;
             };
-            if s.sync.is_some() {
-                first_held = Some(first_held.map_or(stream_start, |f| f.min(stream_start)));
-            } else {
+            if s.sync.is_none() {
                 s.out.extend_from_slice(part);
-                self.mark_dirty(h.0);
             }
-        }
-        if let Some(first) = first_held {
-            self.held.feed(&bytes, start, first);
-            self.engine.core.repl.held_bytes = self.held.len() as u64;
+            // A syncing replica is looked at too: the stream it waits for counts against its
+            // output limit.
+            self.mark_dirty(h.0);
         }
     }
 
@@ -1235,8 +1236,12 @@ impl Driver {
                 .max(0) as u64;
             limit.hard_bytes = limit.hard_bytes.max(backlog);
         }
-        // Redis counts only what overflows a client's static reply buffer.
-        let counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
+        // Redis counts only what overflows a client's static reply buffer; a syncing
+        // replica's output holds the stream kept for it in the shared backlog too.
+        let mut counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
+        if let (Some(sync), Some(b)) = (&s.sync, &self.engine.core.repl.backlog) {
+            counted += b.end_offset().saturating_sub(sync.stream_start);
+        }
         // A client that has not authenticated may not hold more than a little: it could make
         // the server buffer replies it never reads (Redis's limit).
         let unauthenticated = counted > UNAUTHENTICATED_OUTPUT_MAX

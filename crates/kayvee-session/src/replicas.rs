@@ -1,6 +1,6 @@
 //! The primary's side of replication on the wire: a full sync streamed from an O(1) snapshot
-//! into a replica's output, a chunk at a time while the loop keeps serving, and the
-//! replication stream handed to every replica (held behind the RDB while its sync runs).
+//! into a replica's output, a chunk at a time while the loop keeps serving (the stream that
+//! arrives meanwhile waits in the engine's backlog, pinned from the replica's start on).
 //! The state (IDs, offsets, backlog, the replica table) is the engine's
 //! (`kayvee_engine::repl`); docs/decisions.md ("Replication") has the design.
 
@@ -18,7 +18,7 @@ pub(crate) struct Sync {
     /// The diskless form's delimiter (`$EOF:<mark>` ... `<mark>`).
     mark: [u8; 40],
     /// The stream offset of the first byte that follows the RDB (the bytes that arrive
-    /// meanwhile wait in the driver's [`Held`], shared by every syncing replica).
+    /// meanwhile stay in the engine's backlog, pinned there for every syncing replica).
     pub stream_start: u64,
     /// The RDB and its closing mark are in the output: the held stream waits for the
     /// replica's first `REPLCONF ACK` (it finds the mark at the end of what it read, so no
@@ -119,56 +119,6 @@ impl Sync {
     }
 }
 
-/// The replication stream that arrived while replicas sync in full, kept once for all of
-/// them (Redis 7.0's shared replication buffer): each syncing replica gets it from its own
-/// start offset once its RDB is out; the front no syncing replica needs is dropped.
-#[derive(Debug, Default)]
-pub(crate) struct Held {
-    /// The bytes, from stream offset `start` on.
-    bytes: Vec<u8>,
-    /// The stream offset of `bytes[0]`.
-    start: u64,
-}
-
-impl Held {
-    /// Keeps `bytes`, whose first byte has stream offset `offset`, for syncing replicas
-    /// whose streams start at `first_start` or later.
-    pub fn feed(&mut self, bytes: &[u8], offset: u64, first_start: u64) {
-        if self.bytes.is_empty() {
-            self.start = offset.max(first_start);
-        }
-        let end = self.start + self.bytes.len() as u64;
-        let skip = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
-        if let Some(part) = bytes.get(skip..) {
-            self.bytes.extend_from_slice(part);
-        }
-    }
-
-    /// The bytes from stream offset `from` on.
-    pub fn since(&self, from: u64) -> &[u8] {
-        let skip = usize::try_from(from.saturating_sub(self.start)).unwrap_or(usize::MAX);
-        self.bytes.get(skip..).unwrap_or_default()
-    }
-
-    /// Drops the bytes before `first_start` (the earliest start a syncing replica still
-    /// needs; None: no replica syncs).
-    pub fn trim(&mut self, first_start: Option<u64>) {
-        let Some(first) = first_start else {
-            self.bytes = Vec::new();
-            return;
-        };
-        let n = usize::try_from(first.saturating_sub(self.start)).unwrap_or(usize::MAX);
-        let n = n.min(self.bytes.len());
-        self.bytes.drain(..n);
-        self.start += n as u64;
-    }
-
-    /// Bytes held (INFO `mem_total_replication_buffers`, with the backlog).
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
 /// The disk form of a full sync (SYNC, replicas without `capa eof`): `$<len>\r\n` and the whole
 /// RDB of `snapshot`, whose length must be known first.
 pub(crate) fn disk_payload(snapshot: Snapshot, opts: WriteOptions, out: &mut Vec<u8>) {
@@ -241,21 +191,6 @@ mod tests {
         sync.pump(&mut out, 0, 6_000_000, 1000);
         assert!(!sync.sending() && sync.rdb_sent);
         assert!(out.ends_with(&mark));
-    }
-
-    #[test]
-    fn the_held_stream_is_kept_once_and_trimmed_to_what_syncing_replicas_need() {
-        let mut held = Held::default();
-        // Bytes 1..=3 came before the first syncing replica's start (3).
-        held.feed(b"abc", 1, 3);
-        assert_eq!(held.since(3), b"c");
-        held.feed(b"de", 4, 3);
-        assert_eq!(held.since(3), b"cde");
-        assert_eq!(held.since(5), b"e");
-        held.trim(Some(5));
-        assert_eq!((held.len(), held.since(5)), (1, &b"e"[..]));
-        held.trim(None);
-        assert_eq!(held.len(), 0);
     }
 
     #[test]

@@ -281,9 +281,9 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     );
     human(s, "maxmemory", core.config.maxmemory);
     field(s, "maxmemory_policy", &core.config.maxmemory_policy);
-    // The backlog and the stream held for syncing replicas, each kept once.
+    // The backlog, which holds the stream syncing replicas wait for too (kept once).
     let backlog = core.repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
-    memory_ratios(s, used, rss, backlog + core.repl.held_bytes);
+    memory_ratios(s, used, rss, backlog);
     clients_memory(cx, s);
 }
 

@@ -1,34 +1,45 @@
 //! The replication backlog: the last `repl-backlog-size` bytes of the replication stream, with
 //! the offset of the first byte it holds, so a replica that lost its link and asks for an
 //! offset still held continues (`+CONTINUE`) instead of syncing the whole dataset again.
+//!
+//! It is also the stream kept for replicas whose full sync runs (Redis 7.0's shared
+//! replication buffer): while a replica waits for its RDB, the bytes from its stream start on
+//! are *pinned* and the front is not trimmed past them, so the backlog outgrows its size, a
+//! replica that reconnects meanwhile may continue from further back, and the memory is given
+//! back as soon as no syncing replica needs it.
 
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-/// A ring of the stream's last bytes.
+/// Bytes per block: the front is trimmed a whole block at a time, as Redis frees its
+/// replication buffer's 16 KiB blocks (`PROTO_REPLY_CHUNK_BYTES`).
+const BLOCK: usize = 16 * 1024;
+
+/// The stream's last bytes, in blocks.
 #[derive(Clone, Debug, Default)]
 pub struct Backlog {
-    /// The ring (its length is the capacity once full).
-    buf: Vec<u8>,
+    /// The bytes held, oldest block first, each at most [`BLOCK`] bytes.
+    blocks: VecDeque<Vec<u8>>,
     /// Capacity in bytes (`repl-backlog-size`).
     size: usize,
-    /// Where the next byte goes in `buf`.
-    idx: usize,
     /// Bytes held (`repl_backlog_histlen`).
     histlen: usize,
     /// Stream offset of the first byte held (`repl_backlog_first_byte_offset`); the stream's
     /// offsets start at 1.
     pub first_byte_offset: u64,
+    /// The earliest stream offset a syncing replica still needs (None: none syncs).
+    pin: Option<u64>,
 }
 
 impl Backlog {
     /// An empty backlog of `size` bytes whose next byte has stream offset `next_offset`.
     pub fn new(size: usize, next_offset: u64) -> Self {
         Backlog {
-            buf: Vec::new(),
+            blocks: VecDeque::new(),
             size: size.max(1),
-            idx: 0,
             histlen: 0,
             first_byte_offset: next_offset,
+            pin: None,
         }
     }
 
@@ -37,58 +48,84 @@ impl Backlog {
         self.size
     }
 
-    /// Bytes held.
+    /// Bytes held (past the capacity while a syncing replica pins older ones).
     pub fn histlen(&self) -> usize {
         self.histlen
     }
 
-    /// Appends stream bytes, dropping the oldest past the capacity.
-    pub fn feed(&mut self, mut bytes: &[u8]) {
-        if bytes.len() > self.size {
-            let skip = bytes.len() - self.size;
-            self.first_byte_offset += (self.histlen + skip) as u64;
-            self.histlen = 0;
-            bytes = &bytes[skip..];
+    /// The stream offset one past the last byte held.
+    pub fn end_offset(&self) -> u64 {
+        self.first_byte_offset + self.histlen as u64
+    }
+
+    /// Appends stream bytes, dropping the oldest blocks past the capacity that no syncing
+    /// replica needs.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
         }
-        for &b in bytes {
-            if self.buf.len() < self.size {
-                self.buf.push(b);
-            } else {
-                self.buf[self.idx] = b;
-            }
-            self.idx = (self.idx + 1) % self.size;
-            if self.histlen == self.size {
-                self.first_byte_offset += 1;
-            } else {
-                self.histlen += 1;
-            }
+        let mut rest = bytes;
+        if let Some(last) = self.blocks.back_mut() {
+            let room = BLOCK.saturating_sub(last.len()).min(rest.len());
+            last.extend_from_slice(&rest[..room]);
+            rest = &rest[room..];
         }
+        for part in rest.chunks(BLOCK) {
+            let mut block = Vec::with_capacity(BLOCK);
+            block.extend_from_slice(part);
+            self.blocks.push_back(block);
+        }
+        self.histlen += bytes.len();
+        self.trim();
+    }
+
+    /// Drops whole blocks from the front while what stays holds at least the capacity and
+    /// no syncing replica needs them.
+    fn trim(&mut self) {
+        while let Some(front) = self.blocks.front() {
+            let len = front.len();
+            let needed = self
+                .pin
+                .is_some_and(|p| p < self.first_byte_offset + len as u64);
+            if self.histlen - len < self.size || needed || self.blocks.len() == 1 {
+                break;
+            }
+            self.blocks.pop_front();
+            self.histlen -= len;
+            self.first_byte_offset += len as u64;
+        }
+    }
+
+    /// Keeps the bytes from stream offset `pin` on (the earliest start of a syncing replica's
+    /// stream), or lets them go (None).
+    pub fn set_pin(&mut self, pin: Option<u64>) {
+        self.pin = pin;
+        self.trim();
     }
 
     /// The held bytes from stream offset `offset` on (`offset` may be one past the last byte:
     /// nothing to send), or None when the backlog no longer (or never) held it.
     pub fn from_offset(&self, offset: u64) -> Option<Vec<u8>> {
-        let end = self.first_byte_offset + self.histlen as u64;
-        if offset < self.first_byte_offset || offset > end {
+        if offset < self.first_byte_offset || offset > self.end_offset() {
             return None;
         }
-        let skip = (offset - self.first_byte_offset) as usize;
-        let len = self.histlen - skip;
-        let oldest = (self.idx + self.size - self.histlen) % self.size;
-        let start = (oldest + skip) % self.size;
-        let mut out = Vec::with_capacity(len);
-        for i in 0..len {
-            out.push(self.buf[(start + i) % self.size]);
+        let mut skip = (offset - self.first_byte_offset) as usize;
+        let mut out = Vec::with_capacity(self.histlen - skip);
+        for block in &self.blocks {
+            if skip >= block.len() {
+                skip -= block.len();
+                continue;
+            }
+            out.extend_from_slice(&block[skip..]);
+            skip = 0;
         }
         Some(out)
     }
 
-    /// Changes the capacity, keeping the newest bytes that fit.
+    /// Changes the capacity: the oldest blocks past it go (but what a syncing replica needs).
     pub fn resize(&mut self, size: usize) {
-        let end = self.first_byte_offset + self.histlen as u64;
-        let held = self.from_offset(self.first_byte_offset).unwrap_or_default();
-        *self = Backlog::new(size, end - held.len() as u64);
-        self.feed(&held);
+        self.size = size.max(1);
+        self.trim();
     }
 }
 
@@ -98,22 +135,45 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_bytes_with_their_offsets() {
-        let mut b = Backlog::new(4, 1);
+        let mut b = Backlog::new(BLOCK, 1);
         b.feed(b"ab");
         assert_eq!(b.from_offset(1).unwrap(), b"ab");
         assert_eq!(b.from_offset(3).unwrap(), b"");
         assert_eq!(b.from_offset(4), None);
-        b.feed(b"cdef");
-        assert_eq!(b.first_byte_offset, 3);
-        assert_eq!(b.histlen(), 4);
-        assert_eq!(b.from_offset(3).unwrap(), b"cdef");
-        assert_eq!(b.from_offset(5).unwrap(), b"ef");
-        assert_eq!(b.from_offset(2), None);
-        b.feed(b"0123456789");
-        assert_eq!(b.first_byte_offset, 13);
-        assert_eq!(b.from_offset(13).unwrap(), b"6789");
-        b.resize(2);
-        assert_eq!(b.from_offset(15).unwrap(), b"89");
-        assert_eq!(b.first_byte_offset, 15);
+        // Three more blocks' worth: the front block goes once the rest hold the capacity.
+        let fill = alloc::vec![b'x'; BLOCK * 3];
+        b.feed(&fill);
+        assert_eq!(b.histlen(), BLOCK + 2, "one block and the partial last one");
+        assert_eq!(b.first_byte_offset, 1 + 2 * BLOCK as u64);
+        assert_eq!(b.end_offset(), 3 + 3 * BLOCK as u64);
+        assert_eq!(b.from_offset(1), None);
+        assert_eq!(b.from_offset(b.end_offset() - 2).unwrap(), b"xx");
+        // A smaller capacity still keeps at least that many bytes: here the last two blocks.
+        b.resize(10);
+        assert_eq!(b.histlen(), BLOCK + 2);
+        b.resize(BLOCK * 8);
+        assert_eq!(
+            b.histlen(),
+            BLOCK + 2,
+            "what was dropped does not come back"
+        );
+    }
+
+    #[test]
+    fn a_pin_keeps_the_stream_a_syncing_replica_needs_past_the_capacity() {
+        let mut b = Backlog::new(BLOCK, 1);
+        b.feed(b"0123");
+        b.set_pin(Some(3));
+        let fill = alloc::vec![b'y'; BLOCK * 4];
+        b.feed(&fill);
+        assert_eq!(b.first_byte_offset, 1, "the pinned block stays");
+        assert_eq!(b.histlen(), 4 + 4 * BLOCK);
+        let since = b.from_offset(3).unwrap();
+        assert_eq!(&since[..2], b"23");
+        assert_eq!(since.len(), 2 + 4 * BLOCK);
+        // Released: back to the capacity (plus the partial last block).
+        b.set_pin(None);
+        assert!(b.histlen() < 2 * BLOCK, "{}", b.histlen());
+        assert_eq!(b.end_offset(), 5 + 4 * BLOCK as u64);
     }
 }

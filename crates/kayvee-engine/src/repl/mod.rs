@@ -301,9 +301,6 @@ pub struct Replication {
     /// On a writable replica, the keys (database, name) its own clients gave a TTL: it
     /// expires them itself (see [`Replication::expire_own_ttls`]).
     pub own_ttls: BTreeSet<(usize, Vec<u8>)>,
-    /// Stream bytes the connection layer holds for replicas whose full sync runs, kept once
-    /// for all of them (INFO `mem_total_replication_buffers`, with the backlog).
-    pub held_bytes: u64,
     /// Stream bytes not yet handed to the replicas, and the offset of their first byte.
     outgoing: Vec<u8>,
     outgoing_start: u64,
@@ -335,7 +332,6 @@ impl Replication {
             announced: Vec::new(),
             primary: None,
             own_ttls: BTreeSet::new(),
-            held_bytes: 0,
             outgoing: Vec::new(),
             outgoing_start: 1,
             last_ping_ms: 0,

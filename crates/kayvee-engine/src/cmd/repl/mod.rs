@@ -45,10 +45,21 @@ pub fn become_primary(core: &mut Core, clients: &mut ClientTable) -> bool {
 /// Makes this server a replica of `host`:`port` (the connection layer connects). Returns
 /// whether clients were marked killed (the link to a previous primary).
 pub fn follow(core: &mut Core, clients: &mut ClientTable, host: String, port: u16) -> bool {
+    // The stream's database outlives the change of primary, as Redis's cached master does: a
+    // replica that comes back to the primary it left (or to one that shares its history)
+    // continues with no SELECT, in the database the stream had selected.
+    let stream_db = core.repl.primary.as_ref().map_or(0, |p| {
+        let master = core.repl.link().filter(|&h| core.repl.is_master_client(h));
+        master
+            .and_then(|h| clients.get(h))
+            .map_or(p.stream_db, |c| c.db)
+    });
     let killed = drop_link(core, clients);
     crate::blocking::unblock_all_for_replica(&mut core.blocking, clients, &mut core.stats);
     core.config.replicaof = Some((host.clone(), port));
-    core.repl.primary = Some(Primary::new(host, port));
+    let mut primary = Primary::new(host, port);
+    primary.stream_db = stream_db;
+    core.repl.primary = Some(primary);
     // A replica's stream to its own replicas is its primary's, passed on as it arrives.
     core.aof.set_replicating(false);
     crate::drain::sync(core);

@@ -85,6 +85,9 @@ pub struct Core {
     pub config_before_set: Option<alloc::boxed::Box<Config>>,
     /// A script is running (its commands never block, MONITOR shows them as `lua`).
     pub script_running: bool,
+    /// EXEC runs its queued commands (no eviction until it ends, as Redis evicts only
+    /// before a top-level command).
+    pub in_exec: bool,
     /// The command answered already what it asks of the shell (CONFIG REWRITE inside a
     /// transaction answered `+OK` in EXEC's array; FLUSHALL's save with save points): the
     /// shell carries the request out and its answer is not sent (see

@@ -130,12 +130,14 @@ pub fn evict(core: &mut Core, now: Now) -> Evicted {
     let result = if core.persist.loading.is_some() {
         Evicted::Ok
     } else {
+        let not_counted = evict::not_counted(&core.evict, core.repl.backlog.as_ref());
         let keyspace = evict::Keyspace {
             dbs: &mut core.dbs,
             config: &core.config,
             rng: &mut core.rng,
             stats: &mut core.stats,
             host: &core.host,
+            not_counted,
         };
         evict::perform(&mut core.evict, keyspace, now)
     };

@@ -96,6 +96,7 @@ impl Engine {
             config_before_set: None,
             repl: crate::repl::Replication::new(&mut Rng::new(seed ^ REPLID_SEED)),
             script_running: false,
+            in_exec: false,
             rewrite_answered: false,
             replay_client: None,
             #[cfg(feature = "scripting")]

@@ -128,6 +128,11 @@ pub struct Evictor {
     /// Redis 7.0 allocates outside its counted allocator (INFO reports it apart, as
     /// `used_memory_vm_eval`, and `maxmemory` ignores it). Set by the glue after each command.
     pub uncounted: u64,
+    /// Bytes of the replicas' output buffers (set by the connection layer). With the
+    /// backlog's growth past its size, what Redis's `freeMemoryGetNotCountedMemory` leaves
+    /// out of the eviction count: a replica that lags must not make the primary evict keys
+    /// (or refuse writes) for the stream it still has to send.
+    pub replica_output: u64,
 }
 
 impl Evictor {
@@ -170,6 +175,15 @@ pub fn used_memory(evictor: &Evictor, host: &HostInfo) -> u64 {
     counted.saturating_sub(evictor.uncounted)
 }
 
+/// Bytes `maxmemory` does not count (INFO `mem_not_counted_for_evict`): the replicas' output
+/// buffers and the backlog's blocks past `repl-backlog-size` (its growth while replicas
+/// sync, and its last partly filled block), as Redis 7.0 leaves its replication buffers past
+/// the backlog's size out.
+pub fn not_counted(evictor: &Evictor, backlog: Option<&crate::repl::backlog::Backlog>) -> u64 {
+    let grown = backlog.map_or(0, |b| b.allocated().saturating_sub(b.size()) as u64);
+    evictor.replica_output + grown
+}
+
 /// The engine state an eviction works on, borrowed for one call.
 pub struct Keyspace<'a> {
     /// The databases.
@@ -182,6 +196,8 @@ pub struct Keyspace<'a> {
     pub stats: &'a mut Stats,
     /// The shell's last memory report, read when no probe is installed.
     pub host: &'a HostInfo,
+    /// Bytes left out of the count (see [`not_counted`]).
+    pub not_counted: u64,
 }
 
 /// How many keys one call may evict, from `maxmemory-eviction-tenacity` (Redis's time limit of
@@ -208,7 +224,7 @@ pub fn perform(ev: &mut Evictor, mut ks: Keyspace<'_>, now: Now) -> Evicted {
     if limit == 0 {
         return Evicted::Ok;
     }
-    let used = used_memory(ev, ks.host);
+    let used = used_memory(ev, ks.host).saturating_sub(ks.not_counted);
     if used <= limit {
         return Evicted::Ok;
     }

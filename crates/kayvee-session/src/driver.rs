@@ -257,7 +257,11 @@ impl Driver {
             if let Some(upstream) = &s.upstream {
                 self.upstream_closed(upstream);
             }
+            let replica = self.engine.core.repl.is_replica(s.handle);
             self.engine.disconnect(s.handle);
+            if replica {
+                self.note_replica_output();
+            }
             if s.sync.is_some() {
                 self.pin_backlog();
             }
@@ -280,7 +284,7 @@ impl Driver {
         if s.closing != Closing::No || s.awaiting {
             return false;
         }
-        s.read_paused = s.out_pending() > pause;
+        s.read_paused = !s.pause_lifted && s.out_pending() > pause;
         !s.read_paused
     }
 
@@ -407,6 +411,7 @@ impl Driver {
         clock: &dyn Clock,
         write: impl FnOnce(&[u8]) -> Result<usize, E>,
     ) -> Result<Flushed, E> {
+        let limited = self.engine.core.config.maxmemory != 0;
         let Some(s) = self.session_mut(h) else {
             return Ok(Flushed::Close);
         };
@@ -417,6 +422,19 @@ impl Driver {
         if s.out_pending() > 0 {
             let n = write(&s.out[s.out_sent..])?;
             s.written(n);
+            if n > 0 {
+                // The peer reads: a pause goes on waiting for it.
+                s.paused_quiet_since_ms = None;
+            }
+            if s.out_pending() == 0 {
+                s.pause_lifted = false;
+                // Under a memory limit an empty output keeps no more than Redis's fixed reply
+                // buffer: capacity kept for nothing would count as used memory and make keys
+                // go (Redis frees its reply blocks once they are written).
+                if s.out.capacity() > REPLY_BUFFER_STATIC && limited {
+                    s.out = Vec::new();
+                }
+            }
             self.engine.core.stats.total_net_output_bytes += n as u64;
             if self.engine.core.config.maxmemory_clients_bytes() > 0 {
                 // Client eviction counts the output that is left.
@@ -436,7 +454,8 @@ impl Driver {
             Closing::AfterReply if s.out_pending() == 0 => return Ok(Flushed::Close),
             _ => {}
         }
-        if s.read_paused && s.out_pending() <= output_pause(&self.engine) {
+        let lifted = core::mem::take(&mut s.read_again);
+        if lifted || s.read_paused && s.out_pending() <= output_pause(&self.engine) {
             s.read_paused = false;
             self.run_buffered(h.0, clock, false);
             self.after_batch(h.0, now);
@@ -548,6 +567,8 @@ impl Driver {
         }
         self.take_repl_notes();
         self.clients_cron(now);
+        self.note_replica_output();
+        self.lift_stalled_pauses(now);
         self.upstream_cron(now);
         self.syncs_cron(now);
         let _ = self.deliver(clock, false);
@@ -625,7 +646,11 @@ impl Driver {
             let (this, after) = rest.split_first_mut().expect("the running slot");
             let s = this.as_mut().expect("running a live session");
             let h = s.handle;
-            if used >= input.len() || !s.runnable(output_pause(engine)) || engine.is_blocked(h) {
+            let pause = match s.pause_lifted {
+                true => usize::MAX,
+                false => output_pause(engine),
+            };
+            if used >= input.len() || !s.runnable(pause) || engine.is_blocked(h) {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
@@ -1111,6 +1136,21 @@ impl Driver {
             // output limit.
             self.mark_dirty(h.0);
         }
+        self.note_replica_output();
+    }
+
+    /// Tells the engine how much the replicas' output buffers hold (left out of the memory
+    /// `maxmemory` counts, see `kayvee_engine::evict::not_counted`).
+    fn note_replica_output(&mut self) {
+        let engine = &self.engine;
+        let bytes: usize = self
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|s| engine.core.repl.is_replica(s.handle))
+            .map(|s| s.out.capacity())
+            .sum();
+        self.engine.core.evict.replica_output = bytes as u64;
     }
 
     // ---- Limits and the cron ----
@@ -1262,6 +1302,26 @@ impl Driver {
 
     /// The clients part of the cron: idle `timeout` (blocked clients and subscribers are
     /// exempt, as in Redis), idle buffers, CLIENT LIST's I/O fields, client eviction.
+    /// Lifts the output pause of a connection whose peer has taken none of its output for
+    /// [`PAUSE_STALL_MS`]: a client that writes its whole pipeline before it reads a reply
+    /// (Redis's own test suite does) would otherwise wait for us while we wait for it. Its
+    /// commands run on and its output grows, as Redis's does (up to the output limits).
+    fn lift_stalled_pauses(&mut self, now: Now) {
+        for slot in 0..self.sessions.len() {
+            let Some(s) = self.sessions[slot].as_mut().filter(|s| s.read_paused) else {
+                continue;
+            };
+            let since = *s.paused_quiet_since_ms.get_or_insert(now.ms());
+            if now.ms().saturating_sub(since) < PAUSE_STALL_MS {
+                continue;
+            }
+            s.paused_quiet_since_ms = None;
+            s.pause_lifted = true;
+            s.read_again = true;
+            self.mark_dirty(slot);
+        }
+    }
+
     fn clients_cron(&mut self, now: Now) {
         let timeout_ms = self.engine.core.config.timeout_s.saturating_mul(1000);
         for slot in 0..self.sessions.len() {
@@ -1318,6 +1378,10 @@ impl Driver {
         }
     }
 }
+
+/// How long (ms) a paused connection's peer may take none of its output before the pause is
+/// lifted (see [`Driver::lift_stalled_pauses`]).
+const PAUSE_STALL_MS: u64 = 100;
 
 /// The output above which a client's further commands wait: [`OUTPUT_PAUSE`], or none while
 /// client eviction bounds the clients' memory (Redis has no such mark; its clients' output

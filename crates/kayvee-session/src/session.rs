@@ -70,6 +70,15 @@ pub(crate) struct Session {
     pub answered: bool,
     /// The shell was told to stop reading (output above [`OUTPUT_PAUSE`]).
     pub read_paused: bool,
+    /// Since when (unix ms) the pause has held with no output taken by the peer (None: not
+    /// noted yet; the cron notes it and lifts a pause that makes no progress).
+    pub paused_quiet_since_ms: Option<u64>,
+    /// The pause is off until the output drains: the peer stopped reading while paused (it
+    /// may be blocked writing its own pipeline to us, waiting for nothing), so its commands
+    /// run on and its output grows, as Redis's does.
+    pub pause_lifted: bool,
+    /// The cron lifted the pause: the next flush tells the shell to read again.
+    pub read_again: bool,
     /// Whether the cron saw no traffic since its last run (for releasing buffers).
     pub idle_since_cron: bool,
     /// Since when (unix ms) the pending output has been above the soft output limit.
@@ -104,6 +113,9 @@ impl Session {
             awaiting: false,
             answered: false,
             read_paused: false,
+            paused_quiet_since_ms: None,
+            pause_lifted: false,
+            read_again: false,
             idle_since_cron: false,
             soft_since_ms: None,
             dirty: false,

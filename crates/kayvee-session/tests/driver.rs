@@ -626,3 +626,46 @@ fn under_client_eviction_output_has_no_pause_mark() {
     assert!(rig.driver.wants_input(a), "the output grows as in Redis");
     assert!(rig.output_of(a).ends_with("+PONG\r\n"));
 }
+
+#[test]
+fn a_paused_peer_that_takes_no_output_gets_its_pause_lifted() {
+    // A client that writes its whole pipeline before it reads (Redis's test suite does) stops
+    // taking output; waiting for it would deadlock: after a quiet spell the pause is lifted.
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    let big = "v".repeat(600 * 1024);
+    rig.send(a, &cmd(&["SET", "big", &big]));
+    rig.write_all();
+    let mut pipeline = cmd(&["GET", "big"]);
+    pipeline.extend(cmd(&["GET", "big"]));
+    pipeline.extend(cmd(&["PING"]));
+    rig.send(a, &pipeline);
+    assert!(!rig.driver.wants_input(a), "two big replies: over the mark");
+    let stuck = |rig: &mut Rig| {
+        rig.driver
+            .flush(a, &rig.clock, |_: &[u8]| Ok::<usize, ()>(0))
+            .unwrap()
+    };
+    assert_eq!(stuck(&mut rig), Flushed::Open, "the peer took nothing");
+    // The cron notes the pause, then lifts it once it made no progress for a while.
+    rig.driver.cron(&rig.clock);
+    assert!(!rig.driver.wants_input(a));
+    rig.clock.0.set(rig.clock.0.get() + 150_000);
+    rig.driver.cron(&rig.clock);
+    assert_eq!(
+        stuck(&mut rig),
+        Flushed::ReadAgain,
+        "read again, output or not"
+    );
+    assert!(
+        rig.driver.wants_input(a),
+        "the pause is off while the output drains"
+    );
+    assert!(
+        rig.output_of(a).ends_with("+PONG\r\n"),
+        "the held command ran"
+    );
+    // Once the output is all written, the mark applies again.
+    rig.send(a, &pipeline);
+    assert!(!rig.driver.wants_input(a), "paused again");
+}

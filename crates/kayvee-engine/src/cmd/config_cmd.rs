@@ -146,8 +146,9 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
     if named(&b"repl-backlog-size"[..]) {
         resize_backlog(cx.core);
     }
-    if cx.core.config.maxmemory != maxmemory {
-        // A new limit evicts at once, as Redis does on CONFIG SET maxmemory.
+    if cx.core.config.maxmemory != maxmemory && !cx.core.in_exec && !cx.core.script_running {
+        // A new limit evicts at once, as Redis does on CONFIG SET maxmemory (inside EXEC or
+        // a script, not before the next top-level command).
         crate::drain::evict(cx.core, cx.now);
     }
     if let Some(previous) = previous {

@@ -282,8 +282,14 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     human(s, "maxmemory", core.config.maxmemory);
     field(s, "maxmemory_policy", &core.config.maxmemory_policy);
     // The backlog, which holds the stream syncing replicas wait for too (kept once).
-    let backlog = core.repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
-    memory_ratios(s, used, rss, backlog);
+    let backlog = core.repl.backlog.as_ref();
+    let repl = ReplMemory {
+        buffers: backlog.map_or(0, |b| b.histlen() as u64),
+        // Up to its size (what grows past it while replicas sync is theirs), as Redis 7.0.
+        backlog: backlog.map_or(0, |b| b.histlen().min(b.size()) as u64),
+        not_counted: crate::evict::not_counted(&core.evict, backlog),
+    };
+    memory_ratios(s, used, rss, &repl);
     clients_memory(cx, s);
 }
 
@@ -339,9 +345,18 @@ impl ScriptMemory {
     }
 }
 
-/// The fragmentation fields of the Memory section and the replication buffers' bytes
-/// (`repl_buffers`).
-fn memory_ratios(s: &mut String, used: u64, rss: u64, repl_buffers: u64) {
+/// The replication's memory as INFO shows it.
+struct ReplMemory {
+    /// The shared stream buffer (the backlog, grown while replicas sync).
+    buffers: u64,
+    /// `mem_replication_backlog`.
+    backlog: u64,
+    /// `mem_not_counted_for_evict` (see [`crate::evict::not_counted`]).
+    not_counted: u64,
+}
+
+/// The fragmentation fields of the Memory section and the replication buffers' bytes.
+fn memory_ratios(s: &mut String, used: u64, rss: u64, repl: &ReplMemory) {
     let over = rss.saturating_sub(used);
     field(s, "allocator_frag_ratio", ratio(used, used));
     field(s, "allocator_frag_bytes", 0);
@@ -351,8 +366,9 @@ fn memory_ratios(s: &mut String, used: u64, rss: u64, repl_buffers: u64) {
     field(s, "rss_overhead_bytes", 0);
     field(s, "mem_fragmentation_ratio", ratio(rss, used));
     field(s, "mem_fragmentation_bytes", over);
-    zeros(s, &["mem_not_counted_for_evict", "mem_replication_backlog"]);
-    field(s, "mem_total_replication_buffers", repl_buffers);
+    field(s, "mem_not_counted_for_evict", repl.not_counted);
+    field(s, "mem_replication_backlog", repl.backlog);
+    field(s, "mem_total_replication_buffers", repl.buffers);
 }
 
 /// The last fields of the Memory section.

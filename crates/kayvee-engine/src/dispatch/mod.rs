@@ -482,7 +482,10 @@ impl<'e> Dispatch<'e> {
             }
         }
         if Some(id) == self.state.exec_id {
-            return self.exec(h, id, argv, now, out);
+            self.core.in_exec = true;
+            let outcome = self.exec(h, id, argv, now, out);
+            self.core.in_exec = false;
+            return outcome;
         }
         self.run(h, id, argv, now, out)
     }

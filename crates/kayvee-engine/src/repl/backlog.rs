@@ -53,6 +53,11 @@ impl Backlog {
         self.histlen
     }
 
+    /// Bytes its blocks take (each block's capacity).
+    pub fn allocated(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+
     /// The stream offset one past the last byte held.
     pub fn end_offset(&self) -> u64 {
         self.first_byte_offset + self.histlen as u64

@@ -229,6 +229,8 @@ pub struct Aof {
     incr_size: u64,
     base_size: u64,
     rewrite: Option<Rewrite>,
+    /// The unix second of the last `#TS:` annotation written (aof-timestamp-enabled).
+    annotated_s: u64,
 }
 
 /// A base being written on a thread.
@@ -290,6 +292,7 @@ impl Aof {
             incr_size,
             base_size: 0,
             rewrite: None,
+            annotated_s: 0,
         };
         aof.base_size = aof.file_size(aof.manifest.base.as_ref());
         engine.set_propagation(true);
@@ -326,9 +329,13 @@ impl Aof {
     }
 
     pub fn flush(&mut self, engine: &mut Engine) {
+        let new_from = self.buf.len();
         engine.drain_propagated(&mut self.buf);
         if self.buf.is_empty() {
             return;
+        }
+        if engine.core.config.aof_timestamp_enabled && self.buf.len() > new_from {
+            self.annotate(new_from);
         }
         let result = self.file.write_all(&self.buf).and_then(|()| {
             let skip = engine.core.config.no_appendfsync_on_rewrite && self.rewrite.is_some();
@@ -352,6 +359,19 @@ impl Aof {
             Err(e) => self.write_failed(engine, &e),
         }
         self.report(engine);
+    }
+
+    /// With `aof-timestamp-enabled`, the commands of a new second start with a `#TS:<unix
+    /// seconds>` line (Redis writes one before a command whenever the second moved on since
+    /// the last; the loader skips them, `redis-check-aof --truncate-to-timestamp` cuts there).
+    fn annotate(&mut self, at: usize) {
+        let now_s = unix_s();
+        if now_s <= self.annotated_s {
+            return;
+        }
+        self.annotated_s = now_s;
+        let line = ts_annotation(now_s);
+        self.buf.splice(at..at, line.bytes());
     }
 
     /// A failed write or fsync. Under `always` the server cannot keep its promise and exits,
@@ -453,9 +473,10 @@ impl Aof {
         let path = self.layout.dir.join(&base.name);
         let snapshot = engine.snapshot(now);
         let opts = base_options(engine);
+        let ts = base_timestamp(engine, now);
         let spawned = std::thread::Builder::new()
             .name("kayvee-aofrw".into())
-            .spawn(move || write_base(snapshot, opts, rdb, &path));
+            .spawn(move || write_base(snapshot, opts, rdb, ts, &path));
         match spawned {
             Ok(thread) => {
                 info!("Background append only file rewriting started");
@@ -647,7 +668,14 @@ fn fresh(
         }],
     };
     let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
-    write_base(engine.snapshot(now), base_options(engine), rdb, &base_path)?;
+    let ts = base_timestamp(engine, now);
+    write_base(
+        engine.snapshot(now),
+        base_options(engine),
+        rdb,
+        ts,
+        &base_path,
+    )?;
     open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
     layout.write_manifest(&m)?;
     if let Some(old) = old {
@@ -666,6 +694,7 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
     let rdb = engine.core.config.aof_use_rdb_preamble;
     let snapshot = engine.snapshot(now);
     let opts = base_options(engine);
+    let ts = base_timestamp(engine, now);
     std::thread::Builder::new()
         .name("kayvee-aofrw".into())
         .spawn(move || {
@@ -680,7 +709,7 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
                 name: layout.base_name(seq, rdb),
                 seq,
             };
-            let size = write_base(snapshot, opts, rdb, &layout.dir.join(&base.name))?;
+            let size = write_base(snapshot, opts, rdb, ts, &layout.dir.join(&base.name))?;
             let m = Manifest {
                 base: Some(base),
                 incrs: Vec::new(),
@@ -711,9 +740,37 @@ fn base_options(engine: &Engine) -> WriteOptions {
     }
 }
 
-/// Writes a base (RDB, or commands) to a temporary file, fsyncs and renames it to `path`;
-/// returns its size.
-fn write_base(snapshot: Snapshot, opts: WriteOptions, rdb: bool, path: &Path) -> io::Result<u64> {
+/// The unix second a base of commands starts with as a `#TS:` annotation, with
+/// `aof-timestamp-enabled` (Redis's rewrite writes one first, whatever the last was).
+fn base_timestamp(engine: &Engine, now: Now) -> Option<u64> {
+    engine
+        .core
+        .config
+        .aof_timestamp_enabled
+        .then_some(now.ms() / 1000)
+}
+
+/// `#TS:<unix seconds>\r\n`, an AOF's timestamp annotation.
+fn ts_annotation(unix_s: u64) -> String {
+    format!("#TS:{unix_s}\r\n")
+}
+
+/// The wall clock's unix seconds.
+fn unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes a base (RDB, or commands, after the `#TS:` annotation of `ts_s` if any) to a
+/// temporary file, fsyncs and renames it to `path`; returns its size.
+fn write_base(
+    snapshot: Snapshot,
+    opts: WriteOptions,
+    rdb: bool,
+    ts_s: Option<u64>,
+    path: &Path,
+) -> io::Result<u64> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let result = (|| {
@@ -726,6 +783,9 @@ fn write_base(snapshot: Snapshot, opts: WriteOptions, rdb: bool, path: &Path) ->
                 buf.clear();
             }
         } else {
+            if let Some(ts_s) = ts_s {
+                file.write_all(ts_annotation(ts_s).as_bytes())?;
+            }
             write_commands(&snapshot, &mut file)?;
         }
         let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
@@ -1194,6 +1254,21 @@ mod tests {
             None,
             "plain SET cleared the TTL"
         );
+    }
+
+    #[test]
+    fn a_command_base_starts_with_its_timestamp_and_loads() {
+        let (e, _) = engine();
+        let dir = std::env::temp_dir().join(format!("kayvee-aof-ts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("base.aof");
+        let snapshot = e.snapshot(Now::from_ms(1000));
+        write_base(snapshot, WriteOptions::default(), false, Some(17), &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(bytes.starts_with(b"#TS:17\r\n"), "{bytes:?}");
+        let (mut e2, h2) = engine();
+        assert_eq!(replay(&mut e2, h2, &bytes), Replay::Done);
     }
 
     #[test]

@@ -378,6 +378,12 @@ impl Engine {
     /// of blocked clients, a FAILOVER's steps. Returns whether clients were marked killed
     /// (a FAILOVER's switch drops the replicas): the shell closes them.
     pub fn cron(&mut self, now: Now) -> bool {
+        self.cron_timed(now, &mut || now)
+    }
+
+    /// [`Engine::cron`], timing its parts on the shell's `clock` for the latency monitor
+    /// (an `expire-cycle` event when the active expiry took `latency-monitor-threshold`).
+    pub fn cron_timed(&mut self, now: Now, clock: &mut dyn FnMut() -> Now) -> bool {
         let paused = self.core.debug.cron_paused;
         if !paused {
             self.core.stats.sample_metrics(now.ms());
@@ -389,7 +395,16 @@ impl Engine {
         let replica = self.core.repl.primary.is_some();
         if !paused && !self.core.pause.active(now.ms()) && !replica {
             if self.core.debug.active_expire {
+                let start = clock();
                 expire::active_expire_cycle(&mut self.core.dbs, now);
+                let ms = clock().unix_us.saturating_sub(start.unix_us) / 1000;
+                let threshold = self.core.config.latency_monitor_threshold;
+                self.core.latency.add_sample_if_needed(
+                    threshold,
+                    "expire-cycle",
+                    ms,
+                    now.ms() / 1000,
+                );
             }
             drain::evict(&mut self.core, now);
         } else if replica && !paused && self.core.debug.active_expire {

@@ -348,7 +348,7 @@ impl Server {
             let _ = crate::persist::save_sync(engine, now);
         }
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
-        files.close(engine, now);
+        files.close(engine);
         self.finish();
         Ok(())
     }

@@ -65,6 +65,8 @@ pub struct Waiter {
     pub argv: ArgvBuf,
     /// Its command id (whose serve function serves it).
     pub cmd: CommandId,
+    /// How long its blocking call took (microseconds; logged with it once it is served).
+    pub duration_us: u64,
 }
 
 /// The waiting room, kept in `Core`.
@@ -128,6 +130,18 @@ impl Blocking {
     /// Whether client `h` is blocked.
     pub fn is_blocked(&self, h: Handle) -> bool {
         self.waiters.contains_key(&h)
+    }
+
+    /// Notes the duration of client `h`'s call that just blocked it; false when `h` is not
+    /// blocked (its command ran to its end).
+    pub fn note_duration(&mut self, h: Handle, usec: u64) -> bool {
+        match self.waiters.get_mut(&h) {
+            Some(w) => {
+                w.duration_us = usec;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The earliest timeout of any blocked client (absolute unix ms).

@@ -5,7 +5,7 @@
 use crate::argv::Argv;
 use crate::client::{ClientTable, ConnInfo, Handle, Transport};
 use crate::cmd::spec::Commands;
-use crate::command::{self, CommandId, CommandTable};
+use crate::command::{CommandId, CommandTable};
 use crate::config::Config;
 use crate::cx::Core;
 use crate::db::{Db, DbSnapshot};
@@ -17,7 +17,7 @@ use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::stats::Stats;
 use crate::time::Now;
-use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl, slowlog};
+use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -174,68 +174,14 @@ impl Engine {
 
     /// The shell measured the command it just ran for client `h` (`argv`, as the client sent
     /// it) at `usec`: adds the time to the command's statistics and logs it in SLOWLOG when
-    /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are).
+    /// it is slow enough (commands flagged `skip_slowlog`, such as EXEC and AUTH, never are;
+    /// a command that blocked is logged once it is served). See `dispatch::timing`.
     #[inline]
     pub fn command_timed(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
         let Some(id) = self.dispatch.last_cmd else {
             return;
         };
-        self.record_usec(id, usec);
-        self.command_latency(id, usec, now);
-        let config = &self.core.config;
-        if !slowlog::SlowLog::wants(config.slowlog_log_slower_than, usec)
-            || self
-                .commands
-                .table
-                .get(id)
-                .spec
-                .has(command::flags::SKIP_SLOWLOG)
-        {
-            return;
-        }
-        self.slowlog_entry(h, argv, usec, now);
-    }
-
-    /// Logs a slow command in SLOWLOG (out of line: the fast path of [`Engine::command_timed`]
-    /// runs after every command and stays small).
-    #[cold]
-    #[inline(never)]
-    fn slowlog_entry(&mut self, h: Handle, argv: &Argv<'_>, usec: u64, now: Now) {
-        let config = &self.core.config;
-        let (addr, name) = match self.clients.get(h) {
-            Some(c) => (
-                cmd::client::peer_addr(c),
-                c.name.clone().unwrap_or_default(),
-            ),
-            None => (String::new(), Default::default()),
-        };
-        let entry = slowlog::Entry {
-            id: 0,
-            time_s: (now.ms() / 1000) as i64,
-            usec,
-            args: slowlog::truncated_args(argv),
-            addr,
-            name,
-        };
-        let len_max = usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX);
-        self.core.slowlog.push(entry, len_max);
-    }
-
-    /// A command's duration for latency tracking (its histogram, with `latency-tracking`) and
-    /// the latency monitor (a `command` or, for a fast command, `fast-command` event, at
-    /// `latency-monitor-threshold`).
-    fn command_latency(&mut self, id: CommandId, usec: u64, now: Now) {
-        let core = &mut self.core;
-        if core.config.latency_tracking {
-            core.latency.record_command(id.0, usec);
-        }
-        let threshold = core.config.latency_monitor_threshold;
-        if threshold != 0 {
-            let fast = self.commands.table.get(id).spec.has(command::flags::FAST);
-            let event = if fast { "fast-command" } else { "command" };
-            core.latency
-                .add_sample_if_needed(threshold, event, usec / 1000, now.ms() / 1000);
-        }
+        self.dispatcher().command_timed(h, id, argv, usec, now);
     }
 
     /// Installs the shell's reading of the bytes the process has allocated (its global
@@ -433,6 +379,12 @@ impl Engine {
     /// of blocked clients, a FAILOVER's steps. Returns whether clients were marked killed
     /// (a FAILOVER's switch drops the replicas): the shell closes them.
     pub fn cron(&mut self, now: Now) -> bool {
+        self.cron_timed(now, &mut || now)
+    }
+
+    /// [`Engine::cron`], timing its parts on the shell's `clock` for the latency monitor
+    /// (an `expire-cycle` event when the active expiry took `latency-monitor-threshold`).
+    pub fn cron_timed(&mut self, now: Now, clock: &mut dyn FnMut() -> Now) -> bool {
         let paused = self.core.debug.cron_paused;
         if !paused {
             self.core.stats.sample_metrics(now.ms());
@@ -444,7 +396,16 @@ impl Engine {
         let replica = self.core.repl.primary.is_some();
         if !paused && !self.core.pause.active(now.ms()) && !replica {
             if self.core.debug.active_expire {
+                let start = clock();
                 expire::active_expire_cycle(&mut self.core.dbs, now);
+                let ms = clock().unix_us.saturating_sub(start.unix_us) / 1000;
+                let threshold = self.core.config.latency_monitor_threshold;
+                self.core.latency.add_sample_if_needed(
+                    threshold,
+                    "expire-cycle",
+                    ms,
+                    now.ms() / 1000,
+                );
             }
             drain::evict(&mut self.core, now);
         } else if replica && !paused && self.core.debug.active_expire {

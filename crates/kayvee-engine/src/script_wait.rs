@@ -13,6 +13,10 @@
 //! replies out at once. A kill stops the script at its next hook with Redis's error (raised at every
 //! instruction from then on, so `pcall` cannot hold it); SHUTDOWN NOSAVE is the shell's to
 //! carry out (it exits). The shell stays "bytes in, bytes out": every decision is here.
+//!
+//! The same lent clock times the commands an EXEC runs and the blocked commands served after
+//! a command, one by one, and carries out a DEBUG SLEEP inside EXEC where it runs
+//! ([`ScriptWait::sleep_us`]; see `dispatch::timing`).
 
 use crate::argv::{Argv, ArgvBuf};
 use crate::client::Handle;
@@ -23,6 +27,9 @@ use crate::time::Now;
 pub trait ScriptWait {
     /// The current time.
     fn now(&mut self) -> Now;
+    /// Blocks the whole server for `us` microseconds: a DEBUG SLEEP inside EXEC, carried out
+    /// where it runs so that the commands of the transaction are timed one by one.
+    fn sleep_us(&mut self, us: u64);
     /// Serves the other connections once, without blocking: each complete command one of them
     /// sent goes to [`Busy::answer`], the replies are written out. A SHUTDOWN NOSAVE
     /// ([`Answered::Shutdown`]) is carried out by the shell.

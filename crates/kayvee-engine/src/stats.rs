@@ -47,6 +47,14 @@ pub struct Stats {
     /// Connections closed by client eviction (`maxmemory-clients`; the shell's connection
     /// layer evicts and counts).
     pub evicted_clients: u64,
+    /// Values freed as Redis would free them on its lazy-free thread (`lazyfreed_objects`):
+    /// UNLINK's (and DEL's under `lazyfree-lazy-user-del`) of a [`free_effort`] above
+    /// [`LAZYFREE_THRESHOLD`], and every key of an asynchronous FLUSHDB / FLUSHALL. Kayvee
+    /// frees them at once, so `lazyfree_pending_objects` is always 0.
+    ///
+    /// [`free_effort`]: crate::value::usage::free_effort
+    /// [`LAZYFREE_THRESHOLD`]: crate::value::usage::LAZYFREE_THRESHOLD
+    pub lazyfreed_objects: u64,
     /// Unix ms when these counters were last reset (CONFIG RESETSTAT) or the server started.
     pub reset_ms: u64,
     /// `instantaneous_ops_per_sec`: commands per second over the last samples.

@@ -376,7 +376,8 @@ pub fn flag_error(txns: &mut Transactions, h: Handle) {
     }
 }
 
-/// The commands that run at once inside MULTI instead of being queued.
+/// The commands that run at once inside MULTI instead of being queued, by full name (a
+/// subcommand such as `slowlog|reset` is queued).
 pub fn runs_in_multi(name: &str) -> bool {
     matches!(
         name,

@@ -250,6 +250,9 @@ impl Decoder {
                 return Ok(None);
             };
             self.spans.clear();
+            // The argument table of one huge command is not kept for the next (Redis frees a
+            // command's argv after it runs).
+            self.spans.shrink_to(SPANS_PREALLOC_MAX);
             self.kind = if first == b'*' {
                 Kind::Multibulk
             } else {

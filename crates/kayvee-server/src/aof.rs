@@ -229,11 +229,15 @@ pub struct Aof {
     incr_size: u64,
     base_size: u64,
     rewrite: Option<Rewrite>,
+    /// The unix second of the last `#TS:` annotation written (aof-timestamp-enabled).
+    annotated_s: u64,
 }
 
 /// A base being written on a thread.
 struct Rewrite {
     thread: JoinHandle<io::Result<u64>>,
+    /// Set to stop the thread (the AOF is turned off meanwhile).
+    stop: Arc<AtomicBool>,
     base: Part,
     started: Instant,
 }
@@ -290,6 +294,7 @@ impl Aof {
             incr_size,
             base_size: 0,
             rewrite: None,
+            annotated_s: 0,
         };
         aof.base_size = aof.file_size(aof.manifest.base.as_ref());
         engine.set_propagation(true);
@@ -326,9 +331,13 @@ impl Aof {
     }
 
     pub fn flush(&mut self, engine: &mut Engine) {
+        let new_from = self.buf.len();
         engine.drain_propagated(&mut self.buf);
         if self.buf.is_empty() {
             return;
+        }
+        if engine.core.config.aof_timestamp_enabled && self.buf.len() > new_from {
+            self.annotate(new_from);
         }
         let result = self.file.write_all(&self.buf).and_then(|()| {
             let skip = engine.core.config.no_appendfsync_on_rewrite && self.rewrite.is_some();
@@ -352,6 +361,19 @@ impl Aof {
             Err(e) => self.write_failed(engine, &e),
         }
         self.report(engine);
+    }
+
+    /// With `aof-timestamp-enabled`, the commands of a new second start with a `#TS:<unix
+    /// seconds>` line (Redis writes one before a command whenever the second moved on since
+    /// the last; the loader skips them, `redis-check-aof --truncate-to-timestamp` cuts there).
+    fn annotate(&mut self, at: usize) {
+        let now_s = unix_s();
+        if now_s <= self.annotated_s {
+            return;
+        }
+        self.annotated_s = now_s;
+        let line = ts_annotation(now_s);
+        self.buf.splice(at..at, line.bytes());
     }
 
     /// A failed write or fsync. Under `always` the server cannot keep its promise and exits,
@@ -453,15 +475,19 @@ impl Aof {
         let path = self.layout.dir.join(&base.name);
         let snapshot = engine.snapshot(now);
         let opts = base_options(engine);
+        let ts = base_timestamp(engine, now);
+        let pace = Pace::of(engine);
+        let stop = pace.stop.clone();
         let spawned = std::thread::Builder::new()
             .name("kayvee-aofrw".into())
-            .spawn(move || write_base(snapshot, opts, rdb, &path));
+            .spawn(move || write_base(snapshot, opts, (rdb, ts), &pace, &path));
         match spawned {
             Ok(thread) => {
                 info!("Background append only file rewriting started");
                 engine.core.aof.status.rewrite_started_ms = Some(now.ms());
                 self.rewrite = Some(Rewrite {
                     thread,
+                    stop,
                     base,
                     started: Instant::now(),
                 });
@@ -548,16 +574,14 @@ impl Aof {
     }
 
     /// Waits for a running rewrite and writes everything out with an fsync (shutdown, AOF off).
-    pub fn close(mut self, engine: &mut Engine, now: Now) {
-        if self.rewrite.is_some() {
-            while !self
-                .rewrite
-                .as_ref()
-                .is_some_and(|r| r.thread.is_finished())
-            {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            self.finish_rewrite(engine, now);
+    pub fn close(mut self, engine: &mut Engine) {
+        if let Some(rw) = self.rewrite.take() {
+            // As Redis kills its rewrite child: the base is dropped (the thread removes its
+            // temporary file); the increment opened for it stays in the manifest.
+            info!("Killing running AOF rewrite child (the kayvee-aofrw thread)");
+            rw.stop.store(true, Ordering::Relaxed);
+            let _ = rw.thread.join();
+            engine.core.aof.status.rewrite_started_ms = None;
         }
         self.flush(engine);
         let _ = self.file.sync_data();
@@ -647,7 +671,15 @@ fn fresh(
         }],
     };
     let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
-    write_base(engine.snapshot(now), base_options(engine), rdb, &base_path)?;
+    let ts = base_timestamp(engine, now);
+    let snapshot = engine.snapshot(now);
+    write_base(
+        snapshot,
+        base_options(engine),
+        (rdb, ts),
+        &Pace::default(),
+        &base_path,
+    )?;
     open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
     layout.write_manifest(&m)?;
     if let Some(old) = old {
@@ -666,6 +698,8 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
     let rdb = engine.core.config.aof_use_rdb_preamble;
     let snapshot = engine.snapshot(now);
     let opts = base_options(engine);
+    let ts = base_timestamp(engine, now);
+    let pace = Pace::of(engine);
     std::thread::Builder::new()
         .name("kayvee-aofrw".into())
         .spawn(move || {
@@ -680,7 +714,8 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
                 name: layout.base_name(seq, rdb),
                 seq,
             };
-            let size = write_base(snapshot, opts, rdb, &layout.dir.join(&base.name))?;
+            let path = layout.dir.join(&base.name);
+            let size = write_base(snapshot, opts, (rdb, ts), &pace, &path)?;
             let m = Manifest {
                 base: Some(base),
                 incrs: Vec::new(),
@@ -711,22 +746,87 @@ fn base_options(engine: &Engine) -> WriteOptions {
     }
 }
 
-/// Writes a base (RDB, or commands) to a temporary file, fsyncs and renames it to `path`;
-/// returns its size.
-fn write_base(snapshot: Snapshot, opts: WriteOptions, rdb: bool, path: &Path) -> io::Result<u64> {
+/// The unix second a base of commands starts with as a `#TS:` annotation, with
+/// `aof-timestamp-enabled` (Redis's rewrite writes one first, whatever the last was).
+fn base_timestamp(engine: &Engine, now: Now) -> Option<u64> {
+    engine
+        .core
+        .config
+        .aof_timestamp_enabled
+        .then_some(now.ms() / 1000)
+}
+
+/// `#TS:<unix seconds>\r\n`, an AOF's timestamp annotation.
+fn ts_annotation(unix_s: u64) -> String {
+    format!("#TS:{unix_s}\r\n")
+}
+
+/// The wall clock's unix seconds.
+fn unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// How a rewrite goes: `rdb-key-save-delay` (microseconds slept after each key, the test
+/// suite's slow rewrite, as Redis's rewrite child sleeps) and the flag that stops it.
+#[derive(Default)]
+struct Pace {
+    key_delay_us: u64,
+    stop: Arc<AtomicBool>,
+}
+
+impl Pace {
+    /// The pace the configuration asks for.
+    fn of(engine: &Engine) -> Pace {
+        let delay = engine.core.config.int_param("rdb-key-save-delay");
+        Pace {
+            key_delay_us: delay.max(0) as u64,
+            stop: Arc::default(),
+        }
+    }
+
+    /// After a key: stops the rewrite if asked, then sleeps the key's delay.
+    fn after_key(&self) -> io::Result<()> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(io::Error::other("stopped"));
+        }
+        if self.key_delay_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.key_delay_us));
+        }
+        Ok(())
+    }
+}
+
+/// Writes a base (`form`: RDB, or commands after the `#TS:` annotation of its second if any)
+/// to a temporary file at `pace`, fsyncs and renames it to `path`; returns its size.
+fn write_base(
+    snapshot: Snapshot,
+    mut opts: WriteOptions,
+    (rdb, ts_s): (bool, Option<u64>),
+    pace: &Pace,
+    path: &Path,
+) -> io::Result<u64> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let result = (|| {
         let mut file = io::BufWriter::with_capacity(128 * 1024, File::create(&tmp)?);
         if rdb {
+            if pace.key_delay_us > 0 {
+                opts.chunk_len = 1; // a key a chunk, slept after
+            }
             let mut writer = RdbWriter::new(snapshot, opts);
             let mut buf = Vec::with_capacity(128 * 1024);
             while writer.next_chunk(&mut buf) {
                 file.write_all(&buf)?;
                 buf.clear();
+                pace.after_key()?;
             }
         } else {
-            write_commands(&snapshot, &mut file)?;
+            if let Some(ts_s) = ts_s {
+                file.write_all(ts_annotation(ts_s).as_bytes())?;
+            }
+            write_commands(&snapshot, &mut file, pace)?;
         }
         let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.sync_all()?;
@@ -747,7 +847,7 @@ const ITEMS_PER_CMD: usize = 64;
 /// The data as commands (Redis's rewrite without preamble): FUNCTION LOAD per library, then
 /// SELECT per database and per key SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items,
 /// and PEXPIREAT for a TTL.
-fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
+fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io::Result<()> {
     use kayvee_engine::aof::encode;
     let mut buf = Vec::with_capacity(64 * 1024);
     // The function libraries first, as Redis's rewrite writes them.
@@ -764,10 +864,11 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write) -> io::Result<()> {
             if let Some(at) = db.expires.get(&key[..]) {
                 encode(&mut buf, &[b"PEXPIREAT", key, at.to_string().as_bytes()]);
             }
-            if buf.len() > 32 * 1024 {
+            if buf.len() > 32 * 1024 || pace.key_delay_us > 0 {
                 out.write_all(&buf)?;
                 buf.clear();
             }
+            pace.after_key()?;
         }
     }
     out.write_all(&buf)
@@ -1197,6 +1298,51 @@ mod tests {
     }
 
     #[test]
+    fn a_command_base_starts_with_its_timestamp_and_loads() {
+        let (e, _) = engine();
+        let dir = std::env::temp_dir().join(format!("kayvee-aof-ts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("base.aof");
+        let snapshot = e.snapshot(Now::from_ms(1000));
+        let (form, pace) = ((false, Some(17)), Pace::default());
+        write_base(snapshot, WriteOptions::default(), form, &pace, &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(bytes.starts_with(b"#TS:17\r\n"), "{bytes:?}");
+        let (mut e2, h2) = engine();
+        assert_eq!(replay(&mut e2, h2, &bytes), Replay::Done);
+    }
+
+    #[test]
+    fn a_stopped_rewrite_writes_no_base() {
+        let (mut e, h) = engine();
+        let argv = kayvee_engine::ArgvBuf::from_args(["SET", "k", "v"]);
+        e.execute(
+            h,
+            &argv.argv(),
+            Now::from_ms(1000),
+            &mut Discard(Default::default()),
+        );
+        let pace = Pace::default();
+        pace.stop.store(true, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kayvee-aof-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("base.aof");
+        let snapshot = e.snapshot(Now::from_ms(1000));
+        let written = write_base(
+            snapshot,
+            WriteOptions::default(),
+            (false, None),
+            &pace,
+            &path,
+        );
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(written.is_err());
+        assert_eq!(left, 0, "no base, no temporary file");
+    }
+
+    #[test]
     fn command_base_rebuilds_every_type() {
         let (mut e, h) = engine();
         for c in [
@@ -1218,7 +1364,8 @@ mod tests {
             );
         }
         let mut out = Vec::new();
-        write_commands(&e.snapshot(Now::from_ms(1000)), &mut out).unwrap();
+        let snapshot = e.snapshot(Now::from_ms(1000));
+        write_commands(&snapshot, &mut out, &Pace::default()).unwrap();
         let (mut e2, h2) = engine();
         assert_eq!(replay(&mut e2, h2, &out), Replay::Done);
         assert_eq!(e2.core.dbs[0].len(), 5);

@@ -135,7 +135,7 @@ impl Durability {
             }
         } else if !wanted {
             if let Some(aof) = self.aof.take() {
-                aof.close(engine, now);
+                aof.close(engine);
             }
         }
     }
@@ -156,10 +156,10 @@ impl Durability {
         Ok(())
     }
 
-    /// The end: the last AOF write and fsync.
-    pub fn close(&mut self, engine: &mut Engine, now: Now) {
+    /// The end: the last AOF write and fsync (a running rewrite is stopped).
+    pub fn close(&mut self, engine: &mut Engine) {
         if let Some(aof) = self.aof.take() {
-            aof.close(engine, now);
+            aof.close(engine);
         }
     }
 

@@ -15,6 +15,7 @@ mod host;
 mod log;
 mod migrate;
 mod net;
+mod oom;
 mod persist;
 mod requests;
 mod server;

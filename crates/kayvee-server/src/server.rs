@@ -251,6 +251,8 @@ pub struct Server {
     dirty: Vec<Handle>,
     /// MIGRATE's cached links to target instances.
     migrate: crate::migrate::Links,
+    /// `oom-score-adj`'s writes to the process's score.
+    oom: crate::oom::OomScore,
 }
 
 impl Server {
@@ -289,6 +291,7 @@ impl Server {
             files: Durability::default(),
             dirty: Vec::new(),
             migrate: Default::default(),
+            oom: Default::default(),
         })
     }
 
@@ -348,7 +351,7 @@ impl Server {
             let _ = crate::persist::save_sync(engine, now);
         }
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
-        files.close(engine, now);
+        files.close(engine);
         self.finish();
         Ok(())
     }
@@ -381,6 +384,7 @@ impl Server {
         let now = self.now();
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
         files.after_pass(engine, now);
+        self.oom.sync(self.driver.engine());
     }
 
     /// The shell's part of the cron: persistence and the host facts INFO reports.
@@ -496,6 +500,8 @@ impl Server {
                 listeners: &self.listeners,
             };
             self.driver.receive(h, &self.scratch[..n], &shell);
+            // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
+            self.oom.sync(self.driver.engine());
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).

@@ -562,7 +562,7 @@ impl Driver {
     /// clients' timeouts), then idle clients, buffers and CLIENT LIST's I/O fields.
     pub fn cron(&mut self, clock: &dyn Clock) {
         let now = clock.now();
-        if self.engine.cron(now) {
+        if self.engine.cron_timed(now, &mut || clock.now()) {
             self.close_killed(Handle(usize::MAX));
         }
         self.take_repl_notes();

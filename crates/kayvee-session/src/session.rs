@@ -27,6 +27,10 @@ pub const OUTPUT_PAUSE: usize = 1024 * 1024;
 /// the input buffer is sized for exactly its command, and `qbuf` shows only its payload.
 const BIG_ARG: usize = 32 * 1024;
 
+/// An input buffer above this size that the recent traffic uses less than half of is shrunk
+/// by the cron (Redis's `PROTO_RESIZE_THRESHOLD`).
+const INPUT_RESIZE_THRESHOLD: usize = 32 * 1024;
+
 /// An empty output buffer with more capacity than this is released by the cron.
 const OUTPUT_KEEP: usize = 64 * 1024;
 /// Redis's fixed per-client reply buffer (`PROTO_REPLY_CHUNK_BYTES`), and the size of its
@@ -59,6 +63,8 @@ pub(crate) struct Session {
     pub want: usize,
     pub in_start: usize,
     pub in_end: usize,
+    /// The most input pending at once since the last cron (Redis's `querybuf_peak`).
+    pub in_peak: usize,
     /// Encoded replies; `out[out_sent..]` is not written yet.
     pub out: Vec<u8>,
     pub out_sent: usize,
@@ -107,6 +113,7 @@ impl Session {
             want: 0,
             in_start: 0,
             in_end: 0,
+            in_peak: 0,
             out: Vec::new(),
             out_sent: 0,
             closing: Closing::No,
@@ -179,6 +186,7 @@ impl Session {
         }
         self.input[self.in_end..need].copy_from_slice(data);
         self.in_end = need;
+        self.in_peak = self.in_peak.max(self.in_end - self.in_start);
     }
 
     /// Keeps `rest` (an incomplete command run from the shell's buffer) as the pending input.
@@ -247,18 +255,42 @@ impl Session {
     }
 
     /// Releases the buffers of a client idle since the last cron with nothing pending (10,000
-    /// idle clients should not keep 16 KiB each).
+    /// idle clients should not keep 16 KiB each), and shrinks a busy client's input buffer
+    /// that one big command grew (see [`Session::shrink_input`]).
     pub fn release_idle_buffers(&mut self) {
         if self.idle_since_cron && self.pending_input() == 0 && !self.input.is_empty() {
             self.input = Vec::new();
             self.in_start = 0;
             self.in_end = 0;
         }
+        self.shrink_input();
         if self.out_pending() == 0 && self.out.capacity() > OUTPUT_KEEP {
             self.out = Vec::new();
             self.out_sent = 0;
         }
         self.idle_since_cron = true;
+    }
+}
+
+impl Session {
+    /// Redis's resize of a busy client's query buffer: one above
+    /// [`INPUT_RESIZE_THRESHOLD`] wasting more than 4 KiB and twice the most the client had
+    /// pending since the last cron shrinks to what is pending (at least that peak, and the
+    /// whole of a command whose size is known). The peak starts again from what is pending.
+    fn shrink_input(&mut self) {
+        let (size, pending) = (self.input.len(), self.pending_input());
+        if size > INPUT_RESIZE_THRESHOLD && size - pending > 4096 && size / 2 > self.in_peak {
+            let keep = pending.max(self.in_peak).max(self.want);
+            self.input.copy_within(self.in_start..self.in_end, 0);
+            (self.in_start, self.in_end) = (0, pending);
+            if keep == 0 {
+                self.input = Vec::new();
+            } else {
+                self.input.truncate(keep);
+                self.input.shrink_to_fit();
+            }
+        }
+        self.in_peak = pending;
     }
 }
 
@@ -344,6 +376,25 @@ mod tests {
         s.release_idle_buffers();
         assert!(s.input.is_empty());
         assert_eq!(s.io_stats(0).qbuf, 0);
+    }
+
+    #[test]
+    fn a_busy_clients_big_input_buffer_shrinks_after_its_peak_passes() {
+        let mut s = session();
+        s.append(&alloc::vec![b'a'; 100 * 1024]);
+        s.consume(100 * 1024);
+        let size = s.input.len();
+        s.release_idle_buffers();
+        assert_eq!(
+            s.input.len(),
+            size,
+            "the peak since the last cron is the big command"
+        );
+        s.idle_since_cron = false;
+        s.append(b"*1\r\n");
+        s.release_idle_buffers();
+        assert_eq!(s.input.len(), 4, "shrunk to what is pending");
+        assert_eq!(&s.input[..s.in_end], b"*1\r\n");
     }
 
     #[test]

@@ -56,6 +56,10 @@ impl ScriptWait for Waiter<'_> {
         self.clock.now()
     }
 
+    fn sleep_us(&mut self, us: u64) {
+        self.clock.sleep_us(us);
+    }
+
     fn serve(&mut self, busy: &mut dyn BusyAnswer) {
         let clock = self.clock;
         let running = busy.running();

@@ -35,6 +35,7 @@ pub fn block(cx: &mut Cx<'_>, args: &Argv<'_>, spec: BlockSpec, out: &mut dyn Re
         spec,
         argv: ArgvBuf::from_args(args.iter()),
         cmd: cx.cmd,
+        duration_us: 0,
     };
     let me = cx.me;
     let deletions = waiter.spec.serve_missing;

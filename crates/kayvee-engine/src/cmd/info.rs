@@ -310,7 +310,7 @@ fn clients_memory(cx: &Cx<'_>, s: &mut String) {
     field(s, "mem_clients_normal", normal);
     zeros(s, &["mem_cluster_links", "mem_aof_buffer"]);
     field(s, "mem_allocator", "kayvee");
-    memory_tail(s);
+    memory_tail(s, cx.core.stats.lazyfreed_objects);
 }
 
 /// What INFO memory reports of scripting (zeros without the `scripting` feature). The eval
@@ -371,16 +371,11 @@ fn memory_ratios(s: &mut String, used: u64, rss: u64, repl: &ReplMemory) {
     field(s, "mem_total_replication_buffers", repl.buffers);
 }
 
-/// The last fields of the Memory section.
-fn memory_tail(s: &mut String) {
-    zeros(
-        s,
-        &[
-            "active_defrag_running",
-            "lazyfree_pending_objects",
-            "lazyfreed_objects",
-        ],
-    );
+/// The last fields of the Memory section (nothing is ever pending lazy freeing: see
+/// [`crate::stats::Stats::lazyfreed_objects`]).
+fn memory_tail(s: &mut String, lazyfreed: u64) {
+    zeros(s, &["active_defrag_running", "lazyfree_pending_objects"]);
+    field(s, "lazyfreed_objects", lazyfreed);
 }
 
 /// `a / b` as a percentage with two decimals (`100.00%`), `0.00%` when `b` is zero.

@@ -23,6 +23,7 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 
 #[cfg(feature = "scripting")]
 mod script;
+mod timing;
 
 /// What dispatch remembers between commands (kept in the engine).
 pub struct State {
@@ -30,6 +31,9 @@ pub struct State {
     pub last_cmd: Option<CommandId>,
     /// EXEC's id: dispatch runs it itself (it runs other commands).
     exec_id: Option<CommandId>,
+    /// What the DEBUG SLEEPs of the EXEC that just ran slept on the shell's clock (blocked
+    /// clients are served as of after them).
+    exec_slept_us: u64,
     /// Per command id: one of the EVAL/FCALL commands, which dispatch runs itself (a table,
     /// so the test costs one load per command).
     #[cfg(feature = "scripting")]
@@ -50,6 +54,7 @@ impl State {
         State {
             last_cmd: None,
             exec_id: commands.lookup(b"exec"),
+            exec_slept_us: 0,
             #[cfg(feature = "scripting")]
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
@@ -107,6 +112,7 @@ impl<'e> Dispatch<'e> {
         out: &mut dyn ReplySink,
     ) -> Outcome {
         self.state.last_cmd = None;
+        self.state.exec_slept_us = 0;
         if argv.is_empty() {
             return Outcome::Continue;
         }
@@ -146,11 +152,14 @@ impl<'e> Dispatch<'e> {
             // Blocked clients are served after the command, as in Redis: after a DEBUG SLEEP
             // (in an EXEC) the shell is about to carry out, so a key that expires meanwhile
             // is expired for them (and its DEL propagated).
+            let slept = core::mem::take(&mut self.state.exec_slept_us);
             let after = match outcome {
                 Outcome::Sleep(us) => Now {
                     unix_us: now.unix_us + us,
                 },
-                _ => now,
+                _ => Now {
+                    unix_us: now.unix_us + slept,
+                },
             };
             // This command's invalidations first: each served client's follow its reply.
             if self.core.tracking.active() {
@@ -356,6 +365,7 @@ impl<'e> Dispatch<'e> {
         let Some(serve) = self.commands.serve(w.cmd) else {
             return self.core.blocking.put_back(h, w);
         };
+        let start = self.clock_now();
         let mut tree = ReplyTree::new(protocol);
         let mut cx = self.cx(h, db, w.cmd, now);
         let result = serve(&mut cx, key, &w.argv.argv(), &mut tree);
@@ -377,6 +387,13 @@ impl<'e> Dispatch<'e> {
             drain::after_command(self.core, self.clients, Some(h), Some(&mut tree));
         }
         let replies = tree.take();
+        let end = self.clock_now();
+        let reply_us = match (start, end) {
+            (Some(start), Some(end)) => end.unix_us.saturating_sub(start.unix_us),
+            _ => 0,
+        };
+        let times = (w.duration_us, reply_us);
+        self.served_timed(h, w.cmd, &w.argv.argv(), times, end.unwrap_or(now));
         // The serve function propagated the pop it did (as its plain form): one call of its own.
         if self.core.aof.enabled {
             self.core.aof.flush();
@@ -475,7 +492,7 @@ impl<'e> Dispatch<'e> {
                 let e = Error::msg("ERR Command not allowed inside a transaction");
                 return self.reject(h, Some(id), &e, out);
             }
-            if !txn::runs_in_multi(spec.name) {
+            if !txn::runs_in_multi(&self.commands.table.get(id).full_name) {
                 txn::queue(&mut self.core.txn, h, argv);
                 out.simple("QUEUED");
                 return Outcome::Continue;
@@ -738,7 +755,7 @@ impl<'e> Dispatch<'e> {
                             send_error(&mut self.core.stats, &e, out);
                             Outcome::Continue
                         }
-                        None => self.run(h, cmd, &argv, now, out),
+                        None => self.exec_step(h, cmd, &argv, now, out),
                     },
                     Err((_, e)) => self.reject(h, None, &e, out),
                 };

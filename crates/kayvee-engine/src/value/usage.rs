@@ -78,6 +78,36 @@ fn value_usage(entry: &Entry, samples: usize) -> usize {
     }
 }
 
+/// Values whose [`free_effort`] passes this are the ones Redis frees on its lazy-free thread
+/// (`LAZYFREE_THRESHOLD`); INFO's `lazyfreed_objects` counts them.
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
+/// The allocations freeing the value takes as Redis 7.0 counts them (`lazyfreeGetFreeEffort`):
+/// a `hashtable` or `skiplist` collection's length, a list's quicklist nodes (estimated from
+/// `list-max-listpack-size`, `list_fill`), a stream's radix-tree nodes plus its groups times
+/// one more than the first group's pending entries; 1 for anything else (one allocation).
+pub fn free_effort(entry: &Entry, list_fill: i64) -> usize {
+    match entry.value() {
+        ValueRef::List(l) if l.is_packed() => 1,
+        ValueRef::List(l) => match list_fill {
+            n if n > 0 => l.len().div_ceil(n as usize),
+            n => {
+                // -1..-5: listpack nodes of 4 KiB..64 KiB.
+                let node = 4096usize << (n.unsigned_abs().clamp(1, 5) - 1);
+                value_usage(entry, DEFAULT_SAMPLES).div_ceil(node)
+            }
+        },
+        ValueRef::Hash(h) if h.is_big() => h.len(),
+        ValueRef::Set(s) if entry.encoding() == "hashtable" => s.len(),
+        ValueRef::ZSet(z) if z.is_big() => z.len(),
+        ValueRef::Stream(s) => {
+            let pel = s.groups.first().map_or(0, |g| g.pel.len());
+            s.rax_nodes() + s.groups.len() * (1 + pel)
+        }
+        _ => 1,
+    }
+}
+
 /// The cost of `len` elements estimated from the first `samples` (0 = all) of `items`.
 fn scaled<T>(
     items: impl Iterator<Item = T>,

@@ -29,11 +29,24 @@ fn check_flush_mode(args: &Argv<'_>) -> CmdResult {
     }
 }
 
+/// Whether a flush is asynchronous in Redis: `ASYNC`, or no mode under
+/// `lazyfree-lazy-user-flush`. Its keys then count in `lazyfreed_objects` (Kayvee frees
+/// them at once either way).
+fn flush_is_async(cx: &Cx<'_>, args: &Argv<'_>) -> bool {
+    match args.len() {
+        1 => cx.core.config.bool_param("lazyfree-lazy-user-flush"),
+        _ => args.get(1).eq_ignore_ascii_case(b"ASYNC"),
+    }
+}
+
 /// FLUSHDB [ASYNC|SYNC]: empties the selected database.
 pub(super) fn flushdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     check_flush_mode(args)?;
     let (db, now) = (cx.db_index, cx.now_ms());
     crate::txn::before_flush(&mut cx.core.watches, &cx.core.dbs, db, now);
+    if flush_is_async(cx, args) {
+        cx.core.stats.lazyfreed_objects += cx.db().len() as u64;
+    }
     cx.db().clear();
     cx.propagate_verbatim();
     out.ok();
@@ -48,6 +61,9 @@ pub(super) fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
         crate::txn::before_flush(&mut cx.core.watches, &cx.core.dbs, db, now);
     }
     let removed: usize = cx.core.dbs.iter().map(|db| db.len()).sum();
+    if flush_is_async(cx, args) {
+        cx.core.stats.lazyfreed_objects += removed as u64;
+    }
     cx.core.dbs.iter_mut().for_each(|db| db.clear());
     cx.propagate_verbatim();
     // Redis counts every removed key as a change (the command itself adds one more below).

@@ -11,7 +11,7 @@ use crate::drain::notify;
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{Entry, Meta};
+use crate::value::{usage, Entry, Meta};
 use crate::Cx;
 
 /// `ERR source and destination objects are the same` (RENAME-like commands on one key).
@@ -41,7 +41,8 @@ pub(super) fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> 
     let now = cx.now_ms();
     let mut removed = 0;
     for k in args.iter().skip(1) {
-        if cx.db().remove(k, now).is_some() {
+        if let Some((entry, _)) = cx.db().remove(k, now) {
+            count_lazyfree(cx, args, &entry);
             cx.propagate_verbatim();
             emit(cx, nc::GENERIC, "del", k);
             removed += 1;
@@ -49,6 +50,18 @@ pub(super) fn del(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> 
     }
     out.int(removed as i64);
     Ok(())
+}
+
+/// Counts a deleted value in `lazyfreed_objects` when Redis would have freed it on its
+/// lazy-free thread: UNLINK's (or DEL's under `lazyfree-lazy-user-del`) of a big enough value.
+fn count_lazyfree(cx: &mut Cx<'_>, args: &Argv<'_>, entry: &Entry) {
+    let fill = cx.core.config.list_max_listpack_size;
+    if usage::free_effort(entry, fill) > usage::LAZYFREE_THRESHOLD
+        && (args.get(0).eq_ignore_ascii_case(b"unlink")
+            || cx.core.config.bool_param("lazyfree-lazy-user-del"))
+    {
+        cx.core.stats.lazyfreed_objects += 1;
+    }
 }
 
 /// EXISTS key [key ...]: how many of the keys exist (a key named twice counts twice).

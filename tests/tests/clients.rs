@@ -142,6 +142,54 @@ fn redis_rs_pipeline_of_10000_commands() {
     assert_eq!(size, 5001);
 }
 
+/// A client that writes its whole pipeline before it reads any reply (Redis's own test suite
+/// does, with a million commands) is served to the end, as by Redis: the replies it does not
+/// read yet fill the socket, then the server's output, and the server reads on meanwhile. A
+/// server that stopped reading until the client reads would leave both waiting.
+#[test]
+fn a_pipeline_written_whole_before_reading_completes() {
+    // 100 MB through the image's emulated NIC under TCG takes minutes; the driver's own test
+    // (`a_paused_peer_that_takes_no_output_gets_its_pause_lifted`) covers the image's shell.
+    if kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let Some(server) = server() else { return };
+    let mut setup = Conn::connect(server.port()).unwrap();
+    setup
+        .send(b"*4\r\n$8\r\nSETRANGE\r\n$1\r\nk\r\n$6\r\n100000\r\n$1\r\nx\r\n")
+        .unwrap();
+    assert_eq!(setup.read_reply().unwrap(), b":100001\r\n");
+    const N: usize = 2_000_000;
+    let one = b"*4\r\n$8\r\nSETRANGE\r\n$1\r\nk\r\n$1\r\n0\r\n$10\r\nAAAAAAAAAA\r\n";
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // About 100 MB of commands and 18 MB of replies: far more than the sockets' buffers hold.
+    let pipeline = one.repeat(N);
+    stream
+        .write_all(&pipeline)
+        .expect("the server keeps reading the pipeline");
+    let reply = b":100001\r\n";
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 20];
+    while got < N * reply.len() {
+        let n = std::io::Read::read(&mut stream, &mut buf).expect("replies keep coming");
+        assert!(n > 0, "closed after {got} bytes");
+        got += n;
+    }
+    assert_eq!(got, N * reply.len());
+    setup.send(b"*2\r\n$6\r\nSTRLEN\r\n$1\r\nk\r\n").unwrap();
+    assert_eq!(
+        setup.read_reply().unwrap(),
+        b":100001\r\n",
+        "every command ran"
+    );
+}
+
 /// Connections held open at the same time by `thousand_concurrent_connections`.
 const CONNECTIONS: usize = 1000;
 

@@ -17,7 +17,9 @@
 //!   lines and blocked clients' wakeups, to a fixpoint and in one order, and the resumption of a
 //!   woken client's pipelined input;
 //! - output buffering, `client-output-buffer-limit` and the high-water mark above which a
-//!   connection's further commands wait ([`OUTPUT_PAUSE`]);
+//!   connection's further commands wait ([`OUTPUT_PAUSE`]) while its peer reads (a peer that
+//!   takes no output for 100 ms may be blocked writing its pipeline to us: the mark is lifted
+//!   for it until its output drains, so neither side waits for the other);
 //! - client eviction (`maxmemory-clients`, `CLIENT NO-EVICT`): each client's memory (its
 //!   buffers and what the engine holds for it), the total, and the closing of the biggest
 //!   clients while the total is above the limit (the pause mark is off meanwhile, as Redis

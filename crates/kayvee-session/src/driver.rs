@@ -685,6 +685,7 @@ impl Driver {
             let protocol = engine.protocol(h);
             let mut critical = None;
             let mut gone: Vec<Handle> = Vec::new();
+            let mut held: Vec<(Handle, Vec<u8>)> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -730,6 +731,7 @@ impl Driver {
                     after,
                     debug,
                     gone: Vec::new(),
+                    held: Vec::new(),
                 };
                 let outcome = engine.execute_waiting(
                     h,
@@ -739,6 +741,7 @@ impl Driver {
                     &mut wait,
                 );
                 gone = core::mem::take(&mut wait.gone);
+                held = core::mem::take(&mut wait.held);
                 if let Some(link) = wait.debug {
                     // Output nobody sent (no session started) goes back in front.
                     if !link.prior.is_empty() {
@@ -763,6 +766,9 @@ impl Driver {
             self.apply_outcome(slot, outcome, clock);
             for h in gone {
                 self.receive_eof(h);
+            }
+            for (h, bytes) in held {
+                self.receive(h, &bytes, clock);
             }
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.

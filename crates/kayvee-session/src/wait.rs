@@ -24,6 +24,10 @@ pub(crate) struct Waiter<'a> {
     pub debug: Option<DebugLink>,
     /// Connections whose peer closed while the script ran: the driver closes them after it.
     pub gone: Vec<Handle>,
+    /// What the link to this server's primary sent while the script ran (its RDB or its
+    /// stream), kept as it came: the driver takes it in after the script, as Redis leaves
+    /// its master's input for after a busy script.
+    pub held: Vec<(Handle, Vec<u8>)>,
 }
 
 /// The running connection's side of a Lua debugging session: its output goes out at once and
@@ -151,6 +155,14 @@ impl BusyIo for Serving<'_, '_> {
         let Some(s) = lent(waiter.before, waiter.after, *running, h) else {
             return;
         };
+        if s.upstream.is_some() {
+            // The primary's bytes are neither commands to answer `-BUSY` to nor to run now.
+            match waiter.held.last_mut() {
+                Some((last, bytes)) if *last == h => bytes.extend_from_slice(data),
+                _ => waiter.held.push((h, data.to_vec())),
+            }
+            return;
+        }
         s.append(data);
         if !s.runnable(crate::session::OUTPUT_PAUSE) {
             return;

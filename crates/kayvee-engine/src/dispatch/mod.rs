@@ -42,6 +42,11 @@ pub struct State {
     /// reply, as Redis ends one.
     #[cfg(feature = "scripting")]
     script_close: bool,
+    /// What the script that just ran adds to its command's `failed_calls` beyond its own
+    /// error: errors of its commands it replied with (counted as errors when they happened;
+    /// see `script::convert::write_value`).
+    #[cfg(feature = "scripting")]
+    script_failed: u64,
 }
 
 impl State {
@@ -56,6 +61,8 @@ impl State {
             script_sleep_us: 0,
             #[cfg(feature = "scripting")]
             script_close: false,
+            #[cfg(feature = "scripting")]
+            script_failed: 0,
         }
     }
 }
@@ -612,6 +619,8 @@ impl<'e> Dispatch<'e> {
         if self.is_eval(id) {
             let result = self.eval(h, id, argv, now, out);
             let outcome = self.count(id, result, out);
+            let failed = core::mem::take(&mut self.state.script_failed);
+            self.core.stats.commands[id.0 as usize].failed_calls += failed;
             if core::mem::take(&mut self.state.script_close) {
                 return Outcome::Close;
             }

@@ -52,13 +52,30 @@ local redis = {
     REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
     REDIS_VERSION = '7.0.15', REDIS_VERSION_NUM = 458767,
 }
-function redis.error_reply(e)
-    if type(e) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
-    if e:sub(1, 1) == '-' then e = e:sub(2) end
-    return {err = e}
+local sub, find, gsub, select = string.sub, string.find, string.gsub, select
+-- Carriage returns and newlines cut from both ends.
+local function trim_crlf(s)
+    s = gsub(s, '^[\r\n]+', '')
+    return (gsub(s, '[\r\n]+$', ''))
 end
-function redis.status_reply(s)
-    if type(s) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
+-- As Redis 7.0: one string; its leading '-' is dropped; the word before the first space is
+-- the error code and the rest the message, cut of CR/LF at both ends; without a space, the
+-- whole text is the message and the code is ERR (so '' gives 'ERR ').
+function redis.error_reply(...)
+    local e = ...
+    if select('#', ...) ~= 1 or type(e) ~= 'string' then
+        return {err = 'ERR wrong number or type of arguments'}
+    end
+    if sub(e, 1, 1) == '-' then e = sub(e, 2) end
+    local space = find(e, ' ', 1, true)
+    if not space then return {err = 'ERR ' .. trim_crlf(e)} end
+    return {err = sub(e, 1, space) .. trim_crlf(sub(e, space + 1))}
+end
+function redis.status_reply(...)
+    local s = ...
+    if select('#', ...) ~= 1 or type(s) ~= 'string' then
+        return {err = 'ERR wrong number or type of arguments'}
+    end
     return {ok = s}
 end
 

@@ -310,12 +310,25 @@ impl Dispatch<'_> {
         self.core.aof.skip = 0;
         self.core.script_running = false;
         self.core.tracking.script_keys = None;
+        // Errors the script's commands returned were counted when they failed: their reply
+        // only makes the script's command a failed call (see `State::script_failed`).
         let reply = match result {
             Ok(()) => {
-                convert::write_value(&mut lua, -1, out, resp3);
+                let stats = &mut self.core.stats;
+                self.state.script_failed += convert::write_value(&mut lua, -1, out, resp3, stats);
                 Ok(())
             }
-            Err(_) => Err(convert::failure(&mut lua, name)),
+            Err(_) => match convert::failure(&mut lua, name) {
+                (e, false) => Err(e),
+                (e, true) => {
+                    match e {
+                        Error::Bytes(text) => out.error_bytes(&text),
+                        e => out.error(&alloc::format!("{e}")),
+                    }
+                    self.state.script_failed += 1;
+                    Ok(())
+                }
+            },
         };
         lua.set_top(0);
         self.core.scripts.put_vm(lua);
@@ -546,30 +559,62 @@ impl Run<'_, '_> {
             true => this.ldb_run(args),
             false => this.run_command(args),
         };
-        let reply = match script_argv(lua, &mut args).and_then(|()| run(self, &args)) {
-            Ok(reply) => reply,
-            Err(text) => Reply::Error(text),
+        // An error of the call's arguments is the script's own (counted if it replies with
+        // it); the command's refusal or failure was counted as it happened.
+        let reply = match script_argv(lua, &mut args) {
+            Ok(()) => run(self, &args).unwrap_or_else(Reply::Error),
+            Err(text) => {
+                self.args = args;
+                lua.set_top(0);
+                convert::push_error_table(lua, text.as_bytes());
+                return if protected { Ok(1) } else { Err(Raise) };
+            }
         };
         self.args = args;
         lua.set_top(0);
         if let Reply::Error(text) = &reply {
-            convert::push_error_table(lua, text.as_bytes());
+            convert::push_command_error(lua, text.as_bytes());
             return if protected { Ok(1) } else { Err(Raise) };
         }
         convert::push_reply(lua, &reply, self.resp3);
         Ok(1)
     }
 
-    /// Checks and runs one command for the script; its reply, in the script's protocol.
+    /// Checks and runs one command for the script; its reply, in the script's protocol. A
+    /// refusal is counted as Redis 7.0's `scriptCall` counts it: an error reply, and a rejected
+    /// call of the command when there is one.
     fn run_command(&mut self, args: &ArgvBuf) -> Result<Reply, String> {
         let argv = args.argv();
         let cmd = match self.d.resolve(&argv) {
             Ok(id) => id,
-            Err((_, Error::WrongArity(_))) => {
-                return Err("ERR Wrong number of args calling Redis command from script".into())
+            Err((id, Error::WrongArity(_))) => {
+                return Err(self.refused(
+                    id,
+                    "ERR Wrong number of args calling Redis command from script".into(),
+                ))
             }
-            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
+            Err(_) => {
+                let text = "ERR Unknown Redis command called from script".into();
+                return Err(self.refused(None, text));
+            }
         };
+        self.check_command(cmd, &argv)
+            .map_err(|text| self.refused(Some(cmd), text))?;
+        self.call_command(cmd, &argv)
+    }
+
+    /// Counts refusal `text` of the script's command `cmd` (see [`Self::run_command`]).
+    fn refused(&mut self, cmd: Option<CommandId>, text: String) -> String {
+        let stats = &mut self.d.core.stats;
+        if let Some(stat) = cmd.and_then(|id| stats.commands.get_mut(usize::from(id.0))) {
+            stat.rejected_calls += 1;
+        }
+        stats.count_error(&text);
+        text
+    }
+
+    /// The checks Redis makes of a script's command before it runs (Redis's `scriptCall`).
+    fn check_command(&mut self, cmd: CommandId, argv: &Argv<'_>) -> Result<(), String> {
         let spec = self.d.spec(cmd);
         if spec.has(flags::NOSCRIPT) && !self.d.core.debug.disable_deny_scripts {
             return Err("ERR This Redis command is not allowed from script".into());
@@ -590,18 +635,13 @@ impl Run<'_, '_> {
         {
             return Err(crate::evict::OOM.into());
         }
-        if let Some(e) = self.d.acl_denied(self.h, cmd, &argv, self.now) {
+        if let Some(e) = self.d.acl_denied(self.h, cmd, argv, self.now) {
             let text = alloc::format!("{e}");
             let why = text.strip_prefix("NOPERM ").unwrap_or(&text);
             return Err(alloc::format!(
                 "ERR The user executing the script can't run this command or subcommand script: {why}"
             ));
         }
-        let protocol = if self.resp3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
-        };
         if spec.has(flags::WRITE) {
             if let Some(e) = self
                 .d
@@ -611,9 +651,19 @@ impl Run<'_, '_> {
             }
             self.busy.wrote = true;
         }
+        Ok(())
+    }
+
+    /// Runs the script's checked command `cmd`; its reply, in the script's protocol.
+    fn call_command(&mut self, cmd: CommandId, argv: &Argv<'_>) -> Result<Reply, String> {
+        let protocol = if self.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
         let mut tree = ReplyTree::new(protocol);
         // DEBUG SLEEP: the server sleeps once the script is done (see `State::script_sleep_us`).
-        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, &argv, self.now, &mut tree) {
+        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, argv, self.now, &mut tree) {
             self.d.state.script_sleep_us = self.d.state.script_sleep_us.saturating_add(us);
         }
         Ok(tree.take().pop().unwrap_or(Reply::Null))

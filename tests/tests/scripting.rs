@@ -659,6 +659,23 @@ fn script_errors_are_counted_as_redis() {
             "x",
         ],
         &["EVAL", "return redis.call('set','x')", "0"],
+        &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+        &["REPLICAOF", "127.0.0.1", "1"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('get','x')",
+            "1",
+            "x",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','hi')",
+            "0",
+        ],
+        &["REPLICAOF", "NO", "ONE"],
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
     ];
     assert_eq!(k.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
     assert_eq!(r.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");

@@ -20,6 +20,9 @@ use alloc::vec::Vec;
 
 /// The refusal of a write while `min-replicas-to-write` is not met.
 pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// The refusal of a command a stale replica does not serve.
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 #[cfg(feature = "scripting")]
 mod script;
@@ -510,18 +513,33 @@ impl<'e> Dispatch<'e> {
                 "READONLY You can't write against a read only replica.",
             ));
         }
-        let up = self
+        if self.stale() && !self.allows_stale(id, spec, argv) {
+            return Some(Error::msg(MASTERDOWN));
+        }
+        None
+    }
+
+    /// A replica whose link is down with `replica-serve-stale-data no`: it serves only the
+    /// commands flagged `stale`.
+    fn stale(&self) -> bool {
+        let down = self
             .core
             .repl
             .primary
             .as_ref()
-            .is_some_and(|p| p.state == crate::repl::LinkState::Connected);
-        if !up && !cfg.bool_param("replica-serve-stale-data") && !spec.has(command::flags::STALE) {
-            return Some(Error::msg(
-                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-            ));
+            .is_some_and(|p| p.state != crate::repl::LinkState::Connected);
+        down && !self.core.config.bool_param("replica-serve-stale-data")
+    }
+
+    /// Whether command `id` with `argv` runs on a stale replica: flagged `stale` (an EVAL or
+    /// FCALL as its script's flags say).
+    fn allows_stale(&self, id: CommandId, spec: &CommandInfo, argv: &Argv<'_>) -> bool {
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            return self.script_allows_stale(id, argv);
         }
-        None
+        let _ = (id, argv);
+        spec.has(command::flags::STALE)
     }
 
     /// Whether the command writes: a write command, or EXEC of a transaction holding one.

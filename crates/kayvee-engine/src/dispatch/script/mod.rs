@@ -91,18 +91,33 @@ impl Dispatch<'_> {
     /// never write), `Some(None)` for a script without a shebang (or one not known),
     /// `Some(Some(flags))` for a `#!lua` script or a function.
     fn script_flags(&self, id: CommandId, argv: &Argv<'_>) -> Option<Option<Flags>> {
+        match self.spec(id).name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => None,
+            _ => Some(self.declared_flags(id, argv)),
+        }
+    }
+
+    /// The flags EVAL-family command `argv`'s script declares: its `#!lua` header's, or its
+    /// function's; `None` without a header (or for a script or function not known).
+    fn declared_flags(&self, id: CommandId, argv: &Argv<'_>) -> Option<Flags> {
         let scripts = &self.core.scripts;
-        Some(match self.spec(id).name {
-            "eval_ro" | "evalsha_ro" | "fcall_ro" => return None,
-            "eval" => script::shebang(argv.get(1)).ok().flatten(),
-            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+        match self.spec(id).name {
+            "eval" | "eval_ro" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" | "evalsha_ro" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
                 .ok()
                 .and_then(|sha| scripts.shebang.get(&sha).copied()),
             _ => scripts
                 .functions
                 .get(&argv.get(1).to_ascii_lowercase())
                 .map(|f| f.flags),
-        })
+        }
+    }
+
+    /// Whether EVAL-family command `argv` may run on a stale replica (Redis's
+    /// `evalGetCommandFlags` keeps the `stale` flag): a script with flags only if `allow-stale`;
+    /// one without runs, to fail at its start (see [`Self::call_script`]).
+    pub(super) fn script_allows_stale(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        self.declared_flags(id, argv).is_none_or(|f| f.allow_stale)
     }
 
     /// Runs EVAL-family command `id` for client `h`.
@@ -247,6 +262,12 @@ impl Dispatch<'_> {
         {
             self.core.scripts.put_vm(lua);
             return Err(Error::msg(crate::evict::OOM));
+        }
+        // On a stale replica only a script flagged `allow-stale` runs (one with other flags
+        // was refused before it ran).
+        if !(header && flags.allow_stale) && self.stale() {
+            self.core.scripts.put_vm(lua);
+            return Err(Error::msg(super::MASTERDOWN));
         }
         // A script with flags that may write needs the good replicas at its start.
         if header && !flags.no_writes && self.lacks_good_replicas(now) {
@@ -618,6 +639,9 @@ impl Run<'_, '_> {
         let spec = self.d.spec(cmd);
         if spec.has(flags::NOSCRIPT) && !self.d.core.debug.disable_deny_scripts {
             return Err("ERR This Redis command is not allowed from script".into());
+        }
+        if !spec.has(flags::STALE) && self.d.stale() {
+            return Err("ERR Can not execute the command on a stale replica".into());
         }
         // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
         if self.read_only && crate::pause::held_by_write(spec) {

@@ -685,3 +685,59 @@ fn script_errors_are_counted_as_redis() {
         assert_eq!(error_counts(&mut k), error_counts(&mut r), "after {args:?}");
     }
 }
+
+#[test]
+fn library_headers_and_load_errors_are_redis_texts() {
+    let Some(redis) = Server::redis(&[]) else {
+        return;
+    };
+    let kayvee = Server::kayvee(&[]).unwrap();
+    let (mut k, mut r) = (kayvee.conn(), redis.conn());
+    let body = "\nredis.register_function('f', function() return 1 end)";
+    let mut cmds = Vec::new();
+    for header in [
+        "#! name=test",
+        "#!foo bar=1",
+        "#!foo name=@",
+        "#!lua name=a name=@",
+        "#!lua name=\"quoted\"",
+        "#!lua name='single'",
+        "#!lua name=\"open",
+        "#!LUA\tname=tab",
+        "#!lua name=x9 name",
+    ] {
+        cmds.push(command(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            &format!("{header}{body}"),
+        ]));
+    }
+    for code in [
+        "redis.register_function('f1')",
+        "return math.random()",
+        "local x = string",
+        "redis.math.random()",
+        "redis.register_function(7, function() return 1 end)",
+        // Redis's fixed load timeout (500 ms), not busy-reply-threshold.
+        "local a = 1 while 1 do a = a + 1 end",
+    ] {
+        cmds.push(command(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            &format!("#!lua name=l\n{code}"),
+        ]));
+    }
+    cmds.push(command(&[
+        "FUNCTION",
+        "LOAD",
+        "REPLACE",
+        "#!lua name=lib1\nlocal lib = redis\n\
+         lib.register_function('f2', function() lib.register_function('f1', function() end) end)\n\
+         lib.register_function('f3', function() return {type(math), string.rep('a', 2)} end)",
+    ]));
+    cmds.push(command(&["FCALL", "f2", "0"]));
+    cmds.push(command(&["FCALL", "f3", "0"]));
+    compare(&mut k, &mut r, &cmds);
+}

@@ -98,6 +98,10 @@ impl<'e> Dispatch<'e> {
             outcome: Outcome::Continue,
             cmd,
             commands: &commands.table,
+            wait: match &mut self.wait {
+                Some(w) => Some(&mut **w),
+                None => None,
+            },
         }
     }
 

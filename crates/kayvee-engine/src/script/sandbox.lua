@@ -178,15 +178,17 @@ local function strict(t)
     local p = setmetatable({}, mt)
     readonly[p] = t
     mt.__metatable = mt_view(mt)
-    return p
+    return p, mt
 end
-local env = strict(visible)
+local env, env_mt = strict(visible)
 visible._G = env
 
--- While FUNCTION LOAD runs a library's code, `redis` is this table instead (the host swaps
--- it): only register_function, log and the constants.
+-- While FUNCTION LOAD runs a library's code, the globals are this table instead (the host
+-- points the proxy's `__index` at it): only `redis`, with register_function, log and the
+-- constants, as Redis 7.0 shows a library's top level.
 local redis_loading = {register_function = host.register_function, log = host.log}
 for k, v in pairs(redis) do
     if type(v) ~= 'function' then redis_loading[k] = v end
 end
-return env, visible, visible.redis, strict(redis_loading)
+local loading = setmetatable({redis = strict(redis_loading)}, {__index = missing})
+return env, visible, loading, env_mt

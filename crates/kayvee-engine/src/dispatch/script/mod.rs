@@ -458,6 +458,10 @@ impl Host for Run<'_, '_> {
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            host::REGISTER_FUNCTION => raise(
+                lua,
+                "ERR redis.register_function can only be called on FUNCTION LOAD command",
+            ),
             id if id >= script::structlib::FIRST => script::structlib::call(lua, id),
             id if id >= script::cmsgpack::FIRST => script::cmsgpack::call(lua, id),
             id if id >= script::cjson::FIRST => {

@@ -520,6 +520,24 @@ impl<'e> Dispatch<'e> {
         if self.stale() && !self.allows_stale(id, spec, argv) {
             return Some(Error::msg(MASTERDOWN));
         }
+        // EXEC is refused when a queued command would be (the replica may have gone stale
+        // since they were queued).
+        if Some(id) == self.state.exec_id && self.stale() {
+            let queue = self
+                .core
+                .txn
+                .of(h)
+                .map(|t| &t.queue[..])
+                .unwrap_or_default();
+            let refused = queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| !self.allows_stale(q, self.spec(q), &argv))
+            });
+            if refused {
+                return Some(Error::msg(MASTERDOWN));
+            }
+        }
         None
     }
 

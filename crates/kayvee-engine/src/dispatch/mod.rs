@@ -33,6 +33,9 @@ pub struct State {
     pub last_cmd: Option<CommandId>,
     /// EXEC's id: dispatch runs it itself (it runs other commands).
     exec_id: Option<CommandId>,
+    /// A command of another client runs while a script is busy (MULTI, WATCH...): nothing
+    /// is evicted for it, as Redis skips eviction inside a long command.
+    serving_busy: bool,
     /// Per command id: one of the EVAL/FCALL commands, which dispatch runs itself (a table,
     /// so the test costs one load per command).
     #[cfg(feature = "scripting")]
@@ -58,6 +61,7 @@ impl State {
         State {
             last_cmd: None,
             exec_id: commands.lookup(b"exec"),
+            serving_busy: false,
             #[cfg(feature = "scripting")]
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
@@ -441,7 +445,11 @@ impl<'e> Dispatch<'e> {
         }
         let replica_ignores_maxmemory = self.core.repl.primary.is_some()
             && self.core.config.bool_param("replica-ignore-maxmemory");
-        if self.core.config.maxmemory != 0 && !obey && !replica_ignores_maxmemory {
+        if self.core.config.maxmemory != 0
+            && !obey
+            && !replica_ignores_maxmemory
+            && !self.state.serving_busy
+        {
             let admitted = self.admit_memory(h, spec, now);
             if self.core.tracking.active() {
                 drain::after_eviction(self.core, self.clients, h, out);

@@ -485,8 +485,12 @@ impl BusyAnswer for Run<'_, '_> {
             .map_or(Protocol::Resp2, |c| c.protocol)
     }
 
-    /// The connection commands Redis lets through (AUTH, HELLO, RESET, QUIT: `allow-busy`
-    /// and `no-auth`) run as usual; the rest is [`Busy::answer`]'s.
+    /// Another client's command while the script is busy, as Redis 7.0's `processCommand`
+    /// answers it: an unknown command, a wrong arity and a missing AUTH get their usual
+    /// errors; SCRIPT KILL, FUNCTION KILL and SHUTDOWN are [`Busy::answer`]'s; the other
+    /// `allow-busy` commands (MULTI, DISCARD, WATCH, UNWATCH, AUTH, HELLO, RESET, QUIT...)
+    /// run as usual; the rest is refused with `-BUSY` as a rejected call, which fails the
+    /// client's transaction (EXEC itself discards it: `-EXECABORT`).
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered {
         let stats = argv.len() == 2
             && argv.get(0).eq_ignore_ascii_case(b"function")
@@ -495,16 +499,35 @@ impl BusyAnswer for Run<'_, '_> {
             self.running_stats(out);
             return Answered::Replied;
         }
-        if let Ok(id) = self.d.resolve(argv) {
-            let spec = self.d.spec(id);
-            if spec.has(flags::ALLOW_BUSY) && spec.has(flags::NO_AUTH) && h != self.h {
-                self.d.core.script_running = false;
-                self.d.run(h, id, argv, self.now, out);
-                self.d.core.script_running = true;
+        let id = match self.d.resolve(argv) {
+            Ok(id) => id,
+            Err((id, e)) => {
+                self.d.reject(h, id, &e, out);
                 return Answered::Replied;
             }
+        };
+        let spec = self.d.spec(id);
+        let name = self.d.commands.table.get(id).full_name.as_str();
+        // A kill inside MULTI is queued, as any `allow-busy` command.
+        let kill = matches!(name, "script|kill" | "function|kill") && !self.d.core.txn.in_multi(h);
+        if kill || name == "shutdown" || h == self.h {
+            return self.busy.answer(argv, out);
         }
-        self.busy.answer(argv, out)
+        let authenticated = self.d.clients.get(h).is_some_and(|c| c.authenticated);
+        if !authenticated && self.d.core.acl.auth_required() && !spec.has(flags::NO_AUTH) {
+            self.d.reject(h, Some(id), &Error::NoAuth, out);
+        } else if spec.has(flags::ALLOW_BUSY) {
+            // Not the script's: no eviction while it runs (see `State::serving_busy`).
+            self.d.core.script_running = false;
+            self.d.state.serving_busy = true;
+            self.d.dispatch(h, argv, self.now, out);
+            self.d.state.serving_busy = false;
+            self.d.core.script_running = true;
+        } else {
+            let busy = Error::msg(self.busy.busy_error());
+            self.d.reject(h, Some(id), &busy, out);
+        }
+        Answered::Replied
     }
 
     fn gone(&mut self, h: Handle) {

@@ -573,3 +573,171 @@ fn the_lua_heap_is_not_used_memory() {
         assert_eq!(c.cmd_str(&["CONFIG", "SET", "maxmemory", "0"]), b"+OK\r\n");
     }
 }
+
+/// INFO errorstats (sorted) and each command's `calls`, `rejected_calls` and `failed_calls`
+/// from INFO commandstats (times left out), as one text to compare.
+fn error_counts(c: &mut Conn) -> String {
+    let text = |c: &mut Conn, section: &str| {
+        let reply = c.cmd_str(&["INFO", section]);
+        let mut lines: Vec<String> = String::from_utf8_lossy(&reply)
+            .split("\r\n")
+            .filter(|l| l.contains(':') && !l.starts_with("cmdstat_info:"))
+            .map(|l| {
+                // cmdstat_x:calls=1,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..
+                l.split(',')
+                    .filter(|f| !f.starts_with("usec"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        lines.sort();
+        lines.join("\n")
+    };
+    format!("{}\n{}", text(c, "errorstats"), text(c, "commandstats"))
+}
+
+#[test]
+fn script_errors_are_counted_as_redis() {
+    let Some(redis) = Server::redis(&[]) else {
+        return;
+    };
+    let kayvee = Server::kayvee(&[]).unwrap();
+    let (mut k, mut r) = (kayvee.conn(), redis.conn());
+    let cases: &[&[&str]] = &[
+        &[
+            "EVAL",
+            "return redis.pcall('select',99)['ignore_error_stats_update']",
+            "0",
+        ],
+        &["EVAL", "return {1, {err='FOO x'}}", "0"],
+        &["EVAL", "return redis.pcall('nosuch')", "0"],
+        &["EVAL", "return redis.pcall('get')", "0"],
+        &["EVAL", "return redis.pcall('subscribe', 'a')", "0"],
+        &["EVAL", "local x = redis.pcall() return 1", "0"],
+        &["EVAL", "return redis.pcall({})", "0"],
+        &[
+            "EVAL",
+            "return {redis.pcall('select',99), redis.pcall('select',99)}",
+            "0",
+        ],
+        &[
+            "EVAL",
+            "local t = redis.pcall('select',99) return {err=t.err}",
+            "0",
+        ],
+        &["EVAL", "error(redis.pcall('select',99))", "0"],
+        &["EVAL", "error({err='nocode'})", "0"],
+        &["EVAL", "return {err='nocode'}", "0"],
+        &["EVAL", "return {err='-FOO bar'}", "0"],
+        &[
+            "EVAL",
+            "return {err='ABCDEFGHIJKLMNOPQRSTUVWXYZABCD x'}",
+            "0",
+        ],
+        &[
+            "EVAL",
+            "return {err='ABCDEFGHIJKLMNOPQRSTUVWXYZABCDE x'}",
+            "0",
+        ],
+        &["EVAL", "return redis.error_reply('')", "0"],
+        &["EVAL", "error(redis.error_reply('X\r\n+INJECTED'))", "0"],
+        &["EVAL", "return redis.error_reply('\r\nA B')", "0"],
+        &["EVAL", "return redis.error_reply('A B\r\n')", "0"],
+        &["EVAL", "return redis.error_reply('-')", "0"],
+        &[
+            "EVAL",
+            "return redis.error_reply('MY_ERR_CODE custom msg')",
+            "0",
+        ],
+        &["EVAL", "return redis.error_reply('a', 'b')", "0"],
+        &["EVAL", "return redis.status_reply('a', 'b')", "0"],
+        &["EVAL_RO", "return redis.call('set','x','y')", "1", "x"],
+        &[
+            "EVAL_RO",
+            "local t = redis.pcall('set','x','y') return 1",
+            "1",
+            "x",
+        ],
+        &["EVAL", "return redis.call('set','x')", "0"],
+        &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+        &["REPLICAOF", "127.0.0.1", "1"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('get','x')",
+            "1",
+            "x",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','hi')",
+            "0",
+        ],
+        &["REPLICAOF", "NO", "ONE"],
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    ];
+    assert_eq!(k.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+    for args in cases {
+        let (ours, theirs) = (k.cmd_str(args), r.cmd_str(args));
+        assert_eq!(show(&ours), show(&theirs), "reply to {args:?}");
+        assert_eq!(error_counts(&mut k), error_counts(&mut r), "after {args:?}");
+    }
+}
+
+#[test]
+fn library_headers_and_load_errors_are_redis_texts() {
+    let Some(redis) = Server::redis(&[]) else {
+        return;
+    };
+    let kayvee = Server::kayvee(&[]).unwrap();
+    let (mut k, mut r) = (kayvee.conn(), redis.conn());
+    let body = "\nredis.register_function('f', function() return 1 end)";
+    let mut cmds = Vec::new();
+    for header in [
+        "#! name=test",
+        "#!foo bar=1",
+        "#!foo name=@",
+        "#!lua name=a name=@",
+        "#!lua name=\"quoted\"",
+        "#!lua name='single'",
+        "#!lua name=\"open",
+        "#!LUA\tname=tab",
+        "#!lua name=x9 name",
+    ] {
+        cmds.push(command(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            &format!("{header}{body}"),
+        ]));
+    }
+    for code in [
+        "redis.register_function('f1')",
+        "return math.random()",
+        "local x = string",
+        "redis.math.random()",
+        "redis.register_function(7, function() return 1 end)",
+        // Redis's fixed load timeout (500 ms), not busy-reply-threshold.
+        "local a = 1 while 1 do a = a + 1 end",
+    ] {
+        cmds.push(command(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            &format!("#!lua name=l\n{code}"),
+        ]));
+    }
+    cmds.push(command(&[
+        "FUNCTION",
+        "LOAD",
+        "REPLACE",
+        "#!lua name=lib1\nlocal lib = redis\n\
+         lib.register_function('f2', function() lib.register_function('f1', function() end) end)\n\
+         lib.register_function('f3', function() return {type(math), string.rep('a', 2)} end)",
+    ]));
+    cmds.push(command(&["FCALL", "f2", "0"]));
+    cmds.push(command(&["FCALL", "f3", "0"]));
+    compare(&mut k, &mut r, &cmds);
+}

@@ -116,6 +116,9 @@ pub struct Cx<'a> {
     pub cmd: CommandId,
     /// The command table (metadata; the handlers are [`crate::cmd::spec::Commands`]').
     pub commands: &'a CommandTable,
+    /// The shell's side of a long run, when it lent one (FUNCTION LOAD reads its clock to
+    /// time a library's code).
+    pub wait: Option<&'a mut dyn crate::ScriptWait>,
 }
 
 impl<'a> Cx<'a> {

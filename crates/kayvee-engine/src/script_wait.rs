@@ -8,9 +8,10 @@
 //! script has run `busy-reply-threshold` milliseconds it calls [`ScriptWait::serve`] at each
 //! hook. The shell then reads what the other connections sent (never blocking), decodes their
 //! commands and hands each to [`BusyAnswer::answer`], which writes Redis 7.0's reply: `-BUSY`
-//! for everything but SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and the connection commands
-//! that may run meanwhile (AUTH, HELLO, RESET, QUIT: they run as usual); the shell writes the
-//! replies out at once. A kill stops the script at its next hook with Redis's error (raised at every
+//! (a rejected call, failing the client's transaction; EXEC gets `-EXECABORT`) for everything
+//! but SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and the `allow-busy` commands that run as
+//! usual meanwhile (MULTI, DISCARD, WATCH, UNWATCH, AUTH, HELLO, RESET, QUIT); the shell writes
+//! the replies out at once. A kill stops the script at its next hook with Redis's error (raised at every
 //! instruction from then on, so `pcall` cannot hold it); SHUTDOWN NOSAVE is the shell's to
 //! carry out (it exits). The shell stays "bytes in, bytes out": every decision is here.
 //!
@@ -128,7 +129,8 @@ impl Busy {
         Answered::Replied
     }
 
-    fn busy_error(&self) -> &'static str {
+    /// The `-BUSY` text other clients' commands get.
+    pub fn busy_error(&self) -> &'static str {
         if self.eval {
             BUSY_EVAL
         } else {

@@ -114,10 +114,14 @@ impl Stats {
         self.inst_output.sample(now_ms, self.total_net_output_bytes);
     }
 
-    /// Records one error reply by its code (the text up to the first space).
+    /// Records one error reply by its code, as Redis 7.0 reads it: the text up to its first
+    /// space when that is among the first 31 bytes, else `ERR`.
     pub fn count_error(&mut self, text: &str) {
         self.total_error_replies += 1;
-        let code = text.split(' ').next().unwrap_or("ERR");
+        let code = match text.bytes().take(31).position(|b| b == b' ') {
+            Some(end) => &text[..end],
+            None => "ERR",
+        };
         match self.errors.get_mut(code) {
             Some(n) => *n += 1,
             None => {

@@ -20,6 +20,9 @@ use alloc::vec::Vec;
 
 /// The refusal of a write while `min-replicas-to-write` is not met.
 pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// The refusal of a command a stale replica does not serve.
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 #[cfg(feature = "scripting")]
 mod script;
@@ -34,6 +37,9 @@ pub struct State {
     /// What the DEBUG SLEEPs of the EXEC that just ran slept on the shell's clock (blocked
     /// clients are served as of after them).
     exec_slept_us: u64,
+    /// A command of another client runs while a script is busy (MULTI, WATCH...): nothing
+    /// is evicted for it, as Redis skips eviction inside a long command.
+    serving_busy: bool,
     /// Per command id: one of the EVAL/FCALL commands, which dispatch runs itself (a table,
     /// so the test costs one load per command).
     #[cfg(feature = "scripting")]
@@ -46,6 +52,11 @@ pub struct State {
     /// reply, as Redis ends one.
     #[cfg(feature = "scripting")]
     script_close: bool,
+    /// What the script that just ran adds to its command's `failed_calls` beyond its own
+    /// error: errors of its commands it replied with (counted as errors when they happened;
+    /// see `script::convert::write_value`).
+    #[cfg(feature = "scripting")]
+    script_failed: u64,
 }
 
 impl State {
@@ -55,12 +66,15 @@ impl State {
             last_cmd: None,
             exec_id: commands.lookup(b"exec"),
             exec_slept_us: 0,
+            serving_busy: false,
             #[cfg(feature = "scripting")]
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
             script_sleep_us: 0,
             #[cfg(feature = "scripting")]
             script_close: false,
+            #[cfg(feature = "scripting")]
+            script_failed: 0,
         }
     }
 }
@@ -93,6 +107,10 @@ impl<'e> Dispatch<'e> {
             outcome: Outcome::Continue,
             cmd,
             commands: &commands.table,
+            wait: match &mut self.wait {
+                Some(w) => Some(&mut **w),
+                None => None,
+            },
         }
     }
 
@@ -444,7 +462,11 @@ impl<'e> Dispatch<'e> {
         }
         let replica_ignores_maxmemory = self.core.repl.primary.is_some()
             && self.core.config.bool_param("replica-ignore-maxmemory");
-        if self.core.config.maxmemory != 0 && !obey && !replica_ignores_maxmemory {
+        if self.core.config.maxmemory != 0
+            && !obey
+            && !replica_ignores_maxmemory
+            && !self.state.serving_busy
+        {
             let admitted = self.admit_memory(h, spec, now);
             if self.core.tracking.active() {
                 drain::after_eviction(self.core, self.clients, h, out);
@@ -523,18 +545,51 @@ impl<'e> Dispatch<'e> {
                 "READONLY You can't write against a read only replica.",
             ));
         }
-        let up = self
+        if self.stale() && !self.allows_stale(id, spec, argv) {
+            return Some(Error::msg(MASTERDOWN));
+        }
+        // EXEC is refused when a queued command would be (the replica may have gone stale
+        // since they were queued).
+        if Some(id) == self.state.exec_id && self.stale() {
+            let queue = self
+                .core
+                .txn
+                .of(h)
+                .map(|t| &t.queue[..])
+                .unwrap_or_default();
+            let refused = queue.iter().any(|a| {
+                let argv = a.argv();
+                self.resolve(&argv)
+                    .is_ok_and(|q| !self.allows_stale(q, self.spec(q), &argv))
+            });
+            if refused {
+                return Some(Error::msg(MASTERDOWN));
+            }
+        }
+        None
+    }
+
+    /// A replica whose link is down with `replica-serve-stale-data no`: it serves only the
+    /// commands flagged `stale`.
+    fn stale(&self) -> bool {
+        let down = self
             .core
             .repl
             .primary
             .as_ref()
-            .is_some_and(|p| p.state == crate::repl::LinkState::Connected);
-        if !up && !cfg.bool_param("replica-serve-stale-data") && !spec.has(command::flags::STALE) {
-            return Some(Error::msg(
-                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-            ));
+            .is_some_and(|p| p.state != crate::repl::LinkState::Connected);
+        down && !self.core.config.bool_param("replica-serve-stale-data")
+    }
+
+    /// Whether command `id` with `argv` runs on a stale replica: flagged `stale` (an EVAL or
+    /// FCALL as its script's flags say).
+    fn allows_stale(&self, id: CommandId, spec: &CommandInfo, argv: &Argv<'_>) -> bool {
+        #[cfg(feature = "scripting")]
+        if self.is_eval(id) {
+            return self.script_allows_stale(id, argv);
         }
-        None
+        let _ = (id, argv);
+        spec.has(command::flags::STALE)
     }
 
     /// Whether the command writes: a write command, or EXEC of a transaction holding one.
@@ -632,6 +687,8 @@ impl<'e> Dispatch<'e> {
         if self.is_eval(id) {
             let result = self.eval(h, id, argv, now, out);
             let outcome = self.count(id, result, out);
+            let failed = core::mem::take(&mut self.state.script_failed);
+            self.core.stats.commands[id.0 as usize].failed_calls += failed;
             if core::mem::take(&mut self.state.script_close) {
                 return Outcome::Close;
             }

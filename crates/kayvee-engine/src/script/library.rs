@@ -2,7 +2,8 @@
 //! with `redis.register_function`, and what is kept of a library and its functions, as Redis
 //! 7.0 (its error texts included).
 
-use super::{host, Scripts, ENV, FUNCTIONS, PENDING, REDIS, REDIS_LOADING, REGISTRY, VISIBLE};
+use super::{host, Scripts, ENV, ENV_META, FUNCTIONS, LOADING_GLOBALS, PENDING, REGISTRY, VISIBLE};
+use crate::config::syntax::split_args;
 use crate::script::Flags;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -33,24 +34,26 @@ pub struct Function {
     pub description: Option<Vec<u8>>,
 }
 
-/// The library name of a `#!lua name=<name>` header (the code's first line).
+/// The library name of a `#!lua name=<name>` header (the code's first line), read as Redis
+/// 7.0 reads it: split as `sdssplitargs` splits (quotes allowed), the first word the engine
+/// after `#!`, then `name=` once; its checks in Redis's order (the metadata, the name, then
+/// the engine).
 pub fn parse_header(code: &[u8]) -> Result<Vec<u8>, String> {
     let line_end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
     let line = &code[..line_end];
-    let Some(rest) = line.strip_prefix(b"#!") else {
+    if !line.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
-    };
-    let mut words = rest.split(|&b| b == b' ').filter(|w| !w.is_empty());
-    let engine = words.next().unwrap_or_default();
-    if !engine.eq_ignore_ascii_case(b"lua") {
-        return Err(alloc::format!(
-            "ERR Engine '{}' not found",
-            String::from_utf8_lossy(engine)
-        ));
     }
+    let words = split_args(line).map_err(|_| String::from("ERR Invalid library metadata"))?;
+    let engine = words.first().map_or(&[][..], |w| &w[2..]);
     let mut name = None;
-    for w in words {
+    for w in words.iter().skip(1) {
         match w.strip_prefix(b"name=") {
+            Some(_) if name.is_some() => {
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                )
+            }
             Some(n) => name = Some(n.to_vec()),
             None => {
                 return Err(alloc::format!(
@@ -64,6 +67,12 @@ pub fn parse_header(code: &[u8]) -> Result<Vec<u8>, String> {
     if !valid_name(&name) {
         return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(alloc::format!(
+            "ERR Engine '{}' not found",
+            String::from_utf8_lossy(engine)
+        ));
+    }
     Ok(name)
 }
 
@@ -76,9 +85,22 @@ fn valid_name(name: &[u8]) -> bool {
 type Registered = (Vec<u8>, Flags, Option<Vec<u8>>);
 
 /// What registering functions collects.
-struct Loader {
+struct Loader<'c> {
     registered: Vec<Registered>,
+    /// The clock the code is timed by and the load's start, in microseconds.
+    clock: Option<Clock<'c>>,
 }
+
+/// How long FUNCTION LOAD lets a library's code run, as Redis 7.0 (a fixed bound, not
+/// `busy-reply-threshold`): past it the code fails with [`LOAD_TIMEOUT`].
+pub const LOAD_TIMEOUT_US: u64 = 500_000;
+/// The error a library's code that runs too long fails with.
+const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
+/// Lua instructions between two looks at the clock while a library's code runs.
+const HOOK_EVERY: i32 = 100_000;
+
+/// A load's clock (the current time in microseconds) and its start on that clock.
+pub type Clock<'c> = (&'c mut dyn FnMut() -> u64, u64);
 
 fn raise(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
     lua.new_table(0, 1);
@@ -87,9 +109,10 @@ fn raise(lua: &mut Lua, text: &str) -> Result<i32, Raise> {
     Err(Raise)
 }
 
-impl Host for Loader {
+impl Host for Loader<'_> {
     fn call(&mut self, lua: &mut Lua, id: i32) -> Result<i32, Raise> {
         match id {
+            -1 => self.hook(lua),
             host::REGISTER_FUNCTION => self.register(lua),
             host::LOG => Ok(0),
             _ => raise(
@@ -100,7 +123,19 @@ impl Host for Loader {
     }
 }
 
-impl Loader {
+impl Loader<'_> {
+    /// The count hook: past [`LOAD_TIMEOUT_US`], the code fails (at every hook from then on,
+    /// so `pcall` cannot hold it).
+    fn hook(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
+        let Some((now, start)) = self.clock.as_mut() else {
+            return Ok(0);
+        };
+        if now().saturating_sub(*start) > LOAD_TIMEOUT_US {
+            return raise(lua, LOAD_TIMEOUT);
+        }
+        Ok(0)
+    }
+
     /// `redis.register_function(name, callback)` or `redis.register_function{function_name=,
     /// callback=, flags=, description=}`.
     fn register(&mut self, lua: &mut Lua) -> Result<i32, Raise> {
@@ -109,8 +144,13 @@ impl Loader {
                 Ok(found) => found,
                 Err(e) => return raise(lua, e),
             }
+        } else if lua.top() == 1 {
+            return raise(
+                lua,
+                "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
+            );
         } else if lua.top() == 2 {
-            if lua.type_of(1) != Type::String {
+            if !matches!(lua.type_of(1), Type::String | Type::Number) {
                 return raise(
                     lua,
                     "ERR first argument to redis.register_function must be a string",
@@ -213,12 +253,14 @@ fn flags_of_table(lua: &mut Lua) -> Result<Flags, &'static str> {
 
 impl Scripts {
     /// FUNCTION LOAD: runs `code` (its header already parsed to `name`) and keeps the
-    /// library, replacing one of that name when `replace`.
+    /// library, replacing one of that name when `replace`; with a `clock`, code that runs
+    /// past [`LOAD_TIMEOUT_US`] fails.
     pub fn load_library(
         &mut self,
         name: Vec<u8>,
         code: &[u8],
         replace: bool,
+        clock: Option<Clock<'_>>,
     ) -> Result<(), String> {
         let key = name.clone();
         if self.libraries.contains_key(&key) && !replace {
@@ -227,7 +269,7 @@ impl Scripts {
                 String::from_utf8_lossy(&name)
             ));
         }
-        let registered = self.run_library(code)?;
+        let registered = self.run_library(code, clock)?;
         if registered.is_empty() {
             return Err("ERR No functions registered".into());
         }
@@ -246,7 +288,11 @@ impl Scripts {
     }
 
     /// Runs the library's code with the loading `redis` table; the functions it registered.
-    fn run_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, String> {
+    fn run_library(
+        &mut self,
+        code: &[u8],
+        clock: Option<Clock<'_>>,
+    ) -> Result<Vec<Registered>, String> {
         let lua = self.vm();
         lua.new_table(0, 0);
         lua.raw_set_field(REGISTRY, PENDING);
@@ -262,12 +308,18 @@ impl Scripts {
         }
         lua.raw_get_field(REGISTRY, ENV);
         lua.set_fenv(-2);
-        swap_redis(lua, REDIS_LOADING);
+        set_globals(lua, LOADING_GLOBALS);
+        let timed = clock.is_some();
         let mut loader = Loader {
             registered: Vec::new(),
+            clock,
         };
+        if timed {
+            lua.set_hook(HOOK_EVERY);
+        }
         let ran = lua.call(&mut loader, 0, 0);
-        swap_redis(lua, REDIS);
+        lua.set_hook(0);
+        set_globals(lua, VISIBLE);
         if ran.is_err() {
             let msg = error_message(lua);
             lua.set_top(0);
@@ -312,11 +364,11 @@ impl Scripts {
     }
 }
 
-/// Sets the `redis` global scripts see to the table kept under registry key `which`.
-fn swap_redis(lua: &mut Lua, which: &[u8]) {
-    lua.raw_get_field(REGISTRY, VISIBLE);
+/// Makes the globals scripts read the table kept under registry key `which`.
+fn set_globals(lua: &mut Lua, which: &[u8]) {
+    lua.raw_get_field(REGISTRY, ENV_META);
     lua.raw_get_field(REGISTRY, which);
-    lua.raw_set_field(-2, b"redis");
+    lua.raw_set_field(-2, b"__index");
     lua.pop(1);
 }
 
@@ -400,11 +452,11 @@ impl Scripts {
             }
         }
         for (name, code) in names.into_iter().zip(codes) {
-            if let Err(e) = self.load_library(name, code, false) {
+            if let Err(e) = self.load_library(name, code, false, None) {
                 self.flush_functions();
                 for (name, code) in saved {
                     // They loaded before, so they load again.
-                    let _ = self.load_library(name, &code, false);
+                    let _ = self.load_library(name, &code, false, None);
                 }
                 return Err(e);
             }

@@ -73,8 +73,10 @@ const VISIBLE: &[u8] = b"kayvee.visible";
 const SCRIPTS: &[u8] = b"kayvee.scripts";
 const FUNCTIONS: &[u8] = b"kayvee.functions";
 const PENDING: &[u8] = b"kayvee.pending";
-const REDIS: &[u8] = b"kayvee.redis";
-const REDIS_LOADING: &[u8] = b"kayvee.redis_loading";
+/// The metatable of the globals' proxy (its `__index` is the globals scripts read).
+const ENV_META: &[u8] = b"kayvee.env_meta";
+/// The globals a library's code reads while FUNCTION LOAD runs it (only `redis`).
+const LOADING_GLOBALS: &[u8] = b"kayvee.loading_globals";
 
 /// A script's or a function's flags (the `#!lua flags=` and `register_function`'s `flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -413,8 +415,8 @@ fn build_vm(deprecated_api: bool) -> Lua {
     lua.raw_set_field(-2, b"deprecated_api");
     let ran = lua.call(&mut NoHost, 1, 4);
     assert_eq!(ran, Ok::<(), Failure>(()), "the sandbox runs");
-    lua.raw_set_field(REGISTRY, REDIS_LOADING);
-    lua.raw_set_field(REGISTRY, REDIS);
+    lua.raw_set_field(REGISTRY, ENV_META);
+    lua.raw_set_field(REGISTRY, LOADING_GLOBALS);
     lua.raw_set_field(REGISTRY, VISIBLE);
     lua.raw_set_field(REGISTRY, ENV);
     for name in [FUNCTIONS, PENDING] {

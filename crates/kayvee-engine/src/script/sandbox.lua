@@ -52,13 +52,30 @@ local redis = {
     REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
     REDIS_VERSION = '7.0.15', REDIS_VERSION_NUM = 458767,
 }
-function redis.error_reply(e)
-    if type(e) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
-    if e:sub(1, 1) == '-' then e = e:sub(2) end
-    return {err = e}
+local sub, find, gsub, select = string.sub, string.find, string.gsub, select
+-- Carriage returns and newlines cut from both ends.
+local function trim_crlf(s)
+    s = gsub(s, '^[\r\n]+', '')
+    return (gsub(s, '[\r\n]+$', ''))
 end
-function redis.status_reply(s)
-    if type(s) ~= 'string' then return {err = 'ERR wrong number or type of arguments'} end
+-- As Redis 7.0: one string; its leading '-' is dropped; the word before the first space is
+-- the error code and the rest the message, cut of CR/LF at both ends; without a space, the
+-- whole text is the message and the code is ERR (so '' gives 'ERR ').
+function redis.error_reply(...)
+    local e = ...
+    if select('#', ...) ~= 1 or type(e) ~= 'string' then
+        return {err = 'ERR wrong number or type of arguments'}
+    end
+    if sub(e, 1, 1) == '-' then e = sub(e, 2) end
+    local space = find(e, ' ', 1, true)
+    if not space then return {err = 'ERR ' .. trim_crlf(e)} end
+    return {err = sub(e, 1, space) .. trim_crlf(sub(e, space + 1))}
+end
+function redis.status_reply(...)
+    local s = ...
+    if select('#', ...) ~= 1 or type(s) ~= 'string' then
+        return {err = 'ERR wrong number or type of arguments'}
+    end
     return {ok = s}
 end
 
@@ -161,15 +178,17 @@ local function strict(t)
     local p = setmetatable({}, mt)
     readonly[p] = t
     mt.__metatable = mt_view(mt)
-    return p
+    return p, mt
 end
-local env = strict(visible)
+local env, env_mt = strict(visible)
 visible._G = env
 
--- While FUNCTION LOAD runs a library's code, `redis` is this table instead (the host swaps
--- it): only register_function, log and the constants.
+-- While FUNCTION LOAD runs a library's code, the globals are this table instead (the host
+-- points the proxy's `__index` at it): only `redis`, with register_function, log and the
+-- constants, as Redis 7.0 shows a library's top level.
 local redis_loading = {register_function = host.register_function, log = host.log}
 for k, v in pairs(redis) do
     if type(v) ~= 'function' then redis_loading[k] = v end
 end
-return env, visible, visible.redis, strict(redis_loading)
+local loading = setmetatable({redis = strict(redis_loading)}, {__index = missing})
+return env, visible, loading, env_mt

@@ -25,9 +25,14 @@ pub fn function_load(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         return Err(Error::msg("ERR Function code was not given"));
     };
     let name = library::parse_header(code).map_err(Error::msg)?;
+    // The library's code is timed by the shell's clock, when it lent one.
+    let mut read = cx.wait.as_deref_mut().map(|w| move || w.now().unix_us);
+    let clock = read
+        .as_mut()
+        .map(|f| (f as &mut dyn FnMut() -> u64, cx.now.unix_us));
     cx.core
         .scripts
-        .load_library(name.clone(), code, replace)
+        .load_library(name.clone(), code, replace, clock)
         .map_err(|e| Error::Bytes(one_line(e.into_bytes())))?;
     cx.propagate_verbatim();
     out.bulk(&name);

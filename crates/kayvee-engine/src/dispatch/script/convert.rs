@@ -13,6 +13,7 @@
 use crate::cmd::double::format_g17;
 use crate::error::Error;
 use crate::reply::{Reply, ReplySink};
+use crate::stats::Stats;
 use alloc::vec::Vec;
 use kayvee_lua::{Lua, Type};
 
@@ -53,11 +54,41 @@ pub fn one_line(mut text: Vec<u8>) -> Vec<u8> {
     text
 }
 
+/// The field Redis 7.0 sets (to `true`) in the error table of a command a script ran: the
+/// error was counted (INFO errorstats, `total_error_replies`) when the command failed or was
+/// refused, so the script's reply of that table does not count it again.
+const COUNTED: &[u8] = b"ignore_error_stats_update";
+
 /// Pushes `{err = text}`.
 pub fn push_error_table(lua: &mut Lua, text: &[u8]) {
     lua.new_table(0, 1);
     lua.push_bytes(text);
     lua.raw_set_field(-2, b"err");
+}
+
+/// Pushes `{err = text, ignore_error_stats_update = true}`: the error of a command the script
+/// ran, already counted (see [`COUNTED`]).
+pub fn push_command_error(lua: &mut Lua, text: &[u8]) {
+    push_error_table(lua, text);
+    lua.push_bool(true);
+    lua.raw_set_field(-2, COUNTED);
+}
+
+/// Whether the table at `idx` carries [`COUNTED`] (any value but `nil` and `false`).
+fn counted(lua: &mut Lua, idx: i32) -> bool {
+    lua.raw_get_field(idx, COUNTED);
+    let set = lua.to_bool(-1);
+    lua.pop(1);
+    set
+}
+
+/// What the error replies in a script's value add to the script command's `failed_calls`, as
+/// Redis 7.0 counts them: one for each error a command of the script returned (counted in the
+/// error statistics already), and one if the value held other errors (counted as written).
+#[derive(Default)]
+struct Failures {
+    counted: u64,
+    fresh: bool,
 }
 
 /// Pushes a one-field table `{name = <the value on top>}`, popping the value.
@@ -75,7 +106,7 @@ pub fn push_reply(lua: &mut Lua, reply: &Reply, resp3: bool) {
             lua.push_bytes(s.as_bytes());
             wrap_field(lua, b"ok");
         }
-        Reply::Error(s) => push_error_table(lua, s.as_bytes()),
+        Reply::Error(s) => push_command_error(lua, s.as_bytes()),
         Reply::Int(i) => lua.push_number(*i as f64),
         Reply::Bulk(b) => lua.push_bytes(b),
         Reply::Null | Reply::NullArray if resp3 => lua.push_nil(),
@@ -145,25 +176,25 @@ fn push_array(lua: &mut Lua, items: &[Reply], resp3: bool) {
     }
 }
 
-/// Writes the script's value at `idx` as the client's reply.
-pub fn write_value(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool) {
+/// Writes the script's value at `idx` as the client's reply, counting its error replies in
+/// `stats` (but those of the script's commands, counted when they failed); returns what they
+/// add to the script command's `failed_calls` (see [`Failures`]).
+pub fn write_value(
+    lua: &mut Lua,
+    idx: i32,
+    out: &mut dyn ReplySink,
+    resp3: bool,
+    stats: &mut Stats,
+) -> u64 {
     let idx = lua.absolute(idx);
-    write_at(lua, idx, out, resp3, 0);
-}
-
-fn write_at(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
-    if depth > DEPTH_MAX || !lua.check_stack(8) {
-        out.error("ERR reached lua stack limit");
-        return;
-    }
-    match lua.type_of(idx) {
-        Type::String => out.bulk(lua.to_bytes(idx).unwrap_or_default()),
-        Type::Boolean if resp3 => out.boolean(lua.to_bool(idx)),
-        Type::Boolean if lua.to_bool(idx) => out.int(1),
-        Type::Number => out.int(c_long_long(lua.to_number(idx).unwrap_or(0.0))),
-        Type::Table => write_table(lua, idx, out, resp3, depth),
-        _ => out.null(),
-    }
+    let mut w = Writer {
+        out,
+        resp3,
+        stats,
+        failures: Failures::default(),
+    };
+    w.write_at(lua, idx, 0);
+    w.failures.counted + u64::from(w.failures.fresh)
 }
 
 /// The value of string field `name` of the table at `idx`, if it is a string.
@@ -174,103 +205,146 @@ fn string_field(lua: &mut Lua, idx: i32, name: &[u8]) -> Option<Vec<u8>> {
     v
 }
 
-fn write_table(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
-    if let Some(err) = string_field(lua, idx, b"err") {
-        return out.error_bytes(&one_line(err));
+/// A script's value being written as a reply.
+struct Writer<'a> {
+    out: &'a mut dyn ReplySink,
+    resp3: bool,
+    stats: &'a mut Stats,
+    failures: Failures,
+}
+
+impl Writer<'_> {
+    fn write_at(&mut self, lua: &mut Lua, idx: i32, depth: usize) {
+        if depth > DEPTH_MAX || !lua.check_stack(8) {
+            return self.error(b"ERR reached lua stack limit".to_vec(), false);
+        }
+        let out = &mut *self.out;
+        match lua.type_of(idx) {
+            Type::String => out.bulk(lua.to_bytes(idx).unwrap_or_default()),
+            Type::Boolean if self.resp3 => out.boolean(lua.to_bool(idx)),
+            Type::Boolean if lua.to_bool(idx) => out.int(1),
+            Type::Number => out.int(c_long_long(lua.to_number(idx).unwrap_or(0.0))),
+            Type::Table => self.write_table(lua, idx, depth),
+            _ => out.null(),
+        }
     }
-    if let Some(ok) = string_field(lua, idx, b"ok") {
-        return out.simple(&alloc::string::String::from_utf8_lossy(&one_line(ok)));
+
+    /// Writes error `text` (made one line), counting it unless `counted` already.
+    fn error(&mut self, text: Vec<u8>, counted: bool) {
+        let text = one_line(text);
+        if counted {
+            self.failures.counted += 1;
+        } else {
+            self.stats
+                .count_error(&alloc::string::String::from_utf8_lossy(&text));
+            self.failures.fresh = true;
+        }
+        self.out.error_bytes(&text);
     }
-    lua.raw_get_field(idx, b"double");
-    if lua.type_of(-1) == Type::Number {
-        out.double(lua.to_number(-1).unwrap_or(0.0));
-        return lua.pop(1);
-    }
-    lua.pop(1);
-    if let Some(digits) = string_field(lua, idx, b"big_number") {
-        return out.big_number(&alloc::string::String::from_utf8_lossy(&one_line(digits)));
-    }
-    for kind in [&b"map"[..], b"set"] {
-        lua.raw_get_field(idx, kind);
+
+    fn write_table(&mut self, lua: &mut Lua, idx: i32, depth: usize) {
+        if let Some(err) = string_field(lua, idx, b"err") {
+            let counted = counted(lua, idx);
+            return self.error(err, counted);
+        }
+        let out = &mut *self.out;
+        if let Some(ok) = string_field(lua, idx, b"ok") {
+            return out.simple(&alloc::string::String::from_utf8_lossy(&one_line(ok)));
+        }
+        lua.raw_get_field(idx, b"double");
+        if lua.type_of(-1) == Type::Number {
+            out.double(lua.to_number(-1).unwrap_or(0.0));
+            return lua.pop(1);
+        }
+        lua.pop(1);
+        if let Some(digits) = string_field(lua, idx, b"big_number") {
+            return out.big_number(&alloc::string::String::from_utf8_lossy(&one_line(digits)));
+        }
+        for kind in [&b"map"[..], b"set"] {
+            lua.raw_get_field(idx, kind);
+            if lua.type_of(-1) == Type::Table {
+                self.write_pairs(lua, depth, kind == b"map");
+                return lua.pop(1);
+            }
+            lua.pop(1);
+        }
+        lua.raw_get_field(idx, b"verbatim_string");
         if lua.type_of(-1) == Type::Table {
-            write_pairs(lua, out, resp3, depth, kind == b"map");
-            return lua.pop(1);
+            let t = lua.top();
+            let format = string_field(lua, t, b"format");
+            let text = string_field(lua, t, b"string");
+            if let (Some(f), Some(s)) = (format, text) {
+                out.verbatim(&alloc::string::String::from_utf8_lossy(&f), &s);
+                return lua.pop(1);
+            }
         }
         lua.pop(1);
+        self.write_array(lua, idx, depth);
     }
-    lua.raw_get_field(idx, b"verbatim_string");
-    if lua.type_of(-1) == Type::Table {
+
+    /// The table on top as a map (its pairs) or a set (its keys).
+    fn write_pairs(&mut self, lua: &mut Lua, depth: usize, map: bool) {
         let t = lua.top();
-        let format = string_field(lua, t, b"format");
-        let text = string_field(lua, t, b"string");
-        if let (Some(f), Some(s)) = (format, text) {
-            out.verbatim(&alloc::string::String::from_utf8_lossy(&f), &s);
-            return lua.pop(1);
+        let mut n = 0;
+        lua.push_nil();
+        while lua.next(t) {
+            n += 1;
+            lua.pop(1);
         }
-    }
-    lua.pop(1);
-    write_array(lua, idx, out, resp3, depth);
-}
-
-/// The table on top as a map (its pairs) or a set (its keys).
-fn write_pairs(lua: &mut Lua, out: &mut dyn ReplySink, resp3: bool, depth: usize, map: bool) {
-    let t = lua.top();
-    let mut n = 0;
-    lua.push_nil();
-    while lua.next(t) {
-        n += 1;
-        lua.pop(1);
-    }
-    if map {
-        out.map(n);
-    } else {
-        out.set(n);
-    }
-    lua.push_nil();
-    while lua.next(t) {
-        let k = lua.top() - 1;
-        write_at(lua, k, out, resp3, depth + 1);
         if map {
-            write_at(lua, k + 1, out, resp3, depth + 1);
+            self.out.map(n);
+        } else {
+            self.out.set(n);
         }
-        lua.pop(1);
+        lua.push_nil();
+        while lua.next(t) {
+            let k = lua.top() - 1;
+            self.write_at(lua, k, depth + 1);
+            if map {
+                self.write_at(lua, k + 1, depth + 1);
+            }
+            lua.pop(1);
+        }
     }
-}
 
-/// The table at `idx` as an array: its elements from 1 up to the first nil.
-fn write_array(lua: &mut Lua, idx: i32, out: &mut dyn ReplySink, resp3: bool, depth: usize) {
-    let mut n = 0;
-    loop {
-        lua.raw_geti(idx, n as i32 + 1);
-        let nil = lua.type_of(-1) == Type::Nil;
-        lua.pop(1);
-        if nil {
-            break;
+    /// The table at `idx` as an array: its elements from 1 up to the first nil.
+    fn write_array(&mut self, lua: &mut Lua, idx: i32, depth: usize) {
+        let mut n = 0;
+        loop {
+            lua.raw_geti(idx, n as i32 + 1);
+            let nil = lua.type_of(-1) == Type::Nil;
+            lua.pop(1);
+            if nil {
+                break;
+            }
+            n += 1;
         }
-        n += 1;
-    }
-    out.array(n);
-    for i in 0..n {
-        lua.raw_geti(idx, i as i32 + 1);
-        let top = lua.top();
-        write_at(lua, top, out, resp3, depth + 1);
-        lua.pop(1);
+        self.out.array(n);
+        for i in 0..n {
+            lua.raw_geti(idx, i as i32 + 1);
+            let top = lua.top();
+            self.write_at(lua, top, depth + 1);
+            lua.pop(1);
+        }
     }
 }
 
 /// The error reply of a script that raised an error (the handler's table on top): Redis's
 /// `<message> script: <sha>, on <source>:<line>.`, the message being the raised table's `err`
-/// or `ERR ` and the raised value.
-pub fn failure(lua: &mut Lua, name: &[u8]) -> Error {
+/// or `ERR ` and the raised value; true when that is the error of a command the script ran,
+/// counted in the error statistics already (see [`COUNTED`]).
+pub fn failure(lua: &mut Lua, name: &[u8]) -> (Error, bool) {
     let t = lua.top();
     if lua.type_of(t) != Type::Table {
         let msg = lua.to_vec(t).unwrap_or_default();
-        return Error::Bytes(one_line([&b"ERR "[..], &msg].concat()));
+        return (Error::Bytes(one_line([&b"ERR "[..], &msg].concat())), false);
     }
     lua.raw_get_field(t, b"message");
+    let mut was_counted = false;
     let msg = match lua.type_of(-1) {
         Type::Table => {
             let m = lua.top();
+            was_counted = counted(lua, m);
             string_field(lua, m, b"err").unwrap_or_else(|| b"ERR unknown error".to_vec())
         }
         Type::String | Type::Number => {
@@ -292,7 +366,7 @@ pub fn failure(lua: &mut Lua, name: &[u8]) -> Error {
         text.extend_from_slice(&source);
         text.extend_from_slice(alloc::format!(":{}.", line as i64).as_bytes());
     }
-    Error::Bytes(one_line(text))
+    (Error::Bytes(one_line(text)), was_counted)
 }
 
 #[cfg(test)]

@@ -91,18 +91,33 @@ impl Dispatch<'_> {
     /// never write), `Some(None)` for a script without a shebang (or one not known),
     /// `Some(Some(flags))` for a `#!lua` script or a function.
     fn script_flags(&self, id: CommandId, argv: &Argv<'_>) -> Option<Option<Flags>> {
+        match self.spec(id).name {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => None,
+            _ => Some(self.declared_flags(id, argv)),
+        }
+    }
+
+    /// The flags EVAL-family command `argv`'s script declares: its `#!lua` header's, or its
+    /// function's; `None` without a header (or for a script or function not known).
+    fn declared_flags(&self, id: CommandId, argv: &Argv<'_>) -> Option<Flags> {
         let scripts = &self.core.scripts;
-        Some(match self.spec(id).name {
-            "eval_ro" | "evalsha_ro" | "fcall_ro" => return None,
-            "eval" => script::shebang(argv.get(1)).ok().flatten(),
-            "evalsha" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
+        match self.spec(id).name {
+            "eval" | "eval_ro" => script::shebang(argv.get(1)).ok().flatten(),
+            "evalsha" | "evalsha_ro" => <Sha>::try_from(argv.get(1).to_ascii_lowercase())
                 .ok()
                 .and_then(|sha| scripts.shebang.get(&sha).copied()),
             _ => scripts
                 .functions
                 .get(&argv.get(1).to_ascii_lowercase())
                 .map(|f| f.flags),
-        })
+        }
+    }
+
+    /// Whether EVAL-family command `argv` may run on a stale replica (Redis's
+    /// `evalGetCommandFlags` keeps the `stale` flag): a script with flags only if `allow-stale`;
+    /// one without runs, to fail at its start (see [`Self::call_script`]).
+    pub(super) fn script_allows_stale(&self, id: CommandId, argv: &Argv<'_>) -> bool {
+        self.declared_flags(id, argv).is_none_or(|f| f.allow_stale)
     }
 
     /// Runs EVAL-family command `id` for client `h`.
@@ -248,6 +263,12 @@ impl Dispatch<'_> {
             self.core.scripts.put_vm(lua);
             return Err(Error::msg(crate::evict::OOM));
         }
+        // On a stale replica only a script flagged `allow-stale` runs (one with other flags
+        // was refused before it ran).
+        if !(header && flags.allow_stale) && self.stale() {
+            self.core.scripts.put_vm(lua);
+            return Err(Error::msg(super::MASTERDOWN));
+        }
         // A script with flags that may write needs the good replicas at its start.
         if header && !flags.no_writes && self.lacks_good_replicas(now) {
             self.core.scripts.put_vm(lua);
@@ -310,12 +331,25 @@ impl Dispatch<'_> {
         self.core.aof.skip = 0;
         self.core.script_running = false;
         self.core.tracking.script_keys = None;
+        // Errors the script's commands returned were counted when they failed: their reply
+        // only makes the script's command a failed call (see `State::script_failed`).
         let reply = match result {
             Ok(()) => {
-                convert::write_value(&mut lua, -1, out, resp3);
+                let stats = &mut self.core.stats;
+                self.state.script_failed += convert::write_value(&mut lua, -1, out, resp3, stats);
                 Ok(())
             }
-            Err(_) => Err(convert::failure(&mut lua, name)),
+            Err(_) => match convert::failure(&mut lua, name) {
+                (e, false) => Err(e),
+                (e, true) => {
+                    match e {
+                        Error::Bytes(text) => out.error_bytes(&text),
+                        e => out.error(&alloc::format!("{e}")),
+                    }
+                    self.state.script_failed += 1;
+                    Ok(())
+                }
+            },
         };
         lua.set_top(0);
         self.core.scripts.put_vm(lua);
@@ -424,6 +458,10 @@ impl Host for Run<'_, '_> {
             host::RANDOM => self.random(lua),
             host::RANDOMSEED => self.randomseed(lua),
             host::ACL_CHECK_CMD => self.acl_check_cmd(lua),
+            host::REGISTER_FUNCTION => raise(
+                lua,
+                "ERR redis.register_function can only be called on FUNCTION LOAD command",
+            ),
             id if id >= script::structlib::FIRST => script::structlib::call(lua, id),
             id if id >= script::cmsgpack::FIRST => script::cmsgpack::call(lua, id),
             id if id >= script::cjson::FIRST => {
@@ -447,8 +485,12 @@ impl BusyAnswer for Run<'_, '_> {
             .map_or(Protocol::Resp2, |c| c.protocol)
     }
 
-    /// The connection commands Redis lets through (AUTH, HELLO, RESET, QUIT: `allow-busy`
-    /// and `no-auth`) run as usual; the rest is [`Busy::answer`]'s.
+    /// Another client's command while the script is busy, as Redis 7.0's `processCommand`
+    /// answers it: an unknown command, a wrong arity and a missing AUTH get their usual
+    /// errors; SCRIPT KILL, FUNCTION KILL and SHUTDOWN are [`Busy::answer`]'s; the other
+    /// `allow-busy` commands (MULTI, DISCARD, WATCH, UNWATCH, AUTH, HELLO, RESET, QUIT...)
+    /// run as usual; the rest is refused with `-BUSY` as a rejected call, which fails the
+    /// client's transaction (EXEC itself discards it: `-EXECABORT`).
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered {
         let stats = argv.len() == 2
             && argv.get(0).eq_ignore_ascii_case(b"function")
@@ -457,16 +499,35 @@ impl BusyAnswer for Run<'_, '_> {
             self.running_stats(out);
             return Answered::Replied;
         }
-        if let Ok(id) = self.d.resolve(argv) {
-            let spec = self.d.spec(id);
-            if spec.has(flags::ALLOW_BUSY) && spec.has(flags::NO_AUTH) && h != self.h {
-                self.d.core.script_running = false;
-                self.d.run(h, id, argv, self.now, out);
-                self.d.core.script_running = true;
+        let id = match self.d.resolve(argv) {
+            Ok(id) => id,
+            Err((id, e)) => {
+                self.d.reject(h, id, &e, out);
                 return Answered::Replied;
             }
+        };
+        let spec = self.d.spec(id);
+        let name = self.d.commands.table.get(id).full_name.as_str();
+        // A kill inside MULTI is queued, as any `allow-busy` command.
+        let kill = matches!(name, "script|kill" | "function|kill") && !self.d.core.txn.in_multi(h);
+        if kill || name == "shutdown" || h == self.h {
+            return self.busy.answer(argv, out);
         }
-        self.busy.answer(argv, out)
+        let authenticated = self.d.clients.get(h).is_some_and(|c| c.authenticated);
+        if !authenticated && self.d.core.acl.auth_required() && !spec.has(flags::NO_AUTH) {
+            self.d.reject(h, Some(id), &Error::NoAuth, out);
+        } else if spec.has(flags::ALLOW_BUSY) {
+            // Not the script's: no eviction while it runs (see `State::serving_busy`).
+            self.d.core.script_running = false;
+            self.d.state.serving_busy = true;
+            self.d.dispatch(h, argv, self.now, out);
+            self.d.state.serving_busy = false;
+            self.d.core.script_running = true;
+        } else {
+            let busy = Error::msg(self.busy.busy_error());
+            self.d.reject(h, Some(id), &busy, out);
+        }
+        Answered::Replied
     }
 
     fn gone(&mut self, h: Handle) {
@@ -546,33 +607,68 @@ impl Run<'_, '_> {
             true => this.ldb_run(args),
             false => this.run_command(args),
         };
-        let reply = match script_argv(lua, &mut args).and_then(|()| run(self, &args)) {
-            Ok(reply) => reply,
-            Err(text) => Reply::Error(text),
+        // An error of the call's arguments is the script's own (counted if it replies with
+        // it); the command's refusal or failure was counted as it happened.
+        let reply = match script_argv(lua, &mut args) {
+            Ok(()) => run(self, &args).unwrap_or_else(Reply::Error),
+            Err(text) => {
+                self.args = args;
+                lua.set_top(0);
+                convert::push_error_table(lua, text.as_bytes());
+                return if protected { Ok(1) } else { Err(Raise) };
+            }
         };
         self.args = args;
         lua.set_top(0);
         if let Reply::Error(text) = &reply {
-            convert::push_error_table(lua, text.as_bytes());
+            convert::push_command_error(lua, text.as_bytes());
             return if protected { Ok(1) } else { Err(Raise) };
         }
         convert::push_reply(lua, &reply, self.resp3);
         Ok(1)
     }
 
-    /// Checks and runs one command for the script; its reply, in the script's protocol.
+    /// Checks and runs one command for the script; its reply, in the script's protocol. A
+    /// refusal is counted as Redis 7.0's `scriptCall` counts it: an error reply, and a rejected
+    /// call of the command when there is one.
     fn run_command(&mut self, args: &ArgvBuf) -> Result<Reply, String> {
         let argv = args.argv();
         let cmd = match self.d.resolve(&argv) {
             Ok(id) => id,
-            Err((_, Error::WrongArity(_))) => {
-                return Err("ERR Wrong number of args calling Redis command from script".into())
+            Err((id, Error::WrongArity(_))) => {
+                return Err(self.refused(
+                    id,
+                    "ERR Wrong number of args calling Redis command from script".into(),
+                ))
             }
-            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
+            Err(_) => {
+                let text = "ERR Unknown Redis command called from script".into();
+                return Err(self.refused(None, text));
+            }
         };
+        self.check_command(cmd, &argv)
+            .map_err(|text| self.refused(Some(cmd), text))?;
+        self.call_command(cmd, &argv)
+    }
+
+    /// Counts refusal `text` of the script's command `cmd` (see [`Self::run_command`]).
+    fn refused(&mut self, cmd: Option<CommandId>, text: String) -> String {
+        let stats = &mut self.d.core.stats;
+        if let Some(stat) = cmd.and_then(|id| stats.commands.get_mut(usize::from(id.0))) {
+            stat.rejected_calls += 1;
+        }
+        stats.count_error(&text);
+        text
+    }
+
+    /// The checks Redis makes of a script's command before it runs (Redis's `scriptCall`).
+    fn check_command(&mut self, cmd: CommandId, argv: &Argv<'_>) -> Result<(), String> {
         let spec = self.d.spec(cmd);
         if spec.has(flags::NOSCRIPT) && !self.d.core.debug.disable_deny_scripts {
             return Err("ERR This Redis command is not allowed from script".into());
+        }
+        if !spec.has(flags::STALE) && self.d.stale() {
+            return Err("ERR Can not execute the command on a stale replica".into());
         }
         // Writes and may-replicate commands (PUBLISH...), what CLIENT PAUSE WRITE holds.
         if self.read_only && crate::pause::held_by_write(spec) {
@@ -590,18 +686,13 @@ impl Run<'_, '_> {
         {
             return Err(crate::evict::OOM.into());
         }
-        if let Some(e) = self.d.acl_denied(self.h, cmd, &argv, self.now) {
+        if let Some(e) = self.d.acl_denied(self.h, cmd, argv, self.now) {
             let text = alloc::format!("{e}");
             let why = text.strip_prefix("NOPERM ").unwrap_or(&text);
             return Err(alloc::format!(
                 "ERR The user executing the script can't run this command or subcommand script: {why}"
             ));
         }
-        let protocol = if self.resp3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
-        };
         if spec.has(flags::WRITE) {
             if let Some(e) = self
                 .d
@@ -611,9 +702,19 @@ impl Run<'_, '_> {
             }
             self.busy.wrote = true;
         }
+        Ok(())
+    }
+
+    /// Runs the script's checked command `cmd`; its reply, in the script's protocol.
+    fn call_command(&mut self, cmd: CommandId, argv: &Argv<'_>) -> Result<Reply, String> {
+        let protocol = if self.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
         let mut tree = ReplyTree::new(protocol);
         // DEBUG SLEEP: the server sleeps once the script is done (see `State::script_sleep_us`).
-        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, &argv, self.now, &mut tree) {
+        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, argv, self.now, &mut tree) {
             self.d.state.script_sleep_us = self.d.state.script_sleep_us.saturating_add(us);
         }
         Ok(tree.take().pop().unwrap_or(Reply::Null))

@@ -1148,12 +1148,15 @@ impl Driver {
     /// Tells the engine how much the replicas' output buffers hold (left out of the memory
     /// `maxmemory` counts, see `kayvee_engine::evict::not_counted`).
     fn note_replica_output(&mut self) {
-        let engine = &self.engine;
+        // Through the replica table, not every session: this runs after each write.
+        let sessions = &self.sessions;
         let bytes: usize = self
-            .sessions
+            .engine
+            .core
+            .repl
+            .replicas
             .iter()
-            .flatten()
-            .filter(|s| engine.core.repl.is_replica(s.handle))
+            .filter_map(|r| sessions.get(r.handle.0)?.as_ref())
             .map(|s| s.out.capacity())
             .sum();
         self.engine.core.evict.replica_output = bytes as u64;

@@ -82,6 +82,73 @@ fn busy_scripts_are_answered_killed_and_shut_down() {
     assert!(c.is_closed(Duration::from_secs(5)));
 }
 
+/// Runs redis-cli (a new connection) with `args` against `server`, at most 20 s.
+fn cli_within(server: &Server, args: &[&str]) -> String {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &server.port().to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn redis-cli");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("redis-cli {args:?} got no answer while the script ran");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_client_that_connects_during_a_busy_script_can_kill_it() {
+    let kayvee = Server::kayvee(&["--save", ""]).unwrap();
+    let settle = Duration::from_millis(if target_is_unikernel() { 1500 } else { 200 });
+    let mut runner = kayvee.conn();
+    assert_eq!(
+        runner.cmd_str(&["CONFIG", "SET", "busy-reply-threshold", "10"]),
+        b"+OK\r\n"
+    );
+    runner
+        .send(&encode_command(&[b"EVAL", b"while 1 do end", b"0"]))
+        .unwrap();
+    std::thread::sleep(settle);
+    // Connections opened after the script passed the threshold are served as the others.
+    let mut late = kayvee.conn();
+    assert_eq!(late.cmd_str(&["PING"]), BUSY_EVAL);
+    let hello = late.cmd_str(&["HELLO", "3"]);
+    assert!(hello.starts_with(b"%7\r\n"), "{}", show(&hello));
+    assert_eq!(late.cmd_str(&["GET", "x"]), BUSY_EVAL);
+    if kayvee_tests::tool_available("redis-cli") {
+        // What a user types in a new terminal (redis-cli prints the error's text).
+        let busy = cli_within(&kayvee, &["DBSIZE"]);
+        assert!(
+            busy.starts_with("BUSY Redis is busy running a script"),
+            "{busy}"
+        );
+        assert_eq!(cli_within(&kayvee, &["SCRIPT", "KILL"]), "OK\n");
+    } else {
+        assert_eq!(late.cmd_str(&["SCRIPT", "KILL"]), b"+OK\r\n");
+    }
+    let killed = runner.read_reply().unwrap();
+    assert!(
+        killed.starts_with(b"-ERR Script killed by user with SCRIPT KILL..."),
+        "{}",
+        show(&killed)
+    );
+    // The late connection is a client like any other afterwards (still in RESP3).
+    assert_eq!(late.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(late.cmd_str(&["DBSIZE"]), b":0\r\n");
+    let list = late.cmd_str(&["CLIENT", "LIST"]);
+    let text = String::from_utf8_lossy(&list);
+    assert_eq!(text.matches("id=").count(), 2, "{text}");
+    assert!(text.contains("resp=3"), "{text}");
+}
+
 /// Pointers in the debugger's output (`"function@0x55d0..."`) differ between servers.
 fn mask_pointers(reply: &[u8]) -> String {
     let text = show(reply);

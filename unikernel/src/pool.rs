@@ -4,7 +4,7 @@
 use crate::heap;
 use alloc::vec;
 use alloc::vec::Vec;
-use kayvee_engine::Handle;
+use kayvee_engine::{ConnInfo, Handle, Transport};
 use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::tcp;
 
@@ -100,5 +100,51 @@ impl Pool {
             retired: false,
         });
         Some(self.slots.len() - 1)
+    }
+}
+
+/// What CLIENT LIST shows of the connection on pool slot `slot` (a made-up descriptor).
+pub(crate) fn conn_info(sock: &tcp::Socket<'_>, slot: usize) -> ConnInfo {
+    let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(endpoint_text).unwrap_or_default();
+    ConnInfo {
+        transport: Transport::Tcp {
+            addr: show(sock.remote_endpoint()),
+            laddr: show(sock.local_endpoint()),
+        },
+        fd: slot as i64 + 8,
+    }
+}
+
+/// "a.b.c.d:port", as Redis shows a TCP peer (see [`push_decimal`]).
+fn endpoint_text(e: smoltcp::wire::IpEndpoint) -> alloc::string::String {
+    let mut out = alloc::string::String::with_capacity(21);
+    let smoltcp::wire::IpAddress::Ipv4(a) = e.addr;
+    for (i, octet) in a.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        push_decimal(&mut out, octet.into());
+    }
+    out.push(':');
+    push_decimal(&mut out, e.port.into());
+    out
+}
+
+/// Appends `n` in decimal. By hand rather than through `core::fmt`, whose code under TCG is a
+/// long first translation on the way to the first answer (the ready line, each connection's
+/// address for CLIENT LIST).
+pub(crate) fn push_decimal(out: &mut alloc::string::String, n: u32) {
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (n, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in digits[..len].iter().rev() {
+        out.push(char::from(d));
     }
 }

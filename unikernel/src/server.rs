@@ -17,7 +17,7 @@
 use crate::cmdline::{Args, Idle};
 use crate::conn;
 use crate::net::{self, NetDevice};
-use crate::pool::{Pool, LISTENERS_LOW, LISTENERS_MIN, SOCK_RX_BYTES};
+use crate::pool::{conn_info, push_decimal, Pool, LISTENERS_LOW, LISTENERS_MIN, SOCK_RX_BYTES};
 use crate::shell::{Net, Shell, INGRESS_BUDGET, RX_POSTED_PER_ROUND};
 use crate::store::Store;
 use crate::time::Clock;
@@ -406,40 +406,6 @@ fn ready_line(port: u16) {
     crate::serial::write_through(line.as_bytes());
 }
 
-/// Appends `n` in decimal. By hand rather than through `core::fmt`, whose code under TCG is a
-/// long first translation on the way to the first answer (the ready line, each connection's
-/// address for CLIENT LIST).
-fn push_decimal(out: &mut alloc::string::String, n: u32) {
-    let mut digits = [0u8; 10];
-    let (mut n, mut len) = (n, 0);
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in digits[..len].iter().rev() {
-        out.push(char::from(d));
-    }
-}
-
-/// "a.b.c.d:port", as Redis shows a TCP peer (see [`push_decimal`]).
-fn endpoint_text(e: smoltcp::wire::IpEndpoint) -> alloc::string::String {
-    let mut out = alloc::string::String::with_capacity(21);
-    let smoltcp::wire::IpAddress::Ipv4(a) = e.addr;
-    for (i, octet) in a.octets().into_iter().enumerate() {
-        if i > 0 {
-            out.push('.');
-        }
-        push_decimal(&mut out, octet.into());
-    }
-    out.push(':');
-    push_decimal(&mut out, e.port.into());
-    out
-}
-
 /// Halts until the next idle tick; the ring-3 mode spins instead (`hlt` is privileged there).
 fn idle_wait() {
     #[cfg(not(feature = "ring3"))]
@@ -767,13 +733,6 @@ fn register(
     slot: usize,
     clock: &Clock,
 ) -> Result<Handle, &'static str> {
-    let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(endpoint_text).unwrap_or_default();
-    let conn = ConnInfo {
-        transport: Transport::Tcp {
-            addr: show(sock.remote_endpoint()),
-            laddr: show(sock.local_endpoint()),
-        },
-        fd: slot as i64 + 8,
-    };
-    driver.connect(conn, clock.now())
+    driver.connect(conn_info(sock, slot), clock.now())
 }
+

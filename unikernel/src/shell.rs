@@ -4,7 +4,7 @@
 //! debugging session).
 
 use crate::net::NetDevice;
-use crate::pool::Pool;
+use crate::pool::{Pool, LISTENERS_MIN};
 use crate::time::Clock;
 use crate::{exit, println};
 use alloc::vec::Vec;
@@ -87,12 +87,32 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
         };
         Self::pump(&mut net, self.clock);
         let Net { sockets, pool, .. } = &mut *net;
+        // New connections are taken too, as Redis's `processEventsWhileBlocked` accepts:
+        // a new client can send SCRIPT KILL.
+        let grown = pool.listening.len() + 1;
+        pool.refill(sockets, grown.min(LISTENERS_MIN));
         for &s in pool.active.iter() {
-            let slot = &pool.slots[s];
+            let slot = &mut pool.slots[s];
+            let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+            if slot.client.is_none() && !slot.retired && sock.may_recv() {
+                match io.connect(crate::pool::conn_info(sock, s)) {
+                    Ok(h) => {
+                        if pool.slot_of.len() <= h.0 {
+                            pool.slot_of.resize(h.0 + 1, usize::MAX);
+                        }
+                        pool.slot_of[h.0] = s;
+                        slot.client = Some(h);
+                    }
+                    Err(refusal) => {
+                        let _ = sock.send_slice(refusal.as_bytes());
+                        sock.close();
+                        slot.retired = true;
+                    }
+                }
+            }
             let Some(h) = slot.client.filter(|&h| h != running) else {
                 continue;
             };
-            let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
             while sock.can_recv() {
                 let got = sock.recv(|data| {
                     io.input(h, data);

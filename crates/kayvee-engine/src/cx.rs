@@ -9,7 +9,7 @@
 //! blocked-client serving) is in the modules above: [`crate::drain`], the commands
 //! ([`crate::cmd`]), [`crate::dispatch`].
 
-use crate::client::{Client, ClientTable, Handle};
+use crate::client::{Client, ClientTable, ConnInfo, Handle, Transport};
 use crate::command::{CommandId, CommandTable};
 use crate::config::Config;
 use crate::db::Db;
@@ -96,6 +96,37 @@ pub struct Core {
     /// The Lua VM and the script cache (see [`crate::script`]).
     #[cfg(feature = "scripting")]
     pub scripts: crate::script::Scripts,
+}
+
+impl Core {
+    /// Admits a new connection into `clients` (the shell's accept, and a busy script's
+    /// serving: see `script_wait`): its handle, or the bytes to send before closing it when
+    /// `maxclients` is reached or protected mode refuses it.
+    pub fn admit(
+        &mut self,
+        clients: &mut ClientTable,
+        conn: ConnInfo,
+        now: Now,
+    ) -> Result<Handle, &'static str> {
+        if clients.len() as u64 >= self.config.maxclients {
+            self.stats.rejected_connections += 1;
+            return Err("-ERR max number of clients reached\r\n");
+        }
+        self.stats.total_connections_received += 1;
+        if let Some(denied) = self.protected_mode_refusal(&conn.transport) {
+            return Err(denied);
+        }
+        let authenticated = !self.acl.auth_required();
+        Ok(clients.add(conn, now.ms(), authenticated))
+    }
+
+    /// Protected mode's refusal of a connection over `t`, if it refuses it.
+    pub fn protected_mode_refusal(&self, t: &Transport) -> Option<&'static str> {
+        let protected = self.config.protected_mode;
+        self.acl
+            .protected_mode_denies(protected, t)
+            .then_some(acl::PROTECTED_MODE_DENIED)
+    }
 }
 
 /// The context a command handler runs in.

@@ -130,6 +130,13 @@ impl Engine {
         self.clients.add(conn, now.ms(), authenticated)
     }
 
+    /// Admits a new connection as the shell's accept does (and a busy script's serving, see
+    /// `script_wait`): its handle, or the bytes to send before closing it when `maxclients`
+    /// is reached or protected mode refuses it.
+    pub fn admit(&mut self, conn: ConnInfo, now: Now) -> Result<Handle, &'static str> {
+        self.core.admit(&mut self.clients, conn, now)
+    }
+
     /// Unregisters a connection.
     pub fn disconnect(&mut self, h: Handle) {
         self.core.blocking.remove(h);
@@ -275,11 +282,7 @@ impl Engine {
     /// The bytes to send (then close) when protected mode refuses a new connection, checked
     /// by the shell on accept before [`Engine::connect`] (see [`acl::Acl::protected_mode_denies`]).
     pub fn protected_mode_refusal(&self, t: &Transport) -> Option<&'static str> {
-        let protected = self.core.config.protected_mode;
-        self.core
-            .acl
-            .protected_mode_denies(protected, t)
-            .then_some(acl::PROTECTED_MODE_DENIED)
+        self.core.protected_mode_refusal(t)
     }
 
     /// The configured ACL file (`aclfile`), if any: ACL LOAD and SAVE read and write it.

@@ -6,7 +6,8 @@
 //! ([`crate::Engine::execute_waiting`]). While a script runs, a count hook calls back every
 //! 100,000 Lua instructions: it reads the clock through [`ScriptWait::now`], and once the
 //! script has run `busy-reply-threshold` milliseconds it calls [`ScriptWait::serve`] at each
-//! hook. The shell then reads what the other connections sent (never blocking), decodes their
+//! hook. The shell then accepts new connections ([`BusyAnswer::connect`]: a new client can
+//! send SCRIPT KILL), reads what the other connections sent (never blocking), decodes their
 //! commands and hands each to [`BusyAnswer::answer`], which writes Redis 7.0's reply: `-BUSY`
 //! (a rejected call, failing the client's transaction; EXEC gets `-EXECABORT`) for everything
 //! but SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and the `allow-busy` commands that run as
@@ -20,7 +21,7 @@
 //! ([`ScriptWait::sleep_us`]; see `dispatch::timing`).
 
 use crate::argv::{Argv, ArgvBuf};
-use crate::client::Handle;
+use crate::client::{ConnInfo, Handle};
 use crate::reply::{Protocol, ReplySink};
 use crate::time::Now;
 
@@ -66,6 +67,11 @@ pub trait BusyAnswer {
     fn protocol(&self, h: Handle) -> Protocol;
     /// Answers client `h`'s command `argv`, writing the reply to `out`.
     fn answer(&mut self, h: Handle, argv: &Argv<'_>, out: &mut dyn ReplySink) -> Answered;
+    /// A connection the shell accepted while the script runs: admitted as any other (its
+    /// handle), or refused with the bytes to send before closing it (`maxclients`,
+    /// protected mode). Redis accepts during a busy script too, so a new client can send
+    /// SCRIPT KILL.
+    fn connect(&mut self, conn: ConnInfo, now: Now) -> Result<Handle, &'static str>;
     /// Client `h`'s peer closed the connection: what the script can see of it (a replica
     /// gone from INFO and the good-replica count) changes now; the rest of the close waits
     /// for the script's end.

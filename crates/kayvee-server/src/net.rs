@@ -2,6 +2,7 @@
 //! `unixsocketperm`), the options set on accepted TCP connections (TCP_NODELAY, keepalive), and
 //! the [`Stream`] a connection reads and writes.
 
+use kayvee_engine::client::Transport;
 use mio::event::Source;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
@@ -51,6 +52,24 @@ impl Listener {
         match self {
             Listener::Tcp(l, _) => registry.register(l, token, Interest::READABLE),
             Listener::Unix(l, _) => registry.register(l, token, Interest::READABLE),
+        }
+    }
+
+    /// Accepts one pending connection (`WouldBlock` when none waits), with its transport as
+    /// CLIENT LIST shows it.
+    pub fn accept(&self) -> io::Result<(Stream, Transport)> {
+        match self {
+            Listener::Tcp(l, local) => l.accept().map(|(s, peer)| {
+                let t = Transport::Tcp {
+                    addr: peer.to_string(),
+                    laddr: local.to_string(),
+                };
+                (Stream::Tcp(s), t)
+            }),
+            Listener::Unix(l, path) => l.accept().map(|(s, _)| {
+                let t = Transport::Unix { path: path.clone() };
+                (Stream::Unix(s), t)
+            }),
         }
     }
 

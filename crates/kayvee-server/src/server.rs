@@ -24,6 +24,7 @@ use kayvee_session::{Answer, Driver, Flushed, Notice, Request};
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::ToSocketAddrs;
 use std::time::{Duration, SystemTime};
@@ -96,11 +97,109 @@ impl kayvee_session::Clock for Clock {
 
 /// The clock the driver gets, with the sockets a long script's hook serves: while a script runs
 /// past `busy-reply-threshold`, the other connections are read and answered (`-BUSY`, SCRIPT
-/// KILL...) between the script's instructions (see `kayvee_engine::script_wait`).
+/// KILL...) between the script's instructions (see `kayvee_engine::script_wait`), and new
+/// connections are accepted (Redis's `processEventsWhileBlocked` accepts too: a new
+/// redis-cli can send SCRIPT KILL). Their sockets wait in `joined` until the call returns.
 struct Shell<'a> {
     clock: &'a Clock,
     sockets: &'a [Option<Stream>],
     listeners: &'a [Listener],
+    registry: &'a mio::Registry,
+    /// `tcp-keepalive`, for the sockets accepted meanwhile.
+    keepalive_s: u64,
+    /// Connections accepted while a script ran, by handle.
+    joined: RefCell<Vec<(Handle, Stream)>>,
+}
+
+/// At most this many connections are accepted per serving round of a busy script.
+const BUSY_ACCEPTS: usize = 64;
+
+impl Shell<'_> {
+    /// Reads what connection `h` sent into the driver's busy rules and writes their replies.
+    fn serve_stream(
+        &self,
+        h: Handle,
+        stream: &Stream,
+        io: &mut dyn kayvee_session::BusyIo,
+        buf: &mut [u8],
+    ) {
+        loop {
+            match stream.read_shared(buf) {
+                Ok(0) => {
+                    io.closed(h);
+                    break;
+                }
+                Err(_) => break,
+                Ok(n) => {
+                    io.input(h, &buf[..n]);
+                    if n < buf.len() {
+                        break;
+                    }
+                }
+            }
+        }
+        if io.shutdown() {
+            warn!("User requested shutdown while a script runs: exiting now, without saving.");
+            // As Redis: no new connection is taken from here on (the listeners close
+            // first, then the clients see the end).
+            for fd in self.listeners.iter().map(Listener::fd) {
+                // SAFETY: closing descriptors this process owns, right before it exits.
+                unsafe { libc::close(fd) };
+            }
+            let joined = self.joined.borrow();
+            let streams = self
+                .sockets
+                .iter()
+                .flatten()
+                .chain(joined.iter().map(|j| &j.1));
+            for fd in streams.map(Stream::fd) {
+                // SAFETY: as above.
+                unsafe { libc::close(fd) };
+            }
+            std::process::exit(0);
+        }
+        let out = io.output(h);
+        if !out.is_empty() {
+            if let Ok(n) = stream.write_shared(out) {
+                io.written(h, n);
+            }
+        }
+    }
+
+    /// Accepts what waits on the listeners, handing each connection to the driver.
+    fn accept_busy(&self, io: &mut dyn kayvee_session::BusyIo) {
+        for listener in self.listeners {
+            for _ in 0..BUSY_ACCEPTS {
+                let (mut stream, transport) = match listener.accept() {
+                    Ok(accepted) => accepted,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let label = describe_transport(&transport);
+                let info = ConnInfo {
+                    fd: i64::from(stream.fd()),
+                    transport,
+                };
+                let h = match io.connect(info) {
+                    Ok(h) => h,
+                    Err(refusal) => {
+                        let _ = stream.write(refusal.as_bytes());
+                        debug!("Refused a client: {}", refusal.trim_end());
+                        continue;
+                    }
+                };
+                configure_accepted(&stream, self.keepalive_s);
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if let Err(e) = self.registry.register(&mut stream, Token(h.0), interest) {
+                    warn!("Registering a client connection: {e}");
+                    io.closed(h);
+                    continue;
+                }
+                debug!("Accepted {label} while a script runs");
+                self.joined.borrow_mut().push((h, stream));
+            }
+        }
+    }
 }
 
 impl kayvee_session::Clock for Shell<'_> {
@@ -116,45 +215,14 @@ impl kayvee_session::Clock for Shell<'_> {
     fn serve_busy(&self, running: Handle, io: &mut dyn kayvee_session::BusyIo) {
         let mut buf = [0u8; 16 * 1024];
         for (slot, stream) in self.sockets.iter().enumerate() {
-            let Some(stream) = stream.as_ref().filter(|_| slot != running.0) else {
-                continue;
-            };
-            let h = Handle(slot);
-            loop {
-                match stream.read_shared(&mut buf) {
-                    Ok(0) => {
-                        io.closed(h);
-                        break;
-                    }
-                    Err(_) => break,
-                    Ok(n) => {
-                        io.input(h, &buf[..n]);
-                        if n < buf.len() {
-                            break;
-                        }
-                    }
-                }
+            if let Some(stream) = stream.as_ref().filter(|_| slot != running.0) {
+                self.serve_stream(Handle(slot), stream, io, &mut buf);
             }
-            if io.shutdown() {
-                warn!("User requested shutdown while a script runs: exiting now, without saving.");
-                // As Redis: no new connection is taken from here on (the listeners close
-                // first, then the clients see the end).
-                for fd in self.listeners.iter().map(Listener::fd) {
-                    // SAFETY: closing descriptors this process owns, right before it exits.
-                    unsafe { libc::close(fd) };
-                }
-                for fd in self.sockets.iter().flatten().map(Stream::fd) {
-                    // SAFETY: as above.
-                    unsafe { libc::close(fd) };
-                }
-                std::process::exit(0);
-            }
-            let out = io.output(h);
-            if !out.is_empty() {
-                if let Ok(n) = stream.write_shared(out) {
-                    io.written(h, n);
-                }
-            }
+        }
+        self.accept_busy(io);
+        let joined = self.joined.borrow();
+        for (h, stream) in joined.iter() {
+            self.serve_stream(*h, stream, io, &mut buf);
         }
     }
 
@@ -371,12 +439,7 @@ impl Server {
     /// shell's: persistence, host facts.
     fn run_due(&mut self) {
         if self.now().unix_us >= self.driver.poll_at() {
-            let shell = Shell {
-                clock: &self.clock,
-                sockets: &self.sockets,
-                listeners: &self.listeners,
-            };
-            let polled = self.driver.poll(&shell);
+            let polled = self.with_shell(|driver, shell, _| driver.poll(shell));
             if polled.cron {
                 self.cron();
             }
@@ -494,12 +557,7 @@ impl Server {
                     return;
                 }
             };
-            let shell = Shell {
-                clock: &self.clock,
-                sockets: &self.sockets,
-                listeners: &self.listeners,
-            };
-            self.driver.receive(h, &self.scratch[..n], &shell);
+            self.with_shell(|driver, shell, scratch| driver.receive(h, &scratch[..n], shell));
             // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
             self.oom.sync(self.driver.engine());
             // The replies go out at once, while they are hot in the cache (a pass that waited
@@ -514,6 +572,27 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// Calls the driver with the shell a long script serves through (see [`Shell`]), then
+    /// takes in the connections it accepted meanwhile. `f` also gets the read buffer.
+    fn with_shell<R>(&mut self, f: impl FnOnce(&mut Driver, &Shell<'_>, &[u8]) -> R) -> R {
+        let shell = Shell {
+            clock: &self.clock,
+            sockets: &self.sockets,
+            listeners: &self.listeners,
+            registry: self.poll.registry(),
+            keepalive_s: self.driver.engine().core.config.tcp_keepalive_s,
+            joined: RefCell::default(),
+        };
+        let r = f(&mut self.driver, &shell, &self.scratch);
+        for (h, stream) in shell.joined.into_inner() {
+            if self.sockets.len() <= h.0 {
+                self.sockets.resize_with(h.0 + 1, || None);
+            }
+            self.sockets[h.0] = Some(stream);
+        }
+        r
     }
 
     /// Carries out what commands asked of the shell, in order.
@@ -555,12 +634,7 @@ impl Server {
                     }
                 }
             };
-            let shell = Shell {
-                clock: &self.clock,
-                sockets: &self.sockets,
-                listeners: &self.listeners,
-            };
-            self.driver.complete(h, answer, &shell);
+            self.with_shell(|driver, shell, _| driver.complete(h, answer, shell));
             self.migrate.prune(self.driver.engine());
         }
     }
@@ -711,20 +785,7 @@ impl Server {
             let Some(listener) = self.listeners.get(li) else {
                 return;
             };
-            let accepted = match listener {
-                Listener::Tcp(l, local) => l.accept().map(|(s, peer)| {
-                    let t = Transport::Tcp {
-                        addr: peer.to_string(),
-                        laddr: local.to_string(),
-                    };
-                    (Stream::Tcp(s), t)
-                }),
-                Listener::Unix(l, path) => l.accept().map(|(s, _)| {
-                    let t = Transport::Unix { path: path.clone() };
-                    (Stream::Unix(s), t)
-                }),
-            };
-            match accepted {
+            match listener.accept() {
                 Ok((stream, transport)) => self.admit(stream, transport),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -754,12 +815,7 @@ impl Server {
                 return;
             }
         };
-        if let Stream::Tcp(s) = &stream {
-            let keepalive_s = self.driver.engine().core.config.tcp_keepalive_s;
-            if let Err(e) = net::configure_tcp(s, keepalive_s) {
-                debug!("Setting socket options on an accepted connection: {e}");
-            }
-        }
+        configure_accepted(&stream, self.driver.engine().core.config.tcp_keepalive_s);
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(e) = self
             .poll
@@ -839,6 +895,15 @@ fn describe_transport(t: &Transport) -> String {
     match t {
         Transport::Tcp { addr, .. } => addr.clone(),
         Transport::Unix { path } => format!("connection on {path}"),
+    }
+}
+
+/// An accepted TCP connection's socket options (no delay, keepalive).
+fn configure_accepted(stream: &Stream, keepalive_s: u64) {
+    if let Stream::Tcp(s) = stream {
+        if let Err(e) = net::configure_tcp(s, keepalive_s) {
+            debug!("Setting socket options on an accepted connection: {e}");
+        }
     }
 }
 

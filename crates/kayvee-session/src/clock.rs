@@ -1,7 +1,7 @@
 //! The shell's services the driver calls: the clock, DEBUG SLEEP, and serving the other
 //! connections while a script runs long (see [`crate::wait`]).
 
-use kayvee_engine::{Handle, Now};
+use kayvee_engine::{ConnInfo, Handle, Now};
 
 /// The shell's clock. Readings never go backwards; the wall time is what `TIME` and expiry see.
 pub trait Clock {
@@ -13,8 +13,9 @@ pub trait Clock {
     /// blocking, what every other connection sent into [`BusyIo::input`], writes what
     /// [`BusyIo::output`] then holds, and stops the server at once (no save) when
     /// [`BusyIo::shutdown`] says so; a connection whose peer is gone is reported to
-    /// [`BusyIo::closed`]. A shell that does not serve during scripts leaves it
-    /// empty.
+    /// [`BusyIo::closed`]; new connections are accepted and handed to [`BusyIo::connect`]
+    /// (so that SCRIPT KILL reaches a runaway script from a new client). A shell that does
+    /// not serve during scripts leaves it empty.
     fn serve_busy(&self, running: Handle, io: &mut dyn BusyIo) {
         let _ = (running, io);
     }
@@ -46,4 +47,7 @@ pub trait BusyIo {
     /// Connection `h`'s peer closed it (a read found the end): it closes once the script
     /// ends.
     fn closed(&mut self, h: Handle);
+    /// A connection the shell accepted meanwhile: its handle (the shell serves it from now
+    /// on, as the others), or the bytes to send it before closing it.
+    fn connect(&mut self, info: ConnInfo) -> Result<Handle, &'static str>;
 }

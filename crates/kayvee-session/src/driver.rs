@@ -231,22 +231,20 @@ impl Driver {
     /// Admits a new connection, or refuses it with the bytes to send before closing it
     /// (`maxclients` reached, protected mode).
     pub fn connect(&mut self, info: ConnInfo, now: Now) -> Result<Handle, &'static str> {
-        let engine = &mut self.engine;
-        if engine.clients.len() as u64 >= engine.core.config.maxclients {
-            engine.core.stats.rejected_connections += 1;
-            return Err("-ERR max number of clients reached\r\n");
-        }
-        if let Some(denied) = engine.protected_mode_refusal(&info.transport) {
-            engine.core.stats.total_connections_received += 1;
-            return Err(denied);
-        }
-        let h = engine.connect(info, now);
-        if self.sessions.len() <= h.0 {
-            self.sessions.resize_with(h.0 + 1, || None);
-        }
-        self.sessions[h.0] = Some(Session::new(h, limits(&self.engine)));
-        self.account(h.0);
+        let h = self.engine.admit(info, now)?;
+        let session = Session::new(h, limits(&self.engine));
+        self.install(session);
         Ok(h)
+    }
+
+    /// Puts a new connection's session in its slot.
+    fn install(&mut self, session: Session) {
+        let slot = session.handle.0;
+        if self.sessions.len() <= slot {
+            self.sessions.resize_with(slot + 1, || None);
+        }
+        self.sessions[slot] = Some(session);
+        self.account(slot);
     }
 
     /// Forgets a connection the shell closed (for any reason).
@@ -686,6 +684,8 @@ impl Driver {
             let mut critical = None;
             let mut gone: Vec<Handle> = Vec::new();
             let mut held: Vec<(Handle, Vec<u8>)> = Vec::new();
+            let mut joined: Vec<Session> = Vec::new();
+            let mut admitted: Vec<Handle> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -732,6 +732,9 @@ impl Driver {
                     debug,
                     gone: Vec::new(),
                     held: Vec::new(),
+                    joined: Vec::new(),
+                    admitted: Vec::new(),
+                    limits: limits(engine),
                 };
                 let outcome = engine.execute_waiting(
                     h,
@@ -742,6 +745,8 @@ impl Driver {
                 );
                 gone = core::mem::take(&mut wait.gone);
                 held = core::mem::take(&mut wait.held);
+                joined = core::mem::take(&mut wait.joined);
+                admitted = core::mem::take(&mut wait.admitted);
                 if let Some(link) = wait.debug {
                     // Output nobody sent (no session started) goes back in front.
                     if !link.prior.is_empty() {
@@ -762,6 +767,14 @@ impl Driver {
             }
             if let Some(line) = critical {
                 self.notice(Notice::Replication(line));
+            }
+            // Connections accepted while a script ran: in their slots, counted, flushed.
+            for session in joined {
+                self.install(session);
+            }
+            for h in admitted {
+                self.account(h.0);
+                self.writable(h);
             }
             self.apply_outcome(slot, outcome, clock);
             for h in gone {

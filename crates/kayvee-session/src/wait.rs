@@ -9,7 +9,7 @@ use crate::session::{Closing, Session};
 use alloc::vec::Vec;
 use kayvee_engine::reply::{Protocol, ReplySink};
 use kayvee_engine::script_wait::{BusyAnswer, DebugInput};
-use kayvee_engine::{Answered, ArgvBuf, Handle, Now, ScriptWait};
+use kayvee_engine::{Answered, ArgvBuf, ConnInfo, Handle, Now, ScriptWait};
 use kayvee_resp::{Decoder, Limits, RespWriter};
 
 /// The sessions other than the running one, lent to a script's hook.
@@ -28,6 +28,13 @@ pub(crate) struct Waiter<'a> {
     /// stream), kept as it came: the driver takes it in after the script, as Redis leaves
     /// its master's input for after a busy script.
     pub held: Vec<(Handle, Vec<u8>)>,
+    /// Connections accepted while the script ran whose slots lie past the lent ones: the
+    /// driver installs them after it.
+    pub joined: Vec<Session>,
+    /// Every connection accepted while the script ran (the driver counts them after it).
+    pub admitted: Vec<Handle>,
+    /// The decoder limits a new connection's session starts with.
+    pub limits: Limits,
 }
 
 /// The running connection's side of a Lua debugging session: its output goes out at once and
@@ -128,20 +135,24 @@ struct Serving<'w, 'a> {
     shutdown: bool,
 }
 
-/// Session `h` among the lent ones (never the running one's slot).
+/// Session `h` among the lent ones (never the running one's slot) and those accepted
+/// meanwhile.
 fn lent<'s>(
     before: &'s mut [Option<Session>],
     after: &'s mut [Option<Session>],
+    joined: &'s mut [Session],
     running: Handle,
     h: Handle,
 ) -> Option<&'s mut Session> {
-    match h.0 {
+    let slot = match h.0 {
         slot if slot < running.0 => before.get_mut(slot),
         slot if slot > running.0 => after.get_mut(slot - running.0 - 1),
         _ => None,
+    };
+    match slot.and_then(Option::as_mut).filter(|s| s.handle == h) {
+        Some(s) => Some(s),
+        None => joined.iter_mut().find(|s| s.handle == h),
     }
-    .and_then(Option::as_mut)
-    .filter(|s| s.handle == h)
 }
 
 impl BusyIo for Serving<'_, '_> {
@@ -152,7 +163,7 @@ impl BusyIo for Serving<'_, '_> {
             running,
             shutdown,
         } = self;
-        let Some(s) = lent(waiter.before, waiter.after, *running, h) else {
+        let Some(s) = lent(waiter.before, waiter.after, &mut waiter.joined, *running, h) else {
             return;
         };
         if s.upstream.is_some() {
@@ -194,21 +205,41 @@ impl BusyIo for Serving<'_, '_> {
 
     fn output(&self, h: Handle) -> &[u8] {
         let running = self.running.0;
+        let w = &*self.waiter;
         let s = match h.0 {
-            slot if slot < running => self.waiter.before.get(slot),
-            slot if slot > running => self.waiter.after.get(slot - running - 1),
+            slot if slot < running => w.before.get(slot),
+            slot if slot > running => w.after.get(slot - running - 1),
             _ => None,
         };
         s.and_then(Option::as_ref)
             .filter(|s| s.handle == h)
+            .or_else(|| w.joined.iter().find(|s| s.handle == h))
             .map_or(&[], |s| &s.out[s.out_sent..])
     }
 
     fn written(&mut self, h: Handle, n: usize) {
-        let running = self.running;
-        if let Some(s) = lent(self.waiter.before, self.waiter.after, running, h) {
+        let w = &mut *self.waiter;
+        if let Some(s) = lent(w.before, w.after, &mut w.joined, self.running, h) {
             s.written(n);
         }
+    }
+
+    fn connect(&mut self, info: ConnInfo) -> Result<Handle, &'static str> {
+        let now = self.waiter.clock.now();
+        let h = self.busy.connect(info, now)?;
+        let session = Session::new(h, self.waiter.limits);
+        let w = &mut *self.waiter;
+        let slot = match h.0 {
+            slot if slot < self.running.0 => w.before.get_mut(slot),
+            slot if slot > self.running.0 => w.after.get_mut(slot - self.running.0 - 1),
+            _ => None,
+        };
+        match slot {
+            Some(free @ None) => *free = Some(session),
+            _ => w.joined.push(session),
+        }
+        w.admitted.push(h);
+        Ok(h)
     }
 
     fn shutdown(&self) -> bool {
@@ -216,8 +247,8 @@ impl BusyIo for Serving<'_, '_> {
     }
 
     fn closed(&mut self, h: Handle) {
-        if lent(self.waiter.before, self.waiter.after, self.running, h).is_some()
-            && !self.waiter.gone.contains(&h)
+        let w = &mut *self.waiter;
+        if lent(w.before, w.after, &mut w.joined, self.running, h).is_some() && !w.gone.contains(&h)
         {
             self.waiter.gone.push(h);
             self.busy.gone(h);

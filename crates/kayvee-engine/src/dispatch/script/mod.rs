@@ -16,7 +16,7 @@ mod ldb;
 use super::{Dispatch, NOREPLICAS};
 use crate::aof::{TO_AOF, TO_REPL};
 use crate::argv::{Argv, ArgvBuf};
-use crate::client::{Handle, LuaDebug};
+use crate::client::{ConnInfo, Handle, LuaDebug};
 use crate::command::{flags, CommandId, CommandTable};
 use crate::error::{CmdResult, Error};
 use crate::monitor;
@@ -528,6 +528,10 @@ impl BusyAnswer for Run<'_, '_> {
             self.d.reject(h, Some(id), &busy, out);
         }
         Answered::Replied
+    }
+
+    fn connect(&mut self, conn: ConnInfo, now: Now) -> Result<Handle, &'static str> {
+        self.d.core.admit(self.d.clients, conn, now)
     }
 
     fn gone(&mut self, h: Handle) {

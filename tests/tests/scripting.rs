@@ -140,6 +140,17 @@ fn a_client_that_connects_during_a_busy_script_can_kill_it() {
         "{}",
         show(&killed)
     );
+    // Redis's warning, once, with the script's SHA-1.
+    let slow = log_lines(&kayvee, "Slow script detected");
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert!(
+        slow[0].starts_with("# Slow script detected: still in execution after ")
+            && slow[0].ends_with(
+                " milliseconds. You can try killing the script using the SCRIPT KILL command. \
+                 Script name is: a0aa8d656b65882e2a8f491fbb37ba7fa649be34."
+            ),
+        "{slow:?}"
+    );
     // The late connection is a client like any other afterwards (still in RESP3).
     assert_eq!(late.cmd_str(&["PING"]), b"+PONG\r\n");
     assert_eq!(late.cmd_str(&["DBSIZE"]), b":0\r\n");

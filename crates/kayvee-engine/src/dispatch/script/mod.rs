@@ -593,6 +593,7 @@ impl Run<'_, '_> {
                 return Ok(0);
             }
             self.timed_out = true;
+            self.log_slow(elapsed_us / 1000);
         }
         wait.serve(self);
         self.d.wait = Some(wait);
@@ -601,6 +602,26 @@ impl Run<'_, '_> {
             return raise(lua, crate::script_wait::KILLED);
         }
         Ok(0)
+    }
+
+    /// Redis's warning when a script passes `busy-reply-threshold` (once per run).
+    fn log_slow(&self, elapsed_ms: u64) {
+        let Some(sink) = self.d.core.scripts.log else {
+            return;
+        };
+        let kill = if self.busy.eval {
+            "SCRIPT KILL"
+        } else {
+            "FUNCTION KILL"
+        };
+        let mut line = alloc::format!(
+            "Slow script detected: still in execution after {elapsed_ms} milliseconds. You can \
+             try killing the script using the {kill} command. Script name is: "
+        )
+        .into_bytes();
+        line.extend_from_slice(self.name);
+        line.push(b'.');
+        sink(3, &line);
     }
 
     /// `redis.call` / `redis.pcall`: an error is raised (call) or returned (pcall) as

@@ -535,3 +535,55 @@ fn failover_hands_the_primary_role_to_a_caught_up_replica_without_a_full_sync() 
     remove_dirs("failover");
     remove_dirs("failover-b");
 }
+
+#[test]
+fn messages_published_on_the_primary_reach_the_replicas_subscribers() {
+    if !have_tools() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let primary = kayvee_primary("publish");
+    let kayvee = kayvee_replica(&primary, "publish-kayvee", &[]);
+    let redis = redis_replica(&primary, "publish-redis");
+    let mut subscribers = Vec::new();
+    for replica in [&kayvee, &redis] {
+        wait_link_up(replica.port());
+        let con = conn(replica.port());
+        con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        subscribers.push(con);
+    }
+    let mut pubsubs: Vec<_> = subscribers.iter_mut().map(|c| c.as_pubsub()).collect();
+    for ps in &mut pubsubs {
+        ps.subscribe("news").unwrap();
+    }
+    let mut p = conn(primary.port());
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg("news")
+        .arg("alone")
+        .query(&mut p)
+        .unwrap();
+    // Inside a transaction too (Redis propagates it to the replicas only, never the AOF).
+    let _: () = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("k")
+        .arg("v")
+        .ignore()
+        .cmd("PUBLISH")
+        .arg("news")
+        .arg("in-multi")
+        .ignore()
+        .query(&mut p)
+        .unwrap();
+    for ps in &mut pubsubs {
+        for expected in ["alone", "in-multi"] {
+            let msg = ps.get_message().expect("the primary's message");
+            assert_eq!(msg.get_channel_name(), "news");
+            assert_eq!(msg.get_payload::<String>().unwrap(), expected);
+        }
+    }
+    drop(pubsubs);
+    drop((primary, kayvee, redis));
+    remove_dirs("publish");
+    remove_dirs("publish-kayvee");
+    remove_dirs("publish-redis");
+}

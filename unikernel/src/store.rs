@@ -495,7 +495,7 @@ impl Store {
                 let s = &mut engine.core.aof.status;
                 s.rewrite_requested = false;
                 s.rewrite_scheduled = false;
-                s.rewrite_started_ms = Some(clock.now().ms());
+                engine.aof_rewrite_started(clock.now());
             }
         }
         self.background = Some(self.begin(engine, clock, kind));

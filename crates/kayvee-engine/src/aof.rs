@@ -40,6 +40,9 @@ pub struct AofStatus {
     pub rewrite_started_ms: Option<u64>,
     /// BGREWRITEAOF waits for the running BGSAVE.
     pub rewrite_scheduled: bool,
+    /// CONFIG SET appendonly yes ran inside EXEC: the shell turns the AOF on after it and
+    /// says so in the log, as Redis schedules it.
+    pub enabled_in_exec: bool,
     /// BGREWRITEAOF asked the shell for a rewrite (the shell clears it when it starts one).
     pub rewrite_requested: bool,
     /// Duration of the last rewrite in seconds (-1: none yet).
@@ -68,6 +71,7 @@ impl Default for AofStatus {
             on: false,
             rewrite_started_ms: None,
             rewrite_scheduled: false,
+            enabled_in_exec: false,
             rewrite_requested: false,
             last_rewrite_time_s: -1,
             last_bgrewrite_ok: true,
@@ -158,6 +162,8 @@ pub struct Propagation {
     pub(crate) skip: u8,
     /// The running command asked to be propagated as the client sent it.
     pub(crate) verbatim: bool,
+    /// The running command asked to reach the replicas only, as the client sent it.
+    pub(crate) verbatim_repl: bool,
     /// The running command reported a change to the dataset (it asked to propagate, whether
     /// or not propagation is on): what counts toward `rdb_changes_since_last_save`.
     pub(crate) changed: bool,
@@ -233,6 +239,13 @@ impl Propagation {
         if core::mem::take(&mut self.verbatim) && self.skip != TO_AOF | TO_REPL {
             encode_iter(&mut self.pending, argv.len(), argv.iter());
             self.pending_ops.push((db, self.pending.len(), self.skip));
+        }
+        // Only while the replicas are fed (Redis's `shouldPropagate`): otherwise it would
+        // wrap a transaction's AOF record in MULTI/EXEC for nothing.
+        if core::mem::take(&mut self.verbatim_repl) && self.repl.on && self.skip & TO_REPL == 0 {
+            encode_iter(&mut self.pending, argv.len(), argv.iter());
+            self.pending_ops
+                .push((db, self.pending.len(), self.skip | TO_AOF));
         }
     }
 

@@ -191,6 +191,17 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The command goes to the replicas as the client sent it, and not to the AOF; it
+    /// changes no data (PUBLISH: a replica's subscribers get the primary's messages, as
+    /// Redis's `forceCommandPropagation(c, PROPAGATE_REPL)`).
+    #[inline]
+    pub fn propagate_to_replicas(&mut self) {
+        // A replica passes its primary's stream on as it came, never its own clients'.
+        if self.core.aof.enabled && self.core.repl.primary.is_none() {
+            self.core.aof.verbatim_repl = true;
+        }
+    }
+
     /// The write changed the dataset and propagates as the client sent it (after anything
     /// the handler passed to [`Cx::propagate`]).
     #[inline]

@@ -528,9 +528,16 @@ impl Engine {
         p.saves += 1;
         p.dirty_at_start = self.core.stats.dirty;
         if background {
+            self.core.stats.total_forks += 1;
             p.bgsave_started_ms = Some(now.ms());
             p.last_bgsave_try_ms = now.ms();
         }
+    }
+
+    /// Notes that an AOF rewrite starts now (INFO's `aof_rewrite_in_progress`, and counted).
+    pub fn aof_rewrite_started(&mut self, now: Now) {
+        self.core.stats.total_forks += 1;
+        self.core.aof.status.rewrite_started_ms = Some(now.ms());
     }
 
     /// The shell reports the end of a save: on success the changes made before it started

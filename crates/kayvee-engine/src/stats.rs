@@ -23,6 +23,9 @@ pub struct CmdStat {
 /// Server-wide counters.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Background jobs started on a snapshot (BGSAVE, AOF rewrites, full syncs): INFO's
+    /// `total_forks`, Redis's count of the child processes it forks for the same jobs.
+    pub total_forks: u64,
     /// Commands run.
     pub total_commands_processed: u64,
     /// Connections accepted.

@@ -484,7 +484,7 @@ impl Aof {
         match spawned {
             Ok(thread) => {
                 info!("Background append only file rewriting started");
-                engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                engine.aof_rewrite_started(now);
                 self.rewrite = Some(Rewrite {
                     thread,
                     stop,

@@ -126,8 +126,18 @@ impl Durability {
                     self.finish_detached_rewrite(engine);
                 }
             }
+            if core::mem::take(&mut engine.core.aof.status.enabled_in_exec) {
+                warn!(
+                    "AOF was enabled during a transaction. An AOF background was scheduled to \
+                     start when possible."
+                );
+            }
             match crate::aof::Aof::open(engine, now, false) {
-                Ok((aof, _)) => self.aof = Some(aof),
+                Ok((aof, _)) => {
+                    // Its new base is the rewrite Redis forks for here (counted the same).
+                    engine.core.stats.total_forks += 1;
+                    self.aof = Some(aof);
+                }
                 Err(e) => {
                     warn!("Can't turn the append only file on: {e}");
                     engine.core.config.appendonly = false;
@@ -180,7 +190,7 @@ impl Durability {
         }
         match crate::aof::rewrite_detached(engine, now) {
             Ok(t) => {
-                engine.core.aof.status.rewrite_started_ms = Some(now.ms());
+                engine.aof_rewrite_started(now);
                 self.detached_rewrite = Some((t, Instant::now()));
             }
             Err(e) => {

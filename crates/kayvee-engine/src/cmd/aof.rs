@@ -23,7 +23,8 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     ..CommandSpec::DEFAULT
 }];
 
-/// BGREWRITEAOF: refused while one runs; queued behind a running BGSAVE, as Redis does.
+/// BGREWRITEAOF: refused while one runs; queued behind a running BGSAVE or the running EXEC,
+/// as Redis does.
 fn bgrewriteaof(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     if !cx.core.host.storage {
         return Err(Error::msg(super::persist::NO_STORAGE));
@@ -35,8 +36,10 @@ fn bgrewriteaof(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRe
             "ERR Background append only file rewriting already in progress",
         ));
     }
-    if bgsave {
+    // Inside EXEC it waits for the transaction's end, as Redis's `in_exec`.
+    if bgsave || cx.core.in_exec {
         s.rewrite_scheduled = true;
+        s.consecutive_failures = 0;
         out.simple("Background append only file rewriting scheduled");
     } else {
         s.rewrite_requested = true;

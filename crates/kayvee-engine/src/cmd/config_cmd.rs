@@ -129,6 +129,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         return Err(Error::msg(crate::persist::LOADING));
     }
     let maxmemory = cx.core.config.maxmemory;
+    let appendonly = cx.core.config.appendonly;
     // The shell may fail to listen on a new `port` or `bind`: the whole call is undone then.
     let rebinds = pairs
         .iter()
@@ -145,6 +146,9 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
     apply(cx.core, requirepass);
     if named(&b"repl-backlog-size"[..]) {
         resize_backlog(cx.core);
+    }
+    if cx.core.config.appendonly && !appendonly && cx.core.in_exec {
+        cx.core.aof.status.enabled_in_exec = true;
     }
     if cx.core.config.maxmemory != maxmemory && !cx.core.in_exec && !cx.core.script_running {
         // A new limit evicts at once, as Redis does on CONFIG SET maxmemory (inside EXEC or

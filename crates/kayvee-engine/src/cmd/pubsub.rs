@@ -252,6 +252,7 @@ fn publish(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         .pubsub
         .publish(cx.me, Kind::Channel, args.get(1), args.get(2), out);
     out.int(n as i64);
+    cx.propagate_to_replicas();
     Ok(())
 }
 
@@ -262,6 +263,7 @@ fn spublish(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
         .pubsub
         .publish(cx.me, Kind::Shard, args.get(1), args.get(2), out);
     out.int(n as i64);
+    cx.propagate_to_replicas();
     Ok(())
 }
 

@@ -101,6 +101,7 @@ fn full_sync(cx: &mut Cx<'_>) {
     let eof = cx.core.repl.announced_mut(me).capa_eof;
     let repl = &mut cx.core.repl;
     repl.stats.sync_full += 1;
+    cx.core.stats.total_forks += 1;
     let start = repl.offset + 1;
     repl.attach(me, ReplicaState::WaitBgsave, start, now_ms);
     cx.core.aof.reset_repl_db();

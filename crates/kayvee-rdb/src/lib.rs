@@ -111,8 +111,13 @@ pub enum Error {
     BadMagic,
     /// A version newer than 10.
     UnsupportedVersion(u16),
-    /// The CRC-64 at the end does not match the content.
-    BadChecksum,
+    /// The CRC-64 at the end (`expected`) does not match the content's (`got`).
+    BadChecksum {
+        /// The checksum the file carries.
+        expected: u64,
+        /// The content's.
+        got: u64,
+    },
     /// An object type Kayvee does not hold (streams, modules, zipmaps).
     UnsupportedType(u8),
     /// An unknown opcode or object type byte.
@@ -129,7 +134,11 @@ impl core::fmt::Display for Error {
             Error::Truncated => f.write_str("Short read or OOM loading DB. Unrecoverable error"),
             Error::BadMagic => f.write_str("Wrong signature trying to load DB from file"),
             Error::UnsupportedVersion(v) => write!(f, "Can't handle RDB format version {v}"),
-            Error::BadChecksum => f.write_str("Wrong RDB checksum. Aborting now."),
+            // Redis's two lines: its checksum warning and the corruption report.
+            Error::BadChecksum { expected, got } => write!(
+                f,
+                "Wrong RDB checksum expected: ({expected:x}) got ({got:x}): RDB CRC error"
+            ),
             Error::UnsupportedType(t) => {
                 write!(f, "RDB object type {t} is not supported by Kayvee")
             }

@@ -100,10 +100,13 @@ fn load_inner(
         // A file that does not parse and whose trailing checksum does not match either is
         // reported by its checksum: the likelier cause (a damaged file), and what an operator
         // can check with redis-check-rdb.
-        Err(e) if !matches!(e, Error::BadChecksum) && version >= 5 => {
+        Err(e) if !matches!(e, Error::BadChecksum { .. }) && version >= 5 => {
             match buf.len().checked_sub(9 + 8) {
-                Some(_) if verify_checksum(buf, buf.len() - 8).is_err() => Err(Error::BadChecksum),
-                _ => Err(e),
+                Some(_) => match verify_checksum(buf, buf.len() - 8) {
+                    Err(bad @ Error::BadChecksum { .. }) => Err(bad),
+                    _ => Err(e),
+                },
+                None => Err(e),
             }
         }
         result => result,
@@ -213,8 +216,12 @@ fn check_header(buf: &[u8]) -> Result<u16> {
 fn verify_checksum(buf: &[u8], end: usize) -> Result<usize> {
     let tail = buf.get(end..end + 8).ok_or(Error::Truncated)?;
     let stored = u64::from_le_bytes(tail.try_into().map_err(|_| Error::Truncated)?);
-    if stored != 0 && stored != CRC64.checksum(&buf[..end]) {
-        return Err(Error::BadChecksum);
+    let got = CRC64.checksum(&buf[..end]);
+    if stored != 0 && stored != got {
+        return Err(Error::BadChecksum {
+            expected: stored,
+            got,
+        });
     }
     Ok(end + 8)
 }

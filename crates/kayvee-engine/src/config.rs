@@ -7,6 +7,7 @@
 
 pub mod extra;
 pub mod keyspace_events;
+pub mod proc_title;
 pub mod rewrite;
 pub mod syntax;
 pub mod table;
@@ -181,6 +182,9 @@ pub struct Config {
     pub extra: BTreeMap<&'static str, table::Val>,
     /// The config file this configuration was loaded from (for CONFIG REWRITE).
     pub config_file: Option<String>,
+    /// Successful CONFIG SETs so far: a shell that follows a parameter compares this one
+    /// number after each command instead of the parameter.
+    pub sets: u64,
     /// The text [`Config::apply_file`] read (and the last `CONFIG REWRITE` wrote): what
     /// [`crate::Engine::rewrite_config`] rewrites, since the engine reads no files.
     pub config_file_text: Option<String>,
@@ -278,6 +282,7 @@ impl Default for Config {
             enable_protected_configs: "no".into(),
             extra: BTreeMap::new(),
             config_file: None,
+            sets: 0,
             config_file_text: None,
             save_loaded: false,
         }

@@ -17,6 +17,7 @@ mod migrate;
 mod net;
 mod oom;
 mod persist;
+mod proctitle;
 mod requests;
 mod server;
 
@@ -30,6 +31,8 @@ use tracing::{info, warn};
 static GLOBAL: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
+    // Before any thread: the title's memory is the arguments' and the environment's.
+    let title = proctitle::ProcTitle::take_over();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let startup = match config::parse_args(&args) {
         Ok(config::Command::Version) => {
@@ -52,7 +55,7 @@ fn main() -> ExitCode {
     if std::env::var_os("KAYVEE_CHECK_CONFIG").is_some() {
         return ExitCode::SUCCESS;
     }
-    match run(config) {
+    match run(config, title) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -69,7 +72,7 @@ fn fatal(e: &dyn std::fmt::Display) -> ExitCode {
 }
 
 /// Starts logging, sizes the descriptor limit, binds, and runs the loop to the end.
-fn run(mut config: Config) -> anyhow::Result<()> {
+fn run(mut config: Config, title: proctitle::ProcTitle) -> anyhow::Result<()> {
     let log_fd = log::init(&config.loglevel, &config.logfile)?;
     crash::install(log_fd);
     warn!("oO0OoO0OoO0Oo Kayvee is starting oO0OoO0OoO0Oo");
@@ -117,6 +120,7 @@ fn run(mut config: Config) -> anyhow::Result<()> {
         (None, persist::StartupLoad::start(server.engine_mut(), now)?)
     };
     server.files.loading = load;
+    server.set_title(title);
     server.files.aof = aof;
     if !pidfile.is_empty() {
         write_pidfile(&pidfile);

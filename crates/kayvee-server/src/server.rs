@@ -321,6 +321,8 @@ pub struct Server {
     migrate: crate::migrate::Links,
     /// `oom-score-adj`'s writes to the process's score.
     oom: crate::oom::OomScore,
+    /// The process title (`proc-title-template`).
+    title: crate::proctitle::ProcTitle,
 }
 
 impl Server {
@@ -360,7 +362,14 @@ impl Server {
             dirty: Vec::new(),
             migrate: Default::default(),
             oom: Default::default(),
+            title: Default::default(),
         })
+    }
+
+    /// Shows the process title through `title` from now on.
+    pub fn set_title(&mut self, title: crate::proctitle::ProcTitle) {
+        self.title = title;
+        self.title.sync(self.driver.engine());
     }
 
     /// The engine, for loading data between binding and running.
@@ -448,6 +457,7 @@ impl Server {
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
         files.after_pass(engine, now);
         self.oom.sync(self.driver.engine());
+        self.title.sync(self.driver.engine());
     }
 
     /// The shell's part of the cron: persistence and the host facts INFO reports.
@@ -560,6 +570,7 @@ impl Server {
             self.with_shell(|driver, shell, scratch| driver.receive(h, &scratch[..n], shell));
             // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
             self.oom.sync(self.driver.engine());
+            self.title.sync(self.driver.engine());
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).

@@ -628,8 +628,9 @@ fn write_wrapper(path: &Path) -> Result<(), String> {
         .join("bin");
     let (xtask, server) = (bin.join("xtask"), bin.join("kayvee-server"));
     let script = format!(
-        "# Written by cargo xtask redis-suite: starts kayvee-server for the suite.\n\
-         exec '{}' redis-suite-server '{}' \"$@\"\n",
+        "# Written by cargo xtask redis-suite: starts kayvee-server for the suite, under the\n\
+         # name the suite started it by (its process title shows it, as redis-server's).\n\
+         KAYVEE_SUITE_ARGV0=\"$0\" exec '{}' redis-suite-server '{}' \"$@\"\n",
         xtask.display(),
         server.display()
     );

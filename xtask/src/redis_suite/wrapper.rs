@@ -53,7 +53,12 @@ pub fn exec(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    let err = Command::new(bin).args(rest).exec();
+    let mut server = Command::new(bin);
+    if let Some(name) = std::env::var_os("KAYVEE_SUITE_ARGV0") {
+        // The suite's `src/redis-server`, as `{title}` of the process title shows it.
+        server.arg0(name).env_remove("KAYVEE_SUITE_ARGV0");
+    }
+    let err = server.args(rest).exec();
     Err(format!("cannot exec {bin}: {err}"))
 }
 

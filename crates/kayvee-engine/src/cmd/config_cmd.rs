@@ -140,6 +140,7 @@ fn config_set(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdR
         .config
         .set_many_as(&pairs, local)
         .map_err(Error::msg)?;
+    cx.core.config.sets += 1;
     let requirepass = pairs
         .iter()
         .any(|(n, _)| n.eq_ignore_ascii_case(b"requirepass"));

@@ -254,11 +254,12 @@ pub const PARAMS: &[Param] = &[
         Mut,
         s("0 200 800")
     ),
+    // Read by the shell, which sets the process title (Linux: what `ps` shows).
     inert!(
         "proc-title-template",
-        STR,
+        Kind::ProcTitle,
         Mut,
-        s("{title} {listen-addr} {server-mode}")
+        s(super::proc_title::DEFAULT)
     ),
     inert!(
         "propagation-error-behavior",

@@ -58,6 +58,8 @@ pub enum Kind {
     MemoryOrPercent,
     /// Other value syntaxes, parsed in [`super::extra`] (percentile lists, flag sets...).
     Special(Special),
+    /// `proc-title-template`: text with `{variable}`s (see [`super::proc_title`]).
+    ProcTitle,
 }
 
 /// Who may change a parameter after startup.
@@ -858,6 +860,9 @@ impl Kind {
                     )
                 }),
             Kind::Str => Ok(Val::Str(s.into())),
+            Kind::ProcTitle => super::proc_title::validate(s)
+                .map(|()| Val::Str(s.into()))
+                .map_err(Into::into),
             Kind::KeyspaceEvents => super::keyspace_events::parse_flags(s)
                 .map(|f| Val::Int(f.into()))
                 .ok_or_else(|| super::keyspace_events::BAD_CLASS.into()),

@@ -5,10 +5,11 @@
 mod guests;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
@@ -17,6 +18,7 @@ use kayvee_xenstore::perms::{parse_lenient, parse_lenient_u64};
 use kayvee_xenstore::Now;
 use kayvee_xenstore::{ConnId, Op, Xenstored};
 
+use crate::batch::Batch;
 use crate::options::Options;
 use crate::session::{Session, Sessions};
 use crate::syslog::{Syslog, DEV_LOG};
@@ -24,6 +26,22 @@ use crate::xen::host::XenHost;
 
 /// Bytes read from a socket per system call.
 const READ_BUF: usize = 16384;
+
+/// Request bytes a socket may hold after they were read (peeked) and answered before the
+/// daemon takes them off it. Taking bytes off a Unix socket frees the sender's buffer space,
+/// which wakes the client if it sleeps in `read` (for nothing: it waits for its reply, not for
+/// space); taken every request, that is a wakeup per request. Taken in batches of about this
+/// many bytes, one wakeup covers the requests of several transactions. (Each peek walks the
+/// socket's queue past the bytes held, so this stays small.)
+const TAKE_AT: usize = 512;
+
+/// How long answered bytes may stay on a socket at most (a client whose send buffer they fill
+/// waits at most this long before the daemon takes them, even if it never reaches
+/// [`TAKE_AT`]).
+const TAKE_EVERY: Duration = Duration::from_millis(50);
+
+/// Sends one [`Batch`] takes (a loop pass with more replies runs several batches).
+const BATCH: u32 = 256;
 
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
@@ -54,6 +72,23 @@ pub fn bind(path: &Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
+/// Give `stream` a peek offset (`SO_PEEK_OFF` 0): successive `MSG_PEEK` reads then return
+/// successive bytes; false when the kernel refuses.
+fn peek_offset(stream: &UnixStream) -> bool {
+    let zero: libc::c_int = 0;
+    // SAFETY: sets an int option from a live int of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEEK_OFF,
+            (&zero as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    r == 0
+}
+
 /// The daemon: store, sockets and sessions.
 pub struct Server {
     xs: Xenstored,
@@ -64,8 +99,20 @@ pub struct Server {
     sessions: Sessions,
     /// Connections currently registered for writability (output is backed up), by id.
     waiting: Vec<bool>,
+    /// Per socket, by id: bytes read with `MSG_PEEK` (at the socket's peek offset) that are
+    /// still on it; `None` when the socket takes no peek offset (then reads take the bytes).
+    unread: Vec<Option<usize>>,
+    /// Some socket holds answered bytes (see [`TAKE_AT`]).
+    any_unread: bool,
+    /// When [`Server::take_all`] last ran.
+    last_take: Instant,
     /// Scratch list of connections to flush in this loop pass.
     to_flush: Vec<ConnId>,
+    /// The replies of a loop pass sent in one system call, when the kernel has io_uring
+    /// (else each socket is written on its own, right after its read).
+    batch: Option<Batch>,
+    /// Scratch: the sockets and lengths of the sends queued in `batch`.
+    batched: Vec<(ConnId, usize)>,
     /// The receive buffer, reused for every read.
     rbuf: Vec<u8>,
     trace: Option<File>,
@@ -94,7 +141,12 @@ impl Server {
             streams: Vec::new(),
             sessions: Sessions::new(),
             waiting: Vec::new(),
+            unread: Vec::new(),
+            any_unread: false,
+            last_take: Instant::now(),
             to_flush: Vec::new(),
+            batch: Batch::new(BATCH).ok(),
+            batched: Vec::new(),
             rbuf: Vec::new(),
             trace,
             verbose: opts.verbose,
@@ -128,8 +180,13 @@ impl Server {
         let mut events = Events::with_capacity(256);
         let mut busy = false;
         loop {
-            // Rings left with work are served again after one non-blocking look at the rest.
-            let timeout = busy.then_some(std::time::Duration::ZERO);
+            // Rings left with work are served again after one non-blocking look at the rest;
+            // bytes left on sockets are taken within TAKE_EVERY.
+            let timeout = match (busy, self.any_unread) {
+                (true, _) => Some(Duration::ZERO),
+                (false, true) => Some(TAKE_EVERY),
+                (false, false) => None,
+            };
             self.send_notifications();
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -153,6 +210,9 @@ impl Server {
             self.flush_all();
             // The replies went out: now free what the commits let go of.
             self.xs.sweep();
+            if self.any_unread && self.last_take.elapsed() >= TAKE_EVERY {
+                self.take_all();
+            }
         }
     }
 
@@ -172,7 +232,9 @@ impl Server {
                     if self.streams.len() <= slot {
                         self.streams.resize_with(slot + 1, || None);
                         self.waiting.resize(slot + 1, false);
+                        self.unread.resize(slot + 1, None);
                     }
+                    self.unread[slot] = peek_offset(&stream).then_some(0);
                     self.streams[slot] = Some(stream);
                     self.waiting[slot] = false;
                     self.sessions.insert(id, Session::new());
@@ -203,18 +265,33 @@ impl Server {
 
     /// Read and run until the socket is drained; `Err` says why the connection must close.
     ///
-    /// Plain reads: the bytes are taken off the socket as they are read. (Peeking first and
-    /// taking the bytes after the replies went out, to spare the sender a wakeup, measured
-    /// worse: one more system call per request cost the daemon and the clients more CPU than
-    /// the wakeups it saved; see bench/xenstore/README.md.)
+    /// A socket with a peek offset is read with `MSG_PEEK`: the bytes stay on it until
+    /// [`Server::take`] (see [`TAKE_AT`]); otherwise reads take them.
     fn read_all(&mut self, id: ConnId, buf: &mut [u8]) -> Result<(), &'static str> {
+        let slot = id as usize;
         loop {
-            let Some(Some(stream)) = self.streams.get_mut(id as usize) else {
+            let Some(Some(stream)) = self.streams.get(slot) else {
                 return Ok(());
             };
-            match stream.read(buf) {
-                Ok(0) => return Err("closed by peer"),
-                Ok(n) => {
+            let unread = self.unread[slot];
+            let flags = if unread.is_some() { libc::MSG_PEEK } else { 0 };
+            // SAFETY: receives at most `buf.len()` bytes into a live buffer.
+            let n = unsafe {
+                libc::recv(
+                    stream.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    flags | libc::MSG_DONTWAIT,
+                )
+            };
+            match n {
+                0 => return Err("closed by peer"),
+                n if n > 0 => {
+                    let n = n as usize;
+                    if let Some(u) = unread {
+                        self.unread[slot] = Some(u + n);
+                        self.any_unread = true;
+                    }
                     if !self.feed(id, &buf[..n]) {
                         return Err("payload over 4096 bytes");
                     }
@@ -225,9 +302,58 @@ impl Server {
                         return Ok(());
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return Err("read error"),
+                _ => match io::Error::last_os_error().kind() {
+                    io::ErrorKind::WouldBlock => return Ok(()),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err("read error"),
+                },
+            }
+        }
+    }
+
+    /// Take the bytes read from `id`'s socket off it once they reach [`TAKE_AT`] (or always,
+    /// with `all`); false on error.
+    fn take(&mut self, id: ConnId, all: bool) -> bool {
+        let slot = id as usize;
+        let Some(Some(mut left)) = self.unread.get(slot).copied() else {
+            return true;
+        };
+        if left == 0 || (!all && left < TAKE_AT) {
+            return true;
+        }
+        let Some(Some(stream)) = self.streams.get(slot) else {
+            return true;
+        };
+        let fd = stream.as_raw_fd();
+        let mut buf = std::mem::take(&mut self.rbuf);
+        buf.resize(READ_BUF, 0);
+        let mut ok = true;
+        while left > 0 {
+            let want = left.min(buf.len());
+            // SAFETY: receives at most `want <= buf.len()` bytes into a live buffer.
+            let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), want, libc::MSG_DONTWAIT) };
+            if n > 0 {
+                left -= n as usize;
+            } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            } else {
+                // The bytes were peeked, so they are there: anything else is a broken socket.
+                ok = false;
+                break;
+            }
+        }
+        self.rbuf = buf;
+        self.unread[slot] = Some(left);
+        ok
+    }
+
+    /// Take the answered bytes off every socket (see [`TAKE_EVERY`]).
+    fn take_all(&mut self) {
+        self.last_take = Instant::now();
+        self.any_unread = false;
+        for slot in 0..self.unread.len() {
+            if self.unread[slot].is_some_and(|n| n > 0) && !self.take(slot as ConnId, true) {
+                self.close(slot as ConnId, "read error");
             }
         }
     }
@@ -299,13 +425,25 @@ impl Server {
     /// waiting for its reply (a Unix socket announces the freed send space), and a reply sent
     /// at once finds it still runnable instead of asleep again. (Flushing at the end of the
     /// loop pass, after every other connection's requests, made that wakeup a real one.)
+    ///
+    /// With a [`Batch`], sockets are instead flushed together at the end of the loop pass
+    /// (`flush_all`): then the clients are woken in one system call, and the daemon is switched
+    /// out for them once per pass rather than once per reply.
     fn flush_now(&mut self, id: ConnId) {
         if self.is_ring(id) {
             return self.flush_ring(id);
         }
+        if self.batch.is_some() {
+            return;
+        }
         let pending = self.sessions.get(&id).is_some_and(|s| !s.out.is_empty());
         if pending && !self.flush(id) {
             self.close(id, "write error");
+            return;
+        }
+        // After the replies: the client they woke is not asleep on the socket now.
+        if !self.take(id, false) {
+            self.close(id, "read error");
         }
     }
 
@@ -314,6 +452,11 @@ impl Server {
     fn flush_all(&mut self) {
         let mut ids = std::mem::take(&mut self.to_flush);
         self.sessions.take_dirty(&mut ids);
+        if self.batch.is_some() {
+            // A connection may be listed twice (new output and writability): send it once.
+            ids.sort_unstable();
+            ids.dedup();
+        }
         for &id in &ids {
             if self.is_ring(id) {
                 // A ring's pump wrote what it could when the output was made: only output
@@ -321,11 +464,91 @@ impl Server {
                 if self.sessions.get(&id).is_some_and(|s| !s.out.is_empty()) {
                     self.flush_ring(id);
                 }
+            } else if self.batch.is_some() {
+                self.queue_send(id);
             } else if !self.flush(id) {
                 self.close(id, "write error");
             }
         }
+        self.run_batch();
         self.to_flush = ids;
+    }
+
+    /// Queue `id`'s pending output in the batch (running the batch first when it is full).
+    fn queue_send(&mut self, id: ConnId) {
+        if self.batch.as_ref().is_some_and(Batch::is_full) {
+            self.run_batch();
+        }
+        let Some(batch) = self.batch.as_mut() else {
+            if !self.flush(id) {
+                self.close(id, "write error");
+            }
+            return;
+        };
+        let Some(Some(stream)) = self.streams.get(id as usize) else {
+            return;
+        };
+        let Some(s) = self.sessions.get(&id).filter(|s| !s.out.is_empty()) else {
+            return;
+        };
+        // SAFETY: the output is neither changed nor dropped until `run_batch` has run the
+        // batch (nothing between here and there touches a session).
+        unsafe {
+            batch.send(
+                stream.as_raw_fd(),
+                s.out.as_ptr(),
+                s.out.len(),
+                id,
+            )
+        };
+        self.batched.push((id, s.out.len()));
+    }
+
+    /// Send everything queued in the batch, then account for what went out as `flush` does.
+    fn run_batch(&mut self) {
+        let Some(batch) = self.batch.as_mut().filter(|b| !b.is_empty()) else {
+            return;
+        };
+        let mut results = Vec::new();
+        match batch.run() {
+            Ok(done) => {
+                for d in done {
+                    results.push((d.tag as ConnId, d.res));
+                }
+            }
+            Err(e) => {
+                // The ring is unusable: from now on each socket is written on its own, and
+                // the sends queued now are made that way.
+                self.log(format_args!("io_uring: {e}; sending without it"));
+                self.batch = None;
+            }
+        }
+        let batched = std::mem::take(&mut self.batched);
+        if self.batch.is_none() {
+            for &(id, _) in &batched {
+                if !self.flush(id) {
+                    self.close(id, "write error");
+                }
+            }
+        } else {
+            for (id, res) in results {
+                let sent = match res {
+                    n if n >= 0 => n as usize,
+                    n if n == -libc::EAGAIN || n == -libc::EINTR => 0,
+                    _ => {
+                        self.close(id, "write error");
+                        continue;
+                    }
+                };
+                if !self.flushed(id, sent) {
+                    self.close(id, "write error");
+                } else if !self.take(id, false) {
+                    self.close(id, "read error");
+                }
+            }
+        }
+        self.batched = batched;
+        self.batched.clear();
     }
 
     /// The socket and session of `id`.
@@ -349,6 +572,15 @@ impl Server {
                 Err(_) => return false,
             }
         }
+        self.flushed(id, done)
+    }
+
+    /// `done` bytes of `id`'s output went out: drop them, run requests held for them, and
+    /// wait for writability while output is left; false on error.
+    fn flushed(&mut self, id: ConnId, done: usize) -> bool {
+        let Some((s, _)) = self.conn_mut(id) else {
+            return true;
+        };
         s.sent(done);
         if s.held && done > 0 && !self.feed(id, &[]) {
             return false;
@@ -378,12 +610,18 @@ impl Server {
 
     /// Drop a connection and everything it held.
     fn close(&mut self, id: ConnId, why: &str) {
+        // Bytes left on a Unix socket at close reset the peer's connection (ECONNRESET
+        // instead of end-of-file): take the answered ones first, as plain reads would have.
+        let _ = self.take(id, true);
         if let Some(mut s) = self.streams.get_mut(id as usize).and_then(Option::take) {
             let _ = self.poll.registry().deregister(&mut s);
         }
         self.sessions.remove(id);
         if let Some(w) = self.waiting.get_mut(id as usize) {
             *w = false;
+        }
+        if let Some(u) = self.unread.get_mut(id as usize) {
+            *u = None;
         }
         self.xs.disconnect(id);
         self.log(format_args!("connection {id} {why}"));

@@ -22,6 +22,7 @@ use std::os::fd::AsRawFd;
 const IORING_OP_READ: u8 = 22;
 const IORING_OP_WRITE: u8 = 23;
 const IORING_OP_SEND: u8 = 26;
+const IORING_OP_RECV: u8 = 27;
 const IORING_OFF_SQ_RING: i64 = 0;
 const IORING_OFF_CQ_RING: i64 = 0x800_0000;
 const IORING_OFF_SQES: i64 = 0x1000_0000;
@@ -268,6 +269,24 @@ impl Batch {
             addr: buf as u64,
             len: len as u32,
             op_flags: (libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) as u32,
+            user_data: tag,
+            ..Sqe::default()
+        });
+    }
+
+    /// Queue a non-blocking `recv` of up to `len` bytes into `buf` from socket `fd`, with
+    /// `flags` (`MSG_PEEK`) besides `MSG_DONTWAIT`.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid, and unused by anything else, until [`Batch::run`]
+    /// returns.
+    pub unsafe fn recv(&mut self, fd: RawFd, buf: *mut u8, len: usize, flags: i32, tag: u64) {
+        self.push(Sqe {
+            opcode: IORING_OP_RECV,
+            fd,
+            addr: buf as u64,
+            len: len as u32,
+            op_flags: (flags | libc::MSG_DONTWAIT) as u32,
             user_data: tag,
             ..Sqe::default()
         });

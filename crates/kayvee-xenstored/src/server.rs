@@ -43,6 +43,14 @@ const TAKE_EVERY: Duration = Duration::from_millis(50);
 /// Sends one [`Batch`] takes (a loop pass with more replies runs several batches).
 const BATCH: u32 = 256;
 
+/// Marks a batched read that takes answered bytes off a socket (its tag is the connection
+/// id with this bit set; a send's is the id).
+const TAKE: u64 = 1 << 63;
+
+/// Bytes a batched read takes from one socket (a socket that fills it is read on with plain
+/// reads).
+const SLICE: usize = 4096;
+
 /// The listening socket's token.
 const LISTENER: Token = Token(0);
 
@@ -113,6 +121,15 @@ pub struct Server {
     batch: Option<Batch>,
     /// Scratch: the sockets and lengths of the sends queued in `batch`.
     batched: Vec<(ConnId, usize)>,
+    /// The sockets whose reads are queued in `batch`, in the order of their slices.
+    recvs: Vec<ConnId>,
+    /// Where the batched reads land: [`SLICE`] bytes per socket, `BATCH` slices (allocated
+    /// once, so queued reads never see it move).
+    arena: Box<[u8]>,
+    /// Scratch: a batch's completions.
+    results: Vec<(u64, i32)>,
+    /// Takes queued in `batch` (each reads into its own arena slice).
+    takes: usize,
     /// The receive buffer, reused for every read.
     rbuf: Vec<u8>,
     trace: Option<File>,
@@ -147,6 +164,10 @@ impl Server {
             to_flush: Vec::new(),
             batch: Batch::new(BATCH).ok(),
             batched: Vec::new(),
+            recvs: Vec::new(),
+            arena: Box::default(),
+            results: Vec::new(),
+            takes: 0,
             rbuf: Vec::new(),
             trace,
             verbose: opts.verbose,
@@ -201,11 +222,15 @@ impl Server {
                         if ev.is_writable() {
                             self.sessions.mark_dirty(id);
                         }
+                        if ev.is_readable() && self.queue_recv(id) {
+                            continue;
+                        }
                         self.service(id, ev.is_readable());
                         self.flush_now(id);
                     }
                 }
             }
+            self.run_recvs();
             busy = self.rings_again();
             self.flush_all();
             // The replies went out: now free what the commits let go of.
@@ -261,6 +286,98 @@ impl Server {
         if let Err(why) = outcome {
             self.close(id, why);
         }
+    }
+
+    /// Queue a peek at `id`'s socket in the batch, to be read with the other ready sockets in
+    /// one system call (`run_recvs`); false when it must be read on its own (no batch, or a
+    /// socket without a peek offset).
+    fn queue_recv(&mut self, id: ConnId) -> bool {
+        let slot = id as usize;
+        if self.batch.is_none() || !matches!(self.unread.get(slot), Some(Some(_))) {
+            return false;
+        }
+        if self.batch.as_ref().is_some_and(Batch::is_full) {
+            self.run_recvs();
+        }
+        let Some(batch) = self.batch.as_mut() else {
+            return false;
+        };
+        let Some(Some(stream)) = self.streams.get(slot) else {
+            return false;
+        };
+        if self.arena.is_empty() {
+            self.arena = vec![0; BATCH as usize * SLICE].into_boxed_slice();
+        }
+        let i = self.recvs.len();
+        // SAFETY: slice `i` of the arena (fewer than BATCH reads are queued, as the batch
+        // holds BATCH operations), which nothing else uses until `run_recvs` has run.
+        unsafe {
+            let buf = self.arena.as_mut_ptr().add(i * SLICE);
+            batch.recv(stream.as_raw_fd(), buf, SLICE, libc::MSG_PEEK, i as u64);
+        }
+        self.recvs.push(id);
+        true
+    }
+
+    /// Run the queued reads and the requests they brought, in the order they completed.
+    fn run_recvs(&mut self) {
+        let Some(batch) = self.batch.as_mut().filter(|b| !b.is_empty()) else {
+            return;
+        };
+        let mut results = std::mem::take(&mut self.results);
+        results.clear();
+        match batch.run() {
+            Ok(done) => results.extend(done.iter().map(|d| (d.tag, d.res))),
+            Err(e) => {
+                self.log(format_args!("io_uring: {e}; reading without it"));
+                self.batch = None;
+            }
+        }
+        let recvs = std::mem::take(&mut self.recvs);
+        let arena = std::mem::take(&mut self.arena);
+        if self.batch.is_none() {
+            for &id in &recvs {
+                self.service(id, true);
+            }
+        }
+        for &(tag, res) in &results {
+            let id = recvs[tag as usize];
+            let slot = id as usize;
+            if !matches!(self.streams.get(slot), Some(Some(_))) {
+                continue;
+            }
+            let n = match res {
+                0 => {
+                    self.close(id, "closed by peer");
+                    continue;
+                }
+                n if n > 0 => n as usize,
+                n if n == -libc::EAGAIN => continue,
+                n if n == -libc::EINTR => {
+                    self.service(id, true);
+                    continue;
+                }
+                _ => {
+                    self.close(id, "read error");
+                    continue;
+                }
+            };
+            if let Some(Some(u)) = self.unread.get_mut(slot) {
+                *u += n;
+                self.any_unread = true;
+            }
+            let start = tag as usize * SLICE;
+            if !self.feed(id, &arena[start..start + n]) {
+                self.close(id, "payload over 4096 bytes");
+            } else if n == SLICE {
+                // Maybe more: read on until the socket is drained.
+                self.service(id, true);
+            }
+        }
+        self.arena = arena;
+        self.recvs = recvs;
+        self.recvs.clear();
+        self.results = results;
     }
 
     /// Read and run until the socket is drained; `Err` says why the connection must close.
@@ -475,8 +592,16 @@ impl Server {
     }
 
     /// Queue `id`'s pending output in the batch (running the batch first when it is full).
+    ///
+    /// The bytes its requests came in are taken off the socket in the same batch, after the
+    /// send: the client the reply wakes is then off the socket's wait queue, so freeing its
+    /// send space wakes nobody (taken before the reply, it woke the client for nothing).
     fn queue_send(&mut self, id: ConnId) {
-        if self.batch.as_ref().is_some_and(Batch::is_full) {
+        if self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.len() + 2 > BATCH as usize)
+        {
             self.run_batch();
         }
         let Some(batch) = self.batch.as_mut() else {
@@ -493,14 +618,25 @@ impl Server {
         };
         // SAFETY: the output is neither changed nor dropped until `run_batch` has run the
         // batch (nothing between here and there touches a session).
-        unsafe {
-            batch.send(
-                stream.as_raw_fd(),
-                s.out.as_ptr(),
-                s.out.len(),
-                id,
-            )
+        unsafe { batch.send(stream.as_raw_fd(), s.out.as_ptr(), s.out.len(), id) };
+        let unread = match self.unread.get(id as usize) {
+            Some(Some(n)) => *n,
+            _ => 0,
         };
+        if unread > 0 {
+            if self.arena.is_empty() {
+                self.arena = vec![0; BATCH as usize * SLICE].into_boxed_slice();
+            }
+            let k = self.takes;
+            self.takes += 1;
+            // SAFETY: slice `k` of the arena (fewer than BATCH operations are queued), which
+            // nothing else uses until `run_batch` has run (the reads of this pass ran before).
+            unsafe {
+                let buf = self.arena.as_mut_ptr().add(k * SLICE);
+                let len = unread.min(SLICE);
+                batch.recv(stream.as_raw_fd(), buf, len, 0, TAKE | id);
+            }
+        }
         self.batched.push((id, s.out.len()));
     }
 
@@ -509,13 +645,11 @@ impl Server {
         let Some(batch) = self.batch.as_mut().filter(|b| !b.is_empty()) else {
             return;
         };
-        let mut results = Vec::new();
+        let mut results = std::mem::take(&mut self.results);
+        results.clear();
+        self.takes = 0;
         match batch.run() {
-            Ok(done) => {
-                for d in done {
-                    results.push((d.tag as ConnId, d.res));
-                }
-            }
+            Ok(done) => results.extend(done.iter().map(|d| (d.tag, d.res))),
             Err(e) => {
                 // The ring is unusable: from now on each socket is written on its own, and
                 // the sends queued now are made that way.
@@ -531,7 +665,21 @@ impl Server {
                 }
             }
         } else {
-            for (id, res) in results {
+            for &(tag, res) in &results {
+                if tag & TAKE != 0 {
+                    let id = tag & !TAKE;
+                    match res {
+                        n if n > 0 => {
+                            if let Some(Some(u)) = self.unread.get_mut(id as usize) {
+                                *u -= n as usize;
+                            }
+                        }
+                        n if n == -libc::EAGAIN || n == -libc::EINTR => {}
+                        _ => self.close(id, "read error"),
+                    }
+                    continue;
+                }
+                let id = tag;
                 let sent = match res {
                     n if n >= 0 => n as usize,
                     n if n == -libc::EAGAIN || n == -libc::EINTR => 0,
@@ -542,11 +690,10 @@ impl Server {
                 };
                 if !self.flushed(id, sent) {
                     self.close(id, "write error");
-                } else if !self.take(id, false) {
-                    self.close(id, "read error");
                 }
             }
         }
+        self.results = results;
         self.batched = batched;
         self.batched.clear();
     }
@@ -611,8 +758,25 @@ impl Server {
     /// Drop a connection and everything it held.
     fn close(&mut self, id: ConnId, why: &str) {
         // Bytes left on a Unix socket at close reset the peer's connection (ECONNRESET
-        // instead of end-of-file): take the answered ones first, as plain reads would have.
-        let _ = self.take(id, true);
+        // instead of end-of-file): take what is there first (the reads that found the
+        // reason to close took at least as much before peeking).
+        if matches!(self.unread.get(id as usize), Some(Some(_))) {
+            if let Some(Some(stream)) = self.streams.get(id as usize) {
+                let mut buf = std::mem::take(&mut self.rbuf);
+                buf.resize(READ_BUF, 0);
+                // SAFETY: receives at most `buf.len()` bytes into a live buffer.
+                while unsafe {
+                    libc::recv(
+                        stream.as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                } > 0
+                {}
+                self.rbuf = buf;
+            }
+        }
         if let Some(mut s) = self.streams.get_mut(id as usize).and_then(Option::take) {
             let _ = self.poll.registry().deregister(&mut s);
         }

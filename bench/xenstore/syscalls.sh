@@ -27,7 +27,7 @@ PID=
 PERF=
 trap 'kill $PERF $PID 2>/dev/null; rm -rf "$OUT"' EXIT
 TXNS=$((CLIENTS * TXS))
-CALLS=read,write,epoll_wait,epoll_ctl,recvfrom,sendto,recvmsg,sendmsg,writev,readv,poll,ppoll,select,pselect6,clock_gettime
+CALLS=io_uring_enter,read,write,epoll_wait,epoll_ctl,recvfrom,sendto,recvmsg,sendmsg,writev,readv,poll,ppoll,select,pselect6,clock_gettime
 EVENTS=context-switches,sched:sched_wakeup,raw_syscalls:sys_enter
 for c in $(echo $CALLS | tr , ' '); do EVENTS="$EVENTS,syscalls:sys_enter_$c"; done
 

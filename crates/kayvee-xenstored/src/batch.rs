@@ -10,7 +10,8 @@
 //! writes), so the kernel finishes it inside the call (`EAGAIN` comes back as its result
 //! instead of a wait); [`Batch::run`] still waits for all completions, so the buffers handed
 //! in are never used after it returns. Where io_uring is missing (old kernel, seccomp),
-//! [`Batch::new`] fails and the caller sends one call at a time.
+//! [`Batch::new`] fails and the caller sends one call at a time (also when [`NO_IO_URING`] is
+//! set in the environment).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -18,6 +19,10 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use std::os::fd::AsRawFd;
+
+/// Set in the environment (any value), no [`Batch`] is made: the daemon makes one system
+/// call per operation, as on a kernel without io_uring.
+pub const NO_IO_URING: &str = "KAYVEE_XENSTORED_NO_IO_URING";
 
 const IORING_OP_READ: u8 = 22;
 const IORING_OP_WRITE: u8 = 23;
@@ -184,6 +189,10 @@ pub struct Batch {
 impl Batch {
     /// A ring of `entries` slots (a power of two); `Err` when the kernel has no io_uring.
     pub fn new(entries: u32) -> io::Result<Batch> {
+        // The path without io_uring, on demand (to test it where the kernel has io_uring).
+        if std::env::var_os(NO_IO_URING).is_some() {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
         let mut p = Params::default();
         // SAFETY: io_uring_setup with a live, zeroed params struct of the kernel's layout.
         let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, entries, &mut p as *mut Params) };

@@ -122,6 +122,8 @@ pub struct Server {
     batch: Option<Batch>,
     /// Scratch: the sockets and lengths of the sends queued in `batch`.
     batched: Vec<(ConnId, usize)>,
+    /// By id: a send of the connection is queued in `batch`.
+    in_batch: Vec<bool>,
     /// The sockets whose reads are queued in `batch`, in the order of their slices.
     recvs: Vec<ConnId>,
     /// Where the batched reads land: [`SLICE`] bytes per socket, `BATCH` slices (allocated
@@ -165,6 +167,7 @@ impl Server {
             to_flush: Vec::new(),
             batch: Batch::new(BATCH).ok(),
             batched: Vec::new(),
+            in_batch: Vec::new(),
             recvs: Vec::new(),
             arena: Box::default(),
             results: Vec::new(),
@@ -259,6 +262,7 @@ impl Server {
                         self.streams.resize_with(slot + 1, || None);
                         self.waiting.resize(slot + 1, false);
                         self.unread.resize(slot + 1, None);
+                        self.in_batch.resize(slot + 1, false);
                     }
                     // Peeked only with a batch: without one, plain reads measured no worse
                     // (the take is then a system call of its own every TAKE_AT bytes).
@@ -573,11 +577,6 @@ impl Server {
     fn flush_all(&mut self) {
         let mut ids = std::mem::take(&mut self.to_flush);
         self.sessions.take_dirty(&mut ids);
-        if self.batch.is_some() {
-            // A connection may be listed twice (new output and writability): send it once.
-            ids.sort_unstable();
-            ids.dedup();
-        }
         for &id in &ids {
             if self.is_ring(id) {
                 // A ring's pump wrote what it could when the output was made: only output
@@ -620,6 +619,11 @@ impl Server {
         let Some(s) = self.sessions.get(&id).filter(|s| !s.out.is_empty()) else {
             return;
         };
+        // A connection may be listed twice (new output and writability): one send per
+        // connection and batch, or the same bytes would go out twice.
+        if std::mem::replace(&mut self.in_batch[id as usize], true) {
+            return;
+        }
         // SAFETY: the output is neither changed nor dropped until `run_batch` has run the
         // batch (nothing between here and there touches a session).
         unsafe { batch.send(stream.as_raw_fd(), s.out.as_ptr(), s.out.len(), id) };
@@ -662,6 +666,9 @@ impl Server {
             }
         }
         let batched = std::mem::take(&mut self.batched);
+        for &(id, _) in &batched {
+            self.in_batch[id as usize] = false;
+        }
         if self.batch.is_none() {
             for &(id, _) in &batched {
                 if !self.flush(id) {

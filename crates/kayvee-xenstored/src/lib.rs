@@ -3,6 +3,7 @@
 //! per connection ([`session`]), and a mio event loop on the Unix socket and, with a
 //! [`xen::host::XenHost`], guests' shared rings ([`server`]).
 
+pub mod batch;
 pub mod options;
 pub mod server;
 pub mod session;

@@ -59,6 +59,8 @@ pub(super) struct Guests {
     /// often its ring moved, sent after every ready guest was served (a guest woken in the
     /// middle of the pass would mostly take the CPU from the daemon, on a busy machine).
     notify: Vec<ConnId>,
+    /// Scratch: the ports of `notify`.
+    ports: Vec<u32>,
 }
 
 impl Guests {
@@ -75,6 +77,7 @@ impl Guests {
             prepared: HashMap::default(),
             again: Vec::new(),
             notify: Vec::new(),
+            ports: Vec::new(),
         })
     }
 
@@ -208,16 +211,22 @@ impl Server {
         }
     }
 
-    /// Send the notifications this loop pass queued (to guests still connected).
+    /// Send the notifications this loop pass queued (to guests still connected), all in one
+    /// call to the host (which may make them in one system call).
     pub(super) fn send_notifications(&mut self) {
         let Some(g) = self.xen.as_mut() else { return };
-        // Drained in place: the list keeps its room from one pass to the next.
+        if g.notify.is_empty() {
+            return;
+        }
+        // Drained in place: the lists keep their room from one pass to the next.
+        g.ports.clear();
         for id in g.notify.drain(..) {
             if let Some(rc) = g.rings.get_mut(&id) {
                 rc.notify_queued = false;
-                let _ = g.host.notify(rc.port);
+                g.ports.push(rc.port);
             }
         }
+        g.host.notify_all(&g.ports);
     }
 
     /// Put the session's output into the response queue; Some(true) when bytes went in,

@@ -41,6 +41,14 @@ pub trait XenHost: Send {
     /// Signal the other end of a local port.
     fn notify(&mut self, port: u32) -> io::Result<()>;
 
+    /// Signal the other ends of several local ports (a loop pass's notifications); by
+    /// default one [`XenHost::notify`] each, errors ignored.
+    fn notify_all(&mut self, ports: &[u32]) {
+        for &port in ports {
+            let _ = self.notify(port);
+        }
+    }
+
     /// The next pending local port, without blocking (`None` when none is). The port stays
     /// masked until [`XenHost::unmask`].
     fn pending(&mut self) -> io::Result<Option<u32>>;

@@ -35,6 +35,9 @@ pub fn start(xen: &TestXen, extra: &[&str]) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
     let dir = PathBuf::from(format!("/tmp/xs-ring-{}-{n}", std::process::id()));
+    // A directory left by an earlier run whose process had this pid (pids wrap) would make
+    // the guests' proxy sockets fail to bind.
+    let _ = std::fs::remove_dir_all(&dir);
     let socket = dir.join("socket");
     let args: Vec<String> = ["--no-fork"]
         .iter()

@@ -260,7 +260,7 @@ impl Aof {
         }
         let (mut manifest, loaded) = match on_disk {
             Some(m) if load_existing => {
-                load(engine, &layout, &m, now)?;
+                load(engine, &layout, &m, now, None)?;
                 (m, true)
             }
             old => (fresh(engine, &layout, old.as_ref(), now)?, false),
@@ -593,7 +593,14 @@ impl Aof {
 /// DEBUG LOADAOF's work (the open AOF written out first by the caller): empties the dataset
 /// and loads the AOF the manifest on disk names, without propagating what it replays; the
 /// dataset then counts as unchanged (`rdb_changes_since_last_save` 0), as in Redis.
-pub fn reload(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
+///
+/// `wait` serves the other connections should a script in the file run past
+/// `busy-reply-threshold` (they get `-LOADING`, as from Redis during a load).
+pub fn reload(
+    engine: &mut Engine,
+    now: Now,
+    wait: &mut dyn kayvee_engine::ScriptWait,
+) -> anyhow::Result<()> {
     let layout = Layout::of(engine);
     let propagating = engine.core.aof.aof_on();
     engine.set_propagation(false);
@@ -603,7 +610,7 @@ pub fn reload(engine: &mut Engine, now: Now) -> anyhow::Result<()> {
     engine.load_dbs(empty, 0, 0, now);
     engine.flush_functions();
     let result = match layout.read_manifest() {
-        Ok(Some(m)) => load(engine, &layout, &m, now),
+        Ok(Some(m)) => load(engine, &layout, &m, now, Some(wait)),
         Ok(None) => Ok(()),
         Err(e) => Err(e),
     };
@@ -1004,7 +1011,13 @@ fn load_error(path: &Path, what: &str) -> anyhow::Error {
 }
 
 /// Loads the base and the increments of `m` into the engine.
-fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow::Result<()> {
+fn load<'w>(
+    engine: &mut Engine,
+    layout: &Layout,
+    m: &Manifest,
+    now: Now,
+    mut wait: Option<&mut (dyn kayvee_engine::ScriptWait + 'w)>,
+) -> anyhow::Result<()> {
     let start = Instant::now();
     let files: Vec<&Part> = m.base.iter().chain(m.incrs.iter()).collect();
     let conn = ConnInfo {
@@ -1049,7 +1062,7 @@ fn load(engine: &mut Engine, layout: &Layout, m: &Manifest, now: Now) -> anyhow:
         let last = i + 1 == files.len();
         let truncate_ok = engine.core.config.aof_load_truncated;
         let offset = bytes.len() - commands.len();
-        match replay(engine, h, commands) {
+        match replay_waiting(engine, h, commands, wait.as_deref_mut()) {
             Replay::Done => {}
             Replay::Truncated(valid) if last && truncate_ok => {
                 warn!(
@@ -1102,15 +1115,31 @@ enum Replay {
 
 /// Runs the commands of one AOF file through client `h`, without replies and without expiry
 /// (time 0: Redis expires nothing while loading; the file's DELs carry the expirations).
+#[cfg(test)]
 fn replay(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay {
+    replay_waiting(engine, h, bytes, None)
+}
+
+/// [`replay`], with `wait` serving the other connections during a long script.
+fn replay_waiting<'w>(
+    engine: &mut Engine,
+    h: kayvee_engine::Handle,
+    bytes: &[u8],
+    wait: Option<&mut (dyn kayvee_engine::ScriptWait + 'w)>,
+) -> Replay {
     engine.core.replay_client = Some(h);
-    let result = replay_commands(engine, h, bytes);
+    let result = replay_commands(engine, h, bytes, wait);
     engine.core.replay_client = None;
     result
 }
 
 /// [`replay`]'s work.
-fn replay_commands(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) -> Replay {
+fn replay_commands<'w>(
+    engine: &mut Engine,
+    h: kayvee_engine::Handle,
+    bytes: &[u8],
+    mut wait: Option<&mut (dyn kayvee_engine::ScriptWait + 'w)>,
+) -> Replay {
     let limits = Limits {
         bulk_len_max: usize::MAX / 2,
         query_buffer_max: usize::MAX / 2,
@@ -1147,7 +1176,11 @@ fn replay_commands(engine: &mut Engine, h: kayvee_engine::Handle, bytes: &[u8]) 
             before_multi = None;
         }
         let consumed = frame.consumed;
-        engine.execute(h, &frame.argv, Now { unix_us: 0 }, &mut sink);
+        let frozen = Now { unix_us: 0 };
+        match wait.as_deref_mut() {
+            Some(wait) => engine.execute_waiting(h, &frame.argv, frozen, &mut sink, wait),
+            None => engine.execute(h, &frame.argv, frozen, &mut sink),
+        };
         used += consumed;
     }
     match before_multi {

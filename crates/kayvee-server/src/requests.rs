@@ -44,13 +44,18 @@ pub fn shutdown(
 /// DEBUG LOADAOF: the open AOF written out and synced, then the dataset emptied and loaded
 /// again from the AOF files. A file that does not load ends the process (Redis exits too: the
 /// dataset is gone by then).
-pub fn load_aof(engine: &mut Engine, files: &mut Durability, now: Now) -> Answer {
+pub fn load_aof(
+    engine: &mut Engine,
+    files: &mut Durability,
+    now: Now,
+    wait: &mut dyn kayvee_engine::ScriptWait,
+) -> Answer {
     if let Some(aof) = files.aof.as_mut() {
         if let Err(e) = aof.flush_and_sync(engine) {
             return Answer::Error(format!("ERR writing the append only file: {e}"));
         }
     }
-    match crate::aof::reload(engine, now) {
+    match crate::aof::reload(engine, now, wait) {
         Ok(()) => {
             warn!("Append Only File loaded by DEBUG LOADAOF");
             Answer::Ok

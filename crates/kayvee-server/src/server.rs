@@ -626,8 +626,15 @@ impl Server {
                 Request::AclFile { save } => crate::acl::acl_file_command(self.engine(), save),
                 Request::Crash => crate::crash::crash_now(),
                 Request::LoadAof => {
-                    let (files, engine) = (&mut self.files, self.driver.engine_mut());
-                    crate::requests::load_aof(engine, files, now)
+                    // A slow script in the file serves the others meanwhile (-LOADING).
+                    let mut files = std::mem::take(&mut self.files);
+                    let answer = self.with_shell(|driver, shell, _| {
+                        driver.serving_others(h, shell, |engine, wait| {
+                            crate::requests::load_aof(engine, &mut files, now, wait)
+                        })
+                    });
+                    self.files = files;
+                    answer
                 }
                 Request::LoadRdb { flush, merge } => {
                     crate::persist::reload_from_disk(self.engine(), now, flush, merge)

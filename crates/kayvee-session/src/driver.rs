@@ -768,26 +768,81 @@ impl Driver {
             if let Some(line) = critical {
                 self.notice(Notice::Replication(line));
             }
-            // Connections accepted while a script ran: in their slots, counted, flushed.
-            for session in joined {
-                self.install(session);
-            }
-            for h in admitted {
-                self.account(h.0);
-                self.writable(h);
-            }
             self.apply_outcome(slot, outcome, clock);
-            for h in gone {
-                self.receive_eof(h);
-            }
-            for (h, bytes) in held {
-                self.receive(h, &bytes, clock);
-            }
+            self.settle_wait(joined, admitted, gone, held, clock);
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;
             }
         }
+    }
+
+    /// After a long run that served the other connections (see `wait`): the connections
+    /// accepted meanwhile take their slots, those whose peer left close, and what the
+    /// primary's link sent is taken in.
+    fn settle_wait(
+        &mut self,
+        joined: Vec<Session>,
+        admitted: Vec<Handle>,
+        gone: Vec<Handle>,
+        held: Vec<(Handle, Vec<u8>)>,
+        clock: &dyn Clock,
+    ) {
+        for session in joined {
+            self.install(session);
+        }
+        for h in admitted {
+            self.account(h.0);
+            self.writable(h);
+        }
+        for h in gone {
+            self.receive_eof(h);
+        }
+        for (h, bytes) in held {
+            self.receive(h, &bytes, clock);
+        }
+    }
+
+    /// Runs `f` on the engine for connection `h`'s request with the other connections served
+    /// should a script it runs pass `busy-reply-threshold` (DEBUG LOADAOF replaying a slow
+    /// script: the others get `-LOADING`, new clients are accepted), as a command's script is
+    /// ([`Driver::receive`]).
+    pub fn serving_others<R>(
+        &mut self,
+        h: Handle,
+        clock: &dyn Clock,
+        f: impl FnOnce(&mut Engine, &mut dyn kayvee_engine::ScriptWait) -> R,
+    ) -> R {
+        let Driver {
+            engine, sessions, ..
+        } = self;
+        if sessions.len() <= h.0 {
+            sessions.resize_with(h.0 + 1, || None);
+        }
+        let limits = limits(engine);
+        let (before, rest) = sessions.split_at_mut(h.0);
+        let after = &mut rest[1..];
+        let mut wait = crate::wait::Waiter {
+            clock,
+            before,
+            after,
+            debug: None,
+            gone: Vec::new(),
+            held: Vec::new(),
+            joined: Vec::new(),
+            admitted: Vec::new(),
+            limits,
+        };
+        let r = f(engine, &mut wait);
+        let crate::wait::Waiter {
+            gone,
+            held,
+            joined,
+            admitted,
+            ..
+        } = wait;
+        self.settle_wait(joined, admitted, gone, held, clock);
+        r
     }
 
     /// Acts on a command's [`Outcome`] (the loop in [`Driver::run_commands`] stops on its own

@@ -297,10 +297,16 @@ impl Dispatch<'_> {
         if ldb.as_ref().is_some_and(ldb::Ldb::rolls_back) {
             self.core.aof.skip = TO_AOF | TO_REPL;
         }
+        // The command's time is frozen at 0 in an AOF replay: the busy clock starts now.
+        let started = match self.wait.as_mut() {
+            Some(wait) if now.unix_us == 0 => wait.now(),
+            _ => now,
+        };
         let mut run = Run {
             d: self,
             h,
             now,
+            started,
             resp3: false,
             read_only: flags.no_writes,
             allow_oom: flags.allow_oom,
@@ -315,7 +321,7 @@ impl Dispatch<'_> {
             timed_out: false,
             name,
             command: argv,
-            busy_now: now,
+            busy_now: started,
             ldb,
         };
         let result = lua.call(&mut run, nargs, 1);
@@ -435,6 +441,8 @@ struct Run<'r, 'e> {
     command: &'r Argv<'r>,
     /// The time at the last hook.
     busy_now: Now,
+    /// When the script started, on the busy clock (`busy-reply-threshold`, FUNCTION STATS).
+    started: Now,
     /// A debugging session (SCRIPT DEBUG YES|SYNC).
     ldb: Option<ldb::Ldb>,
 }
@@ -510,6 +518,14 @@ impl BusyAnswer for Run<'_, '_> {
         let name = self.d.commands.table.get(id).full_name.as_str();
         // A kill inside MULTI is queued, as any `allow-busy` command.
         let kill = matches!(name, "script|kill" | "function|kill") && !self.d.core.txn.in_multi(h);
+        // A script of an AOF being loaded (DEBUG LOADAOF): the load's refusal comes first,
+        // as Redis checks loading before a busy script (SCRIPT KILL too).
+        let loading = self.d.core.replay_client.is_some() || self.d.core.persist.loading.is_some();
+        if loading && !spec.has(flags::LOADING) && h != self.h {
+            self.d
+                .reject(h, Some(id), &Error::msg(crate::persist::LOADING), out);
+            return Answered::Replied;
+        }
         if kill || name == "shutdown" || h == self.h {
             return self.busy.answer(argv, out);
         }
@@ -555,7 +571,7 @@ impl Run<'_, '_> {
             out.bulk(self.command.get(i));
         }
         out.bulk_str("duration_ms");
-        let elapsed_us = self.busy_now.unix_us.saturating_sub(self.now.unix_us);
+        let elapsed_us = self.busy_now.unix_us.saturating_sub(self.started.unix_us);
         out.int((elapsed_us / 1000) as i64);
         out.bulk_str("engines");
         out.map(1);
@@ -587,7 +603,7 @@ impl Run<'_, '_> {
         };
         self.busy_now = wait.now();
         if !self.timed_out {
-            let elapsed_us = self.busy_now.unix_us.saturating_sub(self.now.unix_us);
+            let elapsed_us = self.busy_now.unix_us.saturating_sub(self.started.unix_us);
             if threshold_ms <= 0 || elapsed_us < threshold_ms as u64 * 1000 {
                 self.d.wait = Some(wait);
                 return Ok(0);

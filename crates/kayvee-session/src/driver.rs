@@ -20,6 +20,7 @@
 use crate::busy::BusyPoll;
 pub use crate::clock::Clock;
 use crate::session::{Closing, Session, Upstream, OUTPUT_PAUSE};
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 use alloc::string::String;
@@ -191,6 +192,13 @@ pub struct Driver {
     busy: BusyPoll,
     /// The memory of the clients client eviction counts (each session's `counted_mem`).
     clients_mem: usize,
+    /// The clock reading that ended the last command run, when nothing ran after it (a
+    /// batch's end needs no reading of its own).
+    last_reading: Option<Now>,
+    /// What a busy script left for after it (see [`crate::wait::Waiter`]): connections whose
+    /// peer closed, and what the link to the primary sent. Kept, empty, between commands.
+    script_gone: Vec<Handle>,
+    script_held: Vec<(Handle, Vec<u8>)>,
 }
 
 impl Driver {
@@ -206,6 +214,9 @@ impl Driver {
             time_commands: true,
             busy: BusyPoll::default(),
             clients_mem: 0,
+            last_reading: None,
+            script_gone: Vec::new(),
+            script_held: Vec::new(),
         }
     }
 
@@ -340,6 +351,7 @@ impl Driver {
             return;
         }
         let s = self.sessions[slot].as_mut().expect("looked up above");
+        self.last_reading = None;
         if s.pending_input() == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
@@ -352,7 +364,8 @@ impl Driver {
             self.run_buffered(slot, clock, false);
         }
         self.check_query_limit(slot);
-        self.after_batch(slot, clock.now());
+        let now = self.last_reading.take().unwrap_or_else(|| clock.now());
+        self.after_batch(slot, now);
     }
 
     /// The peer closed its side: the connection closes once its pending replies are written.
@@ -441,11 +454,13 @@ impl Driver {
                 self.account(h.0);
             }
         }
-        let now = clock.now();
+        // The clock is read only when something needs the time (most flushes do not).
+        let mut now = None;
         if syncing {
-            self.pump_sync(h.0, now);
+            let t = *now.get_or_insert_with(|| clock.now());
+            self.pump_sync(h.0, t);
         }
-        if self.over_output_limit(h.0, now) {
+        if self.over_output_limit(h.0, || *now.get_or_insert_with(|| clock.now())) {
             return Ok(Flushed::Close);
         }
         let s = self.sessions[h.0].as_mut().expect("looked up above");
@@ -458,7 +473,7 @@ impl Driver {
         if lifted || s.read_paused && s.out_pending() <= output_pause(&self.engine) {
             s.read_paused = false;
             self.run_buffered(h.0, clock, false);
-            self.after_batch(h.0, now);
+            self.after_batch(h.0, now.unwrap_or_else(|| clock.now()));
             return Ok(Flushed::ReadAgain);
         }
         Ok(Flushed::Open)
@@ -639,7 +654,11 @@ impl Driver {
         let mut next_start: Option<Now> = None;
         loop {
             let Driver {
-                engine, sessions, ..
+                engine,
+                sessions,
+                script_gone,
+                script_held,
+                ..
             } = self;
             // The other sessions are lent to a script that runs long (see `wait`).
             let (before, rest) = sessions.split_at_mut(slot);
@@ -654,16 +673,24 @@ impl Driver {
                 return used;
             }
             s.decoder.set_limits(limits(engine));
-            // CLIENT LIST / CLIENT INFO during the next command see the buffers as they are:
-            // the query buffer is this batch's input (taken from the shell's buffer or lent
-            // out of the session's), the running command included, as Redis shows it.
-            if let Some(c) = engine.clients.get_mut(h) {
-                c.io = s.io_stats(s.state_mem);
-                c.io.qbuf = input.len();
-            }
-            // Redis's `authRequired`: the tighter limits apply only while a password is set.
-            let authenticated = !engine.core.acl.auth_required()
-                || engine.clients.get(h).is_some_and(|c| c.authenticated);
+            let auth_required = engine.core.acl.auth_required();
+            // One look at the client for what the command needs of it.
+            let (authenticated, protocol, debugging) = match engine.clients.get_mut(h) {
+                Some(c) => {
+                    // CLIENT LIST / CLIENT INFO during the next command see the buffers as
+                    // they are: the query buffer is this batch's input (taken from the
+                    // shell's buffer or lent out of the session's), the running command
+                    // included, as Redis shows it.
+                    c.io = s.io_stats(s.state_mem);
+                    c.io.qbuf = input.len();
+                    // Redis's `authRequired`: the tighter limits apply only while a
+                    // password is set.
+                    let authenticated = !auth_required || c.authenticated;
+                    let debugging = c.lua_debug != kayvee_engine::client::LuaDebug::Off;
+                    (authenticated, c.protocol, debugging)
+                }
+                None => (!auth_required, Protocol::default(), false),
+            };
             let frame = match s.decoder.decode(&input[used..], authenticated) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return used,
@@ -682,10 +709,7 @@ impl Driver {
             used += frame.consumed;
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
-            let protocol = engine.protocol(h);
             let mut critical = None;
-            let mut gone: Vec<Handle> = Vec::new();
-            let mut held: Vec<(Handle, Vec<u8>)> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -715,23 +739,24 @@ impl Driver {
             } else {
                 // A client in SCRIPT DEBUG mode: its EVAL may start a debugging session, which
                 // writes to the connection itself (what is pending goes first) and reads it.
-                let debugging = engine
-                    .clients
-                    .get(h)
-                    .is_some_and(|c| c.lua_debug != kayvee_engine::client::LuaDebug::Off);
                 let debug = debugging.then(|| {
                     let prior = s.out[s.out_sent..].to_vec();
                     s.out.clear();
                     s.out_sent = 0;
-                    crate::wait::DebugLink::new(h, protocol, prior, limits(engine))
+                    Box::new(crate::wait::DebugLink::new(
+                        h,
+                        protocol,
+                        prior,
+                        limits(engine),
+                    ))
                 });
                 let mut wait = crate::wait::Waiter {
                     clock,
                     before,
                     after,
                     debug,
-                    gone: Vec::new(),
-                    held: Vec::new(),
+                    gone: script_gone,
+                    held: script_held,
                 };
                 let outcome = engine.execute_waiting(
                     h,
@@ -740,8 +765,6 @@ impl Driver {
                     &mut RespWriter::new(&mut s.out, protocol),
                     &mut wait,
                 );
-                gone = core::mem::take(&mut wait.gone);
-                held = core::mem::take(&mut wait.held);
                 if let Some(link) = wait.debug {
                     // Output nobody sent (no session started) goes back in front.
                     if !link.prior.is_empty() {
@@ -764,16 +787,29 @@ impl Driver {
                 self.notice(Notice::Replication(line));
             }
             self.apply_outcome(slot, outcome, clock);
-            for h in gone {
-                self.receive_eof(h);
-            }
-            for (h, bytes) in held {
-                self.receive(h, &bytes, clock);
+            if !self.script_gone.is_empty() || !self.script_held.is_empty() {
+                self.after_busy_script(clock);
             }
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;
             }
+            self.last_reading = next_start;
+        }
+    }
+
+    /// What a busy script left for after it: the connections whose peer closed meanwhile,
+    /// and what the link to the primary sent meanwhile (see [`crate::wait::Waiter`]).
+    #[cold]
+    #[inline(never)]
+    fn after_busy_script(&mut self, clock: &dyn Clock) {
+        let gone = core::mem::take(&mut self.script_gone);
+        let held = core::mem::take(&mut self.script_held);
+        for h in gone {
+            self.receive_eof(h);
+        }
+        for (h, bytes) in held {
+            self.receive(h, &bytes, clock);
         }
     }
 
@@ -1168,7 +1204,7 @@ impl Driver {
     /// place in the dirty list.
     fn after_batch(&mut self, slot: usize, now: Now) {
         // The output limit first: a client it closes is not counted for client eviction.
-        if self.over_output_limit(slot, now) {
+        if self.over_output_limit(slot, || now) {
             self.mark_dirty(slot);
         }
         if let Some(s) = self.sessions[slot].as_ref() {
@@ -1205,11 +1241,19 @@ impl Driver {
     /// biggest client that may be evicted (see [`Engine::evictable`]), at once and without
     /// its pending replies, as Redis does. The total is measured afresh before anyone is
     /// evicted (output written or delivered since a client was last measured).
+    #[inline]
     fn evict_clients(&mut self) {
         let limit = self.engine.core.config.maxmemory_clients_bytes();
         if limit == 0 || self.clients_mem as u64 <= limit {
             return;
         }
+        self.evict_clients_over(limit);
+    }
+
+    /// [`Driver::evict_clients`] once the clients' memory passed `limit` (out of line: the
+    /// test runs after every batch).
+    #[inline(never)]
+    fn evict_clients_over(&mut self, limit: u64) {
         for slot in 0..self.sessions.len() {
             self.account(slot);
         }
@@ -1259,13 +1303,30 @@ impl Driver {
     /// Whether slot's pending output breaks the limit of its class (`pubsub` for a
     /// subscriber, `normal` otherwise): above the hard limit, or above the soft limit for
     /// longer than its seconds. Marks the session for closing when it does.
-    fn over_output_limit(&mut self, slot: usize, now: Now) -> bool {
+    /// `now` reads the time, when the limit needs it.
+    #[inline]
+    fn over_output_limit(&mut self, slot: usize, now: impl FnOnce() -> Now) -> bool {
         let Some(s) = self.sessions[slot].as_mut() else {
             return false;
         };
         if s.closing == Closing::Now {
             return true;
         }
+        if s.out_pending() <= REPLY_BUFFER_STATIC && s.sync.is_none() {
+            // Nothing counts against any limit (the general path says the same).
+            s.soft_since_ms = None;
+            return false;
+        }
+        self.output_counted_over_limit(slot, now())
+    }
+
+    /// [`Driver::over_output_limit`] for a session with output that counts (out of line:
+    /// the test before it runs after every batch).
+    #[inline(never)]
+    fn output_counted_over_limit(&mut self, slot: usize, now: Now) -> bool {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return false;
+        };
         let class = if self.engine.core.repl.is_replica(s.handle) {
             1
         } else if self.engine.is_subscriber(s.handle) {

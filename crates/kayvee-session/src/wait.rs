@@ -6,6 +6,7 @@
 
 use crate::clock::{BusyIo, Clock};
 use crate::session::{Closing, Session};
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_engine::reply::{Protocol, ReplySink};
 use kayvee_engine::script_wait::{BusyAnswer, DebugInput};
@@ -21,13 +22,13 @@ pub(crate) struct Waiter<'a> {
     pub after: &'a mut [Option<Session>],
     /// The running connection's debugging session (SCRIPT DEBUG), if its command may start
     /// one.
-    pub debug: Option<DebugLink>,
+    pub debug: Option<Box<DebugLink>>,
     /// Connections whose peer closed while the script ran: the driver closes them after it.
-    pub gone: Vec<Handle>,
+    pub gone: &'a mut Vec<Handle>,
     /// What the link to this server's primary sent while the script ran (its RDB or its
     /// stream), kept as it came: the driver takes it in after the script, as Redis leaves
     /// its master's input for after a busy script.
-    pub held: Vec<(Handle, Vec<u8>)>,
+    pub held: &'a mut Vec<(Handle, Vec<u8>)>,
 }
 
 /// The running connection's side of a Lua debugging session: its output goes out at once and

@@ -311,6 +311,7 @@ pub fn find(name: &[u8]) -> Option<&'static table::Param> {
 impl Config {
     /// Client eviction's limit in bytes (0: off): `maxmemory-clients` as given, or its
     /// percentage of `maxmemory` (off while `maxmemory` is 0).
+    #[inline]
     pub fn maxmemory_clients_bytes(&self) -> u64 {
         match self.maxmemory_clients {
             pct if pct < 0 => {

@@ -503,6 +503,7 @@ impl Engine {
     /// Memory client `h` holds in the engine beyond its connection's buffers, for `tot-mem`
     /// and client eviction: its MULTI queue, watched keys, subscriptions and tracking
     /// prefixes (each feature counts its own).
+    #[inline]
     pub fn client_state_memory(&self, h: Handle) -> usize {
         let core = &self.core;
         core.txn.memory(h) + core.pubsub.memory(h) + core.tracking.memory(h)

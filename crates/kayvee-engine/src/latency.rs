@@ -84,8 +84,10 @@ const DENSE_LEN: usize =
     FIRST + (63 - HIST_MAX_NS.leading_zeros() as usize - (SUB_BITS as usize - 1)) * HALF;
 
 /// The dense bucket of [`HIST_MIN_NS`] (and of every smaller value).
+#[cfg(test)]
 const MIN_DENSE: usize = dense_of(index_of(HIST_MIN_NS));
 
+#[cfg(test)]
 /// The dense position of a bucket index: the first bucket's 256 sub-buckets, then 128 for each
 /// later power of two (their lower halves are never used).
 const fn dense_of(index: u32) -> usize {
@@ -95,6 +97,22 @@ const fn dense_of(index: u32) -> usize {
     } else {
         FIRST + (bucket - 1) * HALF + (sub - HALF)
     }
+}
+
+/// The dense bucket of a value in ns, clamped to the recordable range: [`dense_of`] of
+/// [`index_of`] in one step, since bucket `b` (sub-bucket `v >> b`) starts at dense position
+/// `b * HALF` (the first bucket's 256 sub-buckets, then the upper 128 of each later one).
+#[inline]
+const fn dense_at(ns: u64) -> usize {
+    let v = if ns < HIST_MIN_NS {
+        HIST_MIN_NS
+    } else if ns > HIST_MAX_NS {
+        HIST_MAX_NS
+    } else {
+        ns
+    };
+    let bucket = (63 - v.leading_zeros()).saturating_sub(SUB_BITS - 1);
+    bucket as usize * HALF + (v >> bucket) as usize
 }
 
 /// The bucket index at a dense position (the inverse of [`dense_of`]).
@@ -111,17 +129,20 @@ impl Histogram {
     /// Records one value in ns (clamped to the recordable range).
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        // Most commands take under the shell's clock tick: their bucket is a constant.
-        let d = if ns <= HIST_MIN_NS {
-            MIN_DENSE
-        } else {
-            dense_of(index_of(ns.min(HIST_MAX_NS)))
-        };
-        if self.counts.is_empty() {
-            self.counts = alloc::vec![0; DENSE_LEN];
+        let d = dense_at(ns);
+        match self.counts.get_mut(d) {
+            Some(count) => *count += 1,
+            None => self.first_record(d),
         }
-        self.counts[d] += 1;
         self.total += 1;
+    }
+
+    /// The first value recorded: the counts are allocated (out of line: once per command).
+    #[cold]
+    #[inline(never)]
+    fn first_record(&mut self, d: usize) {
+        self.counts = alloc::vec![0; DENSE_LEN];
+        self.counts[d] += 1;
     }
 
     /// The non-empty buckets in value order: (bucket index, count).
@@ -210,12 +231,21 @@ impl Histograms {
     }
 
     /// Records a value in ns for command `id`.
+    #[inline]
     fn record(&mut self, id: u16, ns: u64) {
-        let i = usize::from(id);
-        if i >= self.by_id.len() {
-            self.by_id.resize_with(i + 1, Histogram::default);
+        match self.by_id.get_mut(usize::from(id)) {
+            Some(h) => h.record(ns),
+            None => self.record_new(id, ns),
         }
-        self.by_id[i].record(ns);
+    }
+
+    /// [`Histograms::record`] for an id past the table (out of line: once per command).
+    #[cold]
+    #[inline(never)]
+    fn record_new(&mut self, id: u16, ns: u64) {
+        self.by_id
+            .resize_with(usize::from(id) + 1, Histogram::default);
+        self.by_id[usize::from(id)].record(ns);
     }
 }
 
@@ -281,6 +311,23 @@ mod tests {
         let mut big = Histogram::default();
         big.record(67_000_000);
         assert_eq!(big.cumulative(), [(67_633, 1)]);
+    }
+
+    #[test]
+    fn dense_at_is_dense_of_index_of_clamped() {
+        assert_eq!(dense_at(0), MIN_DENSE);
+        assert_eq!(dense_at(1), MIN_DENSE);
+        assert_eq!(dense_at(u64::MAX), dense_of(index_of(HIST_MAX_NS)));
+        let mut v = 1;
+        while v <= HIST_MAX_NS {
+            assert_eq!(dense_at(v), dense_of(index_of(v)), "{v} ns");
+            v += 1 + v / 1000;
+        }
+        for shift in 0..30 {
+            for v in [(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1] {
+                assert_eq!(dense_at(v), dense_of(index_of(v.clamp(1, HIST_MAX_NS))));
+            }
+        }
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl PubSub {
     /// Memory `h`'s subscriptions hold, for client eviction: a name's slot per subscription
     /// (names are short and shared with the channel tables; Redis too counts only its
     /// per-client dictionary and list entries).
+    #[inline]
     pub fn memory(&self, h: Handle) -> usize {
         self.subs.get(h).map_or(0, |s| {
             (s.channels.len() + s.patterns.len() + s.shard.len()) * core::mem::size_of::<Key>()

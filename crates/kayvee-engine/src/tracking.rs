@@ -127,6 +127,7 @@ impl Tracking {
     }
 
     /// Memory `h`'s tracking mode holds, for client eviction: a slot per BCAST prefix.
+    #[inline]
     pub fn memory(&self, h: Handle) -> usize {
         self.of(h)
             .map_or(0, |t| t.prefixes.len() * core::mem::size_of::<Key>())

@@ -65,6 +65,7 @@ impl Transactions {
     /// Memory `h`'s transaction state holds, for client eviction: the queued commands'
     /// bytes and slots, and a slot per watched key (the key's bytes are shared with the
     /// watched-keys table or short: Redis too counts only its list nodes here).
+    #[inline]
     pub fn memory(&self, h: Handle) -> usize {
         self.per.get(h).map_or(0, |t| {
             t.queued_bytes
@@ -237,10 +238,17 @@ pub fn touch_swap(
 
 /// Turns the noted modifications into dirty flags on the watching clients: a noted write
 /// always, a probe when the value differs now (or the key is gone). Runs after every command.
+#[inline]
 pub fn settle(txns: &mut Transactions, w: &mut Watches, dbs: &[Db]) {
     if !w.active() || (w.touched.is_empty() && w.probes.is_empty()) {
         return;
     }
+    settle_noted(txns, w, dbs);
+}
+
+/// [`settle`] past its test (out of line: the test runs after every command).
+#[inline(never)]
+fn settle_noted(txns: &mut Transactions, w: &mut Watches, dbs: &[Db]) {
     for (db, k, before) in core::mem::take(&mut w.probes) {
         if dbs[db].keys.get(&k[..]).map(|e| e.value()) != Some(before.view()) {
             w.touched.push((db, k, false));

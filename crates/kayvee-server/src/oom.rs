@@ -27,7 +27,20 @@ pub struct OomScore {
 
 impl OomScore {
     /// Writes the score the configuration and role call for, if it changed.
+    #[inline]
     pub fn sync(&mut self, engine: &Engine) {
+        // No parameter of `extra` set and no score applied (the common case, after every
+        // read): the setting is off and nothing is to restore.
+        if engine.core.config.extra.is_empty() && self.applied.is_none() {
+            self.base = None;
+            return;
+        }
+        self.sync_set(engine);
+    }
+
+    /// [`OomScore::sync`] once some parameter of `extra` is set.
+    #[inline(never)]
+    fn sync_set(&mut self, engine: &Engine) {
         let config = &engine.core.config.extra;
         let mode = match config.get("oom-score-adj") {
             Some(Val::Str(m)) if m != b"no" => m.as_slice(),

@@ -20,6 +20,7 @@
 use crate::busy::BusyPoll;
 pub use crate::clock::Clock;
 use crate::session::{Closing, Session, Upstream, OUTPUT_PAUSE};
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
 use alloc::string::String;
@@ -191,6 +192,12 @@ pub struct Driver {
     busy: BusyPoll,
     /// The memory of the clients client eviction counts (each session's `counted_mem`).
     clients_mem: usize,
+    /// The clock reading that ended the last command run, when nothing ran after it (a
+    /// batch's end needs no reading of its own).
+    last_reading: Option<Now>,
+    /// What a busy script left for after it (see [`crate::wait::Left`]). Kept, empty,
+    /// between commands.
+    script_left: crate::wait::Left,
 }
 
 impl Driver {
@@ -206,6 +213,8 @@ impl Driver {
             time_commands: true,
             busy: BusyPoll::default(),
             clients_mem: 0,
+            last_reading: None,
+            script_left: Default::default(),
         }
     }
 
@@ -338,6 +347,7 @@ impl Driver {
             return;
         }
         let s = self.sessions[slot].as_mut().expect("looked up above");
+        self.last_reading = None;
         if s.pending_input() == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
@@ -350,7 +360,8 @@ impl Driver {
             self.run_buffered(slot, clock, false);
         }
         self.check_query_limit(slot);
-        self.after_batch(slot, clock.now());
+        let now = self.last_reading.take().unwrap_or_else(|| clock.now());
+        self.after_batch(slot, now);
     }
 
     /// The peer closed its side: the connection closes once its pending replies are written.
@@ -439,11 +450,13 @@ impl Driver {
                 self.account(h.0);
             }
         }
-        let now = clock.now();
+        // The clock is read only when something needs the time (most flushes do not).
+        let mut now = None;
         if syncing {
-            self.pump_sync(h.0, now);
+            let t = *now.get_or_insert_with(|| clock.now());
+            self.pump_sync(h.0, t);
         }
-        if self.over_output_limit(h.0, now) {
+        if self.over_output_limit(h.0, || *now.get_or_insert_with(|| clock.now())) {
             return Ok(Flushed::Close);
         }
         let s = self.sessions[h.0].as_mut().expect("looked up above");
@@ -456,7 +469,7 @@ impl Driver {
         if lifted || s.read_paused && s.out_pending() <= output_pause(&self.engine) {
             s.read_paused = false;
             self.run_buffered(h.0, clock, false);
-            self.after_batch(h.0, now);
+            self.after_batch(h.0, now.unwrap_or_else(|| clock.now()));
             return Ok(Flushed::ReadAgain);
         }
         Ok(Flushed::Open)
@@ -637,7 +650,10 @@ impl Driver {
         let mut next_start: Option<Now> = None;
         loop {
             let Driver {
-                engine, sessions, ..
+                engine,
+                sessions,
+                script_left,
+                ..
             } = self;
             // The other sessions are lent to a script that runs long (see `wait`).
             let (before, rest) = sessions.split_at_mut(slot);
@@ -651,17 +667,26 @@ impl Driver {
             if used >= input.len() || !s.runnable(pause) || engine.is_blocked(h) {
                 return used;
             }
-            s.decoder.set_limits(limits(engine));
-            // CLIENT LIST / CLIENT INFO during the next command see the buffers as they are:
-            // the query buffer is this batch's input (taken from the shell's buffer or lent
-            // out of the session's), the running command included, as Redis shows it.
-            if let Some(c) = engine.clients.get_mut(h) {
-                c.io = s.io_stats(s.state_mem);
-                c.io.qbuf = input.len();
-            }
-            // Redis's `authRequired`: the tighter limits apply only while a password is set.
-            let authenticated = !engine.core.acl.auth_required()
-                || engine.clients.get(h).is_some_and(|c| c.authenticated);
+            let decoder_limits = limits(engine);
+            s.decoder.set_limits(decoder_limits);
+            let auth_required = engine.core.acl.auth_required();
+            // One look at the client for what the command needs of it.
+            let (authenticated, protocol, debugging) = match engine.clients.get_mut(h) {
+                Some(c) => {
+                    // CLIENT LIST / CLIENT INFO during the next command see the buffers as
+                    // they are: the query buffer is this batch's input (taken from the
+                    // shell's buffer or lent out of the session's), the running command
+                    // included, as Redis shows it.
+                    c.io = s.io_stats(s.state_mem);
+                    c.io.qbuf = input.len();
+                    // Redis's `authRequired`: the tighter limits apply only while a
+                    // password is set.
+                    let authenticated = !auth_required || c.authenticated;
+                    let debugging = c.lua_debug != kayvee_engine::client::LuaDebug::Off;
+                    (authenticated, c.protocol, debugging)
+                }
+                None => (!auth_required, Protocol::default(), false),
+            };
             let frame = match s.decoder.decode(&input[used..], authenticated) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return used,
@@ -680,12 +705,7 @@ impl Driver {
             used += frame.consumed;
             self.busy.note_command();
             let start = next_start.take().unwrap_or_else(|| clock.now());
-            let protocol = engine.protocol(h);
             let mut critical = None;
-            let mut gone: Vec<Handle> = Vec::new();
-            let mut held: Vec<(Handle, Vec<u8>)> = Vec::new();
-            let mut joined: Vec<Session> = Vec::new();
-            let mut admitted: Vec<Handle> = Vec::new();
             let outcome = if s.upstream.is_some() {
                 // The master client: no reply goes back but the ACK GETACK asks for (the
                 // offset before the GETACK itself, as Redis counts it); the command's bytes
@@ -715,26 +735,24 @@ impl Driver {
             } else {
                 // A client in SCRIPT DEBUG mode: its EVAL may start a debugging session, which
                 // writes to the connection itself (what is pending goes first) and reads it.
-                let debugging = engine
-                    .clients
-                    .get(h)
-                    .is_some_and(|c| c.lua_debug != kayvee_engine::client::LuaDebug::Off);
                 let debug = debugging.then(|| {
                     let prior = s.out[s.out_sent..].to_vec();
                     s.out.clear();
                     s.out_sent = 0;
-                    crate::wait::DebugLink::new(h, protocol, prior, limits(engine))
+                    Box::new(crate::wait::DebugLink::new(
+                        h,
+                        protocol,
+                        prior,
+                        limits(engine),
+                    ))
                 });
                 let mut wait = crate::wait::Waiter {
                     clock,
                     before,
                     after,
                     debug,
-                    gone: Vec::new(),
-                    held: Vec::new(),
-                    joined: Vec::new(),
-                    admitted: Vec::new(),
-                    limits: limits(engine),
+                    left: script_left,
+                    limits: decoder_limits,
                 };
                 let outcome = engine.execute_waiting(
                     h,
@@ -743,10 +761,6 @@ impl Driver {
                     &mut RespWriter::new(&mut s.out, protocol),
                     &mut wait,
                 );
-                gone = core::mem::take(&mut wait.gone);
-                held = core::mem::take(&mut wait.held);
-                joined = core::mem::take(&mut wait.joined);
-                admitted = core::mem::take(&mut wait.admitted);
                 if let Some(link) = wait.debug {
                     // Output nobody sent (no session started) goes back in front.
                     if !link.prior.is_empty() {
@@ -769,25 +783,29 @@ impl Driver {
                 self.notice(Notice::Replication(line));
             }
             self.apply_outcome(slot, outcome, clock);
-            self.settle_wait(joined, admitted, gone, held, clock);
+            if !self.script_left.is_empty() {
+                self.after_busy_script(clock);
+            }
             if self.engine.has_deliveries() && self.deliver(clock, nested) {
                 // Delivery took its own time: the next command reads the clock afresh.
                 next_start = None;
             }
+            self.last_reading = next_start;
         }
     }
 
-    /// After a long run that served the other connections (see `wait`): the connections
-    /// accepted meanwhile take their slots, those whose peer left close, and what the
-    /// primary's link sent is taken in.
-    fn settle_wait(
-        &mut self,
-        joined: Vec<Session>,
-        admitted: Vec<Handle>,
-        gone: Vec<Handle>,
-        held: Vec<(Handle, Vec<u8>)>,
-        clock: &dyn Clock,
-    ) {
+    /// After a long run that served the other connections (see [`crate::wait::Left`]): the
+    /// connections accepted meanwhile take their slots, those whose peer left close, and
+    /// what the primary's link sent is taken in.
+    #[cold]
+    #[inline(never)]
+    fn after_busy_script(&mut self, clock: &dyn Clock) {
+        let crate::wait::Left {
+            gone,
+            held,
+            joined,
+            admitted,
+        } = core::mem::take(&mut self.script_left);
         for session in joined {
             self.install(session);
         }
@@ -814,7 +832,10 @@ impl Driver {
         f: impl FnOnce(&mut Engine, &mut dyn kayvee_engine::ScriptWait) -> R,
     ) -> R {
         let Driver {
-            engine, sessions, ..
+            engine,
+            sessions,
+            script_left,
+            ..
         } = self;
         if sessions.len() <= h.0 {
             sessions.resize_with(h.0 + 1, || None);
@@ -827,21 +848,13 @@ impl Driver {
             before,
             after,
             debug: None,
-            gone: Vec::new(),
-            held: Vec::new(),
-            joined: Vec::new(),
-            admitted: Vec::new(),
+            left: script_left,
             limits,
         };
         let r = f(engine, &mut wait);
-        let crate::wait::Waiter {
-            gone,
-            held,
-            joined,
-            admitted,
-            ..
-        } = wait;
-        self.settle_wait(joined, admitted, gone, held, clock);
+        if !self.script_left.is_empty() {
+            self.after_busy_script(clock);
+        }
         r
     }
 
@@ -1236,7 +1249,7 @@ impl Driver {
     /// place in the dirty list.
     fn after_batch(&mut self, slot: usize, now: Now) {
         // The output limit first: a client it closes is not counted for client eviction.
-        if self.over_output_limit(slot, now) {
+        if self.over_output_limit(slot, || now) {
             self.mark_dirty(slot);
         }
         if let Some(s) = self.sessions[slot].as_ref() {
@@ -1273,11 +1286,19 @@ impl Driver {
     /// biggest client that may be evicted (see [`Engine::evictable`]), at once and without
     /// its pending replies, as Redis does. The total is measured afresh before anyone is
     /// evicted (output written or delivered since a client was last measured).
+    #[inline]
     fn evict_clients(&mut self) {
         let limit = self.engine.core.config.maxmemory_clients_bytes();
         if limit == 0 || self.clients_mem as u64 <= limit {
             return;
         }
+        self.evict_clients_over(limit);
+    }
+
+    /// [`Driver::evict_clients`] once the clients' memory passed `limit` (out of line: the
+    /// test runs after every batch).
+    #[inline(never)]
+    fn evict_clients_over(&mut self, limit: u64) {
         for slot in 0..self.sessions.len() {
             self.account(slot);
         }
@@ -1327,13 +1348,30 @@ impl Driver {
     /// Whether slot's pending output breaks the limit of its class (`pubsub` for a
     /// subscriber, `normal` otherwise): above the hard limit, or above the soft limit for
     /// longer than its seconds. Marks the session for closing when it does.
-    fn over_output_limit(&mut self, slot: usize, now: Now) -> bool {
+    /// `now` reads the time, when the limit needs it.
+    #[inline]
+    fn over_output_limit(&mut self, slot: usize, now: impl FnOnce() -> Now) -> bool {
         let Some(s) = self.sessions[slot].as_mut() else {
             return false;
         };
         if s.closing == Closing::Now {
             return true;
         }
+        if s.out_pending() <= REPLY_BUFFER_STATIC && s.sync.is_none() {
+            // Nothing counts against any limit (the general path says the same).
+            s.soft_since_ms = None;
+            return false;
+        }
+        self.output_counted_over_limit(slot, now())
+    }
+
+    /// [`Driver::over_output_limit`] for a session with output that counts (out of line:
+    /// the test before it runs after every batch).
+    #[inline(never)]
+    fn output_counted_over_limit(&mut self, slot: usize, now: Now) -> bool {
+        let Some(s) = self.sessions[slot].as_mut() else {
+            return false;
+        };
         let class = if self.engine.core.repl.is_replica(s.handle) {
             1
         } else if self.engine.is_subscriber(s.handle) {

@@ -6,6 +6,7 @@
 
 use crate::clock::{BusyIo, Clock};
 use crate::session::{Closing, Session};
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_engine::reply::{Protocol, ReplySink};
 use kayvee_engine::script_wait::{BusyAnswer, DebugInput};
@@ -21,20 +22,37 @@ pub(crate) struct Waiter<'a> {
     pub after: &'a mut [Option<Session>],
     /// The running connection's debugging session (SCRIPT DEBUG), if its command may start
     /// one.
-    pub debug: Option<DebugLink>,
-    /// Connections whose peer closed while the script ran: the driver closes them after it.
-    pub gone: Vec<Handle>,
-    /// What the link to this server's primary sent while the script ran (its RDB or its
-    /// stream), kept as it came: the driver takes it in after the script, as Redis leaves
-    /// its master's input for after a busy script.
-    pub held: Vec<(Handle, Vec<u8>)>,
-    /// Connections accepted while the script ran whose slots lie past the lent ones: the
-    /// driver installs them after it.
-    pub joined: Vec<Session>,
-    /// Every connection accepted while the script ran (the driver counts them after it).
-    pub admitted: Vec<Handle>,
+    pub debug: Option<Box<DebugLink>>,
+    /// What the run leaves for after it (kept in the driver, empty between runs).
+    pub left: &'a mut Left,
     /// The decoder limits a new connection's session starts with.
     pub limits: Limits,
+}
+
+/// What a long run that served the other connections leaves for the driver to do after it.
+#[derive(Default)]
+pub(crate) struct Left {
+    /// Connections whose peer closed meanwhile.
+    pub gone: Vec<Handle>,
+    /// What the link to this server's primary sent meanwhile (its RDB or its stream), kept
+    /// as it came: the driver takes it in after the run, as Redis leaves its master's input
+    /// for after a busy script.
+    pub held: Vec<(Handle, Vec<u8>)>,
+    /// Connections accepted meanwhile whose slots lie past the lent ones.
+    pub joined: Vec<Session>,
+    /// Every connection accepted meanwhile (the driver counts them after the run).
+    pub admitted: Vec<Handle>,
+}
+
+impl Left {
+    /// Nothing to do.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.gone.is_empty()
+            && self.held.is_empty()
+            && self.joined.is_empty()
+            && self.admitted.is_empty()
+    }
 }
 
 /// The running connection's side of a Lua debugging session: its output goes out at once and
@@ -163,14 +181,20 @@ impl BusyIo for Serving<'_, '_> {
             running,
             shutdown,
         } = self;
-        let Some(s) = lent(waiter.before, waiter.after, &mut waiter.joined, *running, h) else {
+        let Some(s) = lent(
+            waiter.before,
+            waiter.after,
+            &mut waiter.left.joined,
+            *running,
+            h,
+        ) else {
             return;
         };
         if s.upstream.is_some() {
             // The primary's bytes are neither commands to answer `-BUSY` to nor to run now.
-            match waiter.held.last_mut() {
+            match waiter.left.held.last_mut() {
                 Some((last, bytes)) if *last == h => bytes.extend_from_slice(data),
-                _ => waiter.held.push((h, data.to_vec())),
+                _ => waiter.left.held.push((h, data.to_vec())),
             }
             return;
         }
@@ -213,13 +237,13 @@ impl BusyIo for Serving<'_, '_> {
         };
         s.and_then(Option::as_ref)
             .filter(|s| s.handle == h)
-            .or_else(|| w.joined.iter().find(|s| s.handle == h))
+            .or_else(|| w.left.joined.iter().find(|s| s.handle == h))
             .map_or(&[], |s| &s.out[s.out_sent..])
     }
 
     fn written(&mut self, h: Handle, n: usize) {
         let w = &mut *self.waiter;
-        if let Some(s) = lent(w.before, w.after, &mut w.joined, self.running, h) {
+        if let Some(s) = lent(w.before, w.after, &mut w.left.joined, self.running, h) {
             s.written(n);
         }
     }
@@ -236,9 +260,9 @@ impl BusyIo for Serving<'_, '_> {
         };
         match slot {
             Some(free @ None) => *free = Some(session),
-            _ => w.joined.push(session),
+            _ => w.left.joined.push(session),
         }
-        w.admitted.push(h);
+        w.left.admitted.push(h);
         Ok(h)
     }
 
@@ -248,9 +272,10 @@ impl BusyIo for Serving<'_, '_> {
 
     fn closed(&mut self, h: Handle) {
         let w = &mut *self.waiter;
-        if lent(w.before, w.after, &mut w.joined, self.running, h).is_some() && !w.gone.contains(&h)
+        if lent(w.before, w.after, &mut w.left.joined, self.running, h).is_some()
+            && !w.left.gone.contains(&h)
         {
-            self.waiter.gone.push(h);
+            self.waiter.left.gone.push(h);
             self.busy.gone(h);
         }
     }

@@ -218,6 +218,7 @@ impl<'e> Dispatch<'e> {
     }
 
     /// `execute` without the serving of blocked clients afterwards.
+    #[inline]
     fn execute_top(
         &mut self,
         h: Handle,
@@ -228,19 +229,33 @@ impl<'e> Dispatch<'e> {
         protocol: Protocol,
     ) -> Outcome {
         if skip {
-            // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`,
-            // RESET under OFF) still answers, as in Redis.
-            let mut held = ReplyTree::new(protocol);
-            let outcome = self.dispatch(h, argv, now, &mut held);
-            let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
-            if on || self.pushes_anyway(argv) {
-                held.take().iter().for_each(|r| r.write_to(out));
-            }
-            self.end_skip(h);
-            outcome
+            self.execute_skipping(h, argv, now, out, protocol)
         } else {
             self.dispatch(h, argv, now, out)
         }
+    }
+
+    /// [`Dispatch::execute_top`] under CLIENT REPLY OFF or SKIP (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn execute_skipping(
+        &mut self,
+        h: Handle,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+        protocol: Protocol,
+    ) -> Outcome {
+        // Held, not dropped: a command that turns replies back on (`CLIENT REPLY ON`, RESET
+        // under OFF) still answers, as in Redis.
+        let mut held = ReplyTree::new(protocol);
+        let outcome = self.dispatch(h, argv, now, &mut held);
+        let on = self.clients.get(h).map(|c| c.reply_mode) == Some(client::ReplyMode::On);
+        if on || self.pushes_anyway(argv) {
+            held.take().iter().for_each(|r| r.write_to(out));
+        }
+        self.end_skip(h);
+        outcome
     }
 
     /// Whether `argv`'s replies go out even under CLIENT REPLY OFF/SKIP: (un)subscribe
@@ -429,7 +444,9 @@ impl<'e> Dispatch<'e> {
     }
 
     /// Looks the command up, checks arity, auth and the client's mode (subscribed, MULTI), then
-    /// runs it (or queues it inside MULTI) and counts it.
+    /// runs it (or queues it inside MULTI) and counts it. Inlined in the common path of
+    /// `execute` (one call less per command).
+    #[inline(always)]
     fn dispatch(
         &mut self,
         h: Handle,
@@ -437,7 +454,14 @@ impl<'e> Dispatch<'e> {
         now: Now,
         out: &mut dyn ReplySink,
     ) -> Outcome {
-        let id = match self.resolve(argv) {
+        // A command without subcommands called with its arity is resolved here (the common
+        // case, with no call); the rest by `resolve`.
+        let table = &self.commands.table;
+        let quick = table.lookup(argv.get(0)).filter(|&id| {
+            let spec = &table.get(id).spec;
+            spec.subcommands == 0 && spec.arity_ok(argv.len())
+        });
+        let id = match quick.ok_or(()).or_else(|()| self.resolve(argv)) {
             Ok(id) => id,
             Err((id, e)) => return self.reject(h, id, &e, out),
         };
@@ -668,7 +692,9 @@ impl<'e> Dispatch<'e> {
         Ok(())
     }
 
-    /// Runs a resolved, admitted command and counts it.
+    /// Runs a resolved, admitted command and counts it (inlined where a command runs: one
+    /// call less per command).
+    #[inline(always)]
     fn run(
         &mut self,
         h: Handle,
@@ -750,7 +776,7 @@ impl<'e> Dispatch<'e> {
     }
 
     /// Counts a command that ran (INFO commandstats, `dirty`) and sends its error, if any.
-    #[inline]
+    #[inline(always)]
     fn count(&mut self, id: CommandId, result: CmdResult, out: &mut dyn ReplySink) -> Outcome {
         let stat = &mut self.core.stats.commands[id.0 as usize];
         stat.calls += 1;
@@ -759,14 +785,18 @@ impl<'e> Dispatch<'e> {
         // dataset (it asked to propagate: a write that changed nothing does not).
         let changed = core::mem::take(&mut self.core.aof.changed);
         match result {
-            Ok(()) if changed => self.core.stats.dirty += 1,
-            Ok(()) => {}
-            Err(e) => {
-                stat.failed_calls += 1;
-                send_error(&mut self.core.stats, &e, out);
-            }
+            Ok(()) => self.core.stats.dirty += u64::from(changed),
+            Err(e) => self.count_error(id, &e, out),
         }
         Outcome::Continue
+    }
+
+    /// A command that ran failed: counted, and its error sent (out of line: most succeed).
+    #[cold]
+    #[inline(never)]
+    fn count_error(&mut self, id: CommandId, e: &Error, out: &mut dyn ReplySink) {
+        self.core.stats.commands[id.0 as usize].failed_calls += 1;
+        send_error(&mut self.core.stats, e, out);
     }
 
     /// EXEC: `EXECABORT` after a queue-time error, null when a watched key was modified, else
@@ -871,12 +901,29 @@ impl<'e> Dispatch<'e> {
     }
 
     /// The `NOPERM` error when the client's user may not run `argv` (logged in `ACL LOG`).
+    #[inline(always)]
     fn acl_denied(&mut self, h: Handle, id: CommandId, argv: &Argv<'_>, now: Now) -> Option<Error> {
         let client = self.clients.get(h)?;
         let denied = self
             .core
             .acl
             .check(&client.user, &self.commands.table, id, argv)?;
+        self.acl_refusal(h, id, argv, now, denied)
+    }
+
+    /// [`Dispatch::acl_denied`]'s refusal, logged (out of line: the check runs for every
+    /// command).
+    #[cold]
+    #[inline(never)]
+    fn acl_refusal(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        argv: &Argv<'_>,
+        now: Now,
+        denied: acl::Denied,
+    ) -> Option<Error> {
+        let client = self.clients.get(h)?;
         let user = client.user.as_bytes().to_vec();
         let name = self.commands.table.get(id).full_name.clone();
         let last_cmd = self.spec(id).name;

@@ -81,10 +81,11 @@ impl Dispatch<'_> {
         now: Now,
         out: &mut dyn crate::reply::ReplySink,
     ) -> Outcome {
-        let Some(start) = self.wait.as_mut().map(|w| w.now()) else {
-            return self.run(h, cmd, argv, now, out);
-        };
+        let start = self.wait.as_mut().map(|w| w.now());
         let mut step = self.run(h, cmd, argv, now, out);
+        let Some(start) = start else {
+            return step;
+        };
         let wait = self.wait.as_mut().expect("lent for the command");
         if let Outcome::Sleep(us) = step {
             wait.sleep_us(us);

@@ -440,6 +440,7 @@ impl Replication {
     }
 
     /// Whether client `h` is a replica.
+    #[inline]
     pub fn is_replica(&self, h: Handle) -> bool {
         self.replicas.iter().any(|r| r.handle == h)
     }

@@ -85,9 +85,9 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
             let level = self.depth - 1;
             let (node, pos) = self.stack[level];
             if level == COLLISION_LEVEL {
-                if let Some(slot) = node.slice.get(pos as usize) {
+                if let Some(Some((k, v))) = node.slice.get(pos as usize) {
                     self.stack[level].1 += 1;
-                    return slot.as_ref().map(|(k, v)| (k, v));
+                    return Some((k, v));
                 }
                 self.depth -= 1;
                 continue;

@@ -17,9 +17,14 @@
 //!   subtree; a remove that leaves a child with at most that many entries and no children pulls
 //!   them up into its position.
 //!
+//! - A node's slots are its entries, packed at the front, then `None`s up to [`capacity`] of the
+//!   entry count: a size class, so that most inserts and removes shift entries within the node
+//!   instead of reallocating it (each reallocation frees a chunk that, split by the values'
+//!   allocations, fragments the heap).
+//!
 //! Writes go through [`make_unique`]: a node no snapshot shares is mutated in place; a shared node
-//! is copied first (path copying). Entries are `Option`s only so that an owned entry can be moved
-//! out of a node being rebuilt without `unsafe`; outside a rebuild every slot is `Some`.
+//! is copied first (path copying). Entries are `Option`s so that an owned entry can be moved out
+//! of a node being rebuilt without `unsafe` and so that a node can have spare slots.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -38,7 +43,7 @@ pub(super) const DEPTH_MAX: usize = COLLISION_LEVEL + 1;
 /// Entries one position holds inline before they move down into a child.
 pub(super) const MAX_INLINE: usize = 3;
 
-/// One entry slot; `None` only transiently while a node is rebuilt.
+/// One entry slot; `None` past the node's entries (and transiently while a node is rebuilt).
 pub(super) type Slot<K, V> = Option<(K, V)>;
 
 /// The fixed part of a node.
@@ -69,6 +74,17 @@ impl<K, V> NodeHeader<K, V> {
         let first = (self.lo & below).count_ones() + 2 * (self.hi & below).count_ones();
         let count = u32::from(self.lo & bit != 0) + 2 * u32::from(self.hi & bit != 0);
         first as usize..(first + count) as usize
+    }
+
+    /// Entries stored in the node itself (a collision node, all of whose bitmaps are zero,
+    /// stores its whole subtree).
+    #[inline]
+    pub fn entries(&self) -> usize {
+        if self.datamap() | self.nodemap == 0 {
+            self.size
+        } else {
+            (self.lo.count_ones() + 2 * self.hi.count_ones()) as usize
+        }
     }
 
     /// Sets the inline entry count of position `bit` (0..=[`MAX_INLINE`]).
@@ -111,6 +127,19 @@ pub(super) fn frag(hash: u64, level: usize) -> u32 {
 #[inline]
 pub(super) fn index(map: u32, bit: u32) -> usize {
     (map & (bit - 1)).count_ones() as usize
+}
+
+/// Slots a node of `n` entries has: `n` up to 4 (most nodes below the root's children are
+/// small and stay exact), then rounded up to an even number, past 16 to a multiple of 4.
+#[inline]
+pub(super) fn capacity(n: usize) -> usize {
+    if n <= 4 {
+        n
+    } else if n <= 16 {
+        (n + 1) & !1
+    } else {
+        (n + 3) & !3
+    }
 }
 
 /// A header with no entries and no children.
@@ -156,37 +185,53 @@ fn take_header<K, V>(n: &mut Inner<K, V>) -> NodeHeader<K, V> {
     }
 }
 
-/// The slots of `old` with the slots of `new` inserted at `at` (moves all the entries out).
-fn slots_inserted<'a, K, V>(
+/// The slots of a node rebuilt from `old` (holding `count` entries): the `removed` entries from
+/// `at` replaced by the entries of `new`, then spare slots up to the new count's [`capacity`].
+/// Moves the entries out of `old` and `new`.
+fn rebuilt<'a, K, V>(
     old: &'a mut [Slot<K, V>],
+    count: usize,
     at: usize,
+    removed: usize,
     new: &'a mut [Slot<K, V>],
 ) -> impl ExactSizeIterator<Item = Slot<K, V>> + 'a {
     let added = new.len();
-    (0..old.len() + added).map(move |i| {
+    let len = count - removed + added;
+    (0..capacity(len)).map(move |i| {
         if i < at {
             old[i].take()
         } else if i < at + added {
             new[i - at].take()
+        } else if i < len {
+            old[i - added + removed].take()
         } else {
-            old[i - added].take()
+            None
         }
     })
 }
 
-/// The slots of `old` without the `len` slots from `at` (moves the others out).
-fn slots_removed<K, V>(
-    old: &mut [Slot<K, V>],
+/// Puts `kv` at slot `at` of `n` (holding `count` entries) and applies `change` to its header:
+/// in place, shifting the entries after `at`, when the node has a spare slot and the new count
+/// keeps its size class; otherwise returns the node to build in its place.
+fn insert_slot<K, V>(
+    n: &mut Inner<K, V>,
+    count: usize,
     at: usize,
-    len: usize,
-) -> impl ExactSizeIterator<Item = Slot<K, V>> + '_ {
-    (0..old.len() - len).map(move |i| {
-        if i < at {
-            old[i].take()
-        } else {
-            old[i + len].take()
-        }
-    })
+    kv: (K, V),
+    change: impl FnOnce(&mut NodeHeader<K, V>),
+) -> Option<Node<K, V>> {
+    if capacity(count + 1) == n.slice.len() {
+        n.slice[count] = Some(kv);
+        n.slice[at..=count].rotate_right(1);
+        change(&mut n.header);
+        return None;
+    }
+    let mut header = take_header(n);
+    change(&mut header);
+    Some(build(
+        header,
+        rebuilt(&mut n.slice, count, at, 0, &mut [Some(kv)]),
+    ))
 }
 
 /// `old` children with `new` inserted at `at` (exact-size allocation).
@@ -378,9 +423,11 @@ where
 fn subtree<K, V>(level: usize, entries: Vec<(u64, (K, V))>) -> Node<K, V> {
     let mut header = header_of_size(entries.len());
     if level == COLLISION_LEVEL {
-        return build(header, entries.into_iter().map(|(_, e)| Some(e)));
+        let mut slots: Vec<Slot<K, V>> = entries.into_iter().map(|(_, e)| Some(e)).collect();
+        slots.resize_with(capacity(slots.len()), || None);
+        return build(header, slots.into_iter());
     }
-    let mut slots = Vec::with_capacity(entries.len());
+    let mut slots = Vec::with_capacity(capacity(entries.len()));
     let mut children = Vec::new();
     let mut rest = entries.into_iter().peekable();
     while let Some(first) = rest.next() {
@@ -400,6 +447,7 @@ fn subtree<K, V>(level: usize, entries: Vec<(u64, (K, V))>) -> Node<K, V> {
         }
     }
     header.children = children.into_boxed_slice();
+    slots.resize_with(capacity(slots.len()), || None);
     build(header, slots.into_iter())
 }
 
@@ -409,13 +457,10 @@ fn insert_collision<K: Eq + Clone, V: Clone>(node: &mut Node<K, V>, k: K, v: V) 
     if let Some(e) = n.slice.iter_mut().flatten().find(|e| e.0 == k) {
         return Some(mem::replace(&mut e.1, v));
     }
-    let at = n.slice.len();
-    let mut header = take_header(n);
-    header.size += 1;
-    *node = build(
-        header,
-        slots_inserted(&mut n.slice, at, &mut [Some((k, v))]),
-    );
+    let count = n.header.size;
+    if let Some(rebuilt) = insert_slot(n, count, count, (k, v), |h| h.size += 1) {
+        *node = rebuilt;
+    }
     None
 }
 
@@ -454,8 +499,7 @@ where
     {
         return Some(mem::replace(&mut e.1, v));
     }
-    let mut header = take_header(n);
-    header.size += 1;
+    let count = n.header.entries();
     if slots.len() < MAX_INLINE {
         // Another entry at this position, in hash order among the ones there.
         let before = n.slice[slots.clone()]
@@ -463,12 +507,13 @@ where
             .flatten()
             .take_while(|e| hasher.hash_one(&e.0) < hash)
             .count();
-        header.set_count(bit, slots.len() + 1);
-        let at = slots.start + before;
-        *node = build(
-            header,
-            slots_inserted(&mut n.slice, at, &mut [Some((k, v))]),
-        );
+        let change = |h: &mut NodeHeader<K, V>| {
+            h.set_count(bit, slots.len() + 1);
+            h.size += 1;
+        };
+        if let Some(rebuilt) = insert_slot(n, count, slots.start + before, (k, v), change) {
+            *node = rebuilt;
+        }
         return None;
     }
     // A full position: its entries and the new one move down into a new child.
@@ -481,13 +526,15 @@ where
         .collect();
     let at = moved.partition_point(|e| e.0 < hash);
     moved.insert(at, (hash, (k, v)));
+    let mut header = take_header(n);
+    header.size += 1;
     header.set_count(bit, 0);
     header.nodemap |= bit;
     let child = subtree(level + 1, moved);
     header.children = children_inserted(header.children, index(header.nodemap, bit), child);
     *node = build(
         header,
-        slots_removed(&mut n.slice, slots.start, slots.len()),
+        rebuilt(&mut n.slice, count, slots.start, slots.len(), &mut []),
     );
     None
 }
@@ -496,14 +543,23 @@ where
 /// node).
 fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -> Slot<K, V> {
     let n = make_unique(node);
+    let count = n.header.entries();
+    let change = |h: &mut NodeHeader<K, V>| {
+        if bit != 0 {
+            let left = h.slots(bit).len() - 1;
+            h.set_count(bit, left);
+        }
+        h.size -= 1;
+    };
     let kv = n.slice[at].take();
-    let mut header = take_header(n);
-    if bit != 0 {
-        let count = header.slots(bit).len();
-        header.set_count(bit, count - 1);
+    if capacity(count - 1) == n.slice.len() {
+        n.slice[at..count].rotate_left(1);
+        change(&mut n.header);
+        return kv;
     }
-    header.size -= 1;
-    *node = build(header, slots_removed(&mut n.slice, at, 1));
+    let mut header = take_header(n);
+    change(&mut header);
+    *node = build(header, rebuilt(&mut n.slice, count, at, 1, &mut []));
     kv
 }
 
@@ -545,16 +601,18 @@ where
     let kv = remove(&mut n.header.children[ci], level + 1, hash, k, present)?;
     n.header.size -= 1;
     let child = &n.header.children[ci];
-    if child.header.nodemap == 0 && child.slice.len() <= MAX_INLINE {
+    let left = child.header.entries();
+    if child.header.nodemap == 0 && left <= MAX_INLINE {
         // Canonical form: the few entries left below us move up into this position.
+        let count = n.header.entries();
         let mut header = take_header(n);
         let (children, mut child) = children_removed(header.children, ci);
         header.children = children;
         header.nodemap ^= bit;
-        let moved = &mut make_unique(&mut child).slice;
-        header.set_count(bit, moved.len());
+        let moved = &mut make_unique(&mut child).slice[..left];
+        header.set_count(bit, left);
         let at = header.slots(bit).start;
-        *node = build(header, slots_inserted(&mut n.slice, at, moved));
+        *node = build(header, rebuilt(&mut n.slice, count, at, 0, moved));
     }
     Some(kv)
 }
@@ -594,10 +652,11 @@ pub(super) fn release_below<K: Clone, V: Clone>(
 /// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32).
 pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
     loop {
-        if r < node.slice.len() {
+        let entries = node.header.entries();
+        if r < entries {
             return node.slice[r].as_ref();
         }
-        r -= node.slice.len();
+        r -= entries;
         let mut next = None;
         for child in node.header.children.iter() {
             if r < child.header.size {
@@ -636,26 +695,26 @@ pub(super) fn check<K, V>(
     hash: &impl Fn(&K) -> u64,
 ) -> usize {
     let h = &node.header;
-    assert!(node.slice.iter().all(Option::is_some), "vacant slot");
+    let entries = h.entries();
+    assert_eq!(node.slice.len(), capacity(entries), "slots vs entries");
+    assert!(
+        node.slice[..entries].iter().all(Option::is_some),
+        "vacant slot"
+    );
+    assert!(
+        node.slice[entries..].iter().all(Option::is_none),
+        "entry past the count"
+    );
     if level == COLLISION_LEVEL {
         assert_eq!(h.datamap() | h.nodemap, 0, "collision node with bitmaps");
         assert!(h.children.is_empty(), "collision node with children");
-        assert!(
-            node.slice.len() > MAX_INLINE,
-            "collision node that fits inline"
-        );
+        assert!(entries > MAX_INLINE, "collision node that fits inline");
         for (k, _) in node.slice.iter().flatten() {
             assert_eq!(hash(k), path, "collision entry with another hash");
         }
-        assert_eq!(h.size, node.slice.len(), "collision node size");
         return h.size;
     }
     assert_eq!(h.datamap() & h.nodemap, 0, "position both entry and child");
-    assert_eq!(
-        (h.lo.count_ones() + 2 * h.hi.count_ones()) as usize,
-        node.slice.len(),
-        "inline counts vs entries"
-    );
     assert_eq!(
         h.nodemap.count_ones() as usize,
         h.children.len(),
@@ -673,7 +732,7 @@ pub(super) fn check<K, V>(
             prev = Some(kh);
         }
     }
-    let mut size = node.slice.len();
+    let mut size = entries;
     for (i, child) in h.children.iter().enumerate() {
         let pos = nth_bit(h.nodemap, i);
         let child_path = path | with_frag(pos, level);

@@ -296,7 +296,7 @@ mod tests {
         assert!(m.is_empty());
         m.check_invariants();
         assert_eq!(
-            m.root.header.datamap | m.root.header.nodemap,
+            m.root.header.datamap() | m.root.header.nodemap,
             0,
             "root emptied"
         );

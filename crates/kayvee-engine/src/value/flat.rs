@@ -174,22 +174,48 @@ pub(crate) fn get_scored<'b>(buf: &'b [u8], at: &mut usize) -> (f64, &'b [u8]) {
 }
 
 /// Replaces `buf[from..to]` with `with`, reallocating to the exact new size (a small buffer,
-/// so the copy is bounded by the encoding thresholds).
+/// so the copy is bounded by the encoding thresholds). The buffer is resized with `realloc`,
+/// which grows or shrinks it in place when the allocator can: a buffer built up one element at
+/// a time (SADD, HSET, ZADD of several) then leaves no trail of freed smaller copies.
 pub(crate) fn splice(buf: &mut alloc::boxed::Box<[u8]>, from: usize, to: usize, with: &[u8]) {
-    if to - from == with.len() {
+    let removed = to - from;
+    if removed == with.len() {
         buf[from..to].copy_from_slice(with);
         return;
     }
-    let mut v = Vec::with_capacity(buf.len() - (to - from) + with.len());
-    v.extend_from_slice(&buf[..from]);
-    v.extend_from_slice(with);
-    v.extend_from_slice(&buf[to..]);
+    let mut v = core::mem::take(buf).into_vec();
+    let old_len = v.len();
+    if with.len() > removed {
+        let grow = with.len() - removed;
+        v.reserve_exact(grow);
+        v.resize(old_len + grow, 0);
+        v.copy_within(to..old_len, to + grow);
+    } else {
+        v.copy_within(to..old_len, from + with.len());
+        v.truncate(old_len - (removed - with.len()));
+    }
+    v[from..from + with.len()].copy_from_slice(with);
     *buf = v.into_boxed_slice();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splice_grows_shrinks_and_replaces_exactly() {
+        let mut buf: alloc::boxed::Box<[u8]> = (*b"abcdef").into();
+        splice(&mut buf, 2, 2, b"XY");
+        assert_eq!(&buf[..], b"abXYcdef");
+        splice(&mut buf, 1, 5, b"z");
+        assert_eq!(&buf[..], b"azdef");
+        splice(&mut buf, 5, 5, b"gh");
+        assert_eq!(&buf[..], b"azdefgh");
+        splice(&mut buf, 0, 2, b"AB");
+        assert_eq!(&buf[..], b"ABdefgh");
+        splice(&mut buf, 0, 7, b"");
+        assert!(buf.is_empty());
+    }
 
     #[test]
     fn varints_round_trip() {

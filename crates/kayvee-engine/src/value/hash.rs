@@ -9,7 +9,7 @@
 //! small buffer; the map form clones in O(1). The engine converts (one way, as Redis does)
 //! when it marks the entry [`super::Meta::BIG`], see [`super::Value::normalize`].
 
-use super::flat::{get_varint, put_varint, splice, varint_len};
+use super::flat::{get_varint, put_varint, varint_len};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use kayvee_pds::{PMap, SmallBytes};
@@ -232,10 +232,11 @@ impl Hash {
                     false
                 }
                 Err(prev_len) => {
-                    let mut pair = Vec::with_capacity(pair_len(field, value, prev_len));
-                    put_pair(&mut pair, field, value, prev_len);
-                    let end = buf.len();
-                    splice(buf, end, end, &pair);
+                    // Appended in place when the allocator can grow the buffer.
+                    let mut v = core::mem::take(buf).into_vec();
+                    v.reserve_exact(pair_len(field, value, prev_len));
+                    put_pair(&mut v, field, value, prev_len);
+                    *buf = v.into_boxed_slice();
                     true
                 }
             },

@@ -351,6 +351,12 @@ impl Set {
     fn ints_insert(buf: &mut Box<[u8]>, at: usize, v: i64) {
         let (old, n) = (width_of(buf), ints_len(buf));
         let w = old.max(int_width(v));
+        if w == old && !buf.is_empty() {
+            // Same width: the value's bytes go in place, the buffer grown by `realloc`.
+            let at = 1 + at * w;
+            super::flat::splice(buf, at, at, &v.to_le_bytes()[..w]);
+            return;
+        }
         let values = (0..at)
             .map(|i| int_at(buf, i))
             .chain(core::iter::once(v))

@@ -1,25 +1,37 @@
-//! CHAMP trie nodes for `PMap`: one allocation per node holding a small header (two bitmaps,
-//! the subtree size, the children) followed by the node's entries inline.
+//! CHAMP trie nodes for `PMap`: one allocation per node holding a small header (the inline
+//! entry counts, the child bitmap, the subtree size, the children) followed by the node's entries
+//! inline.
 //!
-//! Layout (Steindorfer & Vinju, "Optimizing Hash-Array Mapped Tries", OOPSLA 2015):
+//! Layout (after Steindorfer & Vinju, "Optimizing Hash-Array Mapped Tries", OOPSLA 2015):
 //! - Level `l` (0..=12) branches on 5 bits of the 64-bit hash, most significant first (level 12
 //!   uses the last 4 bits, shifted left), so in-order traversal follows numeric hash order.
-//! - `datamap` marks positions holding an entry (stored in `slice`, in position order);
-//!   `nodemap` marks positions holding a child (in `children`, in position order).
-//! - Level 13 ([`COLLISION_LEVEL`]) holds *collision nodes*: both bitmaps zero, every entry shares
+//! - A position holds either up to [`MAX_INLINE`] entries inline or one child. The inline count
+//!   of each position is `lo + 2 * hi` (one bit of each of the bitmaps `lo` and `hi`); its
+//!   entries sit in `slice`, in position order and, within a position, in hash order. `nodemap`
+//!   marks positions holding a child (in `children`, in position order). Several entries per
+//!   position keep most small groups out of child nodes of their own: a node costs its header,
+//!   its allocation's count and chunk header, and a 16-byte pointer in its parent.
+//! - Level 13 ([`COLLISION_LEVEL`]) holds *collision nodes*: all bitmaps zero, every entry shares
 //!   one full 64-bit hash.
-//! - Canonical form: every node below the root holds at least two entries in its subtree; a
-//!   remove that leaves a child with a single entry and no children pulls that entry up.
+//! - Canonical form: every node below the root holds more than [`MAX_INLINE`] entries in its
+//!   subtree; a remove that leaves a child with at most that many entries and no children pulls
+//!   them up into its position.
+//!
+//! - A node's slots are its entries, packed at the front, then `None`s up to [`capacity`] of the
+//!   entry count: a size class, so that most inserts and removes shift entries within the node
+//!   instead of reallocating it (each reallocation frees a chunk that, split by the values'
+//!   allocations, fragments the heap).
 //!
 //! Writes go through [`make_unique`]: a node no snapshot shares is mutated in place; a shared node
-//! is copied first (path copying). Entries are `Option`s only so that an owned entry can be moved
-//! out of a node being rebuilt without `unsafe`; outside a rebuild every slot is `Some`.
+//! is copied first (path copying). Entries are `Option`s so that an owned entry can be moved out
+//! of a node being rebuilt without `unsafe` and so that a node can have spare slots.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::borrow::Borrow;
 use core::hash::{BuildHasher, Hash};
 use core::mem;
+use core::ops::Range;
 use triomphe::{Arc, HeaderSlice};
 
 /// Bits of hash consumed per level.
@@ -28,14 +40,18 @@ pub(super) const BITS: usize = 5;
 pub(super) const COLLISION_LEVEL: usize = 13;
 /// Frames an iterator needs: branching levels plus the collision level.
 pub(super) const DEPTH_MAX: usize = COLLISION_LEVEL + 1;
+/// Entries one position holds inline before they move down into a child.
+pub(super) const MAX_INLINE: usize = 3;
 
-/// One entry slot; `None` only transiently while a node is rebuilt.
+/// One entry slot; `None` past the node's entries (and transiently while a node is rebuilt).
 pub(super) type Slot<K, V> = Option<(K, V)>;
 
 /// The fixed part of a node.
 pub(super) struct NodeHeader<K, V> {
-    /// Positions holding an inline entry.
-    pub datamap: u32,
+    /// Low bit of each position's inline entry count.
+    pub lo: u32,
+    /// High bit of each position's inline entry count.
+    pub hi: u32,
     /// Positions holding a child node.
     pub nodemap: u32,
     /// Entries in this subtree (for O(depth) `random`).
@@ -44,10 +60,46 @@ pub(super) struct NodeHeader<K, V> {
     pub children: Box<[Node<K, V>]>,
 }
 
+impl<K, V> NodeHeader<K, V> {
+    /// Positions holding inline entries.
+    #[inline]
+    pub fn datamap(&self) -> u32 {
+        self.lo | self.hi
+    }
+
+    /// The slots of the entries stored at position `bit`.
+    #[inline]
+    pub fn slots(&self, bit: u32) -> Range<usize> {
+        let below = bit - 1;
+        let first = (self.lo & below).count_ones() + 2 * (self.hi & below).count_ones();
+        let count = u32::from(self.lo & bit != 0) + 2 * u32::from(self.hi & bit != 0);
+        first as usize..(first + count) as usize
+    }
+
+    /// Entries stored in the node itself (a collision node, all of whose bitmaps are zero,
+    /// stores its whole subtree).
+    #[inline]
+    pub fn entries(&self) -> usize {
+        if self.datamap() | self.nodemap == 0 {
+            self.size
+        } else {
+            (self.lo.count_ones() + 2 * self.hi.count_ones()) as usize
+        }
+    }
+
+    /// Sets the inline entry count of position `bit` (0..=[`MAX_INLINE`]).
+    #[inline]
+    fn set_count(&mut self, bit: u32, count: usize) {
+        self.lo = (self.lo & !bit) | if count & 1 != 0 { bit } else { 0 };
+        self.hi = (self.hi & !bit) | if count & 2 != 0 { bit } else { 0 };
+    }
+}
+
 impl<K: Clone, V: Clone> Clone for NodeHeader<K, V> {
     fn clone(&self) -> Self {
         NodeHeader {
-            datamap: self.datamap,
+            lo: self.lo,
+            hi: self.hi,
             nodemap: self.nodemap,
             size: self.size,
             children: self.children.clone(),
@@ -77,6 +129,30 @@ pub(super) fn index(map: u32, bit: u32) -> usize {
     (map & (bit - 1)).count_ones() as usize
 }
 
+/// Slots a node of `n` entries has: `n` up to 4 (most nodes below the root's children are
+/// small and stay exact), then rounded up to an even number, past 16 to a multiple of 4.
+#[inline]
+pub(super) fn capacity(n: usize) -> usize {
+    if n <= 4 {
+        n
+    } else if n <= 16 {
+        (n + 1) & !1
+    } else {
+        (n + 3) & !3
+    }
+}
+
+/// A header with no entries and no children.
+fn header_of_size<K, V>(size: usize) -> NodeHeader<K, V> {
+    NodeHeader {
+        lo: 0,
+        hi: 0,
+        nodemap: 0,
+        size,
+        children: Box::default(),
+    }
+}
+
 /// Allocates a node from its header and its entries.
 fn build<K, V>(
     header: NodeHeader<K, V>,
@@ -87,13 +163,7 @@ fn build<K, V>(
 
 /// An empty node (the root of an empty map).
 pub(super) fn empty<K, V>() -> Node<K, V> {
-    let header = NodeHeader {
-        datamap: 0,
-        nodemap: 0,
-        size: 0,
-        children: Box::default(),
-    };
-    build(header, core::iter::empty())
+    build(header_of_size(0), core::iter::empty())
 }
 
 /// Mutable access to a node, copying it first when a snapshot shares it.
@@ -107,39 +177,61 @@ pub(super) fn make_unique<K: Clone, V: Clone>(node: &mut Node<K, V>) -> &mut Inn
 /// Moves the header out of a node about to be rebuilt (its children are left empty).
 fn take_header<K, V>(n: &mut Inner<K, V>) -> NodeHeader<K, V> {
     NodeHeader {
-        datamap: n.header.datamap,
+        lo: n.header.lo,
+        hi: n.header.hi,
         nodemap: n.header.nodemap,
         size: n.header.size,
         children: mem::take(&mut n.header.children),
     }
 }
 
-/// The slots of `old` with `new` inserted at `at` (moves the old entries out).
-fn slots_inserted<K, V>(
-    old: &mut [Slot<K, V>],
+/// The slots of a node rebuilt from `old` (holding `count` entries): the `removed` entries from
+/// `at` replaced by the entries of `new`, then spare slots up to the new count's [`capacity`].
+/// Moves the entries out of `old` and `new`.
+fn rebuilt<'a, K, V>(
+    old: &'a mut [Slot<K, V>],
+    count: usize,
     at: usize,
-    new: Slot<K, V>,
-) -> impl ExactSizeIterator<Item = Slot<K, V>> + '_ {
-    let mut new = new;
-    (0..old.len() + 1).map(move |i| match i.cmp(&at) {
-        core::cmp::Ordering::Less => old[i].take(),
-        core::cmp::Ordering::Equal => new.take(),
-        core::cmp::Ordering::Greater => old[i - 1].take(),
+    removed: usize,
+    new: &'a mut [Slot<K, V>],
+) -> impl ExactSizeIterator<Item = Slot<K, V>> + 'a {
+    let added = new.len();
+    let len = count - removed + added;
+    (0..capacity(len)).map(move |i| {
+        if i < at {
+            old[i].take()
+        } else if i < at + added {
+            new[i - at].take()
+        } else if i < len {
+            old[i - added + removed].take()
+        } else {
+            None
+        }
     })
 }
 
-/// The slots of `old` without the one at `at` (moves the others out).
-fn slots_removed<K, V>(
-    old: &mut [Slot<K, V>],
+/// Puts `kv` at slot `at` of `n` (holding `count` entries) and applies `change` to its header:
+/// in place, shifting the entries after `at`, when the node has a spare slot and the new count
+/// keeps its size class; otherwise returns the node to build in its place.
+fn insert_slot<K, V>(
+    n: &mut Inner<K, V>,
+    count: usize,
     at: usize,
-) -> impl ExactSizeIterator<Item = Slot<K, V>> + '_ {
-    (0..old.len() - 1).map(move |i| {
-        if i < at {
-            old[i].take()
-        } else {
-            old[i + 1].take()
-        }
-    })
+    kv: (K, V),
+    change: impl FnOnce(&mut NodeHeader<K, V>),
+) -> Option<Node<K, V>> {
+    if capacity(count + 1) == n.slice.len() {
+        n.slice[count] = Some(kv);
+        n.slice[at..=count].rotate_right(1);
+        change(&mut n.header);
+        return None;
+    }
+    let mut header = take_header(n);
+    change(&mut header);
+    Some(build(
+        header,
+        rebuilt(&mut n.slice, count, at, 0, &mut [Some(kv)]),
+    ))
 }
 
 /// `old` children with `new` inserted at `at` (exact-size allocation).
@@ -152,16 +244,18 @@ fn children_inserted<T>(old: Box<[T]>, at: usize, new: T) -> Box<[T]> {
     v.into_boxed_slice()
 }
 
-/// `old` children without the one at `at` (exact-size allocation).
-fn children_removed<T>(old: Box<[T]>, at: usize) -> Box<[T]> {
+/// `old` children without the one at `at` (exact-size allocation), and that one.
+fn children_removed<T>(old: Box<[T]>, at: usize) -> (Box<[T]>, T) {
     let mut v = Vec::with_capacity(old.len() - 1);
-    v.extend(
-        old.into_vec()
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, c)| (i != at).then_some(c)),
-    );
-    v.into_boxed_slice()
+    let mut removed = None;
+    for (i, c) in old.into_vec().into_iter().enumerate() {
+        if i == at {
+            removed = Some(c);
+        } else {
+            v.push(c);
+        }
+    }
+    (v.into_boxed_slice(), removed.expect("child index in range"))
 }
 
 /// Finds the entry for `k` (hash `hash`) below `node`. A loop, allocation-free.
@@ -189,9 +283,11 @@ where
     for level in start..COLLISION_LEVEL {
         let h = &node.header;
         let bit = 1u32 << frag(hash, level);
-        if h.datamap & bit != 0 {
-            let e = node.slice[index(h.datamap, bit)].as_ref()?;
-            return (e.0.borrow() == k).then_some(e);
+        if h.datamap() & bit != 0 {
+            return node.slice[h.slots(bit)]
+                .iter()
+                .flatten()
+                .find(|e| e.0.borrow() == k);
         }
         if h.nodemap & bit == 0 {
             return None;
@@ -221,9 +317,12 @@ where
         }
         let n = Arc::get_mut(node).expect("checked unique");
         let bit = 1u32 << frag(hash, level);
-        if n.header.datamap & bit != 0 {
-            let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
-            return (e.0.borrow() == k).then_some(&mut e.1);
+        if n.header.datamap() & bit != 0 {
+            let e = n.slice[n.header.slots(bit)]
+                .iter_mut()
+                .flatten()
+                .find(|e| e.0.borrow() == k)?;
+            return Some(&mut e.1);
         }
         if n.header.nodemap & bit == 0 {
             return None;
@@ -263,16 +362,12 @@ where
             return Some(v);
         }
         let n = Arc::get_mut(node).expect("checked unique");
-        let e = if level == COLLISION_LEVEL {
-            n.slice.iter_mut().flatten().find(|e| e.0.borrow() == k)?
+        let slots = if level == COLLISION_LEVEL {
+            &mut n.slice[..]
         } else {
             let bit = 1u32 << frag(hash, level);
-            if n.header.datamap & bit != 0 {
-                let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
-                if e.0.borrow() != k {
-                    return None;
-                }
-                e
+            if n.header.datamap() & bit != 0 {
+                &mut n.slice[n.header.slots(bit)]
             } else if n.header.nodemap & bit == 0 {
                 return None;
             } else {
@@ -280,6 +375,7 @@ where
                 continue;
             }
         };
+        let e = slots.iter_mut().flatten().find(|e| e.0.borrow() == k)?;
         if needs(&e.1) {
             touch(&mut e.1);
         }
@@ -305,9 +401,12 @@ where
     for level in start..COLLISION_LEVEL {
         let n = make_unique(node);
         let bit = 1u32 << frag(hash, level);
-        if n.header.datamap & bit != 0 {
-            let e = n.slice[index(n.header.datamap, bit)].as_mut()?;
-            return (e.0.borrow() == k).then_some(&mut e.1);
+        if n.header.datamap() & bit != 0 {
+            let e = n.slice[n.header.slots(bit)]
+                .iter_mut()
+                .flatten()
+                .find(|e| e.0.borrow() == k)?;
+            return Some(&mut e.1);
         }
         if n.header.nodemap & bit == 0 {
             return None;
@@ -319,26 +418,37 @@ where
     Some(&mut e.1)
 }
 
-/// A subtree at `level` holding two entries with different keys.
-fn merge<K, V>(level: usize, a: (K, V), ha: u64, b: (K, V), hb: u64) -> Node<K, V> {
-    let mut header = NodeHeader {
-        datamap: 0,
-        nodemap: 0,
-        size: 2,
-        children: Box::default(),
-    };
+/// A subtree at `level` holding `entries` (more than [`MAX_INLINE`], in hash order, distinct
+/// keys, all on one path down to `level`).
+fn subtree<K, V>(level: usize, entries: Vec<(u64, (K, V))>) -> Node<K, V> {
+    let mut header = header_of_size(entries.len());
     if level == COLLISION_LEVEL {
-        return build(header, [Some(a), Some(b)].into_iter());
+        let mut slots: Vec<Slot<K, V>> = entries.into_iter().map(|(_, e)| Some(e)).collect();
+        slots.resize_with(capacity(slots.len()), || None);
+        return build(header, slots.into_iter());
     }
-    let (fa, fb) = (frag(ha, level), frag(hb, level));
-    if fa == fb {
-        header.nodemap = 1 << fa;
-        header.children = Box::new([merge(level + 1, a, ha, b, hb)]);
-        return build(header, core::iter::empty());
+    let mut slots = Vec::with_capacity(capacity(entries.len()));
+    let mut children = Vec::new();
+    let mut rest = entries.into_iter().peekable();
+    while let Some(first) = rest.next() {
+        let pos = frag(first.0, level);
+        let mut group = Vec::with_capacity(MAX_INLINE + 1);
+        group.push(first);
+        while let Some(next) = rest.next_if(|e| frag(e.0, level) == pos) {
+            group.push(next);
+        }
+        let bit = 1u32 << pos;
+        if group.len() <= MAX_INLINE {
+            header.set_count(bit, group.len());
+            slots.extend(group.into_iter().map(|(_, e)| Some(e)));
+        } else {
+            header.nodemap |= bit;
+            children.push(subtree(level + 1, group));
+        }
     }
-    header.datamap = (1 << fa) | (1 << fb);
-    let pair = if fa < fb { [a, b] } else { [b, a] };
-    build(header, pair.into_iter().map(Some))
+    header.children = children.into_boxed_slice();
+    slots.resize_with(capacity(slots.len()), || None);
+    build(header, slots.into_iter())
 }
 
 /// Inserts into a collision node; returns the previous value.
@@ -347,10 +457,10 @@ fn insert_collision<K: Eq + Clone, V: Clone>(node: &mut Node<K, V>, k: K, v: V) 
     if let Some(e) = n.slice.iter_mut().flatten().find(|e| e.0 == k) {
         return Some(mem::replace(&mut e.1, v));
     }
-    let at = n.slice.len();
-    let mut header = take_header(n);
-    header.size += 1;
-    *node = build(header, slots_inserted(&mut n.slice, at, Some((k, v))));
+    let count = n.header.size;
+    if let Some(rebuilt) = insert_slot(n, count, count, (k, v), |h| h.size += 1) {
+        *node = rebuilt;
+    }
     None
 }
 
@@ -381,40 +491,75 @@ where
         }
         return old;
     }
-    let at = index(n.header.datamap, bit);
-    let mut header;
-    if n.header.datamap & bit == 0 {
-        header = take_header(n);
-        header.datamap |= bit;
-        header.size += 1;
-        *node = build(header, slots_inserted(&mut n.slice, at, Some((k, v))));
-        return None;
-    }
-    let e = n.slice[at].as_mut().expect("slot holds an entry");
-    if e.0 == k {
+    let slots = n.header.slots(bit);
+    if let Some(e) = n.slice[slots.clone()]
+        .iter_mut()
+        .flatten()
+        .find(|e| e.0 == k)
+    {
         return Some(mem::replace(&mut e.1, v));
     }
-    // Two different keys at one position: push both down into a new child.
-    let old = n.slice[at].take().expect("slot holds an entry");
-    let old_hash = hasher.hash_one(&old.0);
-    let child = merge(level + 1, old, old_hash, (k, v), hash);
-    header = take_header(n);
-    header.datamap ^= bit;
-    header.nodemap |= bit;
+    let count = n.header.entries();
+    if slots.len() < MAX_INLINE {
+        // Another entry at this position, in hash order among the ones there.
+        let before = n.slice[slots.clone()]
+            .iter()
+            .flatten()
+            .take_while(|e| hasher.hash_one(&e.0) < hash)
+            .count();
+        let change = |h: &mut NodeHeader<K, V>| {
+            h.set_count(bit, slots.len() + 1);
+            h.size += 1;
+        };
+        if let Some(rebuilt) = insert_slot(n, count, slots.start + before, (k, v), change) {
+            *node = rebuilt;
+        }
+        return None;
+    }
+    // A full position: its entries and the new one move down into a new child.
+    let mut moved: Vec<(u64, (K, V))> = n.slice[slots.clone()]
+        .iter_mut()
+        .map(|s| {
+            let e = s.take().expect("slot holds an entry");
+            (hasher.hash_one(&e.0), e)
+        })
+        .collect();
+    let at = moved.partition_point(|e| e.0 < hash);
+    moved.insert(at, (hash, (k, v)));
+    let mut header = take_header(n);
     header.size += 1;
+    header.set_count(bit, 0);
+    header.nodemap |= bit;
+    let child = subtree(level + 1, moved);
     header.children = children_inserted(header.children, index(header.nodemap, bit), child);
-    *node = build(header, slots_removed(&mut n.slice, at));
+    *node = build(
+        header,
+        rebuilt(&mut n.slice, count, slots.start, slots.len(), &mut []),
+    );
     None
 }
 
-/// Removes the entry at slot `at` of `node`, clearing `bit` from its datamap.
+/// Removes the entry at slot `at` of `node`, one of the position `bit`'s (0 in a collision
+/// node).
 fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -> Slot<K, V> {
     let n = make_unique(node);
+    let count = n.header.entries();
+    let change = |h: &mut NodeHeader<K, V>| {
+        if bit != 0 {
+            let left = h.slots(bit).len() - 1;
+            h.set_count(bit, left);
+        }
+        h.size -= 1;
+    };
     let kv = n.slice[at].take();
+    if capacity(count - 1) == n.slice.len() {
+        n.slice[at..count].rotate_left(1);
+        change(&mut n.header);
+        return kv;
+    }
     let mut header = take_header(n);
-    header.datamap &= !bit;
-    header.size -= 1;
-    *node = build(header, slots_removed(&mut n.slice, at));
+    change(&mut header);
+    *node = build(header, rebuilt(&mut n.slice, count, at, 1, &mut []));
     kv
 }
 
@@ -443,9 +588,10 @@ where
         return remove_slot(node, at, 0);
     }
     let bit = 1u32 << frag(hash, level);
-    if node.header.datamap & bit != 0 {
-        let at = index(node.header.datamap, bit);
-        return matches(&node.slice[at]).then(|| remove_slot(node, at, bit))?;
+    if node.header.datamap() & bit != 0 {
+        let slots = node.header.slots(bit);
+        let at = slots.start + node.slice[slots].iter().position(matches)?;
+        return remove_slot(node, at, bit);
     }
     if node.header.nodemap & bit == 0 {
         return None;
@@ -454,16 +600,19 @@ where
     let ci = index(n.header.nodemap, bit);
     let kv = remove(&mut n.header.children[ci], level + 1, hash, k, present)?;
     n.header.size -= 1;
-    let child = &mut n.header.children[ci];
-    if child.header.nodemap == 0 && child.slice.len() == 1 {
-        // Canonical form: a lone entry below us moves up into this node.
-        let entry = make_unique(child).slice[0].take();
+    let child = &n.header.children[ci];
+    let left = child.header.entries();
+    if child.header.nodemap == 0 && left <= MAX_INLINE {
+        // Canonical form: the few entries left below us move up into this position.
+        let count = n.header.entries();
         let mut header = take_header(n);
+        let (children, mut child) = children_removed(header.children, ci);
+        header.children = children;
         header.nodemap ^= bit;
-        header.datamap |= bit;
-        header.children = children_removed(header.children, ci);
-        let at = index(header.datamap, bit);
-        *node = build(header, slots_inserted(&mut n.slice, at, entry));
+        let moved = &mut make_unique(&mut child).slice[..left];
+        header.set_count(bit, left);
+        let at = header.slots(bit).start;
+        *node = build(header, rebuilt(&mut n.slice, count, at, 0, moved));
     }
     Some(kv)
 }
@@ -503,10 +652,11 @@ pub(super) fn release_below<K: Clone, V: Clone>(
 /// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32).
 pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
     loop {
-        if r < node.slice.len() {
+        let entries = node.header.entries();
+        if r < entries {
             return node.slice[r].as_ref();
         }
-        r -= node.slice.len();
+        r -= entries;
         let mut next = None;
         for child in node.header.children.iter() {
             if r < child.header.size {
@@ -545,44 +695,52 @@ pub(super) fn check<K, V>(
     hash: &impl Fn(&K) -> u64,
 ) -> usize {
     let h = &node.header;
-    assert!(node.slice.iter().all(Option::is_some), "vacant slot");
+    let entries = h.entries();
+    assert_eq!(node.slice.len(), capacity(entries), "slots vs entries");
+    assert!(
+        node.slice[..entries].iter().all(Option::is_some),
+        "vacant slot"
+    );
+    assert!(
+        node.slice[entries..].iter().all(Option::is_none),
+        "entry past the count"
+    );
     if level == COLLISION_LEVEL {
-        assert_eq!(h.datamap | h.nodemap, 0, "collision node with bitmaps");
+        assert_eq!(h.datamap() | h.nodemap, 0, "collision node with bitmaps");
         assert!(h.children.is_empty(), "collision node with children");
-        assert!(node.slice.len() >= 2, "collision node with < 2 entries");
+        assert!(entries > MAX_INLINE, "collision node that fits inline");
         for (k, _) in node.slice.iter().flatten() {
             assert_eq!(hash(k), path, "collision entry with another hash");
         }
-        assert_eq!(h.size, node.slice.len(), "collision node size");
         return h.size;
     }
-    assert_eq!(h.datamap & h.nodemap, 0, "position both entry and child");
-    assert_eq!(
-        h.datamap.count_ones() as usize,
-        node.slice.len(),
-        "datamap vs entries"
-    );
+    assert_eq!(h.datamap() & h.nodemap, 0, "position both entry and child");
     assert_eq!(
         h.nodemap.count_ones() as usize,
         h.children.len(),
         "nodemap vs children"
     );
     let prefix_mask = prefix_mask(level);
-    for (i, (k, _)) in node.slice.iter().flatten().enumerate() {
-        let kh = hash(k);
-        assert_eq!(kh & prefix_mask, path, "entry off its path");
-        let bit = 1u32 << frag(kh, level);
-        assert!(
-            h.datamap & bit != 0 && index(h.datamap, bit) == i,
-            "entry at wrong position"
-        );
+    for pos in 0..32 {
+        let bit = 1u32 << pos;
+        let mut prev = None;
+        for (k, _) in node.slice[h.slots(bit)].iter().flatten() {
+            let kh = hash(k);
+            assert_eq!(kh & prefix_mask, path, "entry off its path");
+            assert_eq!(frag(kh, level), pos, "entry at wrong position");
+            assert!(prev <= Some(kh), "entries of a position out of hash order");
+            prev = Some(kh);
+        }
     }
-    let mut size = node.slice.len();
+    let mut size = entries;
     for (i, child) in h.children.iter().enumerate() {
         let pos = nth_bit(h.nodemap, i);
         let child_path = path | with_frag(pos, level);
         let n = check(child, level + 1, child_path, hash);
-        assert!(n >= 2, "non-canonical: subtree below root with < 2 entries");
+        assert!(
+            n > MAX_INLINE,
+            "non-canonical: subtree below root that fits inline"
+        );
         size += n;
     }
     assert_eq!(h.size, size, "subtree size out of sync");

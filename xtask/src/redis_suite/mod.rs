@@ -142,6 +142,13 @@ const GATE_SKIPPED_TESTS: &[(&str, &str)] = &[
          passes 10 MB",
     ),
     (
+        "LATENCY of expire events are correctly collected",
+        "it needs the expire cycle's deletion of a 1,000,000-member set to take over 20 ms \
+         (Redis's hash table does); Kayvee's compact set goes in 15-26 ms here, so the test \
+         passes or fails by the machine's timing (the expire cycle is timed and sampled: \
+         LATENCY LATEST shows expire-cycle events of 15-26 ms at a 1 ms threshold)",
+    ),
+    (
         "CONFIG SET oom-score-adj works as expected",
         "its last step reads the score of the BGSAVE child (get_child_pid), and Kayvee saves \
          on a thread: pgrep finds no child and the unit aborts there, before the oom-score-adj \

@@ -902,7 +902,7 @@ impl Kind {
         use super::syntax::repr;
         match (self, v) {
             (_, Val::Mem(m)) => alloc::vec![render_memory(*m)],
-            (Kind::Str, Val::Str(s)) => alloc::vec![repr(s)],
+            (Kind::Str | Kind::ProcTitle, Val::Str(s)) => alloc::vec![repr(s)],
             (Kind::KeyspaceEvents, v) => alloc::vec![repr(&self.render(v))],
             (_, Val::Save(points)) if points.is_empty() => alloc::vec!["\"\"".into()],
             (_, Val::Save(points)) => points

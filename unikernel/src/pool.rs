@@ -103,6 +103,27 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// The driver's answer to the new connection on slot `s` (socket `sock`): its client
+    /// attached to the slot, or the refusal sent and the socket closed for good.
+    pub fn attach(&mut self, s: usize, sock: &mut tcp::Socket<'_>, admitted: Result<Handle, &str>) {
+        match admitted {
+            Ok(h) => {
+                if self.slot_of.len() <= h.0 {
+                    self.slot_of.resize(h.0 + 1, usize::MAX);
+                }
+                self.slot_of[h.0] = s;
+                self.slots[s].client = Some(h);
+            }
+            Err(refusal) => {
+                let _ = sock.send_slice(refusal.as_bytes());
+                sock.close();
+                self.slots[s].retired = true;
+            }
+        }
+    }
+}
+
 /// What CLIENT LIST shows of the connection on pool slot `slot` (a made-up descriptor).
 pub(crate) fn conn_info(sock: &tcp::Socket<'_>, slot: usize) -> ConnInfo {
     let show = |e: Option<smoltcp::wire::IpEndpoint>| e.map(endpoint_text).unwrap_or_default();

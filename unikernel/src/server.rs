@@ -615,20 +615,7 @@ fn read_slot(shell: &Shell<'_, '_, '_>, s: usize, driver: &mut Driver) {
             sock.close(); // the peer connected and left without a word
         }
         if slot.client.is_none() && !slot.retired && sock.may_recv() {
-            match register(driver, sock, s, shell.clock) {
-                Ok(h) => {
-                    if pool.slot_of.len() <= h.0 {
-                        pool.slot_of.resize(h.0 + 1, usize::MAX);
-                    }
-                    pool.slot_of[h.0] = s;
-                    slot.client = Some(h);
-                }
-                Err(refusal) => {
-                    let _ = sock.send_slice(refusal.as_bytes());
-                    sock.close();
-                    slot.retired = true;
-                }
-            }
+            pool.attach(s, sock, register(driver, sock, s, shell.clock));
             if DEBUG_STATS {
                 let sock = sockets.get::<tcp::Socket>(pool.slots[s].socket);
                 println!("kayvee: conn slot {s} from {:?}", sock.remote_endpoint());
@@ -735,4 +722,3 @@ fn register(
 ) -> Result<Handle, &'static str> {
     driver.connect(conn_info(sock, slot), clock.now())
 }
-

@@ -91,25 +91,14 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
         // a new client can send SCRIPT KILL.
         let grown = pool.listening.len() + 1;
         pool.refill(sockets, grown.min(LISTENERS_MIN));
-        for &s in pool.active.iter() {
-            let slot = &mut pool.slots[s];
-            let sock = sockets.get_mut::<tcp::Socket>(slot.socket);
+        for i in 0..pool.active.len() {
+            let s = pool.active[i];
+            let sock = sockets.get_mut::<tcp::Socket>(pool.slots[s].socket);
+            let slot = &pool.slots[s];
             if slot.client.is_none() && !slot.retired && sock.may_recv() {
-                match io.connect(crate::pool::conn_info(sock, s)) {
-                    Ok(h) => {
-                        if pool.slot_of.len() <= h.0 {
-                            pool.slot_of.resize(h.0 + 1, usize::MAX);
-                        }
-                        pool.slot_of[h.0] = s;
-                        slot.client = Some(h);
-                    }
-                    Err(refusal) => {
-                        let _ = sock.send_slice(refusal.as_bytes());
-                        sock.close();
-                        slot.retired = true;
-                    }
-                }
+                pool.attach(s, sock, io.connect(crate::pool::conn_info(sock, s)));
             }
+            let slot = &pool.slots[s];
             let Some(h) = slot.client.filter(|&h| h != running) else {
                 continue;
             };

@@ -30,6 +30,12 @@ impl<'a> RespWriter<'a> {
     /// `<prefix><n>\r\n`: integers, lengths and aggregate headers.
     #[inline]
     fn header(&mut self, prefix: u8, n: i64) {
+        if (0..10).contains(&n) {
+            // One digit (0 and 1 from SADD, HSET, EXISTS...): one fixed-size copy.
+            self.out
+                .extend_from_slice(&[prefix, b'0' + n as u8, b'\r', b'\n']);
+            return;
+        }
         let mut digits = [0u8; I64_LEN_MAX];
         let s = format_i64(n, &mut digits);
         self.out.reserve(s.len() + 3);
@@ -42,7 +48,13 @@ impl<'a> RespWriter<'a> {
     #[inline]
     fn blob(&mut self, prefix: u8, b: &[u8]) {
         self.out.reserve(b.len() + 16);
-        self.header(prefix, len_i64(b.len()));
+        if b.len() < 10 {
+            // One digit (short values, the common case): the header as one fixed-size copy.
+            self.out
+                .extend_from_slice(&[prefix, b'0' + b.len() as u8, b'\r', b'\n']);
+        } else {
+            self.header(prefix, len_i64(b.len()));
+        }
         self.out.extend_from_slice(b);
         self.out.extend_from_slice(b"\r\n");
     }
@@ -66,6 +78,11 @@ impl ReplySink for RespWriter<'_> {
     }
     fn set_protocol(&mut self, p: Protocol) {
         self.protocol = p;
+    }
+    /// `+OK\r\n` as one constant copy (the commonest reply: SET, HMSET...), where the
+    /// default `simple("OK")` would copy three pieces through calls.
+    fn ok(&mut self) {
+        self.raw(b"+OK\r\n");
     }
     fn simple(&mut self, s: &str) {
         self.out.reserve(s.len() + 3);
@@ -395,6 +412,28 @@ mod tests {
             both(|w| w.boolean(false)),
             (":0\r\n".into(), "#f\r\n".into())
         );
+    }
+
+    /// The one-digit fast paths of integers, lengths and bulk headers agree with the general
+    /// digit path on both sides of their bounds.
+    #[test]
+    fn one_digit_fast_paths_agree_with_the_general_path() {
+        for n in [-11i64, -10, -9, -1, 0, 1, 5, 9, 10, 11, 99, 100, 12345] {
+            assert_eq!(
+                enc(Protocol::Resp2, |w| w.int(n)),
+                alloc::format!(":{n}\r\n")
+            );
+        }
+        for len in [0usize, 1, 8, 9, 10, 11, 99, 100, 1000] {
+            let payload = alloc::vec![b'x'; len];
+            let text = String::from_utf8(payload.clone()).unwrap();
+            let want = alloc::format!("${len}\r\n{text}\r\n");
+            assert_eq!(enc(Protocol::Resp2, |w| w.bulk(&payload)), want);
+            assert_eq!(
+                enc(Protocol::Resp2, |w| w.array(len)),
+                alloc::format!("*{len}\r\n")
+            );
+        }
     }
 
     #[test]

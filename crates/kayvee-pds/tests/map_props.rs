@@ -106,6 +106,26 @@ proptest! {
         run_model(&ops, u32::from(u16::MAX) + 1, seed);
     }
 
+    /// Phases of inserts and removes (nodes drained towards half full, then refilled through
+    /// their spare slots), with snapshots taken between phases.
+    #[test]
+    fn remove_then_insert_phases(phases in prop::collection::vec(
+                                     (prop::collection::btree_set(0u16..600, 0..300), any::<bool>()),
+                                     1..8),
+                                 group in prop_oneof![Just(1u32), 2u32..6],
+                                 seed: u64) {
+        let mut ops = Vec::new();
+        for (keys, insert) in phases {
+            ops.extend(keys.into_iter().map(|k| if insert {
+                Op::Insert(k, u32::from(k))
+            } else {
+                Op::Remove(k)
+            }));
+            ops.push(Op::Snapshot);
+        }
+        run_model(&ops, group, seed);
+    }
+
     /// Entries present for the whole scan are visited at least once whatever is inserted or
     /// removed between calls; nothing is visited that was never in the map.
     #[test]

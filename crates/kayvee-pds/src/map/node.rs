@@ -17,10 +17,14 @@
 //!   subtree; a remove that leaves a child with at most that many entries and no children pulls
 //!   them up into its position.
 //!
-//! - A node's slots are its entries, packed at the front, then `None`s up to [`capacity`] of the
-//!   entry count: a size class, so that most inserts and removes shift entries within the node
-//!   instead of reallocating it (each reallocation frees a chunk that, split by the values'
-//!   allocations, fragments the heap).
+//! - A node's slots are its entries, packed at the front, then `None`s: a size class (a value of
+//!   [`capacity`]) from [`capacity`] of the entry count up to [`max_capacity`] of it. Most
+//!   inserts and removes shift entries within the node instead of reallocating it (each
+//!   reallocation copies the node and frees a chunk that, split by the values' allocations,
+//!   fragments the heap). An insert fills a spare slot in place and, when there is none,
+//!   reallocates to [`capacity`] of the new count; a remove leaves a spare slot unless the node
+//!   would fall below half full, when it reallocates to [`capacity`] of the new count. So a map
+//!   built by inserts alone has every node at exactly [`capacity`] of its entries.
 //!
 //! Writes go through [`make_unique`]: a node no snapshot shares is mutated in place; a shared node
 //! is copied first (path copying). Entries are `Option`s so that an owned entry can be moved out
@@ -142,6 +146,13 @@ pub(super) fn capacity(n: usize) -> usize {
     }
 }
 
+/// Most slots a node of `n` entries keeps (removes reallocate a node only below half full).
+/// Every [`capacity`] is at most this.
+#[inline]
+pub(super) fn max_capacity(n: usize) -> usize {
+    2 * n
+}
+
 /// A header with no entries and no children.
 fn header_of_size<K, V>(size: usize) -> NodeHeader<K, V> {
     NodeHeader {
@@ -166,10 +177,16 @@ pub(super) fn empty<K, V>() -> Node<K, V> {
     build(header_of_size(0), core::iter::empty())
 }
 
-/// Mutable access to a node, copying it first when a snapshot shares it.
+/// Mutable access to a node, copying it first when a snapshot shares it (the copy has
+/// [`capacity`] of its entries: spare slots left by removes are not copied).
 pub(super) fn make_unique<K: Clone, V: Clone>(node: &mut Node<K, V>) -> &mut Inner<K, V> {
     if !node.is_unique() {
-        *node = build(node.header.clone(), node.slice.iter().cloned());
+        let entries = node.header.entries();
+        let slots = &node.slice[..entries];
+        *node = build(
+            node.header.clone(),
+            (0..capacity(entries)).map(|i| slots.get(i).cloned().flatten()),
+        );
     }
     Arc::get_mut(node).expect("node was just made unique")
 }
@@ -211,8 +228,8 @@ fn rebuilt<'a, K, V>(
 }
 
 /// Puts `kv` at slot `at` of `n` (holding `count` entries) and applies `change` to its header:
-/// in place, shifting the entries after `at`, when the node has a spare slot and the new count
-/// keeps its size class; otherwise returns the node to build in its place.
+/// in place, shifting the entries after `at`, when the node has a spare slot; otherwise returns
+/// the node to build in its place (with [`capacity`] of the new count).
 fn insert_slot<K, V>(
     n: &mut Inner<K, V>,
     count: usize,
@@ -220,7 +237,7 @@ fn insert_slot<K, V>(
     kv: (K, V),
     change: impl FnOnce(&mut NodeHeader<K, V>),
 ) -> Option<Node<K, V>> {
-    if capacity(count + 1) == n.slice.len() {
+    if count < n.slice.len() {
         n.slice[count] = Some(kv);
         n.slice[at..=count].rotate_right(1);
         change(&mut n.header);
@@ -540,7 +557,8 @@ where
 }
 
 /// Removes the entry at slot `at` of `node`, one of the position `bit`'s (0 in a collision
-/// node).
+/// node): in place, leaving a spare slot, unless the node would fall below half full (then it is
+/// rebuilt with [`capacity`] of the new count).
 fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -> Slot<K, V> {
     let n = make_unique(node);
     let count = n.header.entries();
@@ -552,7 +570,7 @@ fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -
         h.size -= 1;
     };
     let kv = n.slice[at].take();
-    if capacity(count - 1) == n.slice.len() {
+    if n.slice.len() <= max_capacity(count - 1) {
         n.slice[at..count].rotate_left(1);
         change(&mut n.header);
         return kv;
@@ -603,16 +621,33 @@ where
     let child = &n.header.children[ci];
     let left = child.header.entries();
     if child.header.nodemap == 0 && left <= MAX_INLINE {
-        // Canonical form: the few entries left below us move up into this position.
+        // Canonical form: the few entries left below us move up into this position, into spare
+        // slots when the node has enough, else into a rebuilt node.
         let count = n.header.entries();
-        let mut header = take_header(n);
-        let (children, mut child) = children_removed(header.children, ci);
-        header.children = children;
-        header.nodemap ^= bit;
-        let moved = &mut make_unique(&mut child).slice[..left];
-        header.set_count(bit, left);
-        let at = header.slots(bit).start;
-        *node = build(header, rebuilt(&mut n.slice, count, at, 0, moved));
+        let (children, mut child) = children_removed(mem::take(&mut n.header.children), ci);
+        n.header.children = children;
+        n.header.nodemap ^= bit;
+        n.header.set_count(bit, left);
+        let at = n.header.slots(bit).start;
+        let mut moved: [Slot<K, V>; MAX_INLINE] = Default::default();
+        match Arc::get_mut(&mut child) {
+            Some(c) => moved
+                .iter_mut()
+                .zip(&mut c.slice[..left])
+                .for_each(|(m, s)| *m = s.take()),
+            None => moved
+                .iter_mut()
+                .zip(&child.slice[..left])
+                .for_each(|(m, s)| *m = s.clone()),
+        }
+        let moved = &mut moved[..left];
+        if count + left <= n.slice.len() {
+            n.slice[at..count + left].rotate_right(left);
+            n.slice[at..at + left].swap_with_slice(moved);
+        } else {
+            let header = take_header(n);
+            *node = build(header, rebuilt(&mut n.slice, count, at, 0, moved));
+        }
     }
     Some(kv)
 }
@@ -649,7 +684,9 @@ pub(super) fn release_below<K: Clone, V: Clone>(
     removed
 }
 
-/// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32).
+/// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32): a node's own entries
+/// come first, then its children's subtrees in order. The children are walked from whichever
+/// end is nearer `r`.
 pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
     loop {
         let entries = node.header.entries();
@@ -657,13 +694,27 @@ pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> 
             return node.slice[r].as_ref();
         }
         r -= entries;
+        let below = node.header.size - entries;
         let mut next = None;
-        for child in node.header.children.iter() {
-            if r < child.header.size {
-                next = Some(child);
-                break;
+        if r < below / 2 {
+            for child in node.header.children.iter() {
+                if r < child.header.size {
+                    next = Some(child);
+                    break;
+                }
+                r -= child.header.size;
             }
-            r -= child.header.size;
+        } else {
+            // Counted from the last entry backwards.
+            let mut back = below.checked_sub(r + 1)?;
+            for child in node.header.children.iter().rev() {
+                if back < child.header.size {
+                    r = child.header.size - 1 - back;
+                    next = Some(child);
+                    break;
+                }
+                back -= child.header.size;
+            }
         }
         node = next?;
     }
@@ -696,7 +747,12 @@ pub(super) fn check<K, V>(
 ) -> usize {
     let h = &node.header;
     let entries = h.entries();
-    assert_eq!(node.slice.len(), capacity(entries), "slots vs entries");
+    let slots = node.slice.len();
+    assert_eq!(slots, capacity(slots), "slot count not a size class");
+    assert!(
+        capacity(entries) <= slots && slots <= max_capacity(entries),
+        "slots vs entries"
+    );
     assert!(
         node.slice[..entries].iter().all(Option::is_some),
         "vacant slot"
@@ -809,6 +865,45 @@ mod tests {
         assert_eq!(prefix_mask(1), 0xf800_0000_0000_0000);
         assert_eq!(prefix_mask(12), !0xf);
         assert_eq!(prefix_mask(COLLISION_LEVEL), u64::MAX);
+    }
+
+    /// `nth` as a walk from the first child only: the order `nth` keeps.
+    fn nth_forward<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> {
+        loop {
+            let entries = node.header.entries();
+            if r < entries {
+                return node.slice[r].as_ref();
+            }
+            r -= entries;
+            let mut next = None;
+            for child in node.header.children.iter() {
+                if r < child.header.size {
+                    next = Some(child);
+                    break;
+                }
+                r -= child.header.size;
+            }
+            node = next?;
+        }
+    }
+
+    #[test]
+    fn nth_walks_from_either_end_to_the_same_entry() {
+        let mut root = empty::<u64, ()>();
+        let hasher = foldhash::fast::FixedState::with_seed(3);
+        for i in 0..3000u64 {
+            insert(&mut root, 0, hasher.hash_one(i), i, (), &hasher);
+        }
+        for i in (0..3000u64).step_by(7) {
+            remove(&mut root, 0, hasher.hash_one(i), &i, false);
+        }
+        let size = root.header.size;
+        for r in 0..size {
+            let got = nth(&root, r).map(|e| e.0);
+            assert_eq!(got, nth_forward(&root, r).map(|e| e.0), "entry {r}");
+            assert!(got.is_some());
+        }
+        assert!(nth(&root, size).is_none());
     }
 
     #[test]

@@ -205,6 +205,16 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         node::nth(&self.root, r).map(|(k, v)| (k, v))
     }
 
+    /// Removes and returns the entry [`random`](Self::random) picks with `rnd`, in one walk down
+    /// the trie (no hashing, no key comparisons).
+    pub fn remove_random(&mut self, rnd: u64) -> Option<(K, V)> {
+        if self.is_empty() {
+            return None;
+        }
+        let r = (rnd % self.len() as u64) as usize;
+        node::remove_nth(&mut self.root, 0, r)
+    }
+
     /// Whether two maps are the same version (pointer equality of roots).
     pub fn ptr_eq(&self, other: &Self) -> bool {
         triomphe::Arc::ptr_eq(&self.root, &other.root)

@@ -25,6 +25,7 @@ impl Hash for Key {
 enum Op {
     Insert(u16, u32),
     Remove(u16),
+    RemoveRandom(u64),
     GetMut(u16, u32),
     Clear,
     Snapshot,
@@ -34,6 +35,7 @@ fn op(key_max: u16) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..key_max, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         5 => (0..key_max).prop_map(Op::Remove),
+        2 => any::<u64>().prop_map(Op::RemoveRandom),
         2 => (0..key_max, any::<u32>()).prop_map(|(k, v)| Op::GetMut(k, v)),
         1 => Just(Op::Clear),
         1 => Just(Op::Snapshot),
@@ -58,6 +60,14 @@ fn run_model(ops: &[Op], group: u32, seed: u64) {
             Op::Remove(k) => {
                 let got = map.remove(&key(k)).map(|(k, v)| (k.k, v));
                 assert_eq!(got, model.remove(&k).map(|v| (k, v)));
+            }
+            Op::RemoveRandom(rnd) => {
+                let want = map.random(rnd).map(|(k, v)| (k.clone(), *v));
+                let got = map.remove_random(rnd);
+                assert_eq!(got, want);
+                if let Some((k, v)) = got {
+                    assert_eq!(model.remove(&k.k), Some(v));
+                }
             }
             Op::GetMut(k, v) => {
                 let got = map.get_mut(&key(k)).map(|slot| std::mem::replace(slot, v));

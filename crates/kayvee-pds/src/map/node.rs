@@ -556,12 +556,16 @@ where
     None
 }
 
-/// Removes the entry at slot `at` of `node`, one of the position `bit`'s (0 in a collision
-/// node): in place, leaving a spare slot, unless the node would fall below half full (then it is
-/// rebuilt with [`capacity`] of the new count).
-fn remove_slot<K: Clone, V: Clone>(node: &mut Node<K, V>, at: usize, bit: u32) -> Slot<K, V> {
+/// Removes the entry at slot `at` of `node` (holding `count` entries), one of the position
+/// `bit`'s (0 in a collision node): in place, leaving a spare slot, unless the node would fall
+/// below half full (then it is rebuilt with [`capacity`] of the new count).
+fn remove_slot<K: Clone, V: Clone>(
+    node: &mut Node<K, V>,
+    at: usize,
+    bit: u32,
+    count: usize,
+) -> Slot<K, V> {
     let n = make_unique(node);
-    let count = n.header.entries();
     let change = |h: &mut NodeHeader<K, V>| {
         if bit != 0 {
             let left = h.slots(bit).len() - 1;
@@ -603,13 +607,15 @@ where
     let matches = |s: &Slot<K, V>| s.as_ref().is_some_and(|e| e.0.borrow() == k);
     if level == COLLISION_LEVEL {
         let at = node.slice.iter().position(matches)?;
-        return remove_slot(node, at, 0);
+        let count = node.header.size;
+        return remove_slot(node, at, 0, count);
     }
     let bit = 1u32 << frag(hash, level);
     if node.header.datamap() & bit != 0 {
         let slots = node.header.slots(bit);
         let at = slots.start + node.slice[slots].iter().position(matches)?;
-        return remove_slot(node, at, bit);
+        let count = node.header.entries();
+        return remove_slot(node, at, bit, count);
     }
     if node.header.nodemap & bit == 0 {
         return None;
@@ -617,9 +623,18 @@ where
     let n = make_unique(node);
     let ci = index(n.header.nodemap, bit);
     let kv = remove(&mut n.header.children[ci], level + 1, hash, k, present)?;
+    child_lost_one(node, ci, bit);
+    Some(kv)
+}
+
+/// Accounts for an entry removed below the child `ci` (at position `bit`) of the unshared
+/// `node`, keeping the trie canonical.
+fn child_lost_one<K: Clone, V: Clone>(node: &mut Node<K, V>, ci: usize, bit: u32) {
+    let n = Arc::get_mut(node).expect("the path was made unique");
     n.header.size -= 1;
     let child = &n.header.children[ci];
-    let left = child.header.entries();
+    // A child without children holds its whole subtree itself (a collision node too).
+    let left = child.header.size;
     if child.header.nodemap == 0 && left <= MAX_INLINE {
         // Canonical form: the few entries left below us move up into this position, into spare
         // slots when the node has enough, else into a rebuilt node.
@@ -649,7 +664,63 @@ where
             *node = build(header, rebuilt(&mut n.slice, count, at, 0, moved));
         }
     }
+}
+
+/// Removes the `r`-th entry of the subtree (`r < size`, in [`nth`]'s order), keeping the trie
+/// canonical; copies the shared nodes on its path. One walk, no hashing or key comparisons.
+pub(super) fn remove_nth<K: Clone, V: Clone>(
+    node: &mut Node<K, V>,
+    level: usize,
+    r: usize,
+) -> Slot<K, V> {
+    let entries = node.header.entries();
+    if r < entries {
+        let bit = if level == COLLISION_LEVEL {
+            0
+        } else {
+            bit_of_slot(&node.header, r)
+        };
+        return remove_slot(node, r, bit, entries);
+    }
+    let (ci, bit, r) = child_at(&node.header, r - entries)?;
+    let n = make_unique(node);
+    let kv = remove_nth(&mut n.header.children[ci], level + 1, r)?;
+    child_lost_one(node, ci, bit);
     Some(kv)
+}
+
+/// The position whose inline entries include slot `at` (`at` below the node's entries).
+fn bit_of_slot<K, V>(h: &NodeHeader<K, V>, at: usize) -> u32 {
+    /// The number of set bits of each byte, in that byte.
+    fn byte_counts(x: u32) -> u32 {
+        let x = x - ((x >> 1) & 0x5555_5555);
+        let x = (x & 0x3333_3333) + ((x >> 2) & 0x3333_3333);
+        (x + (x >> 4)) & 0x0f0f_0f0f
+    }
+    // Entries per group of 8 positions (at most 24), then running totals (at most 96): byte
+    // `i` of `upto` counts the entries of positions below `8 * (i + 1)`. Cheaper than
+    // `count_ones` per probe on targets without a popcount instruction.
+    let upto = (byte_counts(h.lo) + 2 * byte_counts(h.hi)).wrapping_mul(0x0101_0101);
+    let mut first = 0;
+    let mut group = 0;
+    while group < 3 {
+        let end = ((upto >> (8 * group)) & 0xff) as usize;
+        if at < end {
+            break;
+        }
+        first = end;
+        group += 1;
+    }
+    // Then position by position within the group.
+    let mut map = (h.lo | h.hi) & (0xff << (8 * group));
+    loop {
+        let bit = map & map.wrapping_neg();
+        first += usize::from(h.lo & bit != 0) + 2 * usize::from(h.hi & bit != 0);
+        if at < first || map == bit {
+            return bit;
+        }
+        map ^= bit;
+    }
 }
 
 /// Drops from this version every child subtree whose hashes all lie below `cursor` (the
@@ -693,30 +764,40 @@ pub(super) fn nth<K, V>(mut node: &Node<K, V>, mut r: usize) -> Option<&(K, V)> 
         if r < entries {
             return node.slice[r].as_ref();
         }
-        r -= entries;
-        let below = node.header.size - entries;
-        let mut next = None;
-        if r < below / 2 {
-            for child in node.header.children.iter() {
-                if r < child.header.size {
-                    next = Some(child);
-                    break;
-                }
-                r -= child.header.size;
+        let (ci, _, rest) = child_at(&node.header, r - entries)?;
+        node = &node.header.children[ci];
+        r = rest;
+    }
+}
+
+/// The child holding entry `r` of the children's subtrees taken in order: its index, its
+/// position's bit, and the entry's index in its subtree. Walks from whichever end is nearer.
+#[inline]
+fn child_at<K, V>(h: &NodeHeader<K, V>, mut r: usize) -> Option<(usize, u32, usize)> {
+    let below = h.size - h.entries();
+    let mut map = h.nodemap;
+    if r < below / 2 {
+        for (i, child) in h.children.iter().enumerate() {
+            let bit = map & map.wrapping_neg();
+            if r < child.header.size {
+                return Some((i, bit, r));
             }
-        } else {
-            // Counted from the last entry backwards.
-            let mut back = below.checked_sub(r + 1)?;
-            for child in node.header.children.iter().rev() {
-                if back < child.header.size {
-                    r = child.header.size - 1 - back;
-                    next = Some(child);
-                    break;
-                }
-                back -= child.header.size;
-            }
+            map ^= bit;
+            r -= child.header.size;
         }
-        node = next?;
+        None
+    } else {
+        // Counted from the last entry backwards.
+        let mut back = below.checked_sub(r + 1)?;
+        for (i, child) in h.children.iter().enumerate().rev() {
+            let bit = 1u32 << (31 - map.leading_zeros());
+            if back < child.header.size {
+                return Some((i, bit, child.header.size - 1 - back));
+            }
+            map ^= bit;
+            back -= child.header.size;
+        }
+        None
     }
 }
 
@@ -904,6 +985,68 @@ mod tests {
             assert!(got.is_some());
         }
         assert!(nth(&root, size).is_none());
+    }
+
+    #[test]
+    fn remove_nth_removes_the_entry_nth_picks() {
+        let mut root = empty::<u64, ()>();
+        let hasher = foldhash::fast::FixedState::with_seed(5);
+        let hash = |k: &u64| hasher.hash_one(k);
+        for i in 0..2000u64 {
+            insert(&mut root, 0, hash(&i), i, (), &hasher);
+        }
+        let snap = root.clone();
+        let mut r = 12345usize;
+        while root.header.size > 0 {
+            r = r.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1) >> 7;
+            let at = r % root.header.size;
+            let want = nth(&root, at).map(|e| e.0);
+            assert_eq!(remove_nth(&mut root, 0, at).map(|e| e.0), want);
+            if root.header.size.is_multiple_of(37) {
+                check(&root, 0, 0, &hash);
+            }
+        }
+        check(&root, 0, 0, &hash);
+        assert_eq!(
+            check(&snap, 0, 0, &hash),
+            2000,
+            "the snapshot kept its entries"
+        );
+    }
+
+    #[test]
+    fn bit_of_slot_finds_each_slots_position() {
+        let mut layouts: Vec<Vec<(u32, usize)>> = alloc::vec![
+            alloc::vec![(0, 2), (3, 1), (4, 3), (17, 2), (31, 3)],
+            alloc::vec![(31, 1)],
+            alloc::vec![(0, 1)],
+            (0..32).map(|p| (p, 3)).collect(),
+            (0..32).map(|p| (p, 1 + p as usize % 3)).collect(),
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..500 {
+            let mut l = Vec::new();
+            for p in 0..32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(3) {
+                    l.push((p, 1 + (x >> 8) as usize % 3));
+                }
+            }
+            layouts.push(l);
+        }
+        for l in layouts {
+            let mut h = header_of_size::<(), ()>(0);
+            for &(pos, count) in &l {
+                h.set_count(1 << pos, count);
+            }
+            for pos in 0..32 {
+                for at in h.slots(1 << pos) {
+                    assert_eq!(bit_of_slot(&h, at), 1 << pos, "{l:?} slot {at}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -347,8 +347,8 @@ mod tests {
             .filter(|&&(entries, slots)| slots > node::capacity(entries))
             .count();
         assert!(spare > 0, "some node kept spare slots");
-        // Most unshared removes now reallocate no node (a node below half full, or a child
-        // pulled up into a node without spare slots, still does).
+        // Most unshared removes now reallocate no node (one left under about three quarters
+        // full, or one a child is pulled up into without enough spare slots, still is).
         let more: Vec<u32> = (0..6000)
             .filter(|i| !removed.contains(i))
             .take(400)
@@ -363,7 +363,7 @@ mod tests {
         }
         m.check_invariants();
         assert!(
-            reallocs * 10 < more.len(),
+            reallocs * 5 < more.len(),
             "{reallocs} of {} removes reallocated",
             more.len()
         );
@@ -583,11 +583,7 @@ mod tests {
         m.check_invariants();
         assert_eq!(m.root.header.nodemap, 0, "lone entry pulled up to the root");
         assert_eq!(m.root.header.entries(), 1);
-        assert_eq!(
-            m.root.slice.len(),
-            2,
-            "a remove keeps a half-full node's slots"
-        );
+        assert_eq!(m.root.slice.len(), 1, "a node left half full is rebuilt");
     }
 
     #[test]

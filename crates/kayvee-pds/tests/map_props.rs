@@ -116,7 +116,7 @@ proptest! {
         run_model(&ops, u32::from(u16::MAX) + 1, seed);
     }
 
-    /// Phases of inserts and removes (nodes drained towards half full, then refilled through
+    /// Phases of inserts and removes (nodes drained, keeping spare slots or rebuilt, then refilled through
     /// their spare slots), with snapshots taken between phases.
     #[test]
     fn remove_then_insert_phases(phases in prop::collection::vec(

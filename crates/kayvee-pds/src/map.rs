@@ -205,6 +205,16 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         node::nth(&self.root, r).map(|(k, v)| (k, v))
     }
 
+    /// Removes and returns the entry [`random`](Self::random) picks with `rnd`, in one walk down
+    /// the trie (no hashing, no key comparisons).
+    pub fn remove_random(&mut self, rnd: u64) -> Option<(K, V)> {
+        if self.is_empty() {
+            return None;
+        }
+        let r = (rnd % self.len() as u64) as usize;
+        node::remove_nth(&mut self.root, 0, r)
+    }
+
     /// Whether two maps are the same version (pointer equality of roots).
     pub fn ptr_eq(&self, other: &Self) -> bool {
         triomphe::Arc::ptr_eq(&self.root, &other.root)
@@ -300,6 +310,113 @@ mod tests {
             0,
             "root emptied"
         );
+    }
+
+    /// Each node's entry count and slot count.
+    fn layout<K, V>(m: &PMap<K, V>) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        node::for_each_node(&m.root, &mut |n| {
+            out.push((n.header.entries(), n.slice.len()))
+        });
+        out
+    }
+
+    #[test]
+    fn inserts_alone_size_nodes_exactly() {
+        let m = filled(20_000);
+        assert!(layout(&m)
+            .iter()
+            .all(|&(entries, slots)| slots == node::capacity(entries)));
+    }
+
+    #[test]
+    fn removes_keep_slots_in_place_and_inserts_refill_them() {
+        let mut m = filled(6000);
+        let mut removed = Vec::new();
+        // Removes spread over the trie, in an order unrelated to the layout.
+        for i in (0..6000u32).filter(|i| i.wrapping_mul(2_654_435_761) % 5 < 3) {
+            assert_eq!(m.remove(&i), Some((i, i * 2)));
+            removed.push(i);
+            if i % 97 == 0 {
+                m.check_invariants();
+            }
+        }
+        m.check_invariants();
+        let spare = layout(&m)
+            .iter()
+            .filter(|&&(entries, slots)| slots > node::capacity(entries))
+            .count();
+        assert!(spare > 0, "some node kept spare slots");
+        // Most unshared removes now reallocate no node (one left under about three quarters
+        // full, or one a child is pulled up into without enough spare slots, still is).
+        let more: Vec<u32> = (0..6000)
+            .filter(|i| !removed.contains(i))
+            .take(400)
+            .collect();
+        let mut reallocs = 0;
+        for &i in &more {
+            let before: BTreeSet<usize> = m.node_addrs().into_iter().collect();
+            assert_eq!(m.remove(&i), Some((i, i * 2)));
+            if m.node_addrs().iter().any(|a| !before.contains(a)) {
+                reallocs += 1;
+            }
+        }
+        m.check_invariants();
+        assert!(
+            reallocs * 5 < more.len(),
+            "{reallocs} of {} removes reallocated",
+            more.len()
+        );
+        removed.extend(more);
+        // Inserting everything back gives the same contents, invariants hold throughout.
+        for (n, &i) in removed.iter().enumerate() {
+            assert_eq!(m.insert(i, i * 2), None);
+            if n % 101 == 0 {
+                m.check_invariants();
+            }
+        }
+        m.check_invariants();
+        assert_eq!(m.len(), 6000);
+        assert!((0..6000).all(|i| m.get(&i) == Some(&(i * 2))));
+        // Removing everything empties the root.
+        for i in 0..6000 {
+            assert_eq!(m.remove(&i), Some((i, i * 2)));
+        }
+        m.check_invariants();
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn removes_do_not_disturb_a_snapshot() {
+        let mut m = filled(4000);
+        for i in (0..4000).step_by(3) {
+            m.remove(&i);
+        }
+        // A snapshot of a map whose nodes have spare slots.
+        let snap = m.clone();
+        let snap_layout = layout(&snap);
+        let snap_addrs = snap.node_addrs();
+        let want: Vec<(u32, u32)> = snap.iter().map(|(k, v)| (*k, *v)).collect();
+        for i in 0..4000 {
+            m.remove(&i);
+            if i % 50 == 0 {
+                m.check_invariants();
+                snap.check_invariants();
+            }
+            if i % 2 == 0 {
+                m.insert(i + 100_000, 0);
+            }
+        }
+        m.check_invariants();
+        assert_eq!(m.len(), 2000);
+        snap.check_invariants();
+        assert_eq!(snap.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(), want);
+        assert_eq!(layout(&snap), snap_layout);
+        assert_eq!(snap.node_addrs(), snap_addrs);
+        // Copies of shared nodes are made without the spare slots.
+        let mut copy = snap.clone();
+        copy.remove(&1);
+        copy.check_invariants();
     }
 
     #[test]
@@ -465,7 +582,8 @@ mod tests {
         m.remove(&Colliding(1, u32::MAX));
         m.check_invariants();
         assert_eq!(m.root.header.nodemap, 0, "lone entry pulled up to the root");
-        assert_eq!(m.root.slice.len(), 1);
+        assert_eq!(m.root.header.entries(), 1);
+        assert_eq!(m.root.slice.len(), 1, "a node left half full is rebuilt");
     }
 
     #[test]

@@ -25,6 +25,7 @@ impl Hash for Key {
 enum Op {
     Insert(u16, u32),
     Remove(u16),
+    RemoveRandom(u64),
     GetMut(u16, u32),
     Clear,
     Snapshot,
@@ -34,6 +35,7 @@ fn op(key_max: u16) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..key_max, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         5 => (0..key_max).prop_map(Op::Remove),
+        2 => any::<u64>().prop_map(Op::RemoveRandom),
         2 => (0..key_max, any::<u32>()).prop_map(|(k, v)| Op::GetMut(k, v)),
         1 => Just(Op::Clear),
         1 => Just(Op::Snapshot),
@@ -58,6 +60,14 @@ fn run_model(ops: &[Op], group: u32, seed: u64) {
             Op::Remove(k) => {
                 let got = map.remove(&key(k)).map(|(k, v)| (k.k, v));
                 assert_eq!(got, model.remove(&k).map(|v| (k, v)));
+            }
+            Op::RemoveRandom(rnd) => {
+                let want = map.random(rnd).map(|(k, v)| (k.clone(), *v));
+                let got = map.remove_random(rnd);
+                assert_eq!(got, want);
+                if let Some((k, v)) = got {
+                    assert_eq!(model.remove(&k.k), Some(v));
+                }
             }
             Op::GetMut(k, v) => {
                 let got = map.get_mut(&key(k)).map(|slot| std::mem::replace(slot, v));
@@ -104,6 +114,26 @@ proptest! {
     #[test]
     fn matches_model_with_constant_hash(ops in prop::collection::vec(op(40), 0..200), seed: u64) {
         run_model(&ops, u32::from(u16::MAX) + 1, seed);
+    }
+
+    /// Phases of inserts and removes (nodes drained, keeping spare slots or rebuilt, then refilled through
+    /// their spare slots), with snapshots taken between phases.
+    #[test]
+    fn remove_then_insert_phases(phases in prop::collection::vec(
+                                     (prop::collection::btree_set(0u16..600, 0..300), any::<bool>()),
+                                     1..8),
+                                 group in prop_oneof![Just(1u32), 2u32..6],
+                                 seed: u64) {
+        let mut ops = Vec::new();
+        for (keys, insert) in phases {
+            ops.extend(keys.into_iter().map(|k| if insert {
+                Op::Insert(k, u32::from(k))
+            } else {
+                Op::Remove(k)
+            }));
+            ops.push(Op::Snapshot);
+        }
+        run_model(&ops, group, seed);
     }
 
     /// Entries present for the whole scan are visited at least once whatever is inserted or

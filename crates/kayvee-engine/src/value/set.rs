@@ -411,6 +411,17 @@ impl Set {
         }
     }
 
+    /// Removes and returns the member [`random`](Self::random) picks with `rnd` (`None` when
+    /// empty).
+    pub fn pop_random(&mut self, rnd: u64) -> Option<SmallBytes> {
+        if let Repr::Map(m) = &mut self.0 {
+            return m.remove_random(rnd).map(|(k, ())| k);
+        }
+        let m = SmallBytes::from_slice(&self.random(rnd)?);
+        self.remove(&m);
+        Some(m)
+    }
+
     /// One scan step: a small set gives every member and cursor 0 (as Redis answers an intset);
     /// a map gives a batch of at least `count` in hash order from `cursor`.
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<Member<'_>>) {

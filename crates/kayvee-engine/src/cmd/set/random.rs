@@ -75,19 +75,23 @@ fn spop_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
         out.null();
         return Ok(());
     };
-    let m = s.random(rng.next_u64()).map(|m| SmallBytes::from_slice(&m));
-    if let Some(m) = &m {
-        s.remove(m);
-        out.bulk(m);
-    } else {
-        out.null();
+    let m = s.pop_random(rng.next_u64());
+    // A set left with members keeps its key: no need to look it up again below.
+    let emptied = s.is_empty();
+    match &m {
+        Some(m) => out.bulk(m),
+        None => out.null(),
     }
-    drop_if_empty(cx, key);
+    if emptied {
+        drop_if_empty(cx, key);
+    }
     if let Some(m) = &m {
         // The random choice made deterministic: the member it removed.
         cx.propagate(&[b"SREM", key, m]);
         emit(cx, nc::SET, "spop", key);
-        emptied_if_gone(cx, key);
+        if emptied {
+            emptied_if_gone(cx, key);
+        }
     }
     Ok(())
 }

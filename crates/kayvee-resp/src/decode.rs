@@ -241,6 +241,14 @@ impl Decoder {
         buf: &'a [u8],
         authenticated: bool,
     ) -> Result<Option<Frame<'a>>, ProtocolError> {
+        if self.kind == Kind::Idle && buf.first() == Some(&b'*') {
+            if let Some(consumed) = self.whole_multibulk(buf, authenticated) {
+                return Ok(Some(Frame {
+                    argv: Argv::new(buf, &self.spans),
+                    consumed,
+                }));
+            }
+        }
         if self.pos > buf.len() || self.scan > buf.len() {
             // The caller broke the contract (fewer bytes than last time): start over.
             self.reset();
@@ -285,6 +293,44 @@ impl Decoder {
                 Err(e)
             }
         }
+    }
+
+    /// The fast path of a command that is all there (what pipelined clients send): a
+    /// multibulk command with plain headers within the limits and every argument complete,
+    /// read in one pass with the position in a local, leaving the decoder between commands.
+    /// Anything else (a command in pieces, odd headers, errors) is `None`, and the general
+    /// path reads it from its start, as if this had not run.
+    #[inline]
+    fn whole_multibulk(&mut self, buf: &[u8], auth: bool) -> Option<usize> {
+        let (n, cr) = quick_header(buf, 0)?;
+        let (count_max, len_max) = if auth {
+            (SPANS_PREALLOC_MAX, self.limits.bulk_len_max)
+        } else {
+            (
+                UNAUTH_MULTIBULK_LEN_MAX as usize,
+                self.limits.bulk_len_max.min(UNAUTH_BULK_LEN_MAX as usize),
+            )
+        };
+        if n > count_max {
+            return None;
+        }
+        self.spans.clear();
+        self.spans.shrink_to(SPANS_PREALLOC_MAX);
+        let mut pos = cr + 2;
+        for _ in 0..n {
+            let (len, cr) = quick_header(buf, pos)?;
+            if buf[pos] != b'$' || len > len_max {
+                return None;
+            }
+            let start = cr + 2;
+            let end = start.checked_add(len)?;
+            if buf.len().saturating_sub(end) < 2 {
+                return None;
+            }
+            self.spans.push(start..end);
+            pos = end + 2;
+        }
+        Some(pos)
     }
 
     /// Finds the `\r` ending the header line that starts at `start`, when the byte after it has

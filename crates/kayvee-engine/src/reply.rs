@@ -79,6 +79,10 @@ pub trait ReplySink {
     fn ok(&mut self) {
         self.simple("OK");
     }
+    /// Convenience: `+PONG` (a sink may write it as one constant, as Redis's `shared.pong`).
+    fn pong(&mut self) {
+        self.simple("PONG");
+    }
     /// Convenience: a bulk string from text.
     fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());

@@ -84,6 +84,9 @@ impl ReplySink for RespWriter<'_> {
     fn ok(&mut self) {
         self.raw(b"+OK\r\n");
     }
+    fn pong(&mut self) {
+        self.raw(b"+PONG\r\n");
+    }
     fn simple(&mut self, s: &str) {
         self.out.reserve(s.len() + 3);
         self.out.push(b'+');
@@ -388,6 +391,7 @@ mod tests {
             ("+OK\r\n".into(), "+OK\r\n".into())
         );
         assert_eq!(both(|w| w.ok()).0, "+OK\r\n");
+        assert_eq!(both(|w| w.pong()), ("+PONG\r\n".into(), "+PONG\r\n".into()));
         assert_eq!(
             both(|w| w.error("ERR bad\r\nthing\n")),
             ("-ERR bad  thing \r\n".into(), "-ERR bad  thing \r\n".into())

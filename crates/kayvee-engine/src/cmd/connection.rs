@@ -107,7 +107,7 @@ fn ping(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult 
         return Ok(());
     }
     match args.len() {
-        1 => out.simple("PONG"),
+        1 => out.pong(),
         2 => out.bulk(args.get(1)),
         _ => return Err(Error::WrongArity("ping".into())),
     }

@@ -18,7 +18,7 @@ mod zset;
 pub use entry::{Entry, ENTRY_INLINE_MAX};
 pub use hash::{Hash, HashIter};
 pub use list::{List, ListTree, DEFAULT_FILL as LIST_DEFAULT_FILL};
-pub use set::{Member, Set, SetIter, SetMap};
+pub use set::{InlineIter, IntsIter, Member, Set, SetIter, SetMap};
 pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 

@@ -216,4 +216,39 @@ mod tests {
         assert_eq!(len(16384), [0x80, 0, 0, 0x40, 0]);
         assert_eq!(len(1 << 32), [0x81, 0, 0, 0, 1, 0, 0, 0, 0]);
     }
+    #[test]
+    fn intsets_dump_their_blob_whether_inline_or_on_the_heap() {
+        use kayvee_engine::value::Set;
+        let body = |s: &Set| {
+            let mut out = Vec::new();
+            write_body(&mut out, ValueRef::Set(s), None);
+            out
+        };
+        // `SADD s 1 2 300` on redis-server 7.0.15 (a set this small is kept inline).
+        let mut s = Set::new();
+        for m in ["300", "1", "2"] {
+            s.insert(m.as_bytes(), 512, 1);
+        }
+        assert_eq!(
+            body(&s),
+            b"\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00,\x01"
+        );
+        // A removal keeps the width: 4 after 70000 came and went.
+        s.insert(b"70000", 512, 1);
+        s.remove(b"70000");
+        let blob = |w: usize, v: &[i64]| {
+            let mut out = Vec::new();
+            write_string(&mut out, &compact::intset_blob(w, v.iter().copied()), None);
+            out
+        };
+        assert_eq!(body(&s), blob(4, &[1, 2, 300]));
+        // 30 values spread wide are on the heap: the same blob.
+        let values: Vec<i64> = (0..30).map(|i| i * 1000 - 7000).collect();
+        let mut big = Set::new();
+        for v in values.iter().rev() {
+            big.insert(alloc::format!("{v}").as_bytes(), 512, 1);
+        }
+        assert!(big.is_intset());
+        assert_eq!(body(&big), blob(2, &values));
+    }
 }

@@ -896,6 +896,7 @@ impl Server {
 }
 
 /// One `write` (retried on EINTR); 0 when the socket would block.
+#[inline(always)]
 fn write_once(stream: &mut Stream, bytes: &[u8]) -> io::Result<usize> {
     if bytes.is_empty() {
         return Ok(0);

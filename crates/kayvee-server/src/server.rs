@@ -597,13 +597,23 @@ impl Server {
             joined: RefCell::default(),
         };
         let r = f(&mut self.driver, &shell, &self.scratch);
-        for (h, stream) in shell.joined.into_inner() {
+        let joined = shell.joined.into_inner();
+        if !joined.is_empty() {
+            self.take_joined(joined);
+        }
+        r
+    }
+
+    /// The sockets of the connections a long script's shell accepted (see [`Shell`]).
+    #[cold]
+    #[inline(never)]
+    fn take_joined(&mut self, joined: Vec<(Handle, Stream)>) {
+        for (h, stream) in joined {
             if self.sockets.len() <= h.0 {
                 self.sockets.resize_with(h.0 + 1, || None);
             }
             self.sockets[h.0] = Some(stream);
         }
-        r
     }
 
     /// Carries out what commands asked of the shell, in order.
@@ -886,6 +896,7 @@ impl Server {
 }
 
 /// One `write` (retried on EINTR); 0 when the socket would block.
+#[inline(always)]
 fn write_once(stream: &mut Stream, bytes: &[u8]) -> io::Result<usize> {
     if bytes.is_empty() {
         return Ok(0);

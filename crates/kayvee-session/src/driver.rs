@@ -312,55 +312,74 @@ impl Driver {
             return;
         };
         s.idle_since_cron = false;
+        let (open, upstream, pending) = (
+            s.closing == Closing::No,
+            s.upstream.is_some(),
+            s.pending_input(),
+        );
         self.engine.core.stats.total_net_input_bytes += data.len() as u64;
+        if !open {
+            return;
+        }
         let slot = h.0;
-        let s = self.sessions[slot].as_mut().expect("looked up above");
-        if s.closing != Closing::No {
+        if upstream {
+            self.receive_upstream(slot, data, clock);
             return;
         }
-        if let Some(upstream) = &s.upstream {
-            // The link to this server's primary.
-            let now = clock.now();
-            if matches!(upstream, Upstream::Handshake(_)) {
-                let Some(rest) = self.receive_handshake(slot, data, now) else {
-                    self.after_batch(slot, now);
-                    return;
-                };
-                let s = self.sessions[slot].as_mut().expect("looked up above");
-                s.append(&rest);
-                self.run_buffered(slot, clock, false);
-                self.after_batch(slot, now);
-                return;
-            }
-            self.engine.primary_io(now, None);
-            let s = self.sessions[slot].as_mut().expect("looked up above");
-            if s.pending_input() == 0 {
-                let used = self.run_commands(slot, data, clock, false);
-                let s = self.sessions[slot].as_mut().expect("sessions stay");
-                s.stash(&data[used..]);
-            } else {
-                s.append(data);
-                self.run_buffered(slot, clock, false);
-            }
-            self.note_read_ahead(slot);
-            self.after_batch(slot, now);
-            return;
-        }
-        let s = self.sessions[slot].as_mut().expect("looked up above");
         self.last_reading = None;
-        if s.pending_input() == 0 {
+        if pending == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
+            let max = limits(&self.engine).query_buffer_max;
             let s = self.sessions[slot]
                 .as_mut()
                 .expect("sessions stay while running");
+            s.stash(&data[used..]);
+            if s.pending_input() > max {
+                self.check_query_limit(slot);
+            }
+        } else {
+            let s = self.sessions[slot].as_mut().expect("looked up above");
+            s.append(data);
+            self.run_buffered(slot, clock, false);
+            self.check_query_limit(slot);
+        }
+        let now = self.last_reading.take().unwrap_or_else(|| clock.now());
+        self.after_batch(slot, now);
+    }
+
+    /// [`Driver::receive`] for the link to this server's primary.
+    #[inline(never)]
+    fn receive_upstream(&mut self, slot: usize, data: &[u8], clock: &dyn Clock) {
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("looked up by the caller");
+        let Some(upstream) = &s.upstream else {
+            return;
+        };
+        let now = clock.now();
+        if matches!(upstream, Upstream::Handshake(_)) {
+            let Some(rest) = self.receive_handshake(slot, data, now) else {
+                self.after_batch(slot, now);
+                return;
+            };
+            let s = self.sessions[slot].as_mut().expect("looked up above");
+            s.append(&rest);
+            self.run_buffered(slot, clock, false);
+            self.after_batch(slot, now);
+            return;
+        }
+        self.engine.primary_io(now, None);
+        let s = self.sessions[slot].as_mut().expect("looked up above");
+        if s.pending_input() == 0 {
+            let used = self.run_commands(slot, data, clock, false);
+            let s = self.sessions[slot].as_mut().expect("sessions stay");
             s.stash(&data[used..]);
         } else {
             s.append(data);
             self.run_buffered(slot, clock, false);
         }
-        self.check_query_limit(slot);
-        let now = self.last_reading.take().unwrap_or_else(|| clock.now());
+        self.note_read_ahead(slot);
         self.after_batch(slot, now);
     }
 
@@ -420,8 +439,18 @@ impl Driver {
         clock: &dyn Clock,
         write: impl FnOnce(&[u8]) -> Result<usize, E>,
     ) -> Result<Flushed, E> {
-        let limited = self.engine.core.config.maxmemory != 0;
-        let Some(s) = self.session_mut(h) else {
+        let Driver {
+            engine,
+            sessions,
+            dirty,
+            clients_mem,
+            ..
+        } = self;
+        let Some(s) = sessions
+            .get_mut(h.0)
+            .and_then(Option::as_mut)
+            .filter(|s| s.handle == h)
+        else {
             return Ok(Flushed::Close);
         };
         if s.closing == Closing::Now {
@@ -440,16 +469,39 @@ impl Driver {
                 // Under a memory limit an empty output keeps no more than Redis's fixed reply
                 // buffer: capacity kept for nothing would count as used memory and make keys
                 // go (Redis frees its reply blocks once they are written).
-                if s.out.capacity() > REPLY_BUFFER_STATIC && limited {
+                if s.out.capacity() > REPLY_BUFFER_STATIC && engine.core.config.maxmemory != 0 {
                     s.out = Vec::new();
                 }
             }
-            self.engine.core.stats.total_net_output_bytes += n as u64;
-            if self.engine.core.config.maxmemory_clients_bytes() > 0 {
+            engine.core.stats.total_net_output_bytes += n as u64;
+            if engine.core.config.maxmemory_clients_bytes() > 0 {
                 // Client eviction counts the output that is left.
-                self.account(h.0);
+                measure(engine, clients_mem, s);
             }
         }
+        if syncing
+            || s.out_pending() > REPLY_BUFFER_STATIC
+            || s.closing != Closing::No
+            || s.read_again
+            || s.read_paused
+        {
+            return self.flush_rest(h, clock, syncing);
+        }
+        // `over_output_limit`'s test for output that counts against no limit.
+        s.soft_since_ms = None;
+        if s.out_pending() == 0 && s.dirty && dirty.last() == Some(&h.0) {
+            // Written right after its batch: the write pass has nothing left to do for it
+            // (`take_dirty` would pass over it).
+            dirty.pop();
+            s.dirty = false;
+        }
+        Ok(Flushed::Open)
+    }
+
+    /// [`Driver::flush`] after the write, for a connection that syncs, has output that
+    /// counts against a limit, closes, or has its reading paused.
+    #[inline(never)]
+    fn flush_rest<E>(&mut self, h: Handle, clock: &dyn Clock, syncing: bool) -> Result<Flushed, E> {
         // The clock is read only when something needs the time (most flushes do not).
         let mut now = None;
         if syncing {
@@ -1249,15 +1301,28 @@ impl Driver {
     /// place in the dirty list.
     fn after_batch(&mut self, slot: usize, now: Now) {
         // The output limit first: a client it closes is not counted for client eviction.
-        if self.over_output_limit(slot, || now) {
-            self.mark_dirty(slot);
+        // (Its test before the slow path is `over_output_limit`'s, done here on the one
+        // look-up of the session this needs.)
+        let Some(s) = self.sessions[slot].as_mut() else {
+            self.evict_clients();
+            return;
+        };
+        let counts = s.out_pending() > REPLY_BUFFER_STATIC || s.sync.is_some();
+        let s = if s.closing == Closing::Now {
+            s
+        } else if !counts {
+            s.soft_since_ms = None;
+            s
+        } else {
+            // A session the limit closes has `Closing::Now`: marked dirty below.
+            self.output_counted_over_limit(slot, now);
+            self.sessions[slot].as_mut().expect("looked up above")
+        };
+        if (s.out_pending() > 0 || s.closing != Closing::No) && !s.dirty {
+            s.dirty = true;
+            self.dirty.push(slot);
         }
-        if let Some(s) = self.sessions[slot].as_ref() {
-            if s.out_pending() > 0 || s.closing != Closing::No {
-                self.mark_dirty(slot);
-            }
-            self.account(slot);
-        }
+        measure(&mut self.engine, &mut self.clients_mem, s);
         self.evict_clients();
     }
 
@@ -1265,20 +1330,14 @@ impl Driver {
     /// the total client eviction counts: every client but replicas, the link to the primary
     /// and those closing, as Redis counts its normal and pub/sub clients.
     fn account(&mut self, slot: usize) {
-        let Some(s) = self.sessions[slot].as_mut() else {
-            return;
-        };
-        let h = s.handle;
-        s.state_mem = self.engine.client_state_memory(h);
-        let io = s.io_stats(s.state_mem);
-        let counted = s.closing == Closing::No
-            && s.upstream.is_none()
-            && !self.engine.core.repl.is_replica(h);
-        let counted = if counted { io.tot_mem } else { 0 };
-        self.clients_mem = self.clients_mem - s.counted_mem + counted;
-        s.counted_mem = counted;
-        if let Some(c) = self.engine.clients.get_mut(h) {
-            c.io = io;
+        let Driver {
+            engine,
+            sessions,
+            clients_mem,
+            ..
+        } = self;
+        if let Some(s) = sessions[slot].as_mut() {
+            measure(engine, clients_mem, s);
         }
     }
 
@@ -1517,6 +1576,23 @@ pub(crate) fn limits(engine: &Engine) -> Limits {
     Limits {
         bulk_len_max: usize::try_from(cfg.proto_max_bulk_len).unwrap_or(usize::MAX),
         query_buffer_max: usize::try_from(cfg.client_query_buffer_limit).unwrap_or(usize::MAX),
+    }
+}
+
+/// [`Driver::account`] of session `s`: its I/O fields in the engine's client, its counted
+/// memory and the total `clients_mem` of them.
+#[inline(always)]
+fn measure(engine: &mut Engine, clients_mem: &mut usize, s: &mut Session) {
+    let h = s.handle;
+    s.state_mem = engine.client_state_memory(h);
+    let io = s.io_stats(s.state_mem);
+    let counted =
+        s.closing == Closing::No && s.upstream.is_none() && !engine.core.repl.is_replica(h);
+    let counted = if counted { io.tot_mem } else { 0 };
+    *clients_mem = *clients_mem - s.counted_mem + counted;
+    s.counted_mem = counted;
+    if let Some(c) = engine.clients.get_mut(h) {
+        c.io = io;
     }
 }
 

@@ -216,6 +216,7 @@ impl Session {
     /// Marks `n` output bytes as written; the written front is dropped when all is written,
     /// or when it is most of a large buffer (a reader that keeps up only partly: the buffer's
     /// memory follows the pending bytes, not everything ever queued).
+    #[inline]
     pub fn written(&mut self, n: usize) {
         self.out_sent = (self.out_sent + n).min(self.out.len());
         if self.out_sent == self.out.len() {

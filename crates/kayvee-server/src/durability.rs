@@ -126,12 +126,7 @@ impl Durability {
                     self.finish_detached_rewrite(engine);
                 }
             }
-            if core::mem::take(&mut engine.core.aof.status.enabled_in_exec) {
-                warn!(
-                    "AOF was enabled during a transaction. An AOF background was scheduled to \
-                     start when possible."
-                );
-            }
+            note_aof_scheduled(engine);
             match crate::aof::Aof::open(engine, now, false) {
                 Ok((aof, _)) => {
                     // Its new base is the rewrite Redis forks for here (counted the same).
@@ -224,5 +219,17 @@ impl Durability {
                 s.consecutive_failures += 1;
             }
         }
+    }
+}
+
+/// CONFIG SET appendonly yes inside EXEC: Redis's notice, logged once. The loop calls this right
+/// after a connection's commands, before their replies go out (as Redis logs it during the
+/// EXEC), and again when the log is turned on.
+pub fn note_aof_scheduled(engine: &mut Engine) {
+    if core::mem::take(&mut engine.core.aof.status.enabled_in_exec) {
+        warn!(
+            "AOF was enabled during a transaction. An AOF background was scheduled to start \
+             when possible."
+        );
     }
 }

@@ -571,6 +571,7 @@ impl Server {
             // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
+            crate::durability::note_aof_scheduled(self.driver.engine_mut());
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).

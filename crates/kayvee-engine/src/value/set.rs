@@ -23,7 +23,7 @@
 //! place: a write builds the new buffer (at most 4 KiB for an intset of 512 8-byte values,
 //! 8.3 KiB packed), so clones, snapshots among them, share it in O(1); the map clones in O(1).
 
-use super::flat::{get_bytes, put_bytes};
+use super::flat::{get_bytes, get_varint, put_bytes};
 use crate::util::parse_i64;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -181,16 +181,7 @@ impl Iterator for InlineIter<'_> {
             return None;
         }
         let first = self.at == 0;
-        let (mut u, mut shift) = (0u64, 0);
-        loop {
-            let b = self.buf[self.at];
-            self.at += 1;
-            u |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
+        let u = get_varint(self.buf, &mut self.at) as u64;
         self.prev = if first {
             unzigzag(u)
         } else {

@@ -17,6 +17,24 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
+/// Writes `n` as a varint into `buf` at `*at`, advancing past it; `false` (and `*at` past the
+/// end of what fitted) when `buf` is too short.
+#[inline]
+pub(crate) fn put_varint_in(buf: &mut [u8], at: &mut usize, mut n: u64) -> bool {
+    loop {
+        let Some(b) = buf.get_mut(*at) else {
+            return false;
+        };
+        *at += 1;
+        if n < 0x80 {
+            *b = n as u8;
+            return true;
+        }
+        *b = (n as u8) | 0x80;
+        n >>= 7;
+    }
+}
+
 /// Reads a varint at `*at`, advancing past it.
 #[inline]
 pub(crate) fn get_varint(buf: &[u8], at: &mut usize) -> usize {

@@ -23,7 +23,7 @@
 //! place: a write builds the new buffer (at most 4 KiB for an intset of 512 8-byte values,
 //! 8.3 KiB packed), so clones, snapshots among them, share it in O(1); the map clones in O(1).
 
-use super::flat::{get_bytes, get_varint, put_bytes};
+use super::flat::{get_bytes, get_varint, put_bytes, put_varint_in};
 use crate::util::parse_i64;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -121,17 +121,6 @@ impl Inline {
         }
     }
 
-    /// Copies the values into `out`; returns how many.
-    #[inline]
-    fn decode(&self, out: &mut [i64; INLINE_CAP]) -> usize {
-        let mut n = 0;
-        for v in self.values() {
-            out[n] = v;
-            n += 1;
-        }
-        n
-    }
-
     /// `values` (strictly ascending) of `width` inline, or `None` when they do not fit.
     #[inline]
     fn encode(width: usize, values: impl Iterator<Item = i64>) -> Option<Inline> {
@@ -139,23 +128,13 @@ impl Inline {
         let mut at = 0;
         let mut prev = None;
         for v in values {
-            let mut u = match prev {
+            let u = match prev {
                 None => zigzag(v),
                 Some(p) => (v as u64).wrapping_sub(p as u64),
             };
             prev = Some(v);
-            loop {
-                if at == INLINE_CAP {
-                    return None;
-                }
-                if u < 0x80 {
-                    buf[at] = u as u8;
-                    at += 1;
-                    break;
-                }
-                buf[at] = (u as u8) | 0x80;
-                at += 1;
-                u >>= 7;
+            if !put_varint_in(&mut buf, &mut at, u) {
+                return None;
             }
         }
         Some(Inline {
@@ -370,6 +349,38 @@ pub enum IntsIter<'a> {
     Heap(&'a [u8], usize, usize),
 }
 
+impl IntsIter<'_> {
+    /// How many values are left.
+    fn len(&self) -> usize {
+        match self {
+            IntsIter::Inline(it) => it.clone().count(),
+            IntsIter::Heap(_, i, end) => end - i,
+        }
+    }
+
+    /// Where `v` is among the values left, or where it would go (a linear walk inline, where
+    /// at most [`INLINE_CAP`] bytes hold them; a binary search on the heap).
+    fn search(&self, v: i64) -> Result<usize, usize> {
+        match self {
+            IntsIter::Inline(it) => {
+                let mut at = 0;
+                for x in it.clone() {
+                    match x.cmp(&v) {
+                        core::cmp::Ordering::Less => at += 1,
+                        core::cmp::Ordering::Equal => return Ok(at),
+                        core::cmp::Ordering::Greater => break,
+                    }
+                }
+                Err(at)
+            }
+            IntsIter::Heap(buf, i, _) => {
+                debug_assert_eq!(*i, 0, "searched from the start");
+                ints_search(buf, v)
+            }
+        }
+    }
+}
+
 impl Iterator for IntsIter<'_> {
     type Item = i64;
     #[inline]
@@ -500,47 +511,27 @@ impl Set {
     /// past [`PACKED_LEN_MAX`] members or on a member longer than [`PACKED_MEMBER_MAX`]
     /// (`seed` hashes the map).
     pub fn insert(&mut self, member: &[u8], intset_max: u64, seed: u64) -> bool {
+        if let Some((w, ints)) = self.intset() {
+            if let Some(v) = parse_i64(member) {
+                let n = ints.len();
+                match ints.search(v) {
+                    Ok(_) => return false,
+                    Err(at) if (n as u64) < intset_max => {
+                        let values = ints
+                            .clone()
+                            .take(at)
+                            .chain(core::iter::once(v))
+                            .chain(ints.skip(at));
+                        self.0 = ints_store(w.max(int_width(v)), n + 1, values);
+                        return true;
+                    }
+                    Err(_) => {}
+                }
+            }
+            return self.ints_convert(member, intset_max, seed);
+        }
         match &self.0 {
-            Repr::Inline(s) => {
-                if let Some(v) = parse_i64(member) {
-                    let mut vals = [0i64; INLINE_CAP];
-                    let n = s.decode(&mut vals);
-                    match vals[..n].binary_search(&v) {
-                        Ok(_) => return false,
-                        Err(at) if (n as u64) < intset_max => {
-                            let w = s.width().max(int_width(v));
-                            let values = vals[..at]
-                                .iter()
-                                .copied()
-                                .chain(core::iter::once(v))
-                                .chain(vals[at..n].iter().copied());
-                            self.0 = ints_store(w, n + 1, values);
-                            return true;
-                        }
-                        Err(_) => {}
-                    }
-                }
-                self.ints_convert(member, intset_max, seed)
-            }
-            Repr::Flat(h) if is_ints(&h.slice) => {
-                let buf = &h.slice;
-                if let Some(v) = parse_i64(member) {
-                    match ints_search(buf, v) {
-                        Ok(_) => return false,
-                        Err(at) if (ints_len(buf) as u64) < intset_max => {
-                            let (n, w) = (ints_len(buf), width_of(buf).max(int_width(v)));
-                            let values = (0..at)
-                                .map(|i| int_at(buf, i))
-                                .chain(core::iter::once(v))
-                                .chain((at..n).map(|i| int_at(buf, i)));
-                            self.0 = ints_store(w, n + 1, values);
-                            return true;
-                        }
-                        Err(_) => {}
-                    }
-                }
-                self.ints_convert(member, intset_max, seed)
-            }
+            Repr::Inline(_) => unreachable!("an inline set is an intset"),
             Repr::Flat(h) => {
                 let buf = &h.slice;
                 if packed_find(&buf[1..], member).is_some() {
@@ -553,14 +544,8 @@ impl Set {
                 }
                 debug_assert_eq!(buf.first(), Some(&PACKED));
                 // The member's length as a varint, then the member, after the old bytes.
-                let (mut head, mut hl, mut n) = ([0u8; 10], 0, member.len());
-                while n >= 0x80 {
-                    head[hl] = (n as u8) | 0x80;
-                    hl += 1;
-                    n >>= 7;
-                }
-                head[hl] = n as u8;
-                hl += 1;
+                let (mut head, mut hl) = ([0u8; 10], 0);
+                put_varint_in(&mut head, &mut hl, member.len() as u64);
                 let len = buf.len() + hl + member.len();
                 let bytes = buf.iter().chain(&head[..hl]).chain(member).copied();
                 self.0 = Repr::Flat(heap(len, bytes));
@@ -593,30 +578,20 @@ impl Set {
     /// Removes `member`; returns whether it was present. An intset keeps its width, and goes
     /// back inline when what is left fits.
     pub fn remove(&mut self, member: &[u8]) -> bool {
+        if let Some((w, ints)) = self.intset() {
+            let Some(at) = parse_i64(member).and_then(|v| ints.search(v).ok()) else {
+                return false;
+            };
+            let n = ints.len();
+            let values = ints
+                .enumerate()
+                .filter(move |&(i, _)| i != at)
+                .map(|(_, v)| v);
+            self.0 = ints_store(w, n - 1, values);
+            return true;
+        }
         match &mut self.0 {
-            Repr::Inline(s) => {
-                let Some(v) = parse_i64(member) else {
-                    return false;
-                };
-                let mut vals = [0i64; INLINE_CAP];
-                let n = s.decode(&mut vals);
-                let Ok(at) = vals[..n].binary_search(&v) else {
-                    return false;
-                };
-                let values = vals[..at].iter().chain(&vals[at + 1..n]).copied();
-                self.0 = ints_store(s.width(), n - 1, values);
-                true
-            }
-            Repr::Flat(h) if is_ints(&h.slice) => {
-                let buf = &h.slice;
-                let Some(at) = parse_i64(member).and_then(|v| ints_search(buf, v).ok()) else {
-                    return false;
-                };
-                let (w, n) = (width_of(buf), ints_len(buf));
-                let values = (0..n).filter(|&i| i != at).map(|i| int_at(buf, i));
-                self.0 = ints_store(w, n - 1, values);
-                true
-            }
+            Repr::Inline(_) => unreachable!("an inline set is an intset"),
             Repr::Flat(h) => match packed_find(&h.slice[1..], member) {
                 Some((from, to)) => {
                     let buf = &h.slice;

@@ -16,7 +16,8 @@ mod scan;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::Error;
-use crate::value::{Hash, Meta, Value, ValueMut, ValueRef};
+use crate::reply::ReplySink;
+use crate::value::{Hash, Meta, Split, Value, ValueMut, ValueRef};
 use crate::Cx;
 use fields::{
     hdel, hexists, hget, hgetall, hkeys, hlen, hmget, hmset, hset, hsetnx, hstrlen, hvals,
@@ -342,6 +343,12 @@ pub(crate) fn hash_put(
     h.insert(field, value)
 }
 
+/// A field or value as a bulk reply, written from its two parts without joining them.
+#[inline]
+pub(crate) fn bulk(out: &mut dyn ReplySink, s: Split<'_>) {
+    out.bulk_parts(s.head, s.tail);
+}
+
 /// The hash at `key` for reading (counting a hit or miss), with its metadata; `None` when
 /// missing, WRONGTYPE for another type.
 pub(crate) fn read_hash<'c>(
@@ -429,6 +436,6 @@ mod tests {
             b"12345",
         );
         assert!(meta.has(Meta::BIG), "a long value converts");
-        assert_eq!(h.get(b"a"), Some(&b"12"[..]));
+        assert_eq!(h.get(b"a"), Some(Split::whole(b"12")));
     }
 }

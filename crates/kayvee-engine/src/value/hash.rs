@@ -100,20 +100,26 @@ impl<'a> FlatPairs<'a> {
         Some((f, v))
     }
 
-    /// Finds `field`: where its value's suffix ends in the buffer, and the value. When absent,
-    /// the last pair's value suffix length (what an appended pair follows); a field without
-    /// the fields' prefix is absent without a walk (and cannot be appended: the answer is 0).
+    /// Finds `field`: where its value's suffix ends in the buffer, and the value.
     #[inline]
-    fn find(mut self, field: &[u8]) -> Result<(usize, Split<'a>), usize> {
+    fn find(mut self, field: &[u8]) -> Result<(usize, Split<'a>), Absent> {
         let Some(want) = field.strip_prefix(self.field_prefix) else {
-            return Err(0);
+            return Err(Absent {
+                prev_len: 0,
+                fields: None,
+            });
         };
+        let mut fields = 0;
         while let Some((f, v)) = self.next_suffixes() {
             if f == want {
                 return Ok((self.at, Split::new(self.value_prefix, v)));
             }
+            fields += 1;
         }
-        Err(self.prev_len)
+        Err(Absent {
+            prev_len: self.prev_len,
+            fields: Some(fields),
+        })
     }
 
     /// Whether every value suffix is non-empty and starts with the same byte (the values'
@@ -129,6 +135,16 @@ impl<'a> FlatPairs<'a> {
         }
         true
     }
+}
+
+/// What a walk for an absent field learnt.
+struct Absent {
+    /// The last pair's value suffix length (what an appended pair follows); meaningless when
+    /// the field lacks the fields' prefix (it cannot be appended then).
+    prev_len: usize,
+    /// How many pairs there are; `None` when the field lacks the fields' prefix and the
+    /// pairs were not walked.
+    fields: Option<usize>,
 }
 
 impl<'a> Iterator for FlatPairs<'a> {
@@ -314,26 +330,43 @@ impl Hash {
 
     /// Sets `field` to `value`; returns whether the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        self.insert_within(field, value, usize::MAX)
+            .expect("no field limit")
+    }
+
+    /// [`Hash::insert`], unless `field` is new and the hash already holds `fields_max` fields:
+    /// then `None`, nothing changed (the caller converts the hash first). On a flat hash one
+    /// walk answers both the lookup and the count.
+    pub fn insert_within(&mut self, field: &[u8], value: &[u8], fields_max: usize) -> Option<bool> {
         match &mut self.0 {
-            Repr::Flat(buf) => Self::insert_flat(buf, field, value),
-            Repr::Map(m) => match m.get_mut(field) {
-                Some(v) => {
-                    *v = SmallBytes::from_slice(value);
-                    false
+            Repr::Flat(buf) => Self::insert_flat(buf, field, value, fields_max),
+            Repr::Map(m) => {
+                let full = m.len() >= fields_max;
+                match m.get_mut(field) {
+                    Some(v) => {
+                        *v = SmallBytes::from_slice(value);
+                        Some(false)
+                    }
+                    None if full => None,
+                    None => {
+                        m.insert(SmallBytes::from_slice(field), SmallBytes::from_slice(value));
+                        Some(true)
+                    }
                 }
-                None => {
-                    m.insert(SmallBytes::from_slice(field), SmallBytes::from_slice(value));
-                    true
-                }
-            },
+            }
         }
     }
 
-    /// [`Hash::insert`] into a flat buffer. A value of the old one's length that keeps the
-    /// values' prefix overwrites the old suffix in place; a new pair whose field and value keep
-    /// both prefixes is appended (in place when the allocator can grow the buffer); anything
-    /// else re-encodes the buffer (with the shorter prefixes).
-    fn insert_flat(buf: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> bool {
+    /// [`Hash::insert_within`] on a flat buffer. A value of the old one's length that keeps
+    /// the values' prefix overwrites the old suffix in place; a new pair whose field and value
+    /// keep both prefixes is appended (in place when the allocator can grow the buffer);
+    /// anything else re-encodes the buffer (with the shorter prefixes).
+    fn insert_flat(
+        buf: &mut Box<[u8]>,
+        field: &[u8],
+        value: &[u8],
+        fields_max: usize,
+    ) -> Option<bool> {
         let it = FlatPairs::new(buf);
         let (field_prefix, value_prefix) = (it.field_prefix, it.value_prefix);
         match it.find(field) {
@@ -344,7 +377,7 @@ impl Hash {
                         let pairs = FlatPairs::new(buf)
                             .map(|(f, v)| (f, if f == field { Split::whole(value) } else { v }));
                         *buf = encode(pairs);
-                        return false;
+                        return Some(false);
                     }
                 };
                 let first_changed = old.tail.first() != suffix.first();
@@ -353,14 +386,19 @@ impl Hash {
                 if first_changed && FlatPairs::new(buf).value_prefix_grows() {
                     *buf = encode(FlatPairs::new(buf));
                 }
-                false
+                Some(false)
             }
-            Err(prev_len) => {
+            Err(absent) => {
+                let fields = absent.fields.unwrap_or_else(|| FlatPairs::new(buf).count());
+                if fields >= fields_max {
+                    return None;
+                }
                 let suffixes = (
                     field.strip_prefix(field_prefix),
                     value.strip_prefix(value_prefix),
                 );
                 if let (false, (Some(f), Some(v))) = (buf.is_empty(), suffixes) {
+                    let prev_len = absent.prev_len;
                     let mut out = core::mem::take(buf).into_vec();
                     out.reserve_exact(pair_len(f.len(), v.len(), prev_len));
                     put_pair(&mut out, Split::whole(f), Split::whole(v), prev_len);
@@ -369,7 +407,7 @@ impl Hash {
                     let new = (Split::whole(field), Split::whole(value));
                     *buf = encode(FlatPairs::new(buf).chain(core::iter::once(new)));
                 }
-                true
+                Some(true)
             }
         }
     }

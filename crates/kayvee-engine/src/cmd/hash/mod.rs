@@ -335,10 +335,14 @@ pub(crate) fn hash_put(
 ) -> bool {
     if !meta.has(Meta::BIG) {
         let long = field.len() as u64 > lim.value || value.len() as u64 > lim.value;
-        if long || (h.len() as u64 >= lim.entries && !h.contains_key(field)) {
-            meta.set_flag(Meta::BIG, true);
-            h.make_big(lim.seed);
+        if !long {
+            let entries_max = usize::try_from(lim.entries).unwrap_or(usize::MAX);
+            if let Some(new) = h.insert_within(field, value, entries_max) {
+                return new;
+            }
         }
+        meta.set_flag(Meta::BIG, true);
+        h.make_big(lim.seed);
     }
     h.insert(field, value)
 }

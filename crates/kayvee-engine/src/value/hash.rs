@@ -592,6 +592,23 @@ mod tests {
     }
 
     #[test]
+    fn insert_within_refuses_a_new_field_past_the_limit() {
+        let mut h = Hash::new();
+        assert_eq!(h.insert_within(b"field:1", b"v1", 2), Some(true));
+        assert_eq!(h.insert_within(b"field:2", b"v2", 2), Some(true));
+        let before = h.clone();
+        // Counted by the walk, and (a field without the fields' prefix) without it.
+        assert_eq!(h.insert_within(b"field:3", b"v3", 2), None);
+        assert_eq!(h.insert_within(b"other", b"v3", 2), None);
+        assert_eq!(h, before);
+        assert_eq!(h.heap_size(), before.heap_size());
+        assert_eq!(h.insert_within(b"field:2", b"v9", 2), Some(false));
+        h.make_big(1);
+        assert_eq!(h.insert_within(b"field:3", b"v3", 2), None);
+        assert_eq!(h.insert_within(b"field:3", b"v3", 3), Some(true));
+    }
+
+    #[test]
     fn conversion_keeps_content_and_clones_are_snapshots() {
         let mut h = Hash::new();
         for i in 0..20u8 {

@@ -325,7 +325,8 @@ impl HashLimits {
 
 /// Sets `field` to `value`; returns whether the field is new. Marks the hash [`Meta::BIG`] when
 /// the store crosses a listpack limit, as Redis converts it then (and never back), and moves it
-/// to the map form first.
+/// to the map form first. A flat hash is walked once: the lookup that misses a field has
+/// counted the fields ([`Hash::insert_within`]).
 pub(crate) fn hash_put(
     h: &mut Hash,
     meta: &mut Meta,

@@ -434,6 +434,18 @@ impl Hash {
         }
     }
 
+    /// Calls `f` on every pair in [`Hash::iter`]'s order, choosing the form once rather than
+    /// per pair (the walk of HGETALL, HKEYS, HVALS).
+    #[inline]
+    pub fn for_each(&self, mut f: impl FnMut(Split<'_>, Split<'_>)) {
+        match &self.0 {
+            Repr::Flat(buf) => FlatPairs::new(buf).for_each(|(k, v)| f(k, v)),
+            Repr::Map(m) => m
+                .iter()
+                .for_each(|(k, v)| f(Split::whole(k), Split::whole(v))),
+        }
+    }
+
     /// The pair `rnd` picks, uniformly (`None` when empty).
     pub fn random(&self, rnd: u64) -> Option<(Split<'_>, Split<'_>)> {
         match &self.0 {

@@ -125,10 +125,10 @@ pub(super) fn hgetall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         return Ok(());
     };
     out.map(h.len());
-    for (k, v) in h.iter() {
+    h.for_each(|k, v| {
         bulk(out, k);
         bulk(out, v);
-    }
+    });
     Ok(())
 }
 
@@ -152,8 +152,8 @@ fn write_one_side(
 ) -> CmdResult {
     let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
     out.array(h.map_or(0, |h| h.len()));
-    for (k, v) in h.iter().flat_map(|h| h.iter()) {
-        bulk(out, if fields { k } else { v });
+    if let Some(h) = h {
+        h.for_each(|k, v| bulk(out, if fields { k } else { v }));
     }
     Ok(())
 }

@@ -4,7 +4,9 @@ strings and types rows of bench/compare.py), counted by valgrind's callgrind: in
 do not depend on the machine's load, so this runs on a busy machine where req/s figures would
 not. The set-ups differ from compare.py's where that would measure nothing: LPOP pops from 60
 lists of 1,000 elements, SPOP from a 60,000-member set (compare.py's SPOP mostly finds its set
-empty), LRANGE_100 reads a 100-element list.
+empty), LRANGE_100 reads a 100-element list. The rows HGET, HGETALL and HSET_10 (commands of
+their own, not redis-benchmark tests) read and overwrite a field of a hash of 10 fields shaped
+as compare.py's memory dataset (`field:0`.. and 16-byte values), small enough to stay flat.
 
 For each binary and row: the server runs under callgrind with collection on; the rows'
 set-up is loaded, counters are zeroed (`callgrind_control --zero`), redis-benchmark sends N
@@ -37,7 +39,10 @@ def free_port():
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-# name: (redis-benchmark -t test, set-up commands)
+# A hash of 10 fields shaped as compare.py's memory dataset: `field:J` -> `00000000000042:J`.
+SMALL_HASH = [["HSET", "hsmall"] + [x for j in range(10) for x in (f"field:{j}", f"{42:014d}:{j}")]]
+
+# name: (redis-benchmark -t test, or a command of its own as a list; set-up commands)
 ROWS = {
     "PING_MBULK": ("ping_mbulk", []),
     "SET": ("set", []),
@@ -48,6 +53,9 @@ ROWS = {
     "SPOP": ("spop", [["SADD", "myset"] + [f"m{i}" for i in range(60000)]]),
     "HSET": ("hset", []),
     "LRANGE_100": ("lrange_100", [["RPUSH", "mylist"] + ["xxx"] * 100]),
+    "HGET": (["HGET", "hsmall", "field:7"], SMALL_HASH),
+    "HGETALL": (["HGETALL", "hsmall"], SMALL_HASH),
+    "HSET_10": (["HSET", "hsmall", "field:7", f"{42:014d}:9"], SMALL_HASH),
 }
 
 
@@ -69,6 +77,7 @@ def wait_pong(port, proc, seconds=60):
 
 def measure(binary, row, pipeline, n, workdir):
     test, setup = ROWS[row]
+    what = ["-t", test] if isinstance(test, str) else test
     port = free_port()
     out = os.path.join(workdir, "cg.out")
     for f in glob.glob(out + "*"):
@@ -83,11 +92,11 @@ def measure(binary, row, pipeline, n, workdir):
             cli(port, *cmd)
         # A warm-up: the first requests allocate the clients' buffers and grow tables.
         subprocess.run(["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(pipeline),
-                        "-n", str(max(n // 10, 500)), "-t", test, "-q"], capture_output=True)
+                        "-n", str(max(n // 10, 500)), "-q", *what], capture_output=True)
         subprocess.run(["callgrind_control", "--zero", str(proc.pid)], capture_output=True,
                        check=True)
         subprocess.run(["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(pipeline),
-                        "-n", str(n), "-t", test, "-q"], capture_output=True, check=True)
+                        "-n", str(n), "-q", *what], capture_output=True, check=True)
         subprocess.run(["callgrind_control", "--dump", str(proc.pid)], capture_output=True,
                        check=True)
         time.sleep(0.5)

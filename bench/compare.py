@@ -10,7 +10,8 @@ geo and BITFIELD: XADD, XRANGE of 100, XREADGROUP, XACK, PFADD, PFCOUNT, GEOADD,
 BITFIELD INCRBY), scripting (EVALSHA and FCALL of one GET and of ten INCRs), pubsub (PUBLISH to 1, 10, 100
 subscribers), multi (MULTI + 10 commands + EXEC),
 aof (SET with appendonly yes, appendfsync always and everysec), memory (RSS per string key, and per small
-and big hash, sorted set, integer set, string set and list).
+and big hash, sorted set, integer set, string set and list; small hashes twice, with the fields and
+values sharing prefixes and without).
 
 Standard library only. See bench/README.md. Usage:
     python3 bench/compare.py [--quick] [--only GROUPS] [--kayvee-bin PATH] [--before-bin PATH]
@@ -540,6 +541,17 @@ def hash_commands(i, n=10):
     return [tuple(args)]
 
 
+def unshared_hash_commands(i, n=10):
+    """`HSET uhash:N afield0 <16 hex digits> ... jfield9 <16 hex digits>`: n fields of the
+    hashes row's sizes whose fields (and, but for chance, values) share no prefix, the case
+    where a flat hash's shared prefixes save nothing."""
+    args = ["HSET", f"uhash:{i}"]
+    for j in range(n):
+        value = hashlib.sha1(f"{i}:{j}".encode()).hexdigest()[:16]
+        args += [f"{chr(ord('a') + j % 26)}field{j % 10}", value]
+    return [tuple(args)]
+
+
 def zset_commands(i, n=10):
     """`ZADD zset:N 0.5 member:0 ... <n-1>.5 member:<n-1>`: n members."""
     args = ["ZADD", f"zset:{i}"]
@@ -585,6 +597,8 @@ def big(generate):
 DATASETS = [
     ("strings", "key", None, string_commands, "SET key:N, 16-byte value"),
     ("hashes", "hash", (100_000, 20_000), hash_commands, "HSET hash:N, 10 fields of 16 B"),
+    ("unshared hashes", "hash", (100_000, 20_000), unshared_hash_commands,
+     "HSET uhash:N, no shared prefix"),
     ("zsets", "zset", (100_000, 20_000), zset_commands, "ZADD zset:N, 10 members"),
     ("intsets", "set", (100_000, 20_000), intset_commands, "SADD iset:N, 10 small integers"),
     ("strsets", "set", (100_000, 20_000), strset_commands, "SADD sset:N, 10 short strings"),

@@ -50,6 +50,16 @@ pub trait ReplySink {
     fn int(&mut self, v: i64);
     /// A bulk (binary) string.
     fn bulk(&mut self, b: &[u8]);
+    /// A bulk string given as two parts, `head` then `tail` (a flat hash's field or value:
+    /// the shared prefix and its own suffix). A sink that writes bytes writes both without
+    /// joining them; this default joins them when both are non-empty.
+    fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+        if head.is_empty() {
+            self.bulk(tail);
+        } else {
+            self.bulk(&[head, tail].concat());
+        }
+    }
     /// The null reply for a missing string (`$-1` / `_`).
     fn null(&mut self);
     /// The null reply for a missing aggregate (`*-1` / `_`).
@@ -327,6 +337,7 @@ impl ReplySink for Discard {
     fn error(&mut self, _: &str) {}
     fn int(&mut self, _: i64) {}
     fn bulk(&mut self, _: &[u8]) {}
+    fn bulk_parts(&mut self, _: &[u8], _: &[u8]) {}
     fn null(&mut self) {}
     fn null_array(&mut self) {}
     fn array(&mut self, _: usize) {}

@@ -117,8 +117,9 @@ pub fn write_body(out: &mut Vec<u8>, v: ValueRef<'_>, mut compress: Option<&mut 
         ValueRef::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, val) in h.iter() {
-                write_string(out, f, compress.as_deref_mut());
-                write_string(out, val, compress.as_deref_mut());
+                // Joined on the stack: a flat hash's fields and values are short.
+                f.with_contiguous(|f| write_string(out, f, compress.as_deref_mut()));
+                val.with_contiguous(|v| write_string(out, v, compress.as_deref_mut()));
             }
         }
         ValueRef::ZSet(z) => {

@@ -335,7 +335,10 @@ mod tests {
         let mut out: Vec<Vec<u8>> = match v {
             Value::List(l) => return l.iter().map(|e| e.to_vec()).collect(),
             Value::Set(s) => s.iter().map(|m| m.to_vec()).collect(),
-            Value::Hash(h) => h.iter().map(|(f, v)| [f, b"=", v].concat()).collect(),
+            Value::Hash(h) => h
+                .iter()
+                .map(|(f, v)| [f.to_vec(), b"=".to_vec(), v.to_vec()].concat())
+                .collect(),
             Value::ZSet(z) => {
                 return z
                     .iter()

@@ -44,19 +44,56 @@ impl<'a> RespWriter<'a> {
         self.out.extend_from_slice(b"\r\n");
     }
 
+    /// `<prefix><len>\r\n`, a blob's header: lengths below 100 (short values, the common
+    /// case) as one fixed-size copy.
+    #[inline]
+    fn len_header(&mut self, prefix: u8, len: usize) {
+        match len {
+            0..=9 => self
+                .out
+                .extend_from_slice(&[prefix, b'0' + len as u8, b'\r', b'\n']),
+            10..=99 => self.out.extend_from_slice(&[
+                prefix,
+                b'0' + (len / 10) as u8,
+                b'0' + (len % 10) as u8,
+                b'\r',
+                b'\n',
+            ]),
+            _ => self.header(prefix, len_i64(len)),
+        }
+    }
+
     /// `<prefix><len>\r\n<bytes>\r\n` in one reservation (bulk, verbatim payload).
     #[inline]
     fn blob(&mut self, prefix: u8, b: &[u8]) {
         self.out.reserve(b.len() + 16);
-        if b.len() < 10 {
-            // One digit (short values, the common case): the header as one fixed-size copy.
-            self.out
-                .extend_from_slice(&[prefix, b'0' + b.len() as u8, b'\r', b'\n']);
-        } else {
-            self.header(prefix, len_i64(b.len()));
-        }
+        self.len_header(prefix, b.len());
         self.out.extend_from_slice(b);
         self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// A blob whose bytes are `head` then `tail` (a two-part bulk), in one reservation.
+    #[inline]
+    fn blob_parts(&mut self, prefix: u8, head: &[u8], tail: &[u8]) {
+        let len = head.len() + tail.len();
+        self.out.reserve(len + 16);
+        self.len_header(prefix, len);
+        self.put(head);
+        self.put(tail);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// Appends `b`: a few bytes one by one (a flat hash's field and value suffixes are often
+    /// one or two bytes, where a `memcpy` call costs more than the copy), longer ones at once.
+    #[inline]
+    fn put(&mut self, b: &[u8]) {
+        if b.len() <= 4 {
+            for &x in b {
+                self.out.push(x);
+            }
+        } else {
+            self.out.extend_from_slice(b);
+        }
     }
 
     /// A fixed reply line, e.g. `$-1\r\n`.
@@ -116,6 +153,9 @@ impl ReplySink for RespWriter<'_> {
     }
     fn bulk(&mut self, b: &[u8]) {
         self.blob(b'$', b);
+    }
+    fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+        self.blob_parts(b'$', head, tail);
     }
     fn null(&mut self) {
         self.raw(if self.resp3() { b"_\r\n" } else { b"$-1\r\n" });
@@ -433,6 +473,10 @@ mod tests {
             let text = String::from_utf8(payload.clone()).unwrap();
             let want = alloc::format!("${len}\r\n{text}\r\n");
             assert_eq!(enc(Protocol::Resp2, |w| w.bulk(&payload)), want);
+            for cut in [0, len / 2, len] {
+                let (head, tail) = payload.split_at(cut);
+                assert_eq!(enc(Protocol::Resp3, |w| w.bulk_parts(head, tail)), want);
+            }
             assert_eq!(
                 enc(Protocol::Resp2, |w| w.array(len)),
                 alloc::format!("*{len}\r\n")

@@ -223,7 +223,7 @@ fn lookup_pattern(cx: &mut Cx<'_>, pattern: &[u8], elem: &[u8]) -> Option<SmallB
     let now = cx.now_ms();
     let entry: &Entry = cx.db().lookup_read(&key, now)?;
     match (entry.value(), field) {
-        (ValueRef::Hash(h), Some(f)) => h.get(f).map(SmallBytes::from_slice),
+        (ValueRef::Hash(h), Some(f)) => h.get(f).map(|v| v.with_contiguous(SmallBytes::from_slice)),
         (ValueRef::Str(s), None) => Some(SmallBytes::from_slice(s)),
         _ => None,
     }

@@ -51,7 +51,7 @@ fn value_usage(entry: &Entry, samples: usize) -> usize {
         // Small hashes and sorted sets are one flat buffer: its size is exact.
         ValueRef::Hash(h) if !h.is_big() => h.heap_size(),
         ValueRef::Hash(h) => {
-            let per = |(f, v): (&[u8], &[u8])| {
+            let per = |(f, v): (crate::value::Split<'_>, crate::value::Split<'_>)| {
                 2 * elem + TRIE_SLOT_OVERHEAD + out_of_line(f.len()) + out_of_line(v.len())
             };
             size_of::<crate::value::Hash>() + scaled(h.iter(), h.len(), samples, per)

@@ -55,7 +55,7 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
         ValueRef::Hash(h) => {
             let mut acc = [0u8; 20];
             for (f, v) in h.iter() {
-                xor(&mut acc, &hash(&[f, v]));
+                xor(&mut acc, &hash(&[&f.to_vec(), &v.to_vec()]));
             }
             hash(&[b"hash", &acc])
         }

@@ -1,7 +1,7 @@
 //! Hash commands on fields: HSET, HSETNX, HMSET, HGET, HMGET, HDEL, HLEN, HEXISTS, HGETALL,
 //! HKEYS, HVALS, HSTRLEN. Replies follow Redis 7.0.15.
 
-use super::{hash_put, read_hash, write_hash, HashLimits};
+use super::{bulk, hash_put, read_hash, write_hash, HashLimits};
 use crate::argv::Argv;
 use crate::cmd::notify::{class as nc, emit};
 use crate::error::{CmdResult, Error};
@@ -62,7 +62,7 @@ pub(super) fn hsetnx(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
 /// HGET key field: the value, or null.
 pub(super) fn hget(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     match read_hash(cx, args.get(1))?.and_then(|(h, _)| h.get(args.get(2))) {
-        Some(v) => out.bulk(v),
+        Some(v) => bulk(out, v),
         None => out.null(),
     }
     Ok(())
@@ -74,7 +74,7 @@ pub(super) fn hmget(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     out.array(args.len() - 2);
     for field in args.iter().skip(2) {
         match h.and_then(|h| h.get(field)) {
-            Some(v) => out.bulk(v),
+            Some(v) => bulk(out, v),
             None => out.null(),
         }
     }
@@ -125,10 +125,10 @@ pub(super) fn hgetall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink)
         return Ok(());
     };
     out.map(h.len());
-    for (k, v) in h.iter() {
-        out.bulk(k);
-        out.bulk(v);
-    }
+    h.for_each(|k, v| {
+        bulk(out, k);
+        bulk(out, v);
+    });
     Ok(())
 }
 
@@ -152,8 +152,8 @@ fn write_one_side(
 ) -> CmdResult {
     let h = read_hash(cx, args.get(1))?.map(|(h, _)| h);
     out.array(h.map_or(0, |h| h.len()));
-    for (k, v) in h.iter().flat_map(|h| h.iter()) {
-        out.bulk(if fields { k } else { v });
+    if let Some(h) = h {
+        h.for_each(|k, v| bulk(out, if fields { k } else { v }));
     }
     Ok(())
 }

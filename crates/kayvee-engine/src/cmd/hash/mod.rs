@@ -16,7 +16,8 @@ mod scan;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::Error;
-use crate::value::{Hash, Meta, Value, ValueMut, ValueRef};
+use crate::reply::ReplySink;
+use crate::value::{Hash, Meta, Split, Value, ValueMut, ValueRef};
 use crate::Cx;
 use fields::{
     hdel, hexists, hget, hgetall, hkeys, hlen, hmget, hmset, hset, hsetnx, hstrlen, hvals,
@@ -324,7 +325,8 @@ impl HashLimits {
 
 /// Sets `field` to `value`; returns whether the field is new. Marks the hash [`Meta::BIG`] when
 /// the store crosses a listpack limit, as Redis converts it then (and never back), and moves it
-/// to the map form first.
+/// to the map form first. A flat hash is walked once: the lookup that misses a field has
+/// counted the fields ([`Hash::insert_within`]).
 pub(crate) fn hash_put(
     h: &mut Hash,
     meta: &mut Meta,
@@ -334,12 +336,22 @@ pub(crate) fn hash_put(
 ) -> bool {
     if !meta.has(Meta::BIG) {
         let long = field.len() as u64 > lim.value || value.len() as u64 > lim.value;
-        if long || (h.len() as u64 >= lim.entries && !h.contains_key(field)) {
-            meta.set_flag(Meta::BIG, true);
-            h.make_big(lim.seed);
+        if !long {
+            let entries_max = usize::try_from(lim.entries).unwrap_or(usize::MAX);
+            if let Some(new) = h.insert_within(field, value, entries_max) {
+                return new;
+            }
         }
+        meta.set_flag(Meta::BIG, true);
+        h.make_big(lim.seed);
     }
     h.insert(field, value)
+}
+
+/// A field or value as a bulk reply, written from its two parts without joining them.
+#[inline]
+pub(crate) fn bulk(out: &mut dyn ReplySink, s: Split<'_>) {
+    out.bulk_parts(s.head, s.tail);
 }
 
 /// The hash at `key` for reading (counting a hit or miss), with its metadata; `None` when
@@ -429,6 +441,6 @@ mod tests {
             b"12345",
         );
         assert!(meta.has(Meta::BIG), "a long value converts");
-        assert_eq!(h.get(b"a"), Some(&b"12"[..]));
+        assert_eq!(h.get(b"a"), Some(Split::whole(b"12")));
     }
 }

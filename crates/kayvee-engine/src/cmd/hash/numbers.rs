@@ -66,7 +66,10 @@ fn update_field<R, T: AsRef<[u8]>>(
     let (key, field) = (args.get(1), args.get(2));
     let lim = HashLimits::of(cx);
     let new = write_hash(cx, key, true, |h, meta| {
-        let new = next(h.get(field))?;
+        let new = match h.get(field) {
+            Some(old) => old.with_contiguous(|old| next(Some(old)))?,
+            None => next(None)?,
+        };
         hash_put(h, meta, lim, field, new.1.as_ref());
         Ok(new)
     })?;

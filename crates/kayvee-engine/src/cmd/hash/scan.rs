@@ -1,11 +1,11 @@
 //! Hash walks: HRANDFIELD (drawn from the engine's seeded random source) and HSCAN.
 
-use super::read_hash;
+use super::{bulk, read_hash};
 use crate::argv::Argv;
 use crate::cmd::coll::{self, parse_rand_count};
 use crate::error::{CmdResult, Error};
 use crate::reply::{Protocol, ReplySink};
-use crate::value::{Hash, ValueRef};
+use crate::value::{Hash, Split, ValueRef};
 use crate::{Core, Cx, Rng};
 use alloc::vec::Vec;
 
@@ -30,7 +30,7 @@ pub(super) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         out.array(0);
         return Ok(());
     };
-    let picked: Vec<(&[u8], &[u8])> = if count > 0 {
+    let picked: Vec<(Split<'_>, Split<'_>)> = if count > 0 {
         let all: Vec<_> = h.iter().collect();
         coll::shuffle_prefix(all, usize::try_from(count).unwrap_or(usize::MAX), rng)
     } else if h.is_big() {
@@ -52,7 +52,7 @@ pub(super) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
 fn hrandfield_one(cx: &mut Cx<'_>, key: &[u8], out: &mut dyn ReplySink) -> CmdResult {
     match hash_and_rng(cx, key)? {
         (Some(h), rng) => match h.random(rng.next_u64()) {
-            Some((k, _)) => out.bulk(k),
+            Some((k, _)) => bulk(out, k),
             None => out.null(),
         },
         (None, _) => out.null(),
@@ -76,7 +76,7 @@ fn hash_and_rng<'c>(
 }
 
 /// Fields (and values): WITHVALUES pairs are 2-element arrays in RESP3, flat in RESP2.
-fn write_fields(out: &mut dyn ReplySink, picked: &[(&[u8], &[u8])], values: bool) {
+fn write_fields(out: &mut dyn ReplySink, picked: &[(Split<'_>, Split<'_>)], values: bool) {
     let nested = values && out.protocol() == Protocol::Resp3;
     let flat_values = values && !nested;
     out.array(picked.len() * if flat_values { 2 } else { 1 });
@@ -84,9 +84,9 @@ fn write_fields(out: &mut dyn ReplySink, picked: &[(&[u8], &[u8])], values: bool
         if nested {
             out.array(2);
         }
-        out.bulk(k);
+        bulk(out, *k);
         if values {
-            out.bulk(v);
+            bulk(out, *v);
         }
     }
 }
@@ -106,11 +106,14 @@ pub(super) fn hscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     } else {
         h.scan(scan.cursor, scan.count)
     };
-    let found: Vec<_> = found.into_iter().filter(|(k, _)| scan.matches(k)).collect();
+    let found: Vec<_> = found
+        .into_iter()
+        .filter(|(k, _)| k.with_contiguous(|k| scan.matches(k)))
+        .collect();
     coll::write_scan_head(out, next, found.len() * 2);
     for (k, v) in found {
-        out.bulk(k);
-        out.bulk(v);
+        bulk(out, k);
+        bulk(out, v);
     }
     Ok(())
 }

@@ -87,6 +87,15 @@ pub trait ReplySink {
     fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
     }
+    /// A bulk string given in two parts, `head` then `tail` (a flat sorted set's member).
+    /// This default joins them; a sink that writes bytes writes the parts one after the other.
+    fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+        if head.is_empty() {
+            self.bulk(tail);
+        } else {
+            self.bulk(&[head, tail].concat());
+        }
+    }
     /// A double given with the text Redis prints for it (`addReplyHumanLongDouble`): the text
     /// as a bulk string in RESP2, a double in RESP3. A sink that writes bytes prints the text
     /// in RESP3 too; this default (the tree of replies) keeps the value.
@@ -327,6 +336,7 @@ impl ReplySink for Discard {
     fn error(&mut self, _: &str) {}
     fn int(&mut self, _: i64) {}
     fn bulk(&mut self, _: &[u8]) {}
+    fn bulk_parts(&mut self, _: &[u8], _: &[u8]) {}
     fn null(&mut self) {}
     fn null_array(&mut self) {}
     fn array(&mut self, _: usize) {}

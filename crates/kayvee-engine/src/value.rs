@@ -11,6 +11,7 @@ mod flat;
 mod hash;
 mod list;
 mod set;
+mod split;
 pub mod stream;
 pub mod usage;
 mod zset;
@@ -19,6 +20,7 @@ pub use entry::{Entry, ENTRY_INLINE_MAX};
 pub use hash::{Hash, HashIter};
 pub use list::{List, ListTree, DEFAULT_FILL as LIST_DEFAULT_FILL};
 pub use set::{InlineIter, IntsIter, Member, Set, SetIter, SetMap};
+pub use split::Split;
 pub use stream::{Stream, StreamId};
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 

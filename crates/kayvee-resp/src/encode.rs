@@ -59,6 +59,22 @@ impl<'a> RespWriter<'a> {
         self.out.extend_from_slice(b"\r\n");
     }
 
+    /// `blob` for bytes in two parts, written one after the other.
+    #[inline]
+    fn blob_parts(&mut self, prefix: u8, head: &[u8], tail: &[u8]) {
+        let len = head.len() + tail.len();
+        self.out.reserve(len + 16);
+        if len < 10 {
+            self.out
+                .extend_from_slice(&[prefix, b'0' + len as u8, b'\r', b'\n']);
+        } else {
+            self.header(prefix, len_i64(len));
+        }
+        self.out.extend_from_slice(head);
+        self.out.extend_from_slice(tail);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
     /// A fixed reply line, e.g. `$-1\r\n`.
     #[inline]
     fn raw(&mut self, b: &[u8]) {
@@ -116,6 +132,9 @@ impl ReplySink for RespWriter<'_> {
     }
     fn bulk(&mut self, b: &[u8]) {
         self.blob(b'$', b);
+    }
+    fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+        self.blob_parts(b'$', head, tail);
     }
     fn null(&mut self) {
         self.raw(if self.resp3() { b"_\r\n" } else { b"$-1\r\n" });

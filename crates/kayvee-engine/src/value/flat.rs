@@ -125,14 +125,20 @@ fn score_code(s: f64) -> (usize, i64) {
 
 /// Appends one flat sorted-set entry: `varint(member_len << 3 | code)`, the score, the member.
 pub(crate) fn put_scored(out: &mut Vec<u8>, score: f64, member: &[u8]) {
+    put_scored_parts(out, score, &[], member);
+}
+
+/// `put_scored` for a member given in two parts, `head` then `tail` (written joined).
+pub(crate) fn put_scored_parts(out: &mut Vec<u8>, score: f64, head: &[u8], tail: &[u8]) {
     let (code, i) = score_code(score);
-    put_varint(out, (member.len() << CODE_BITS) | code);
+    put_varint(out, ((head.len() + tail.len()) << CODE_BITS) | code);
     match code {
         SCORE_F32 => out.extend_from_slice(&(score as f32).to_le_bytes()),
         SCORE_F64 => out.extend_from_slice(&score.to_le_bytes()),
         _ => out.extend_from_slice(&i.to_le_bytes()[..SCORE_WIDTH[code]]),
     }
-    out.extend_from_slice(member);
+    out.extend_from_slice(head);
+    out.extend_from_slice(tail);
 }
 
 /// How many bytes `put_scored` writes for this entry.

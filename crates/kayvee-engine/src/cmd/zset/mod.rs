@@ -309,7 +309,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
         let signed: Vec<SmallBytes> = zs
             .iter()
             .filter(|e| e.0 == 0.0 && e.0.is_sign_negative())
-            .map(|e| SmallBytes::from_slice(e.1))
+            .map(|e| e.1.to_small_bytes())
             .collect();
         signed.iter().for_each(|m| {
             zs.insert(m, 0.0);

@@ -16,9 +16,10 @@ use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{ValueMut, ZRef, ZSet};
+use crate::value::{Split, ValueMut, ZRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
+use core::cmp::Ordering;
 use kayvee_pds::SmallBytes;
 
 /// A score interval.
@@ -113,19 +114,27 @@ impl LexRange {
         }
     }
 
-    fn gte_min(&self, m: &[u8]) -> bool {
+    fn gte_min(&self, m: Split<'_>) -> bool {
         match &self.min {
             LexBound::Min => true,
             LexBound::Max => false,
-            LexBound::Member(x, ex) => m > &x[..] || (!ex && m == &x[..]),
+            LexBound::Member(x, ex) => match m.cmp_bytes(x) {
+                Ordering::Greater => true,
+                Ordering::Equal => !ex,
+                Ordering::Less => false,
+            },
         }
     }
 
-    fn lte_max(&self, m: &[u8]) -> bool {
+    fn lte_max(&self, m: Split<'_>) -> bool {
         match &self.max {
             LexBound::Max => true,
             LexBound::Min => false,
-            LexBound::Member(x, ex) => m < &x[..] || (!ex && m == &x[..]),
+            LexBound::Member(x, ex) => match m.cmp_bytes(x) {
+                Ordering::Less => true,
+                Ordering::Equal => !ex,
+                Ordering::Greater => false,
+            },
         }
     }
 
@@ -309,7 +318,7 @@ fn select(
     rev: bool,
     limit: Option<(i64, i64)>,
 ) -> Vec<(SmallBytes, f64)> {
-    let pair = |e: ZRef<'_>| (SmallBytes::from_slice(e.1), e.0);
+    let pair = |e: ZRef<'_>| (e.1.to_small_bytes(), e.0);
     // A rank range only gets here with `LIMIT offset -1`, whose offset Redis ignores.
     let limit = limit.filter(|_| !matches!(range, Range::Rank(..)));
     let (off, cnt) = limit.unwrap_or((0, -1));

@@ -76,7 +76,10 @@ impl<'a> Split<'a> {
             let mut buf = [0u8; kayvee_pds::bytes::INLINE_LEN_MAX];
             buf[..self.head.len()].copy_from_slice(self.head);
             buf[self.head.len()..len].copy_from_slice(self.tail);
-            SmallBytes::from_slice(&buf[..len])
+            SmallBytes::Inline {
+                len: len as u8,
+                buf,
+            }
         } else {
             SmallBytes::from_vec(self.to_vec())
         }

@@ -311,14 +311,14 @@ pub(crate) fn rank_span(len: usize, start: i64, end: i64) -> Option<(usize, usiz
 }
 
 /// The members a range selects, in reply order.
-fn select(
-    zs: &ZSet,
+fn select<'z>(
+    zs: &'z ZSet,
     big: bool,
     range: &Range,
     rev: bool,
     limit: Option<(i64, i64)>,
-) -> Vec<(SmallBytes, f64)> {
-    let pair = |e: ZRef<'_>| (e.1.to_small_bytes(), e.0);
+) -> Vec<(Split<'z>, f64)> {
+    let pair = |e: ZRef<'z>| (e.1, e.0);
     // A rank range only gets here with `LIMIT offset -1`, whose offset Redis ignores.
     let limit = limit.filter(|_| !matches!(range, Range::Rank(..)));
     let (off, cnt) = limit.unwrap_or((0, -1));
@@ -386,15 +386,16 @@ fn zrange_generic(
 ) -> CmdResult {
     let o = parse_opts(args, src + 3, preset, store.is_some())?;
     let range = parse_range(&o, args.get(src + 1), args.get(src + 2))?;
-    let items = match read_zset(cx, args.get(src))? {
-        Some((zs, big)) => select(&zs, big, &range, o.rev.unwrap_or(false), o.limit),
+    let found = read_zset(cx, args.get(src))?;
+    let items = match &found {
+        Some((zs, big)) => select(zs, *big, &range, o.rev.unwrap_or(false), o.limit),
         None => Vec::new(),
     };
     match store {
         Some(dst) => {
             let mut zs = ZSet::new(cx.core.seed);
             items.iter().for_each(|(m, s)| {
-                zs.insert(m, *s);
+                zs.insert(&m.to_small_bytes(), *s);
             });
             let n = store_zset(cx, dst, zs);
             if n > 0 {
@@ -583,6 +584,6 @@ mod tests {
         assert!(LexRange::parse(b"b", b"+").is_err());
         let sel = select(&z, false, &Range::Lex(r), false, Some((1, 5)));
         assert_eq!(sel.len(), 1);
-        assert_eq!(&sel[0].0[..], b"c");
+        assert_eq!(sel[0].0, b"c");
     }
 }

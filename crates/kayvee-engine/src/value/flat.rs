@@ -179,6 +179,18 @@ pub(crate) fn get_scored<'b>(buf: &'b [u8], at: &mut usize) -> (f64, &'b [u8]) {
     (score, member)
 }
 
+/// Steps over one flat sorted-set entry at `*at` without decoding its score; returns the
+/// member. For walks that need members only (counting, lookups by member: `get_scored` from
+/// the entry's start then reads the one score wanted).
+#[inline]
+pub(crate) fn skip_scored<'b>(buf: &'b [u8], at: &mut usize) -> &'b [u8] {
+    let head = get_varint(buf, at);
+    let (code, len) = (head & ((1 << CODE_BITS) - 1), head >> CODE_BITS);
+    let m = *at + SCORE_WIDTH[code];
+    *at = m + len;
+    &buf[m..m + len]
+}
+
 /// Replaces `buf[from..to]` with `with`, reallocating to the exact new size (a small buffer,
 /// so the copy is bounded by the encoding thresholds). The buffer is resized with `realloc`,
 /// which grows or shrinks it in place when the allocator can: a buffer built up one element at
@@ -319,6 +331,9 @@ mod tests {
             let (got, m) = get_scored(&v, &mut at);
             assert_eq!(got.to_bits(), s.to_bits(), "{s}");
             assert_eq!((m, at), (member, v.len() - 1), "{s}");
+            let mut skip_at = 0;
+            assert_eq!(skip_scored(&v, &mut skip_at), member, "{s}");
+            assert_eq!(skip_at, at, "{s}");
             widths[score_code(s).0] += 1;
         }
         assert!(

@@ -1,17 +1,14 @@
 //! `ZSet`: a sorted set, flat while Redis would keep a listpack, a map plus an ordered tree
 //! after.
 //!
-//! The flat form is one exact-size buffer: the members' longest common prefix once
-//! (`varint(len)` and its bytes), then the entries sorted by (score, member), each
-//! `varint(suffix_len << 3 | code)`, the score in 1 to 8 bytes (the narrowest of integers,
-//! tenths, `f32` and `f64` that gives it back bit for bit, see [`super::flat`]), then the
-//! member's bytes after the prefix. Every member is thus two contiguous slices, lent as a
-//! [`Split`]; members that share a prefix order as their suffixes do, so walks compare
-//! suffixes only. The prefix is always the longest (an insert that breaks it and a removal
-//! that lengthens it re-encode the buffer), and an empty set has no buffer at all. Lookups
-//! are linear (at most `zset-max-listpack-entries` entries). The tree form keeps member ->
-//! score in a persistent map and the (score, member) order with ranks in a persistent
-//! ordered set. Conversions are one way, as Redis's, see [`super::Value::normalize`].
+//! The flat form (`flat_form`) is one exact-size buffer: the members' longest common prefix
+//! once, then the entries sorted by (score, member), each the score in 1 to 8 bytes (the
+//! narrowest of integers, tenths, `f32` and `f64` that gives it back bit for bit, see
+//! [`super::flat`]) and the member's bytes after the prefix; members are lent as two slices
+//! ([`Split`]). Lookups are linear (at most `zset-max-listpack-entries` entries). The tree
+//! form keeps member -> score in a persistent map and the (score, member) order with ranks in
+//! a persistent ordered set (its members lent with an empty head). Conversions are one way,
+//! as Redis's, see [`super::Value::normalize`].
 
 mod flat_form;
 
@@ -174,7 +171,7 @@ impl ZSet {
     /// Number of members.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Flat(buf) => flat_form::walk(buf).count(),
+            Repr::Flat(buf) => flat_form::skim(buf).count(),
             Repr::Tree(t) => t.scores.len(),
         }
     }

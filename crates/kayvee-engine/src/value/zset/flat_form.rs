@@ -11,7 +11,8 @@
 
 use super::{cmp_scored, ZRef};
 use crate::value::flat::{
-    get_bytes, get_scored, put_bytes, put_scored, put_scored_parts, put_varint, scored_len, splice,
+    get_bytes, get_scored, put_bytes, put_scored, put_scored_parts, put_varint, scored_len,
+    skip_scored, splice,
 };
 use crate::value::split::Split;
 use alloc::boxed::Box;
@@ -35,6 +36,35 @@ impl<'a> Iterator for FlatWalk<'a> {
         let start = self.at;
         let (s, m) = get_scored(self.buf, &mut self.at);
         Some((start, self.at, s, m))
+    }
+}
+
+/// Walks a flat buffer's entries forwards without decoding their scores.
+pub(super) struct Skim<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Skim<'a> {
+    /// (start, end, member suffix).
+    type Item = (usize, usize, &'a [u8]);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.buf.len() {
+            return None;
+        }
+        let start = self.at;
+        let m = skip_scored(self.buf, &mut self.at);
+        Some((start, self.at, m))
+    }
+}
+
+/// A flat buffer's entries, scores left undecoded.
+#[inline]
+pub(super) fn skim(buf: &[u8]) -> Skim<'_> {
+    Skim {
+        buf,
+        at: prefix(buf).1,
     }
 }
 
@@ -71,9 +101,14 @@ pub(super) fn refs(buf: &[u8]) -> impl Iterator<Item = ZRef<'_>> {
 pub(super) fn find(buf: &[u8], member: &[u8]) -> Option<(usize, usize, f64)> {
     let (p, at) = prefix(buf);
     let rest = member.strip_prefix(p)?;
-    FlatWalk { buf, at }
-        .find(|e| e.3 == rest)
-        .map(|e| (e.0, e.1, e.2))
+    find_suffix(buf, at, rest)
+}
+
+/// The entry whose member suffix is `rest`, walking from `at`: (start, end, score).
+#[inline]
+fn find_suffix(buf: &[u8], at: usize, rest: &[u8]) -> Option<(usize, usize, f64)> {
+    let (start, end, _) = Skim { buf, at }.find(|e| e.2 == rest)?;
+    Some((start, end, get_scored(buf, &mut { start }).0))
 }
 
 /// How many leading bytes `a` and `b` share.
@@ -131,15 +166,15 @@ fn rebuild(buf: &mut Box<[u8]>, plen: usize, new: Option<(f64, &[u8])>) {
 /// buffer goes back to its one form. Cheap when the first two suffixes differ at once.
 fn settle(buf: &mut Box<[u8]>) {
     let (p, at) = prefix(buf);
-    let mut entries = FlatWalk { buf, at };
+    let mut entries = Skim { buf, at };
     let Some(first) = entries.next() else {
         *buf = Box::default();
         return;
     };
-    let mut more = first.3.len();
+    let mut more = first.2.len();
     while more > 0 {
         let Some(e) = entries.next() else { break };
-        more = common_len(&first.3[..more], e.3);
+        more = common_len(&first.2[..more], e.2);
     }
     if more > 0 {
         let plen = p.len() + more;
@@ -161,9 +196,7 @@ pub(super) fn insert(buf: &mut Box<[u8]>, member: &[u8], score: f64) -> Option<f
         return None;
     }
     let rest = &member[p.len()..];
-    let old = FlatWalk { buf, at }
-        .find(|e| e.3 == rest)
-        .map(|e| (e.0, e.1, e.2));
+    let old = find_suffix(buf, at, rest);
     if let Some((_, _, o)) = old.filter(|o| o.2.to_bits() == score.to_bits()) {
         return Some(o); // same score: nothing moves (ZADD of an unchanged member)
     }
@@ -211,7 +244,7 @@ pub(super) fn remove(buf: &mut Box<[u8]>, member: &[u8]) -> Option<f64> {
 
 /// Removes the entries with ranks `lo..hi` (clamped) from a flat buffer; returns how many.
 pub(super) fn remove_ranks(buf: &mut Box<[u8]>, lo: usize, hi: usize) -> usize {
-    let spans: Vec<(usize, usize)> = walk(buf)
+    let spans: Vec<(usize, usize)> = skim(buf)
         .skip(lo)
         .take(hi.saturating_sub(lo))
         .map(|e| (e.0, e.1))
@@ -227,7 +260,7 @@ pub(super) fn remove_ranks(buf: &mut Box<[u8]>, lo: usize, hi: usize) -> usize {
 pub(super) fn rank(buf: &[u8], member: &[u8]) -> Option<usize> {
     let (p, at) = prefix(buf);
     let rest = member.strip_prefix(p)?;
-    FlatWalk { buf, at }.position(|e| e.3 == rest)
+    Skim { buf, at }.position(|e| e.2 == rest)
 }
 
 /// `ZSet::check_invariants` for the flat form.

@@ -37,6 +37,7 @@ impl ReplySink for MasterSink {
     }
     fn int(&mut self, _: i64) {}
     fn bulk(&mut self, _: &[u8]) {}
+    fn bulk_parts(&mut self, _: &[u8], _: &[u8]) {}
     fn null(&mut self) {}
     fn null_array(&mut self) {}
     fn array(&mut self, _: usize) {}

@@ -4,9 +4,11 @@ strings and types rows of bench/compare.py), counted by valgrind's callgrind: in
 do not depend on the machine's load, so this runs on a busy machine where req/s figures would
 not. The set-ups differ from compare.py's where that would measure nothing: LPOP pops from 60
 lists of 1,000 elements, SPOP from a 60,000-member set (compare.py's SPOP mostly finds its set
-empty), LRANGE_100 reads a 100-element list. The rows HGET, HGETALL and HSET_10 (commands of
-their own, not redis-benchmark tests) read and overwrite a field of a hash of 10 fields shaped
-as compare.py's memory dataset (`field:0`.. and 16-byte values), small enough to stay flat.
+empty), LRANGE_100 reads a 100-element list. The rows HGET, HGETALL and HSET_10 read and
+overwrite a field of a hash of 10 fields shaped as compare.py's memory dataset (`field:0`.. and
+16-byte values), small enough to stay flat; ZADD_10, ZSCORE_10 and ZRANGE_10 work on a 10-member
+sorted set in its small form. These rows send a command of their own (with `-r 10`), not a
+redis-benchmark test.
 
 For each binary and row: the server runs under callgrind with collection on; the rows'
 set-up is loaded, counters are zeroed (`callgrind_control --zero`), redis-benchmark sends N
@@ -42,7 +44,11 @@ def free_port():
 # A hash of 10 fields shaped as compare.py's memory dataset: `field:J` -> `00000000000042:J`.
 SMALL_HASH = [["HSET", "hsmall"] + [x for j in range(10) for x in (f"field:{j}", f"{42:014d}:{j}")]]
 
-# name: (redis-benchmark -t test, or a command of its own as a list; set-up commands)
+# A sorted set of 10 members sharing the prefix `member:00000000000` (what `__rand_int__` becomes
+# at -r 10), scores 0.5..9.5: the small (listpack-sized) set the ZSET rows read and update.
+ZSET10 = [["ZADD", "zs"] + [w for i in range(10) for w in (f"{i}.5", f"member:{i:012d}")]]
+
+# name: (redis-benchmark -t test, or a command's words sent with -r 10, set-up commands)
 ROWS = {
     "PING_MBULK": ("ping_mbulk", []),
     "SET": ("set", []),
@@ -56,7 +62,18 @@ ROWS = {
     "HGET": (["HGET", "hsmall", "field:7"], SMALL_HASH),
     "HGETALL": (["HGETALL", "hsmall"], SMALL_HASH),
     "HSET_10": (["HSET", "hsmall", "field:7", f"{42:014d}:9"], SMALL_HASH),
+    # A new score for one of the 10 members (the entry moves), ZSCORE of one, the whole set.
+    "ZADD_10": (["ZADD", "zs", "__rand_int__", "member:__rand_int__"], ZSET10),
+    "ZSCORE_10": (["ZSCORE", "zs", "member:000000000007"], ZSET10),
+    "ZRANGE_10": (["ZRANGE", "zs", "0", "-1"], ZSET10),
 }
+
+
+def bench_args(test):
+    """redis-benchmark's arguments for a row's test: a built-in test, or a command's words."""
+    if isinstance(test, list):
+        return ["-r", "10", *test]
+    return ["-t", test]
 
 
 def cli(port, *args):
@@ -77,7 +94,6 @@ def wait_pong(port, proc, seconds=60):
 
 def measure(binary, row, pipeline, n, workdir):
     test, setup = ROWS[row]
-    what = ["-t", test] if isinstance(test, str) else test
     port = free_port()
     out = os.path.join(workdir, "cg.out")
     for f in glob.glob(out + "*"):
@@ -92,11 +108,11 @@ def measure(binary, row, pipeline, n, workdir):
             cli(port, *cmd)
         # A warm-up: the first requests allocate the clients' buffers and grow tables.
         subprocess.run(["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(pipeline),
-                        "-n", str(max(n // 10, 500)), "-q", *what], capture_output=True)
+                        "-n", str(max(n // 10, 500)), "-q", *bench_args(test)], capture_output=True)
         subprocess.run(["callgrind_control", "--zero", str(proc.pid)], capture_output=True,
                        check=True)
         subprocess.run(["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(pipeline),
-                        "-n", str(n), "-q", *what], capture_output=True, check=True)
+                        "-n", str(n), "-q", *bench_args(test)], capture_output=True, check=True)
         subprocess.run(["callgrind_control", "--dump", str(proc.pid)], capture_output=True,
                        check=True)
         time.sleep(0.5)

@@ -50,8 +50,8 @@ pub trait ReplySink {
     fn int(&mut self, v: i64);
     /// A bulk (binary) string.
     fn bulk(&mut self, b: &[u8]);
-    /// A bulk string given as two parts, `head` then `tail` (a flat hash's field or value:
-    /// the shared prefix and its own suffix). A sink that writes bytes writes both without
+    /// A bulk string given as two parts, `head` then `tail` (a flat hash's field or value, a
+    /// flat sorted set's member: the shared prefix and its own suffix). A sink that writes bytes writes both without
     /// joining them; this default joins them when both are non-empty.
     fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
         if head.is_empty() {

@@ -125,7 +125,11 @@ pub fn write_body(out: &mut Vec<u8>, v: ValueRef<'_>, mut compress: Option<&mut 
         ValueRef::ZSet(z) => {
             write_len(out, z.len() as u64);
             for e in z.iter().rev() {
-                write_string(out, e.1, compress.as_deref_mut());
+                // A small set's members come in two parts (its common prefix, the rest).
+                match e.1.as_slice() {
+                    Some(m) => write_string(out, m, compress.as_deref_mut()),
+                    None => write_string(out, &e.1.to_small_bytes(), compress.as_deref_mut()),
+                }
                 out.extend_from_slice(&e.0.to_le_bytes());
             }
         }

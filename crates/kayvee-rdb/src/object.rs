@@ -343,7 +343,7 @@ mod tests {
                 return z
                     .iter()
                     .map(|e| {
-                        alloc::format!("{}:{}", e.0, core::str::from_utf8(e.1).unwrap())
+                        alloc::format!("{}:{}", e.0, core::str::from_utf8(&e.1.to_vec()).unwrap())
                             .into_bytes()
                     })
                     .collect()

@@ -187,10 +187,7 @@ fn elements(cx: &mut Cx<'_>, key: &[u8]) -> Result<(Kind, Vec<SmallBytes>), Erro
             Kind::Set,
             s.iter().map(|m| SmallBytes::from_slice(&m)).collect(),
         ),
-        ValueRef::ZSet(z) => (
-            Kind::ZSet,
-            z.iter().map(|e| SmallBytes::from_slice(e.1)).collect(),
-        ),
+        ValueRef::ZSet(z) => (Kind::ZSet, z.iter().map(|e| e.1.to_small_bytes()).collect()),
         _ => return Err(Error::WrongType),
     };
     // Redis converts a sorted set to a skiplist before sorting it, for good.

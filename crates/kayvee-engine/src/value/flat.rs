@@ -143,14 +143,20 @@ fn score_code(s: f64) -> (usize, i64) {
 
 /// Appends one flat sorted-set entry: `varint(member_len << 3 | code)`, the score, the member.
 pub(crate) fn put_scored(out: &mut Vec<u8>, score: f64, member: &[u8]) {
+    put_scored_parts(out, score, &[], member);
+}
+
+/// `put_scored` for a member given in two parts, `head` then `tail` (written joined).
+pub(crate) fn put_scored_parts(out: &mut Vec<u8>, score: f64, head: &[u8], tail: &[u8]) {
     let (code, i) = score_code(score);
-    put_varint(out, (member.len() << CODE_BITS) | code);
+    put_varint(out, ((head.len() + tail.len()) << CODE_BITS) | code);
     match code {
         SCORE_F32 => out.extend_from_slice(&(score as f32).to_le_bytes()),
         SCORE_F64 => out.extend_from_slice(&score.to_le_bytes()),
         _ => out.extend_from_slice(&i.to_le_bytes()[..SCORE_WIDTH[code]]),
     }
-    out.extend_from_slice(member);
+    out.extend_from_slice(head);
+    out.extend_from_slice(tail);
 }
 
 /// How many bytes `put_scored` writes for this entry.
@@ -189,6 +195,18 @@ pub(crate) fn get_scored<'b>(buf: &'b [u8], at: &mut usize) -> (f64, &'b [u8]) {
     let member = &b[w..w + len];
     *at += w + len;
     (score, member)
+}
+
+/// Steps over one flat sorted-set entry at `*at` without decoding its score; returns the
+/// member. For walks that need members only (counting, lookups by member: `get_scored` from
+/// the entry's start then reads the one score wanted).
+#[inline]
+pub(crate) fn skip_scored<'b>(buf: &'b [u8], at: &mut usize) -> &'b [u8] {
+    let head = get_varint(buf, at);
+    let (code, len) = (head & ((1 << CODE_BITS) - 1), head >> CODE_BITS);
+    let m = *at + SCORE_WIDTH[code];
+    *at = m + len;
+    &buf[m..m + len]
 }
 
 /// Replaces `buf[from..to]` with `with`, reallocating to the exact new size (a small buffer,
@@ -331,6 +349,9 @@ mod tests {
             let (got, m) = get_scored(&v, &mut at);
             assert_eq!(got.to_bits(), s.to_bits(), "{s}");
             assert_eq!((m, at), (member, v.len() - 1), "{s}");
+            let mut skip_at = 0;
+            assert_eq!(skip_scored(&v, &mut skip_at), member, "{s}");
+            assert_eq!(skip_at, at, "{s}");
             widths[score_code(s).0] += 1;
         }
         assert!(

@@ -1,21 +1,24 @@
-//! `Split`: a byte string borrowed as two contiguous parts, a shared prefix and the rest.
+//! `Split`: a byte string lent as two contiguous slices, a head and a tail: a flat hash's fields
+//! and values and a flat sorted set's members, each the common prefix its buffer stores once and
+//! then its own suffix (see `value/hash.rs`, `value/zset.rs`).
 //!
-//! A flat hash stores the prefix its fields (and its values) share once, then each field's own
-//! suffix (see `value/hash.rs`): a field read from it is the prefix and its suffix, two slices
-//! of one buffer. Readers take it as it is (compare, measure, write as a two-part bulk reply)
-//! instead of copying it into one slice; [`Split::with_contiguous`] gives one slice, on the
-//! stack for short strings, to the few that parse or hash bytes.
+//! Comparisons and equality are those of the concatenated bytes (`memcmp` order, as Redis
+//! compares members), so readers never need to join the parts; [`Split::to_small_bytes`] and
+//! [`crate::ReplySink::bulk_parts`] copy them once where bytes leave the value, and
+//! [`Split::with_contiguous`] gives one slice, on the stack for short strings, to the few
+//! readers that parse or hash bytes.
 
 use alloc::vec::Vec;
-use core::fmt;
+use core::cmp::Ordering;
+use kayvee_pds::SmallBytes;
 
 /// Strings up to this length are joined on the stack by [`Split::with_contiguous`].
 const STACK_JOIN_LEN_MAX: usize = 64;
 
-/// A byte string as `head` followed by `tail`.
-#[derive(Clone, Copy, Default)]
+/// A byte string in two parts: `head` then `tail`.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Split<'a> {
-    /// The first part (a shared prefix; often empty).
+    /// The first part (empty for a member of the tree form).
     pub head: &'a [u8],
     /// The rest.
     pub tail: &'a [u8],
@@ -28,7 +31,7 @@ impl<'a> Split<'a> {
         Split { head, tail }
     }
 
-    /// One slice, whole (an empty head).
+    /// One contiguous string (an empty head).
     #[inline]
     pub fn whole(bytes: &'a [u8]) -> Self {
         Split {
@@ -43,19 +46,21 @@ impl<'a> Split<'a> {
         self.head.len() + self.tail.len()
     }
 
-    /// Whether the string is empty.
+    /// Whether there is no byte.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.head.is_empty() && self.tail.is_empty()
     }
 
-    /// The string as one slice when it is one already (an empty head or tail).
+    /// The bytes as one slice when they are contiguous already (an empty part), else `None`.
     #[inline]
     pub fn as_slice(&self) -> Option<&'a [u8]> {
-        match (self.head.is_empty(), self.tail.is_empty()) {
-            (true, _) => Some(self.tail),
-            (_, true) => Some(self.head),
-            _ => None,
+        if self.head.is_empty() {
+            Some(self.tail)
+        } else if self.tail.is_empty() {
+            Some(self.head)
+        } else {
+            None
         }
     }
 
@@ -120,47 +125,146 @@ impl<'a> Split<'a> {
             f(&self.to_vec())
         }
     }
-}
 
-impl PartialEq<[u8]> for Split<'_> {
+    /// The bytes as a `SmallBytes` (inline up to its inline length, joined on the stack).
+    pub fn to_small_bytes(&self) -> SmallBytes {
+        if let Some(s) = self.as_slice() {
+            return SmallBytes::from_slice(s);
+        }
+        let len = self.len();
+        if len <= kayvee_pds::bytes::INLINE_LEN_MAX {
+            let mut buf = [0u8; kayvee_pds::bytes::INLINE_LEN_MAX];
+            buf[..self.head.len()].copy_from_slice(self.head);
+            buf[self.head.len()..len].copy_from_slice(self.tail);
+            SmallBytes::Inline {
+                len: len as u8,
+                buf,
+            }
+        } else {
+            SmallBytes::from_vec(self.to_vec())
+        }
+    }
+
+    /// Byte-order comparison with a contiguous string.
     #[inline]
-    fn eq(&self, other: &[u8]) -> bool {
-        other.len() == self.len()
+    pub fn cmp_bytes(&self, other: &[u8]) -> Ordering {
+        let n = self.head.len().min(other.len());
+        match self.head.cmp(&other[..n]) {
+            Ordering::Equal if n == self.head.len() => self.tail.cmp(&other[n..]),
+            // `other` is a proper prefix of the head.
+            Ordering::Equal => Ordering::Greater,
+            o => o,
+        }
+    }
+
+    /// Whether the bytes equal `other`.
+    #[inline]
+    pub fn eq_bytes(&self, other: &[u8]) -> bool {
+        self.len() == other.len()
             && other[..self.head.len()] == *self.head
             && other[self.head.len()..] == *self.tail
     }
 }
 
-impl PartialEq<&[u8]> for Split<'_> {
-    #[inline]
-    fn eq(&self, other: &&[u8]) -> bool {
-        *self == **other
+impl Ord for Split<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        if other.head.is_empty() {
+            return self.cmp_bytes(other.tail);
+        }
+        if self.head.is_empty() {
+            return other.cmp_bytes(self.tail).reverse();
+        }
+        let n = self.head.len().min(other.head.len());
+        match self.head[..n].cmp(&other.head[..n]) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+        // One head is a prefix of the other: compare what follows it.
+        if n == self.head.len() {
+            Split::new(&other.head[n..], other.tail)
+                .cmp_bytes(self.tail)
+                .reverse()
+        } else {
+            Split::new(&self.head[n..], self.tail).cmp_bytes(other.tail)
+        }
     }
 }
 
-impl<const N: usize> PartialEq<&[u8; N]> for Split<'_> {
-    fn eq(&self, other: &&[u8; N]) -> bool {
-        *self == other[..]
+impl PartialOrd for Split<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
 impl PartialEq for Split<'_> {
-    fn eq(&self, other: &Split<'_>) -> bool {
-        self.len() == other.len() && self.bytes().eq(other.bytes())
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.cmp(other) == Ordering::Equal
     }
 }
 
 impl Eq for Split<'_> {}
 
-impl fmt::Debug for Split<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.with_contiguous(|b| fmt::Debug::fmt(&kayvee_pds::SmallBytes::from_slice(b), f))
+impl PartialEq<[u8]> for Split<'_> {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.eq_bytes(other)
+    }
+}
+
+impl PartialEq<&[u8]> for Split<'_> {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.eq_bytes(other)
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for Split<'_> {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        self.eq_bytes(&other[..])
+    }
+}
+
+impl From<Split<'_>> for SmallBytes {
+    fn from(s: Split<'_>) -> Self {
+        s.to_small_bytes()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way of cutting each of a few strings, compared with every other: the order and
+    /// equality are those of the joined bytes.
+    #[test]
+    fn order_and_equality_are_the_joined_bytes() {
+        let words: [&[u8]; 9] = [
+            b"", b"a", b"ab", b"abc", b"abd", b"b", b"ba", b"\xff", b"a\0",
+        ];
+        let cuts = |w: &'static [u8]| (0..=w.len()).map(move |i| Split::new(&w[..i], &w[i..]));
+        for a in words {
+            for b in words {
+                for sa in cuts(a) {
+                    assert_eq!(sa.cmp_bytes(b), a.cmp(b));
+                    assert_eq!(sa == b, a == b);
+                    assert_eq!(sa.len(), a.len());
+                    assert_eq!(sa.to_vec(), a);
+                    assert_eq!(&sa.to_small_bytes()[..], a);
+                    for sb in cuts(b) {
+                        assert_eq!(sa.cmp(&sb), a.cmp(b), "{sa:?} {sb:?}");
+                        assert_eq!(sa == sb, a == b);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_strings_leave_the_inline_form() {
+        let long = [b'x'; 40];
+        let s = Split::new(&long[..10], &long[10..]);
+        assert_eq!(&s.to_small_bytes()[..], &long[..]);
+        assert_eq!(s.as_slice(), None);
+        assert_eq!(Split::whole(&long).as_slice(), Some(&long[..]));
+    }
 
     #[test]
     fn parts_read_as_one_string() {

@@ -1,15 +1,18 @@
 //! `ZSet`: a sorted set, flat while Redis would keep a listpack, a map plus an ordered tree
 //! after.
 //!
-//! The flat form is one exact-size buffer of entries sorted by (score, member), each
-//! `varint(member_len << 3 | code)`, the score in 1 to 8 bytes (the narrowest of integers,
-//! tenths, `f32` and `f64` that gives it back bit for bit, see [`super::flat`]), then the
-//! member. Lookups are linear (at
-//! most `zset-max-listpack-entries` entries). The tree form keeps member -> score in a
-//! persistent map and the (score, member) order with ranks in a persistent ordered set.
-//! Conversions are one way, as Redis's, see [`super::Value::normalize`].
+//! The flat form (`flat_form`) is one exact-size buffer: the members' longest common prefix
+//! once, then the entries sorted by (score, member), each the score in 1 to 8 bytes (the
+//! narrowest of integers, tenths, `f32` and `f64` that gives it back bit for bit, see
+//! [`super::flat`]) and the member's bytes after the prefix; members are lent as two slices
+//! ([`Split`]). Lookups are linear (at most `zset-max-listpack-entries` entries). The tree
+//! form keeps member -> score in a persistent map and the (score, member) order with ranks in
+//! a persistent ordered set (its members lent with an empty head). Conversions are one way,
+//! as Redis's, see [`super::Value::normalize`].
 
-use super::flat::{get_scored, put_scored, scored_len, splice};
+mod flat_form;
+
+use super::split::Split;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -37,9 +40,9 @@ pub struct ZTree {
     pub order: POrdSet<ScoreMember>,
 }
 
-/// A member and its score, borrowed from the set.
+/// A member and its score, borrowed from the set (the member in two parts, see [`Split`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ZRef<'a>(pub f64, pub &'a [u8]);
+pub struct ZRef<'a>(pub f64, pub Split<'a>);
 
 /// Redis's order: by score (`-0.0` equal to `0.0`), then member bytes.
 #[inline]
@@ -121,31 +124,6 @@ impl<T, L: ExactSizeIterator<Item = T>, R: ExactSizeIterator<Item = T>> ExactSiz
 {
 }
 
-/// Walks a flat buffer's entries forwards, with each entry's byte offsets.
-struct FlatWalk<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Iterator for FlatWalk<'a> {
-    /// (start, end, score, member).
-    type Item = (usize, usize, f64, &'a [u8]);
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.buf.len() {
-            return None;
-        }
-        let start = self.at;
-        let (s, m) = get_scored(self.buf, &mut self.at);
-        Some((start, self.at, s, m))
-    }
-}
-
-/// A flat buffer's entries.
-fn walk(buf: &[u8]) -> FlatWalk<'_> {
-    FlatWalk { buf, at: 0 }
-}
-
 impl ZSet {
     /// An empty tree-form sorted set whose member map hashes with `seed` (for computed
     /// results and loads; the engine flattens those that fit a listpack).
@@ -173,10 +151,10 @@ impl ZSet {
                 scores: PMap::with_seed(seed),
                 order: POrdSet::new(),
             };
-            for (_, _, s, m) in walk(buf) {
-                let m = SmallBytes::from_slice(m);
-                t.scores.insert(m.clone(), s);
-                t.order.insert(ScoreMember(s, m));
+            for e in flat_form::refs(buf) {
+                let m = e.1.to_small_bytes();
+                t.scores.insert(m.clone(), e.0);
+                t.order.insert(ScoreMember(e.0, m));
             }
             self.0 = Repr::Tree(Box::new(t));
         }
@@ -185,18 +163,15 @@ impl ZSet {
     /// Converts to the flat form (for new values that fit a listpack; no-op when flat).
     pub fn make_flat(&mut self) {
         if let Repr::Tree(t) = &self.0 {
-            let mut v = Vec::new();
-            for e in t.order.iter() {
-                put_scored(&mut v, e.0, &e.1);
-            }
-            self.0 = Repr::Flat(v.into_boxed_slice());
+            let buf = flat_form::encode(|| t.order.iter().map(|e| (e.0, &e.1[..])));
+            self.0 = Repr::Flat(buf);
         }
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).count(),
+            Repr::Flat(buf) => flat_form::skim(buf).count(),
             Repr::Tree(t) => t.scores.len(),
         }
     }
@@ -212,7 +187,7 @@ impl ZSet {
     /// A member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).find(|e| e.3 == member).map(|e| e.2),
+            Repr::Flat(buf) => flat_form::find(buf, member).map(|e| e.2),
             Repr::Tree(t) => t.scores.get(member).copied(),
         }
     }
@@ -220,22 +195,7 @@ impl ZSet {
     /// Sets a member's score (adding it when new); returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         match &mut self.0 {
-            Repr::Flat(buf) => {
-                let old = walk(buf).find(|e| e.3 == member).map(|e| (e.0, e.1, e.2));
-                if let Some((_, _, o)) = old.filter(|o| o.2.to_bits() == score.to_bits()) {
-                    return Some(o); // same score: nothing moves (ZADD of an unchanged member)
-                }
-                if let Some((from, to, _)) = old {
-                    splice(buf, from, to, &[]);
-                }
-                let at = walk(buf)
-                    .find(|e| cmp_scored((e.2, e.3), (score, member)) == Ordering::Greater)
-                    .map_or(buf.len(), |e| e.0);
-                let mut entry = Vec::with_capacity(scored_len(score, member));
-                put_scored(&mut entry, score, member);
-                splice(buf, at, at, &entry);
-                old.map(|o| o.2)
-            }
+            Repr::Flat(buf) => flat_form::insert(buf, member, score),
             Repr::Tree(t) => {
                 let key = SmallBytes::from_slice(member);
                 let old = t.scores.insert(key.clone(), score);
@@ -251,11 +211,7 @@ impl ZSet {
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.0 {
-            Repr::Flat(buf) => {
-                let (from, to, s, _) = walk(buf).find(|e| e.3 == member)?;
-                splice(buf, from, to, &[]);
-                Some(s)
-            }
+            Repr::Flat(buf) => flat_form::remove(buf, member),
             Repr::Tree(t) => {
                 let (key, score) = t.scores.remove(member)?;
                 t.order.remove(&ScoreMember(score, key));
@@ -267,17 +223,7 @@ impl ZSet {
     /// Removes the members with ranks `lo..hi` (clamped); returns how many.
     pub fn remove_rank_range(&mut self, lo: usize, hi: usize) -> usize {
         match &mut self.0 {
-            Repr::Flat(buf) => {
-                let spans: Vec<(usize, usize)> = walk(buf)
-                    .skip(lo)
-                    .take(hi.saturating_sub(lo))
-                    .map(|e| (e.0, e.1))
-                    .collect();
-                if let (Some(first), Some(last)) = (spans.first(), spans.last()) {
-                    splice(buf, first.0, last.1, &[]);
-                }
-                spans.len()
-            }
+            Repr::Flat(buf) => flat_form::remove_ranks(buf, lo, hi),
             Repr::Tree(t) => {
                 let gone: Vec<SmallBytes> =
                     t.order.range_by_rank(lo, hi).map(|e| e.1.clone()).collect();
@@ -297,14 +243,17 @@ impl ZSet {
     ) -> impl DoubleEndedIterator<Item = ZRef<'_>> + ExactSizeIterator + '_ {
         match &self.0 {
             Repr::Flat(buf) => {
-                let v: Vec<ZRef<'_>> = walk(buf)
+                let v: Vec<ZRef<'_>> = flat_form::refs(buf)
                     .skip(lo)
                     .take(hi.saturating_sub(lo))
-                    .map(|e| ZRef(e.2, e.3))
                     .collect();
                 Either::L(v.into_iter())
             }
-            Repr::Tree(t) => Either::R(t.order.range_by_rank(lo, hi).map(|e| ZRef(e.0, &e.1))),
+            Repr::Tree(t) => Either::R(
+                t.order
+                    .range_by_rank(lo, hi)
+                    .map(|e| ZRef(e.0, Split::whole(&e.1))),
+            ),
         }
     }
 
@@ -316,8 +265,8 @@ impl ZSet {
     /// The member with rank `i`.
     pub fn nth(&self, i: usize) -> Option<ZRef<'_>> {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).nth(i).map(|e| ZRef(e.2, e.3)),
-            Repr::Tree(t) => t.order.nth(i).map(|e| ZRef(e.0, &e.1)),
+            Repr::Flat(buf) => flat_form::refs(buf).nth(i),
+            Repr::Tree(t) => t.order.nth(i).map(|e| ZRef(e.0, Split::whole(&e.1))),
         }
     }
 
@@ -329,8 +278,8 @@ impl ZSet {
     /// The highest member.
     pub fn last(&self) -> Option<ZRef<'_>> {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).last().map(|e| ZRef(e.2, e.3)),
-            Repr::Tree(t) => t.order.last().map(|e| ZRef(e.0, &e.1)),
+            Repr::Flat(buf) => flat_form::refs(buf).last(),
+            Repr::Tree(t) => t.order.last().map(|e| ZRef(e.0, Split::whole(&e.1))),
         }
     }
 
@@ -338,15 +287,17 @@ impl ZSet {
     /// prefix of the order, false after).
     pub fn partition_point(&self, mut pred: impl FnMut(ZRef<'_>) -> bool) -> usize {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).take_while(|e| pred(ZRef(e.2, e.3))).count(),
-            Repr::Tree(t) => t.order.partition_point(|e| pred(ZRef(e.0, &e.1))),
+            Repr::Flat(buf) => flat_form::refs(buf).take_while(|&e| pred(e)).count(),
+            Repr::Tree(t) => t
+                .order
+                .partition_point(|e| pred(ZRef(e.0, Split::whole(&e.1)))),
         }
     }
 
     /// A member's rank (0 = lowest score).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.0 {
-            Repr::Flat(buf) => walk(buf).position(|e| e.3 == member),
+            Repr::Flat(buf) => flat_form::rank(buf, member),
             Repr::Tree(t) => {
                 let s = *t.scores.get(member)?;
                 t.order
@@ -366,7 +317,7 @@ impl ZSet {
                 let next = t.scores.scan(cursor, count, |m, _| keys.push(m.clone()));
                 for k in &keys {
                     if let Some((m, s)) = t.scores.get_key_value(&k[..]) {
-                        found.push(ZRef(*s, &m[..]));
+                        found.push(ZRef(*s, Split::whole(m)));
                     }
                 }
                 (next, found)
@@ -384,23 +335,12 @@ impl ZSet {
         }
     }
 
-    /// Panics when the structure is inconsistent: flat entries out of order or repeated, or
-    /// the tree's map and order disagreeing; any NaN score.
+    /// Panics when the structure is inconsistent: flat entries out of order or repeated, a
+    /// flat prefix that is not the members' longest common one (or a buffer left for an
+    /// empty set), or the tree's map and order disagreeing; any NaN score.
     pub fn check_invariants(&self) {
         match &self.0 {
-            Repr::Flat(buf) => {
-                let all: Vec<_> = walk(buf).collect();
-                for w in all.windows(2) {
-                    assert!(
-                        cmp_scored((w[0].2, w[0].3), (w[1].2, w[1].3)) == Ordering::Less,
-                        "flat entries out of order"
-                    );
-                }
-                for (i, e) in all.iter().enumerate() {
-                    assert!(!e.2.is_nan(), "NaN score");
-                    assert!(all[..i].iter().all(|f| f.3 != e.3), "repeated member");
-                }
-            }
+            Repr::Flat(buf) => flat_form::check(buf),
             Repr::Tree(t) => t.check_invariants(),
         }
     }
@@ -447,7 +387,7 @@ impl core::fmt::Debug for ZSet {
             "ZSet::Flat"
         })?;
         f.debug_list()
-            .entries(self.iter().map(|e| (e.0, SmallBytes::from_slice(e.1))))
+            .entries(self.iter().map(|e| (e.0, e.1.to_small_bytes())))
             .finish()
     }
 }
@@ -476,7 +416,7 @@ mod tests {
             ]
         );
         assert_eq!(z.rank(b"a"), Some(2));
-        assert_eq!(z.last(), Some(ZRef(2.0, b"a")));
+        assert_eq!(z.last(), Some(ZRef(2.0, Split::whole(b"a"))));
         assert_eq!(z.partition_point(|e| e.0 < 1.0), 2);
         assert_eq!(z.remove_rank_range(0, 2), 2);
         assert_eq!(z.len(), 1);

@@ -60,7 +60,7 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
             hash(&[b"hash", &acc])
         }
         ValueRef::ZSet(z) => z.iter().fold(hash(&[b"zset"]), |acc, r| {
-            hash(&[&acc, r.1, &score_bytes(r.0)])
+            hash(&[&acc, &r.1.to_small_bytes(), &score_bytes(r.0)])
         }),
         // The entries, in order (as Redis digests a stream: not its groups).
         ValueRef::Stream(st) => {

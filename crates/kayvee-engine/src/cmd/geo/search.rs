@@ -17,7 +17,7 @@ use crate::error::{CmdResult, Error};
 use crate::geohash::{self, Search, Shape};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::ZSet;
+use crate::value::{Split, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 
@@ -272,7 +272,7 @@ fn check_options(args: &Argv<'_>, kind: Kind, q: &Query<'_>, from: bool, by: boo
 
 /// One point found.
 struct Found<'z> {
-    member: &'z [u8],
+    member: Split<'z>,
     score: f64,
     lon: f64,
     lat: f64,
@@ -415,7 +415,7 @@ fn reply(out: &mut dyn ReplySink, q: &Query<'_>, found: &[Found<'_>]) {
         if extra > 0 {
             out.array(extra + 1);
         }
-        out.bulk(f.member);
+        out.bulk_parts(f.member.head, f.member.tail);
         if q.with_dist {
             reply_distance(out, f.dist / q.to_meters);
         }
@@ -447,7 +447,7 @@ fn store(
         } else {
             f.score
         };
-        zs.insert(f.member, score);
+        zs.insert(&f.member.to_small_bytes(), score);
     }
     if store_zset(cx, dest, zs) > 0 {
         cx.propagate_verbatim();

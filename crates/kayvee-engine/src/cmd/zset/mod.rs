@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::keyspec::{kf, KeySpec};
 use crate::reply::{Protocol, ReplySink};
-use crate::value::{Entry, Meta, Value, ValueRef, ZSet};
+use crate::value::{Entry, Meta, Split, Value, ValueRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
 use kayvee_pds::SmallBytes;
@@ -309,7 +309,7 @@ pub(crate) fn store_zset(cx: &mut Cx<'_>, key: &[u8], zs: ZSet) -> usize {
         let signed: Vec<SmallBytes> = zs
             .iter()
             .filter(|e| e.0 == 0.0 && e.0.is_sign_negative())
-            .map(|e| SmallBytes::from_slice(e.1))
+            .map(|e| e.1.to_small_bytes())
             .collect();
         signed.iter().for_each(|m| {
             zs.insert(m, 0.0);
@@ -342,23 +342,45 @@ pub(crate) fn drop_if_empty(cx: &mut Cx<'_>, key: &[u8]) {
     }
 }
 
+/// A member a reply writes as one bulk: owned bytes, or a set's member borrowed in two parts.
+pub(crate) trait BulkMember {
+    /// Writes the member as a bulk string.
+    fn write(&self, out: &mut dyn ReplySink);
+}
+
+impl BulkMember for SmallBytes {
+    fn write(&self, out: &mut dyn ReplySink) {
+        out.bulk(self);
+    }
+}
+
+impl BulkMember for Split<'_> {
+    fn write(&self, out: &mut dyn ReplySink) {
+        out.bulk_parts(self.head, self.tail);
+    }
+}
+
 /// Writes members (with scores when asked) as Redis's range replies do: a flat array in
 /// RESP2, an array of `[member, score]` pairs in RESP3 when scores are included.
-pub(crate) fn reply_scored(out: &mut dyn ReplySink, items: &[(SmallBytes, f64)], scores: bool) {
+pub(crate) fn reply_scored<M: BulkMember>(
+    out: &mut dyn ReplySink,
+    items: &[(M, f64)],
+    scores: bool,
+) {
     if !scores {
         out.array(items.len());
-        items.iter().for_each(|(m, _)| out.bulk(m));
+        items.iter().for_each(|(m, _)| m.write(out));
     } else if out.protocol() == Protocol::Resp3 {
         out.array(items.len());
         for (m, s) in items {
             out.array(2);
-            out.bulk(m);
+            m.write(out);
             out.double(*s);
         }
     } else {
         out.array(items.len() * 2);
         for (m, s) in items {
-            out.bulk(m);
+            m.write(out);
             out.double(*s);
         }
     }

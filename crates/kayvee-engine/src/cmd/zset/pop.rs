@@ -41,7 +41,7 @@ fn pop(
     let mut items = Vec::new();
     while items.len() < count {
         let e = if max { zs.last() } else { zs.first() };
-        let Some(e) = e.map(|e| (SmallBytes::from_slice(e.1), e.0)) else {
+        let Some(e) = e.map(|e| (e.1.to_small_bytes(), e.0)) else {
             break;
         };
         zs.remove(&e.0);

@@ -16,9 +16,10 @@ use crate::cmd::notify::{class as nc, emit, emptied_if_gone};
 use crate::error::{CmdResult, Error};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::{ValueMut, ZRef, ZSet};
+use crate::value::{Split, ValueMut, ZRef, ZSet};
 use crate::Cx;
 use alloc::vec::Vec;
+use core::cmp::Ordering;
 use kayvee_pds::SmallBytes;
 
 /// A score interval.
@@ -113,19 +114,27 @@ impl LexRange {
         }
     }
 
-    fn gte_min(&self, m: &[u8]) -> bool {
+    fn gte_min(&self, m: Split<'_>) -> bool {
         match &self.min {
             LexBound::Min => true,
             LexBound::Max => false,
-            LexBound::Member(x, ex) => m > &x[..] || (!ex && m == &x[..]),
+            LexBound::Member(x, ex) => match m.cmp_bytes(x) {
+                Ordering::Greater => true,
+                Ordering::Equal => !ex,
+                Ordering::Less => false,
+            },
         }
     }
 
-    fn lte_max(&self, m: &[u8]) -> bool {
+    fn lte_max(&self, m: Split<'_>) -> bool {
         match &self.max {
             LexBound::Max => true,
             LexBound::Min => false,
-            LexBound::Member(x, ex) => m < &x[..] || (!ex && m == &x[..]),
+            LexBound::Member(x, ex) => match m.cmp_bytes(x) {
+                Ordering::Less => true,
+                Ordering::Equal => !ex,
+                Ordering::Greater => false,
+            },
         }
     }
 
@@ -302,14 +311,14 @@ pub(crate) fn rank_span(len: usize, start: i64, end: i64) -> Option<(usize, usiz
 }
 
 /// The members a range selects, in reply order.
-fn select(
-    zs: &ZSet,
+fn select<'z>(
+    zs: &'z ZSet,
     big: bool,
     range: &Range,
     rev: bool,
     limit: Option<(i64, i64)>,
-) -> Vec<(SmallBytes, f64)> {
-    let pair = |e: ZRef<'_>| (SmallBytes::from_slice(e.1), e.0);
+) -> Vec<(Split<'z>, f64)> {
+    let pair = |e: ZRef<'z>| (e.1, e.0);
     // A rank range only gets here with `LIMIT offset -1`, whose offset Redis ignores.
     let limit = limit.filter(|_| !matches!(range, Range::Rank(..)));
     let (off, cnt) = limit.unwrap_or((0, -1));
@@ -377,15 +386,16 @@ fn zrange_generic(
 ) -> CmdResult {
     let o = parse_opts(args, src + 3, preset, store.is_some())?;
     let range = parse_range(&o, args.get(src + 1), args.get(src + 2))?;
-    let items = match read_zset(cx, args.get(src))? {
-        Some((zs, big)) => select(&zs, big, &range, o.rev.unwrap_or(false), o.limit),
+    let found = read_zset(cx, args.get(src))?;
+    let items = match &found {
+        Some((zs, big)) => select(zs, *big, &range, o.rev.unwrap_or(false), o.limit),
         None => Vec::new(),
     };
     match store {
         Some(dst) => {
             let mut zs = ZSet::new(cx.core.seed);
             items.iter().for_each(|(m, s)| {
-                zs.insert(m, *s);
+                zs.insert(&m.to_small_bytes(), *s);
             });
             let n = store_zset(cx, dst, zs);
             if n > 0 {
@@ -574,6 +584,6 @@ mod tests {
         assert!(LexRange::parse(b"b", b"+").is_err());
         let sel = select(&z, false, &Range::Lex(r), false, Some((1, 5)));
         assert_eq!(sel.len(), 1);
-        assert_eq!(&sel[0].0[..], b"c");
+        assert_eq!(sel[0].0, b"c");
     }
 }

@@ -38,7 +38,8 @@ pub(super) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     let rng = &mut cx.core.rng;
     let Some(count) = count else {
         let i = (rng.next_u64() % zs.len() as u64) as usize;
-        out.bulk(zs.nth(i).expect("in range").1);
+        let m = zs.nth(i).expect("in range").1;
+        out.bulk_parts(m.head, m.tail);
         return Ok(());
     };
     let n = zs.len();
@@ -60,7 +61,7 @@ pub(super) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         .iter()
         .map(|&i| {
             let e = zs.nth(i).expect("in range");
-            (SmallBytes::from_slice(e.1), e.0)
+            (e.1.to_small_bytes(), e.0)
         })
         .collect();
     reply_scored(out, &items, scores);
@@ -84,11 +85,11 @@ pub(super) fn zscan(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
     } else {
         (0, zs.iter().collect())
     };
-    found.retain(|e| scan.matches(e.1));
+    found.retain(|e| scan.matches(&e.1.to_small_bytes()));
     coll::write_scan_head(out, next, found.len() * 2);
     let mut buf = Vec::new();
     for e in &found {
-        out.bulk(e.1);
+        out.bulk_parts(e.1.head, e.1.tail);
         buf.clear();
         format_g17(e.0, &mut buf);
         out.bulk(&buf);

@@ -43,10 +43,7 @@ impl Src {
 
     fn members(&self) -> Vec<(SmallBytes, f64)> {
         match self {
-            Src::Z(z) => z
-                .iter()
-                .map(|e| (SmallBytes::from_slice(e.1), e.0))
-                .collect(),
+            Src::Z(z) => z.iter().map(|e| (e.1.to_small_bytes(), e.0)).collect(),
             Src::S(s) => s
                 .iter()
                 .map(|m| (SmallBytes::from_slice(&m), 1.0))
@@ -253,10 +250,8 @@ fn setop(
         }
         out.int(len as i64);
     } else {
-        let items: Vec<(SmallBytes, f64)> = zs
-            .iter()
-            .map(|e| (SmallBytes::from_slice(e.1), e.0))
-            .collect();
+        let items: Vec<(SmallBytes, f64)> =
+            zs.iter().map(|e| (e.1.to_small_bytes(), e.0)).collect();
         reply_scored(out, &items, o.scores);
     }
     Ok(())

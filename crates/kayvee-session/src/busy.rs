@@ -12,9 +12,23 @@
 //! - recent spins found work: a spin that ends with nothing found doubles the number of busy
 //!   passes that follow without a spin (up to [`BACKOFF_MAX`]); a spin that finds work resets
 //!   it.
+//!
+//! Under heavy load the loop naps instead ([`BusyPoll::nap_us`]): when passes are big and many
+//! connections send (at least [`NAP_CONNECTIONS_MIN`] within [`ACTIVE_EPOCH_US`]), the load
+//! generator is the bottleneck, and every write of its that finds the loop asleep in its wait
+//! pays for waking it. The shell then looks for work without waiting, sleeps `busy-poll-us`
+//! if there was none, looks again, and only then waits: the writes of many connections queue
+//! up meanwhile for one pass. The count of active connections keeps the nap away from a few
+//! pipelining clients, whose every round trip it would lengthen. A shell with nothing else to
+//! run on its CPU (the unikernel) has no use for it.
 
 /// Commands per busy pass (moving average) at or above which the loop does not spin.
 pub const COMMANDS_PER_PASS_MAX: u32 = 8;
+/// Connections that sent commands within one [`ACTIVE_EPOCH_US`] at or above which, with
+/// passes of [`COMMANDS_PER_PASS_MAX`] commands or more, the loop naps before it waits.
+pub const NAP_CONNECTIONS_MIN: u32 = 16;
+/// The span over which active connections are counted.
+pub const ACTIVE_EPOCH_US: u64 = 1000;
 /// Most busy passes without a spin after spins that found nothing.
 pub const BACKOFF_MAX: u32 = 64;
 
@@ -32,6 +46,13 @@ pub struct BusyPoll {
     /// Commands run since the last wait, and the moving average per busy pass (x [`SCALE`]).
     commands: u32,
     average: u32,
+    /// The current epoch of active-connection counting (never 0, so a new connection's
+    /// mark of 0 counts), when it ends (unix us), the connections counted in it so far, and
+    /// the count of the last whole epoch.
+    epoch: u32,
+    epoch_end_us: u64,
+    active: u32,
+    active_last: u32,
 }
 
 impl BusyPoll {
@@ -39,6 +60,38 @@ impl BusyPoll {
     #[inline]
     pub fn note_command(&mut self) {
         self.commands = self.commands.saturating_add(1);
+    }
+
+    /// A connection whose mark is `seen` (its last counted epoch; 0 at first) sent data.
+    #[inline]
+    pub fn note_read(&mut self, seen: &mut u32) {
+        if *seen != self.epoch {
+            *seen = self.epoch;
+            self.active += 1;
+        }
+    }
+
+    /// How long the loop should nap before it waits for readiness: `window_us` when the
+    /// passes served lately were big and many connections are sending, else 0.
+    ///
+    /// Then the load generator, not the loop, is the bottleneck, and each of its writes that
+    /// wakes the sleeping loop costs it an IPI and the loop a wakeup for a handful of
+    /// commands. A short sleep that is not a wait lets the writes of many connections queue
+    /// up for one pass. With few connections each waits for its own reply, and a nap would
+    /// only add its length to every round trip.
+    pub fn nap_us(&self, window_us: u64) -> u64 {
+        if self.average >= COMMANDS_PER_PASS_MAX * SCALE && self.active_last >= NAP_CONNECTIONS_MIN
+        {
+            window_us
+        } else {
+            0
+        }
+    }
+
+    /// The moving average of commands per busy pass (in sixteenths) and the connections that
+    /// were active in the last epoch.
+    pub fn load(&self) -> (u32, u32) {
+        (self.average, self.active_last)
     }
 
     /// How long the loop may sleep when it would sleep `wanted_us`: 0 while a spin runs.
@@ -53,6 +106,11 @@ impl BusyPoll {
     /// A wait ended at `now_us`, with events (`worked`) or not; `window_us` is `busy-poll-us`.
     /// The commands counted since the last wait were the last pass's.
     pub fn after_wait(&mut self, now_us: u64, worked: bool, window_us: u64) {
+        if now_us >= self.epoch_end_us {
+            self.active_last = core::mem::take(&mut self.active);
+            self.epoch = self.epoch.wrapping_add(1).max(1);
+            self.epoch_end_us = now_us + ACTIVE_EPOCH_US;
+        }
         let ran = core::mem::take(&mut self.commands);
         if ran > 0 {
             let sample = ran.min(1024) * SCALE;
@@ -150,6 +208,82 @@ mod tests {
         b.after_wait(580, false, 50);
         pass(&mut b, 600, 1);
         assert_eq!(b.timeout_us(601, 1000), 1000, "backoff 1 again, not 4");
+    }
+
+    /// `rounds` busy passes, every 100 us, each reading `reads` of the connections (their
+    /// marks) in turn and running `n` commands.
+    fn passes(
+        b: &mut BusyPoll,
+        t: &mut u64,
+        marks: &mut [u32],
+        rounds: usize,
+        reads: usize,
+        n: u32,
+    ) {
+        let mut next = 0;
+        for _ in 0..rounds {
+            *t += 100;
+            b.after_wait(*t, true, 50);
+            for _ in 0..reads {
+                b.note_read(&mut marks[next % marks.len()]);
+                next += 1;
+            }
+            for _ in 0..n {
+                b.note_command();
+            }
+        }
+    }
+
+    #[test]
+    fn big_passes_from_many_connections_nap() {
+        let mut b = BusyPoll::default();
+        let (mut t, mut marks) = (0, [0u32; 20]);
+        passes(&mut b, &mut t, &mut marks, 100, 4, 64);
+        assert_eq!(
+            b.nap_us(50),
+            50,
+            "twenty connections, sixteen commands a pass"
+        );
+        assert_eq!(b.timeout_us(t + 1, 1000), 1000, "and no spin");
+    }
+
+    #[test]
+    fn few_connections_or_small_passes_do_not_nap() {
+        let mut b = BusyPoll::default();
+        let (mut t, mut marks) = (0, [0u32; 4]);
+        passes(&mut b, &mut t, &mut marks, 100, 2, 32);
+        assert_eq!(
+            b.nap_us(50),
+            0,
+            "four connections wait for their own replies"
+        );
+        let mut b = BusyPoll::default();
+        let mut marks = [0u32; 40];
+        passes(&mut b, &mut t, &mut marks, 100, 4, 4);
+        assert_eq!(b.load().1, 40, "forty connections a millisecond");
+        assert_eq!(b.nap_us(50), 0, "but one command a read: the spin's case");
+    }
+
+    #[test]
+    fn the_count_is_per_epoch() {
+        let mut b = BusyPoll::default();
+        let (mut t, mut marks) = (0, [0u32; 20]);
+        passes(&mut b, &mut t, &mut marks, 100, 4, 64);
+        assert!(b.nap_us(50) > 0);
+        // The same twenty connections, but one of them sends only every 2 ms now.
+        let mut one = [marks[0]];
+        for _ in 0..3 {
+            t += 2000;
+            b.after_wait(t, true, 50);
+            b.note_read(&mut one[0]);
+            for _ in 0..16 {
+                b.note_command();
+            }
+        }
+        t += 2000;
+        b.after_wait(t, true, 50);
+        assert_eq!(b.load().1, 1);
+        assert_eq!(b.nap_us(50), 0, "one connection is active now");
     }
 
     #[test]

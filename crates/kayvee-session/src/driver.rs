@@ -327,6 +327,9 @@ impl Driver {
             return;
         }
         self.last_reading = None;
+        if let Some(s) = self.sessions[slot].as_mut() {
+            self.busy.note_read(&mut s.active_epoch);
+        }
         if pending == 0 {
             // The common case: whole commands, run from the shell's buffer without a copy.
             let used = self.run_commands(slot, data, clock, false);
@@ -652,6 +655,19 @@ impl Driver {
             return 0;
         }
         self.busy.timeout_us(now.unix_us, wanted_us)
+    }
+
+    /// How long the shell should nap (sleep briefly, then look for work once more) before it
+    /// waits for readiness: see [`BusyPoll::nap_us`]. 0: wait at once.
+    pub fn nap_us(&self) -> u64 {
+        self.busy
+            .nap_us(u64::from(self.engine.core.config.busy_poll_us))
+    }
+
+    /// The busy poll's view of the load: commands per busy pass (moving average, in
+    /// sixteenths) and the connections active in the last epoch.
+    pub fn busy_load(&self) -> (u32, u32) {
+        self.busy.load()
     }
 
     /// The shell's wait ended, with readiness events (`worked`) or without.

@@ -68,6 +68,9 @@ pub(crate) struct Session {
     /// Encoded replies; `out[out_sent..]` is not written yet.
     pub out: Vec<u8>,
     pub out_sent: usize,
+    /// The busy poll's last epoch in which this connection sent data (see
+    /// [`crate::busy::BusyPoll::note_read`]).
+    pub active_epoch: u32,
     pub closing: Closing,
     /// A [`crate::Request`] of this connection waits for the shell: its further commands wait.
     pub awaiting: bool,
@@ -116,6 +119,7 @@ impl Session {
             in_peak: 0,
             out: Vec::new(),
             out_sent: 0,
+            active_epoch: 0,
             closing: Closing::No,
             awaiting: false,
             answered: false,

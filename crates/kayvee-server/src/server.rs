@@ -444,7 +444,11 @@ impl Server {
     /// busy-poll window and looks again, and only then waits: one wakeup then serves what many
     /// connections sent meanwhile instead of a wakeup for each.
     fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
-        let nap_us = if timeout.is_zero() { 0 } else { self.driver.nap_us() };
+        let nap_us = if timeout.is_zero() {
+            0
+        } else {
+            self.driver.nap_us()
+        };
         if nap_us == 0 {
             return self.poll.poll(events, Some(timeout));
         }

@@ -219,9 +219,14 @@ impl Engine {
         out: &mut dyn ReplySink,
         wait: &mut dyn crate::ScriptWait,
     ) -> Outcome {
-        let mut d = self.dispatcher();
-        d.wait = Some(wait);
-        d.execute(h, argv, now, out)
+        Dispatch {
+            core: &mut self.core,
+            clients: &mut self.clients,
+            commands: &self.commands,
+            state: &mut self.dispatch,
+            wait: Some(wait),
+        }
+        .execute(h, argv, now, out)
     }
 
     /// MIGRATE's second half for client `h` (its command left [`Outcome::Migrate`]): the

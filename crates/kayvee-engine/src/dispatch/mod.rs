@@ -134,7 +134,9 @@ impl<'e> Dispatch<'e> {
         if argv.is_empty() {
             return Outcome::Continue;
         }
-        if let Some(id) = self.paused_for(h, argv, now) {
+        // One reading of the pause for both its uses (nothing between them changes it).
+        let paused = self.core.pause.active(now.ms());
+        if let Some(id) = paused.then(|| self.paused_for(h, argv, now)).flatten() {
             self.core.pause.postpone(h, argv);
             let spec = self.spec(id);
             if let Some(c) = self.clients.get_mut(h) {
@@ -155,7 +157,7 @@ impl<'e> Dispatch<'e> {
             _ => false,
         };
         let protocol = client.protocol;
-        self.set_expiry(h, now.ms());
+        self.set_expiry(h, paused);
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
         drain::drain(self.core);
         // The Lua heap is not `used_memory` in Redis (see `Evictor::uncounted`).
@@ -204,10 +206,10 @@ impl<'e> Dispatch<'e> {
     /// [`crate::db::Expiry`]): a primary deletes them, a replica hides them from its clients
     /// and lets its primary's commands see them. During CLIENT PAUSE (WRITE or ALL) a primary
     /// hides them too, as Redis 7.0 does: nothing is deleted (or counted in `expired_keys`)
-    /// until the pause ends.
-    fn set_expiry(&mut self, h: Handle, now_ms: u64) {
+    /// until the pause ends. `paused`: whether a pause is in force now.
+    fn set_expiry(&mut self, h: Handle, paused: bool) {
         let mode = match &self.core.repl.primary {
-            None if self.core.pause.active(now_ms) => Expiry::Hide,
+            None if paused => Expiry::Hide,
             None => Expiry::Delete,
             Some(_) if self.core.repl.is_master_client(h) => Expiry::Keep,
             Some(_) => Expiry::Hide,
@@ -276,11 +278,9 @@ impl<'e> Dispatch<'e> {
     }
 
     /// The command, when the pause in force covers this command of `h` (see [`crate::pause`]):
-    /// unknown commands and arity errors are answered at once, QUIT is never held.
+    /// unknown commands and arity errors are answered at once, QUIT is never held. Called
+    /// only while a pause is in force.
     fn paused_for(&self, h: Handle, argv: &Argv<'_>, now: Now) -> Option<CommandId> {
-        if !self.core.pause.active(now.ms()) {
-            return None;
-        }
         let id = self.resolve(argv).ok()?;
         let spec = self.spec(id);
         if spec.name == "quit" {
@@ -467,6 +467,7 @@ impl<'e> Dispatch<'e> {
         };
         let spec = self.spec(id);
         let client = self.clients.get_mut(h).expect("checked by execute");
+        let (authenticated, protocol) = (client.authenticated, client.protocol);
         // The primary's commands on a replica are obeyed: no auth, ACL, memory, read-only
         // or persistence check applies to them (Redis's `obey_client`).
         let obey = self.core.repl.primary.is_some() && self.core.repl.is_master_client(h)
@@ -474,7 +475,7 @@ impl<'e> Dispatch<'e> {
         // A client that connected while a password was required needs none once it is
         // removed (CONFIG SET requirepass ""), as in Redis.
         let auth_required = self.core.acl.auth_required();
-        if !client.authenticated && auth_required && !spec.has(command::flags::NO_AUTH) && !obey {
+        if !authenticated && auth_required && !spec.has(command::flags::NO_AUTH) && !obey {
             return self.reject(h, Some(id), &Error::NoAuth, out);
         }
         // A NO_MULTI command inside MULTI gets that error first, as in Redis.
@@ -522,11 +523,10 @@ impl<'e> Dispatch<'e> {
                 return self.reject(h, Some(id), &e, out);
             }
         }
-        let client = self.clients.get(h).expect("checked by execute");
         if self.core.monitors.is_monitor(h) && monitor::refused(spec) {
             return self.reject(h, Some(id), &monitor::keyspace_error(), out);
         }
-        if client.protocol == Protocol::Resp2
+        if protocol == Protocol::Resp2
             && self.core.pubsub.subscribed(h)
             && !pubsub::allowed_when_subscribed(spec.name)
         {

@@ -24,7 +24,7 @@
 
 /// Commands per busy pass (moving average) at or above which the loop does not spin.
 pub const COMMANDS_PER_PASS_MAX: u32 = 8;
-/// Connections that sent commands within one [`ACTIVE_EPOCH_US`] at or above which, with
+/// Connections that sent data within one [`ACTIVE_EPOCH_US`] at or above which, with
 /// passes of [`COMMANDS_PER_PASS_MAX`] commands or more, the loop naps before it waits.
 pub const NAP_CONNECTIONS_MIN: u32 = 16;
 /// The span over which active connections are counted.
@@ -239,11 +239,7 @@ mod tests {
         let mut b = BusyPoll::default();
         let (mut t, mut marks) = (0, [0u32; 20]);
         passes(&mut b, &mut t, &mut marks, 100, 4, 64);
-        assert_eq!(
-            b.nap_us(50),
-            50,
-            "twenty connections, sixteen commands a pass"
-        );
+        assert_eq!(b.nap_us(50), 50, "twenty connections, 64 commands a pass");
         assert_eq!(b.timeout_us(t + 1, 1000), 1000, "and no spin");
     }
 

@@ -664,12 +664,6 @@ impl Driver {
             .nap_us(u64::from(self.engine.core.config.busy_poll_us))
     }
 
-    /// The busy poll's view of the load: commands per busy pass (moving average, in
-    /// sixteenths) and the connections active in the last epoch.
-    pub fn busy_load(&self) -> (u32, u32) {
-        self.busy.load()
-    }
-
     /// The shell's wait ended, with readiness events (`worked`) or without.
     pub fn after_wait(&mut self, now: Now, worked: bool) {
         let window = u64::from(self.engine.core.config.busy_poll_us);

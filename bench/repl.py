@@ -9,7 +9,11 @@ rate for WINDOW seconds, then start a redis-server replica of it and measure unt
 reports the link up and no sync in progress:
   - the time the full sync takes (REPLICAOF to link up and loaded),
   - the primary's extra memory during the sync: peak PSS of the primary and its children (Redis's
-    forked child) minus the PSS under the same load just before, as a share of the dataset,
+    forked child) minus the PSS under the same load just before, as a share of the dataset; and
+    the same less the growth of the replication buffers (INFO's mem_total_replication_buffers:
+    the write stream held for the replica until its snapshot is loaded, which both primaries keep
+    alike), which leaves what the snapshot itself costs (Redis's copy-on-write, Kayvee's old
+    versions still shared with the snapshot),
   - the primary's write rate during the sync against the rate before it, and its writes per
     CPU-second of the primary (its children included) against the same before it: on two CPUs
     the replica's loading competes with the load's client or with the primary, so the rate alone
@@ -19,7 +23,10 @@ reports the link up and no sync in progress:
     stream's rate),
   - after the load stops and the replica caught up: DBSIZE on both sides and LAG_CHECK random keys
     compared value by value.
-Both primaries sync diskless with no delay (`repl-diskless-sync-delay 0`). The primary is pinned
+Both primaries sync diskless with no delay (`repl-diskless-sync-delay 0`) and with no output
+limit on the replica's connection (`client-output-buffer-limit replica 0 0 0`): under this load
+the stream held during a sync of millions of keys outgrows Redis's default 256 MB limit, the
+primary drops the replica and the sync starts over, forever. The primary is pinned
 to CPU 0; the replica and the load to CPU 1 (on two CPUs the replica's loading competes with the
 load's client, for both primaries alike). Standard library only.
 Usage: python3 bench/repl.py [--keys N] [--window S] [--kayvee-bin PATH] [--json F]
@@ -32,16 +39,42 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from compare import CLIENT_CPU, PORT_BASE, Server, command, default_kayvee_bin, log
-from snapshot import Sampler, VALUE_SIZE, family, info_field, load, memory_kib
+from snapshot import SAMPLE_INTERVAL_S, VALUE_SIZE, family, info_field, load, memory_kib
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 LAG_SAMPLES = 20
 LAG_CHECK = 1000
 SYNC_TIMEOUT_S = 600
+
+
+def repl_buffers_kib(port):
+    return int(info_field(port, "memory", "mem_total_replication_buffers")) // 1024
+
+
+class ReplSampler(threading.Thread):
+    """Samples the primary's PSS (its children included) and its replication buffers every
+    SAMPLE_INTERVAL_S until stopped; keeps the peak PSS and the peak of PSS less the buffers'
+    growth over `buffers_before`."""
+
+    def __init__(self, pid, port, buffers_before):
+        super().__init__(daemon=True)
+        self.pid, self.port, self.buffers_before = pid, port, buffers_before
+        self.peak_pss, self.peak_pss_less_buffers, self.peak_buffers = 0, 0, 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            pss, _ = memory_kib(self.pid)
+            grown = max(repl_buffers_kib(self.port) - self.buffers_before, 0)
+            self.peak_pss = max(self.peak_pss, pss)
+            self.peak_buffers = max(self.peak_buffers, grown)
+            self.peak_pss_less_buffers = max(self.peak_pss_less_buffers, pss - grown)
+            time.sleep(SAMPLE_INTERVAL_S)
 
 
 def commands_processed(port):
@@ -103,7 +136,8 @@ def measure(kind, binary, keys, window, replica_cpu):
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as rtmp:
         # No wait for more replicas before a diskless sync starts (Redis's default waits 5 s).
         primary = Server(kind, binary, PORT_BASE,
-                         extra=["--dir", tmp, "--repl-diskless-sync-delay", "0"])
+                         extra=["--dir", tmp, "--repl-diskless-sync-delay", "0",
+                                "--client-output-buffer-limit", "replica 0 0 0"])
         replica = None
         bench = None
         try:
@@ -115,7 +149,7 @@ def measure(kind, binary, keys, window, replica_cpu):
             time.sleep(1.0)
             before_rps, before_per_cpu = rate(primary.port, primary.proc.pid, window)
             before_pss, _ = memory_kib(primary.proc.pid)
-            sampler = Sampler(primary.proc.pid)
+            sampler = ReplSampler(primary.proc.pid, primary.port, repl_buffers_kib(primary.port))
             sampler.start()
             log(f"{kind}: {before_rps:.0f} writes/s; starting a replica")
             t0, c0 = time.monotonic(), commands_processed(primary.port)
@@ -165,6 +199,9 @@ def measure(kind, binary, keys, window, replica_cpu):
                 "sync_cpu_s": (u1 - u0) - (c1 - c0) / before_per_cpu,
                 "before_pss_kib": before_pss, "peak_pss_kib": sampler.peak_pss,
                 "extra_pct": 100.0 * (sampler.peak_pss - before_pss) / dataset,
+                "extra_less_buffers_pct":
+                    100.0 * (sampler.peak_pss_less_buffers - before_pss) / dataset,
+                "buffers_peak_pct": 100.0 * sampler.peak_buffers / dataset,
                 "lag_bytes_median": lag, "lag_bytes_max": lags[-1],
                 "stream_bytes_per_s": stream_rate,
                 "lag_ms_median": 1000.0 * lag / stream_rate if stream_rate else 0.0,
@@ -187,6 +224,8 @@ def report(results):
         ("dataset (PSS, MiB)", lambda r: f"{r['dataset_kib'] / 1024:.0f}"),
         ("full sync time (s)", lambda r: f"{r['sync_s']:.2f}"),
         ("primary extra memory during sync", lambda r: f"{r['extra_pct']:.1f}%"),
+        ("  of it, replication buffers (peak)", lambda r: f"{r['buffers_peak_pct']:.1f}%"),
+        ("  less the buffers (the snapshot)", lambda r: f"{r['extra_less_buffers_pct']:.1f}%"),
         ("writes/s before the sync", lambda r: f"{r['before_rps']:.0f}"),
         ("writes/s during the sync", lambda r: f"{r['during_rps']:.0f}"),
         ("  share of before", lambda r: f"{r['throughput_pct']:.0f}%"),

@@ -414,24 +414,13 @@ impl Config {
         if let ([old, new], true) = (values, name.eq_ignore_ascii_case(b"rename-command")) {
             return self.rename_command(old, new);
         }
+        // A multi-argument parameter given its arguments in one (`--shutdown-on-sigint "nosave
+        // force"`, `--client-output-buffer-limit "replica 0 0 0"`, `--replicaof "host port"`)
+        // takes them split at spaces, as Redis 7.0's MULTI_ARG configs.
         let replicaof =
             name.eq_ignore_ascii_case(b"replicaof") || name.eq_ignore_ascii_case(b"slaveof");
-        if replicaof && values.len() == 2 {
-            let host = String::from_utf8_lossy(values[0]).into_owned();
-            let port = core::str::from_utf8(values[1])
-                .ok()
-                .and_then(|p| p.parse::<u16>().ok())
-                .ok_or("Invalid master port")?;
-            self.replicaof = Some((host, port));
-            return Ok(());
-        }
-        let param = find(name).ok_or("Bad directive or wrong number of arguments")?;
-        // A multi-argument parameter given its arguments in one (`--shutdown-on-sigint "nosave
-        // force"`, `bind "a b"`) takes them split at spaces, as Redis 7.0's MULTI_ARG configs.
-        let multi_arg = matches!(
-            param.kind,
-            table::Kind::Words | table::Kind::Special(table::Special::ShutdownFlags)
-        );
+        let param = find(name);
+        let multi_arg = replicaof || param.is_some_and(|p| p.kind.multi_arg());
         let split: Vec<&[u8]>;
         let values = match values {
             [one] if multi_arg && one.contains(&b' ') => {
@@ -443,6 +432,16 @@ impl Config {
             }
             _ => values,
         };
+        if replicaof && values.len() == 2 {
+            let host = String::from_utf8_lossy(values[0]).into_owned();
+            let port = core::str::from_utf8(values[1])
+                .ok()
+                .and_then(|p| p.parse::<u16>().ok())
+                .ok_or("Invalid master port")?;
+            self.replicaof = Some((host, port));
+            return Ok(());
+        }
+        let param = param.ok_or("Bad directive or wrong number of arguments")?;
         let mut val = param.kind.parse(values)?;
         if let table::Val::Save(points) = &mut val {
             // The first `save` line replaces the defaults; later ones add (`save ""` clears).
@@ -658,6 +657,28 @@ mod tests {
             .contains("not supported"));
         c.apply("hz", &["1000"]).unwrap();
         assert_eq!(c.hz, 500);
+    }
+
+    #[test]
+    fn multi_argument_parameters_take_one_argument_with_spaces() {
+        let mut c = Config::default();
+        c.apply("client-output-buffer-limit", &["replica 0 0 0"])
+            .unwrap();
+        assert_eq!(
+            get(&c, "client-output-buffer-limit"),
+            "normal 0 0 0 slave 0 0 0 pubsub 33554432 8388608 60"
+        );
+        c.apply("oom-score-adj-values", &["0 100 800"]).unwrap();
+        assert_eq!(get(&c, "oom-score-adj-values"), "0 100 800");
+        c.apply("replicaof", &["127.0.0.1 6380"]).unwrap();
+        assert_eq!(c.replicaof, Some(("127.0.0.1".into(), 6380)));
+        c.apply("save", &["900 1 300 10"]).unwrap();
+        assert_eq!(get(&c, "save"), "900 1 300 10");
+        // A single-valued parameter keeps its argument whole.
+        assert_eq!(
+            c.apply("hz", &["10 20"]).unwrap_err().0,
+            "argument couldn't be parsed into an integer"
+        );
     }
 
     #[test]

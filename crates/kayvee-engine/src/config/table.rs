@@ -62,6 +62,18 @@ pub enum Kind {
     ProcTitle,
 }
 
+impl Kind {
+    /// Whether the parameter takes several arguments (Redis 7.0's MULTI_ARG configs: `bind`,
+    /// `save`, `client-output-buffer-limit` and the special lists), which one argument with
+    /// spaces may also give.
+    pub fn multi_arg(self) -> bool {
+        matches!(
+            self,
+            Kind::Words | Kind::Save | Kind::BufferLimits | Kind::Special(_)
+        )
+    }
+}
+
 /// Who may change a parameter after startup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {

@@ -474,7 +474,8 @@ fn persistence_field(c: &mut Conn, name: &str) -> f64 {
 /// INFO follows a slow background save (`rdb-key-save-delay`): the keys written grow toward
 /// the snapshot's key count, and overwriting keys the snapshot still holds grows
 /// `current_cow_size` by their old values (once per key: a second overwrite adds nothing);
-/// the peak becomes `rdb_last_cow_size` and the current figures go back to zero.
+/// the peak becomes `rdb_last_cow_size` and the current figures go back to zero. An AOF
+/// rewrite reports the same way, its peak in `aof_last_cow_size`.
 #[test]
 fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
     // Kayvee's own meaning of the figures (Redis measures its child's dirty pages).
@@ -554,5 +555,26 @@ fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
     ] {
         assert_eq!(field(&mut k, name), 0.0, "{name}");
     }
+    // An AOF rewrite (with the AOF off: a base alone) reports the same way.
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+    let r = k.cmd_str(&["BGREWRITEAOF"]);
+    assert!(
+        r.starts_with(b"+Background append only file rewriting"),
+        "{r:?}"
+    );
+    assert_eq!(field(&mut k, "current_save_keys_total"), N as f64);
+    for i in 100..116 {
+        k.cmd_str(&["DEL", &format!("key{i}")]);
+    }
+    let during = field(&mut k, "current_cow_size");
+    assert!(during >= 12.0 * 500.0, "current_cow_size {during}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while field(&mut k, "aof_rewrite_in_progress") == 1.0 {
+        assert!(Instant::now() < deadline, "BGREWRITEAOF never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(field(&mut k, "aof_last_cow_size") >= during);
+    assert_eq!(field(&mut k, "rdb_last_cow_size"), peak);
+    assert_eq!(field(&mut k, "current_save_keys_total"), 0.0);
     let _ = std::fs::remove_dir_all(dir);
 }

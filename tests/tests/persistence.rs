@@ -458,3 +458,123 @@ fn clients_get_loading_during_the_startup_load() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A field of `INFO persistence` as a number.
+fn persistence_field(c: &mut Conn, name: &str) -> f64 {
+    let info = String::from_utf8(c.cmd_str(&["INFO", "persistence"])).unwrap();
+    let prefix = format!("{name}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// INFO follows a slow background save (`rdb-key-save-delay`): the keys written grow toward
+/// the snapshot's key count, and overwriting keys the snapshot still holds grows
+/// `current_cow_size` by their old values (once per key: a second overwrite adds nothing);
+/// the peak becomes `rdb_last_cow_size` and the current figures go back to zero. An AOF
+/// rewrite reports the same way, its peak in `aof_last_cow_size`.
+#[test]
+fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
+    // Kayvee's own meaning of the figures (Redis measures its child's dirty pages).
+    if kayvee_tests::target_is_redis() || kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let dir = tmpdir("saveinfo");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    const N: usize = 2_000;
+    let value = "A".repeat(500);
+    let mut batch = Vec::new();
+    for i in 0..N {
+        batch.extend(kayvee_tests::encode_command(&[
+            b"SET",
+            format!("key{i}").as_bytes(),
+            value.as_bytes(),
+        ]));
+    }
+    k.send(&batch).unwrap();
+    for _ in 0..N {
+        k.read_reply().unwrap();
+    }
+    let field = |k: &mut Conn, name: &str| persistence_field(k, name);
+    for name in [
+        "current_cow_size",
+        "current_save_keys_processed",
+        "current_save_keys_total",
+        "current_fork_perc",
+        "rdb_last_cow_size",
+    ] {
+        assert_eq!(field(&mut k, name), 0.0, "{name}");
+    }
+    // About 3 ms a key: the save takes some 6 s.
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    assert_eq!(field(&mut k, "current_save_keys_total"), N as f64);
+    // Right away: at most a few keys are written out, the others' old values now live only
+    // in the snapshot.
+    let overwrite = |k: &mut Conn| {
+        for i in 0..16 {
+            let r = k.cmd_str(&["SETRANGE", &format!("key{i}"), "0", &"B".repeat(500)]);
+            assert_eq!(r, b":500\r\n");
+        }
+    };
+    overwrite(&mut k);
+    let after = field(&mut k, "current_cow_size");
+    assert!(after >= 12.0 * 500.0, "current_cow_size {after}");
+    assert!(field(&mut k, "current_cow_peak") >= after);
+    // Progress.
+    let first = field(&mut k, "current_save_keys_processed");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(&mut k, "current_save_keys_processed") <= first {
+        assert!(
+            Instant::now() < deadline,
+            "current_save_keys_processed never grew"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(field(&mut k, "current_fork_perc") > 0.0);
+    assert!(field(&mut k, "current_save_keys_processed") <= N as f64);
+    // The same keys again: their snapshot values were counted already (the figure may only
+    // shrink, as the save lets go of what it wrote).
+    overwrite(&mut k);
+    assert!(field(&mut k, "current_cow_size") <= after);
+    let peak = field(&mut k, "current_cow_peak");
+    assert!(peak >= after);
+    assert_eq!(field(&mut k, "rdb_bgsave_in_progress"), 1.0);
+    wait_bgsave(&mut k);
+    assert_eq!(field(&mut k, "rdb_last_cow_size"), peak);
+    for name in [
+        "current_cow_size",
+        "current_cow_peak",
+        "current_save_keys_processed",
+        "current_save_keys_total",
+        "current_fork_perc",
+    ] {
+        assert_eq!(field(&mut k, name), 0.0, "{name}");
+    }
+    // An AOF rewrite (with the AOF off: a base alone) reports the same way.
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+    let r = k.cmd_str(&["BGREWRITEAOF"]);
+    assert!(
+        r.starts_with(b"+Background append only file rewriting"),
+        "{r:?}"
+    );
+    assert_eq!(field(&mut k, "current_save_keys_total"), N as f64);
+    for i in 100..116 {
+        k.cmd_str(&["DEL", &format!("key{i}")]);
+    }
+    let during = field(&mut k, "current_cow_size");
+    assert!(during >= 12.0 * 500.0, "current_cow_size {during}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while field(&mut k, "aof_rewrite_in_progress") == 1.0 {
+        assert!(Instant::now() < deadline, "BGREWRITEAOF never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(field(&mut k, "aof_last_cow_size") >= during);
+    assert_eq!(field(&mut k, "rdb_last_cow_size"), peak);
+    assert_eq!(field(&mut k, "current_save_keys_total"), 0.0);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -58,6 +58,9 @@ pub struct Core {
     pub pubsub: pubsub::PubSub,
     /// Save state (last save, running BGSAVE, INFO persistence) and the DUMP codec.
     pub persist: persist::Persistence,
+    /// The running background save's or AOF rewrite's progress and copy-on-write analogue,
+    /// and the last figures (see [`crate::save_progress`]).
+    pub save_progress: crate::save_progress::SaveProgress,
     /// The memory limit: probe and eviction pool (see [`evict`]).
     pub evict: evict::Evictor,
     /// SLOWLOG's entries.

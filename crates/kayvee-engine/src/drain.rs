@@ -10,7 +10,10 @@
 //! - keyspace notifications ([`crate::notify::of_key_event`]): `new`, `expired`, `evicted`,
 //!   `keymiss`, published through pub/sub;
 //! - propagation ([`crate::aof::Propagation::on_key_event`]): an expired or evicted key becomes
-//!   `DEL key`.
+//!   `DEL key`;
+//! - while a background save or AOF rewrite runs, its copy-on-write analogue
+//!   ([`crate::save_progress::SaveProgress::on_key_event`]): the first change of a key its
+//!   snapshot holds counts the value only the snapshot keeps now.
 //!
 //! The engine drains after each command runs (each command of an EXEC too), after serving
 //! blocked clients, after eviction ([`evict()`]) and after the active-expiry cycle; a keyspace
@@ -53,6 +56,9 @@ pub fn sync(core: &mut Core) {
     }
     if core.blocking.wants_deletions() {
         mask |= listen::MODIFIED | listen::EXPIRED | listen::EVICTED | listen::FLUSHED;
+    }
+    if core.save_progress.listening() {
+        mask |= listen::CHANGES;
     }
     mask |= notify::listening(core.config.notify_keyspace_events);
     for db in &mut core.dbs {
@@ -97,6 +103,9 @@ pub fn deliver(core: &mut Core, db: usize, event: &KeyEvent) {
     }
     core.aof.on_key_event(db, event);
     core.blocking.on_key_event(db, event);
+    if core.save_progress.listening() {
+        core.save_progress.on_key_event(db, event, &core.dbs[db]);
+    }
 }
 
 /// Publishes the keyspace notification `event` of `class` on `key` of database `db` when the

@@ -15,10 +15,12 @@ use crate::host::HostInfo;
 use crate::outcome::Outcome;
 use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
+use crate::save_progress::{Writer, WriterProgress};
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl};
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 /// Mixed into the seed for the replication ID's draw (so it differs from the run ID).
@@ -83,6 +85,7 @@ impl Engine {
             watches: Default::default(),
             pubsub: Default::default(),
             persist: persist::Persistence::new(now.ms()),
+            save_progress: Default::default(),
             evict: Default::default(),
             slowlog: Default::default(),
             acl,
@@ -397,6 +400,7 @@ impl Engine {
         if !paused {
             self.core.stats.sample_metrics(now.ms());
         }
+        self.core.save_progress.refresh(now.ms());
         drain::sync(&mut self.core);
         // Nothing expires actively during CLIENT PAUSE, as in Redis 7.0.
         // Nor is anything evicted, as in Redis 7.0. A replica does neither: its primary's
@@ -546,6 +550,29 @@ impl Engine {
         self.core.aof.status.rewrite_started_ms = Some(now.ms());
     }
 
+    /// A background save ([`Writer::Rdb`]) or an AOF rewrite ([`Writer::Aof`]) starts writing
+    /// `snapshot`: INFO's `current_save_keys_*`, `current_fork_perc` and `current_cow_*` follow
+    /// it (see [`crate::save_progress`]). Returns what the writing thread publishes (the keys
+    /// it wrote, how far it let go of the snapshot). The end is [`Self::save_finished`] or
+    /// [`Self::save_aborted`] for a save, [`Self::writer_finished`] for a rewrite.
+    pub fn writer_started(&mut self, writer: Writer, snapshot: &Snapshot) -> Arc<WriterProgress> {
+        let progress = self.core.save_progress.start(writer, &snapshot.dbs);
+        drain::sync(&mut self.core);
+        progress
+    }
+
+    /// `writer` ended (`ok`: it succeeded): its peak copy-on-write figure becomes
+    /// `rdb_last_cow_size` or `aof_last_cow_size`, and the keyspace stops recording for it.
+    pub fn writer_finished(&mut self, writer: Writer, ok: bool) {
+        if !self.core.save_progress.listening() {
+            return;
+        }
+        // The events of the last command are the save's too.
+        drain::drain(&mut self.core);
+        self.core.save_progress.end(writer, ok);
+        drain::sync(&mut self.core);
+    }
+
     /// The shell reports the end of a save: on success the changes made before it started
     /// no longer count as unsaved and LASTSAVE moves; a failed background save turns on
     /// MISCONF (with `stop-writes-on-bgsave-error` and save points).
@@ -560,6 +587,9 @@ impl Engine {
             p.last_bgsave_failed = false;
         } else if background {
             p.last_bgsave_failed = true;
+        }
+        if background {
+            self.writer_finished(Writer::Rdb, ok);
         }
     }
 
@@ -576,6 +606,7 @@ impl Engine {
         if let Some(start) = p.bgsave_started_ms.take() {
             p.last_bgsave_time_s = (now.ms().saturating_sub(start) / 1000) as i64;
         }
+        self.writer_finished(Writer::Rdb, false);
     }
 
     /// Whether a background save should start now (a BGSAVE SCHEDULE waiting, or a `save`
@@ -678,6 +709,7 @@ impl Engine {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
             *slot = db;
         }
+        self.core.save_progress.dbs_replaced();
         drain::sync(&mut self.core);
         let core = &mut self.core;
         evict::sync(&mut core.evict, &mut core.dbs, &core.config, core.seed);

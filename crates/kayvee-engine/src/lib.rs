@@ -58,6 +58,7 @@ pub mod pubsub;
 pub mod repl;
 pub mod reply;
 pub mod rng;
+pub mod save_progress;
 #[cfg(feature = "scripting")]
 pub mod script;
 pub mod script_wait;

@@ -123,6 +123,17 @@ impl RdbWriter {
         self.keys_written
     }
 
+    /// How far the snapshot is written and let go: every database before `.0`, and the keys
+    /// of database `.0` whose hash is below the cursor `.1` (see `PMap::release_below`).
+    /// Past the last database once the keys are all written.
+    pub fn released(&self) -> (usize, u64) {
+        match self.stage {
+            Stage::Header => (0, 0),
+            Stage::Keys { db, cursor, .. } => (db, cursor),
+            Stage::Trailer | Stage::Done => (self.snapshot.dbs.len(), 0),
+        }
+    }
+
     /// Appends the next piece of the file to `out` (at least `chunk_len` bytes unless the end
     /// comes first). Returns false, appending nothing, once the file is complete.
     pub fn next_chunk(&mut self, out: &mut Vec<u8>) -> bool {

@@ -18,6 +18,7 @@
 
 use kayvee_engine::client::{ConnInfo, Transport};
 use kayvee_engine::config::syntax::{repr, split_args};
+use kayvee_engine::save_progress::{Writer, WriterProgress};
 use kayvee_engine::{Discard, Engine, Now, Snapshot, ValueRef};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
 use kayvee_resp::{Decoder, Limits};
@@ -476,7 +477,8 @@ impl Aof {
         let snapshot = engine.snapshot(now);
         let opts = base_options(engine);
         let ts = base_timestamp(engine, now);
-        let pace = Pace::of(engine);
+        let mut pace = Pace::of(engine);
+        pace.progress = Some(engine.writer_started(Writer::Aof, &snapshot));
         let stop = pace.stop.clone();
         let spawned = std::thread::Builder::new()
             .name("kayvee-aofrw".into())
@@ -495,6 +497,7 @@ impl Aof {
             Err(e) => {
                 warn!("Can't rewrite append only file in background: {e}");
                 engine.core.aof.status.last_bgrewrite_ok = false;
+                engine.writer_finished(Writer::Aof, false);
             }
         }
     }
@@ -540,6 +543,7 @@ impl Aof {
                 self.delete_unlisted(&old);
                 Ok(size)
             });
+        engine.writer_finished(Writer::Aof, result.is_ok());
         let s = &mut engine.core.aof.status;
         s.rewrite_started_ms = None;
         s.last_rewrite_time_s = rw.started.elapsed().as_secs() as i64;
@@ -582,6 +586,7 @@ impl Aof {
             rw.stop.store(true, Ordering::Relaxed);
             let _ = rw.thread.join();
             engine.core.aof.status.rewrite_started_ms = None;
+            engine.writer_finished(Writer::Aof, false);
         }
         self.flush(engine);
         let _ = self.file.sync_data();
@@ -700,14 +705,15 @@ fn fresh(
 /// BGREWRITEAOF with the AOF off, as Redis 7.0 does it: a new base of `snapshot` and a
 /// manifest listing only that base, written on a thread; older AOF files are deleted. Returns
 /// the base's size.
-pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
+pub fn rewrite_detached(engine: &mut Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
     let layout = Layout::of(engine);
     let rdb = engine.core.config.aof_use_rdb_preamble;
     let snapshot = engine.snapshot(now);
     let opts = base_options(engine);
     let ts = base_timestamp(engine, now);
-    let pace = Pace::of(engine);
-    std::thread::Builder::new()
+    let mut pace = Pace::of(engine);
+    pace.progress = Some(engine.writer_started(Writer::Aof, &snapshot));
+    let spawned = std::thread::Builder::new()
         .name("kayvee-aofrw".into())
         .spawn(move || {
             std::fs::create_dir_all(&layout.dir)?;
@@ -734,7 +740,11 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
                 }
             }
             Ok(size)
-        })
+        });
+    if spawned.is_err() {
+        engine.writer_finished(Writer::Aof, false);
+    }
+    spawned
 }
 
 /// Opens a file for appending, creating it.
@@ -776,11 +786,13 @@ fn unix_s() -> u64 {
 }
 
 /// How a rewrite goes: `rdb-key-save-delay` (microseconds slept after each key, the test
-/// suite's slow rewrite, as Redis's rewrite child sleeps) and the flag that stops it.
+/// suite's slow rewrite, as Redis's rewrite child sleeps), the flag that stops it and the
+/// progress INFO reads (keys written, how far an RDB base lets go of the snapshot).
 #[derive(Default)]
 struct Pace {
     key_delay_us: u64,
     stop: Arc<AtomicBool>,
+    progress: Option<Arc<WriterProgress>>,
 }
 
 impl Pace {
@@ -790,6 +802,17 @@ impl Pace {
         Pace {
             key_delay_us: delay.max(0) as u64,
             stop: Arc::default(),
+            progress: None,
+        }
+    }
+
+    /// Publishes that `keys` keys are written, and how far the snapshot is let go of.
+    fn written(&self, keys: u64, released: Option<(usize, u64)>) {
+        if let Some(p) = &self.progress {
+            p.set_keys(keys);
+            if let Some(r) = released {
+                p.set_released(r);
+            }
         }
     }
 
@@ -827,6 +850,7 @@ fn write_base(
             while writer.next_chunk(&mut buf) {
                 file.write_all(&buf)?;
                 buf.clear();
+                pace.written(writer.keys_written(), Some(writer.released()));
                 pace.after_key()?;
             }
         } else {
@@ -857,6 +881,7 @@ const ITEMS_PER_CMD: usize = 64;
 fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io::Result<()> {
     use kayvee_engine::aof::encode;
     let mut buf = Vec::with_capacity(64 * 1024);
+    let mut written = 0;
     // The function libraries first, as Redis's rewrite writes them.
     for code in &snapshot.functions {
         encode(&mut buf, &[b"FUNCTION", b"LOAD", code]);
@@ -875,6 +900,8 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io:
                 out.write_all(&buf)?;
                 buf.clear();
             }
+            written += 1;
+            pace.written(written, None);
             pace.after_key()?;
         }
     }

@@ -203,6 +203,7 @@ impl Durability {
         let result = t
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
+        engine.writer_finished(kayvee_engine::save_progress::Writer::Aof, result.is_ok());
         let s = &mut engine.core.aof.status;
         s.rewrite_started_ms = None;
         s.last_rewrite_time_s = started.elapsed().as_secs() as i64;

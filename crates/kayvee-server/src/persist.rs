@@ -9,6 +9,7 @@
 //! `dbfilename`, then the directory is fsynced. A failure removes the temporary file and
 //! leaves the previous snapshot intact.
 
+use kayvee_engine::save_progress::{Writer, WriterProgress};
 use kayvee_engine::{Engine, Now, Snapshot};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
 use kayvee_session::Answer;
@@ -221,11 +222,13 @@ pub fn write_rdb(snapshot: Snapshot, opts: WriteOptions, path: &Path) -> io::Res
 }
 
 /// How a background save goes: `rdb-key-save-delay` (microseconds slept after each key, the
-/// test suite's slow save) and the flag that stops it.
+/// test suite's slow save), the flag that stops it and the progress INFO reads (keys written,
+/// how far the snapshot is let go of).
 #[derive(Default)]
 struct Pace {
     key_delay_us: u64,
     stop: Option<Arc<AtomicBool>>,
+    progress: Option<Arc<WriterProgress>>,
 }
 
 /// [`write_rdb`] at `pace`.
@@ -274,6 +277,10 @@ fn write_file(
         }
         file.write_all(&buf)?;
         buf.clear();
+        if let Some(p) = &pace.progress {
+            p.set_keys(writer.keys_written());
+            p.set_released(writer.released());
+        }
         if pace.key_delay_us > 0 {
             std::thread::sleep(std::time::Duration::from_micros(pace.key_delay_us));
         }
@@ -325,15 +332,18 @@ pub struct BgSave {
 
 impl BgSave {
     /// Takes the snapshot now and starts the writing thread. The engine must already count the
-    /// save as started (BGSAVE's outcome, [`Engine::take_due_save`]).
-    pub fn start(engine: &Engine, now: Now) -> io::Result<Self> {
+    /// save as started (BGSAVE's outcome, [`Engine::take_due_save`]); INFO follows the
+    /// thread's progress from now on.
+    pub fn start(engine: &mut Engine, now: Now) -> io::Result<Self> {
         let snapshot = engine.snapshot(now);
+        let progress = engine.writer_started(Writer::Rdb, &snapshot);
         let opts = write_options(engine);
         let path = rdb_path(engine);
         let stop = Arc::new(AtomicBool::new(false));
         let pace = Pace {
             key_delay_us: engine.core.config.int_param("rdb-key-save-delay").max(0) as u64,
             stop: Some(stop.clone()),
+            progress: Some(progress),
         };
         let thread = std::thread::Builder::new()
             .name("kayvee-bgsave".into())

@@ -78,6 +78,7 @@ fn select_sections<'a>(names: impl Iterator<Item = &'a [u8]>) -> u32 {
 /// INFO [section ...]: a verbatim `txt` string (a bulk string in RESP2).
 fn info(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let mask = select_sections(args.iter().skip(1));
+    cx.core.save_progress.refresh(cx.now.ms());
     let text = info_text(cx, mask);
     out.verbatim("txt", text.as_bytes());
     Ok(())
@@ -393,19 +394,15 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
     let p = &core.persist;
     field(s, "loading", u8::from(p.loading.is_some()));
     field(s, "async_loading", u8::from(p.async_loading));
-    zeros(
-        s,
-        &[
-            "current_cow_peak",
-            "current_cow_size",
-            "current_cow_size_age",
-        ],
-    );
-    field(s, "current_fork_perc", "0.00");
-    zeros(
-        s,
-        &["current_save_keys_processed", "current_save_keys_total"],
-    );
+    // The running background save's or AOF rewrite's progress (Kayvee forks nothing: see
+    // `crate::save_progress` for what the copy-on-write figures mean here).
+    let c = core.save_progress.current(cx.now.ms()).unwrap_or_default();
+    field(s, "current_cow_peak", c.cow_peak);
+    field(s, "current_cow_size", c.cow);
+    field(s, "current_cow_size_age", c.cow_age_s);
+    field(s, "current_fork_perc", alloc::format!("{:.2}", c.percent()));
+    field(s, "current_save_keys_processed", c.keys_processed);
+    field(s, "current_save_keys_total", c.keys_total);
     field(s, "rdb_changes_since_last_save", core.stats.dirty);
     // A replica's full sync produces an RDB too (Redis's child writing to the socket).
     let syncing = core
@@ -427,7 +424,7 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         .map_or(-1, |t| (cx.now.ms().saturating_sub(t) / 1000) as i64);
     field(s, "rdb_current_bgsave_time_sec", current);
     field(s, "rdb_saves", p.saves);
-    field(s, "rdb_last_cow_size", 0);
+    field(s, "rdb_last_cow_size", core.save_progress.rdb_last_cow_size);
     field(s, "rdb_last_load_keys_expired", p.last_load_keys_expired);
     field(s, "rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     let a = &core.aof.status;
@@ -452,14 +449,8 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         a.consecutive_failures,
     );
     field(s, "aof_last_write_status", ok(a.last_write_ok));
-    zeros(
-        s,
-        &[
-            "aof_last_cow_size",
-            "module_fork_in_progress",
-            "module_fork_last_cow_size",
-        ],
-    );
+    field(s, "aof_last_cow_size", core.save_progress.aof_last_cow_size);
+    zeros(s, &["module_fork_in_progress", "module_fork_last_cow_size"]);
     if a.on {
         field(s, "aof_current_size", a.current_size);
         field(s, "aof_base_size", a.base_size);

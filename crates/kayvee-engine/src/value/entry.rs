@@ -239,6 +239,20 @@ impl Entry {
         }
     }
 
+    /// Whether both entries hold one string's storage: the same shared buffer, or equal
+    /// bytes inline (an inline string lives in the entry itself). False for collections,
+    /// whose clones (a keyspace node copied on a write's path) own their own root.
+    pub fn same_string(&self, other: &Entry) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Shared { bytes: a, .. }, Repr::Shared { bytes: b, .. }) => Arc::ptr_eq(a, b),
+            (Repr::Growable { bytes: a, .. }, Repr::Growable { bytes: b, .. }) => Arc::ptr_eq(a, b),
+            (Repr::Inline { len: a, buf: x, .. }, Repr::Inline { len: b, buf: y, .. }) => {
+                a == b && x[..usize::from(*a)] == y[..usize::from(*b)]
+            }
+            _ => false,
+        }
+    }
+
     /// The name `OBJECT ENCODING` answers.
     pub fn encoding(&self) -> &'static str {
         self.value().encoding(&self.meta())

@@ -29,9 +29,26 @@ fn out_of_line(len: usize) -> usize {
 /// the value's heap, collections estimated from `samples` elements (0 = all) scaled to their
 /// length.
 pub fn entry_usage(key: &[u8], entry: &Entry, samples: usize) -> usize {
-    let key_heap = out_of_line(key.len());
-    let slot = size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + key_heap;
-    slot + value_usage(entry, samples)
+    slot_usage(key) + value_usage(entry, samples)
+}
+
+/// Bytes the key's keyspace slot takes (key, entry, trie overhead), without the value's heap.
+pub fn slot_usage(key: &[u8]) -> usize {
+    size_of::<SmallBytes>() + size_of::<Entry>() + TRIE_SLOT_OVERHEAD + out_of_line(key.len())
+}
+
+/// Whether the value is a persistent structure (a list past one packed node, a hash, set or
+/// sorted set in its big encoding, a stream): a write in place copies only the nodes on its
+/// path, the rest stays shared with any snapshot of it.
+pub fn is_persistent(entry: &Entry) -> bool {
+    match entry.value() {
+        ValueRef::Str(_) => false,
+        ValueRef::List(l) => !l.is_packed(),
+        ValueRef::Hash(h) => h.is_big(),
+        ValueRef::Set(s) => s.is_map(),
+        ValueRef::ZSet(z) => z.is_big(),
+        ValueRef::Stream(_) => true,
+    }
 }
 
 /// The value's heap bytes (see [`entry_usage`]).

@@ -102,6 +102,7 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         // with the index (a client watching a key of db `a` still does).
         crate::drain::drain(cx.core);
         cx.core.dbs.swap(a, b);
+        cx.core.save_progress.swapped(a, b);
         cx.core.blocking.signal_db(a);
         cx.core.blocking.signal_db(b);
     }

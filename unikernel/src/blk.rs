@@ -8,14 +8,27 @@
 use crate::batched::{self, Batched};
 use crate::cmdline::MmioDevice;
 use crate::net::{self, AnyTransport, IdentityHal};
+use alloc::boxed::Box;
 use alloc::string::String;
-use virtio_drivers::device::blk::VirtIOBlk;
+use alloc::vec::Vec;
+use virtio_drivers::device::blk::{BlkReq, BlkResp, VirtIOBlk};
 use virtio_drivers::transport::{DeviceType, Transport};
 
 /// `VIRTIO_BLK_F_FLUSH` (virtio 1.2, 5.2.3).
 const F_FLUSH: u64 = 1 << 9;
 /// Largest request: reads and writes longer than this are split.
 const REQUEST_BYTES_MAX: usize = 256 * 1024;
+/// Asynchronous writes in flight at most: virtio-drivers' block queue has 16 descriptors and a
+/// write takes 3 (no indirect descriptors).
+const IN_FLIGHT_MAX: usize = 4;
+
+/// A write submitted and not yet completed: what the device reads until it is done.
+struct InFlight {
+    token: u16,
+    req: Box<BlkReq>,
+    buf: Vec<u8>,
+    resp: Box<BlkResp>,
+}
 
 /// A virtio-blk disk.
 pub struct Disk {
@@ -24,6 +37,10 @@ pub struct Disk {
     pub at: String,
     /// The device offered a flush (a write-back cache to drain).
     pub flush_offered: bool,
+    /// Asynchronous writes submitted, not yet reaped.
+    in_flight: Vec<InFlight>,
+    /// The first asynchronous write that failed since [`Disk::take_failure`].
+    failed: Option<IoError>,
 }
 
 /// A failed request (the device's status, for the console).
@@ -49,6 +66,8 @@ impl Disk {
             dev,
             at,
             flush_offered,
+            in_flight: Vec::with_capacity(IN_FLIGHT_MAX),
+            failed: None,
         }))
     }
 
@@ -64,6 +83,7 @@ impl Disk {
 
     /// Reads whole sectors from `sector` into `buf` (a multiple of 512 bytes).
     pub fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.drain();
         for (i, part) in buf.chunks_mut(REQUEST_BYTES_MAX).enumerate() {
             let at = sector + (i * REQUEST_BYTES_MAX / kayvee_disk::SECTOR) as u64;
             self.dev.read_blocks(at as usize, part).map_err(IoError)?;
@@ -73,6 +93,7 @@ impl Disk {
 
     /// Writes whole sectors from `sector` (`buf` a multiple of 512 bytes).
     pub fn write(&mut self, sector: u64, buf: &[u8]) -> Result<(), IoError> {
+        self.drain();
         for (i, part) in buf.chunks(REQUEST_BYTES_MAX).enumerate() {
             let at = sector + (i * REQUEST_BYTES_MAX / kayvee_disk::SECTOR) as u64;
             self.dev.write_blocks(at as usize, part).map_err(IoError)?;
@@ -83,6 +104,76 @@ impl Disk {
     /// Waits until everything written is on stable storage (a no-op without the feature:
     /// the device then writes through).
     pub fn flush(&mut self) -> Result<(), IoError> {
+        self.drain();
         self.dev.flush().map_err(IoError)
+    }
+
+    /// Writes whole sectors from `sector` without waiting (`buf` a non-empty multiple of 512
+    /// bytes, kept until the device is done with it); when [`IN_FLIGHT_MAX`] writes are in
+    /// flight, first waits for the oldest. A failure shows in [`Disk::take_failure`].
+    pub fn submit(&mut self, sector: u64, buf: Vec<u8>) {
+        if buf.len() > REQUEST_BYTES_MAX {
+            for (i, part) in buf.chunks(REQUEST_BYTES_MAX).enumerate() {
+                let at = sector + (i * REQUEST_BYTES_MAX / kayvee_disk::SECTOR) as u64;
+                self.submit(at, part.to_vec());
+            }
+            return;
+        }
+        while self.in_flight.len() >= IN_FLIGHT_MAX {
+            self.reap();
+            core::hint::spin_loop();
+        }
+        let mut w = InFlight {
+            token: 0,
+            req: Box::new(BlkReq::default()),
+            buf,
+            resp: Box::new(BlkResp::default()),
+        };
+        // SAFETY: the request, the buffer and the response live on the heap, owned by the
+        // entry kept in `in_flight` until `reap` completes it with the same three.
+        match unsafe {
+            self.dev
+                .write_blocks_nb(sector as usize, &mut w.req, &w.buf, &mut w.resp)
+        } {
+            Ok(token) => {
+                w.token = token;
+                self.in_flight.push(w);
+            }
+            Err(e) => {
+                self.failed.get_or_insert(IoError(e));
+            }
+        }
+    }
+
+    /// Completes the asynchronous writes the device has finished (their buffers are freed);
+    /// returns how many are still in flight.
+    pub fn reap(&mut self) -> usize {
+        while let Some(token) = self.dev.peek_used() {
+            let Some(i) = self.in_flight.iter().position(|w| w.token == token) else {
+                break; // not ours: a synchronous request pops it
+            };
+            let mut w = self.in_flight.swap_remove(i);
+            // SAFETY: the same request, buffer and response `submit` passed with this token.
+            let done = unsafe {
+                self.dev
+                    .complete_write_blocks(token, &w.req, &w.buf, &mut w.resp)
+            };
+            if let Err(e) = done {
+                self.failed.get_or_insert(IoError(e));
+            }
+        }
+        self.in_flight.len()
+    }
+
+    /// Waits until every asynchronous write has completed.
+    pub fn drain(&mut self) {
+        while self.reap() > 0 {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// The first asynchronous write that failed since the last call.
+    pub fn take_failure(&mut self) -> Option<IoError> {
+        self.failed.take()
     }
 }

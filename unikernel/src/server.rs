@@ -65,12 +65,21 @@ pub const BUSY_POLL_US: u32 = 200;
 /// engine cron at `hz` >= 1 comes sooner anyway).
 #[cfg_attr(feature = "ring3", allow(dead_code))]
 const HALT_MAX_US: u64 = 1_000_000;
-/// While a background save runs and commands are being served, its chunks take at most one
-/// loop second in this many: clients keep about 80% of their rate (the target), the
-/// save stretches instead. Redis's forked child takes another core; the image has one.
+/// A background save runs after each pass's replies went out: its chunks (a few KiB of the
+/// RDB file each, `store::CHUNK_BYTES`) follow each other while no frame waits, so it takes the
+/// time the loop would spend polling for the next request, and a request that lands meanwhile
+/// waits one chunk at most. It is also owed this share of the loop's time (1/`SAVE_SHARE`):
+/// while it has had less (the loop busy with clients all along), its chunks run even with
+/// frames waiting, up to `SAVE_SLICE_US` a pass. Redis's forked child takes another core; the
+/// image has one.
 const SAVE_SHARE: u64 = 5;
-/// With no command run for this long, the save's chunks follow each other at once.
-const SAVE_FULL_SPEED_AFTER_US: u64 = 2_000;
+/// The longest run of a background save's chunks in one pass.
+const SAVE_SLICE_US: u64 = 1_000;
+/// The save's time owed by the share is kept at most this (it does not pile up while the loop
+/// idles)...
+const SAVE_CREDIT_MAX_US: i64 = 1_000;
+/// ... and at least this (an idle stretch's work does not excuse it from its share for long).
+const SAVE_CREDIT_MIN_US: i64 = -20_000;
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>) -> ! {
     let mut driver = Driver::new(engine);
@@ -143,9 +152,8 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
     // Frames, commands or sends seen at this uptime (the busy-poll spell counts from it).
     let mut last_busy_us = last_us;
     let (mut commands, mut sent) = (0u64, 0u64);
-    // A background save's next chunk waits until this uptime while clients are served.
-    let mut next_chunk_us = 0u64;
-    let mut last_command_us = 0u64;
+    // The loop time a background save is owed (`SAVE_SHARE`), and when it was counted.
+    let (mut save_credit_us, mut save_counted_us) = (0i64, 0u64);
     let (mut received, mut answered) = (false, false);
     #[cfg(not(feature = "ring3"))]
     if args.idle != Idle::Poll {
@@ -227,23 +235,28 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             write_connections(&shell, &mut driver, &mut store);
             scratch = shell.scratch.into_inner();
         }
-        // One chunk of a background save a pass, between serving clients; while clients keep
-        // the loop busy, paced to a fifth of its time (see `SAVE_SHARE`).
-        let saving = store.as_ref().is_some_and(Store::busy);
-        if let Some(store) = store.as_mut().filter(|s| s.busy()) {
-            let served = driver.engine().core.stats.total_commands_processed != commands;
-            let t0 = clock.uptime_us();
-            if served {
-                last_command_us = t0;
-            }
-            if t0 >= next_chunk_us || t0 - last_command_us >= SAVE_FULL_SPEED_AFTER_US {
-                store.step(driver.engine_mut(), clock);
-                let spent = clock.uptime_us() - t0;
-                next_chunk_us = t0 + spent * (SAVE_SHARE - 1);
-            }
-        }
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
         dev.kick();
+        // A background save's chunks, once the pass's replies are out (see `SAVE_SHARE`).
+        let saving = store.as_ref().is_some_and(Store::busy);
+        if let Some(store) = store.as_mut().filter(|s| s.busy()) {
+            let t0 = clock.uptime_us();
+            let passed = t0
+                .saturating_sub(save_counted_us)
+                .min(SAVE_SLICE_US * SAVE_SHARE);
+            save_credit_us += (passed / (SAVE_SHARE - 1)) as i64;
+            let t = loop {
+                store.step(driver.engine_mut(), clock);
+                let t = clock.uptime_us();
+                let owed = save_credit_us > (t - t0) as i64;
+                if !store.busy() || t - t0 >= SAVE_SLICE_US || (!owed && dev.rx_pending()) {
+                    break t;
+                }
+            };
+            save_credit_us =
+                (save_credit_us - (t - t0) as i64).clamp(SAVE_CREDIT_MIN_US, SAVE_CREDIT_MAX_US);
+            save_counted_us = t;
+        }
         let up = clock.uptime_us();
         if DEBUG_STATS && up >= next_stats_us {
             let (rx, tx, dropped, frames, kicks) = dev.stats();

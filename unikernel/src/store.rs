@@ -8,8 +8,10 @@
 //!   stops the boot with a message: never a silent empty database.
 //! - SAVE and SHUTDOWN's save write the whole snapshot at once ([`Store::save`]).
 //! - BGSAVE and the save points ([`Store::start_background`]): the engine's O(1) snapshot is
-//!   serialised one chunk (64 KiB) a loop pass ([`Store::step`]), between serving clients;
-//!   no fork, no thread, no copy of the dataset.
+//!   serialised a chunk (about [`CHUNK_BYTES`]) a [`Store::step`], which the loop runs
+//!   between serving clients (see `server::SAVE_SHARE`); the file's 64 KiB runs are written
+//!   asynchronously ([`Disk::submit`]), waited for before the flush that precedes the header.
+//!   No fork, no thread, no copy of the dataset.
 //!
 //! Every save goes to the slot not holding the newest snapshot, is flushed, and only then is
 //! that slot's header written (and flushed): a crash at any instant leaves a valid snapshot.
@@ -150,6 +152,11 @@ impl From<kayvee_disk::DiskError> for SaveError {
         SaveError::Layout(e)
     }
 }
+
+/// The RDB bytes a save step serialises (about: whole keys): small, so that a background save's
+/// step keeps a request that lands meanwhile waiting briefly (tens of microseconds under TCG);
+/// the slot's runs gather them into `kayvee_disk::RUN_BYTES` writes.
+pub const CHUNK_BYTES: usize = 2 * 1024;
 
 /// How long the automatic rewrite waits after a failed one.
 const AUTO_REWRITE_RETRY_US: u64 = 60_000_000;
@@ -375,6 +382,7 @@ impl Store {
             compress: cfg.rdbcompression,
             checksum: cfg.rdbchecksum,
             used_mem: engine.core.host.used_memory,
+            chunk_len: CHUNK_BYTES,
             ..WriteOptions::default()
         }
     }
@@ -390,6 +398,9 @@ impl Store {
         }
         engine.reset_propagation_db();
         let log_id = (crate::port::rdtsc() ^ now.unix_us.rotate_left(29)) | 1;
+        // A failure of an earlier save's writes is that save's.
+        self.disk.drain();
+        let _ = self.disk.take_failure();
         Writing {
             rdb: RdbWriter::new(engine.snapshot(now), Store::write_options(engine)),
             slot: SlotWriter::new(self.geometry, slot, generation),
@@ -404,19 +415,31 @@ impl Store {
     /// Writes one chunk of `w`; true once the file is complete and its header written (the
     /// new snapshot and its log are then the current pair).
     fn advance(&mut self, w: &mut Writing, now: Now) -> Result<bool, SaveError> {
+        self.disk.reap();
+        if let Some(e) = self.disk.take_failure() {
+            return Err(e.into());
+        }
         w.buf.clear();
         if w.rdb.next_chunk(&mut w.buf) {
-            if let Some((at, run)) = w.slot.push(&w.buf)? {
-                self.disk.write(at, &run)?;
+            // The writer computes the file's CRC-64 (the header's) as it goes.
+            if let Some((at, run)) = w.slot.push_unhashed(&w.buf)? {
+                // Written while the loop goes on; waited for before the flush below.
+                self.disk.submit(at, run);
             }
             return Ok(false);
         }
         let slot = core::mem::replace(&mut w.slot, SlotWriter::new(self.geometry, 0, 0));
-        let (tail, header) = slot.finish(now.ms(), w.log.log_id);
+        let crc = w.rdb.file_crc().expect("the RDB file is complete");
+        let (tail, header) = slot.finish_with_crc(crc, now.ms(), w.log.log_id);
         if let Some((at, run)) = tail {
             self.disk.write(at, &run)?;
         }
+        // Every run of the file is complete (a synchronous request waits for them) and, once
+        // flushed, on stable storage before the header names it.
         self.disk.flush()?;
+        if let Some(e) = self.disk.take_failure() {
+            return Err(e.into());
+        }
         self.disk
             .write(kayvee_disk::header_sector(header.slot), &header.encode())?;
         self.disk.flush()?;

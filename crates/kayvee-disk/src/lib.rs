@@ -64,8 +64,10 @@ pub const RECORD_HEAD: usize = 40;
 /// Bytes [`SlotWriter`] gathers before it hands out a run of sectors to write.
 pub const RUN_BYTES: usize = 64 * 1024;
 
-/// CRC-64/Jones (Redis's), for headers and snapshots.
-static CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+/// CRC-64/Jones (Redis's), for headers and snapshots (slice-by-16 tables: a snapshot's every
+/// byte goes through it).
+static CRC: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
 
 /// What can be wrong with a disk or a header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -377,7 +379,7 @@ pub struct SlotWriter {
     /// Bytes not yet handed out (less than a run, or the tail).
     pending: Vec<u8>,
     len: u64,
-    digest: crc::Digest<'static, u64>,
+    digest: crc::Digest<'static, u64, crc::Table<16>>,
 }
 
 impl SlotWriter {
@@ -401,17 +403,27 @@ impl SlotWriter {
 
     /// Takes the next bytes of the file; returns a run to write once [`RUN_BYTES`] gathered.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Option<Run>, DiskError> {
+        self.digest.update(bytes);
+        self.push_unhashed(bytes)
+    }
+
+    /// As [`SlotWriter::push`], for a caller that computes the file's CRC-64 itself (an RDB
+    /// writer does, over the same bytes) and gives it to [`SlotWriter::finish_with_crc`]: the
+    /// bytes do not go through the CRC a second time. A writer takes all its bytes one way.
+    pub fn push_unhashed(&mut self, bytes: &[u8]) -> Result<Option<Run>, DiskError> {
         self.len += bytes.len() as u64;
         if self.len > self.geometry.slot_bytes() {
             return Err(DiskError::SlotFull);
         }
-        self.digest.update(bytes);
         self.pending.extend_from_slice(bytes);
         if self.pending.len() < RUN_BYTES {
             return Ok(None);
         }
         let whole = self.pending.len() / SECTOR * SECTOR;
-        let rest = self.pending.split_off(whole);
+        // The rest starts the next run, in a buffer of a run's size (no regrowing).
+        let mut rest = Vec::with_capacity(RUN_BYTES + SECTOR);
+        rest.extend_from_slice(&self.pending[whole..]);
+        self.pending.truncate(whole);
         let run = core::mem::replace(&mut self.pending, rest);
         let at = self.next_sector;
         self.next_sector += (whole / SECTOR) as u64;
@@ -421,13 +433,25 @@ impl SlotWriter {
     /// The last run (the tail, zero padded to a sector; `None` if nothing is left) and the
     /// header to write once the slot's data is flushed; `log_id` names the log records that
     /// follow this snapshot.
-    pub fn finish(mut self, saved_ms: u64, log_id: u64) -> (Option<Run>, Header) {
+    pub fn finish(self, saved_ms: u64, log_id: u64) -> (Option<Run>, Header) {
+        let crc = self.digest.clone().finalize();
+        self.finish_with_crc(crc, saved_ms, log_id)
+    }
+
+    /// As [`SlotWriter::finish`], with the CRC-64 of the file's bytes computed by the caller
+    /// (see [`SlotWriter::push_unhashed`]).
+    pub fn finish_with_crc(
+        mut self,
+        crc: u64,
+        saved_ms: u64,
+        log_id: u64,
+    ) -> (Option<Run>, Header) {
         let header = Header {
             slot: self.slot,
             geometry: self.geometry,
             generation: self.generation,
             len: self.len,
-            crc: self.digest.finalize(),
+            crc,
             saved_ms,
             log_id,
         };
@@ -828,6 +852,18 @@ mod tests {
         }
         assert_eq!(n, 1024 / record_sectors(p.len()));
         assert_eq!(w.record(&p), Err(DiskError::LogFull));
+    }
+
+    #[test]
+    fn unhashed_pushes_with_the_callers_crc_make_the_same_runs_and_header() {
+        let g = Geometry::for_disk(8192).unwrap();
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (mut a, mut b) = (SlotWriter::new(g, 1, 5), SlotWriter::new(g, 1, 5));
+        for part in bytes.chunks(3000) {
+            assert_eq!(a.push(part).unwrap(), b.push_unhashed(part).unwrap());
+        }
+        let crc = CRC.checksum(&bytes);
+        assert_eq!(a.finish(9, 3), b.finish_with_crc(crc, 9, 3));
     }
 
     #[test]

@@ -31,8 +31,12 @@ pub use write::{RdbWriter, ReplAux, WriteOptions};
 /// The RDB version written (Redis 7.0), and the newest one read.
 pub const RDB_VERSION: u16 = 10;
 
-/// The CRC-64 of RDB files and DUMP payloads (Jones polynomial, reflected).
-pub const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+/// The CRC-64 of RDB files and DUMP payloads (Jones polynomial, reflected), with the crate's
+/// slice-by-16 tables (32 KiB): a few times the byte-at-a-time table's speed, which a save of
+/// a large dataset feels (about a third of its serialising time under QEMU TCG was this CRC).
+/// A `static`, so that the tables exist once.
+pub static CRC64: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
 
 /// Record opcodes.
 pub mod opcode {

@@ -21,6 +21,10 @@ pub fn write_functions(out: &mut Vec<u8>, codes: &[Vec<u8>], mut lzf: Option<&mu
     }
 }
 
+/// Keys written between two releases of the written part of the snapshot (a few of its
+/// leaves: the memory they hold a little longer is small).
+const RELEASE_KEYS: usize = 256;
+
 /// What the writer needs besides the snapshot.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
@@ -99,8 +103,14 @@ pub struct RdbWriter {
     snapshot: Snapshot,
     opts: WriteOptions,
     stage: Stage,
-    digest: crc::Digest<'static, u64>,
+    digest: crc::Digest<'static, u64, crc::Table<16>>,
     keys_written: u64,
+    /// The CRC-64 of the whole file, trailer included, once complete.
+    file_crc: Option<u64>,
+    /// Keys written since the written part of the snapshot was last let go of.
+    unreleased: usize,
+    /// The cursor below which the current database's keys are let go (`release_below`).
+    released_below: u64,
     /// The LZF compressor (its table is reused across strings), when compressing.
     lzf: Option<Lzf>,
 }
@@ -114,6 +124,9 @@ impl RdbWriter {
             stage: Stage::Header,
             digest: CRC64.digest(),
             keys_written: 0,
+            file_crc: None,
+            unreleased: 0,
+            released_below: 0,
             lzf: opts.compress.then(Lzf::new),
         }
     }
@@ -129,9 +142,15 @@ impl RdbWriter {
     pub fn released(&self) -> (usize, u64) {
         match self.stage {
             Stage::Header => (0, 0),
-            Stage::Keys { db, cursor, .. } => (db, cursor),
+            Stage::Keys { db, .. } => (db, self.released_below),
             Stage::Trailer | Stage::Done => (self.snapshot.dbs.len(), 0),
         }
+    }
+
+    /// The CRC-64 (Redis's) of every byte of the file, its trailer included, once it is
+    /// complete: what a copy of the file is checked with, without reading its bytes again.
+    pub fn file_crc(&self) -> Option<u64> {
+        self.file_crc
     }
 
     /// Appends the next piece of the file to `out` (at least `chunk_len` bytes unless the end
@@ -183,12 +202,15 @@ impl RdbWriter {
             Stage::Trailer => {
                 out.push(opcode::EOF);
                 self.digest.update(&out[before..]);
+                let mut whole = self.digest.clone();
                 let crc = if self.opts.checksum {
                     core::mem::replace(&mut self.digest, CRC64.digest()).finalize()
                 } else {
                     0
                 };
                 out.extend_from_slice(&crc.to_le_bytes());
+                whole.update(&crc.to_le_bytes());
+                self.file_crc = Some(whole.finalize());
                 self.stage = Stage::Done;
                 return;
             }
@@ -253,8 +275,10 @@ impl RdbWriter {
         let lzf = &mut self.lzf;
         let mut n = 0;
         let batch = (self.opts.chunk_len / 64).clamp(1, 1024);
+        // Most datasets have few keys with a TTL, often none: no lookup then.
+        let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
         let next = snap.keys.scan(cursor, batch, |k, e| {
-            if let Some(&at) = snap.expires.get(&k[..]) {
+            if let Some(&at) = expires.and_then(|x| x.get(&k[..])) {
                 out.push(opcode::EXPIRETIME_MS);
                 out.extend_from_slice(&at.to_le_bytes());
             }
@@ -264,16 +288,24 @@ impl RdbWriter {
             n += 1;
         });
         self.keys_written += n;
+        self.unreleased += n as usize;
         // Let go of what is written: the live keyspace then writes those nodes in place again
         // instead of copying them, and the old values it replaces are freed now rather than at
-        // the end of the save (the bound on a background save's extra memory).
+        // the end of the save (the bound on a background save's extra memory). Every
+        // `RELEASE_KEYS` keys: each release reallocates the path's child lists.
         let snap = &mut self.snapshot.dbs[db];
         self.stage = if next == 0 {
             snap.keys.clear();
             snap.expires.clear();
+            self.unreleased = 0;
+            self.released_below = 0;
             self.next_db(db + 1)
         } else {
-            snap.keys.release_below(next);
+            if self.unreleased >= RELEASE_KEYS {
+                snap.keys.release_below(next);
+                self.unreleased = 0;
+                self.released_below = next;
+            }
             Stage::Keys {
                 db,
                 cursor: next,

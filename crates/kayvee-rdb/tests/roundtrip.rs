@@ -109,6 +109,8 @@ fn save(dbs: &[Db], compress: bool, chunk_len: usize) -> Vec<u8> {
         out.extend_from_slice(&chunk);
         chunk.clear();
     }
+    // The whole file's CRC, which the unikernel's disk header takes from the writer.
+    assert_eq!(w.file_crc(), Some(kayvee_rdb::CRC64.checksum(&out)));
     out
 }
 

@@ -58,6 +58,8 @@ ROWS = {
     "SADD": ("sadd", []),
     "SPOP": ("spop", [["SADD", "myset"] + [f"m{i}" for i in range(60000)]]),
     "HSET": ("hset", []),
+    "INCR": ("incr", []),
+    "MSET": ("mset", []),
     "LRANGE_100": ("lrange_100", [["RPUSH", "mylist"] + ["xxx"] * 100]),
     "HGET": (["HGET", "hsmall", "field:7"], SMALL_HASH),
     "HGETALL": (["HGETALL", "hsmall"], SMALL_HASH),

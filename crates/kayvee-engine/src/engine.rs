@@ -212,6 +212,12 @@ impl Engine {
         self.dispatcher().execute(h, argv, now, out)
     }
 
+    /// A run of client `h`'s commands starts (the shell calls it before each): see
+    /// [`Dispatch::begin_batch`]. Without it every command takes the full path.
+    pub fn begin_batch(&mut self, h: Handle) {
+        self.dispatcher().begin_batch(h);
+    }
+
     /// [`Self::execute`], with `wait` serving the other connections should a script the
     /// command runs pass `busy-reply-threshold` (see [`crate::script_wait`]).
     pub fn execute_waiting(

@@ -39,6 +39,13 @@ impl Pause {
         self.failover || self.client_pause(now_ms)
     }
 
+    /// Whether no pause can be in force, whatever the time: neither a CLIENT PAUSE (even one
+    /// past its end, until [`Pause::take_due`] ends it) nor a FAILOVER's.
+    #[inline]
+    pub fn none(&self) -> bool {
+        self.end_ms.is_none() && !self.failover
+    }
+
     /// Whether a CLIENT PAUSE is in force at `now_ms`.
     fn client_pause(&self, now_ms: u64) -> bool {
         self.end_ms.is_some_and(|end| now_ms < end)

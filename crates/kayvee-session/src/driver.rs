@@ -710,6 +710,9 @@ impl Driver {
         // One clock reading per command: a command's end is the next one's start (what lies
         // between is decoding, well under the clock's microsecond).
         let mut next_start: Option<Now> = None;
+        if let Some(h) = self.sessions[slot].as_ref().map(|s| s.handle) {
+            self.engine.begin_batch(h);
+        }
         loop {
             let Driver {
                 engine,

@@ -278,6 +278,13 @@ impl Acl {
             .any(|s| s.all_keys || key_allowed(s, b"*", &["access"]))
     }
 
+    /// Whether `user` is the `default` user with every permission: [`Acl::check`] allows it
+    /// everything.
+    #[inline]
+    pub fn unrestricted(&self, user: &[u8]) -> bool {
+        self.default_unrestricted && user == DEFAULT_USER
+    }
+
     /// Checks whether `user` may run `argv` (resolved to `id`); `None` when allowed.
     #[inline]
     pub fn check(
@@ -287,7 +294,7 @@ impl Acl {
         id: CommandId,
         argv: &Argv<'_>,
     ) -> Option<Denied> {
-        if self.default_unrestricted && user == DEFAULT_USER {
+        if self.unrestricted(user) {
             return None;
         }
         self.check_restricted(user, table, id, argv)

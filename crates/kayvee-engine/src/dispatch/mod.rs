@@ -40,6 +40,10 @@ pub struct State {
     /// A command of another client runs while a script is busy (MULTI, WATCH...): nothing
     /// is evicted for it, as Redis skips eviction inside a long command.
     serving_busy: bool,
+    /// The client whose plain commands take the common path ([`Dispatch::execute`]): set by
+    /// [`Dispatch::begin_batch`] when [`Dispatch::usual`] holds for it, cleared by every
+    /// command that takes the full path (which may change what `usual` reads).
+    usual: Option<Handle>,
     /// Per command id: one of the EVAL/FCALL commands, which dispatch runs itself (a table,
     /// so the test costs one load per command).
     #[cfg(feature = "scripting")]
@@ -67,6 +71,7 @@ impl State {
             exec_id: commands.lookup(b"exec"),
             exec_slept_us: 0,
             serving_busy: false,
+            usual: None,
             #[cfg(feature = "scripting")]
             evals: script::eval_table(commands),
             #[cfg(feature = "scripting")]
@@ -121,6 +126,62 @@ impl<'e> Dispatch<'e> {
         &commands.table.get(id).spec
     }
 
+    /// Whether client `h`'s plain commands (see [`Dispatch::plain`]) may skip every check of
+    /// a rare state: no pause, replication role, memory limit, loading, disk error,
+    /// `min-replicas`, AOF, client tracking, monitor, transaction, subscription, reply mode,
+    /// authentication or ACL restriction is in force, and the databases delete expired keys.
+    /// Each check dispatch skips then would have passed; no plain command changes any of
+    /// these (the commands that do are flagged `admin`, `noscript` or `pubsub`). The one
+    /// place that says what the common path may skip.
+    pub(crate) fn usual(&self, h: Handle) -> bool {
+        let core = &*self.core;
+        let cfg = &core.config;
+        let Some(c) = self.clients.get(h) else {
+            return false;
+        };
+        c.reply_mode == client::ReplyMode::On
+            && (c.authenticated || !core.acl.auth_required())
+            && core.acl.unrestricted(&c.user)
+            && core.pause.none()
+            && core.repl.primary.is_none()
+            && core.replay_client.is_none()
+            && !self.state.serving_busy
+            && cfg.maxmemory == 0
+            && core.persist.loading.is_none()
+            && !core.persist.async_loading
+            && !disk_trouble(core)
+            && (cfg.min_replicas_to_write <= 0 || cfg.min_replicas_max_lag <= 0)
+            && !core.aof.enabled
+            && !core.tracking.active()
+            && !core.monitors.active()
+            && !core.txn.in_multi(h)
+            && !core.pubsub.subscribed(h)
+            && core.dbs.first().is_some_and(|d| d.expiry == Expiry::Delete)
+    }
+
+    /// A batch of client `h`'s commands starts: its plain commands take the common path
+    /// while [`Dispatch::usual`] holds (read now, once for the batch). The shell calls it
+    /// before each run of a connection's commands, after whatever changed meanwhile.
+    pub fn begin_batch(&mut self, h: Handle) {
+        self.state.usual = self.usual(h).then_some(h);
+    }
+
+    /// `argv`'s command when it is plain: found at once (no subcommands), called with its
+    /// arity, and not one of the commands that change what [`Dispatch::usual`] reads
+    /// (`admin`, `noscript`, `pubsub` or `no-multi`).
+    #[inline(always)]
+    fn plain(&self, argv: &Argv<'_>) -> Option<CommandId> {
+        const UNUSUAL: u32 = command::flags::ADMIN
+            | command::flags::NOSCRIPT
+            | command::flags::PUBSUB
+            | command::flags::NO_MULTI;
+        let table = &self.commands.table;
+        table.lookup(argv.get(0)).filter(|&id| {
+            let spec = &table.get(id).spec;
+            spec.subcommands == 0 && spec.flags & UNUSUAL == 0 && spec.arity_ok(argv.len())
+        })
+    }
+
     /// Runs one command for client `h`, writing its reply to `out`.
     pub fn execute(
         &mut self,
@@ -134,6 +195,13 @@ impl<'e> Dispatch<'e> {
         if argv.is_empty() {
             return Outcome::Continue;
         }
+        if self.state.usual == Some(h) {
+            if let Some(id) = self.plain(argv) {
+                return self.execute_usual(h, id, argv, now, out);
+            }
+        }
+        // The full path: whatever it runs may change what `usual` reads.
+        self.state.usual = None;
         // One reading of the pause for both its uses (nothing between them changes it).
         let paused = self.core.pause.active(now.ms());
         if let Some(id) = paused.then(|| self.paused_for(h, argv, now)).flatten() {
@@ -159,13 +227,48 @@ impl<'e> Dispatch<'e> {
         let protocol = client.protocol;
         self.set_expiry(h, paused);
         let outcome = self.execute_top(h, argv, now, out, skip, protocol);
+        self.after_execute::<false>(h, now, out, outcome)
+    }
+
+    /// [`Dispatch::execute`]'s common path: plain command `id` of client `h`, for whom
+    /// [`Dispatch::usual`] holds (a debug build checks it), runs with none of the checks
+    /// that would pass.
+    #[inline(always)]
+    fn execute_usual(
+        &mut self,
+        h: Handle,
+        id: CommandId,
+        argv: &Argv<'_>,
+        now: Now,
+        out: &mut dyn ReplySink,
+    ) -> Outcome {
+        debug_assert!(self.usual(h), "the common path's condition went stale");
+        let Some(client) = self.clients.get_mut(h) else {
+            return Outcome::Continue;
+        };
+        client.last_interaction_ms = now.ms();
+        let outcome = self.run::<true>(h, id, argv, now, out);
+        self.after_execute::<true>(h, now, out, outcome)
+    }
+
+    /// What follows every top-level command: key events, blocked clients served, tracking's
+    /// invalidations and MONITOR's lines. `USUAL`: [`Dispatch::usual`] holds (no AOF,
+    /// tracking or monitor).
+    #[inline(always)]
+    fn after_execute<const USUAL: bool>(
+        &mut self,
+        h: Handle,
+        now: Now,
+        out: &mut dyn ReplySink,
+        outcome: Outcome,
+    ) -> Outcome {
         drain::drain(self.core);
         // The Lua heap is not `used_memory` in Redis (see `Evictor::uncounted`).
         #[cfg(feature = "scripting")]
         {
             self.core.evict.uncounted = self.core.scripts.vm_bytes() as u64;
         }
-        if self.core.aof.enabled {
+        if !USUAL && self.core.aof.enabled {
             self.core.aof.flush();
         }
         if self.core.blocking.has_ready() {
@@ -189,10 +292,10 @@ impl<'e> Dispatch<'e> {
             drain::drain(self.core);
         }
         drain::settle(self.core);
-        if self.core.tracking.active() {
+        if !USUAL && self.core.tracking.active() {
             drain::after_command(self.core, self.clients, Some(h), Some(out));
         }
-        if self.core.monitors.active() {
+        if !USUAL && self.core.monitors.active() {
             self.core
                 .monitors
                 .take_self()
@@ -550,7 +653,7 @@ impl<'e> Dispatch<'e> {
             self.core.in_exec = false;
             return outcome;
         }
-        self.run(h, id, argv, now, out)
+        self.run::<false>(h, id, argv, now, out)
     }
 
     /// A replica's refusals of its own clients' commands, as Redis's `processCommand`: writes
@@ -694,8 +797,9 @@ impl<'e> Dispatch<'e> {
 
     /// Runs a resolved, admitted command and counts it (inlined where a command runs: one
     /// call less per command).
+    /// `USUAL`: [`Dispatch::usual`] holds (no AOF, replication, tracking or monitor).
     #[inline(always)]
-    fn run(
+    fn run<const USUAL: bool>(
         &mut self,
         h: Handle,
         id: CommandId,
@@ -726,11 +830,15 @@ impl<'e> Dispatch<'e> {
         let handler = self.commands.handler(id);
         let mut cx = self.cx(h, db_index, id, now);
         let result = handler(&mut cx, argv, out);
-        if cx.core.aof.enabled {
+        if !USUAL && cx.core.aof.enabled {
             cx.core.aof.end_command(db_index, argv);
         }
         drain::drain(cx.core);
         let outcome = core::mem::take(&mut cx.outcome);
+        if USUAL {
+            self.count(id, result, out);
+            return outcome;
+        }
         if self.core.repl.primary.is_some() && spec.has(command::flags::WRITE) {
             self.remember_replica_ttls(h, spec, argv, db_index);
         }
@@ -998,10 +1106,7 @@ fn unknown_command(argv: &Argv<'_>) -> Error {
 /// the last background save failed (with `stop-writes-on-bgsave-error` and save points), or
 /// the AOF is on and its last write failed.
 fn disk_error(core: &Core) -> Option<Error> {
-    if core.config.stop_writes_on_bgsave_error
-        && core.persist.last_bgsave_failed
-        && !core.config.save.is_empty()
-    {
+    if bgsave_refuses(core) {
         return Some(Error::msg(persist::MISCONF));
     }
     let aof = &core.aof.status;
@@ -1011,4 +1116,19 @@ fn disk_error(core: &Core) -> Option<Error> {
             aof.last_write_error
         ))
     })
+}
+
+/// Whether a failed background save refuses writes (`stop-writes-on-bgsave-error`).
+#[inline]
+fn bgsave_refuses(core: &Core) -> bool {
+    core.config.stop_writes_on_bgsave_error
+        && core.persist.last_bgsave_failed
+        && !core.config.save.is_empty()
+}
+
+/// Whether [`disk_error`] has an error to give (without making it).
+#[inline]
+fn disk_trouble(core: &Core) -> bool {
+    let aof = &core.aof.status;
+    bgsave_refuses(core) || aof.on && !aof.last_write_ok
 }

@@ -82,7 +82,7 @@ impl Dispatch<'_> {
         out: &mut dyn crate::reply::ReplySink,
     ) -> Outcome {
         let start = self.wait.as_mut().map(|w| w.now());
-        let mut step = self.run(h, cmd, argv, now, out);
+        let mut step = self.run::<false>(h, cmd, argv, now, out);
         let Some(start) = start else {
             return step;
         };

@@ -755,7 +755,7 @@ impl Run<'_, '_> {
         };
         let mut tree = ReplyTree::new(protocol);
         // DEBUG SLEEP: the server sleeps once the script is done (see `State::script_sleep_us`).
-        if let Outcome::Sleep(us) = self.d.run(self.h, cmd, argv, self.now, &mut tree) {
+        if let Outcome::Sleep(us) = self.d.run::<false>(self.h, cmd, argv, self.now, &mut tree) {
             self.d.state.script_sleep_us = self.d.state.script_sleep_us.saturating_add(us);
         }
         Ok(tree.take().pop().unwrap_or(Reply::Null))

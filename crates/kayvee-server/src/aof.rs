@@ -16,6 +16,7 @@
 //! commands without replies. A truncated last command is dropped with `aof-load-truncated yes`
 //! (and the file cut back), refused with `no`; a malformed file refuses to start.
 
+use crate::savechild::{self, ChildRef, Kind, Sink, Spool};
 use kayvee_engine::client::{ConnInfo, Transport};
 use kayvee_engine::config::syntax::{repr, split_args};
 use kayvee_engine::{Discard, Engine, Now, Snapshot, ValueRef};
@@ -233,11 +234,13 @@ pub struct Aof {
     annotated_s: u64,
 }
 
-/// A base being written on a thread.
+/// A base being written on a thread, into a save-writer child.
 struct Rewrite {
     thread: JoinHandle<io::Result<u64>>,
     /// Set to stop the thread (the AOF is turned off meanwhile).
     stop: Arc<AtomicBool>,
+    /// The save-writer child (None when none could be started: the thread writes the file).
+    child: Option<ChildRef>,
     base: Part,
     started: Instant,
 }
@@ -477,17 +480,28 @@ impl Aof {
         let opts = base_options(engine);
         let ts = base_timestamp(engine, now);
         let pace = Pace::of(engine);
-        let stop = pace.stop.clone();
-        let spawned = std::thread::Builder::new()
-            .name("kayvee-aofrw".into())
-            .spawn(move || write_base(snapshot, opts, (rdb, ts), &pace, &path));
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawned = rewrite_spool(engine, &stop).and_then(|(spool, child)| {
+            std::thread::Builder::new()
+                .name("kayvee-aofrw".into())
+                .spawn(move || write_base(snapshot, opts, (rdb, ts), &pace, spool, &path))
+                .map(|thread| (thread, child))
+                .inspect_err(|_| stop.store(true, Ordering::Relaxed))
+        });
         match spawned {
-            Ok(thread) => {
-                info!("Background append only file rewriting started");
+            Ok((thread, child)) => {
+                match &child {
+                    Some(c) => info!(
+                        "Background append only file rewriting started by pid {}",
+                        c.id()
+                    ),
+                    None => info!("Background append only file rewriting started"),
+                }
                 engine.aof_rewrite_started(now);
                 self.rewrite = Some(Rewrite {
                     thread,
                     stop,
+                    child,
                     base,
                     started: Instant::now(),
                 });
@@ -552,7 +566,7 @@ impl Aof {
                 info!("Background AOF rewrite finished successfully");
             }
             Err(e) => {
-                warn!("Background AOF rewrite failed: {e}");
+                log_rewrite_failure(&e);
                 let _ = std::fs::remove_file(self.layout.dir.join(&rw.base.name));
                 s.last_bgrewrite_ok = false;
                 s.consecutive_failures += 1;
@@ -578,8 +592,11 @@ impl Aof {
         if let Some(rw) = self.rewrite.take() {
             // As Redis kills its rewrite child: the base is dropped (the thread removes its
             // temporary file); the increment opened for it stays in the manifest.
-            info!("Killing running AOF rewrite child (the kayvee-aofrw thread)");
+            info!("Killing running AOF rewrite child");
             rw.stop.store(true, Ordering::Relaxed);
+            if let Some(c) = &rw.child {
+                c.kill();
+            }
             let _ = rw.thread.join();
             engine.core.aof.status.rewrite_started_ms = None;
         }
@@ -680,11 +697,13 @@ fn fresh(
     let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
     let ts = base_timestamp(engine, now);
     let snapshot = engine.snapshot(now);
+    let spool = direct_spool(&layout.dir, Arc::default())?;
     write_base(
         snapshot,
         base_options(engine),
         (rdb, ts),
         &Pace::default(),
+        spool,
         &base_path,
     )?;
     open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
@@ -700,17 +719,19 @@ fn fresh(
 /// BGREWRITEAOF with the AOF off, as Redis 7.0 does it: a new base of `snapshot` and a
 /// manifest listing only that base, written on a thread; older AOF files are deleted. Returns
 /// the base's size.
-pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
+pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<Detached> {
     let layout = Layout::of(engine);
     let rdb = engine.core.config.aof_use_rdb_preamble;
     let snapshot = engine.snapshot(now);
     let opts = base_options(engine);
     let ts = base_timestamp(engine, now);
     let pace = Pace::of(engine);
-    std::thread::Builder::new()
+    std::fs::create_dir_all(&layout.dir)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (spool, child) = rewrite_spool(engine, &stop)?;
+    let thread = std::thread::Builder::new()
         .name("kayvee-aofrw".into())
         .spawn(move || {
-            std::fs::create_dir_all(&layout.dir)?;
             let old = layout.read_manifest().map_err(io::Error::other)?;
             let seq = old
                 .as_ref()
@@ -722,7 +743,7 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
                 seq,
             };
             let path = layout.dir.join(&base.name);
-            let size = write_base(snapshot, opts, (rdb, ts), &pace, &path)?;
+            let size = write_base(snapshot, opts, (rdb, ts), &pace, spool, &path)?;
             let m = Manifest {
                 base: Some(base),
                 incrs: Vec::new(),
@@ -734,7 +755,52 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<JoinHandle<io::
                 }
             }
             Ok(size)
-        })
+        });
+    match thread {
+        Ok(thread) => Ok(Detached {
+            thread,
+            stop,
+            child,
+        }),
+        Err(e) => {
+            if let Some(c) = &child {
+                c.kill();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A rewrite with the AOF off under way: its thread, the flag that stops it and its child.
+pub struct Detached {
+    pub thread: JoinHandle<io::Result<u64>>,
+    pub stop: Arc<AtomicBool>,
+    pub child: Option<ChildRef>,
+}
+
+/// The spool of a background rewrite: a save-writer child writing
+/// `temp-rewriteaof-bg-<its pid>.aof` in `dir` (where Redis's child writes it; the base is
+/// renamed into the AOF directory), or the thread itself.
+fn rewrite_spool(engine: &Engine, stop: &Arc<AtomicBool>) -> io::Result<(Spool, Option<ChildRef>)> {
+    let dir = Path::new(&engine.core.config.dir);
+    let fallback = dir.join(Kind::AofRewrite.temp_name(std::process::id()));
+    crate::persist::background_spool(engine, Kind::AofRewrite, dir, stop, fallback)
+}
+
+/// A spool writing the base from this process, to `temp-rewriteaof-bg-<pid>.aof` in `dir`.
+fn direct_spool(dir: &Path, stop: Arc<AtomicBool>) -> io::Result<Spool> {
+    Spool::direct(
+        dir.join(Kind::AofRewrite.temp_name(std::process::id())),
+        stop,
+    )
+}
+
+/// Logs a failed rewrite as Redis does: killed by a signal, or ended with an error.
+pub fn log_rewrite_failure(e: &io::Error) {
+    match crate::savechild::killed_by(e) {
+        Some(signal) => warn!("Background AOF rewrite terminated by signal {signal}"),
+        None => warn!("Background AOF rewrite terminated with error: {e}"),
+    }
 }
 
 /// Opens a file for appending, creating it.
@@ -776,11 +842,10 @@ fn unix_s() -> u64 {
 }
 
 /// How a rewrite goes: `rdb-key-save-delay` (microseconds slept after each key, the test
-/// suite's slow rewrite, as Redis's rewrite child sleeps) and the flag that stops it.
+/// suite's slow rewrite, as Redis's rewrite child sleeps).
 #[derive(Default)]
 struct Pace {
     key_delay_us: u64,
-    stop: Arc<AtomicBool>,
 }
 
 impl Pace {
@@ -789,63 +854,47 @@ impl Pace {
         let delay = engine.core.config.int_param("rdb-key-save-delay");
         Pace {
             key_delay_us: delay.max(0) as u64,
-            stop: Arc::default(),
         }
     }
 
-    /// After a key: stops the rewrite if asked, then sleeps the key's delay.
-    fn after_key(&self) -> io::Result<()> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(io::Error::other("stopped"));
-        }
-        if self.key_delay_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(self.key_delay_us));
-        }
-        Ok(())
+    /// After a key: stops the rewrite if asked or if the child is gone, else pauses the key's
+    /// delay.
+    fn after_key(&self, out: &mut impl Sink) -> io::Result<()> {
+        out.pause(self.key_delay_us)
     }
 }
 
 /// Writes a base (`form`: RDB, or commands after the `#TS:` annotation of its second if any)
-/// to a temporary file at `pace`, fsyncs and renames it to `path`; returns its size.
+/// into `spool` at `pace`, then completes it as `path` (fsync, rename: see
+/// [`savechild::write_with`]); returns its size.
 fn write_base(
     snapshot: Snapshot,
     mut opts: WriteOptions,
     (rdb, ts_s): (bool, Option<u64>),
     pace: &Pace,
+    spool: Spool,
     path: &Path,
 ) -> io::Result<u64> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let result = (|| {
-        let mut file = io::BufWriter::with_capacity(128 * 1024, File::create(&tmp)?);
+    savechild::write_with(spool, path, |out| {
         if rdb {
             if pace.key_delay_us > 0 {
-                opts.chunk_len = 1; // a key a chunk, slept after
+                opts.chunk_len = 1; // a key a chunk, paused after
             }
             let mut writer = RdbWriter::new(snapshot, opts);
             let mut buf = Vec::with_capacity(128 * 1024);
             while writer.next_chunk(&mut buf) {
-                file.write_all(&buf)?;
+                out.write_all(&buf)?;
                 buf.clear();
-                pace.after_key()?;
+                pace.after_key(out)?;
             }
+            Ok(())
         } else {
             if let Some(ts_s) = ts_s {
-                file.write_all(ts_annotation(ts_s).as_bytes())?;
+                out.write_all(ts_annotation(ts_s).as_bytes())?;
             }
-            write_commands(&snapshot, &mut file, pace)?;
+            write_commands(&snapshot, out, pace)
         }
-        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
-        let size = file.metadata()?.len();
-        std::fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()?;
-        Ok(size)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 /// Items per command in a command base, as Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
@@ -854,7 +903,7 @@ const ITEMS_PER_CMD: usize = 64;
 /// The data as commands (Redis's rewrite without preamble): FUNCTION LOAD per library, then
 /// SELECT per database and per key SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items,
 /// and PEXPIREAT for a TTL.
-fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io::Result<()> {
+fn write_commands(snapshot: &Snapshot, out: &mut impl Sink, pace: &Pace) -> io::Result<()> {
     use kayvee_engine::aof::encode;
     let mut buf = Vec::with_capacity(64 * 1024);
     // The function libraries first, as Redis's rewrite writes them.
@@ -875,7 +924,7 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io:
                 out.write_all(&buf)?;
                 buf.clear();
             }
-            pace.after_key()?;
+            pace.after_key(out)?;
         }
     }
     out.write_all(&buf)
@@ -1212,6 +1261,13 @@ fn strerror(e: &io::Error) -> String {
 mod tests {
     use super::*;
 
+    /// A base of commands written into memory, unpaced.
+    impl Sink for Vec<u8> {
+        fn pause(&mut self, _us: u64) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn write_errors_read_as_strerror_words() {
         let enospc = io::Error::from_raw_os_error(28);
@@ -1338,7 +1394,8 @@ mod tests {
         let path = dir.join("base.aof");
         let snapshot = e.snapshot(Now::from_ms(1000));
         let (form, pace) = ((false, Some(17)), Pace::default());
-        write_base(snapshot, WriteOptions::default(), form, &pace, &path).unwrap();
+        let spool = direct_spool(&dir, Arc::default()).unwrap();
+        write_base(snapshot, WriteOptions::default(), form, &pace, spool, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(bytes.starts_with(b"#TS:17\r\n"), "{bytes:?}");
@@ -1357,16 +1414,18 @@ mod tests {
             &mut Discard(Default::default()),
         );
         let pace = Pace::default();
-        pace.stop.store(true, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(true));
         let dir = std::env::temp_dir().join(format!("kayvee-aof-stop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("base.aof");
         let snapshot = e.snapshot(Now::from_ms(1000));
+        let spool = direct_spool(&dir, stop).unwrap();
         let written = write_base(
             snapshot,
             WriteOptions::default(),
             (false, None),
             &pace,
+            spool,
             &path,
         );
         let left = std::fs::read_dir(&dir).unwrap().count();

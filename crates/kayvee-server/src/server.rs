@@ -430,11 +430,11 @@ impl Server {
         let now = self.now();
         if self.signal_save {
             let (files, engine) = (&mut self.files, self.driver.engine_mut());
-            files.wait_bgsave(engine, now);
+            files.kill_bgsave(engine, now);
             let _ = crate::persist::save_sync(engine, now);
         }
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
-        files.close(engine);
+        files.close(engine, now);
         self.finish();
         Ok(())
     }
@@ -602,6 +602,13 @@ impl Server {
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
             crate::durability::note_aof_scheduled(self.driver.engine_mut());
+            // A request for the shell (BGSAVE...) or a rewrite (BGREWRITEAOF) is carried out
+            // before the replies before it go out: whoever reads "Background saving started"
+            // finds the save's child. `write_pass` sends them.
+            if self.driver.has_requests() || self.driver.engine().core.aof.status.rewrite_requested
+            {
+                return;
+            }
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`).

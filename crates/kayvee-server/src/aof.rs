@@ -62,13 +62,15 @@ pub struct Part {
     pub seq: u64,
 }
 
-/// The manifest: one base (maybe none) and the increments in order.
+/// The manifest: one base (maybe none), the history and the increments in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Manifest {
     /// The base file.
     pub base: Option<Part>,
     /// Increment files, oldest first.
     pub incrs: Vec<Part>,
+    /// Files a rewrite replaced, kept with `aof-disable-auto-gc yes` (type `h`), newest first.
+    pub history: Vec<Part>,
 }
 
 impl Manifest {
@@ -129,7 +131,7 @@ impl Manifest {
                     return Err("Found a non-monotonic sequence number".into())
                 }
                 "i" => m.incrs.push(part),
-                "h" => {}
+                "h" => m.history.push(part),
                 _ => return Err("Unknown AOF file type".into()),
             }
         }
@@ -151,6 +153,9 @@ impl Manifest {
         };
         if let Some(b) = &self.base {
             s.push_str(&format!("file {} seq {} type b\n", name(&b.name), b.seq));
+        }
+        for h in &self.history {
+            s.push_str(&format!("file {} seq {} type h\n", name(&h.name), h.seq));
         }
         for i in &self.incrs {
             s.push_str(&format!("file {} seq {} type i\n", name(&i.name), i.seq));
@@ -232,6 +237,47 @@ pub struct Aof {
     rewrite: Option<Rewrite>,
     /// The unix second of the last `#TS:` annotation written (aof-timestamp-enabled).
     annotated_s: u64,
+    /// The automatic rewrite's back-off after repeated failures.
+    limit: RewriteLimit,
+}
+
+/// After [`RewriteLimit::FAILURES`] failed rewrites in a row the automatic rewrite waits, one
+/// minute the first time, then twice as long each time up to an hour, as Redis 7.0 limits it
+/// (BGREWRITEAOF is not held back).
+#[derive(Default)]
+struct RewriteLimit {
+    /// Minutes of the last wait (0: not limited).
+    delay_min: u64,
+    /// Unix ms before which no automatic rewrite starts.
+    until_ms: Option<u64>,
+}
+
+impl RewriteLimit {
+    const FAILURES: u64 = 3;
+    const MAX_MIN: u64 = 60;
+
+    /// Whether an automatic rewrite due now must wait, with `failures` in a row so far.
+    fn holds(&mut self, failures: u64, now: Now) -> bool {
+        if failures < Self::FAILURES {
+            *self = RewriteLimit::default();
+            return false;
+        }
+        if let Some(until) = self.until_ms {
+            if now.ms() < until {
+                return true;
+            }
+            self.until_ms = None;
+            return false;
+        }
+        self.delay_min = (self.delay_min * 2).clamp(1, Self::MAX_MIN);
+        self.until_ms = Some(now.ms() + self.delay_min * 60_000);
+        warn!(
+            "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in \
+             {} minutes",
+            self.delay_min
+        );
+        true
+    }
 }
 
 /// A base being written on a thread, into a save-writer child.
@@ -298,6 +344,7 @@ impl Aof {
             base_size: 0,
             rewrite: None,
             annotated_s: 0,
+            limit: RewriteLimit::default(),
         };
         aof.base_size = aof.file_size(aof.manifest.base.as_ref());
         engine.set_propagation(true);
@@ -413,7 +460,12 @@ impl Aof {
         {
             self.finish_rewrite(engine, now);
         }
-        if self.rewrite.is_none() && self.auto_rewrite_due(engine) {
+        if self.rewrite.is_none()
+            && self.auto_rewrite_due(engine)
+            && !self
+                .limit
+                .holds(engine.core.aof.status.consecutive_failures, now)
+        {
             info!("Starting automatic rewriting of AOF");
             self.start_rewrite(engine, now);
         }
@@ -545,9 +597,23 @@ impl Aof {
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")))
             .and_then(|size| {
+                let incrs = &self.manifest.incrs;
+                // With `aof-disable-auto-gc yes` the replaced files stay, listed as history
+                // (newest first, as Redis lists them).
+                let history = match auto_gc_disabled(engine) {
+                    false => Vec::new(),
+                    true => incrs[..incrs.len().saturating_sub(1)]
+                        .iter()
+                        .rev()
+                        .chain(self.manifest.base.iter())
+                        .chain(self.manifest.history.iter())
+                        .cloned()
+                        .collect(),
+                };
                 let next = Manifest {
                     base: Some(rw.base.clone()),
-                    incrs: self.manifest.incrs.last().cloned().into_iter().collect(),
+                    incrs: incrs.last().cloned().into_iter().collect(),
+                    history,
                 };
                 self.layout.write_manifest(&next)?;
                 let old = std::mem::replace(&mut self.manifest, next);
@@ -578,13 +644,41 @@ impl Aof {
 
     /// Deletes the files of `old` that the current manifest no longer lists.
     fn delete_unlisted(&self, old: &Manifest) {
+        let m = &self.manifest;
         let listed =
-            |p: &Part| self.manifest.base.as_ref() == Some(p) || self.manifest.incrs.contains(p);
-        for p in old.base.iter().chain(old.incrs.iter()) {
+            |p: &Part| m.base.as_ref() == Some(p) || m.incrs.contains(p) || m.history.contains(p);
+        for p in old
+            .base
+            .iter()
+            .chain(old.incrs.iter())
+            .chain(old.history.iter())
+        {
             if !listed(p) {
                 let _ = std::fs::remove_file(self.layout.dir.join(&p.name));
             }
         }
+    }
+
+    /// Whether the manifest lists history files (`aof-disable-auto-gc`).
+    pub fn has_history(&self) -> bool {
+        !self.manifest.history.is_empty()
+    }
+
+    /// `aof-disable-auto-gc` turned off: the history leaves the manifest and its files go.
+    pub fn collect_history(&mut self, engine: &Engine) {
+        if self.manifest.history.is_empty() || auto_gc_disabled(engine) {
+            return;
+        }
+        let next = Manifest {
+            history: Vec::new(),
+            ..self.manifest.clone()
+        };
+        if let Err(e) = self.layout.write_manifest(&next) {
+            warn!("Can't write the AOF manifest: {e}");
+            return;
+        }
+        let old = std::mem::replace(&mut self.manifest, next);
+        self.delete_unlisted(&old);
     }
 
     /// Waits for a running rewrite and writes everything out with an fsync (shutdown, AOF off).
@@ -653,6 +747,7 @@ fn upgrade_old_style(
                     name: layout.name.clone(),
                     seq: 1,
                 }),
+                history: Vec::new(),
                 incrs: Vec::new(),
             };
             layout.write_manifest(&m)?;
@@ -693,6 +788,7 @@ fn fresh(
             name: layout.incr_name(incr_seq),
             seq: incr_seq,
         }],
+        history: Vec::new(),
     };
     let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
     let ts = base_timestamp(engine, now);
@@ -709,7 +805,12 @@ fn fresh(
     open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
     layout.write_manifest(&m)?;
     if let Some(old) = old {
-        for p in old.base.iter().chain(old.incrs.iter()) {
+        for p in old
+            .base
+            .iter()
+            .chain(old.incrs.iter())
+            .chain(old.history.iter())
+        {
             let _ = std::fs::remove_file(layout.dir.join(&p.name));
         }
     }
@@ -747,10 +848,15 @@ pub fn rewrite_detached(engine: &Engine, now: Now) -> io::Result<Detached> {
             let m = Manifest {
                 base: Some(base),
                 incrs: Vec::new(),
+                history: Vec::new(),
             };
             layout.write_manifest(&m)?;
-            for p in old.iter().flat_map(|o| o.base.iter().chain(o.incrs.iter())) {
-                if m.base.as_ref() != Some(p) {
+            let old_parts = |o: &Manifest| {
+                let parts = o.base.iter().chain(o.incrs.iter());
+                parts.chain(o.history.iter()).cloned().collect::<Vec<_>>()
+            };
+            for p in old.iter().flat_map(old_parts) {
+                if m.base.as_ref() != Some(&p) {
                     let _ = std::fs::remove_file(layout.dir.join(&p.name));
                 }
             }
@@ -801,6 +907,14 @@ pub fn log_rewrite_failure(e: &io::Error) {
         Some(signal) => warn!("Background AOF rewrite terminated by signal {signal}"),
         None => warn!("Background AOF rewrite terminated with error: {e}"),
     }
+}
+
+/// Whether `aof-disable-auto-gc` keeps the files a rewrite replaced.
+fn auto_gc_disabled(engine: &Engine) -> bool {
+    matches!(
+        engine.core.config.extra.get("aof-disable-auto-gc"),
+        Some(kayvee_engine::config::table::Val::Bool(true))
+    )
 }
 
 /// Opens a file for appending, creating it.
@@ -1285,7 +1399,8 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("file x seq y type b\n").is_err());
         let h = Manifest::parse("file a seq 1 type h\nfile b seq 2 type i\n").unwrap();
-        assert!(h.base.is_none() && h.incrs[0].name == "b");
+        assert!(h.base.is_none() && h.incrs[0].name == "b" && h.history[0].name == "a");
+        assert_eq!(h.render(), "file a seq 1 type h\nfile b seq 2 type i\n");
     }
 
     #[test]
@@ -1333,6 +1448,7 @@ mod tests {
                 name: name.into(),
                 seq: 2,
             }],
+            history: Vec::new(),
         };
         let text = m.render();
         assert_eq!(

@@ -602,6 +602,7 @@ impl Server {
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
             crate::durability::note_aof_scheduled(self.driver.engine_mut());
+            self.files.after_read(self.driver.engine());
             // A request for the shell (BGSAVE...) or a rewrite (BGREWRITEAOF) is carried out
             // before the replies before it go out: whoever reads "Background saving started"
             // finds the save's child. `write_pass` sends them.

@@ -596,3 +596,39 @@ fn bgsave_file_has_the_content_of_save() {
     assert_eq!(saved, bg);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// SHUTDOWN NOSAVE during a BGSAVE kills the save's child and removes its temporary file; the
+/// child shows the `rdb-bgsave` title.
+#[test]
+fn shutdown_kills_the_bgsave_child_and_removes_its_file() {
+    if kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let dir = tmpdir("shutdown-child");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    k.cmd_str(&["SET", "a", "b"]);
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "2147483647"]);
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    let children = child_pids(kayvee.pid());
+    assert_eq!(children.len(), 1, "{children:?}");
+    let child = children[0];
+    let title = std::fs::read(format!("/proc/{child}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&title).contains("rdb-bgsave"),
+        "{}",
+        String::from_utf8_lossy(&title)
+    );
+    let temp = dir.join(format!("temp-{child}.rdb"));
+    wait_for("the child's temporary file", || temp.exists());
+    k.send(&kayvee_tests::encode_command(&[b"SHUTDOWN", b"NOSAVE"]))
+        .unwrap();
+    assert!(k.is_closed(Duration::from_secs(10)));
+    wait_for("the child's end", || {
+        std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+    assert!(!temp.exists(), "the temporary file is removed");
+    assert!(!dir.join("dump.rdb").exists());
+    drop(kayvee);
+    let _ = std::fs::remove_dir_all(dir);
+}

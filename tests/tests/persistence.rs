@@ -2,7 +2,8 @@
 //! redis-server 7.0.15 with the same data; Redis 7.0's dumps (every encoding) load into
 //! Kayvee; DUMP/RESTORE payloads cross between the two; BGSAVE writes the state of the moment
 //! it started while a client keeps writing; SHUTDOWN SAVE and restart; corrupt files stop the
-//! start; a failing background save turns on MISCONF.
+//! start; a failing background save turns on MISCONF; BGSAVE writes from a child process that a
+//! SIGKILL fails cleanly, into a file holding what SAVE writes.
 
 use kayvee_tests::{redis_required, tool_available, Conn, Server};
 use std::path::PathBuf;
@@ -576,5 +577,178 @@ fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
     assert!(field(&mut k, "aof_last_cow_size") >= during);
     assert_eq!(field(&mut k, "rdb_last_cow_size"), peak);
     assert_eq!(field(&mut k, "current_save_keys_total"), 0.0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The pids of `parent`'s child processes (from `/proc/*/stat`, as `pgrep -P` reads them).
+fn child_pids(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let ppid = after.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Polls `cond` for up to ten seconds.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// BGSAVE writes from a child process of the server (as Redis's fork child, into
+/// `temp-<child pid>.rdb`); a SIGKILL of that child fails the save (`rdb_last_bgsave_status:err`)
+/// and leaves no temporary file, the server keeps serving, and the next BGSAVE succeeds.
+#[test]
+fn killed_bgsave_child_fails_the_save_and_leaves_no_temp_file() {
+    if kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let dir = tmpdir("killchild");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    for i in 0..20 {
+        k.cmd_str(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "2147483647"]);
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    let children = child_pids(kayvee.pid());
+    assert_eq!(
+        children.len(),
+        1,
+        "one save child: {children:?}\n{}",
+        kayvee.log_tail()
+    );
+    let child = children[0];
+    let temp = dir.join(format!("temp-{child}.rdb"));
+    wait_for("the child's temporary file", || temp.exists());
+    let killed = Command::new("kill")
+        .args(["-9", &child.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    wait_bgsave(&mut k);
+    let info = String::from_utf8(k.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(info.contains("rdb_last_bgsave_status:err"), "{info}");
+    wait_for("the temporary file's removal", || !temp.exists());
+    assert!(!dir.join("dump.rdb").exists());
+    assert!(child_pids(kayvee.pid()).is_empty(), "the child is reaped");
+    assert_eq!(k.cmd_str(&["GET", "k3"]), b"$2\r\nv3\r\n");
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    wait_bgsave(&mut k);
+    let info = String::from_utf8(k.cmd_str(&["INFO", "persistence"])).unwrap();
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    let file = std::fs::read(dir.join("dump.rdb")).unwrap();
+    let config = kayvee_engine::Config::default();
+    let opts = kayvee_rdb::LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: 0,
+    };
+    let loaded = kayvee_rdb::load(&file, &opts).unwrap();
+    assert_eq!(loaded.keys_loaded, 20);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("temp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The keys of a loaded RDB file with their values and expiry, in key order.
+fn rdb_contents(path: &std::path::Path) -> Vec<(usize, Vec<u8>, String, Option<u64>)> {
+    let file = std::fs::read(path).unwrap();
+    let config = kayvee_engine::Config::default();
+    let opts = kayvee_rdb::LoadOptions {
+        config: &config,
+        seed: 1,
+        now_ms: 0,
+    };
+    let loaded = kayvee_rdb::load(&file, &opts).unwrap();
+    let mut out = Vec::new();
+    for (i, db) in loaded.dbs.iter().enumerate() {
+        let snap = db.snapshot();
+        for (key, entry) in snap.keys.iter() {
+            let value = format!("{:?}", entry.value());
+            let ttl = snap.expires.get(&key[..]).copied();
+            out.push((i, key.to_vec(), value, ttl));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A BGSAVE (written by the save child) holds the same data as a SAVE (written by the server).
+#[test]
+fn bgsave_file_has_the_content_of_save() {
+    if kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let dir = tmpdir("bgsave-vs-save");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    let _ = fill_reference(&mut k);
+    k.cmd_str(&["SELECT", "3"]);
+    k.cmd_str(&["SET", "other-db", "x", "EX", "1000"]);
+    assert_eq!(k.cmd_str(&["SAVE"]), b"+OK\r\n");
+    std::fs::rename(dir.join("dump.rdb"), dir.join("save.rdb")).unwrap();
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    wait_bgsave(&mut k);
+    let saved = rdb_contents(&dir.join("save.rdb"));
+    let bg = rdb_contents(&dir.join("dump.rdb"));
+    assert!(saved.len() > 5, "{}", saved.len());
+    assert_eq!(saved, bg);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// SHUTDOWN NOSAVE during a BGSAVE kills the save's child and removes its temporary file; the
+/// child shows the `rdb-bgsave` title.
+#[test]
+fn shutdown_kills_the_bgsave_child_and_removes_its_file() {
+    if kayvee_tests::target_is_unikernel() {
+        return;
+    }
+    let dir = tmpdir("shutdown-child");
+    let kayvee = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut k = kayvee.conn();
+    k.cmd_str(&["SET", "a", "b"]);
+    k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "2147483647"]);
+    assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+    let children = child_pids(kayvee.pid());
+    assert_eq!(children.len(), 1, "{children:?}");
+    let child = children[0];
+    let title = std::fs::read(format!("/proc/{child}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&title).contains("rdb-bgsave"),
+        "{}",
+        String::from_utf8_lossy(&title)
+    );
+    let temp = dir.join(format!("temp-{child}.rdb"));
+    wait_for("the child's temporary file", || temp.exists());
+    k.send(&kayvee_tests::encode_command(&[b"SHUTDOWN", b"NOSAVE"]))
+        .unwrap();
+    assert!(k.is_closed(Duration::from_secs(10)));
+    wait_for("the child's end", || {
+        std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+    assert!(!temp.exists(), "the temporary file is removed");
+    assert!(!dir.join("dump.rdb").exists());
+    drop(kayvee);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -547,6 +547,7 @@ impl Engine {
             self.core.stats.total_forks += 1;
             p.bgsave_started_ms = Some(now.ms());
             p.last_bgsave_try_ms = now.ms();
+            self.note_child_tables();
         }
     }
 
@@ -554,6 +555,24 @@ impl Engine {
     pub fn aof_rewrite_started(&mut self, now: Now) {
         self.core.stats.total_forks += 1;
         self.core.aof.status.rewrite_started_ms = Some(now.ms());
+        self.note_child_tables();
+    }
+
+    /// A background save or rewrite starts: the table sizes Redis's dicts have now stay while
+    /// it runs (DEBUG HTSTATS), unless one already ran.
+    fn note_child_tables(&mut self) {
+        if self.core.persist.bgsave_in_progress()
+            && self.core.aof.status.rewrite_started_ms.is_some()
+        {
+            return;
+        }
+        let sizes = self
+            .core
+            .dbs
+            .iter()
+            .map(|db| [db.len() as u64, db.expires_len() as u64].map(crate::cmd::debug::table_size))
+            .collect();
+        self.core.persist.child_tables = sizes;
     }
 
     /// A background save ([`Writer::Rdb`]) or an AOF rewrite ([`Writer::Aof`]) starts writing

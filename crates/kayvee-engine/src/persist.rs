@@ -85,6 +85,10 @@ pub struct Persistence {
     /// A replica's `swapdb` load of a payload from its own primary runs while the old data
     /// stays readable (INFO `async_loading`); only `no-async-loading` commands are refused.
     pub async_loading: bool,
+    /// Per database, the sizes Redis's keyspace and expires tables had when the running
+    /// background save or rewrite started: Redis grows no table while its child runs (unless
+    /// one holds over five entries a slot), which DEBUG HTSTATS reports.
+    pub child_tables: alloc::vec::Vec<[u64; 2]>,
 }
 
 /// Progress of a startup load (INFO's `loading_*` fields).

@@ -16,6 +16,7 @@
 //! commands without replies. A truncated last command is dropped with `aof-load-truncated yes`
 //! (and the file cut back), refused with `no`; a malformed file refuses to start.
 
+use crate::savechild::{self, ChildRef, Kind, Sink, Spool};
 use kayvee_engine::client::{ConnInfo, Transport};
 use kayvee_engine::config::syntax::{repr, split_args};
 use kayvee_engine::save_progress::{Writer, WriterProgress};
@@ -62,13 +63,15 @@ pub struct Part {
     pub seq: u64,
 }
 
-/// The manifest: one base (maybe none) and the increments in order.
+/// The manifest: one base (maybe none), the history and the increments in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Manifest {
     /// The base file.
     pub base: Option<Part>,
     /// Increment files, oldest first.
     pub incrs: Vec<Part>,
+    /// Files a rewrite replaced, kept with `aof-disable-auto-gc yes` (type `h`), newest first.
+    pub history: Vec<Part>,
 }
 
 impl Manifest {
@@ -129,7 +132,7 @@ impl Manifest {
                     return Err("Found a non-monotonic sequence number".into())
                 }
                 "i" => m.incrs.push(part),
-                "h" => {}
+                "h" => m.history.push(part),
                 _ => return Err("Unknown AOF file type".into()),
             }
         }
@@ -151,6 +154,9 @@ impl Manifest {
         };
         if let Some(b) = &self.base {
             s.push_str(&format!("file {} seq {} type b\n", name(&b.name), b.seq));
+        }
+        for h in &self.history {
+            s.push_str(&format!("file {} seq {} type h\n", name(&h.name), h.seq));
         }
         for i in &self.incrs {
             s.push_str(&format!("file {} seq {} type i\n", name(&i.name), i.seq));
@@ -232,13 +238,56 @@ pub struct Aof {
     rewrite: Option<Rewrite>,
     /// The unix second of the last `#TS:` annotation written (aof-timestamp-enabled).
     annotated_s: u64,
+    /// The automatic rewrite's back-off after repeated failures.
+    limit: RewriteLimit,
 }
 
-/// A base being written on a thread.
+/// After [`RewriteLimit::FAILURES`] failed rewrites in a row the automatic rewrite waits, one
+/// minute the first time, then twice as long each time up to an hour, as Redis 7.0 limits it
+/// (BGREWRITEAOF is not held back).
+#[derive(Default)]
+struct RewriteLimit {
+    /// Minutes of the last wait (0: not limited).
+    delay_min: u64,
+    /// Unix ms before which no automatic rewrite starts.
+    until_ms: Option<u64>,
+}
+
+impl RewriteLimit {
+    const FAILURES: u64 = 3;
+    const MAX_MIN: u64 = 60;
+
+    /// Whether an automatic rewrite due now must wait, with `failures` in a row so far.
+    fn holds(&mut self, failures: u64, now: Now) -> bool {
+        if failures < Self::FAILURES {
+            *self = RewriteLimit::default();
+            return false;
+        }
+        if let Some(until) = self.until_ms {
+            if now.ms() < until {
+                return true;
+            }
+            self.until_ms = None;
+            return false;
+        }
+        self.delay_min = (self.delay_min * 2).clamp(1, Self::MAX_MIN);
+        self.until_ms = Some(now.ms() + self.delay_min * 60_000);
+        warn!(
+            "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in \
+             {} minutes",
+            self.delay_min
+        );
+        true
+    }
+}
+
+/// A base being written on a thread, into a save-writer child.
 struct Rewrite {
     thread: JoinHandle<io::Result<u64>>,
     /// Set to stop the thread (the AOF is turned off meanwhile).
     stop: Arc<AtomicBool>,
+    /// The save-writer child (None when none could be started: the thread writes the file).
+    child: Option<ChildRef>,
     base: Part,
     started: Instant,
 }
@@ -296,6 +345,7 @@ impl Aof {
             base_size: 0,
             rewrite: None,
             annotated_s: 0,
+            limit: RewriteLimit::default(),
         };
         aof.base_size = aof.file_size(aof.manifest.base.as_ref());
         engine.set_propagation(true);
@@ -411,7 +461,12 @@ impl Aof {
         {
             self.finish_rewrite(engine, now);
         }
-        if self.rewrite.is_none() && self.auto_rewrite_due(engine) {
+        if self.rewrite.is_none()
+            && self.auto_rewrite_due(engine)
+            && !self
+                .limit
+                .holds(engine.core.aof.status.consecutive_failures, now)
+        {
             info!("Starting automatic rewriting of AOF");
             self.start_rewrite(engine, now);
         }
@@ -478,18 +533,32 @@ impl Aof {
         let opts = base_options(engine);
         let ts = base_timestamp(engine, now);
         let mut pace = Pace::of(engine);
-        pace.progress = Some(engine.writer_started(Writer::Aof, &snapshot));
-        let stop = pace.stop.clone();
-        let spawned = std::thread::Builder::new()
-            .name("kayvee-aofrw".into())
-            .spawn(move || write_base(snapshot, opts, (rdb, ts), &pace, &path));
+        let stop = Arc::new(AtomicBool::new(false));
+        let spool = rewrite_spool(engine, &stop);
+        if spool.is_ok() {
+            pace.progress = Some(engine.writer_started(Writer::Aof, &snapshot));
+        }
+        let spawned = spool.and_then(|(spool, child)| {
+            std::thread::Builder::new()
+                .name("kayvee-aofrw".into())
+                .spawn(move || write_base(snapshot, opts, (rdb, ts), &pace, spool, &path))
+                .map(|thread| (thread, child))
+                .inspect_err(|_| stop.store(true, Ordering::Relaxed))
+        });
         match spawned {
-            Ok(thread) => {
-                info!("Background append only file rewriting started");
+            Ok((thread, child)) => {
+                match &child {
+                    Some(c) => info!(
+                        "Background append only file rewriting started by pid {}",
+                        c.id()
+                    ),
+                    None => info!("Background append only file rewriting started"),
+                }
                 engine.aof_rewrite_started(now);
                 self.rewrite = Some(Rewrite {
                     thread,
                     stop,
+                    child,
                     base,
                     started: Instant::now(),
                 });
@@ -534,9 +603,23 @@ impl Aof {
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")))
             .and_then(|size| {
+                let incrs = &self.manifest.incrs;
+                // With `aof-disable-auto-gc yes` the replaced files stay, listed as history
+                // (newest first, as Redis lists them).
+                let history = match auto_gc_disabled(engine) {
+                    false => Vec::new(),
+                    true => incrs[..incrs.len().saturating_sub(1)]
+                        .iter()
+                        .rev()
+                        .chain(self.manifest.base.iter())
+                        .chain(self.manifest.history.iter())
+                        .cloned()
+                        .collect(),
+                };
                 let next = Manifest {
                     base: Some(rw.base.clone()),
-                    incrs: self.manifest.incrs.last().cloned().into_iter().collect(),
+                    incrs: incrs.last().cloned().into_iter().collect(),
+                    history,
                 };
                 self.layout.write_manifest(&next)?;
                 let old = std::mem::replace(&mut self.manifest, next);
@@ -556,7 +639,7 @@ impl Aof {
                 info!("Background AOF rewrite finished successfully");
             }
             Err(e) => {
-                warn!("Background AOF rewrite failed: {e}");
+                log_rewrite_failure(&e);
                 let _ = std::fs::remove_file(self.layout.dir.join(&rw.base.name));
                 s.last_bgrewrite_ok = false;
                 s.consecutive_failures += 1;
@@ -568,13 +651,41 @@ impl Aof {
 
     /// Deletes the files of `old` that the current manifest no longer lists.
     fn delete_unlisted(&self, old: &Manifest) {
+        let m = &self.manifest;
         let listed =
-            |p: &Part| self.manifest.base.as_ref() == Some(p) || self.manifest.incrs.contains(p);
-        for p in old.base.iter().chain(old.incrs.iter()) {
+            |p: &Part| m.base.as_ref() == Some(p) || m.incrs.contains(p) || m.history.contains(p);
+        for p in old
+            .base
+            .iter()
+            .chain(old.incrs.iter())
+            .chain(old.history.iter())
+        {
             if !listed(p) {
                 let _ = std::fs::remove_file(self.layout.dir.join(&p.name));
             }
         }
+    }
+
+    /// Whether the manifest lists history files (`aof-disable-auto-gc`).
+    pub fn has_history(&self) -> bool {
+        !self.manifest.history.is_empty()
+    }
+
+    /// `aof-disable-auto-gc` turned off: the history leaves the manifest and its files go.
+    pub fn collect_history(&mut self, engine: &Engine) {
+        if self.manifest.history.is_empty() || auto_gc_disabled(engine) {
+            return;
+        }
+        let next = Manifest {
+            history: Vec::new(),
+            ..self.manifest.clone()
+        };
+        if let Err(e) = self.layout.write_manifest(&next) {
+            warn!("Can't write the AOF manifest: {e}");
+            return;
+        }
+        let old = std::mem::replace(&mut self.manifest, next);
+        self.delete_unlisted(&old);
     }
 
     /// Waits for a running rewrite and writes everything out with an fsync (shutdown, AOF off).
@@ -582,8 +693,11 @@ impl Aof {
         if let Some(rw) = self.rewrite.take() {
             // As Redis kills its rewrite child: the base is dropped (the thread removes its
             // temporary file); the increment opened for it stays in the manifest.
-            info!("Killing running AOF rewrite child (the kayvee-aofrw thread)");
+            info!("Killing running AOF rewrite child");
             rw.stop.store(true, Ordering::Relaxed);
+            if let Some(c) = &rw.child {
+                c.kill();
+            }
             let _ = rw.thread.join();
             engine.core.aof.status.rewrite_started_ms = None;
             engine.writer_finished(Writer::Aof, false);
@@ -641,6 +755,7 @@ fn upgrade_old_style(
                     name: layout.name.clone(),
                     seq: 1,
                 }),
+                history: Vec::new(),
                 incrs: Vec::new(),
             };
             layout.write_manifest(&m)?;
@@ -681,21 +796,29 @@ fn fresh(
             name: layout.incr_name(incr_seq),
             seq: incr_seq,
         }],
+        history: Vec::new(),
     };
     let base_path = layout.dir.join(&m.base.as_ref().expect("set").name);
     let ts = base_timestamp(engine, now);
     let snapshot = engine.snapshot(now);
+    let spool = direct_spool(&layout.dir, Arc::default())?;
     write_base(
         snapshot,
         base_options(engine),
         (rdb, ts),
         &Pace::default(),
+        spool,
         &base_path,
     )?;
     open_append(&layout.dir.join(&m.incrs[0].name))?.sync_all()?;
     layout.write_manifest(&m)?;
     if let Some(old) = old {
-        for p in old.base.iter().chain(old.incrs.iter()) {
+        for p in old
+            .base
+            .iter()
+            .chain(old.incrs.iter())
+            .chain(old.history.iter())
+        {
             let _ = std::fs::remove_file(layout.dir.join(&p.name));
         }
     }
@@ -705,18 +828,20 @@ fn fresh(
 /// BGREWRITEAOF with the AOF off, as Redis 7.0 does it: a new base of `snapshot` and a
 /// manifest listing only that base, written on a thread; older AOF files are deleted. Returns
 /// the base's size.
-pub fn rewrite_detached(engine: &mut Engine, now: Now) -> io::Result<JoinHandle<io::Result<u64>>> {
+pub fn rewrite_detached(engine: &mut Engine, now: Now) -> io::Result<Detached> {
     let layout = Layout::of(engine);
     let rdb = engine.core.config.aof_use_rdb_preamble;
     let snapshot = engine.snapshot(now);
     let opts = base_options(engine);
     let ts = base_timestamp(engine, now);
     let mut pace = Pace::of(engine);
+    std::fs::create_dir_all(&layout.dir)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (spool, child) = rewrite_spool(engine, &stop)?;
     pace.progress = Some(engine.writer_started(Writer::Aof, &snapshot));
-    let spawned = std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("kayvee-aofrw".into())
         .spawn(move || {
-            std::fs::create_dir_all(&layout.dir)?;
             let old = layout.read_manifest().map_err(io::Error::other)?;
             let seq = old
                 .as_ref()
@@ -728,23 +853,78 @@ pub fn rewrite_detached(engine: &mut Engine, now: Now) -> io::Result<JoinHandle<
                 seq,
             };
             let path = layout.dir.join(&base.name);
-            let size = write_base(snapshot, opts, (rdb, ts), &pace, &path)?;
+            let size = write_base(snapshot, opts, (rdb, ts), &pace, spool, &path)?;
             let m = Manifest {
                 base: Some(base),
                 incrs: Vec::new(),
+                history: Vec::new(),
             };
             layout.write_manifest(&m)?;
-            for p in old.iter().flat_map(|o| o.base.iter().chain(o.incrs.iter())) {
-                if m.base.as_ref() != Some(p) {
+            let old_parts = |o: &Manifest| {
+                let parts = o.base.iter().chain(o.incrs.iter());
+                parts.chain(o.history.iter()).cloned().collect::<Vec<_>>()
+            };
+            for p in old.iter().flat_map(old_parts) {
+                if m.base.as_ref() != Some(&p) {
                     let _ = std::fs::remove_file(layout.dir.join(&p.name));
                 }
             }
             Ok(size)
         });
-    if spawned.is_err() {
-        engine.writer_finished(Writer::Aof, false);
+    match thread {
+        Ok(thread) => Ok(Detached {
+            thread,
+            stop,
+            child,
+        }),
+        Err(e) => {
+            if let Some(c) = &child {
+                c.kill();
+            }
+            engine.writer_finished(Writer::Aof, false);
+            Err(e)
+        }
     }
-    spawned
+}
+
+/// A rewrite with the AOF off under way: its thread, the flag that stops it and its child.
+pub struct Detached {
+    pub thread: JoinHandle<io::Result<u64>>,
+    pub stop: Arc<AtomicBool>,
+    pub child: Option<ChildRef>,
+}
+
+/// The spool of a background rewrite: a save-writer child writing
+/// `temp-rewriteaof-bg-<its pid>.aof` in `dir` (where Redis's child writes it; the base is
+/// renamed into the AOF directory), or the thread itself.
+fn rewrite_spool(engine: &Engine, stop: &Arc<AtomicBool>) -> io::Result<(Spool, Option<ChildRef>)> {
+    let dir = Path::new(&engine.core.config.dir);
+    let fallback = dir.join(Kind::AofRewrite.temp_name(std::process::id()));
+    crate::persist::background_spool(engine, Kind::AofRewrite, dir, stop, fallback)
+}
+
+/// A spool writing the base from this process, to `temp-rewriteaof-bg-<pid>.aof` in `dir`.
+fn direct_spool(dir: &Path, stop: Arc<AtomicBool>) -> io::Result<Spool> {
+    Spool::direct(
+        dir.join(Kind::AofRewrite.temp_name(std::process::id())),
+        stop,
+    )
+}
+
+/// Logs a failed rewrite as Redis does: killed by a signal, or ended with an error.
+pub fn log_rewrite_failure(e: &io::Error) {
+    match crate::savechild::killed_by(e) {
+        Some(signal) => warn!("Background AOF rewrite terminated by signal {signal}"),
+        None => warn!("Background AOF rewrite terminated with error: {e}"),
+    }
+}
+
+/// Whether `aof-disable-auto-gc` keeps the files a rewrite replaced.
+fn auto_gc_disabled(engine: &Engine) -> bool {
+    matches!(
+        engine.core.config.extra.get("aof-disable-auto-gc"),
+        Some(kayvee_engine::config::table::Val::Bool(true))
+    )
 }
 
 /// Opens a file for appending, creating it.
@@ -786,12 +966,11 @@ fn unix_s() -> u64 {
 }
 
 /// How a rewrite goes: `rdb-key-save-delay` (microseconds slept after each key, the test
-/// suite's slow rewrite, as Redis's rewrite child sleeps), the flag that stops it and the
-/// progress INFO reads (keys written, how far an RDB base lets go of the snapshot).
+/// suite's slow rewrite, as Redis's rewrite child sleeps) and the progress INFO reads (keys
+/// written, how far an RDB base lets go of the snapshot).
 #[derive(Default)]
 struct Pace {
     key_delay_us: u64,
-    stop: Arc<AtomicBool>,
     progress: Option<Arc<WriterProgress>>,
 }
 
@@ -801,7 +980,6 @@ impl Pace {
         let delay = engine.core.config.int_param("rdb-key-save-delay");
         Pace {
             key_delay_us: delay.max(0) as u64,
-            stop: Arc::default(),
             progress: None,
         }
     }
@@ -816,60 +994,45 @@ impl Pace {
         }
     }
 
-    /// After a key: stops the rewrite if asked, then sleeps the key's delay.
-    fn after_key(&self) -> io::Result<()> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(io::Error::other("stopped"));
-        }
-        if self.key_delay_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(self.key_delay_us));
-        }
-        Ok(())
+    /// After a key: stops the rewrite if asked or if the child is gone, else pauses the key's
+    /// delay.
+    fn after_key(&self, out: &mut impl Sink) -> io::Result<()> {
+        out.pause(self.key_delay_us)
     }
 }
 
 /// Writes a base (`form`: RDB, or commands after the `#TS:` annotation of its second if any)
-/// to a temporary file at `pace`, fsyncs and renames it to `path`; returns its size.
+/// into `spool` at `pace`, then completes it as `path` (fsync, rename: see
+/// [`savechild::write_with`]); returns its size.
 fn write_base(
     snapshot: Snapshot,
     mut opts: WriteOptions,
     (rdb, ts_s): (bool, Option<u64>),
     pace: &Pace,
+    spool: Spool,
     path: &Path,
 ) -> io::Result<u64> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let result = (|| {
-        let mut file = io::BufWriter::with_capacity(128 * 1024, File::create(&tmp)?);
+    savechild::write_with(spool, path, |out| {
         if rdb {
             if pace.key_delay_us > 0 {
-                opts.chunk_len = 1; // a key a chunk, slept after
+                opts.chunk_len = 1; // a key a chunk, paused after
             }
             let mut writer = RdbWriter::new(snapshot, opts);
             let mut buf = Vec::with_capacity(128 * 1024);
             while writer.next_chunk(&mut buf) {
-                file.write_all(&buf)?;
+                out.write_all(&buf)?;
                 buf.clear();
                 pace.written(writer.keys_written(), Some(writer.released()));
-                pace.after_key()?;
+                pace.after_key(out)?;
             }
+            Ok(())
         } else {
             if let Some(ts_s) = ts_s {
-                file.write_all(ts_annotation(ts_s).as_bytes())?;
+                out.write_all(ts_annotation(ts_s).as_bytes())?;
             }
-            write_commands(&snapshot, &mut file, pace)?;
+            write_commands(&snapshot, out, pace)
         }
-        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
-        let size = file.metadata()?.len();
-        std::fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()?;
-        Ok(size)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 /// Items per command in a command base, as Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
@@ -878,7 +1041,7 @@ const ITEMS_PER_CMD: usize = 64;
 /// The data as commands (Redis's rewrite without preamble): FUNCTION LOAD per library, then
 /// SELECT per database and per key SET / RPUSH / SADD / HMSET / ZADD in batches of 64 items,
 /// and PEXPIREAT for a TTL.
-fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io::Result<()> {
+fn write_commands(snapshot: &Snapshot, out: &mut impl Sink, pace: &Pace) -> io::Result<()> {
     use kayvee_engine::aof::encode;
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut written = 0;
@@ -902,7 +1065,7 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Write, pace: &Pace) -> io:
             }
             written += 1;
             pace.written(written, None);
-            pace.after_key()?;
+            pace.after_key(out)?;
         }
     }
     out.write_all(&buf)
@@ -1239,6 +1402,13 @@ fn strerror(e: &io::Error) -> String {
 mod tests {
     use super::*;
 
+    /// A base of commands written into memory, unpaced.
+    impl Sink for Vec<u8> {
+        fn pause(&mut self, _us: u64) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn write_errors_read_as_strerror_words() {
         let enospc = io::Error::from_raw_os_error(28);
@@ -1256,7 +1426,8 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("file x seq y type b\n").is_err());
         let h = Manifest::parse("file a seq 1 type h\nfile b seq 2 type i\n").unwrap();
-        assert!(h.base.is_none() && h.incrs[0].name == "b");
+        assert!(h.base.is_none() && h.incrs[0].name == "b" && h.history[0].name == "a");
+        assert_eq!(h.render(), "file a seq 1 type h\nfile b seq 2 type i\n");
     }
 
     #[test]
@@ -1304,6 +1475,7 @@ mod tests {
                 name: name.into(),
                 seq: 2,
             }],
+            history: Vec::new(),
         };
         let text = m.render();
         assert_eq!(
@@ -1365,7 +1537,8 @@ mod tests {
         let path = dir.join("base.aof");
         let snapshot = e.snapshot(Now::from_ms(1000));
         let (form, pace) = ((false, Some(17)), Pace::default());
-        write_base(snapshot, WriteOptions::default(), form, &pace, &path).unwrap();
+        let spool = direct_spool(&dir, Arc::default()).unwrap();
+        write_base(snapshot, WriteOptions::default(), form, &pace, spool, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(bytes.starts_with(b"#TS:17\r\n"), "{bytes:?}");
@@ -1384,16 +1557,18 @@ mod tests {
             &mut Discard(Default::default()),
         );
         let pace = Pace::default();
-        pace.stop.store(true, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(true));
         let dir = std::env::temp_dir().join(format!("kayvee-aof-stop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("base.aof");
         let snapshot = e.snapshot(Now::from_ms(1000));
+        let spool = direct_spool(&dir, stop).unwrap();
         let written = write_base(
             snapshot,
             WriteOptions::default(),
             (false, None),
             &pace,
+            spool,
             &path,
         );
         let left = std::fs::read_dir(&dir).unwrap().count();

@@ -6,7 +6,6 @@
 
 use kayvee_engine::{Engine, Now};
 use std::io;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tracing::warn;
 
@@ -18,7 +17,7 @@ pub struct Durability {
     /// The append-only file, when on.
     pub aof: Option<crate::aof::Aof>,
     /// BGREWRITEAOF with the AOF off: the thread writing the base, and when it started.
-    detached_rewrite: Option<(JoinHandle<io::Result<u64>>, Instant)>,
+    detached_rewrite: Option<(crate::aof::Detached, Instant)>,
     /// The startup load, while it runs.
     pub loading: Option<crate::persist::StartupLoad>,
 }
@@ -59,11 +58,20 @@ impl Durability {
         }
     }
 
+    /// After a read's commands, before their replies go out: `aof-disable-auto-gc no` drops
+    /// the history from the manifest (one test while there is none).
+    #[inline]
+    pub fn after_read(&mut self, engine: &Engine) {
+        if let Some(aof) = self.aof.as_mut().filter(|a| a.has_history()) {
+            aof.collect_history(engine);
+        }
+    }
+
     /// Stops the running background save if FLUSHALL asked for it.
     pub fn abort_bgsave_if_asked(&mut self, engine: &mut Engine, now: Now) {
         if engine.take_bgsave_abort() {
             if let Some(bg) = self.bgsave.take() {
-                bg.abort(engine, now);
+                bg.abort(engine, now, "FLUSHALL");
             }
         }
     }
@@ -72,6 +80,15 @@ impl Durability {
     pub fn wait_bgsave(&mut self, engine: &mut Engine, now: Now) {
         if let Some(bg) = self.bgsave.take() {
             bg.finish(engine, now);
+        }
+    }
+
+    /// Shutdown: a running background save is killed (its child and temporary file go), as
+    /// Redis kills its child before the last save or the exit.
+    pub fn kill_bgsave(&mut self, engine: &mut Engine, now: Now) {
+        if let Some(bg) = self.bgsave.take() {
+            warn!("There is a child saving an .rdb. Killing it!");
+            bg.abort(engine, now, "shutdown");
         }
     }
 
@@ -161,8 +178,19 @@ impl Durability {
         Ok(())
     }
 
-    /// The end: the last AOF write and fsync (a running rewrite is stopped).
-    pub fn close(&mut self, engine: &mut Engine) {
+    /// The end: a running background save or rewrite is killed (no child and no temporary
+    /// file outlives the server), then the last AOF write and fsync.
+    pub fn close(&mut self, engine: &mut Engine, now: Now) {
+        self.kill_bgsave(engine, now);
+        if let Some((t, _)) = self.detached_rewrite.take() {
+            warn!("Killing running AOF rewrite child");
+            t.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(c) = &t.child {
+                c.kill();
+            }
+            let _ = t.thread.join();
+            engine.core.aof.status.rewrite_started_ms = None;
+        }
         if let Some(aof) = self.aof.take() {
             aof.close(engine);
         }
@@ -171,7 +199,7 @@ impl Durability {
     fn detached_finished(&self) -> bool {
         self.detached_rewrite
             .as_ref()
-            .is_some_and(|(t, _)| t.is_finished())
+            .is_some_and(|(t, _)| t.thread.is_finished())
     }
 
     /// BGREWRITEAOF with the AOF off: a base and a manifest on a thread (see
@@ -201,6 +229,7 @@ impl Durability {
             return;
         };
         let result = t
+            .thread
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")));
         engine.writer_finished(kayvee_engine::save_progress::Writer::Aof, result.is_ok());
@@ -215,7 +244,7 @@ impl Durability {
                 s.consecutive_failures = 0;
             }
             Err(e) => {
-                warn!("Background AOF rewrite failed: {e}");
+                crate::aof::log_rewrite_failure(&e);
                 s.last_bgrewrite_ok = false;
                 s.consecutive_failures += 1;
             }

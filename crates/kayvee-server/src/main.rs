@@ -19,6 +19,7 @@ mod oom;
 mod persist;
 mod proctitle;
 mod requests;
+mod savechild;
 mod server;
 
 use anyhow::Context;
@@ -32,8 +33,12 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     // Before any thread: the title's memory is the arguments' and the environment's.
-    let title = proctitle::ProcTitle::take_over();
+    let mut title = proctitle::ProcTitle::take_over();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // A background save's writer, started by a server (see `savechild`).
+    if args.first().map(String::as_str) == Some(savechild::MODE_ARG) {
+        return savechild::run(&args[1..], &mut title);
+    }
     let startup = match config::parse_args(&args) {
         Ok(config::Command::Version) => {
             println!("{}", config::version_line());

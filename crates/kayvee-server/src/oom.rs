@@ -2,7 +2,7 @@
 //! follows the configuration and the server's role, as Redis's `setOOMScoreAdj` sets it.
 //!
 //! While `oom-score-adj` is on, the score is the value of the server's class (primary, replica;
-//! the third, for background children, has no process here: saves run on threads), added to
+//! the third is the save-writer child's, which it writes itself: [`child_score`]), added to
 //! the score the process had when the setting was turned on (`yes` / `relative`) or alone
 //! (`absolute`), within -1000..=1000. Turning it off puts that first score back; while it is
 //! off the file is never touched. The loop checks after every read it hands the driver and
@@ -11,7 +11,16 @@
 
 use kayvee_engine::config::table::Val;
 use kayvee_engine::Engine;
+use std::sync::atomic::{AtomicI64, Ordering};
 use tracing::warn;
+
+/// The score a save-writer child is to write (`i64::MIN`: none, the setting is off).
+static CHILD_SCORE: AtomicI64 = AtomicI64::new(i64::MIN);
+
+/// The `oom_score_adj` of a background child now (the third class), if the setting is on.
+pub fn child_score() -> Option<i64> {
+    Some(CHILD_SCORE.load(Ordering::Relaxed)).filter(|&s| s != i64::MIN)
+}
 
 /// The file the kernel reads the score from.
 const PATH: &str = "/proc/self/oom_score_adj";
@@ -57,6 +66,7 @@ impl OomScore {
         self.base = Some(base);
         let relative = if mode == b"absolute" { 0 } else { base };
         let wanted = (values[class] + relative).clamp(-1000, 1000);
+        CHILD_SCORE.store((values[2] + relative).clamp(-1000, 1000), Ordering::Relaxed);
         if self.applied != Some(wanted) {
             write_score(wanted);
             self.applied = Some(wanted);
@@ -65,6 +75,7 @@ impl OomScore {
 
     /// The setting is off: the score from before goes back, once.
     fn restore(&mut self) {
+        CHILD_SCORE.store(i64::MIN, Ordering::Relaxed);
         if let (Some(base), Some(_)) = (self.base, self.applied) {
             write_score(base);
         }
@@ -95,7 +106,8 @@ fn read_score() -> Option<i64> {
     }
 }
 
-fn write_score(score: i64) {
+/// Writes this process's score.
+pub fn write_score(score: i64) {
     if let Err(e) = std::fs::write(PATH, format!("{score}\n")) {
         warn!("Unable to write oom_score_adj: {e}");
     }

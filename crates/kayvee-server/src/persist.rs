@@ -1,19 +1,21 @@
 //! RDB files on disk: loading `dir/dbfilename` at startup, SAVE (synchronous), background
 //! saves on a thread (BGSAVE, save points) and crash-safe writing.
 //!
-//! A background save needs no fork: the engine's snapshot is O(1) (persistent structures), the
-//! thread serialises it with `kayvee_rdb::RdbWriter` while the loop keeps serving, and the
-//! loop's cron notices the end and reports it to the engine.
+//! A background save needs no fork: the engine's snapshot is O(1) (persistent structures), a
+//! thread serialises it with `kayvee_rdb::RdbWriter` while the loop keeps serving, into a
+//! save-writer child process that writes `temp-<child pid>.rdb` (`crate::savechild`, as
+//! Redis's child names it), and the loop's cron notices the end and reports it to the engine.
 //!
-//! Crash safety: the file is written to `temp-<pid>-<n>.rdb` in `dir`, fsynced, renamed over
-//! `dbfilename`, then the directory is fsynced. A failure removes the temporary file and
-//! leaves the previous snapshot intact.
+//! Crash safety: the temporary file (`temp-<child pid>.rdb`, or `temp-<pid>-<n>.rdb` for SAVE)
+//! in `dir` is fsynced, renamed over `dbfilename`, then the directory is fsynced. A failure
+//! (the child killed, a write error) removes the temporary file and leaves the previous
+//! snapshot intact.
 
+use crate::savechild::{self, ChildRef, Kind, Spool};
 use kayvee_engine::save_progress::{Writer, WriterProgress};
 use kayvee_engine::{Engine, Now, Snapshot};
 use kayvee_rdb::{LoadOptions, RdbWriter, WriteOptions};
 use kayvee_session::Answer;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -216,76 +218,49 @@ pub fn reload_from_disk(engine: &mut Engine, now: Now, flush: bool, merge: bool)
     }
 }
 
-/// Serialises `snapshot` into `path` crash-safely (see the module doc).
+/// Serialises `snapshot` into `path` crash-safely (see the module doc), from this process.
 pub fn write_rdb(snapshot: Snapshot, opts: WriteOptions, path: &Path) -> io::Result<()> {
-    write_rdb_paced(snapshot, opts, path, &Pace::default())
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir_of(path).join(format!("temp-{}-{seq}.rdb", std::process::id()));
+    let spool = Spool::direct(tmp, Arc::default())?;
+    savechild::write_with(spool, path, |out| {
+        write_chunks(snapshot, opts, out, 0, None)
+    })
+    .map(drop)
 }
 
-/// How a background save goes: `rdb-key-save-delay` (microseconds slept after each key, the
-/// test suite's slow save), the flag that stops it and the progress INFO reads (keys written,
-/// how far the snapshot is let go of).
-#[derive(Default)]
-struct Pace {
-    key_delay_us: u64,
-    stop: Option<Arc<AtomicBool>>,
-    progress: Option<Arc<WriterProgress>>,
-}
-
-/// [`write_rdb`] at `pace`.
-fn write_rdb_paced(
-    snapshot: Snapshot,
-    opts: WriteOptions,
-    path: &Path,
-    pace: &Pace,
-) -> io::Result<()> {
-    let dir = match path.parent() {
+/// The directory of `path` (`.` for a bare name).
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
-    };
-    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!("temp-{}-{seq}.rdb", std::process::id()));
-    let result = write_file(snapshot, opts, &tmp, pace).and_then(|()| {
-        std::fs::rename(&tmp, path)?;
-        File::open(&dir)?.sync_all()
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    result
 }
 
-/// Writes the whole file at `tmp` and fsyncs it.
-fn write_file(
+/// Writes the RDB bytes of `snapshot` into `out`, pausing `key_delay_us` after each key
+/// (`rdb-key-save-delay`, the test suite's slow save).
+fn write_chunks(
     snapshot: Snapshot,
     mut opts: WriteOptions,
-    tmp: &Path,
-    pace: &Pace,
+    out: &mut Spool,
+    key_delay_us: u64,
+    progress: Option<&WriterProgress>,
 ) -> io::Result<()> {
-    let mut file = File::create(tmp)?;
-    if pace.key_delay_us > 0 {
-        opts.chunk_len = 1; // a key a chunk, slept after
+    if key_delay_us > 0 {
+        opts.chunk_len = 1; // a key a chunk, paused after
     }
     let mut writer = RdbWriter::new(snapshot, opts);
     let mut buf = Vec::with_capacity(128 * 1024);
     while writer.next_chunk(&mut buf) {
-        if pace
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed))
-        {
-            return Err(io::Error::other("stopped"));
-        }
-        file.write_all(&buf)?;
+        out.write_all(&buf)?;
         buf.clear();
-        if let Some(p) = &pace.progress {
+        if let Some(p) = progress {
             p.set_keys(writer.keys_written());
             p.set_released(writer.released());
         }
-        if pace.key_delay_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(pace.key_delay_us));
-        }
+        out.pause(key_delay_us)?;
     }
-    file.sync_all()
+    Ok(())
 }
 
 /// SAVE and the save on shutdown: snapshot and write now, on the loop's thread.
@@ -324,49 +299,94 @@ fn yield_to_the_loop() {
 
 /// A background save under way.
 pub struct BgSave {
-    thread: JoinHandle<io::Result<()>>,
+    thread: JoinHandle<io::Result<u64>>,
     started: Instant,
-    /// Set to stop the thread between keys (FLUSHALL).
+    /// Set to stop the thread between keys (FLUSHALL, shutdown).
     stop: Arc<AtomicBool>,
+    /// The save-writer child (None when none could be started: the thread writes the file).
+    child: Option<ChildRef>,
+}
+
+/// How a background save's child presents itself, from the configuration.
+pub fn child_setup(engine: &Engine, kind: Kind) -> savechild::Setup {
+    savechild::Setup {
+        title: crate::proctitle::wanted(engine, kind.title()),
+        oom_score: crate::oom::child_score(),
+    }
+}
+
+/// A spool for a background save of `kind` into `dir`: a save-writer child, or, when none can
+/// be started, the file `fallback` written by the thread itself.
+pub fn background_spool(
+    engine: &Engine,
+    kind: Kind,
+    dir: &Path,
+    stop: &Arc<AtomicBool>,
+    fallback: PathBuf,
+) -> io::Result<(Spool, Option<ChildRef>)> {
+    match Spool::child(kind, dir, stop.clone(), &child_setup(engine, kind)) {
+        Ok((spool, child)) => Ok((spool, Some(child))),
+        Err(e) => {
+            warn!("Can't start the save-writer child ({e}): writing from the server instead");
+            Ok((Spool::direct(fallback, stop.clone())?, None))
+        }
+    }
 }
 
 impl BgSave {
-    /// Takes the snapshot now and starts the writing thread. The engine must already count the
-    /// save as started (BGSAVE's outcome, [`Engine::take_due_save`]); INFO follows the
-    /// thread's progress from now on.
+    /// Takes the snapshot now, starts the save-writer child and the thread that feeds it.
+    /// The engine must already count the save as started (BGSAVE's outcome,
+    /// [`Engine::take_due_save`]); INFO follows the thread's progress from now on.
     pub fn start(engine: &mut Engine, now: Now) -> io::Result<Self> {
         let snapshot = engine.snapshot(now);
         let progress = engine.writer_started(Writer::Rdb, &snapshot);
         let opts = write_options(engine);
         let path = rdb_path(engine);
         let stop = Arc::new(AtomicBool::new(false));
-        let pace = Pace {
-            key_delay_us: engine.core.config.int_param("rdb-key-save-delay").max(0) as u64,
-            stop: Some(stop.clone()),
-            progress: Some(progress),
-        };
+        let key_delay_us = engine.core.config.int_param("rdb-key-save-delay").max(0) as u64;
+        let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+        let fallback = dir_of(&path).join(format!("temp-{}-{seq}.rdb", std::process::id()));
+        let (spool, child) = background_spool(engine, Kind::Rdb, &dir_of(&path), &stop, fallback)?;
         let thread = std::thread::Builder::new()
             .name("kayvee-bgsave".into())
             .spawn(move || {
                 yield_to_the_loop();
-                write_rdb_paced(snapshot, opts, &path, &pace)
-            })?;
-        info!("Background saving started");
+                savechild::write_with(spool, &path, |out| {
+                    write_chunks(snapshot, opts, out, key_delay_us, Some(&progress))
+                })
+            });
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                if let Some(c) = &child {
+                    c.kill();
+                }
+                return Err(e);
+            }
+        };
+        match &child {
+            Some(c) => info!("Background saving started by pid {}", c.id()),
+            None => info!("Background saving started"),
+        }
         Ok(BgSave {
             thread,
             started: Instant::now(),
             stop,
+            child,
         })
     }
 
-    /// Stops the save (FLUSHALL): the thread quits between keys and removes its temporary
-    /// file; the engine hears it ended without success or failure.
-    pub fn abort(self, engine: &mut Engine, now: Now) {
-        info!("Killing the running background save (FLUSHALL)");
+    /// Stops the save (FLUSHALL, shutdown): the child is killed, the thread quits and removes
+    /// the temporary file; the engine hears it ended without success or failure.
+    pub fn abort(self, engine: &mut Engine, now: Now, why: &str) {
+        info!("Killing the running background save ({why})");
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(c) = &self.child {
+            c.kill();
+        }
         let _ = self.thread.join();
         engine.save_aborted(now);
-        info!("Background saving terminated by FLUSHALL");
+        info!("Background saving terminated by {why}");
     }
 
     /// Whether the thread is done.
@@ -381,11 +401,14 @@ impl BgSave {
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the save thread panicked")));
         match &result {
-            Ok(()) => info!(
+            Ok(_) => info!(
                 "Background saving terminated with success ({:.3} s)",
                 self.started.elapsed().as_secs_f64()
             ),
-            Err(e) => warn!("Background saving error: {e}"),
+            Err(e) => match savechild::killed_by(e) {
+                Some(signal) => warn!("Background saving terminated by signal {signal}"),
+                None => warn!("Background saving error: {e}"),
+            },
         }
         engine.save_finished(result.is_ok(), true, now);
     }

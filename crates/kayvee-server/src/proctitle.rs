@@ -113,22 +113,17 @@ impl ProcTitle {
     }
 
     fn show(&mut self, engine: &Engine) {
+        if let Some(title) = wanted(engine, &self.argv0) {
+            self.set(&title);
+        }
+    }
+
+    /// Shows `title` (a save-writer child shows the one its server computed for it).
+    pub fn set(&mut self, title: &str) {
         let Some((start, len)) = self.area else {
             return;
         };
-        let extra = &engine.core.config.extra;
-        if matches!(extra.get("set-proc-title"), Some(Val::Bool(false))) {
-            return;
-        }
-        let template = match extra.get("proc-title-template") {
-            Some(Val::Str(t)) => t.as_slice(),
-            _ => kayvee_engine::config::proc_title::DEFAULT.as_bytes(),
-        };
-        let vars = Vars::of(&engine.core.config, &self.argv0);
-        let Some(title) = expand(template, &vars) else {
-            return;
-        };
-        if self.shown.as_deref() == Some(title.as_str()) {
+        if self.shown.as_deref() == Some(title) {
             return;
         }
         let n = title.len().min(len - 1);
@@ -138,6 +133,20 @@ impl ProcTitle {
             std::ptr::copy_nonoverlapping(title.as_ptr(), start, n);
             std::ptr::write_bytes(start.add(n), 0, len - n);
         }
-        self.shown = Some(title);
+        self.shown = Some(title.to_owned());
     }
+}
+
+/// The title the configuration calls for with `{title}` = `name`; None with `set-proc-title
+/// no` or a template that does not expand.
+pub fn wanted(engine: &Engine, name: &str) -> Option<String> {
+    let extra = &engine.core.config.extra;
+    if matches!(extra.get("set-proc-title"), Some(Val::Bool(false))) {
+        return None;
+    }
+    let template = match extra.get("proc-title-template") {
+        Some(Val::Str(t)) => t.as_slice(),
+        _ => kayvee_engine::config::proc_title::DEFAULT.as_bytes(),
+    };
+    expand(template, &Vars::of(&engine.core.config, name))
 }

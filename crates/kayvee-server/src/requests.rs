@@ -29,7 +29,7 @@ pub fn shutdown(
     if !save {
         return Ok(());
     }
-    files.wait_bgsave(engine, now);
+    files.kill_bgsave(engine, now);
     warn!("Saving the final RDB snapshot before exiting.");
     if crate::persist::save_sync(engine, now).is_ok() {
         return Ok(());

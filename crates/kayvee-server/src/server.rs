@@ -430,11 +430,11 @@ impl Server {
         let now = self.now();
         if self.signal_save {
             let (files, engine) = (&mut self.files, self.driver.engine_mut());
-            files.wait_bgsave(engine, now);
+            files.kill_bgsave(engine, now);
             let _ = crate::persist::save_sync(engine, now);
         }
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
-        files.close(engine);
+        files.close(engine, now);
         self.finish();
         Ok(())
     }
@@ -602,10 +602,17 @@ impl Server {
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
             crate::durability::note_aof_scheduled(self.driver.engine_mut());
+            self.files.after_read(self.driver.engine());
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
-            // wait for the pass's one AOF write instead (group commit, in `write_pass`).
-            if !self.files.holds_replies(self.driver.engine()) && self.flush_conn(h).is_none() {
+            // wait for the pass's one AOF write instead (group commit, in `write_pass`). They
+            // also wait while a request for the shell (BGSAVE...) or a rewrite (BGREWRITEAOF)
+            // is pending, which is carried out first: whoever reads "Background saving
+            // started" finds the save's child. The reading goes on either way.
+            let hold = self.files.holds_replies(self.driver.engine())
+                || self.driver.has_requests()
+                || self.driver.engine().core.aof.status.rewrite_requested;
+            if !hold && self.flush_conn(h).is_none() {
                 return;
             }
             // A big argument still arriving: its next piece is usually there by the time the

@@ -540,6 +540,12 @@ impl Driver {
 
     // ---- Requests for the shell ----
 
+    /// Whether requests wait for the shell.
+    #[inline]
+    pub fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
     /// The oldest request waiting for the shell.
     pub fn next_request(&mut self) -> Option<(Handle, Request)> {
         self.requests.pop_front()

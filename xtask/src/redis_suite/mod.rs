@@ -149,10 +149,11 @@ const GATE_SKIPPED_TESTS: &[(&str, &str)] = &[
          LATENCY LATEST shows expire-cycle events of 15-26 ms at a 1 ms threshold)",
     ),
     (
-        "CONFIG SET oom-score-adj works as expected",
-        "its last step reads the score of the BGSAVE child (get_child_pid), and Kayvee saves \
-         on a thread: pgrep finds no child and the unit aborts there, before the oom-score-adj \
-         tests after it, which pass (the steps before it pass too)",
+        "SRANDMEMBER with a dict containing long chain",
+        "it drives the rehashing of Redis's dict (waits for `rehashing target` in DEBUG \
+         HTSTATS-KEY, which a hash trie never shows) and, failing, leaves \
+         set-max-intset-entries at 0 for the unit's later tests, which then fail on the \
+         encoding (the SMOVE tests after it pass when it is skipped)",
     ),
 ];
 

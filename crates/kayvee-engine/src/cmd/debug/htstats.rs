@@ -19,15 +19,25 @@ use core::fmt::Write;
 /// Redis's smallest table (`DICT_HT_INITIAL_SIZE`).
 const TABLE_MIN: u64 = 4;
 
+/// The size of a Redis table holding `elements` after its growth.
+pub fn table_size(elements: u64) -> u64 {
+    elements.next_power_of_two().max(TABLE_MIN)
+}
+
 /// One table's stats as Redis words them: `Hash table 0 stats (main hash table):` and its
-/// lines, or the note for an empty one.
-fn table_stats(s: &mut String, elements: u64) {
+/// lines, or the note for an empty one. `held`: the table's size when a background save or
+/// rewrite started, while it runs: Redis does not grow a table then, unless it holds more than
+/// five entries a slot (`dict_force_resize_ratio`).
+fn table_stats(s: &mut String, elements: u64, held: Option<u64>) {
     s.push_str("Hash table 0 stats (main hash table):\n");
     if elements == 0 {
         s.push_str("No stats available for empty dictionaries\n");
         return;
     }
-    let size = elements.next_power_of_two().max(TABLE_MIN);
+    let size = match held {
+        Some(held) if elements / held.max(1) <= 5 => held.max(TABLE_MIN),
+        _ => table_size(elements),
+    };
     let _ = write!(
         s,
         " table size: {size}\n number of elements: {elements}\n different slots: {elements}\n \
@@ -49,13 +59,19 @@ fn table_stats(s: &mut String, elements: u64) {
 /// DEBUG HTSTATS <dbid>: the keyspace's table and the expires' table.
 pub fn htstats(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let db = crate::util::parse_i64(args.get(2)).ok_or(Error::NotInteger)?;
-    let Some(db) = usize::try_from(db).ok().and_then(|i| cx.core.dbs.get(i)) else {
+    let Some((i, db)) = usize::try_from(db)
+        .ok()
+        .and_then(|i| Some((i, cx.core.dbs.get(i)?)))
+    else {
         return Err(Error::msg("ERR Out of range database"));
     };
+    let p = &cx.core.persist;
+    let child = p.bgsave_in_progress() || cx.core.aof.status.rewrite_started_ms.is_some();
+    let held = p.child_tables.get(i).filter(|_| child);
     let mut s = String::from("[Dictionary HT]\n");
-    table_stats(&mut s, db.keys.len() as u64);
+    table_stats(&mut s, db.keys.len() as u64, held.map(|h| h[0]));
     s.push_str("[Expires HT]\n");
-    table_stats(&mut s, db.expires.len() as u64);
+    table_stats(&mut s, db.expires.len() as u64, held.map(|h| h[1]));
     out.verbatim("txt", s.as_bytes());
     Ok(())
 }
@@ -79,7 +95,7 @@ pub fn htstats_key(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         }
     };
     let mut s = String::new();
-    table_stats(&mut s, elements as u64);
+    table_stats(&mut s, elements as u64, None);
     out.verbatim("txt", s.as_bytes());
     Ok(())
 }

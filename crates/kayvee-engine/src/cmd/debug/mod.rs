@@ -7,6 +7,7 @@
 
 mod digest;
 mod htstats;
+pub use htstats::table_size;
 mod object;
 mod populate;
 mod protocol;

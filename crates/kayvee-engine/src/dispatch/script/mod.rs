@@ -367,16 +367,22 @@ impl Dispatch<'_> {
     }
 
     /// Why a script's write command is refused where the server stands (Redis's
-    /// `scriptVerifyWriteCommandAllow`): a read-only replica, too few good replicas (only
-    /// before the script's first write: a script that wrote goes on, whole).
-    fn script_write_refusal(&self, h: Handle, now: Now, wrote: bool) -> Option<&'static str> {
+    /// `scriptVerifyWriteCommandAllow`): the disk (a failed background save or AOF write:
+    /// MISCONF, on a primary), a read-only replica, too few good replicas (only before the
+    /// script's first write: a script that wrote goes on, whole).
+    fn script_write_refusal(&self, h: Handle, now: Now, wrote: bool) -> Option<String> {
         let repl = &self.core.repl;
+        if repl.primary.is_none() && self.core.replay_client != Some(h) {
+            if let Some(e) = super::disk_error(self.core) {
+                return Some(alloc::format!("{e}"));
+            }
+        }
         if repl.primary.is_some()
             && !repl.is_master_client(h)
             && self.core.replay_client != Some(h)
             && self.core.config.bool_param("replica-read-only")
         {
-            return Some("READONLY You can't write against a read only replica.");
+            return Some("READONLY You can't write against a read only replica.".into());
         }
         let cfg = &self.core.config;
         let (min, lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
@@ -386,7 +392,7 @@ impl Dispatch<'_> {
             && lag > 0
             && (repl.good_replicas(lag as u64, now.ms()) as i64) < min
         {
-            return Some("NOREPLICAS Not enough good replicas to write.");
+            return Some("NOREPLICAS Not enough good replicas to write.".into());
         }
         None
     }
@@ -739,7 +745,7 @@ impl Run<'_, '_> {
                 .d
                 .script_write_refusal(self.h, self.now, self.busy.wrote)
             {
-                return Err(e.into());
+                return Err(e);
             }
             self.busy.wrote = true;
         }

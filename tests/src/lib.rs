@@ -597,6 +597,17 @@ impl Conn {
         self.cmd(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
+    /// One field of `INFO section` (`everything` for all), parsed as a `T`; panics when the
+    /// field is missing or does not parse.
+    pub fn info_field<T: std::str::FromStr>(&mut self, section: &str, name: &str) -> T {
+        let info = String::from_utf8_lossy(&self.cmd_str(&["INFO", section])).into_owned();
+        let prefix = format!("{name}:");
+        info.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} (or not a number) in INFO {section}: {info}"))
+    }
+
     /// True when the peer has closed the connection (EOF within `wait`, nothing buffered).
     pub fn is_closed(&mut self, wait: Duration) -> bool {
         self.set_timeout(wait);

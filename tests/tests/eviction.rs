@@ -64,18 +64,6 @@ fn surviving(c: &mut Conn, prefix: &str, n: usize) -> usize {
         .count()
 }
 
-/// An INFO field's value.
-fn info_field(c: &mut Conn, name: &str) -> u64 {
-    let info = String::from_utf8(c.cmd_str(&["INFO", "everything"])).unwrap();
-    let prefix = format!("{name}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// Runs a command and checks it answered `+OK`.
 fn ok(c: &mut Conn, args: &[&str]) {
     assert_eq!(show(&c.cmd_str(args)), "+OK\\r\\n", "{args:?}");
@@ -83,7 +71,7 @@ fn ok(c: &mut Conn, args: &[&str]) {
 
 /// Sets the limit to what the server uses now plus `extra_bytes`, with `policy`.
 fn limit_above_now(c: &mut Conn, extra_bytes: u64, policy: &str) -> u64 {
-    let limit = info_field(c, "used_memory") + extra_bytes;
+    let limit = c.info_field::<u64>("everything", "used_memory") + extra_bytes;
     ok(c, &["CONFIG", "SET", "maxmemory-policy", policy]);
     ok(c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
     limit
@@ -109,7 +97,7 @@ fn noeviction_refuses_writes_but_serves_reads_and_deletes() {
     assert!(replies[first_oom..].iter().all(|r| r == OOM));
     assert_eq!(show(&c.cmd_str(&["GET", "kept"])), "$1\\r\\n1\\r\\n");
     assert_eq!(show(&c.cmd_str(&["INCR", "kept"])), OOM, "INCR is denyoom");
-    assert_eq!(info_field(&mut c, "evicted_keys"), 0);
+    assert_eq!(c.info_field::<u64>("everything", "evicted_keys"), 0);
     // Deleting makes room again.
     let deleted = pipeline(&mut c, &per_key("DEL", "k", 0..first_oom));
     assert!(deleted.iter().all(|r| r == ":1\\r\\n"));
@@ -132,7 +120,7 @@ fn allkeys_lru_stays_near_the_limit_and_keeps_recently_read_keys() {
         replies.iter().all(|r| r == "+OK\\r\\n"),
         "a write was refused"
     );
-    let used = info_field(&mut c, "used_memory");
+    let used = c.info_field::<u64>("everything", "used_memory");
     assert!(used <= limit + (64 << 10), "used {used} over limit {limit}");
     assert!(
         used >= limit - (2 << 20),
@@ -143,7 +131,7 @@ fn allkeys_lru_stays_near_the_limit_and_keeps_recently_read_keys() {
         surviving(&mut c, "cold", cold),
     );
     let fresh_left = surviving(&mut c, "fresh", fresh);
-    let evicted = info_field(&mut c, "evicted_keys") as usize;
+    let evicted = c.info_field::<u64>("everything", "evicted_keys") as usize;
     assert!(evicted >= 1000, "only {evicted} evicted");
     assert_eq!(
         evicted,
@@ -176,7 +164,7 @@ fn volatile_lru_evicts_only_keys_with_a_ttl_then_refuses() {
     let ttl_left = surviving(&mut c, "ttl", volatile);
     assert!(ttl_left < volatile / 10, "{ttl_left} keys with a TTL left");
     assert_eq!(
-        info_field(&mut c, "evicted_keys") as usize,
+        c.info_field::<u64>("everything", "evicted_keys") as usize,
         volatile - ttl_left
     );
 }
@@ -205,5 +193,5 @@ fn allkeys_lfu_keeps_frequently_read_keys() {
         hot_rate > cold_rate + 0.2,
         "hot {hot_rate} cold {cold_rate}"
     );
-    assert!(info_field(&mut c, "evicted_keys") >= 1000);
+    assert!(c.info_field::<u64>("everything", "evicted_keys") >= 1000);
 }

@@ -460,18 +460,6 @@ fn clients_get_loading_during_the_startup_load() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A field of `INFO persistence` as a number.
-fn persistence_field(c: &mut Conn, name: &str) -> f64 {
-    let info = String::from_utf8(c.cmd_str(&["INFO", "persistence"])).unwrap();
-    let prefix = format!("{name}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {name} in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// INFO follows a slow background save (`rdb-key-save-delay`): the keys written grow toward
 /// the snapshot's key count, and overwriting keys the snapshot still holds grows
 /// `current_cow_size` by their old values (once per key: a second overwrite adds nothing);
@@ -500,16 +488,22 @@ fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
     for _ in 0..N {
         k.read_reply().unwrap();
     }
-    let field = |k: &mut Conn, name: &str| persistence_field(k, name);
-    for name in [
-        "current_cow_size",
-        "current_save_keys_processed",
-        "current_save_keys_total",
-        "current_fork_perc",
-        "rdb_last_cow_size",
-    ] {
-        assert_eq!(field(&mut k, name), 0.0, "{name}");
-    }
+    let field = |k: &mut Conn, name: &str| k.info_field::<f64>("persistence", name);
+    let all_zero = |k: &mut Conn, names: &[&str]| {
+        for name in names {
+            assert_eq!(field(k, name), 0.0, "{name}");
+        }
+    };
+    all_zero(
+        &mut k,
+        &[
+            "current_cow_size",
+            "current_save_keys_processed",
+            "current_save_keys_total",
+            "current_fork_perc",
+            "rdb_last_cow_size",
+        ],
+    );
     // About 3 ms a key: the save takes some 6 s.
     k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
     assert_eq!(k.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
@@ -547,15 +541,16 @@ fn info_follows_a_slow_save_and_its_copy_on_write_analogue() {
     assert_eq!(field(&mut k, "rdb_bgsave_in_progress"), 1.0);
     wait_bgsave(&mut k);
     assert_eq!(field(&mut k, "rdb_last_cow_size"), peak);
-    for name in [
-        "current_cow_size",
-        "current_cow_peak",
-        "current_save_keys_processed",
-        "current_save_keys_total",
-        "current_fork_perc",
-    ] {
-        assert_eq!(field(&mut k, name), 0.0, "{name}");
-    }
+    all_zero(
+        &mut k,
+        &[
+            "current_cow_size",
+            "current_cow_peak",
+            "current_save_keys_processed",
+            "current_save_keys_total",
+            "current_fork_perc",
+        ],
+    );
     // An AOF rewrite (with the AOF off: a base alone) reports the same way.
     k.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
     let r = k.cmd_str(&["BGREWRITEAOF"]);

@@ -24,18 +24,6 @@ fn run(c: &mut Conn, args: &[&str]) -> String {
     show(&c.cmd_str(args))
 }
 
-/// An INFO field's value.
-fn info_field(c: &mut Conn, section: &str, name: &str) -> u64 {
-    let info = String::from_utf8(c.cmd_str(&["INFO", section])).unwrap();
-    let prefix = format!("{name}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {name} in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn messages_reach_channel_pattern_and_shard_subscribers() {
     let Some(server) = server() else { return };
@@ -145,7 +133,7 @@ fn slow_subscriber_is_dropped_and_memory_stays_bounded() {
         "+OK\\r\\n"
     );
     run(&mut sub, &["SUBSCRIBE", "flood"]);
-    let before = info_field(&mut publisher, "memory", "used_memory");
+    let before = publisher.info_field::<u64>("memory", "used_memory");
     let payload = "x".repeat(16 * 1024);
     let start = Instant::now();
     let mut published = 0u64;
@@ -166,7 +154,7 @@ fn slow_subscriber_is_dropped_and_memory_stays_bounded() {
         run(&mut publisher, &["PUBSUB", "NUMSUB", "flood"]),
         "*2\\r\\n$5\\r\\nflood\\r\\n:0\\r\\n"
     );
-    let after = info_field(&mut publisher, "memory", "used_memory");
+    let after = publisher.info_field::<u64>("memory", "used_memory");
     // Dropped at about 1 MiB pending (plus what the socket buffers took): memory did not
     // follow the tens of MiB published.
     assert!(

@@ -603,15 +603,6 @@ fn redis_log_writes_to_the_server_log_as_redis() {
     }
 }
 
-/// An INFO field as a number.
-fn info_field(c: &mut Conn, name: &str) -> u64 {
-    let text = String::from_utf8_lossy(&c.cmd_str(&["INFO", "memory"])).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO: {text}"))
-}
-
 /// As redis-server 7.0.15: the Lua heap (a script left 16 MB of it to the collector) is
 /// reported as `used_memory_vm_eval` and is not `used_memory`, so `maxmemory` ignores it.
 #[test]
@@ -623,14 +614,14 @@ fn the_lua_heap_is_not_used_memory() {
     for server in [&redis, &kayvee] {
         let mut c = server.conn();
         let (used, vm) = (
-            info_field(&mut c, "used_memory"),
-            info_field(&mut c, "used_memory_vm_eval"),
+            c.info_field::<u64>("memory", "used_memory"),
+            c.info_field::<u64>("memory", "used_memory_vm_eval"),
         );
         let big = "local t = {} for i = 1, 1000000 do t[i] = i end return 1";
         assert_eq!(c.cmd_str(&["EVAL", big, "0"]), b":1\r\n");
         let (used_after, vm_after) = (
-            info_field(&mut c, "used_memory"),
-            info_field(&mut c, "used_memory_vm_eval"),
+            c.info_field::<u64>("memory", "used_memory"),
+            c.info_field::<u64>("memory", "used_memory_vm_eval"),
         );
         assert!(
             vm_after > vm + 8_000_000,

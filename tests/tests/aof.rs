@@ -287,10 +287,86 @@ fn config_set_appendonly_writes_the_current_data() {
     );
     c.cmd_str(&["SET", "after", "2"]);
     assert!(text(&mut c, &["INFO", "persistence"]).contains("aof_enabled:1"));
+    // The AOF holds the writes once its first rewrite is done (as Redis's).
+    wait_rewrite(&mut c);
     drop(c);
     drop(k);
     let k = kayvee(&dir, &[]);
     assert_eq!(text(&mut k.conn(), &["DBSIZE"]), ":2\r\n");
+}
+
+/// CONFIG SET appendonly yes during a slow BGSAVE: the first rewrite waits for the save
+/// (`aof_rewrite_scheduled:1`, no file written), then writes go to the temporary increment
+/// while it runs, the manifest appears only when it is done (the temporary increment renamed
+/// in as its first increment), and a restart from the AOF has every write.
+#[test]
+fn config_set_appendonly_during_bgsave_waits_for_the_first_rewrite() {
+    let dir = tmpdir("config-on-bgsave");
+    let k = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+    let mut c = k.conn();
+    for i in 0..5 {
+        c.cmd_str(&["SET", &format!("fill{i}"), "x"]);
+    }
+    c.cmd_str(&["SET", "k1", "v1"]);
+    c.cmd_str(&["CONFIG", "SET", "appendfsync", "always"]);
+    // 0.1 s a key: the BGSAVE and then the rewrite take about 0.6 s each.
+    c.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    assert!(text(&mut c, &["BGSAVE"]).starts_with('+'));
+    assert_eq!(
+        text(&mut c, &["CONFIG", "SET", "appendonly", "yes"]),
+        "+OK\r\n"
+    );
+    let aof_dir = dir.join("appendonlydir");
+    let manifest = aof_dir.join("appendonly.aof.manifest");
+    let temp_incr = aof_dir.join("temp-appendonly.aof.incr");
+    assert_eq!(
+        c.info_field::<u8>("persistence", "aof_rewrite_scheduled"),
+        1
+    );
+    assert_eq!(
+        c.info_field::<u8>("persistence", "aof_rewrite_in_progress"),
+        0
+    );
+    assert_eq!(c.info_field::<u8>("persistence", "aof_enabled"), 1);
+    assert!(!manifest.exists() && !temp_incr.exists());
+    c.cmd_str(&["SET", "k2", "v2"]);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.info_field::<u8>("persistence", "aof_rewrite_in_progress") == 0 {
+        assert!(Instant::now() < deadline, "the first rewrite did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    c.cmd_str(&["SET", "k3", "v3"]);
+    let temp = std::fs::read(&temp_incr).expect("the temporary increment");
+    assert!(
+        temp.windows(2).any(|w| w == b"k3"),
+        "k3 not in the temporary increment"
+    );
+    assert!(
+        !manifest.exists(),
+        "a manifest before the first rewrite ended"
+    );
+
+    wait_rewrite(&mut c);
+    let listed = std::fs::read_to_string(&manifest).expect("the manifest after the rewrite");
+    assert!(listed.contains("appendonly.aof.1.base.rdb"), "{listed}");
+    assert!(listed.contains("appendonly.aof.1.incr.aof"), "{listed}");
+    assert!(!temp_incr.exists());
+    let incr = std::fs::read(aof_dir.join("appendonly.aof.1.incr.aof")).unwrap();
+    assert!(incr.windows(2).any(|w| w == b"k3"), "k3 not renamed in");
+    c.cmd_str(&["SET", "k4", "v4"]);
+    drop(c);
+    drop(k);
+
+    let k = kayvee(&dir, &[]);
+    let mut c = k.conn();
+    assert_eq!(text(&mut c, &["DBSIZE"]), ":9\r\n");
+    for (key, v) in [("k1", "v1"), ("k2", "v2"), ("k3", "v3"), ("k4", "v4")] {
+        assert_eq!(
+            text(&mut c, &["GET", key]),
+            format!("${}\r\n{v}\r\n", v.len())
+        );
+    }
 }
 
 /// The commands of an incr file with every 13- or 14-digit number (a unix ms time) replaced

@@ -195,6 +195,12 @@ impl Layout {
         format!("{}.{seq}.incr.aof", self.name)
     }
 
+    /// `temp-<appendfilename>.incr`: where the writes go while the AOF turned on at runtime
+    /// waits for its first rewrite (not in any manifest until that rewrite renames it in).
+    fn temp_incr_name(&self) -> String {
+        format!("temp-{}.incr", self.name)
+    }
+
     fn base_name(&self, seq: u64, rdb: bool) -> String {
         let ext = if rdb { "rdb" } else { "aof" };
         format!("{}.{seq}.base.{ext}", self.name)
@@ -240,6 +246,10 @@ pub struct Aof {
     annotated_s: u64,
     /// The automatic rewrite's back-off after repeated failures.
     limit: RewriteLimit,
+    /// Turned on at runtime, waiting for its first rewrite ([`Aof::enable`]): `file` is the
+    /// temporary increment, the manifest the one found on disk (only its sequence numbers
+    /// count), and propagation is on only while a rewrite runs.
+    pending: bool,
 }
 
 /// After [`RewriteLimit::FAILURES`] failed rewrites in a row the automatic rewrite waits, one
@@ -295,8 +305,8 @@ struct Rewrite {
 impl Aof {
     /// Opens the AOF. With `load` (startup) an existing AOF is loaded (returns whether one
     /// was); otherwise, or when there is none, a new base of the current data is written now
-    /// with a fresh increment, and the files of an older AOF are replaced (turning the AOF on
-    /// at runtime, as Redis's rewrite on `CONFIG SET appendonly yes`).
+    /// with a fresh increment, and the files of an older AOF are replaced. (Turning the AOF
+    /// on at runtime goes through a background rewrite instead: [`Aof::enable`].)
     pub fn open(
         engine: &mut Engine,
         now: Now,
@@ -346,12 +356,76 @@ impl Aof {
             rewrite: None,
             annotated_s: 0,
             limit: RewriteLimit::default(),
+            pending: false,
         };
         aof.base_size = aof.file_size(aof.manifest.base.as_ref());
         engine.set_propagation(true);
         engine.core.aof.status.on = true;
         aof.report(engine);
         Ok((aof, loaded))
+    }
+
+    /// Turns the AOF on at runtime (`CONFIG SET appendonly yes`), as Redis 7.0 does: a
+    /// background rewrite starts, the writes from its snapshot on go to a temporary increment
+    /// (`temp-<appendfilename>.incr`), and only when the rewrite succeeds does that file
+    /// become the first increment after the new base, in a new manifest. Until then the
+    /// files on disk (an older AOF, if any) are untouched. A failed rewrite drops the
+    /// temporary increment and the next one starts over (see [`Aof::finish_rewrite`]).
+    pub fn enable(engine: &mut Engine, now: Now) -> anyhow::Result<Self> {
+        let layout = Layout::of(engine);
+        std::fs::create_dir_all(&layout.dir)?;
+        let manifest = layout.read_manifest()?.unwrap_or_default();
+        let file = create_truncated(&layout.dir.join(layout.temp_incr_name()))?;
+        let mut aof = Aof {
+            layout,
+            manifest,
+            file,
+            policy: Fsync::parse(&engine.core.config.appendfsync),
+            buf: Vec::new(),
+            unsynced: false,
+            last_fsync: Instant::now(),
+            fsync_busy: Arc::new(AtomicBool::new(false)),
+            incr_size: 0,
+            base_size: 0,
+            rewrite: None,
+            annotated_s: 0,
+            limit: RewriteLimit::default(),
+            pending: true,
+        };
+        engine.core.aof.status.on = true;
+        aof.start_rewrite(engine, now);
+        if aof.rewrite.is_none() {
+            aof.drop_temp_incr(engine);
+            engine.core.aof.status.on = false;
+            anyhow::bail!("the first rewrite did not start");
+        }
+        aof.report(engine);
+        Ok(aof)
+    }
+
+    /// The first rewrite failed (or the AOF goes off before it ended): the temporary
+    /// increment is deleted and writes stop going anywhere until the next rewrite starts
+    /// (its snapshot holds them).
+    fn drop_temp_incr(&mut self, engine: &mut Engine) {
+        self.flush(engine);
+        self.buf.clear();
+        engine.set_propagation(false);
+        let name = self.layout.temp_incr_name();
+        if std::fs::remove_file(self.layout.dir.join(&name)).is_ok() {
+            info!("Removing the temp incr aof file {name} in the background");
+        }
+        self.incr_size = 0;
+    }
+
+    /// A rewrite of a pending AOF starts: a new empty temporary increment takes the writes
+    /// from now on (the snapshot is taken in the same pass).
+    fn open_temp_incr(&mut self, engine: &mut Engine) -> io::Result<()> {
+        self.file = create_truncated(&self.layout.dir.join(self.layout.temp_incr_name()))?;
+        self.buf.clear();
+        self.incr_size = 0;
+        engine.set_propagation(true);
+        engine.reset_propagation_db();
+        Ok(())
     }
 
     fn file_size(&self, p: Option<&Part>) -> u64 {
@@ -461,7 +535,13 @@ impl Aof {
         {
             self.finish_rewrite(engine, now);
         }
+        if self.pending && self.rewrite.is_none() {
+            // The first rewrite did not start or failed: the shell tries again (after a
+            // running BGSAVE), once a cron tick.
+            engine.core.aof.status.rewrite_scheduled = true;
+        }
         if self.rewrite.is_none()
+            && !self.pending
             && self.auto_rewrite_due(engine)
             && !self
                 .limit
@@ -517,7 +597,11 @@ impl Aof {
         let s = &mut engine.core.aof.status;
         s.rewrite_requested = false;
         s.rewrite_scheduled = false;
-        if let Err(e) = self.open_next_incr(engine) {
+        let opened = match self.pending {
+            true => self.open_temp_incr(engine),
+            false => self.open_next_incr(engine),
+        };
+        if let Err(e) = opened {
             warn!("Can't rewrite append only file in background: {e}");
             engine.core.aof.status.last_bgrewrite_ok = false;
             return;
@@ -567,8 +651,48 @@ impl Aof {
                 warn!("Can't rewrite append only file in background: {e}");
                 engine.core.aof.status.last_bgrewrite_ok = false;
                 engine.writer_finished(Writer::Aof, false);
+                if self.pending {
+                    engine.set_propagation(false);
+                }
             }
         }
+    }
+
+    /// The first rewrite of a pending AOF wrote `base`: the temporary increment, synced, is
+    /// renamed to the increment after the old manifest's last and a manifest naming the two
+    /// replaces the old one. A write acknowledged before this point (under `always`, synced
+    /// in the temporary increment) is then in a listed file; one acknowledged after lands in
+    /// the same file (the descriptor survives the rename).
+    fn adopt_temp_incr(&mut self, engine: &mut Engine, base: Part) -> io::Result<Manifest> {
+        self.flush(engine);
+        self.file.sync_data()?;
+        let old = &self.manifest;
+        let seq = old.incrs.last().map_or(0, |p| p.seq) + 1;
+        let incr = Part {
+            name: self.layout.incr_name(seq),
+            seq,
+        };
+        let history = match auto_gc_disabled(engine) {
+            false => Vec::new(),
+            true => old
+                .incrs
+                .iter()
+                .rev()
+                .chain(old.base.iter())
+                .chain(old.history.iter())
+                .cloned()
+                .collect(),
+        };
+        let temp = self.layout.dir.join(self.layout.temp_incr_name());
+        std::fs::rename(&temp, self.layout.dir.join(&incr.name))?;
+        File::open(&self.layout.dir)?.sync_all()?;
+        let next = Manifest {
+            base: Some(base),
+            incrs: vec![incr],
+            history,
+        };
+        self.layout.write_manifest(&next)?;
+        Ok(next)
     }
 
     /// Flushes the current increment and switches writes to a new one, recorded in the
@@ -603,6 +727,13 @@ impl Aof {
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the rewrite thread panicked")))
             .and_then(|size| {
+                if self.pending {
+                    let next = self.adopt_temp_incr(engine, rw.base.clone())?;
+                    let old = std::mem::replace(&mut self.manifest, next);
+                    self.delete_unlisted(&old);
+                    self.pending = false;
+                    return Ok(size);
+                }
                 let incrs = &self.manifest.incrs;
                 // With `aof-disable-auto-gc yes` the replaced files stay, listed as history
                 // (newest first, as Redis lists them).
@@ -643,6 +774,12 @@ impl Aof {
                 let _ = std::fs::remove_file(self.layout.dir.join(&rw.base.name));
                 s.last_bgrewrite_ok = false;
                 s.consecutive_failures += 1;
+                if self.pending {
+                    // As Redis: the temporary increment goes and the rewrite is scheduled
+                    // again (the shell starts it once no background save runs).
+                    s.rewrite_scheduled = true;
+                    self.drop_temp_incr(engine);
+                }
             }
         }
         self.report(engine);
@@ -702,8 +839,12 @@ impl Aof {
             engine.core.aof.status.rewrite_started_ms = None;
             engine.writer_finished(Writer::Aof, false);
         }
-        self.flush(engine);
-        let _ = self.file.sync_data();
+        if self.pending {
+            self.drop_temp_incr(engine);
+        } else {
+            self.flush(engine);
+            let _ = self.file.sync_data();
+        }
         engine.set_propagation(false);
         engine.core.aof.status.on = false;
     }
@@ -928,6 +1069,12 @@ fn auto_gc_disabled(engine: &Engine) -> bool {
 }
 
 /// Opens a file for appending, creating it.
+/// Creates `path` empty (truncating an older file) and opens it for appending.
+fn create_truncated(path: &Path) -> io::Result<File> {
+    File::create(path)?;
+    open_append(path)
+}
+
 fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }

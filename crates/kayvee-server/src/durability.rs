@@ -20,6 +20,9 @@ pub struct Durability {
     detached_rewrite: Option<(crate::aof::Detached, Instant)>,
     /// The startup load, while it runs.
     pub loading: Option<crate::persist::StartupLoad>,
+    /// CONFIG SET appendonly yes came during a background save: the AOF's first rewrite
+    /// waits for its end.
+    aof_on_scheduled: bool,
 }
 
 impl Durability {
@@ -117,10 +120,26 @@ impl Durability {
         self.after_pass(engine, now);
     }
 
-    /// Acts on the AOF requests of the last commands: BGREWRITEAOF (after the running
-    /// BGSAVE), CONFIG SET appendonly.
+    /// Acts on the AOF requests of the last commands: CONFIG SET appendonly, BGREWRITEAOF
+    /// (after the running BGSAVE).
     pub fn after_pass(&mut self, engine: &mut Engine, now: Now) {
         self.abort_bgsave_if_asked(engine, now);
+        if self.detached_finished() {
+            self.finish_detached_rewrite(engine);
+        }
+        let wanted = engine.core.config.appendonly;
+        if wanted && self.aof.is_none() {
+            self.turn_aof_on(engine, now);
+        } else if !wanted {
+            if let Some(aof) = self.aof.take() {
+                aof.close(engine);
+            }
+            if std::mem::take(&mut self.aof_on_scheduled) {
+                let s = &mut engine.core.aof.status;
+                s.rewrite_scheduled = false;
+                s.on = false;
+            }
+        }
         let s = &engine.core.aof.status;
         if s.rewrite_scheduled && self.bgsave.is_none() {
             engine.core.aof.status.rewrite_requested = true;
@@ -132,32 +151,41 @@ impl Durability {
                 None => self.start_detached_rewrite(engine, now),
             }
         }
-        if self.detached_finished() {
-            self.finish_detached_rewrite(engine);
+    }
+
+    /// CONFIG SET appendonly yes: the first rewrite starts now ([`crate::aof::Aof::enable`]),
+    /// or, while a background save runs, once it is over (INFO `aof_rewrite_scheduled`), as
+    /// Redis schedules it.
+    fn turn_aof_on(&mut self, engine: &mut Engine, now: Now) {
+        note_aof_scheduled(engine);
+        if self.bgsave.is_some() {
+            if !self.aof_on_scheduled {
+                self.aof_on_scheduled = true;
+                warn!(
+                    "AOF was enabled but there is already another background operation. An AOF \
+                     background was scheduled to start when possible."
+                );
+                let s = &mut engine.core.aof.status;
+                s.rewrite_scheduled = true;
+                s.on = true;
+            }
+            return;
         }
-        let wanted = engine.core.config.appendonly;
-        if wanted && self.aof.is_none() {
-            while self.detached_rewrite.is_some() {
-                std::thread::sleep(Duration::from_millis(2));
-                if self.detached_finished() {
-                    self.finish_detached_rewrite(engine);
-                }
+        while self.detached_rewrite.is_some() {
+            std::thread::sleep(Duration::from_millis(2));
+            if self.detached_finished() {
+                self.finish_detached_rewrite(engine);
             }
-            note_aof_scheduled(engine);
-            match crate::aof::Aof::open(engine, now, false) {
-                Ok((aof, _)) => {
-                    // Its new base is the rewrite Redis forks for here (counted the same).
-                    engine.core.stats.total_forks += 1;
-                    self.aof = Some(aof);
-                }
-                Err(e) => {
-                    warn!("Can't turn the append only file on: {e}");
-                    engine.core.config.appendonly = false;
-                }
-            }
-        } else if !wanted {
-            if let Some(aof) = self.aof.take() {
-                aof.close(engine);
+        }
+        self.aof_on_scheduled = false;
+        match crate::aof::Aof::enable(engine, now) {
+            Ok(aof) => self.aof = Some(aof),
+            Err(e) => {
+                warn!("Can't turn the append only file on: {e}");
+                engine.core.config.appendonly = false;
+                let s = &mut engine.core.aof.status;
+                s.rewrite_scheduled = false;
+                s.on = false;
             }
         }
     }

@@ -840,6 +840,8 @@ impl Aof {
             engine.writer_finished(Writer::Aof, false);
         }
         if self.pending {
+            // The first rewrite's retry must not run as a BGREWRITEAOF of the AOF turned off.
+            engine.core.aof.status.rewrite_scheduled = false;
             self.drop_temp_incr(engine);
         } else {
             self.flush(engine);

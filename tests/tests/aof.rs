@@ -716,3 +716,51 @@ fn stream_propagation_matches_redis_incr_file() {
     ];
     compare_incr_files("stream-prop", script);
 }
+
+/// SHUTDOWN before the first rewrite of an AOF turned on at runtime has finished (one still
+/// waiting for a slow BGSAVE, one running slowly itself) writes the AOF's first base in the
+/// foreground, so every write acknowledged under `appendfsync always` is there at the next
+/// start (Redis refuses to exit then instead: "Writing initial AOF, can't exit").
+#[test]
+fn shutdown_before_the_first_rewrite_keeps_the_writes() {
+    for behind_a_bgsave in [true, false] {
+        let dir = tmpdir(&format!("exit-first-rewrite-{behind_a_bgsave}"));
+        let k = Server::kayvee(&["--dir", dir.to_str().unwrap(), "--save", ""]).unwrap();
+        let mut c = k.conn();
+        c.cmd_str(&["SET", "k1", "v1"]);
+        c.cmd_str(&["CONFIG", "SET", "appendfsync", "always"]);
+        // 10 s a key: neither the BGSAVE nor the rewrite ends during the test.
+        c.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "10000000"]);
+        if behind_a_bgsave {
+            assert!(text(&mut c, &["BGSAVE"]).starts_with('+'));
+        }
+        assert_eq!(
+            text(&mut c, &["CONFIG", "SET", "appendonly", "yes"]),
+            "+OK\r\n"
+        );
+        assert_eq!(
+            c.info_field::<u8>("persistence", "aof_rewrite_in_progress"),
+            u8::from(!behind_a_bgsave)
+        );
+        c.cmd_str(&["SET", "k2", "v2"]);
+        let pid = k.pid();
+        c.send(&kayvee_tests::encode_command(&[b"SHUTDOWN", b"NOSAVE"]))
+            .unwrap();
+        assert!(c.is_closed(Duration::from_secs(20)));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.contains(") Z "))
+        {
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(k);
+        let k = kayvee(&dir, &[]);
+        let mut c = k.conn();
+        assert_eq!(text(&mut c, &["DBSIZE"]), ":2\r\n", "{behind_a_bgsave}");
+        assert_eq!(text(&mut c, &["GET", "k2"]), "$2\r\nv2\r\n");
+        drop(c);
+        drop(k);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

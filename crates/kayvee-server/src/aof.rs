@@ -825,6 +825,21 @@ impl Aof {
         self.delete_unlisted(&old);
     }
 
+    /// The server's end: [`Aof::close`], except that a first rewrite not done yet (the AOF
+    /// turned on at runtime, its writes in the temporary increment only) is finished in the
+    /// foreground: a base of the current data, a fresh increment and the manifest, as SAVE
+    /// writes an RDB at shutdown. Redis refuses to exit then ("Writing initial AOF, can't
+    /// exit"); writing the base keeps every write acknowledged since the AOF was turned on
+    /// and lets the server stop.
+    pub fn close_at_exit(self, engine: &mut Engine, now: Now) {
+        if !self.pending {
+            return self.close(engine);
+        }
+        let old = self.manifest.clone();
+        self.close(engine);
+        write_first_base_at_exit(engine, Some(&old), now);
+    }
+
     /// Waits for a running rewrite and writes everything out with an fsync (shutdown, AOF off).
     pub fn close(mut self, engine: &mut Engine) {
         if let Some(rw) = self.rewrite.take() {
@@ -916,6 +931,23 @@ fn upgrade_old_style(
         );
     }
     Ok(Some(m))
+}
+
+/// At the server's end with the AOF turned on but its first rewrite not done: a new AOF of
+/// the current data, written now (see [`Aof::close_at_exit`]).
+pub fn write_first_base_at_exit(engine: &Engine, old: Option<&Manifest>, now: Now) {
+    info!("Writing initial AOF before exiting (its first rewrite had not finished)");
+    let layout = Layout::of(engine);
+    let old = match old {
+        Some(m) => Ok(Some(m.clone())),
+        None => std::fs::create_dir_all(&layout.dir)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| layout.read_manifest()),
+    };
+    match old.and_then(|old| fresh(engine, &layout, old.as_ref(), now)) {
+        Ok(_) => info!("Initial AOF written"),
+        Err(e) => warn!("Error writing the initial AOF at exit: {e}"),
+    }
 }
 
 /// Writes a new AOF of the current data: base, empty increment, manifest; then deletes the

@@ -220,7 +220,10 @@ impl Durability {
             engine.core.aof.status.rewrite_started_ms = None;
         }
         if let Some(aof) = self.aof.take() {
-            aof.close(engine);
+            aof.close_at_exit(engine, now);
+        } else if std::mem::take(&mut self.aof_on_scheduled) {
+            // Turned on while a background save ran: its first rewrite never started.
+            crate::aof::write_first_base_at_exit(engine, None, now);
         }
     }
 

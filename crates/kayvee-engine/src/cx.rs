@@ -48,6 +48,9 @@ pub struct Core {
     pub used_memory_peak: u64,
     /// Set while a SHUTDOWN is under way.
     pub shutting_down: bool,
+    /// A SIGTERM or SIGINT asked for a shutdown that the cron has not started yet (see
+    /// [`crate::Engine::ask_shutdown`]); SHUTDOWN ABORT clears it.
+    pub shutdown_signal: Option<crate::shutdown::ShutdownSignal>,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
     /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).

@@ -16,6 +16,7 @@ use crate::outcome::Outcome;
 use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::save_progress::{Writer, WriterProgress};
+use crate::shutdown::ShutdownSignal;
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl};
@@ -80,6 +81,7 @@ impl Engine {
             rng: Rng::new(seed),
             used_memory_peak: 0,
             shutting_down: false,
+            shutdown_signal: None,
             blocking: Default::default(),
             txn: Default::default(),
             watches: Default::default(),
@@ -390,6 +392,47 @@ impl Engine {
     /// logged). Reading it clears it.
     pub fn take_rewrite_answered(&mut self) -> bool {
         core::mem::take(&mut self.core.rewrite_answered)
+    }
+
+    /// The shell received a shutdown signal. As in Redis, the signal only asks for the
+    /// shutdown: the cron starts it ([`Engine::take_asked_shutdown`]), so `DEBUG PAUSE-CRON 1`
+    /// holds it back and SHUTDOWN ABORT can cancel it meanwhile.
+    pub fn ask_shutdown(&mut self, signal: ShutdownSignal) {
+        self.core.shutdown_signal = Some(signal);
+    }
+
+    /// Whether a signal's shutdown waits for the cron.
+    pub fn shutdown_asked(&self) -> bool {
+        self.core.shutdown_signal.is_some()
+    }
+
+    /// The cron's turn to start a signal's shutdown: `None` when none is asked or the cron is
+    /// paused, else the save choice (`shutdown-on-sigterm` / `shutdown-on-sigint`: `save`,
+    /// `nosave`, or `None` for the save points' choice; never a save during the startup
+    /// load). Taking it clears the request: a failed shutdown is not retried.
+    pub fn take_asked_shutdown(&mut self) -> Option<Option<bool>> {
+        if self.core.debug.cron_paused {
+            return None;
+        }
+        let signal = self.core.shutdown_signal.take()?;
+        let name = match signal {
+            ShutdownSignal::Term => "shutdown-on-sigterm",
+            ShutdownSignal::Int => "shutdown-on-sigint",
+        };
+        let flags = self.core.config.str_param(name);
+        let mut save = None;
+        for word in flags.split(|&b| b == b' ') {
+            match word {
+                b"save" => save = Some(true),
+                b"nosave" => save = Some(false),
+                _ => {}
+            }
+        }
+        if self.core.persist.loading.is_some() {
+            save = Some(false);
+        }
+        self.core.shutting_down = true;
+        Some(save)
     }
 
     /// The background cycle the shell runs `hz` times a second: active expiry, the timeouts

@@ -64,8 +64,9 @@ fn time(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success nothing is replied: the shell
 /// closes every connection and stops (redis-cli sees the connection close). NOW and FORCE are
-/// accepted; with no replicas to wait for, NOW changes nothing.
-fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
+/// accepted; with no replicas to wait for, NOW changes nothing. ABORT cancels the shutdown a
+/// signal asked for while the cron has not started it.
+fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (mut save, mut abort, mut other) = (None, false, false);
     for a in args.iter().skip(1) {
         match a.to_ascii_lowercase().as_slice() {
@@ -80,7 +81,12 @@ fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResul
         if save.is_some() || other {
             return Err(Error::Syntax);
         }
-        return Err(Error::msg("ERR No shutdown in progress."));
+        if cx.core.shutdown_signal.take().is_none() {
+            return Err(Error::msg("ERR No shutdown in progress."));
+        }
+        cx.core.repl.note("Shutdown manually aborted.".into());
+        out.ok();
+        return Ok(());
     }
     cx.core.shutting_down = true;
     // During the startup load the dataset is partial: saving it would overwrite the file

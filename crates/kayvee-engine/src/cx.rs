@@ -51,6 +51,10 @@ pub struct Core {
     /// A SIGTERM or SIGINT asked for a shutdown that the cron has not started yet (see
     /// [`crate::Engine::ask_shutdown`]); SHUTDOWN ABORT clears it.
     pub shutdown_signal: Option<crate::shutdown::ShutdownSignal>,
+    /// A shutdown waiting for lagging replicas (`shutdown-timeout`).
+    pub shutdown_wait: Option<crate::shutdown::ShutdownWait>,
+    /// The clients that waited in SHUTDOWN for a shutdown under way: answered if it fails.
+    pub shutdown_waiters: alloc::vec::Vec<crate::client::Handle>,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
     /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).

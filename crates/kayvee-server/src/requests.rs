@@ -36,7 +36,7 @@ pub fn shutdown(
     }
     warn!("Error trying to save the DB, can't exit.");
     warn!("Errors trying to shut down the server. Check the logs for more information.");
-    engine.core.shutting_down = false;
+    engine.shutdown_failed();
     Err(Answer::Error(
         "ERR Errors trying to SHUTDOWN. Check logs.".into(),
     ))

@@ -640,7 +640,7 @@ impl Driver {
         if self.engine.cron_timed(now, &mut || clock.now()) {
             self.close_killed(Handle(usize::MAX));
         }
-        if let Some(save) = self.engine.take_asked_shutdown() {
+        if let Some(save) = self.engine.take_due_shutdown(now) {
             // No client waits for a signal's shutdown: [`Driver::complete`] finds none.
             self.requests
                 .push_back((Handle(usize::MAX), Request::Shutdown { save }));

@@ -342,7 +342,25 @@ impl Aof {
             .expect("a manifest with an increment");
         let file = open_append(&layout.dir.join(&incr.name))?;
         let incr_size = file.metadata()?.len();
-        let mut aof = Aof {
+        let mut aof = Aof::new(engine, layout, manifest, file, incr_size, false);
+        aof.base_size = aof.file_size(aof.manifest.base.as_ref());
+        engine.set_propagation(true);
+        engine.core.aof.status.on = true;
+        aof.report(engine);
+        Ok((aof, loaded))
+    }
+
+    /// An AOF writing to `file` (an increment of `incr_size` bytes, or with `pending` the
+    /// temporary increment of a first rewrite), nothing buffered, no rewrite running.
+    fn new(
+        engine: &Engine,
+        layout: Layout,
+        manifest: Manifest,
+        file: File,
+        incr_size: u64,
+        pending: bool,
+    ) -> Self {
+        Aof {
             layout,
             manifest,
             file,
@@ -356,13 +374,8 @@ impl Aof {
             rewrite: None,
             annotated_s: 0,
             limit: RewriteLimit::default(),
-            pending: false,
-        };
-        aof.base_size = aof.file_size(aof.manifest.base.as_ref());
-        engine.set_propagation(true);
-        engine.core.aof.status.on = true;
-        aof.report(engine);
-        Ok((aof, loaded))
+            pending,
+        }
     }
 
     /// Turns the AOF on at runtime (`CONFIG SET appendonly yes`), as Redis 7.0 does: a
@@ -376,22 +389,7 @@ impl Aof {
         std::fs::create_dir_all(&layout.dir)?;
         let manifest = layout.read_manifest()?.unwrap_or_default();
         let file = create_truncated(&layout.dir.join(layout.temp_incr_name()))?;
-        let mut aof = Aof {
-            layout,
-            manifest,
-            file,
-            policy: Fsync::parse(&engine.core.config.appendfsync),
-            buf: Vec::new(),
-            unsynced: false,
-            last_fsync: Instant::now(),
-            fsync_busy: Arc::new(AtomicBool::new(false)),
-            incr_size: 0,
-            base_size: 0,
-            rewrite: None,
-            annotated_s: 0,
-            limit: RewriteLimit::default(),
-            pending: true,
-        };
+        let mut aof = Aof::new(engine, layout, manifest, file, 0, true);
         engine.core.aof.status.on = true;
         aof.start_rewrite(engine, now);
         if aof.rewrite.is_none() {

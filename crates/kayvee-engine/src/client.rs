@@ -62,6 +62,10 @@ pub struct IoStats {
     pub qbuf: usize,
     /// Free bytes in the query buffer allocation.
     pub qbuf_free: usize,
+    /// The reply buffer's size (`rbs=`).
+    pub rbs: usize,
+    /// The most the reply buffer held at once lately (`rbp=`).
+    pub rbp: usize,
     /// Bytes waiting in the output buffer, up to the size of Redis's fixed reply buffer.
     pub obl: usize,
     /// Redis's reply blocks the rest would take (`oll=`).

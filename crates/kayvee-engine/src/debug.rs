@@ -22,7 +22,15 @@ pub struct Switches {
     /// `DEBUG AOF-FLUSH-SLEEP <us>`: the shell sleeps this long before each AOF write (0: no
     /// sleep), to widen the window between a command and its durability in tests.
     pub aof_flush_sleep_us: u64,
+    /// `DEBUG REPLYBUFFER PEAK-RESET-TIME`: how often (ms) a client's reply buffer peak starts
+    /// again from what is pending (None: never), which lets an idle client's buffer shrink.
+    pub reply_buffer_peak_reset_ms: Option<u64>,
+    /// `DEBUG REPLYBUFFER RESIZING 0` stops the cron's reply buffer resizing.
+    pub reply_buffer_resizing: bool,
 }
+
+/// Redis's default reply buffer peak reset time (`REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME`).
+pub const REPLY_PEAK_RESET_DEFAULT_MS: u64 = 5000;
 
 /// Redis's default `quicklist-packed-threshold`: 1 GB.
 pub const PACKED_THRESHOLD_DEFAULT: u64 = 1 << 30;
@@ -37,6 +45,8 @@ impl Default for Switches {
             disable_deny_scripts: false,
             rewrite_force_all: false,
             aof_flush_sleep_us: 0,
+            reply_buffer_peak_reset_ms: Some(REPLY_PEAK_RESET_DEFAULT_MS),
+            reply_buffer_resizing: true,
         }
     }
 }

@@ -38,6 +38,10 @@ pub struct Stats {
     pub total_net_output_bytes: u64,
     /// Error replies sent.
     pub total_error_replies: u64,
+    /// Reply buffers the cron shrank after their peak fell (INFO's `reply_buffer_shrinks`).
+    pub reply_buffer_shrinks: u64,
+    /// Reply buffers the cron grew after they filled (INFO's `reply_buffer_expands`).
+    pub reply_buffer_expands: u64,
     /// Per-command counters, indexed by `CommandId`.
     pub commands: Vec<CmdStat>,
     /// Error replies by their code (`ERR`, `WRONGTYPE`...), `errorstat_<code>` in INFO.

@@ -35,9 +35,6 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX);
 /// Tokens of listeners are `LISTENER_BASE + index`; connections use their handle's slot.
 const LISTENER_BASE: usize = usize::MAX / 2;
 
-/// Size of the shared read buffer: one `read` takes up to this much.
-const SCRATCH_LEN: usize = 64 * 1024;
-
 /// How often the loop looks at the startup load's progress while it runs.
 const LOADING_POLL_US: u64 = 5_000;
 
@@ -308,9 +305,6 @@ pub struct Server {
     signals: Signals,
     clock: Clock,
     shutdown: bool,
-    /// The shared read buffer: every connection reads into it; the driver keeps only
-    /// incomplete tails, so the many clients that send whole requests hold no input memory.
-    scratch: Vec<u8>,
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
     /// Background save, AOF, startup load.
@@ -356,7 +350,6 @@ impl Server {
             signals,
             clock: Clock::read(),
             shutdown: false,
-            scratch: vec![0; SCRATCH_LEN],
             signal_save: false,
             files: Durability::default(),
             dirty: Vec::new(),
@@ -478,7 +471,7 @@ impl Server {
     /// shell's: persistence, host facts.
     fn run_due(&mut self) {
         if self.now().unix_us >= self.driver.poll_at() {
-            let polled = self.with_shell(|driver, shell, _| driver.poll(shell));
+            let polled = self.with_shell(|driver, shell| driver.poll(shell));
             if polled.cron {
                 self.cron();
             }
@@ -583,7 +576,12 @@ impl Server {
             let Some(stream) = self.sockets.get_mut(h.0).and_then(Option::as_mut) else {
                 return;
             };
-            let n = match stream.read(&mut self.scratch) {
+            // Into the connection's own query buffer, as Redis reads.
+            let Some(room) = self.driver.read_buffer(h) else {
+                return;
+            };
+            let space = room.len();
+            let n = match stream.read(room) {
                 Ok(0) => {
                     self.driver.receive_eof(h);
                     return;
@@ -597,7 +595,7 @@ impl Server {
                     return;
                 }
             };
-            self.with_shell(|driver, shell, scratch| driver.receive(h, &scratch[..n], shell));
+            self.with_shell(|driver, shell| driver.received(h, n, shell));
             // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
@@ -617,15 +615,15 @@ impl Server {
             }
             // A big argument still arriving: its next piece is usually there by the time the
             // next read looks (`WouldBlock` ends the loop otherwise).
-            if n < self.scratch.len() && !self.driver.awaits_big_argument(h) {
+            if n < space && !self.driver.awaits_big_argument(h) {
                 return;
             }
         }
     }
 
     /// Calls the driver with the shell a long script serves through (see [`Shell`]), then
-    /// takes in the connections it accepted meanwhile. `f` also gets the read buffer.
-    fn with_shell<R>(&mut self, f: impl FnOnce(&mut Driver, &Shell<'_>, &[u8]) -> R) -> R {
+    /// takes in the connections it accepted meanwhile.
+    fn with_shell<R>(&mut self, f: impl FnOnce(&mut Driver, &Shell<'_>) -> R) -> R {
         let shell = Shell {
             clock: &self.clock,
             sockets: &self.sockets,
@@ -634,7 +632,7 @@ impl Server {
             keepalive_s: self.driver.engine().core.config.tcp_keepalive_s,
             joined: RefCell::default(),
         };
-        let r = f(&mut self.driver, &shell, &self.scratch);
+        let r = f(&mut self.driver, &shell);
         let joined = shell.joined.into_inner();
         if !joined.is_empty() {
             self.take_joined(joined);
@@ -676,7 +674,7 @@ impl Server {
                 Request::LoadAof => {
                     // A slow script in the file serves the others meanwhile (-LOADING).
                     let mut files = std::mem::take(&mut self.files);
-                    let answer = self.with_shell(|driver, shell, _| {
+                    let answer = self.with_shell(|driver, shell| {
                         driver.serving_others(h, shell, |engine, wait| {
                             crate::requests::load_aof(engine, &mut files, now, wait)
                         })
@@ -700,7 +698,7 @@ impl Server {
                     }
                 }
             };
-            self.with_shell(|driver, shell, _| driver.complete(h, answer, shell));
+            self.with_shell(|driver, shell| driver.complete(h, answer, shell));
             self.migrate.prune(self.driver.engine());
         }
     }

@@ -19,7 +19,7 @@
 
 use crate::busy::BusyPoll;
 pub use crate::clock::Clock;
-use crate::session::{Closing, Session, Upstream, OUTPUT_PAUSE};
+use crate::session::{Closing, Resized, Session, Upstream, OUTPUT_PAUSE};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
@@ -303,6 +303,41 @@ impl Driver {
             .get(h.0)
             .and_then(Option::as_ref)
             .is_some_and(|s| s.handle == h && s.want > s.pending_input())
+    }
+
+    /// The room connection `h`'s next read goes into: the connection's own query buffer,
+    /// behind what is pending (at least 16 KiB, or the rest of an announced big argument, as
+    /// Redis reads). The shell reads into it and says how much with [`Driver::received`].
+    /// None: no such connection.
+    pub fn read_buffer(&mut self, h: Handle) -> Option<&mut [u8]> {
+        Some(self.session_mut(h)?.read_space())
+    }
+
+    /// `n` bytes were read into [`Driver::read_buffer`]'s room: as [`Driver::receive`], without
+    /// a copy.
+    pub fn received(&mut self, h: Handle, n: usize, clock: &dyn Clock) {
+        let Some(s) = self.session_mut(h) else {
+            return;
+        };
+        if s.upstream.is_some() || s.closing != Closing::No {
+            // The link to the primary takes its bytes apart from the query buffer (the
+            // handshake reads the RDB payload raw); a closing connection drops them.
+            let data = s.input[s.in_end..s.in_end + n].to_vec();
+            self.receive(h, &data, clock);
+            return;
+        }
+        s.idle_since_cron = false;
+        s.filled(n);
+        self.engine.core.stats.total_net_input_bytes += n as u64;
+        let slot = h.0;
+        self.last_reading = None;
+        if let Some(s) = self.sessions[slot].as_mut() {
+            self.busy.note_read(&mut s.active_epoch);
+        }
+        self.run_buffered(slot, clock, false);
+        self.check_query_limit(slot);
+        let now = self.last_reading.take().unwrap_or_else(|| clock.now());
+        self.after_batch(slot, now);
     }
 
     /// Bytes read from connection `h`: runs every command they complete (with what was
@@ -691,11 +726,13 @@ impl Driver {
         // and the output can be borrowed beside it.
         let input = core::mem::take(&mut s.input);
         let (start, end) = (s.in_start, s.in_end);
+        s.in_lent = input.len();
         let used = self.run_commands(slot, &input[start..end], clock, nested);
         let s = self.sessions[slot]
             .as_mut()
             .expect("sessions stay while running");
         s.input = input;
+        s.in_lent = 0;
         s.consume(used);
         if s.pending_input() > 0 {
             s.note_wanted();
@@ -716,8 +753,9 @@ impl Driver {
         // One clock reading per command: a command's end is the next one's start (what lies
         // between is decoding, well under the clock's microsecond).
         let mut next_start: Option<Now> = None;
-        if let Some(h) = self.sessions[slot].as_ref().map(|s| s.handle) {
-            self.engine.begin_batch(h);
+        if let Some(s) = self.sessions[slot].as_mut() {
+            s.ready_output();
+            self.engine.begin_batch(s.handle);
         }
         loop {
             let Driver {
@@ -1521,6 +1559,17 @@ impl Driver {
             let Some(s) = self.sessions[slot].as_mut() else {
                 continue;
             };
+            let debug = &self.engine.core.debug;
+            let (reset, resizing) = (
+                debug.reply_buffer_peak_reset_ms,
+                debug.reply_buffer_resizing,
+            );
+            let stats = &mut self.engine.core.stats;
+            match s.resize_reply_buffer(now.ms(), reset, resizing) {
+                Resized::Kept => {}
+                Resized::Shrunk => stats.reply_buffer_shrinks += 1,
+                Resized::Expanded => stats.reply_buffer_expands += 1,
+            }
             s.release_idle_buffers();
             let h = s.handle;
             self.account(slot);
@@ -1604,6 +1653,7 @@ pub(crate) fn limits(engine: &Engine) -> Limits {
 fn measure(engine: &mut Engine, clients_mem: &mut usize, s: &mut Session) {
     let h = s.handle;
     s.state_mem = engine.client_state_memory(h);
+    s.note_out_peak();
     let io = s.io_stats(s.state_mem);
     let counted =
         s.closing == Closing::No && s.upstream.is_none() && !engine.core.repl.is_replica(h);

@@ -1,13 +1,18 @@
 //! One connection's state in the driver: its input buffer and decoder, its output buffer, and
 //! how it is closing.
 //!
-//! Input: a connection with nothing pending runs commands straight from the shell's read
-//! buffer and keeps only an incomplete tail; its own buffer (`input[start..end]` pending) is
-//! allocated for the first tail, grows for a command that does not fit (at least doubling,
-//! but never past the size of a command whose big argument was announced, so such a command
-//! ends in a buffer of exactly its size, as Redis's query buffer for one), and is freed by the cron when the client idles with nothing pending, as Redis frees idle query
-//! buffers.
-//! Output: replies are encoded straight into `out`; `out[sent..]` is not written yet.
+//! Input: each connection has its own query buffer, as in Redis 7.0 (`input[start..end]`
+//! pending). The shell reads into it ([`Session::read_space`]: at least 16 KiB of room, or
+//! the rest of an announced big argument); it grows for a command that does not fit (at
+//! least doubling, but never past the size of a command whose big argument was announced,
+//! so such a command ends in a buffer of exactly its size, as Redis's query buffer for one),
+//! shrinks in the cron after a peak passes, and is freed by the cron when the client idles
+//! with nothing pending, as Redis frees idle query buffers.
+//! Output: replies are encoded straight into `out`; `out[sent..]` is not written yet. The
+//! capacity `out` keeps when empty is the client's reply buffer (`rbs`): 16 KiB at first,
+//! resized by the cron after the most it held at once (`rbp`), between 1 KiB and 16 KiB, as
+//! Redis 7.0 resizes its per-client reply buffer; output beyond it is what Redis keeps in
+//! its reply list.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -34,8 +39,19 @@ const INPUT_RESIZE_THRESHOLD: usize = 32 * 1024;
 /// An empty output buffer with more capacity than this is released by the cron.
 const OUTPUT_KEEP: usize = 64 * 1024;
 /// Redis's fixed per-client reply buffer (`PROTO_REPLY_CHUNK_BYTES`), and the size of its
-/// reply blocks: how `CLIENT LIST` splits pending output into `obl`, `oll` and `omem`.
+/// reply blocks: how `CLIENT LIST` splits pending output into `obl`, `oll` and `omem`. Also
+/// the largest (and first) size of a client's reply buffer.
 const REPLY_BUFFER: usize = 16 * 1024;
+/// The smallest size the cron shrinks a reply buffer to (Redis's `PROTO_REPLY_MIN_BYTES`).
+const REPLY_BUFFER_MIN: usize = 1024;
+
+/// What the cron did to a client's reply buffer (INFO's `reply_buffer_shrinks`/`_expands`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resized {
+    Kept,
+    Shrunk,
+    Expanded,
+}
 
 /// How a connection ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,11 +79,22 @@ pub(crate) struct Session {
     pub want: usize,
     pub in_start: usize,
     pub in_end: usize,
+    /// The input buffer's length while a batch borrows it (0 otherwise): `CLIENT LIST`
+    /// during the batch shows its free room.
+    pub in_lent: usize,
     /// The most input pending at once since the last cron (Redis's `querybuf_peak`).
     pub in_peak: usize,
     /// Encoded replies; `out[out_sent..]` is not written yet.
     pub out: Vec<u8>,
     pub out_sent: usize,
+    /// The reply buffer's size (Redis's `buf_usable_size`, `rbs`): the capacity `out` is
+    /// given when it is empty.
+    pub reply_buf: usize,
+    /// The most output pending at once, up to `reply_buf`, since the last peak reset
+    /// (Redis's `buf_peak`, `rbp`).
+    pub out_peak: usize,
+    /// When (unix ms) the peak last started again.
+    pub out_peak_reset_ms: u64,
     /// The busy poll's last epoch in which this connection sent data (see
     /// [`crate::busy::BusyPoll::note_read`]).
     pub active_epoch: u32,
@@ -116,9 +143,13 @@ impl Session {
             want: 0,
             in_start: 0,
             in_end: 0,
+            in_lent: 0,
             in_peak: 0,
             out: Vec::new(),
             out_sent: 0,
+            reply_buf: REPLY_BUFFER,
+            out_peak: 0,
+            out_peak_reset_ms: 0,
             active_epoch: 0,
             closing: Closing::No,
             awaiting: false,
@@ -171,12 +202,42 @@ impl Session {
     /// what arrives: an announced length alone allocates nothing, and the command ends in a
     /// buffer of exactly its size however its bytes were split).
     pub fn append(&mut self, data: &[u8]) {
-        if self.in_start > 0 && self.in_end + data.len() > self.input.len() {
+        self.make_room(data.len());
+        let need = self.in_end + data.len();
+        self.input[self.in_end..need].copy_from_slice(data);
+        self.in_end = need;
+        self.in_peak = self.in_peak.max(self.in_end - self.in_start);
+    }
+
+    /// The room the next read goes into, behind the pending bytes: the rest of an announced
+    /// big argument (Redis reads exactly that), else at least [`INPUT_INITIAL`] bytes (Redis's
+    /// `PROTO_IOBUF_LEN`); the buffer grows as [`Session::append`] grows it. The shell says
+    /// how much it read with [`Session::filled`].
+    pub fn read_space(&mut self) -> &mut [u8] {
+        let pending = self.pending_input();
+        let room = match self.want {
+            want if want > pending => want - pending,
+            _ => INPUT_INITIAL,
+        };
+        self.make_room(room);
+        &mut self.input[self.in_end..]
+    }
+
+    /// `n` bytes were read into [`Session::read_space`]'s room.
+    pub fn filled(&mut self, n: usize) {
+        debug_assert!(self.in_end + n <= self.input.len());
+        self.in_end += n;
+        self.in_peak = self.in_peak.max(self.in_end - self.in_start);
+    }
+
+    /// Makes room for `n` more bytes behind the pending ones (see [`Session::append`]).
+    fn make_room(&mut self, n: usize) {
+        if self.in_start > 0 && self.in_end + n > self.input.len() {
             self.input.copy_within(self.in_start..self.in_end, 0);
             self.in_end -= self.in_start;
             self.in_start = 0;
         }
-        let need = self.in_end + data.len();
+        let need = self.in_end + n;
         if need > self.input.len() {
             let doubled = need.max(self.input.len() * 2).max(INPUT_INITIAL);
             let len = match self.want {
@@ -188,9 +249,6 @@ impl Session {
             self.input.reserve_exact(len - self.input.len());
             self.input.resize(len, 0);
         }
-        self.input[self.in_end..need].copy_from_slice(data);
-        self.in_end = need;
-        self.in_peak = self.in_peak.max(self.in_end - self.in_start);
     }
 
     /// Keeps `rest` (an incomplete command run from the shell's buffer) as the pending input.
@@ -248,20 +306,75 @@ impl Session {
         };
         IoStats {
             qbuf,
-            qbuf_free: self.input.len().saturating_sub(self.in_end),
+            qbuf_free: self
+                .input
+                .len()
+                .max(self.in_lent)
+                .saturating_sub(self.in_end),
+            rbs: self.out.capacity().min(self.reply_buf),
+            rbp: self.out_peak,
             obl: pending.min(REPLY_BUFFER),
             oll: beyond.div_ceil(REPLY_BUFFER),
             omem: beyond,
-            tot_mem: self.input.capacity()
+            // The input buffer may be lent to the running batch.
+            tot_mem: self.input.capacity().max(self.in_lent)
                 + self.out.capacity()
                 + core::mem::size_of::<Self>()
                 + state_mem,
         }
     }
 
-    /// Releases the buffers of a client idle since the last cron with nothing pending (10,000
-    /// idle clients should not keep 16 KiB each), and shrinks a busy client's input buffer
-    /// that one big command grew (see [`Session::shrink_input`]).
+    /// Notes the output pending now in the reply buffer's peak.
+    #[inline]
+    pub fn note_out_peak(&mut self) {
+        let held = self.out_pending().min(self.reply_buf);
+        if held > self.out_peak {
+            self.out_peak = held;
+        }
+    }
+
+    /// Gives an output buffer that has none its reply buffer (before a batch's replies).
+    #[inline]
+    pub fn ready_output(&mut self) {
+        if self.out.capacity() == 0 {
+            self.out.reserve_exact(self.reply_buf);
+        }
+    }
+
+    /// Redis 7.0's reply buffer resizing, run by the cron: a buffer whose peak stayed under
+    /// half of it shrinks to the peak (at least 1 KiB); one that filled doubles (up to
+    /// 16 KiB). The peak starts again from what is pending every `reset_ms` (None: never).
+    /// An empty output buffer then takes the reply buffer's size.
+    pub fn resize_reply_buffer(
+        &mut self,
+        now_ms: u64,
+        reset_ms: Option<u64>,
+        resizing: bool,
+    ) -> Resized {
+        if !resizing {
+            return Resized::Kept;
+        }
+        let (shrink_to, expand_to) = (self.reply_buf / 2, self.reply_buf * 2);
+        let resized = if shrink_to >= REPLY_BUFFER_MIN && self.out_peak < shrink_to {
+            self.reply_buf = REPLY_BUFFER_MIN.max(self.out_peak + 1);
+            Resized::Shrunk
+        } else if expand_to < 2 * REPLY_BUFFER && self.out_peak == self.reply_buf {
+            self.reply_buf = REPLY_BUFFER.min(expand_to);
+            Resized::Expanded
+        } else {
+            Resized::Kept
+        };
+        if reset_ms.is_some_and(|ms| now_ms.saturating_sub(self.out_peak_reset_ms) >= ms) {
+            self.out_peak = self.out_pending().min(self.reply_buf);
+            self.out_peak_reset_ms = now_ms;
+        }
+        resized
+    }
+
+    /// Releases the input buffer of a client idle since the last cron with nothing pending
+    /// (10,000 idle clients should not keep 16 KiB each), shrinks a busy client's input
+    /// buffer that one big command grew (see [`Session::shrink_input`]), and gives an empty
+    /// output buffer the reply buffer's size.
     pub fn release_idle_buffers(&mut self) {
         if self.idle_since_cron && self.pending_input() == 0 && !self.input.is_empty() {
             self.input = Vec::new();
@@ -269,8 +382,9 @@ impl Session {
             self.in_end = 0;
         }
         self.shrink_input();
-        if self.out_pending() == 0 && self.out.capacity() > OUTPUT_KEEP {
-            self.out = Vec::new();
+        let cap = self.out.capacity();
+        if self.out_pending() == 0 && cap != 0 && cap != self.reply_buf {
+            self.out = Vec::with_capacity(self.reply_buf);
             self.out_sent = 0;
         }
         self.idle_since_cron = true;
@@ -345,6 +459,74 @@ mod tests {
         s.append(&[b'z'; 20]);
         assert_eq!(s.input.len(), 2 * INPUT_INITIAL);
         assert_eq!(s.input[s.in_end - 1], b'z');
+    }
+
+    #[test]
+    fn reads_go_into_the_connections_own_query_buffer() {
+        let mut s = session();
+        let room = s.read_space();
+        assert_eq!(room.len(), INPUT_INITIAL, "Redis's 16 KiB reading room");
+        room[..14].copy_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        s.filled(14);
+        assert_eq!(s.pending_input(), 14);
+        s.consume(14);
+        let io = s.io_stats(0);
+        assert_eq!(
+            (io.qbuf, io.qbuf + io.qbuf_free),
+            (0, INPUT_INITIAL),
+            "the buffer stays for the next read"
+        );
+        // A big argument announced: the next read's room is exactly its rest.
+        let header = b"*2\r\n$3\r\nSET\r\n$100000\r\n";
+        s.read_space()[..header.len()].copy_from_slice(header);
+        s.filled(header.len());
+        assert!(s
+            .decoder
+            .decode(&s.input[..s.in_end], true)
+            .unwrap()
+            .is_none());
+        s.note_wanted();
+        assert_eq!(s.read_space().len(), 100_002);
+        assert_eq!(s.input.len(), header.len() + 100_002, "exactly the command");
+    }
+
+    #[test]
+    fn the_reply_buffer_shrinks_after_its_peak_and_grows_when_it_fills() {
+        let mut s = session();
+        s.ready_output();
+        assert_eq!(s.io_stats(0).rbs, REPLY_BUFFER, "16 KiB at first");
+        s.out.extend_from_slice(b"+OK\r\n");
+        s.note_out_peak();
+        s.written(5);
+        assert_eq!(s.out_peak, 5);
+        // The peak stayed under half: the buffer shrinks to 1 KiB, and the empty output
+        // takes that size.
+        assert_eq!(s.resize_reply_buffer(100, Some(100), true), Resized::Shrunk);
+        s.release_idle_buffers();
+        assert_eq!(
+            (s.reply_buf, s.out.capacity()),
+            (REPLY_BUFFER_MIN, REPLY_BUFFER_MIN)
+        );
+        assert_eq!(s.out_peak, 0, "the peak started again from what is pending");
+        // A reply larger than the buffer fills it: it doubles at each cron up to 16 KiB.
+        let mut sizes = alloc::vec![];
+        for now in 1..=6u64 {
+            s.out.extend_from_slice(&[b'x'; 32 * 1024]);
+            s.note_out_peak();
+            assert_eq!(
+                s.io_stats(0).rbs,
+                s.reply_buf,
+                "the rest is beyond the buffer"
+            );
+            s.written(32 * 1024);
+            s.resize_reply_buffer(100 + now, None, true);
+            sizes.push(s.reply_buf);
+        }
+        assert_eq!(sizes, [2048, 4096, 8192, 16384, 16384, 16384]);
+        // Resizing off: nothing changes.
+        s.out_peak = 0;
+        assert_eq!(s.resize_reply_buffer(1_000, Some(0), false), Resized::Kept);
+        assert_eq!(s.reply_buf, REPLY_BUFFER);
     }
 
     #[test]

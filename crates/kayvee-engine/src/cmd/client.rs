@@ -390,7 +390,7 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} \
          sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem={} \
-         rbs=0 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={cmd} user={} redir={} \
+         rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={cmd} user={} redir={} \
          resp={}",
         c.id,
         addr(c),
@@ -410,6 +410,8 @@ pub(crate) fn client_line(cx: &Cx<'_>, h: Handle, c: &Client, argv_mem: usize, s
         io.qbuf,
         io.qbuf_free,
         txn.map_or(0, |t| t.queued_bytes),
+        io.rbs,
+        io.rbp,
         io.obl,
         io.oll,
         io.omem,

@@ -592,9 +592,17 @@ fn stats_tail(cx: &Cx<'_>, s: &mut String) {
             "total_writes_processed",
             "io_threaded_reads_processed",
             "io_threaded_writes_processed",
-            "reply_buffer_shrinks",
-            "reply_buffer_expands",
         ],
+    );
+    field(
+        s,
+        "reply_buffer_shrinks",
+        cx.core.stats.reply_buffer_shrinks,
+    );
+    field(
+        s,
+        "reply_buffer_expands",
+        cx.core.stats.reply_buffer_expands,
     );
 }
 

@@ -109,7 +109,7 @@ pub fn run(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         (b"set-skip-checksum-validation", 3) => switches::skip_checksum(cx, args, out),
         (b"set-disable-deny-scripts", 3) => switches::disable_deny_scripts(cx, args, out),
         (b"change-repl-id", 2) | (b"log", 3) => switches::accepted(out),
-        (b"replybuffer", 4) => switches::replybuffer(args, out),
+        (b"replybuffer", 4) => switches::replybuffer(cx, args, out),
         (b"digest", 2) => digest::digest(cx, out),
         (b"digest-value", _) => digest::digest_value(cx, args, out),
         (b"object", 3) => object::object(cx, args, out),

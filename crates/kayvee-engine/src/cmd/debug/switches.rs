@@ -135,16 +135,24 @@ pub(super) fn skip_checksum(
     Ok(())
 }
 
-/// DEBUG REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|ms> | RESIZING <0|1>: Kayvee's output
-/// buffers have no peak-driven resizing, so the values are checked and dropped.
-pub(super) fn replybuffer(args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|ms> | RESIZING <0|1>: how the connection
+/// layer's cron resizes each client's reply buffer (see kayvee-session's `Session`).
+pub(super) fn replybuffer(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let (what, value) = (args.get(2), args.get(3));
+    let debug = &mut cx.core.debug;
     if what.eq_ignore_ascii_case(b"peak-reset-time") {
-        let word = value.eq_ignore_ascii_case(b"never") || value.eq_ignore_ascii_case(b"reset");
-        if !word && crate::util::parse_i64(value).is_none() {
-            return Err(Error::NotInteger);
-        }
-    } else if !what.eq_ignore_ascii_case(b"resizing") {
+        debug.reply_buffer_peak_reset_ms = if value.eq_ignore_ascii_case(b"never") {
+            None
+        } else if value.eq_ignore_ascii_case(b"reset") {
+            Some(crate::debug::REPLY_PEAK_RESET_DEFAULT_MS)
+        } else {
+            let ms = crate::util::parse_i64(value).ok_or(Error::NotInteger)?;
+            // Redis keeps a negative time as "never".
+            u64::try_from(ms).ok()
+        };
+    } else if what.eq_ignore_ascii_case(b"resizing") {
+        debug.reply_buffer_resizing = atoi(value) != 0;
+    } else {
         return Err(super::unknown(args.get(1)));
     }
     out.ok();

@@ -316,7 +316,18 @@ impl Driver {
     /// `n` bytes were read into [`Driver::read_buffer`]'s room: as [`Driver::receive`], without
     /// a copy.
     pub fn received(&mut self, h: Handle, n: usize, clock: &dyn Clock) {
-        let Some(s) = self.session_mut(h) else {
+        let slot = h.0;
+        let Driver {
+            sessions,
+            busy,
+            engine,
+            ..
+        } = self;
+        let Some(s) = sessions
+            .get_mut(slot)
+            .and_then(Option::as_mut)
+            .filter(|s| s.handle == h)
+        else {
             return;
         };
         if s.upstream.is_some() || s.closing != Closing::No {
@@ -328,14 +339,26 @@ impl Driver {
         }
         s.idle_since_cron = false;
         s.filled(n);
-        self.engine.core.stats.total_net_input_bytes += n as u64;
-        let slot = h.0;
+        busy.note_read(&mut s.active_epoch);
+        engine.core.stats.total_net_input_bytes += n as u64;
         self.last_reading = None;
-        if let Some(s) = self.sessions[slot].as_mut() {
-            self.busy.note_read(&mut s.active_epoch);
+        // `run_buffered` without its second look-up: the buffer is lent to the run.
+        let input = core::mem::take(&mut s.input);
+        let (start, end) = (s.in_start, s.in_end);
+        s.in_lent = input.len();
+        let used = self.run_commands(slot, &input[start..end], clock, false);
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("sessions stay while running");
+        s.input = input;
+        s.in_lent = 0;
+        s.consume(used);
+        if s.pending_input() > 0 {
+            s.note_wanted();
+            if s.pending_input() > limits(&self.engine).query_buffer_max {
+                self.check_query_limit(slot);
+            }
         }
-        self.run_buffered(slot, clock, false);
-        self.check_query_limit(slot);
         let now = self.last_reading.take().unwrap_or_else(|| clock.now());
         self.after_batch(slot, now);
     }

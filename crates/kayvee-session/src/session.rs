@@ -231,7 +231,16 @@ impl Session {
     }
 
     /// Makes room for `n` more bytes behind the pending ones (see [`Session::append`]).
+    #[inline]
     fn make_room(&mut self, n: usize) {
+        if self.in_end + n <= self.input.len() {
+            return;
+        }
+        self.grow(n);
+    }
+
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
         if self.in_start > 0 && self.in_end + n > self.input.len() {
             self.input.copy_within(self.in_start..self.in_end, 0);
             self.in_end -= self.in_start;
@@ -246,8 +255,13 @@ impl Session {
                 want if self.in_start == 0 && want >= need => doubled.min(want),
                 _ => doubled,
             };
-            self.input.reserve_exact(len - self.input.len());
-            self.input.resize(len, 0);
+            if self.input.is_empty() {
+                // A fresh buffer comes zeroed from the allocator (no separate fill).
+                self.input = alloc::vec![0; len];
+            } else {
+                self.input.reserve_exact(len - self.input.len());
+                self.input.resize(len, 0);
+            }
         }
     }
 

@@ -87,7 +87,7 @@ pub fn answer(
                 return None;
             }
             println!("kayvee: error trying to save the DB, can't exit");
-            engine.core.shutting_down = false;
+            engine.shutdown_failed();
             Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
         }
         Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),

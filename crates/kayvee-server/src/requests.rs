@@ -31,11 +31,12 @@ pub fn shutdown(
     }
     files.kill_bgsave(engine, now);
     warn!("Saving the final RDB snapshot before exiting.");
-    if crate::persist::save_sync(engine, now).is_ok() {
+    if crate::persist::save_on_shutdown(engine, now).is_ok() {
         return Ok(());
     }
     warn!("Error trying to save the DB, can't exit.");
-    engine.core.shutting_down = false;
+    warn!("Errors trying to shut down the server. Check the logs for more information.");
+    engine.shutdown_failed();
     Err(Answer::Error(
         "ERR Errors trying to SHUTDOWN. Check logs.".into(),
     ))

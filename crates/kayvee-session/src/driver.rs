@@ -35,8 +35,9 @@ use kayvee_resp::{Limits, ProtocolError, RespWriter};
 /// [`Driver::complete`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    /// SHUTDOWN: save first if `save` says so (`None`: per the configured save points), then
-    /// stop. On failure, complete with `Answer::Error("ERR Errors trying to SHUTDOWN. Check
+    /// SHUTDOWN, or the shutdown a signal asked for once the cron starts it (then with a
+    /// handle of no connection, see [`kayvee_engine::Engine::ask_shutdown`]): save first if
+    /// `save` says so (`None`: per the configured save points), then stop. On failure, complete with `Answer::Error("ERR Errors trying to SHUTDOWN. Check
     /// logs.")` after clearing `core.shutting_down`.
     Shutdown {
         /// SAVE (`Some(true)`), NOSAVE (`Some(false)`) or the configuration's choice.
@@ -588,6 +589,8 @@ impl Driver {
 
     /// What the log should say, oldest first.
     pub fn take_notices(&mut self) -> Vec<Notice> {
+        // Log lines commands left (SHUTDOWN ABORT's) go out with the same pass's replies.
+        self.take_repl_notes();
         core::mem::take(&mut self.notices)
     }
 
@@ -636,6 +639,11 @@ impl Driver {
         let now = clock.now();
         if self.engine.cron_timed(now, &mut || clock.now()) {
             self.close_killed(Handle(usize::MAX));
+        }
+        if let Some(save) = self.engine.take_due_shutdown(now) {
+            // No client waits for a signal's shutdown: [`Driver::complete`] finds none.
+            self.requests
+                .push_back((Handle(usize::MAX), Request::Shutdown { save }));
         }
         self.take_repl_notes();
         self.clients_cron(now);

@@ -301,10 +301,8 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     // The backlog, which holds the stream syncing replicas wait for too (kept once).
     let backlog = core.repl.backlog.as_ref();
     let repl = ReplMemory {
-        // Or what waits in the replicas' output when one lags further than the backlog holds.
-        buffers: backlog
-            .map_or(0, |b| b.histlen() as u64)
-            .max(core.evict.replica_output),
+        // Or further back, while an online replica lags more than the backlog holds.
+        buffers: core.repl.shared_buffer_bytes(),
         // Up to its size (what grows past it while replicas sync is theirs), as Redis 7.0.
         backlog: backlog.map_or(0, |b| b.histlen().min(b.size()) as u64),
         not_counted: crate::evict::not_counted(&core.evict, backlog),

@@ -16,7 +16,7 @@ use crate::outcome::Outcome;
 use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::save_progress::{Writer, WriterProgress};
-use crate::shutdown::ShutdownSignal;
+use crate::shutdown::{ShutdownFlags, ShutdownSignal};
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl};
@@ -410,12 +410,13 @@ impl Engine {
     }
 
     /// The cron's turn in the shutdown sequence (see [`crate::shutdown`]): `None` when there is
-    /// nothing to start yet (or the cron is paused), else the save choice of the shutdown to
-    /// carry out now, with no connection to answer. A signal's shutdown takes its save choice
-    /// from `shutdown-on-sigterm` / `shutdown-on-sigint` (`save`, `nosave`, or `None` for the
-    /// save points' choice; never a save during the startup load; `now` skips the wait for
-    /// replicas); a wait for replicas ends when they caught up or `shutdown-timeout` passed.
-    pub fn take_due_shutdown(&mut self, now: Now) -> Option<Option<bool>> {
+    /// nothing to start yet (or the cron is paused), else the flags of the shutdown to carry
+    /// out now, with no connection to answer. A signal's shutdown takes them from
+    /// `shutdown-on-sigterm` / `shutdown-on-sigint` (`save`, `nosave`, or neither for the
+    /// save points' choice, never a save during the startup load; `force`; `now` skips the
+    /// wait for replicas); a wait for replicas ends when they caught up or `shutdown-timeout`
+    /// passed.
+    pub fn take_due_shutdown(&mut self, now: Now) -> Option<ShutdownFlags> {
         if self.core.debug.cron_paused {
             return None;
         }
@@ -429,27 +430,29 @@ impl Engine {
             ShutdownSignal::Int => "shutdown-on-sigint",
         };
         let flags = self.core.config.str_param(name);
-        let (mut save, mut now_flag) = (None, false);
+        let (mut chosen, mut now_flag) = (ShutdownFlags::default(), false);
         for word in flags.split(|&b| b == b' ') {
             match word {
-                b"save" => save = Some(true),
-                b"nosave" => save = Some(false),
+                b"save" => chosen.save = Some(true),
+                b"nosave" => chosen.save = Some(false),
                 b"now" => now_flag = true,
+                b"force" => chosen.force = true,
                 _ => {}
             }
         }
         if self.core.persist.loading.is_some() {
-            save = Some(false);
+            chosen.save = Some(false);
         }
-        if cmd::server::wait_for_replicas(&mut self.core, save, now_flag, None, now_ms) {
+        if cmd::server::wait_for_replicas(&mut self.core, chosen, now_flag, None, now_ms) {
             return None;
         }
         self.core.shutting_down = true;
-        Some(save)
+        Some(chosen)
     }
 
-    /// The shutdown the shell was asked for did not happen (its save failed): the server goes
-    /// on, and the clients that waited in SHUTDOWN get `-ERR Errors trying to SHUTDOWN`.
+    /// The shutdown the shell was asked for did not happen (its save failed, or the first AOF
+    /// rewrite runs): the server goes on, and the clients that waited in SHUTDOWN get
+    /// `-ERR Errors trying to SHUTDOWN`.
     pub fn shutdown_failed(&mut self) {
         cmd::server::shutdown_failed(&mut self.core);
     }

@@ -86,7 +86,7 @@ pub use outcome::Outcome;
 pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
 pub use rng::Rng;
 pub use script_wait::{Answered, Busy, ScriptWait};
-pub use shutdown::ShutdownSignal;
+pub use shutdown::{ShutdownFlags, ShutdownSignal};
 pub use stats::Stats;
 pub use time::Now;
 pub use value::{Entry, Value, ValueMut, ValueRef};

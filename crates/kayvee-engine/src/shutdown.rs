@@ -17,6 +17,16 @@ pub enum ShutdownSignal {
     Int,
 }
 
+/// How a shutdown ends: SHUTDOWN's options, or `shutdown-on-sigterm` / `shutdown-on-sigint`'s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// `Some(true)` = SAVE, `Some(false)` = NOSAVE, `None` = per the configured save points.
+    pub save: Option<bool>,
+    /// FORCE: the server exits even when saving the RDB fails or the first AOF rewrite still
+    /// runs (Redis 7.0 refuses to exit then without it).
+    pub force: bool,
+}
+
 /// The reply of the clients whose SHUTDOWN did not happen (aborted, or the save failed).
 pub const FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
 
@@ -25,8 +35,8 @@ pub const FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
 pub struct ShutdownWait {
     /// When the wait ends whatever the replicas acknowledged (unix ms).
     pub deadline_ms: u64,
-    /// The save choice the shutdown goes on with.
-    pub save: Option<bool>,
+    /// The save choice and FORCE the shutdown goes on with.
+    pub flags: ShutdownFlags,
     /// The clients blocked in SHUTDOWN meanwhile.
     pub waiters: Vec<Handle>,
 }

@@ -686,9 +686,9 @@ impl Server {
                 }
                 Request::Migrate(job) => self.migrate.exchange(&job),
                 Request::Rebind { previous_port, .. } => self.rebind(previous_port),
-                Request::Shutdown { save } => {
+                Request::Shutdown(flags) => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
-                    match crate::requests::shutdown(engine, files, save, now) {
+                    match crate::requests::shutdown(engine, files, flags, now) {
                         Ok(()) => {
                             self.shutdown = true;
                             return;

@@ -37,12 +37,10 @@ use kayvee_resp::{Limits, ProtocolError, RespWriter};
 pub enum Request {
     /// SHUTDOWN, or the shutdown a signal asked for once the cron starts it (then with a
     /// handle of no connection, see [`kayvee_engine::Engine::ask_shutdown`]): save first if
-    /// `save` says so (`None`: per the configured save points), then stop. On failure, complete with `Answer::Error("ERR Errors trying to SHUTDOWN. Check
-    /// logs.")` after clearing `core.shutting_down`.
-    Shutdown {
-        /// SAVE (`Some(true)`), NOSAVE (`Some(false)`) or the configuration's choice.
-        save: Option<bool>,
-    },
+    /// the flags' `save` says so (`None`: per the configured save points), then stop. On
+    /// failure (without FORCE), call [`kayvee_engine::Engine::shutdown_failed`] and complete
+    /// with `Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.")`.
+    Shutdown(kayvee_engine::ShutdownFlags),
     /// SAVE (`background` false: answer `Ok` or `Error("ERR")` once written) or BGSAVE (already
     /// answered: start the background save and answer `Nothing`).
     Save {
@@ -652,10 +650,10 @@ impl Driver {
         if self.engine.cron_timed(now, &mut || clock.now()) {
             self.close_killed(Handle(usize::MAX));
         }
-        if let Some(save) = self.engine.take_due_shutdown(now) {
+        if let Some(flags) = self.engine.take_due_shutdown(now) {
             // No client waits for a signal's shutdown: [`Driver::complete`] finds none.
             self.requests
-                .push_back((Handle(usize::MAX), Request::Shutdown { save }));
+                .push_back((Handle(usize::MAX), Request::Shutdown(flags)));
         }
         self.take_repl_notes();
         self.clients_cron(now);
@@ -983,7 +981,7 @@ impl Driver {
                 self.close_killed(h);
                 return;
             }
-            Outcome::Shutdown { save } => Request::Shutdown { save },
+            Outcome::Shutdown(flags) => Request::Shutdown(flags),
             Outcome::Save { background } => Request::Save { background },
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },

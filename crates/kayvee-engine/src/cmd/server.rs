@@ -8,6 +8,7 @@ use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
 use crate::reply::Reply;
 use crate::reply::ReplySink;
+use crate::shutdown::ShutdownFlags;
 use crate::{Core, Cx, Outcome};
 use alloc::format;
 use alloc::string::String;
@@ -68,23 +69,25 @@ fn time(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success nothing is replied: the shell
-/// closes every connection and stops (redis-cli sees the connection close). NOW and FORCE are
-/// accepted; with no replicas to wait for, NOW changes nothing. ABORT cancels the shutdown a
-/// signal asked for while the cron has not started it.
+/// closes every connection and stops (redis-cli sees the connection close). NOW skips the
+/// wait for lagging replicas; FORCE exits even when the shell cannot save the RDB or the
+/// first AOF rewrite still runs. ABORT cancels the shutdown a signal asked for while the cron
+/// has not started it, or the wait for replicas.
 fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
-    let (mut save, mut abort, mut other, mut now_flag) = (None, false, false, false);
+    let mut flags = ShutdownFlags::default();
+    let (mut abort, mut now_flag) = (false, false);
     for a in args.iter().skip(1) {
         match a.to_ascii_lowercase().as_slice() {
-            b"nosave" if save != Some(true) => save = Some(false),
-            b"save" if save != Some(false) => save = Some(true),
-            b"now" => (now_flag, other) = (true, true),
-            b"force" => other = true,
+            b"nosave" if flags.save != Some(true) => flags.save = Some(false),
+            b"save" if flags.save != Some(false) => flags.save = Some(true),
+            b"now" => now_flag = true,
+            b"force" => flags.force = true,
             b"abort" => abort = true,
             _ => return Err(Error::Syntax),
         }
     }
     if abort {
-        if save.is_some() || other {
+        if flags.save.is_some() || now_flag || flags.force {
             return Err(Error::Syntax);
         }
         if !abort_shutdown(cx.core) {
@@ -97,15 +100,15 @@ fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRes
     // During the startup load the dataset is partial: saving it would overwrite the file
     // being loaded, so SHUTDOWN never saves then (Redis does the same).
     if cx.core.persist.loading.is_some() {
-        save = Some(false);
+        flags.save = Some(false);
     }
     let now_ms = cx.now_ms();
-    if wait_for_replicas(cx.core, save, now_flag, Some(cx.me), now_ms) {
+    if wait_for_replicas(cx.core, flags, now_flag, Some(cx.me), now_ms) {
         cx.outcome = Outcome::Blocked;
         return Ok(());
     }
     cx.core.shutting_down = true;
-    cx.outcome = Outcome::Shutdown { save };
+    cx.outcome = Outcome::Shutdown(flags);
     Ok(())
 }
 
@@ -148,7 +151,7 @@ fn replicas_lagging(core: &mut Core) -> bool {
 /// every replica in sync.
 pub(crate) fn wait_for_replicas(
     core: &mut Core,
-    save: Option<bool>,
+    flags: ShutdownFlags,
     now_flag: bool,
     waiter: Option<Handle>,
     now_ms: u64,
@@ -163,7 +166,7 @@ pub(crate) fn wait_for_replicas(
     }
     core.shutdown_wait = Some(crate::shutdown::ShutdownWait {
         deadline_ms: now_ms + timeout_s * 1000,
-        save,
+        flags,
         waiters: waiter.into_iter().collect(),
     });
     if core.repl.failover.is_none() {
@@ -177,9 +180,9 @@ pub(crate) fn wait_for_replicas(
 }
 
 /// Ends the wait when every replica acknowledged the stream or its time is up: logs the
-/// replicas' state and returns the save choice to shut down with. Its clients are answered
-/// only if the shutdown then fails ([`shutdown_failed`]).
-pub(crate) fn shutdown_wait_done(core: &mut Core, now_ms: u64) -> Option<Option<bool>> {
+/// replicas' state and returns the flags to shut down with. Its clients are answered only if
+/// the shutdown then fails ([`shutdown_failed`]).
+pub(crate) fn shutdown_wait_done(core: &mut Core, now_ms: u64) -> Option<ShutdownFlags> {
     let deadline_ms = core.shutdown_wait.as_ref()?.deadline_ms;
     if replicas_lagging(core) && now_ms < deadline_ms {
         return None;
@@ -213,7 +216,7 @@ pub(crate) fn shutdown_wait_done(core: &mut Core, now_ms: u64) -> Option<Option<
     }
     core.shutting_down = true;
     core.shutdown_waiters = w.waiters;
-    Some(w.save)
+    Some(w.flags)
 }
 
 /// SHUTDOWN ABORT: cancels the shutdown a signal asked for or the wait for replicas (its
@@ -321,16 +324,13 @@ mod tests {
     #[test]
     fn shutdown_and_sleep_ask_the_shell() {
         let mut e = Engine::new(debug_enabled(), 1, Now::default());
-        assert_eq!(
-            run(&mut e, "SHUTDOWN"),
-            (Outcome::Shutdown { save: None }, alloc::vec![])
-        );
+        let flags = |save, force| Outcome::Shutdown(ShutdownFlags { save, force });
+        assert_eq!(run(&mut e, "SHUTDOWN"), (flags(None, false), alloc::vec![]));
         let r = run(&mut e, "shutdown now nosave force");
-        assert_eq!(r, (Outcome::Shutdown { save: Some(false) }, alloc::vec![]));
-        assert_eq!(
-            run(&mut e, "SHUTDOWN SAVE").0,
-            Outcome::Shutdown { save: Some(true) }
-        );
+        assert_eq!(r, (flags(Some(false), true), alloc::vec![]));
+        assert_eq!(run(&mut e, "SHUTDOWN SAVE").0, flags(Some(true), false));
+        let (_, r) = run(&mut e, "SHUTDOWN FORCE ABORT");
+        assert_eq!(r, alloc::vec![Reply::Error("ERR syntax error".into())]);
         let r = run(&mut e, "DEBUG SLEEP 0.25");
         assert_eq!(
             r,

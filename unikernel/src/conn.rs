@@ -79,15 +79,20 @@ pub fn answer(
     let engine = driver.engine_mut();
     let now = kayvee_session::Clock::now(clock);
     Some(match request {
-        Request::Shutdown { save } => {
+        Request::Shutdown(flags) => {
             let Some(store) = store else {
                 return None;
             };
-            if !save.unwrap_or(!engine.core.config.save.is_empty()) || store.save(engine, clock) {
+            let save = flags.save.unwrap_or(!engine.core.config.save.is_empty());
+            if !save || store.save(engine, clock) {
+                return None;
+            }
+            if flags.force {
+                println!("kayvee: error trying to save the DB, exit anyway");
                 return None;
             }
             println!("kayvee: error trying to save the DB, can't exit");
-            engine.core.shutting_down = false;
+            engine.shutdown_failed();
             Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
         }
         Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),

@@ -48,6 +48,13 @@ pub struct Core {
     pub used_memory_peak: u64,
     /// Set while a SHUTDOWN is under way.
     pub shutting_down: bool,
+    /// A SIGTERM or SIGINT asked for a shutdown that the cron has not started yet (see
+    /// [`crate::Engine::ask_shutdown`]); SHUTDOWN ABORT clears it.
+    pub shutdown_signal: Option<crate::shutdown::ShutdownSignal>,
+    /// A shutdown waiting for lagging replicas (`shutdown-timeout`).
+    pub shutdown_wait: Option<crate::shutdown::ShutdownWait>,
+    /// The clients that waited in SHUTDOWN for a shutdown under way: answered if it fails.
+    pub shutdown_waiters: alloc::vec::Vec<crate::client::Handle>,
     /// Clients blocked on keys, ready keys and the replies owed to woken clients.
     pub blocking: blocking::Blocking,
     /// MULTI queues and WATCHed keys, by client (see [`crate::txn`]).

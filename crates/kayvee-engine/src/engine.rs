@@ -16,6 +16,7 @@ use crate::outcome::Outcome;
 use crate::reply::{Protocol, Reply, ReplySink};
 use crate::rng::Rng;
 use crate::save_progress::{Writer, WriterProgress};
+use crate::shutdown::{ShutdownFlags, ShutdownSignal};
 use crate::stats::Stats;
 use crate::time::Now;
 use crate::{acl, blocking, cmd, drain, evict, expire, persist, repl};
@@ -80,6 +81,9 @@ impl Engine {
             rng: Rng::new(seed),
             used_memory_peak: 0,
             shutting_down: false,
+            shutdown_signal: None,
+            shutdown_wait: None,
+            shutdown_waiters: alloc::vec::Vec::new(),
             blocking: Default::default(),
             txn: Default::default(),
             watches: Default::default(),
@@ -149,6 +153,7 @@ impl Engine {
         self.core.pubsub.remove(h);
         self.primary_link_lost(h);
         self.core.repl.remove(h);
+        cmd::server::forget_shutdown_waiter(&mut self.core, h);
         self.core.migrate.remove(h);
         self.clients.remove(h);
     }
@@ -390,6 +395,66 @@ impl Engine {
     /// logged). Reading it clears it.
     pub fn take_rewrite_answered(&mut self) -> bool {
         core::mem::take(&mut self.core.rewrite_answered)
+    }
+
+    /// The shell received a shutdown signal. As in Redis, the signal only asks for the
+    /// shutdown: the cron starts it ([`Engine::take_asked_shutdown`]), so `DEBUG PAUSE-CRON 1`
+    /// holds it back and SHUTDOWN ABORT can cancel it meanwhile.
+    pub fn ask_shutdown(&mut self, signal: ShutdownSignal) {
+        self.core.shutdown_signal = Some(signal);
+    }
+
+    /// Whether a signal's shutdown waits for the cron, or a shutdown waits for replicas.
+    pub fn shutdown_asked(&self) -> bool {
+        self.core.shutdown_signal.is_some() || self.core.shutdown_wait.is_some()
+    }
+
+    /// The cron's turn in the shutdown sequence (see [`crate::shutdown`]): `None` when there is
+    /// nothing to start yet (or the cron is paused), else the flags of the shutdown to carry
+    /// out now, with no connection to answer. A signal's shutdown takes them from
+    /// `shutdown-on-sigterm` / `shutdown-on-sigint` (`save`, `nosave`, or neither for the
+    /// save points' choice, never a save during the startup load; `force`; `now` skips the
+    /// wait for replicas); a wait for replicas ends when they caught up or `shutdown-timeout`
+    /// passed.
+    pub fn take_due_shutdown(&mut self, now: Now) -> Option<ShutdownFlags> {
+        if self.core.debug.cron_paused {
+            return None;
+        }
+        let now_ms = now.ms();
+        if self.core.shutdown_wait.is_some() {
+            return cmd::server::shutdown_wait_done(&mut self.core, now_ms);
+        }
+        let signal = self.core.shutdown_signal.take()?;
+        let name = match signal {
+            ShutdownSignal::Term => "shutdown-on-sigterm",
+            ShutdownSignal::Int => "shutdown-on-sigint",
+        };
+        let flags = self.core.config.str_param(name);
+        let (mut chosen, mut now_flag) = (ShutdownFlags::default(), false);
+        for word in flags.split(|&b| b == b' ') {
+            match word {
+                b"save" => chosen.save = Some(true),
+                b"nosave" => chosen.save = Some(false),
+                b"now" => now_flag = true,
+                b"force" => chosen.force = true,
+                _ => {}
+            }
+        }
+        if self.core.persist.loading.is_some() {
+            chosen.save = Some(false);
+        }
+        if cmd::server::wait_for_replicas(&mut self.core, chosen, now_flag, None, now_ms) {
+            return None;
+        }
+        self.core.shutting_down = true;
+        Some(chosen)
+    }
+
+    /// The shutdown the shell was asked for did not happen (its save failed, or the first AOF
+    /// rewrite runs): the server goes on, and the clients that waited in SHUTDOWN get
+    /// `-ERR Errors trying to SHUTDOWN`.
+    pub fn shutdown_failed(&mut self) {
+        cmd::server::shutdown_failed(&mut self.core);
     }
 
     /// The background cycle the shell runs `hz` times a second: active expiry, the timeouts
@@ -1100,6 +1165,9 @@ impl Engine {
 
     /// Whether client `h` is blocked (waiting for a key or its timeout).
     pub fn is_blocked(&self, h: Handle) -> bool {
-        self.core.blocking.is_blocked(h) || self.core.pause.holds(h) || self.core.repl.is_waiting(h)
+        self.core.blocking.is_blocked(h)
+            || self.core.pause.holds(h)
+            || self.core.repl.is_waiting(h)
+            || cmd::server::shutdown_waiting(&self.core, h)
     }
 }

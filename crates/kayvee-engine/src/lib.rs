@@ -62,6 +62,7 @@ pub mod save_progress;
 #[cfg(feature = "scripting")]
 pub mod script;
 pub mod script_wait;
+pub mod shutdown;
 pub mod slowlog;
 pub mod stats;
 pub mod time;
@@ -85,6 +86,7 @@ pub use outcome::Outcome;
 pub use reply::{Discard, Protocol, Reply, ReplySink, ReplyTree};
 pub use rng::Rng;
 pub use script_wait::{Answered, Busy, ScriptWait};
+pub use shutdown::{ShutdownFlags, ShutdownSignal};
 pub use stats::Stats;
 pub use time::Now;
 pub use value::{Entry, Value, ValueMut, ValueRef};

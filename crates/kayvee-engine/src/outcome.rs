@@ -15,11 +15,8 @@ pub enum Outcome {
     Close,
     /// Some clients were marked `killed` (CLIENT KILL): close them (this one included, maybe).
     KillClients,
-    /// Stop the server (SHUTDOWN); `save` is the SAVE/NOSAVE choice if one was given.
-    Shutdown {
-        /// `Some(true)` = SAVE, `Some(false)` = NOSAVE, `None` = per configuration.
-        save: Option<bool>,
-    },
+    /// Stop the server (SHUTDOWN) with its SAVE/NOSAVE choice and FORCE.
+    Shutdown(crate::shutdown::ShutdownFlags),
     /// Block the whole server for this many microseconds (DEBUG SLEEP), then continue.
     Sleep(u64),
     /// Write the configuration back to its file (CONFIG REWRITE): the shell calls

@@ -823,12 +823,17 @@ impl Aof {
         self.delete_unlisted(&old);
     }
 
+    /// Whether this AOF was turned on at runtime and its first rewrite runs now.
+    pub fn writing_first_base(&self) -> bool {
+        self.pending && self.rewrite.is_some()
+    }
+
     /// The server's end: [`Aof::close`], except that a first rewrite not done yet (the AOF
     /// turned on at runtime, its writes in the temporary increment only) is finished in the
     /// foreground: a base of the current data, a fresh increment and the manifest, as SAVE
-    /// writes an RDB at shutdown. Redis refuses to exit then ("Writing initial AOF, can't
-    /// exit"); writing the base keeps every write acknowledged since the AOF was turned on
-    /// and lets the server stop.
+    /// writes an RDB at shutdown. SHUTDOWN reaches this with a first rewrite running only with
+    /// FORCE ([`crate::requests::shutdown`]; Redis 7.0 then exits with the AOF unwritten);
+    /// writing the base keeps every write acknowledged since the AOF was turned on.
     pub fn close_at_exit(self, engine: &mut Engine, now: Now) {
         if !self.pending {
             return self.close(engine);

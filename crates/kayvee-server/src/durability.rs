@@ -206,6 +206,15 @@ impl Durability {
         Ok(())
     }
 
+    /// Whether the first rewrite of the AOF turned on at runtime runs: the AOF on disk does
+    /// not hold the data yet, and SHUTDOWN without FORCE refuses to exit (Redis 7.0's
+    /// "Writing initial AOF").
+    pub fn writing_initial_aof(&self) -> bool {
+        self.aof
+            .as_ref()
+            .is_some_and(crate::aof::Aof::writing_first_base)
+    }
+
     /// The end: a running background save or rewrite is killed (no child and no temporary
     /// file outlives the server), then the last AOF write and fsync.
     pub fn close(&mut self, engine: &mut Engine, now: Now) {

@@ -21,6 +21,7 @@ mod proctitle;
 mod requests;
 mod savechild;
 mod server;
+mod signals;
 
 use anyhow::Context;
 use kayvee_engine::{Config, Engine, Now};

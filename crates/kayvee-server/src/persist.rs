@@ -276,6 +276,30 @@ pub fn save_sync(engine: &mut Engine, now: Now) -> io::Result<()> {
     result
 }
 
+/// The save on shutdown: as [`save_sync`], but into `temp-<pid>.rdb` (the file the signal
+/// handler deletes when a second SIGINT ends the process during the save) and with
+/// `rdb-key-save-delay` after each key, as Redis's.
+pub fn save_on_shutdown(engine: &mut Engine, now: Now) -> io::Result<()> {
+    engine.save_started(false, now);
+    let path = rdb_path(engine);
+    let key_delay_us = engine.core.config.int_param("rdb-key-save-delay").max(0) as u64;
+    let tmp = dir_of(&path).join(format!("temp-{}.rdb", std::process::id()));
+    crate::signals::set_temp_rdb(&tmp);
+    let (snapshot, opts) = (engine.snapshot(now), write_options(engine));
+    let result = Spool::direct(tmp, Arc::default()).and_then(|spool| {
+        savechild::write_with(spool, &path, |out| {
+            write_chunks(snapshot, opts, out, key_delay_us, None)
+        })
+        .map(drop)
+    });
+    engine.save_finished(result.is_ok(), false, now);
+    match &result {
+        Ok(()) => info!("DB saved on disk"),
+        Err(e) => warn!("Failed saving the DB to {}: {e}", path.display()),
+    }
+    result
+}
+
 /// Nice value of the background save thread: the save reads an immutable snapshot and has no
 /// deadline, while the event loop answers clients; when both want the same core the loop gets
 /// about nine tenths of it (CFS weights 1024 : 110) and the save takes longer.

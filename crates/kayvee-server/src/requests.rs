@@ -2,7 +2,7 @@
 //! SHUTDOWN's final save, CONFIG REWRITE and the ACL file, each answered with Redis's reply.
 
 use crate::durability::Durability;
-use kayvee_engine::{Engine, Now};
+use kayvee_engine::{Engine, Now, ShutdownFlags};
 use kayvee_session::Answer;
 use std::io::{self, Write};
 use tracing::warn;
@@ -16,29 +16,47 @@ pub fn save(engine: &mut Engine, now: Now) -> Answer {
 }
 
 /// SHUTDOWN: saves first when asked (after the running background save, so an older
-/// snapshot cannot land last). `Err` carries the reply when the save failed: the shutdown is
-/// cancelled, as in Redis.
+/// snapshot cannot land last). `Err` carries the reply when the shutdown is cancelled, as in
+/// Redis 7.0: the save failed, or the first rewrite of the AOF turned on at runtime still
+/// runs (the AOF on disk does not hold the data yet). FORCE exits anyway; the AOF's first
+/// base is then written in the foreground ([`crate::aof::Aof::close_at_exit`]).
 pub fn shutdown(
     engine: &mut Engine,
     files: &mut Durability,
-    save: Option<bool>,
+    flags: ShutdownFlags,
     now: Now,
 ) -> Result<(), Answer> {
     warn!("User requested shutdown...");
-    let save = save.unwrap_or(!engine.core.config.save.is_empty());
+    if files.writing_initial_aof() {
+        if !flags.force {
+            warn!("Writing initial AOF, can't exit.");
+            return Err(shutdown_failed(engine));
+        }
+        warn!("Writing initial AOF. Exit anyway.");
+    }
+    let save = flags.save.unwrap_or(!engine.core.config.save.is_empty());
     if !save {
         return Ok(());
     }
     files.kill_bgsave(engine, now);
     warn!("Saving the final RDB snapshot before exiting.");
-    if crate::persist::save_sync(engine, now).is_ok() {
+    if crate::persist::save_on_shutdown(engine, now).is_ok() {
+        return Ok(());
+    }
+    if flags.force {
+        warn!("Error trying to save the DB. Exit anyway.");
         return Ok(());
     }
     warn!("Error trying to save the DB, can't exit.");
-    engine.core.shutting_down = false;
-    Err(Answer::Error(
-        "ERR Errors trying to SHUTDOWN. Check logs.".into(),
-    ))
+    Err(shutdown_failed(engine))
+}
+
+/// The shutdown is cancelled: the server goes on, the clients that waited in SHUTDOWN are
+/// answered, and this is the reply of the one that asked.
+fn shutdown_failed(engine: &mut Engine) -> Answer {
+    warn!("Errors trying to shut down the server. Check the logs for more information.");
+    engine.shutdown_failed();
+    Answer::Error(kayvee_engine::shutdown::FAILED.into())
 }
 
 /// DEBUG LOADAOF: the open AOF written out and synced, then the dataset emptied and loaded

@@ -19,7 +19,7 @@
 use crate::durability::Durability;
 use crate::net::{self, Listener, Stream};
 use kayvee_engine::client::{ConnInfo, Transport};
-use kayvee_engine::{Engine, Handle, Now};
+use kayvee_engine::{Engine, Handle, Now, ShutdownSignal};
 use kayvee_session::{Answer, Driver, Flushed, Notice, Request};
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -305,8 +305,14 @@ pub struct Server {
     signals: Signals,
     clock: Clock,
     shutdown: bool,
+<<<<<<< HEAD
     /// A signal asked for the shutdown and save points are configured: save before exiting.
     signal_save: bool,
+=======
+    /// The shared read buffer: every connection reads into it; the driver keeps only
+    /// incomplete tails, so the many clients that send whole requests hold no input memory.
+    scratch: Vec<u8>,
+>>>>>>> shutdown-2
     /// Background save, AOF, startup load.
     pub files: Durability,
     /// Reused list of the connections to write.
@@ -340,6 +346,7 @@ impl Server {
             l.register(poll.registry(), Token(LISTENER_BASE + i))?;
         }
         let mut signals = Signals::new([SIGTERM, SIGINT])?;
+        crate::signals::install()?;
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         Ok(Server {
@@ -350,7 +357,11 @@ impl Server {
             signals,
             clock: Clock::read(),
             shutdown: false,
+<<<<<<< HEAD
             signal_save: false,
+=======
+            scratch: vec![0; SCRATCH_LEN],
+>>>>>>> shutdown-2
             files: Durability::default(),
             dirty: Vec::new(),
             migrate: Default::default(),
@@ -419,13 +430,12 @@ impl Server {
             let now = self.now();
             let (files, engine) = (&mut self.files, self.driver.engine_mut());
             files.loading_cron(engine, now)?;
+            let engine = self.driver.engine();
+            if !engine.shutdown_asked() && !engine.core.shutting_down {
+                crate::signals::clear_asked();
+            }
         }
         let now = self.now();
-        if self.signal_save {
-            let (files, engine) = (&mut self.files, self.driver.engine_mut());
-            files.kill_bgsave(engine, now);
-            let _ = crate::persist::save_sync(engine, now);
-        }
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
         files.close(engine, now);
         self.finish();
@@ -687,9 +697,9 @@ impl Server {
                 }
                 Request::Migrate(job) => self.migrate.exchange(&job),
                 Request::Rebind { previous_port, .. } => self.rebind(previous_port),
-                Request::Shutdown { save } => {
+                Request::Shutdown(flags) => {
                     let (files, engine) = (&mut self.files, self.driver.engine_mut());
-                    match crate::requests::shutdown(engine, files, save, now) {
+                    match crate::requests::shutdown(engine, files, flags, now) {
                         Ok(()) => {
                             self.shutdown = true;
                             return;
@@ -726,18 +736,17 @@ impl Server {
         }
     }
 
-    /// SIGTERM / SIGINT: schedule a graceful shutdown.
+    /// SIGTERM / SIGINT: asks the engine for a shutdown, which its cron starts (see
+    /// [`kayvee_engine::Engine::ask_shutdown`]); SHUTDOWN ABORT can cancel it meanwhile.
     fn on_signal(&mut self) {
         for sig in self.signals.pending() {
-            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+            let (name, signal) = if sig == SIGINT {
+                ("SIGINT", ShutdownSignal::Int)
+            } else {
+                ("SIGTERM", ShutdownSignal::Term)
+            };
             warn!("Received {name} scheduling shutdown...");
-            if !self.shutdown {
-                warn!("User requested shutdown...");
-            }
-            self.shutdown = true;
-            // Never while the startup load runs: it would overwrite the file being loaded.
-            let engine = self.driver.engine();
-            self.signal_save = !engine.core.config.save.is_empty() && !engine.is_loading();
+            self.engine().ask_shutdown(signal);
         }
     }
 

@@ -35,13 +35,12 @@ use kayvee_resp::{Limits, ProtocolError, RespWriter};
 /// [`Driver::complete`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    /// SHUTDOWN: save first if `save` says so (`None`: per the configured save points), then
-    /// stop. On failure, complete with `Answer::Error("ERR Errors trying to SHUTDOWN. Check
-    /// logs.")` after clearing `core.shutting_down`.
-    Shutdown {
-        /// SAVE (`Some(true)`), NOSAVE (`Some(false)`) or the configuration's choice.
-        save: Option<bool>,
-    },
+    /// SHUTDOWN, or the shutdown a signal asked for once the cron starts it (then with a
+    /// handle of no connection, see [`kayvee_engine::Engine::ask_shutdown`]): save first if
+    /// the flags' `save` says so (`None`: per the configured save points), then stop. On
+    /// failure (without FORCE), call [`kayvee_engine::Engine::shutdown_failed`] and complete
+    /// with `Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.")`.
+    Shutdown(kayvee_engine::ShutdownFlags),
     /// SAVE (`background` false: answer `Ok` or `Error("ERR")` once written) or BGSAVE (already
     /// answered: start the background save and answer `Nothing`).
     Save {
@@ -540,13 +539,16 @@ impl Driver {
                 measure(engine, clients_mem, s);
             }
         }
+        // What a replica took shortens the stream it lags by (INFO reads it).
+        let replica = !engine.core.repl.replicas.is_empty() && engine.core.repl.is_replica(h);
         if syncing
+            || replica
             || s.out_pending() > REPLY_BUFFER_STATIC
             || s.closing != Closing::No
             || s.read_again
             || s.read_paused
         {
-            return self.flush_rest(h, clock, syncing);
+            return self.flush_rest(h, clock, syncing, replica);
         }
         // `over_output_limit`'s test for output that counts against no limit.
         s.soft_since_ms = None;
@@ -559,15 +561,24 @@ impl Driver {
         Ok(Flushed::Open)
     }
 
-    /// [`Driver::flush`] after the write, for a connection that syncs, has output that
-    /// counts against a limit, closes, or has its reading paused.
+    /// [`Driver::flush`] after the write, for a connection that is a replica, syncs, has
+    /// output that counts against a limit, closes, or has its reading paused.
     #[inline(never)]
-    fn flush_rest<E>(&mut self, h: Handle, clock: &dyn Clock, syncing: bool) -> Result<Flushed, E> {
+    fn flush_rest<E>(
+        &mut self,
+        h: Handle,
+        clock: &dyn Clock,
+        syncing: bool,
+        replica: bool,
+    ) -> Result<Flushed, E> {
         // The clock is read only when something needs the time (most flushes do not).
         let mut now = None;
         if syncing {
             let t = *now.get_or_insert_with(|| clock.now());
             self.pump_sync(h.0, t);
+        }
+        if replica {
+            self.note_replica_output();
         }
         if self.over_output_limit(h.0, || *now.get_or_insert_with(|| clock.now())) {
             return Ok(Flushed::Close);
@@ -646,6 +657,8 @@ impl Driver {
 
     /// What the log should say, oldest first.
     pub fn take_notices(&mut self) -> Vec<Notice> {
+        // Log lines commands left (SHUTDOWN ABORT's) go out with the same pass's replies.
+        self.take_repl_notes();
         core::mem::take(&mut self.notices)
     }
 
@@ -694,6 +707,11 @@ impl Driver {
         let now = clock.now();
         if self.engine.cron_timed(now, &mut || clock.now()) {
             self.close_killed(Handle(usize::MAX));
+        }
+        if let Some(flags) = self.engine.take_due_shutdown(now) {
+            // No client waits for a signal's shutdown: [`Driver::complete`] finds none.
+            self.requests
+                .push_back((Handle(usize::MAX), Request::Shutdown(flags)));
         }
         self.take_repl_notes();
         self.clients_cron(now);
@@ -1024,7 +1042,7 @@ impl Driver {
                 self.close_killed(h);
                 return;
             }
-            Outcome::Shutdown { save } => Request::Shutdown { save },
+            Outcome::Shutdown(flags) => Request::Shutdown(flags),
             Outcome::Save { background } => Request::Save { background },
             Outcome::RewriteConfig => Request::RewriteConfig,
             Outcome::AclFile { save } => Request::AclFile { save },
@@ -1267,6 +1285,7 @@ impl Driver {
         }
         if done {
             self.pin_backlog();
+            self.note_replica_output();
         }
     }
 
@@ -1359,20 +1378,27 @@ impl Driver {
     }
 
     /// Tells the engine how much the replicas' output buffers hold (left out of the memory
-    /// `maxmemory` counts, see `kayvee_engine::evict::not_counted`).
+    /// `maxmemory` counts, see `kayvee_engine::evict::not_counted`) and the most stream one
+    /// of them still has to send (`kayvee_engine::repl::Replication::lagging_bytes`).
     fn note_replica_output(&mut self) {
         // Through the replica table, not every session: this runs after each write.
         let sessions = &self.sessions;
-        let bytes: usize = self
-            .engine
-            .core
-            .repl
-            .replicas
-            .iter()
-            .filter_map(|r| sessions.get(r.handle.0)?.as_ref())
-            .map(|s| s.out.capacity())
-            .sum();
-        self.engine.core.evict.replica_output = bytes as u64;
+        let repl = &self.engine.core.repl;
+        let (mut capacity, mut lagging) = (0, 0);
+        for r in &repl.replicas {
+            let Some(s) = sessions.get(r.handle.0).and_then(Option::as_ref) else {
+                continue;
+            };
+            capacity += s.out.capacity();
+            if s.sync.is_none() {
+                // The stream is the tail of its output: an RDB sent from the output (a
+                // disk-based sync) is no part of it.
+                let streamed = (repl.offset + 1).saturating_sub(r.stream_start);
+                lagging = lagging.max((s.out_pending() as u64).min(streamed));
+            }
+        }
+        self.engine.core.evict.replica_output = capacity as u64;
+        self.engine.core.repl.lagging_bytes = lagging;
     }
 
     // ---- Limits and the cron ----

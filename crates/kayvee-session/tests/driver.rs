@@ -669,3 +669,59 @@ fn a_paused_peer_that_takes_no_output_gets_its_pause_lifted() {
     rig.send(a, &pipeline);
     assert!(!rig.driver.wants_input(a), "paused again");
 }
+
+/// An INFO field's value as `client` reads it.
+fn info_field(rig: &mut Rig, client: Handle, name: &str) -> u64 {
+    rig.send(client, &cmd(&["INFO", "everything"]));
+    let info = rig.output_of(client);
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")));
+    line.and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {info}"))
+}
+
+#[test]
+fn a_lagging_replica_extends_the_replication_buffer_until_it_catches_up() {
+    let mut rig = Rig::new();
+    let client = rig.connect();
+    rig.send(client, &cmd(&["CONFIG", "SET", "repl-diskless-sync", "no"]));
+    rig.send(
+        client,
+        &cmd(&["CONFIG", "SET", "repl-backlog-size", "16384"]),
+    );
+    rig.write_all();
+    let replica = rig.connect();
+    rig.send(replica, &cmd(&["REPLCONF", "listening-port", "6380"]));
+    rig.send(replica, &cmd(&["PSYNC", "?", "-1"]));
+    let value = "v".repeat(1000);
+    for i in 0..200 {
+        rig.send(client, &cmd(&["SET", &format!("k{i}"), &value]));
+        // The client reads its replies; the replica reads nothing.
+        let mut dirty = Vec::new();
+        rig.driver.take_dirty(&mut dirty);
+        for h in dirty.into_iter().filter(|&h| h != replica) {
+            let _ = rig
+                .driver
+                .flush(h, &rig.clock, |b: &[u8]| Ok::<_, ()>(b.len()));
+        }
+    }
+    // The replica's pending stream (its RDB is not part of it) outgrows the backlog: the
+    // shared buffer is that stream, counted once.
+    let offset = info_field(&mut rig, client, "master_repl_offset");
+    let histlen = info_field(&mut rig, client, "repl_backlog_histlen");
+    let buffers = info_field(&mut rig, client, "mem_total_replication_buffers");
+    assert!(histlen < 40_000, "{histlen}");
+    assert!(
+        buffers > 200_000 && buffers <= offset,
+        "{buffers} of {offset}"
+    );
+    // Caught up: back to the backlog, whatever capacity the replica's buffer kept.
+    let flushed = rig
+        .driver
+        .flush(replica, &rig.clock, |b: &[u8]| Ok::<_, ()>(b.len()));
+    assert_eq!(flushed, Ok(Flushed::Open));
+    let histlen = info_field(&mut rig, client, "repl_backlog_histlen");
+    let buffers = info_field(&mut rig, client, "mem_total_replication_buffers");
+    assert_eq!(buffers, histlen);
+}

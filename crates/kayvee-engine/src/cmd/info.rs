@@ -206,6 +206,11 @@ fn server(cx: &Cx<'_>, s: &mut String) {
         core.config.config_file.as_deref().unwrap_or(""),
     );
     field(s, "io_threads_active", 0);
+    // Only while a shutdown waits for replicas, as Redis 7.0.
+    if core.shutdown_wait.is_some() {
+        let left = super::server::shutdown_remaining_ms(core, cx.now_ms());
+        field(s, "shutdown_in_milliseconds", left);
+    }
     field(s, "kayvee_version", env!("CARGO_PKG_VERSION"));
     for &(name, value) in &host.counters {
         field(s, name, value);
@@ -215,7 +220,13 @@ fn server(cx: &Cx<'_>, s: &mut String) {
 /// The Clients section.
 fn clients(cx: &Cx<'_>, s: &mut String) {
     let io = || cx.clients.iter().map(|(_, c)| c.io);
-    field(s, "connected_clients", cx.clients.len());
+    // Replicas are not counted, as in Redis 7.0 (the link to a primary is).
+    let replicas = cx.core.repl.replicas.len();
+    field(
+        s,
+        "connected_clients",
+        cx.clients.len().saturating_sub(replicas),
+    );
     field(s, "cluster_connections", 0);
     field(s, "maxclients", cx.core.config.maxclients);
     let max_in = io().map(|i| i.qbuf).max().unwrap_or(0);
@@ -223,7 +234,12 @@ fn clients(cx: &Cx<'_>, s: &mut String) {
     field(s, "client_recent_max_input_buffer", max_in);
     field(s, "client_recent_max_output_buffer", max_out);
     let held = cx.core.pause.held();
-    field(s, "blocked_clients", cx.core.blocking.len() + held);
+    let shutdown = super::server::shutdown_blocked(cx.core);
+    field(
+        s,
+        "blocked_clients",
+        cx.core.blocking.len() + held + shutdown,
+    );
     field(s, "tracking_clients", cx.core.tracking.client_count());
     field(
         s,
@@ -285,7 +301,8 @@ fn memory(cx: &Cx<'_>, s: &mut String) {
     // The backlog, which holds the stream syncing replicas wait for too (kept once).
     let backlog = core.repl.backlog.as_ref();
     let repl = ReplMemory {
-        buffers: backlog.map_or(0, |b| b.histlen() as u64),
+        // Or further back, while an online replica lags more than the backlog holds.
+        buffers: core.repl.shared_buffer_bytes(),
         // Up to its size (what grows past it while replicas sync is theirs), as Redis 7.0.
         backlog: backlog.map_or(0, |b| b.histlen().min(b.size()) as u64),
         not_counted: crate::evict::not_counted(&core.evict, backlog),

@@ -2,11 +2,17 @@
 //! [`super::config_cmd`], COMMAND in [`super::introspect`].
 
 use crate::argv::Argv;
+use crate::client::Handle;
 use crate::cmd::spec::CommandSpec;
 use crate::command::{acl, flags};
 use crate::error::{CmdResult, Error};
+use crate::reply::Reply;
 use crate::reply::ReplySink;
-use crate::{Cx, Outcome};
+use crate::shutdown::ShutdownFlags;
+use crate::{Core, Cx, Outcome};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 
 /// Flags and categories of the administrative commands here.
 const ADMIN_FLAGS: u32 = flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE;
@@ -63,32 +69,46 @@ fn time(cx: &mut Cx<'_>, _: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success nothing is replied: the shell
-/// closes every connection and stops (redis-cli sees the connection close). NOW and FORCE are
-/// accepted; with no replicas to wait for, NOW changes nothing.
-fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, _: &mut dyn ReplySink) -> CmdResult {
-    let (mut save, mut abort, mut other) = (None, false, false);
+/// closes every connection and stops (redis-cli sees the connection close). NOW skips the
+/// wait for lagging replicas; FORCE exits even when the shell cannot save the RDB or the
+/// first AOF rewrite still runs. ABORT cancels the shutdown a signal asked for while the cron
+/// has not started it, or the wait for replicas.
+fn shutdown(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
+    let mut flags = ShutdownFlags::default();
+    let (mut abort, mut now_flag) = (false, false);
     for a in args.iter().skip(1) {
         match a.to_ascii_lowercase().as_slice() {
-            b"nosave" if save != Some(true) => save = Some(false),
-            b"save" if save != Some(false) => save = Some(true),
-            b"now" | b"force" => other = true,
+            b"nosave" if flags.save != Some(true) => flags.save = Some(false),
+            b"save" if flags.save != Some(false) => flags.save = Some(true),
+            b"now" => now_flag = true,
+            b"force" => flags.force = true,
             b"abort" => abort = true,
             _ => return Err(Error::Syntax),
         }
     }
     if abort {
-        if save.is_some() || other {
+        if flags.save.is_some() || now_flag || flags.force {
             return Err(Error::Syntax);
         }
-        return Err(Error::msg("ERR No shutdown in progress."));
+        if !abort_shutdown(cx.core) {
+            return Err(Error::msg("ERR No shutdown in progress."));
+        }
+        cx.core.repl.note("Shutdown manually aborted.".into());
+        out.ok();
+        return Ok(());
     }
-    cx.core.shutting_down = true;
     // During the startup load the dataset is partial: saving it would overwrite the file
     // being loaded, so SHUTDOWN never saves then (Redis does the same).
     if cx.core.persist.loading.is_some() {
-        save = Some(false);
+        flags.save = Some(false);
     }
-    cx.outcome = Outcome::Shutdown { save };
+    let now_ms = cx.now_ms();
+    if wait_for_replicas(cx.core, flags, now_flag, Some(cx.me), now_ms) {
+        cx.outcome = Outcome::Blocked;
+        return Ok(());
+    }
+    cx.core.shutting_down = true;
+    cx.outcome = Outcome::Shutdown(flags);
     Ok(())
 }
 
@@ -115,6 +135,145 @@ fn debug(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult
         return Err(Error::msg(DEBUG_NOT_ALLOWED));
     }
     super::debug::run(cx, args, out)
+}
+
+// ---- The shutdown sequence's steps (see [`crate::shutdown`]) ----
+
+/// Whether a replica has not acknowledged the whole replication stream.
+fn replicas_lagging(core: &mut Core) -> bool {
+    crate::drain::feed_replication(core);
+    let offset = core.repl.offset;
+    core.repl.replicas.iter().any(|r| r.ack_offset < offset)
+}
+
+/// Starts the wait for lagging replicas before a shutdown (or joins the one under way, with
+/// `waiter` blocked); false when there is nothing to wait for: NOW, `shutdown-timeout 0`, or
+/// every replica in sync.
+pub(crate) fn wait_for_replicas(
+    core: &mut Core,
+    flags: ShutdownFlags,
+    now_flag: bool,
+    waiter: Option<Handle>,
+    now_ms: u64,
+) -> bool {
+    if let Some(w) = &mut core.shutdown_wait {
+        w.waiters.extend(waiter);
+        return true;
+    }
+    let timeout_s = core.config.int_param("shutdown-timeout").max(0) as u64;
+    if now_flag || timeout_s == 0 || !replicas_lagging(core) {
+        return false;
+    }
+    core.shutdown_wait = Some(crate::shutdown::ShutdownWait {
+        deadline_ms: now_ms + timeout_s * 1000,
+        flags,
+        waiters: waiter.into_iter().collect(),
+    });
+    if core.repl.failover.is_none() {
+        core.pause.hold_writes(true);
+    }
+    core.aof
+        .feed_repl_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+    core.repl
+        .note(String::from("Waiting for replicas before shutting down."));
+    true
+}
+
+/// Ends the wait when every replica acknowledged the stream or its time is up: logs the
+/// replicas' state and returns the flags to shut down with. Its clients are answered only if
+/// the shutdown then fails ([`shutdown_failed`]).
+pub(crate) fn shutdown_wait_done(core: &mut Core, now_ms: u64) -> Option<ShutdownFlags> {
+    let deadline_ms = core.shutdown_wait.as_ref()?.deadline_ms;
+    if replicas_lagging(core) && now_ms < deadline_ms {
+        return None;
+    }
+    let w = core.shutdown_wait.take()?;
+    let offset = core.repl.offset;
+    let mut lines = Vec::new();
+    let mut in_sync = 0;
+    for r in &core.repl.replicas {
+        if r.ack_offset >= offset {
+            in_sync += 1;
+            continue;
+        }
+        lines.push(format!(
+            "Lagging replica port {} reported offset {} behind master, lag={}, state={}.",
+            r.announced.port,
+            offset - r.ack_offset,
+            now_ms.saturating_sub(r.ack_ms) / 1000,
+            r.state.name()
+        ));
+    }
+    lines.push(format!(
+        "{in_sync} of {} replicas are in sync when shutting down.",
+        core.repl.replicas.len()
+    ));
+    for line in lines {
+        core.repl.note(line);
+    }
+    if core.repl.failover.is_none() {
+        core.pause.hold_writes(false);
+    }
+    core.shutting_down = true;
+    core.shutdown_waiters = w.waiters;
+    Some(w.flags)
+}
+
+/// SHUTDOWN ABORT: cancels the shutdown a signal asked for or the wait for replicas (its
+/// clients get the error); false when neither was under way.
+pub(crate) fn abort_shutdown(core: &mut Core) -> bool {
+    let asked = core.shutdown_signal.take().is_some();
+    let Some(w) = core.shutdown_wait.take() else {
+        return asked;
+    };
+    if core.repl.failover.is_none() {
+        core.pause.hold_writes(false);
+    }
+    answer_failed(core, w.waiters);
+    true
+}
+
+/// The shutdown did not happen (its save failed): the clients that waited get the error.
+pub(crate) fn shutdown_failed(core: &mut Core) {
+    core.shutting_down = false;
+    let waiters = core::mem::take(&mut core.shutdown_waiters);
+    answer_failed(core, waiters);
+}
+
+/// Answers `waiters` with [`crate::shutdown::FAILED`].
+fn answer_failed(core: &mut Core, waiters: Vec<Handle>) {
+    for h in waiters {
+        core.blocking
+            .push_wakeup(h, alloc::vec![Reply::Error(crate::shutdown::FAILED.into())]);
+    }
+}
+
+/// Client `h` disconnected.
+pub(crate) fn forget_shutdown_waiter(core: &mut Core, h: Handle) {
+    if let Some(w) = &mut core.shutdown_wait {
+        w.waiters.retain(|&x| x != h);
+    }
+    core.shutdown_waiters.retain(|&x| x != h);
+}
+
+/// Clients blocked in SHUTDOWN (INFO `blocked_clients`).
+pub fn shutdown_blocked(core: &Core) -> usize {
+    core.shutdown_wait.as_ref().map_or(0, |w| w.waiters.len())
+}
+
+/// Whether client `h` is blocked in SHUTDOWN.
+pub fn shutdown_waiting(core: &Core, h: Handle) -> bool {
+    core.shutdown_wait
+        .as_ref()
+        .is_some_and(|w| w.waiters.contains(&h))
+        || core.shutdown_waiters.contains(&h)
+}
+
+/// INFO `shutdown_in_milliseconds`: the time left of the wait for replicas, else 0.
+pub fn shutdown_remaining_ms(core: &Core, now_ms: u64) -> u64 {
+    core.shutdown_wait
+        .as_ref()
+        .map_or(0, |w| w.deadline_ms.saturating_sub(now_ms))
 }
 
 #[cfg(test)]
@@ -165,16 +324,13 @@ mod tests {
     #[test]
     fn shutdown_and_sleep_ask_the_shell() {
         let mut e = Engine::new(debug_enabled(), 1, Now::default());
-        assert_eq!(
-            run(&mut e, "SHUTDOWN"),
-            (Outcome::Shutdown { save: None }, alloc::vec![])
-        );
+        let flags = |save, force| Outcome::Shutdown(ShutdownFlags { save, force });
+        assert_eq!(run(&mut e, "SHUTDOWN"), (flags(None, false), alloc::vec![]));
         let r = run(&mut e, "shutdown now nosave force");
-        assert_eq!(r, (Outcome::Shutdown { save: Some(false) }, alloc::vec![]));
-        assert_eq!(
-            run(&mut e, "SHUTDOWN SAVE").0,
-            Outcome::Shutdown { save: Some(true) }
-        );
+        assert_eq!(r, (flags(Some(false), true), alloc::vec![]));
+        assert_eq!(run(&mut e, "SHUTDOWN SAVE").0, flags(Some(true), false));
+        let (_, r) = run(&mut e, "SHUTDOWN FORCE ABORT");
+        assert_eq!(r, alloc::vec![Reply::Error("ERR syntax error".into())]);
         let r = run(&mut e, "DEBUG SLEEP 0.25");
         assert_eq!(
             r,

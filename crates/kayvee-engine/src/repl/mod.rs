@@ -317,6 +317,10 @@ pub struct Replication {
     pub notes: Vec<String>,
     /// Since when (unix ms) a primary with a backlog has had no replica (`repl-backlog-ttl`).
     alone_since_ms: Option<u64>,
+    /// The most stream bytes one online replica's output still holds unsent (set by the
+    /// connection layer). The stream is one, so what lags further back than the backlog
+    /// extends the shared buffer (see [`Replication::shared_buffer_bytes`]).
+    pub lagging_bytes: u64,
 }
 
 impl Replication {
@@ -340,7 +344,18 @@ impl Replication {
             failover: None,
             notes: Vec::new(),
             alone_since_ms: None,
+            lagging_bytes: 0,
         }
+    }
+
+    /// Bytes of Redis 7.0's shared replication buffer (INFO `mem_total_replication_buffers`):
+    /// the stream from the earliest byte the backlog or a replica still holds to the end.
+    /// Every replica's pending stream and the backlog end at the same byte, so that is the
+    /// longest of them, whether a replica lags, waits for its RDB (the backlog is pinned for
+    /// it) or left.
+    pub fn shared_buffer_bytes(&self) -> u64 {
+        let backlog = self.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
+        backlog.max(self.lagging_bytes)
     }
 
     /// Creates the backlog if there is none (the replica sink must be on from now on).

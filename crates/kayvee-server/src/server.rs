@@ -305,14 +305,6 @@ pub struct Server {
     signals: Signals,
     clock: Clock,
     shutdown: bool,
-<<<<<<< HEAD
-    /// A signal asked for the shutdown and save points are configured: save before exiting.
-    signal_save: bool,
-=======
-    /// The shared read buffer: every connection reads into it; the driver keeps only
-    /// incomplete tails, so the many clients that send whole requests hold no input memory.
-    scratch: Vec<u8>,
->>>>>>> shutdown-2
     /// Background save, AOF, startup load.
     pub files: Durability,
     /// Reused list of the connections to write.
@@ -357,11 +349,6 @@ impl Server {
             signals,
             clock: Clock::read(),
             shutdown: false,
-<<<<<<< HEAD
-            signal_save: false,
-=======
-            scratch: vec![0; SCRATCH_LEN],
->>>>>>> shutdown-2
             files: Durability::default(),
             dirty: Vec::new(),
             migrate: Default::default(),

@@ -10,6 +10,7 @@
 extern crate alloc;
 
 mod arch;
+mod arrival;
 mod batched;
 mod blk;
 mod boottime;

@@ -1,9 +1,12 @@
 //! The pool of smoltcp TCP sockets the server listens and serves on: smoltcp's TCP socket
 //! serves one connection, so the loop keeps a few listening and reuses closed ones.
 
+use crate::arrival::Arrivals;
 use crate::heap;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::task::Waker;
 use kayvee_engine::{ConnInfo, Handle, Transport};
 use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::tcp;
@@ -28,6 +31,9 @@ pub struct Slot {
     /// client is disconnected from the engine already while the socket finishes its TCP close;
     /// no new connection may attach to it until it listens again.
     pub retired: bool,
+    /// Records this slot in [`Pool::arrivals`] when its socket receives (registered with the
+    /// socket while a client is attached; see `arrival`).
+    pub waker: Waker,
 }
 
 /// The socket pool.
@@ -46,6 +52,8 @@ pub struct Pool {
     pub slot_of: Vec<usize>,
     /// The local port of the next outgoing connection (the link to a primary).
     pub next_local_port: u16,
+    /// The slots whose connections received, in the order they did (see `arrival`).
+    pub arrivals: Arc<Arrivals>,
 }
 
 impl Pool {
@@ -94,10 +102,12 @@ impl Pool {
         let mut sock = tcp::Socket::new(rx, tx);
         sock.set_nagle_enabled(false);
         let socket = sockets.add(sock);
+        let waker = self.arrivals.waker(self.slots.len());
         self.slots.push(Slot {
             socket,
             client: None,
             retired: false,
+            waker,
         });
         Some(self.slots.len() - 1)
     }

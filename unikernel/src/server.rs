@@ -135,6 +135,7 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
         sockets_max: driver.engine().core.config.maxclients as usize + LISTENERS_MIN,
         slot_of: Vec::new(),
         next_local_port: EPHEMERAL_FIRST + (clock.uptime_us() % 1000) as u16,
+        arrivals: Default::default(),
     };
     pool.refill(&mut sockets, LISTENERS_LOW);
     crate::boottime::stamp("listeners");
@@ -164,6 +165,8 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
     let mut halts = 0u64;
     // The connections' shared read buffer (see `conn::read`).
     let mut scratch = vec![0u8; SOCK_RX_BYTES];
+    // The slots to serve first in a pass, in the order their input arrived (`read_connections`).
+    let mut arrived = Vec::new();
     driver.engine_mut().core.host.counters =
         vec![("kayvee_nic_interrupts", 0), ("kayvee_idle_halts", 0)];
     loop {
@@ -216,7 +219,7 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
                 scratch: RefCell::new(core::mem::take(&mut scratch)),
             };
             connect_primary(&shell, &mut driver);
-            read_connections(&shell, &mut driver);
+            read_connections(&shell, &mut driver, &mut arrived);
             carry_out_requests(&mut driver, &shell, &mut store);
             for notice in driver.take_notices() {
                 // The replica link's steps, in Redis's words; the rest is per client and quiet.
@@ -518,8 +521,6 @@ fn poll_dhcp(
     }
 }
 
-/// Reads every active connection into the driver (its commands run at once); attaches new
-/// connections, detaches and recycles closed sockets.
 /// Opens the connection to this server's primary when the driver names one (REPLICAOF, or a
 /// retry a second after a failed attempt or a lost link): an outgoing TCP connection on a pool
 /// socket, from then on a session like any other (its first bytes wait in the driver until the
@@ -581,7 +582,17 @@ fn connect_primary(shell: &Shell<'_, '_, '_>, driver: &mut Driver) {
     pool.active.push(s);
 }
 
-fn read_connections(shell: &Shell<'_, '_, '_>, driver: &mut Driver) {
+/// Reads every active connection into the driver (its commands run at once); attaches new
+/// connections, detaches and recycles closed sockets. The connections that received since the
+/// last pass go first, in the order their data arrived (`arrival`): a client that sent first
+/// is served first, as under epoll, whatever pool slot each sits on. `arrived` is a buffer
+/// kept between passes.
+fn read_connections(shell: &Shell<'_, '_, '_>, driver: &mut Driver, arrived: &mut Vec<usize>) {
+    shell.net.borrow().pool.arrivals.take(arrived);
+    for &s in arrived.iter() {
+        read_slot(shell, s, driver);
+    }
+    arrived.clear();
     let mut i = 0;
     loop {
         let Some(s) = shell.net.borrow().pool.active.get(i).copied() else {
@@ -642,7 +653,11 @@ fn read_slot(shell: &Shell<'_, '_, '_>, s: usize, driver: &mut Driver) {
     };
     conn::read(shell, socket, driver, h);
     let mut net = shell.net.borrow_mut();
-    if net.sockets.get_mut::<tcp::Socket>(socket).can_send() {
+    let Net { sockets, pool, .. } = &mut *net;
+    let sock = sockets.get_mut::<tcp::Socket>(socket);
+    // What arrives from now on puts the slot in line (one wake per registration).
+    sock.register_recv_waker(&pool.slots[s].waker);
+    if sock.can_send() {
         driver.writable(h); // output the socket could not take before
     }
 }

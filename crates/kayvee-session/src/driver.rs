@@ -1137,9 +1137,9 @@ impl Driver {
     /// once per protocol and copied.
     fn deliver_messages(&mut self) {
         let mut encoded: Option<(Rc<Reply>, Protocol, Vec<u8>)> = None;
-        // Under client eviction the receivers' grown output is counted at once.
+        // The receivers' grown output is measured at once: client eviction counts it, and
+        // CLIENT LIST shows it (the output limits' timers start from what it shows).
         let mut receivers = Vec::new();
-        let evicting = self.engine.core.config.maxmemory_clients_bytes() > 0;
         for (h, msg) in self.engine.take_messages() {
             let protocol = self.engine.protocol(h);
             let Some(s) = self.sessions.get_mut(h.0).and_then(Option::as_mut) else {
@@ -1160,7 +1160,7 @@ impl Driver {
                 }
             }
             self.mark_dirty(h.0);
-            if evicting && receivers.last() != Some(&h.0) {
+            if receivers.last() != Some(&h.0) {
                 receivers.push(h.0);
             }
         }
@@ -1622,6 +1622,11 @@ impl Driver {
             s.release_idle_buffers();
             let h = s.handle;
             self.account(slot);
+            // A soft output limit runs out with no traffic too (Redis 7.0's clientsCron).
+            if self.over_output_limit(slot, || now) {
+                self.mark_dirty(slot);
+                continue;
+            }
             let s = self.sessions[slot].as_mut().expect("accounted above");
             let Some(c) = self.engine.clients.get(h) else {
                 continue;

@@ -13,6 +13,7 @@ use alloc::string::String;
 /// Parameters asked for by name only: `CONFIG GET` with a glob leaves them out.
 pub const HIDDEN: &[&str] = &[
     "key-load-delay",
+    "use-exit-on-panic",
     "rdb-key-save-delay",
     "loading-process-events-interval-bytes",
     "watchdog-period",
@@ -395,6 +396,9 @@ pub const PARAMS: &[Param] = &[
         Val::Int(2 << 20)
     ),
     inert!("watchdog-period", int(0, INT_MAX), Mut, Val::Int(0)),
+    // Redis exits instead of aborting on a panic with it; kayvee-server always exits (status
+    // 101, the panic unwinds), never dies of a signal.
+    inert!("use-exit-on-panic", BOOL, Imm, no()),
 ];
 
 /// Redis 7.0's aliases of these parameters: (alias, the parameter's name).

@@ -128,6 +128,9 @@ pub enum Error {
     BadType(u8),
     /// A malformed encoding (listpack, ziplist, intset, LZF, length, number...).
     Corrupt(&'static str),
+    /// A structure check failed (Redis's text: "Hash listpack integrity check failed.",
+    /// "Duplicate set members detected"...).
+    Integrity(&'static str),
     /// A database number beyond the configured `databases`.
     DbOutOfRange(u64),
 }
@@ -148,6 +151,7 @@ impl core::fmt::Display for Error {
             }
             Error::BadType(t) => write!(f, "Unknown RDB record type {t}"),
             Error::Corrupt(what) => write!(f, "Corrupt RDB data: {what}"),
+            Error::Integrity(what) => f.write_str(what),
             Error::DbOutOfRange(n) => write!(
                 f,
                 "FATAL: Data file was created with a Redis server configured to handle more \

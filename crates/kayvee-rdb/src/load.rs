@@ -260,7 +260,7 @@ fn load_key(
 }
 
 /// Whether a collection has no element (Redis skips such keys when loading).
-fn is_empty(v: &Value) -> bool {
+pub(crate) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Str(_) => false,
         Value::List(l) => l.is_empty(),

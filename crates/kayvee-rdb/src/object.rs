@@ -19,7 +19,25 @@ const LOAD_INTSET_MAX: u64 = 512;
 const QUICKLIST_NODE_PLAIN: u64 = 1;
 const QUICKLIST_NODE_PACKED: u64 = 2;
 
-/// Reads the body of an object of type `ty`; `seed` keys the hash maps.
+/// Redis 7.0's log texts for a compact encoding that fails its structure check.
+const ZIPMAP_BAD: &str = "Zipmap integrity check failed.";
+const ZIPLIST_BAD: &str = "Ziplist integrity check failed.";
+const HASH_ZIPLIST_BAD: &str = "Hash ziplist integrity check failed.";
+const ZSET_ZIPLIST_BAD: &str = "Zset ziplist integrity check failed.";
+const HASH_LISTPACK_BAD: &str = "Hash listpack integrity check failed.";
+const ZSET_LISTPACK_BAD: &str = "Zset listpack integrity check failed.";
+const INTSET_BAD: &str = "Intset integrity check failed.";
+const QUICKLIST_ZIPLIST_BAD: &str = "Quicklist ziplist integrity check failed.";
+const QUICKLIST_LISTPACK_BAD: &str = "Quicklist listpack integrity check failed.";
+
+/// Any error decoding a blob becomes its encoding's integrity report.
+fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
+    r.map_err(|_| Error::Integrity(what))
+}
+
+/// Reads the body of an object of type `ty`; `seed` keys the hash maps. A blob (listpack,
+/// ziplist, intset, zipmap) that fails its checks, or a collection with a duplicate member,
+/// is an [`Error::Integrity`] with Redis's log text.
 pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
@@ -35,7 +53,9 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             let n = r.count()?;
             let mut set = Set::new();
             for _ in 0..n {
-                set.insert(&r.string()?, LOAD_INTSET_MAX, seed);
+                if !set.insert(&r.string()?, LOAD_INTSET_MAX, seed) {
+                    return Err(Error::Integrity("Duplicate set members detected"));
+                }
             }
             Value::Set(set)
         }
@@ -45,19 +65,54 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             let mut h = Hash::with_seed(seed);
             for _ in 0..n {
                 let f = r.string()?;
-                h.insert(&f, &r.string()?);
+                if !h.insert(&f, &r.string()?) {
+                    return Err(Error::Integrity("Duplicate hash fields detected"));
+                }
             }
             Value::Hash(h)
         }
-        types::SET_INTSET => intset(&r.string()?, seed)?,
-        types::LIST_ZIPLIST => list_from(ziplist(&r.string()?)?),
-        types::HASH_ZIPLIST => hash_from(ziplist(&r.string()?)?, seed)?,
-        types::ZSET_ZIPLIST => zset_from(ziplist(&r.string()?)?, seed)?,
-        types::HASH_LISTPACK => hash_from(listpack(&r.string()?)?, seed)?,
-        types::ZSET_LISTPACK => zset_from(listpack(&r.string()?)?, seed)?,
+        types::SET_INTSET => {
+            let blob = r.string()?;
+            checked(INTSET_BAD, intset(&blob, seed))?
+        }
+        types::LIST_ZIPLIST => {
+            let blob = r.string()?;
+            checked(ZIPLIST_BAD, ziplist(&blob).map(list_from))?
+        }
+        types::HASH_ZIPLIST => {
+            let blob = r.string()?;
+            checked(
+                HASH_ZIPLIST_BAD,
+                ziplist(&blob).and_then(|i| hash_from(i, seed)),
+            )?
+        }
+        types::ZSET_ZIPLIST => {
+            let blob = r.string()?;
+            checked(
+                ZSET_ZIPLIST_BAD,
+                ziplist(&blob).and_then(|i| zset_from(i, seed)),
+            )?
+        }
+        types::HASH_LISTPACK => {
+            let blob = r.string()?;
+            checked(
+                HASH_LISTPACK_BAD,
+                listpack(&blob).and_then(|i| hash_from(i, seed)),
+            )?
+        }
+        types::ZSET_LISTPACK => {
+            let blob = r.string()?;
+            checked(
+                ZSET_LISTPACK_BAD,
+                listpack(&blob).and_then(|i| zset_from(i, seed)),
+            )?
+        }
         types::LIST_QUICKLIST => quicklist(r, false)?,
         types::LIST_QUICKLIST_2 => quicklist(r, true)?,
-        types::HASH_ZIPMAP => hash_from(zipmap(&r.string()?)?, seed)?,
+        types::HASH_ZIPMAP => {
+            let blob = r.string()?;
+            checked(ZIPMAP_BAD, zipmap(&blob).and_then(|i| hash_from(i, seed)))?
+        }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
@@ -78,7 +133,9 @@ fn read_zset(r: &mut Reader<'_>, binary: bool, seed: u64) -> Result<Value> {
         if score.is_nan() {
             return Err(Error::Corrupt("NaN score"));
         }
-        z.insert(&m, score);
+        if z.insert(&m, score).is_some() {
+            return Err(Error::Integrity("Duplicate zset fields detected"));
+        }
     }
     Ok(Value::ZSet(z))
 }
@@ -95,7 +152,9 @@ fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     }
     let mut h = Hash::with_seed(seed);
     for pair in items.chunks(2) {
-        h.insert(&pair[0], &pair[1]);
+        if !h.insert(&pair[0], &pair[1]) {
+            return Err(Error::Corrupt("duplicate hash field"));
+        }
     }
     Ok(Value::Hash(h))
 }
@@ -111,7 +170,9 @@ fn zset_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
         if score.is_nan() {
             return Err(Error::Corrupt("NaN score"));
         }
-        z.insert(&pair[0], score);
+        if z.insert(&pair[0], score).is_some() {
+            return Err(Error::Corrupt("duplicate zset member"));
+        }
     }
     Ok(Value::ZSet(z))
 }
@@ -126,8 +187,8 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value> {
         let blob = r.string()?;
         let items = match container {
             QUICKLIST_NODE_PLAIN => alloc::vec![blob.into_owned()],
-            QUICKLIST_NODE_PACKED if v2 => listpack(&blob)?,
-            QUICKLIST_NODE_PACKED => ziplist(&blob)?,
+            QUICKLIST_NODE_PACKED if v2 => checked(QUICKLIST_LISTPACK_BAD, listpack(&blob))?,
+            QUICKLIST_NODE_PACKED => checked(QUICKLIST_ZIPLIST_BAD, ziplist(&blob))?,
             _ => return Err(Error::Corrupt("quicklist container")),
         };
         if items.is_empty() {
@@ -164,7 +225,9 @@ fn intset(blob: &[u8], seed: u64) -> Result<Value> {
     }
     let mut set = Set::with_seed(seed);
     for v in values {
-        set.insert(&decimal(v), LOAD_INTSET_MAX, seed);
+        if !set.insert(&decimal(v), LOAD_INTSET_MAX, seed) {
+            return Err(Error::Corrupt("duplicate intset member"));
+        }
     }
     Ok(Value::Set(set))
 }
@@ -187,8 +250,18 @@ pub fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         }
         out.push(listpack_entry(&mut r, b)?.into_owned());
         let entry_len = r.pos() - start;
-        let back = backlen_size(entry_len);
-        r.take(back)?;
+        let back = r.take(backlen_size(entry_len))?;
+        // 7 bits a byte, the most significant group first; all but the first byte flagged.
+        let flags_ok = back
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| (x & 0x80 != 0) == (i != 0));
+        let value = back
+            .iter()
+            .fold(0usize, |acc, &x| acc << 7 | usize::from(x & 0x7F));
+        if !flags_ok || value != entry_len {
+            return Err(Error::Corrupt("listpack entry back-length"));
+        }
     }
     if !r.is_empty() || (count != 65535 && count != out.len()) {
         return Err(Error::Corrupt("listpack count"));
@@ -270,24 +343,38 @@ pub fn zipmap(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
 pub fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut r = Reader::new(blob);
     let total = r.u32_le()? as usize;
-    let _tail = r.u32_le()?;
+    let tail = r.u32_le()? as usize;
     let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
     if total != blob.len() || blob.last() != Some(&0xFF) {
         return Err(Error::Corrupt("ziplist header"));
     }
     let mut out = Vec::new();
+    // Each entry's previous-length field is the size of the entry before it (0 first); the
+    // tail offset is where the last entry starts (the end of the header when empty).
+    let (mut prev_size, mut last_start) = (0usize, r.pos());
     loop {
+        let start = r.pos();
         let b = r.u8()?;
         if b == 0xFF {
             break;
         }
-        if b == 0xFE {
-            r.take(4)?;
+        let prev = if b == 0xFE {
+            r.u32_le()? as usize
+        } else {
+            usize::from(b)
+        };
+        if prev != prev_size {
+            return Err(Error::Corrupt("ziplist previous length"));
         }
         out.push(ziplist_entry(&mut r)?.into_owned());
+        prev_size = r.pos() - start;
+        last_start = start;
     }
     if !r.is_empty() || (count != 65535 && count != out.len()) {
         return Err(Error::Corrupt("ziplist count"));
+    }
+    if tail != last_start {
+        return Err(Error::Corrupt("ziplist tail offset"));
     }
     Ok(out)
 }
@@ -404,6 +491,7 @@ mod tests {
         let n = zl.len() as u32;
         zl[..4].copy_from_slice(&n.to_le_bytes());
         zl[8] = 4;
+        zl[4] = 19;
         let got = ziplist(&zl).unwrap();
         let want: [&[u8]; 4] = [b"ab", b"5", b"-2", b"300"];
         assert_eq!(got, want);

@@ -37,7 +37,7 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
         let lp = r.string()?.into_owned();
         let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);
         if !node.is_well_formed() || prev_last.is_some_and(|p| p >= node.master) {
-            return Err(Error::Corrupt("stream listpack"));
+            return Err(Error::Integrity("Stream listpack integrity check failed."));
         }
         live += node.count();
         prev_last = Some(node.last_id());
@@ -96,7 +96,7 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
             let at = g
                 .consumer_pos(&name)
                 .err()
-                .ok_or(Error::Corrupt("duplicate consumer"))?;
+                .ok_or(Error::Integrity("Duplicate stream consumer detected."))?;
             g.consumers.insert(at, c);
         }
         if g.pel.iter().any(|p| p.consumer.is_empty()) {
@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn redis_dump_restores_and_dumps_back_byte_for_byte() {
         let payload = unhex(REDIS_DUMP);
-        let v = crate::dump::restore(&payload, 1).expect("restores");
+        let v = crate::dump::restore(&payload, 1, false).expect("restores");
         let Value::Stream(s) = &v else {
             panic!("not a stream")
         };

@@ -161,5 +161,20 @@ impl core::fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// Whether the file could not be read through: it ends early, or its data is malformed
+    /// or fails a check (Redis then logs "Terminating server after rdb file reading failure.").
+    pub fn is_read_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Truncated
+                | Error::BadChecksum { .. }
+                | Error::BadType(_)
+                | Error::Corrupt(_)
+                | Error::Integrity(_)
+        )
+    }
+}
+
 /// A result with this crate's [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;

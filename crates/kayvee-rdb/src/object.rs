@@ -111,7 +111,11 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         types::LIST_QUICKLIST_2 => quicklist(r, true)?,
         types::HASH_ZIPMAP => {
             let blob = r.string()?;
-            checked(ZIPMAP_BAD, zipmap(&blob).and_then(|i| hash_from(i, seed)))?
+            let pairs = zipmap(&blob).and_then(|i| match i.is_empty() {
+                true => Err(Error::Corrupt("empty zipmap")),
+                false => hash_from(i, seed),
+            });
+            checked(ZIPMAP_BAD, pairs)?
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
@@ -185,15 +189,16 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value> {
     for _ in 0..nodes {
         let container = if v2 { r.len()? } else { QUICKLIST_NODE_PACKED };
         let blob = r.string()?;
+        if blob.is_empty() {
+            return Err(Error::Corrupt("empty quicklist node"));
+        }
         let items = match container {
             QUICKLIST_NODE_PLAIN => alloc::vec![blob.into_owned()],
             QUICKLIST_NODE_PACKED if v2 => checked(QUICKLIST_LISTPACK_BAD, listpack(&blob))?,
             QUICKLIST_NODE_PACKED => checked(QUICKLIST_ZIPLIST_BAD, ziplist(&blob))?,
             _ => return Err(Error::Corrupt("quicklist container")),
         };
-        if items.is_empty() {
-            return Err(Error::Corrupt("empty quicklist node"));
-        }
+        // An empty node is dropped, as Redis drops it (a list left empty is an empty key).
         items
             .iter()
             .for_each(|e| list.push_back(e, LIST_DEFAULT_FILL));

@@ -35,6 +35,11 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
             .try_into()
             .map_err(|_| Error::Corrupt("stream node key"))?;
         let lp = r.string()?.into_owned();
+        // The node's listpack must pass the plain listpack checks (back-lengths, count, end)
+        // before its stream layout is looked at.
+        if crate::object::listpack(&lp).is_err() {
+            return Err(Error::Integrity("Stream listpack integrity check failed."));
+        }
         let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);
         if !node.is_well_formed() || prev_last.is_some_and(|p| p >= node.master) {
             return Err(Error::Integrity("Stream listpack integrity check failed."));

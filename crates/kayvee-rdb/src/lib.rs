@@ -17,6 +17,7 @@ extern crate alloc;
 pub mod compact;
 pub mod dump;
 pub mod encode;
+pub mod listpack;
 pub mod load;
 pub mod lzf;
 pub mod object;

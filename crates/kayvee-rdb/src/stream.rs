@@ -37,7 +37,7 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
         let lp = r.string()?.into_owned();
         // The node's listpack must pass the plain listpack checks (back-lengths, count, end)
         // before its stream layout is looked at.
-        if crate::object::listpack(&lp).is_err() {
+        if crate::listpack::listpack(&lp).is_err() {
             return Err(Error::Integrity("Stream listpack integrity check failed."));
         }
         let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);

@@ -425,6 +425,47 @@ mod tests {
         let want: [&[u8]; 4] = [b"ab", b"5", b"-2", b"300"];
         assert_eq!(got, want);
         assert!(ziplist(&zl[..zl.len() - 1]).is_err());
+        // A previous length that is not the size of the entry before, a wrong tail offset.
+        let mut bad = zl.clone();
+        bad[14] = 5;
+        assert!(ziplist(&bad).is_err());
+        let mut bad = zl.clone();
+        bad[4] = 16;
+        assert!(ziplist(&bad).is_err());
+    }
+
+    #[test]
+    fn corrupt_blobs_are_integrity_failures_with_redis_texts() {
+        // Redis 7.0.15's DUMP of a hash listpack {f: v, f2: 2}; a hash listpack a, b, a, c.
+        let good = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03\x02\x01\xff";
+        let dup = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x81a\x02\x81c\x02\xff";
+        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7).map(|_| ());
+        assert_eq!(read(good), Ok(()));
+        assert_eq!(
+            read(dup),
+            Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // A back-length that does not match its entry.
+        let mut back = good.to_vec();
+        back[10] = 3;
+        assert_eq!(
+            read(&back),
+            Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // Plain encodings: a duplicate set member, a duplicate hash field.
+        assert_eq!(
+            read(b"\x02\x02\x01a\x01a"),
+            Err(Error::Integrity("Duplicate set members detected"))
+        );
+        assert_eq!(
+            read(b"\x04\x02\x01a\x01b\x01a\x01c"),
+            Err(Error::Integrity("Duplicate hash fields detected"))
+        );
+        // A zipmap with no pair.
+        assert_eq!(
+            read(b"\x09\x02\x00\xff"),
+            Err(Error::Integrity("Zipmap integrity check failed."))
+        );
     }
 }
 

@@ -249,7 +249,11 @@ pub fn zipmap(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     fn len(r: &mut Reader<'_>) -> Result<Option<usize>> {
         Ok(match r.u8()? {
             0xFF => None,
-            0xFE => Some(r.u32_le()? as usize),
+            // The long form holds lengths of 254 and more only (Redis refuses a small one).
+            0xFE => match r.u32_le()? as usize {
+                n if n < 0xFE => return Err(Error::Corrupt("zipmap 5-byte length below 254")),
+                n => Some(n),
+            },
             n => Some(usize::from(n)),
         })
     }
@@ -491,6 +495,7 @@ mod zipmap_tests {
     #[test]
     fn corrupt_zipmaps_are_errors() {
         for blob in [
+            &[1u8, 0xFE, 1, 0, 0, 0, b'a', 0, 0, 0xFF][..],
             &[1u8, 1, b'a'][..],
             &[1, 1, b'a', 0xFF],
             &[1, 5, b'a'],

@@ -94,6 +94,12 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
                     .pel
                     .take(&Pending::probe(id))
                     .ok_or(Error::Corrupt("consumer PEL entry not in the group PEL"))?;
+                // Listed twice, by one consumer or two: refused.
+                if !p.consumer.is_empty() {
+                    return Err(Error::Integrity(
+                        "Stream consumer PEL entry already has a consumer assigned",
+                    ));
+                }
                 p.consumer = c.name.clone();
                 g.pel.insert(p);
                 c.pel.insert(id);

@@ -601,6 +601,7 @@ mod tests {
             &self,
             payload: &[u8],
             _: u64,
+            _: bool,
         ) -> Result<crate::Value, crate::persist::RestoreError> {
             Ok(crate::Value::Str(kayvee_pds::SmallBytes::from_slice(
                 payload,

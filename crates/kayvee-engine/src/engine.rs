@@ -723,8 +723,10 @@ impl Engine {
 
     /// Where `redis.log` writes: `log(level, message)` with Redis's levels (0 debug, 1
     /// verbose, 2 notice, 3 warning), called for the messages at or above `loglevel`. Without
-    /// it (or without scripting) they go nowhere.
+    /// it (or without scripting) they go nowhere. RESTORE's integrity-check reports go there
+    /// too (with or without scripting).
     pub fn set_script_log(&mut self, log: fn(u8, &[u8])) {
+        self.core.persist.log = Some(log);
         #[cfg(feature = "scripting")]
         {
             self.core.scripts.log = Some(log);

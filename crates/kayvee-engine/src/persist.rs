@@ -26,16 +26,27 @@ instance is configured to report errors during writes if RDB snapshotting fails 
 pub enum RestoreError {
     /// Too short, a newer RDB version, or a wrong CRC-64.
     VersionOrChecksum,
-    /// The checksum matched but the object inside does not parse.
+    /// The checksum matched (or was not checked) but the object inside does not parse.
     BadFormat,
+    /// The object parses but fails a structure check (duplicate members, wrong counts, bad
+    /// lengths inside a compact encoding...): answered as `BadFormat`, and the text (Redis's,
+    /// such as "Hash listpack integrity check failed.") goes to the log at warning level.
+    Integrity(&'static str),
 }
 
 /// Serialises single values as DUMP payloads (RDB object, RDB version, CRC-64) and back.
 pub trait ValueCodec: Send + Sync {
     /// The DUMP payload of `value`; `compress` is `rdbcompression` (LZF for long strings).
     fn dump(&self, value: ValueRef<'_>, compress: bool) -> Vec<u8>;
-    /// The value in a DUMP payload; `seed` keys the hash maps of collections.
-    fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError>;
+    /// The value in a DUMP payload; `seed` keys the hash maps of collections;
+    /// `skip_checksum` (DEBUG SET-SKIP-CHECKSUM-VALIDATION 1) leaves the CRC-64 unchecked
+    /// (the version still is).
+    fn restore(
+        &self,
+        payload: &[u8],
+        seed: u64,
+        skip_checksum: bool,
+    ) -> Result<Value, RestoreError>;
     /// FUNCTION DUMP's payload of the libraries `codes` (their RDB function records, the RDB
     /// version, the CRC-64). A codec without it gives an empty payload.
     fn dump_functions(&self, codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
@@ -55,6 +66,9 @@ pub trait ValueCodec: Send + Sync {
 pub struct Persistence {
     /// DUMP / RESTORE's codec (None: those commands answer an error).
     pub codec: Option<&'static dyn ValueCodec>,
+    /// The shell's log, `log(level, message)` with Redis's levels (0 debug .. 3 warning), for
+    /// RESTORE's integrity-check reports (None: they go nowhere).
+    pub log: Option<fn(u8, &[u8])>,
     /// Unix ms of the last successful save (or of the start / load).
     pub last_save_ms: u64,
     /// Unix ms at which the running background save started.

@@ -22,9 +22,9 @@ pub fn dump(value: ValueRef<'_>, compress: bool) -> Vec<u8> {
     out
 }
 
-/// The value in a RESTORE payload: the footer is checked first (length, version, CRC), then
-/// the object must parse and fill the payload exactly.
-pub fn restore(payload: &[u8], seed: u64) -> Result<Value, RestoreError> {
+/// The value in a RESTORE payload: the footer is checked first (length, version, and the CRC
+/// unless `skip_checksum`), then the object must parse and fill the payload exactly.
+pub fn restore(payload: &[u8], seed: u64, skip_checksum: bool) -> Result<Value, RestoreError> {
     if payload.len() < FOOTER_LEN {
         return Err(RestoreError::VersionOrChecksum);
     }
@@ -35,14 +35,18 @@ pub fn restore(payload: &[u8], seed: u64) -> Result<Value, RestoreError> {
             .try_into()
             .map_err(|_| RestoreError::VersionOrChecksum)?,
     );
-    if version > RDB_VERSION || crc != CRC64.checksum(body) {
+    if version > RDB_VERSION || (!skip_checksum && crc != CRC64.checksum(body)) {
         return Err(RestoreError::VersionOrChecksum);
     }
     let object = &body[..body.len() - 2];
     let (&ty, rest) = object.split_first().ok_or(RestoreError::BadFormat)?;
     let mut r = Reader::new(rest);
-    let value = crate::object::read_value(&mut r, ty, seed).map_err(|_| RestoreError::BadFormat)?;
-    if !r.is_empty() {
+    let value = crate::object::read_value(&mut r, ty, seed).map_err(|e| match e {
+        crate::Error::Integrity(why) => RestoreError::Integrity(why),
+        _ => RestoreError::BadFormat,
+    })?;
+    // An empty collection is refused, as Redis refuses (and skips when loading) empty keys.
+    if !r.is_empty() || crate::load::is_empty(&value) {
         return Err(RestoreError::BadFormat);
     }
     Ok(value)
@@ -59,8 +63,13 @@ impl ValueCodec for Codec {
         dump(value, compress)
     }
 
-    fn restore(&self, payload: &[u8], seed: u64) -> Result<Value, RestoreError> {
-        restore(payload, seed)
+    fn restore(
+        &self,
+        payload: &[u8],
+        seed: u64,
+        skip_checksum: bool,
+    ) -> Result<Value, RestoreError> {
+        restore(payload, seed, skip_checksum)
     }
 
     fn dump_functions(&self, codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
@@ -177,21 +186,39 @@ mod tests {
     fn restore_checks_footer_then_body() {
         let good = dump(Value::Str(SmallBytes::from("hello")).view(), true);
         assert_eq!(
-            restore(&good, 1).unwrap(),
+            restore(&good, 1, false).unwrap(),
             Value::Str(SmallBytes::from("hello"))
         );
         let mut bad = good.clone();
         *bad.last_mut().unwrap() ^= 1;
-        assert_eq!(restore(&bad, 1), Err(RestoreError::VersionOrChecksum));
-        assert_eq!(restore(&good[..9], 1), Err(RestoreError::VersionOrChecksum));
+        assert_eq!(
+            restore(&bad, 1, false),
+            Err(RestoreError::VersionOrChecksum)
+        );
+        // DEBUG SET-SKIP-CHECKSUM-VALIDATION 1: the CRC is not checked, the version still is.
+        assert_eq!(
+            restore(&bad, 1, true).unwrap(),
+            Value::Str(SmallBytes::from("hello"))
+        );
+        assert_eq!(
+            restore(&good[..9], 1, false),
+            Err(RestoreError::VersionOrChecksum)
+        );
         let mut newer = good[..good.len() - 10].to_vec();
         newer.extend_from_slice(&11u16.to_le_bytes());
         let crc = CRC64.checksum(&newer);
         newer.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(restore(&newer, 1), Err(RestoreError::VersionOrChecksum));
+        assert_eq!(
+            restore(&newer, 1, false),
+            Err(RestoreError::VersionOrChecksum)
+        );
+        assert_eq!(
+            restore(&newer, 1, true),
+            Err(RestoreError::VersionOrChecksum)
+        );
         let mut short = b"\x00\x06hello\n\x00".to_vec();
         let crc = CRC64.checksum(&short);
         short.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(restore(&short, 1), Err(RestoreError::BadFormat));
+        assert_eq!(restore(&short, 1, false), Err(RestoreError::BadFormat));
     }
 }

@@ -17,6 +17,7 @@ extern crate alloc;
 pub mod compact;
 pub mod dump;
 pub mod encode;
+pub mod listpack;
 pub mod load;
 pub mod lzf;
 pub mod object;
@@ -128,6 +129,9 @@ pub enum Error {
     BadType(u8),
     /// A malformed encoding (listpack, ziplist, intset, LZF, length, number...).
     Corrupt(&'static str),
+    /// A structure check failed (Redis's text: "Hash listpack integrity check failed.",
+    /// "Duplicate set members detected"...).
+    Integrity(&'static str),
     /// A database number beyond the configured `databases`.
     DbOutOfRange(u64),
 }
@@ -148,12 +152,28 @@ impl core::fmt::Display for Error {
             }
             Error::BadType(t) => write!(f, "Unknown RDB record type {t}"),
             Error::Corrupt(what) => write!(f, "Corrupt RDB data: {what}"),
+            Error::Integrity(what) => f.write_str(what),
             Error::DbOutOfRange(n) => write!(
                 f,
                 "FATAL: Data file was created with a Redis server configured to handle more \
                  than the configured number of databases ({n}). Exiting"
             ),
         }
+    }
+}
+
+impl Error {
+    /// Whether the file could not be read through: it ends early, or its data is malformed
+    /// or fails a check (Redis then logs "Terminating server after rdb file reading failure.").
+    pub fn is_read_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Truncated
+                | Error::BadChecksum { .. }
+                | Error::BadType(_)
+                | Error::Corrupt(_)
+                | Error::Integrity(_)
+        )
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Loaded {
     /// Those keys' databases and names (a primary restoring its replication history
     /// propagates their deletion, see `Engine::restore_replication`).
     pub expired: Vec<(usize, Vec<u8>)>,
+    /// Names of the keys skipped because their collection is empty (Redis logs each).
+    pub empty_skipped: Vec<Vec<u8>>,
     /// The AUX fields (`redis-ver`, `ctime`...).
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
     /// The function libraries' code (for [`kayvee_engine::Engine::load_functions`]).
@@ -129,6 +131,7 @@ fn parse(
         keys_loaded: 0,
         keys_expired: 0,
         expired: Vec::new(),
+        empty_skipped: Vec::new(),
         aux: Vec::new(),
         functions: Vec::new(),
         consumed: 0,
@@ -244,6 +247,7 @@ fn load_key(
         return Ok(());
     }
     if is_empty(&value) {
+        out.empty_skipped.push(key.to_vec());
         return Ok(());
     }
     let big = kayvee_engine::persist::loads_big(&value, opts.config);
@@ -260,7 +264,7 @@ fn load_key(
 }
 
 /// Whether a collection has no element (Redis skips such keys when loading).
-fn is_empty(v: &Value) -> bool {
+pub(crate) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Str(_) => false,
         Value::List(l) => l.is_empty(),

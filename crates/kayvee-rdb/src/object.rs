@@ -2,6 +2,7 @@
 //! encodings Redis 7.0 writes (listpack, quicklist 2, intset) or older versions wrote
 //! (ziplist, quicklist 1). Each blob is checked against its own header and terminator.
 
+use crate::listpack::{le, listpack};
 use crate::read::{decimal, parse_f64, Reader};
 use crate::{types, Error, Result};
 use alloc::borrow::Cow;
@@ -19,7 +20,25 @@ const LOAD_INTSET_MAX: u64 = 512;
 const QUICKLIST_NODE_PLAIN: u64 = 1;
 const QUICKLIST_NODE_PACKED: u64 = 2;
 
-/// Reads the body of an object of type `ty`; `seed` keys the hash maps.
+/// Redis 7.0's log texts for a compact encoding that fails its structure check.
+const ZIPMAP_BAD: &str = "Zipmap integrity check failed.";
+const ZIPLIST_BAD: &str = "Ziplist integrity check failed.";
+const HASH_ZIPLIST_BAD: &str = "Hash ziplist integrity check failed.";
+const ZSET_ZIPLIST_BAD: &str = "Zset ziplist integrity check failed.";
+const HASH_LISTPACK_BAD: &str = "Hash listpack integrity check failed.";
+const ZSET_LISTPACK_BAD: &str = "Zset listpack integrity check failed.";
+const INTSET_BAD: &str = "Intset integrity check failed.";
+const QUICKLIST_ZIPLIST_BAD: &str = "Quicklist ziplist integrity check failed.";
+const QUICKLIST_LISTPACK_BAD: &str = "Quicklist listpack integrity check failed.";
+
+/// Any error decoding a blob becomes its encoding's integrity report.
+fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
+    r.map_err(|_| Error::Integrity(what))
+}
+
+/// Reads the body of an object of type `ty`; `seed` keys the hash maps. A blob (listpack,
+/// ziplist, intset, zipmap) that fails its checks, or a collection with a duplicate member,
+/// is an [`Error::Integrity`] with Redis's log text.
 pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
@@ -35,7 +54,9 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             let n = r.count()?;
             let mut set = Set::new();
             for _ in 0..n {
-                set.insert(&r.string()?, LOAD_INTSET_MAX, seed);
+                if !set.insert(&r.string()?, LOAD_INTSET_MAX, seed) {
+                    return Err(Error::Integrity("Duplicate set members detected"));
+                }
             }
             Value::Set(set)
         }
@@ -45,19 +66,58 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             let mut h = Hash::with_seed(seed);
             for _ in 0..n {
                 let f = r.string()?;
-                h.insert(&f, &r.string()?);
+                if !h.insert(&f, &r.string()?) {
+                    return Err(Error::Integrity("Duplicate hash fields detected"));
+                }
             }
             Value::Hash(h)
         }
-        types::SET_INTSET => intset(&r.string()?, seed)?,
-        types::LIST_ZIPLIST => list_from(ziplist(&r.string()?)?),
-        types::HASH_ZIPLIST => hash_from(ziplist(&r.string()?)?, seed)?,
-        types::ZSET_ZIPLIST => zset_from(ziplist(&r.string()?)?, seed)?,
-        types::HASH_LISTPACK => hash_from(listpack(&r.string()?)?, seed)?,
-        types::ZSET_LISTPACK => zset_from(listpack(&r.string()?)?, seed)?,
+        types::SET_INTSET => {
+            let blob = r.string()?;
+            checked(INTSET_BAD, intset(&blob, seed))?
+        }
+        types::LIST_ZIPLIST => {
+            let blob = r.string()?;
+            checked(ZIPLIST_BAD, ziplist(&blob).map(list_from))?
+        }
+        types::HASH_ZIPLIST => {
+            let blob = r.string()?;
+            checked(
+                HASH_ZIPLIST_BAD,
+                ziplist(&blob).and_then(|i| hash_from(i, seed)),
+            )?
+        }
+        types::ZSET_ZIPLIST => {
+            let blob = r.string()?;
+            checked(
+                ZSET_ZIPLIST_BAD,
+                ziplist(&blob).and_then(|i| zset_from(i, seed)),
+            )?
+        }
+        types::HASH_LISTPACK => {
+            let blob = r.string()?;
+            checked(
+                HASH_LISTPACK_BAD,
+                listpack(&blob).and_then(|i| hash_from(i, seed)),
+            )?
+        }
+        types::ZSET_LISTPACK => {
+            let blob = r.string()?;
+            checked(
+                ZSET_LISTPACK_BAD,
+                listpack(&blob).and_then(|i| zset_from(i, seed)),
+            )?
+        }
         types::LIST_QUICKLIST => quicklist(r, false)?,
         types::LIST_QUICKLIST_2 => quicklist(r, true)?,
-        types::HASH_ZIPMAP => hash_from(zipmap(&r.string()?)?, seed)?,
+        types::HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let pairs = zipmap(&blob).and_then(|i| match i.is_empty() {
+                true => Err(Error::Corrupt("empty zipmap")),
+                false => hash_from(i, seed),
+            });
+            checked(ZIPMAP_BAD, pairs)?
+        }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
@@ -78,7 +138,9 @@ fn read_zset(r: &mut Reader<'_>, binary: bool, seed: u64) -> Result<Value> {
         if score.is_nan() {
             return Err(Error::Corrupt("NaN score"));
         }
-        z.insert(&m, score);
+        if z.insert(&m, score).is_some() {
+            return Err(Error::Integrity("Duplicate zset fields detected"));
+        }
     }
     Ok(Value::ZSet(z))
 }
@@ -95,7 +157,9 @@ fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     }
     let mut h = Hash::with_seed(seed);
     for pair in items.chunks(2) {
-        h.insert(&pair[0], &pair[1]);
+        if !h.insert(&pair[0], &pair[1]) {
+            return Err(Error::Corrupt("duplicate hash field"));
+        }
     }
     Ok(Value::Hash(h))
 }
@@ -111,7 +175,9 @@ fn zset_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
         if score.is_nan() {
             return Err(Error::Corrupt("NaN score"));
         }
-        z.insert(&pair[0], score);
+        if z.insert(&pair[0], score).is_some() {
+            return Err(Error::Corrupt("duplicate zset member"));
+        }
     }
     Ok(Value::ZSet(z))
 }
@@ -124,15 +190,16 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value> {
     for _ in 0..nodes {
         let container = if v2 { r.len()? } else { QUICKLIST_NODE_PACKED };
         let blob = r.string()?;
-        let items = match container {
-            QUICKLIST_NODE_PLAIN => alloc::vec![blob.into_owned()],
-            QUICKLIST_NODE_PACKED if v2 => listpack(&blob)?,
-            QUICKLIST_NODE_PACKED => ziplist(&blob)?,
-            _ => return Err(Error::Corrupt("quicklist container")),
-        };
-        if items.is_empty() {
+        if blob.is_empty() {
             return Err(Error::Corrupt("empty quicklist node"));
         }
+        let items = match container {
+            QUICKLIST_NODE_PLAIN => alloc::vec![blob.into_owned()],
+            QUICKLIST_NODE_PACKED if v2 => checked(QUICKLIST_LISTPACK_BAD, listpack(&blob))?,
+            QUICKLIST_NODE_PACKED => checked(QUICKLIST_ZIPLIST_BAD, ziplist(&blob))?,
+            _ => return Err(Error::Corrupt("quicklist container")),
+        };
+        // An empty node is dropped, as Redis drops it (a list left empty is an empty key).
         items
             .iter()
             .for_each(|e| list.push_back(e, LIST_DEFAULT_FILL));
@@ -164,76 +231,11 @@ fn intset(blob: &[u8], seed: u64) -> Result<Value> {
     }
     let mut set = Set::with_seed(seed);
     for v in values {
-        set.insert(&decimal(v), LOAD_INTSET_MAX, seed);
+        if !set.insert(&decimal(v), LOAD_INTSET_MAX, seed) {
+            return Err(Error::Corrupt("duplicate intset member"));
+        }
     }
     Ok(Value::Set(set))
-}
-
-/// A listpack's elements, integers as decimal text. Layout: total bytes (u32), count (u16,
-/// 65535 = unknown), entries (encoding, data, back-length), `0xFF`.
-pub fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let mut r = Reader::new(blob);
-    let total = r.u32_le()? as usize;
-    let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
-    if total != blob.len() || blob.last() != Some(&0xFF) {
-        return Err(Error::Corrupt("listpack header"));
-    }
-    let mut out = Vec::new();
-    loop {
-        let start = r.pos();
-        let b = r.u8()?;
-        if b == 0xFF {
-            break;
-        }
-        out.push(listpack_entry(&mut r, b)?.into_owned());
-        let entry_len = r.pos() - start;
-        let back = backlen_size(entry_len);
-        r.take(back)?;
-    }
-    if !r.is_empty() || (count != 65535 && count != out.len()) {
-        return Err(Error::Corrupt("listpack count"));
-    }
-    Ok(out)
-}
-
-/// Bytes of a listpack back-length for an entry of `len` bytes.
-fn backlen_size(len: usize) -> usize {
-    match len {
-        0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2097151 => 3,
-        2097152..=268435455 => 4,
-        _ => 5,
-    }
-}
-
-/// One listpack entry after its first byte `b`.
-fn listpack_entry<'a>(r: &mut Reader<'a>, b: u8) -> Result<Cow<'a, [u8]>> {
-    let sign = |v: u64, bits: u32| ((v << (64 - bits)) as i64) >> (64 - bits);
-    let int = |v: i64| Ok(Cow::Owned(decimal(v)));
-    match b {
-        0x00..=0x7F => int(i64::from(b)),
-        0x80..=0xBF => Ok(Cow::Borrowed(r.take(usize::from(b & 0x3F))?)),
-        0xC0..=0xDF => int(sign(u64::from(b & 0x1F) << 8 | u64::from(r.u8()?), 13)),
-        0xE0..=0xEF => {
-            let n = usize::from(b & 0x0F) << 8 | usize::from(r.u8()?);
-            Ok(Cow::Borrowed(r.take(n)?))
-        }
-        0xF0 => {
-            let n = r.u32_le()? as usize;
-            Ok(Cow::Borrowed(r.take(n)?))
-        }
-        0xF1 => int(sign(le(r.take(2)?), 16)),
-        0xF2 => int(sign(le(r.take(3)?), 24)),
-        0xF3 => int(sign(le(r.take(4)?), 32)),
-        0xF4 => int(le(r.take(8)?) as i64),
-        _ => Err(Error::Corrupt("listpack entry encoding")),
-    }
-}
-
-/// A little-endian unsigned integer of up to 8 bytes.
-fn le(b: &[u8]) -> u64 {
-    b.iter().rev().fold(0, |acc, &x| acc << 8 | u64::from(x))
 }
 
 /// A ziplist's elements. Layout: total bytes (u32), tail offset (u32), count (u16), entries
@@ -247,7 +249,11 @@ pub fn zipmap(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     fn len(r: &mut Reader<'_>) -> Result<Option<usize>> {
         Ok(match r.u8()? {
             0xFF => None,
-            0xFE => Some(r.u32_le()? as usize),
+            // The long form holds lengths of 254 and more only (Redis refuses a small one).
+            0xFE => match r.u32_le()? as usize {
+                n if n < 0xFE => return Err(Error::Corrupt("zipmap 5-byte length below 254")),
+                n => Some(n),
+            },
             n => Some(usize::from(n)),
         })
     }
@@ -270,24 +276,38 @@ pub fn zipmap(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
 pub fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut r = Reader::new(blob);
     let total = r.u32_le()? as usize;
-    let _tail = r.u32_le()?;
+    let tail = r.u32_le()? as usize;
     let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
     if total != blob.len() || blob.last() != Some(&0xFF) {
         return Err(Error::Corrupt("ziplist header"));
     }
     let mut out = Vec::new();
+    // Each entry's previous-length field is the size of the entry before it (0 first); the
+    // tail offset is where the last entry starts (the end of the header when empty).
+    let (mut prev_size, mut last_start) = (0usize, r.pos());
     loop {
+        let start = r.pos();
         let b = r.u8()?;
         if b == 0xFF {
             break;
         }
-        if b == 0xFE {
-            r.take(4)?;
+        let prev = if b == 0xFE {
+            r.u32_le()? as usize
+        } else {
+            usize::from(b)
+        };
+        if prev != prev_size {
+            return Err(Error::Corrupt("ziplist previous length"));
         }
         out.push(ziplist_entry(&mut r)?.into_owned());
+        prev_size = r.pos() - start;
+        last_start = start;
     }
     if !r.is_empty() || (count != 65535 && count != out.len()) {
         return Err(Error::Corrupt("ziplist count"));
+    }
+    if tail != last_start {
+        return Err(Error::Corrupt("ziplist tail offset"));
     }
     Ok(out)
 }
@@ -404,10 +424,52 @@ mod tests {
         let n = zl.len() as u32;
         zl[..4].copy_from_slice(&n.to_le_bytes());
         zl[8] = 4;
+        zl[4] = 19;
         let got = ziplist(&zl).unwrap();
         let want: [&[u8]; 4] = [b"ab", b"5", b"-2", b"300"];
         assert_eq!(got, want);
         assert!(ziplist(&zl[..zl.len() - 1]).is_err());
+        // A previous length that is not the size of the entry before, a wrong tail offset.
+        let mut bad = zl.clone();
+        bad[14] = 5;
+        assert!(ziplist(&bad).is_err());
+        let mut bad = zl.clone();
+        bad[4] = 16;
+        assert!(ziplist(&bad).is_err());
+    }
+
+    #[test]
+    fn corrupt_blobs_are_integrity_failures_with_redis_texts() {
+        // Redis 7.0.15's DUMP of a hash listpack {f: v, f2: 2}; a hash listpack a, b, a, c.
+        let good = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03\x02\x01\xff";
+        let dup = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x81a\x02\x81c\x02\xff";
+        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7).map(|_| ());
+        assert_eq!(read(good), Ok(()));
+        assert_eq!(
+            read(dup),
+            Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // A back-length that does not match its entry.
+        let mut back = good.to_vec();
+        back[10] = 3;
+        assert_eq!(
+            read(&back),
+            Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // Plain encodings: a duplicate set member, a duplicate hash field.
+        assert_eq!(
+            read(b"\x02\x02\x01a\x01a"),
+            Err(Error::Integrity("Duplicate set members detected"))
+        );
+        assert_eq!(
+            read(b"\x04\x02\x01a\x01b\x01a\x01c"),
+            Err(Error::Integrity("Duplicate hash fields detected"))
+        );
+        // A zipmap with no pair.
+        assert_eq!(
+            read(b"\x09\x02\x00\xff"),
+            Err(Error::Integrity("Zipmap integrity check failed."))
+        );
     }
 }
 
@@ -433,6 +495,7 @@ mod zipmap_tests {
     #[test]
     fn corrupt_zipmaps_are_errors() {
         for blob in [
+            &[1u8, 0xFE, 1, 0, 0, 0, b'a', 0, 0, 0xFF][..],
             &[1u8, 1, b'a'][..],
             &[1, 1, b'a', 0xFF],
             &[1, 5, b'a'],

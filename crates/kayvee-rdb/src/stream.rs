@@ -35,9 +35,14 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
             .try_into()
             .map_err(|_| Error::Corrupt("stream node key"))?;
         let lp = r.string()?.into_owned();
+        // The node's listpack must pass the plain listpack checks (back-lengths, count, end)
+        // before its stream layout is looked at.
+        if crate::listpack::listpack(&lp).is_err() {
+            return Err(Error::Integrity("Stream listpack integrity check failed."));
+        }
         let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);
         if !node.is_well_formed() || prev_last.is_some_and(|p| p >= node.master) {
-            return Err(Error::Corrupt("stream listpack"));
+            return Err(Error::Integrity("Stream listpack integrity check failed."));
         }
         live += node.count();
         prev_last = Some(node.last_id());
@@ -89,6 +94,12 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
                     .pel
                     .take(&Pending::probe(id))
                     .ok_or(Error::Corrupt("consumer PEL entry not in the group PEL"))?;
+                // Listed twice, by one consumer or two: refused.
+                if !p.consumer.is_empty() {
+                    return Err(Error::Integrity(
+                        "Stream consumer PEL entry already has a consumer assigned",
+                    ));
+                }
                 p.consumer = c.name.clone();
                 g.pel.insert(p);
                 c.pel.insert(id);
@@ -96,7 +107,7 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
             let at = g
                 .consumer_pos(&name)
                 .err()
-                .ok_or(Error::Corrupt("duplicate consumer"))?;
+                .ok_or(Error::Integrity("Duplicate stream consumer detected."))?;
             g.consumers.insert(at, c);
         }
         if g.pel.iter().any(|p| p.consumer.is_empty()) {
@@ -131,7 +142,7 @@ mod tests {
     #[test]
     fn redis_dump_restores_and_dumps_back_byte_for_byte() {
         let payload = unhex(REDIS_DUMP);
-        let v = crate::dump::restore(&payload, 1).expect("restores");
+        let v = crate::dump::restore(&payload, 1, false).expect("restores");
         let Value::Stream(s) = &v else {
             panic!("not a stream")
         };

@@ -91,8 +91,15 @@ impl StartupLoad {
                     now_ms: now.ms(),
                 };
                 let report = &mut |p| *shared.lock().expect("progress lock") = p;
-                kayvee_rdb::load_with_progress(&bytes, &opts, report)
-                    .map_err(|e| anyhow::anyhow!("{e}"))
+                kayvee_rdb::load_with_progress(&bytes, &opts, report).map_err(|e| {
+                    if e.is_read_failure() {
+                        // Redis's report of a file it cannot read through (the cause, then
+                        // this line), ahead of the fatal error.
+                        warn!("{e}");
+                        warn!("Terminating server after rdb file reading failure.");
+                    }
+                    anyhow::anyhow!("{e}")
+                })
             })?;
         Ok(Some(StartupLoad {
             thread,
@@ -121,10 +128,22 @@ impl StartupLoad {
                     self.path.display()
                 )
             })?;
-        info!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            loaded.keys_loaded, loaded.keys_expired
-        );
+        for key in &loaded.empty_skipped {
+            warn!(
+                "rdbLoadObject skipping empty key: {}",
+                String::from_utf8_lossy(key)
+            );
+        }
+        match loaded.empty_skipped.len() {
+            0 => info!(
+                "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                loaded.keys_loaded, loaded.keys_expired
+            ),
+            n => info!(
+                "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {n}.",
+                loaded.keys_loaded, loaded.keys_expired
+            ),
+        }
         engine.load_dbs(loaded.dbs, loaded.keys_loaded, loaded.keys_expired, now);
         if let Some(r) = kayvee_rdb::ReplAux::from_aux(&loaded.aux) {
             info!(

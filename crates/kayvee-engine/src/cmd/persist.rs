@@ -230,13 +230,20 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
         return Err(Error::msg("BUSYKEY Target key name already exists."));
     }
     let codec = codec(cx)?;
+    let skip_checksum = cx.core.debug.skip_checksum_validation;
     let value = codec
-        .restore(args.get(3), cx.core.seed)
+        .restore(args.get(3), cx.core.seed, skip_checksum)
         .map_err(|e| match e {
             RestoreError::VersionOrChecksum => {
                 Error::msg("ERR DUMP payload version or checksum are wrong")
             }
             RestoreError::BadFormat => Error::msg("ERR Bad data format"),
+            RestoreError::Integrity(why) => {
+                if let Some(log) = cx.core.persist.log {
+                    log(3, why.as_bytes());
+                }
+                Error::msg("ERR Bad data format")
+            }
         })?;
     let at = match ttl {
         0 => None,

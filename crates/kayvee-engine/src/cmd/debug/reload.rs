@@ -80,7 +80,7 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             }
             let payload = codec.dump(old.value(), config.rdbcompression);
             let mut value = codec
-                .restore(&payload, seed)
+                .restore(&payload, seed, false)
                 .map_err(|_| Error::msg(LOAD_FAILED))?;
             if is_empty(&value) {
                 continue;

@@ -327,24 +327,33 @@ impl Node {
         let b: &[u8] = &self.lp;
         let mut left = lp::validate(b)?;
         let mut at = lp::HEADER;
-        let mut take = || -> Option<i64> {
+        // Each element with whether it is an integer: the counters, flags and ID deltas must
+        // be (field names and values need not).
+        let mut take = || -> Option<(i64, bool)> {
             left = left.checked_sub(1)?;
-            Some(lp::next(b, &mut at).int())
+            let v = lp::next(b, &mut at);
+            let is_int = match v {
+                lp::Val::Int(_) => true,
+                lp::Val::Str(s) => crate::util::parse_i64(s).is_some(),
+            };
+            Some((v.int(), is_int))
         };
-        let (count, deleted, nf) = (take()?, take()?, take()?);
+        let int = |(v, is_int): (i64, bool)| is_int.then_some(v);
+        let (count, deleted, nf) = (int(take()?)?, int(take()?)?, int(take()?)?);
         if nf < 0 || count <= 0 || deleted < 0 {
             return None;
         }
         for _ in 0..nf {
             take()?;
         }
-        if take()? != 0 {
+        if int(take()?)? != 0 {
             return None;
         }
         let (mut live, mut dead, mut prev) = (0, 0, None::<StreamId>);
         while let Some(flags) = take() {
-            let ms = take()? as u64;
-            let seq = take()? as u64;
+            let flags = int(flags)?;
+            let ms = int(take()?)? as u64;
+            let seq = int(take()?)? as u64;
             let id = StreamId::new(
                 self.master.ms.wrapping_add(ms),
                 self.master.seq.wrapping_add(seq),
@@ -352,7 +361,7 @@ impl Node {
             let n = if flags & FLAG_SAMEFIELDS != 0 {
                 nf
             } else {
-                let n = take()?;
+                let n = int(take()?)?;
                 if n < 0 {
                     return None;
                 }
@@ -369,7 +378,7 @@ impl Node {
             } else {
                 2 * n + 4
             };
-            if take()? != want
+            if int(take()?)? != want
                 || prev.is_some_and(|p| p >= id)
                 || (prev.is_none() && id != self.master)
             {

@@ -1,0 +1,84 @@
+//! Reading listpacks (Redis 7.0's compact encoding of hash, sorted set and list nodes, and of
+//! stream nodes): every entry's encoding, length and back-length, the count and the end.
+
+use crate::read::{decimal, Reader};
+use crate::{Error, Result};
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+
+/// A listpack's elements, integers as decimal text. Layout: total bytes (u32), count (u16,
+/// 65535 = unknown), entries (encoding, data, back-length), `0xFF`.
+pub fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut r = Reader::new(blob);
+    let total = r.u32_le()? as usize;
+    let count = usize::from(u16::from_le_bytes([r.u8()?, r.u8()?]));
+    if total != blob.len() || blob.last() != Some(&0xFF) {
+        return Err(Error::Corrupt("listpack header"));
+    }
+    let mut out = Vec::new();
+    loop {
+        let start = r.pos();
+        let b = r.u8()?;
+        if b == 0xFF {
+            break;
+        }
+        out.push(listpack_entry(&mut r, b)?.into_owned());
+        let entry_len = r.pos() - start;
+        let back = r.take(backlen_size(entry_len))?;
+        // 7 bits a byte, the most significant group first; all but the first byte flagged.
+        let flags_ok = back
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| (x & 0x80 != 0) == (i != 0));
+        let value = back
+            .iter()
+            .fold(0usize, |acc, &x| acc << 7 | usize::from(x & 0x7F));
+        if !flags_ok || value != entry_len {
+            return Err(Error::Corrupt("listpack entry back-length"));
+        }
+    }
+    if !r.is_empty() || (count != 65535 && count != out.len()) {
+        return Err(Error::Corrupt("listpack count"));
+    }
+    Ok(out)
+}
+
+/// Bytes of a listpack back-length for an entry of `len` bytes.
+fn backlen_size(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16383 => 2,
+        16384..=2097151 => 3,
+        2097152..=268435455 => 4,
+        _ => 5,
+    }
+}
+
+/// One listpack entry after its first byte `b`.
+fn listpack_entry<'a>(r: &mut Reader<'a>, b: u8) -> Result<Cow<'a, [u8]>> {
+    let sign = |v: u64, bits: u32| ((v << (64 - bits)) as i64) >> (64 - bits);
+    let int = |v: i64| Ok(Cow::Owned(decimal(v)));
+    match b {
+        0x00..=0x7F => int(i64::from(b)),
+        0x80..=0xBF => Ok(Cow::Borrowed(r.take(usize::from(b & 0x3F))?)),
+        0xC0..=0xDF => int(sign(u64::from(b & 0x1F) << 8 | u64::from(r.u8()?), 13)),
+        0xE0..=0xEF => {
+            let n = usize::from(b & 0x0F) << 8 | usize::from(r.u8()?);
+            Ok(Cow::Borrowed(r.take(n)?))
+        }
+        0xF0 => {
+            let n = r.u32_le()? as usize;
+            Ok(Cow::Borrowed(r.take(n)?))
+        }
+        0xF1 => int(sign(le(r.take(2)?), 16)),
+        0xF2 => int(sign(le(r.take(3)?), 24)),
+        0xF3 => int(sign(le(r.take(4)?), 32)),
+        0xF4 => int(le(r.take(8)?) as i64),
+        _ => Err(Error::Corrupt("listpack entry encoding")),
+    }
+}
+
+/// A little-endian unsigned integer of up to 8 bytes.
+pub(crate) fn le(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0, |acc, &x| acc << 8 | u64::from(x))
+}

@@ -448,7 +448,13 @@ impl Driver {
         if let Some(s) = self.session_mut(h) {
             if s.closing == Closing::No {
                 s.closing = Closing::AfterReply;
+                // A closing client counts no more for client eviction (Redis frees it at the
+                // EOF): a new client in the same pass must not be evicted for its memory.
+                self.account(h.0);
             }
+            let Some(s) = self.session_mut(h) else {
+                return;
+            };
             // The link to the primary is down at once, not at the close after this pass:
             // INFO and ROLE in the same pass already say so, as Redis frees its master then.
             if let Some(upstream) = s.upstream.take() {

@@ -422,3 +422,78 @@ fn absurd_sizes_are_refused() {
     assert_closed(&mut c, "a 100 KB inline request");
     assert_responsive(&server, "a 100 KB inline request");
 }
+
+/// Replies that pass a hard `client-output-buffer-limit` close their client and leave the
+/// server serving, with its memory bounded: huge negative random counts (Redis stops building
+/// the reply mid-run, Kayvee builds just enough of it to pass the limit) and KEYS, whose reply
+/// counts against the limit whole (Redis writes its length last, so none of it stays in the
+/// 16 KiB static reply buffer).
+#[test]
+fn replies_past_the_output_limit_close_the_client() {
+    let Some(server) = Server::kayvee(&[]) else {
+        return;
+    };
+    let mut c = server.conn();
+    c.set_timeout(DEADLINE);
+    for setup in [
+        &["HSET", "h", "f1", "v1", "f2", "v2"][..],
+        &["ZADD", "z", "1", "a"],
+        &["SADD", "s", "a", "b"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 256mb 0 0",
+        ],
+    ] {
+        let r = c.cmd_str(setup);
+        assert!(!show(&r).starts_with('-'), "{setup:?}: {}", show(&r));
+    }
+    for cmd in [
+        "SRANDMEMBER s -100000000",
+        "HRANDFIELD h -999999999 WITHVALUES",
+        "ZRANDMEMBER z -1099511627776",
+    ] {
+        let mut c = server.conn();
+        c.set_timeout(DEADLINE);
+        c.send(&kayvee_tests::encode_command(
+            &cmd.split(' ').map(str::as_bytes).collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        assert_closed(&mut c, cmd);
+        assert_responsive(&server, cmd);
+        assert_rss_bounded(&server, cmd);
+    }
+
+    // KEYS: 1,000 keys of 100-odd bytes make a reply of about 111 KB, 11 KB over the limit
+    // only when none of it is left uncounted.
+    let mut batch = Vec::new();
+    for i in 0..1000 {
+        let key = format!("long-key-name-prefix-of-100-chars-{:-<66}{i}", "");
+        batch.extend(kayvee_tests::encode_command(&[
+            b"SET",
+            key.as_bytes(),
+            b"v",
+        ]));
+    }
+    c.send(&batch).unwrap();
+    for _ in 0..1000 {
+        assert_eq!(show(&c.read_reply().unwrap()), "+OK\\r\\n");
+    }
+    let limit = c.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 100000 0 0",
+    ]);
+    assert_eq!(show(&limit), "+OK\\r\\n");
+    let mut k = server.conn();
+    k.set_timeout(DEADLINE);
+    k.send(&kayvee_tests::encode_command(&[b"KEYS", b"*"]))
+        .unwrap();
+    assert_closed(&mut k, "KEYS past the output limit");
+    assert_responsive(&server, "KEYS past the output limit");
+    // A reply under the limit is whole.
+    let r = c.cmd_str(&["KEYS", "long-key-name-prefix-of-100-chars-*1"]);
+    assert!(show(&r).starts_with("*100\\r\\n"), "{}", show(&r));
+}

@@ -11,6 +11,10 @@ pub enum Outcome {
     /// Nothing special.
     #[default]
     Continue,
+    /// The reply is one Redis builds with its length written after its elements (KEYS): the
+    /// connection layer counts all of it against the client's output limits, where it counts
+    /// only what passes the 16 KiB static reply buffer of other replies, as Redis does.
+    DeferredReply,
     /// Close this connection once its pending replies are written (QUIT).
     Close,
     /// Some clients were marked `killed` (CLIENT KILL): close them (this one included, maybe).

@@ -36,6 +36,11 @@ impl Protocol {
 pub trait ReplySink {
     /// The protocol this sink encodes for.
     fn protocol(&self) -> Protocol;
+    /// Whether this sink writes to a client's connection (not to a script or a discarded
+    /// reply): only such a reply is bounded by the client's output limits.
+    fn is_connection(&self) -> bool {
+        false
+    }
     /// Switches the protocol for the rest of this reply and the next ones (`HELLO`).
     fn set_protocol(&mut self, p: Protocol);
     /// A status reply, e.g. `OK` (`+OK`).

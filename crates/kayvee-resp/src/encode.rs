@@ -113,6 +113,9 @@ impl ReplySink for RespWriter<'_> {
     fn protocol(&self) -> Protocol {
         self.protocol
     }
+    fn is_connection(&self) -> bool {
+        true
+    }
     fn set_protocol(&mut self, p: Protocol) {
         self.protocol = p;
     }

@@ -1034,6 +1034,10 @@ impl Driver {
                 }
                 return;
             }
+            Outcome::DeferredReply => {
+                s.out_counted_whole = true;
+                return;
+            }
             Outcome::Close => {
                 s.closing = Closing::AfterReply;
                 return;
@@ -1528,7 +1532,7 @@ impl Driver {
         if s.closing == Closing::Now {
             return true;
         }
-        if s.out_pending() <= REPLY_BUFFER_STATIC && s.sync.is_none() {
+        if s.out_pending() <= REPLY_BUFFER_STATIC && s.sync.is_none() && !s.out_counted_whole {
             // Nothing counts against any limit (the general path says the same).
             s.soft_since_ms = None;
             return false;
@@ -1562,9 +1566,14 @@ impl Driver {
                 .max(0) as u64;
             limit.hard_bytes = limit.hard_bytes.max(backlog);
         }
-        // Redis counts only what overflows a client's static reply buffer; a syncing
-        // replica's output holds the stream kept for it in the shared backlog too.
-        let mut counted = s.out_pending().saturating_sub(REPLY_BUFFER_STATIC) as u64;
+        // Redis counts only what overflows a client's static reply buffer (all of it behind
+        // a reply whose length it wrote last); a syncing replica's output holds the stream
+        // kept for it in the shared backlog too.
+        let uncounted = match s.out_counted_whole {
+            true => 0,
+            false => REPLY_BUFFER_STATIC,
+        };
+        let mut counted = s.out_pending().saturating_sub(uncounted) as u64;
         if let (Some(sync), Some(b)) = (&s.sync, &self.engine.core.repl.backlog) {
             counted += b.end_offset().saturating_sub(sync.stream_start);
         }

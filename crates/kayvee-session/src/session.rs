@@ -119,6 +119,11 @@ pub(crate) struct Session {
     pub idle_since_cron: bool,
     /// Since when (unix ms) the pending output has been above the soft output limit.
     pub soft_since_ms: Option<u64>,
+    /// The pending output holds a reply Redis builds with its length written last (KEYS):
+    /// until it drains, all of it counts against the output limits, not only what passes
+    /// the static reply buffer (Redis puts such a reply, and what follows it, in its reply
+    /// list).
+    pub out_counted_whole: bool,
     /// In the driver's dirty list.
     pub dirty: bool,
     /// A replica's full sync under way (see [`crate::replicas`]).
@@ -160,6 +165,7 @@ impl Session {
             read_again: false,
             idle_since_cron: false,
             soft_since_ms: None,
+            out_counted_whole: false,
             dirty: false,
             sync: None,
             upstream: None,
@@ -298,6 +304,7 @@ impl Session {
         if self.out_sent == self.out.len() {
             self.out.clear();
             self.out_sent = 0;
+            self.out_counted_whole = false;
         } else if self.out_sent >= OUTPUT_KEEP && self.out_sent * 2 >= self.out.len() {
             self.out.drain(..self.out_sent);
             self.out_sent = 0;

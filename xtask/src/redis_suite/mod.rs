@@ -136,12 +136,6 @@ const GATE_TEST_TIMEOUT: &str = "150";
 /// its unit by design before tests that pass.
 const GATE_SKIPPED_TESTS: &[(&str, &str)] = &[
     (
-        "client total memory grows during maxmemory-clients disabled",
-        "with maxmemory-clients 0 Kayvee holds a client's further commands above 1 MiB of \
-         pending output (back-pressure, docs/eviction.md); the test loops until the output \
-         passes 10 MB",
-    ),
-    (
         "LATENCY of expire events are correctly collected",
         "it needs the expire cycle's deletion of a 1,000,000-member set to take over 20 ms \
          (Redis's hash table does); Kayvee's compact set goes in 15-26 ms here, so the test \

@@ -9,6 +9,7 @@
 //! from Redis's, the guarantee is the same).
 
 use crate::error::Error;
+use crate::reply::ReplySink;
 use crate::util::{glob_match, parse_i64};
 use crate::{Cx, Rng};
 use alloc::vec::Vec;
@@ -109,19 +110,40 @@ pub(crate) fn parse_rand_count(arg: &[u8], pairs: bool) -> Result<i64, Error> {
     Ok(n)
 }
 
-/// Most draws a negative HRANDFIELD/SRANDMEMBER/ZRANDMEMBER count may ask for when no
-/// `client-output-buffer-limit` for normal clients is set (with one, its hard limit over the
-/// smallest reply element, 6 bytes, bounds it instead). Redis 7.0 starts building any such
-/// reply and runs out of memory (or drops the client at its output limit) on counts like
-/// -1099511627776; Kayvee refuses them up front with Redis's out-of-range text.
+/// Most draws a negative HRANDFIELD/SRANDMEMBER/ZRANDMEMBER count may ask for when no hard
+/// `client-output-buffer-limit` for normal clients bounds the reply (or when the reply goes
+/// to a script, not to a connection). Redis 7.0 starts building any such reply and runs out
+/// of memory on counts like -1099511627776; Kayvee refuses them up front with Redis's
+/// out-of-range text.
 pub(crate) const RANDOM_DRAWS_MAX: u64 = 1 << 24;
 
-/// The number of draws of a negative `count` (repeats allowed), within the bound above.
-pub(crate) fn repeat_draws(cx: &Cx<'_>, count: i64) -> Result<usize, Error> {
+/// The part of a reply the output limits never count: the connection layer's static reply
+/// buffer (16 KiB, Redis's `PROTO_REPLY_CHUNK_BYTES`).
+const UNCOUNTED_REPLY_BYTES: u64 = 16 * 1024;
+
+/// The number of draws of a negative `count` (repeats allowed) for a reply written to `out`,
+/// each draw a member or (`pairs`) a member and its value or score.
+///
+/// With a hard output limit for normal clients and a reply going to a connection, a count
+/// whose reply must pass the limit (a draw takes 6 bytes at least, 12 with its pair) is cut
+/// to just enough draws to pass it: Redis stops such a reply mid-run once the client is
+/// marked for closing, and the connection layer closes this one once the command returns.
+/// The callers write the draws as they make them, so the memory the reply takes is about
+/// the limit's. Otherwise counts above [`RANDOM_DRAWS_MAX`] are refused.
+pub(crate) fn repeat_draws(
+    cx: &Cx<'_>,
+    count: i64,
+    pairs: bool,
+    out: &dyn ReplySink,
+) -> Result<usize, Error> {
     let hard = cx.core.config.client_output_buffer_limit[0].hard_bytes;
-    let max = if hard > 0 { hard / 6 } else { RANDOM_DRAWS_MAX };
     let n = count.unsigned_abs();
-    match n <= max {
+    if hard > 0 && out.is_connection() {
+        let draw_min = if pairs { 12 } else { 6 };
+        let enough = (hard.saturating_add(UNCOUNTED_REPLY_BYTES) / draw_min).saturating_add(1);
+        return Ok(usize::try_from(n.min(enough)).unwrap_or(usize::MAX));
+    }
+    match n <= RANDOM_DRAWS_MAX {
         true => Ok(n as usize),
         false => Err(Error::msg("ERR value is out of range")),
     }

@@ -957,7 +957,10 @@ impl<'e> Dispatch<'e> {
                 drain::settle(self.core);
                 // A request for the shell (CONFIG REWRITE) outranks closing killed clients:
                 // the shell closes them after any request too.
-                let minor = step == Outcome::KillClients && outcome != Outcome::Continue;
+                // A deferred reply's mark gives way to any other outcome.
+                let weak = |o: Outcome| matches!(o, Outcome::Continue | Outcome::DeferredReply);
+                let minor = (step == Outcome::KillClients && !weak(outcome))
+                    || (step == Outcome::DeferredReply && outcome != Outcome::Continue);
                 if step != Outcome::Continue && !minor {
                     outcome = step;
                 }

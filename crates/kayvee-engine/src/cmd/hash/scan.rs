@@ -22,7 +22,7 @@ pub(super) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         return Err(Error::Syntax);
     }
     let draws = match count < 0 {
-        true => coll::repeat_draws(cx, count)?,
+        true => coll::repeat_draws(cx, count, withvalues, out)?,
         false => 0,
     };
     let (h, rng) = hash_and_rng(cx, args.get(1))?;
@@ -30,21 +30,30 @@ pub(super) fn hrandfield(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySi
         out.array(0);
         return Ok(());
     };
-    let picked: Vec<(Split<'_>, Split<'_>)> = if count > 0 {
+    if count > 0 {
         let all: Vec<_> = h.iter().collect();
-        coll::shuffle_prefix(all, usize::try_from(count).unwrap_or(usize::MAX), rng)
-    } else if h.is_big() {
-        (0..draws)
-            .filter_map(|_| h.random(rng.next_u64()))
-            .collect()
+        let picked = coll::shuffle_prefix(all, usize::try_from(count).unwrap_or(usize::MAX), rng);
+        write_fields(out, &picked, withvalues);
+        return Ok(());
+    }
+    // Repeats: each draw is written as it is made (the count may be huge).
+    let nested = withvalues && out.protocol() == Protocol::Resp3;
+    out.array(draws * if withvalues && !nested { 2 } else { 1 });
+    if h.is_big() {
+        for _ in 0..draws {
+            match h.random(rng.next_u64()) {
+                Some(pair) => write_field(out, pair, withvalues, nested),
+                None => out.null(),
+            }
+        }
     } else {
         // Flat: index the pairs once rather than walking the buffer per draw.
         let all: Vec<_> = h.iter().collect();
-        (0..draws)
-            .map(|_| all[(rng.next_u64() % all.len() as u64) as usize])
-            .collect()
-    };
-    write_fields(out, &picked, withvalues);
+        for _ in 0..draws {
+            let pair = all[(rng.next_u64() % all.len() as u64) as usize];
+            write_field(out, pair, withvalues, nested);
+        }
+    }
     Ok(())
 }
 
@@ -80,14 +89,24 @@ fn write_fields(out: &mut dyn ReplySink, picked: &[(Split<'_>, Split<'_>)], valu
     let nested = values && out.protocol() == Protocol::Resp3;
     let flat_values = values && !nested;
     out.array(picked.len() * if flat_values { 2 } else { 1 });
-    for (k, v) in picked {
-        if nested {
-            out.array(2);
-        }
-        bulk(out, *k);
-        if values {
-            bulk(out, *v);
-        }
+    for pair in picked {
+        write_field(out, *pair, values, nested);
+    }
+}
+
+/// One field (and its value: a 2-element array when `nested`).
+fn write_field(
+    out: &mut dyn ReplySink,
+    (k, v): (Split<'_>, Split<'_>),
+    values: bool,
+    nested: bool,
+) {
+    if nested {
+        out.array(2);
+    }
+    bulk(out, k);
+    if values {
+        bulk(out, v);
     }
 }
 

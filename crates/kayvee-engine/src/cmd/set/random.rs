@@ -156,7 +156,7 @@ pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     }
     let count = parse_rand_count(args.get(2), false)?;
     let draws = match count < 0 {
-        true => coll::repeat_draws(cx, count)?,
+        true => coll::repeat_draws(cx, count, false, out)?,
         false => 0,
     };
     let Some((s, rng)) = set_and_rng(cx, key, false)?.filter(|_| count != 0) else {
@@ -170,9 +170,15 @@ pub(super) fn srandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         let n = usize::try_from(count).unwrap_or(usize::MAX);
         coll::shuffle_prefix(s.iter().collect(), n, rng)
     } else {
-        (0..draws)
-            .filter_map(|_| s.random(rng.next_u64()))
-            .collect()
+        // Repeats: each draw is written as it is made (the count may be huge).
+        out.array(draws);
+        for _ in 0..draws {
+            match s.random(rng.next_u64()) {
+                Some(m) => out.bulk(&m),
+                None => out.null(),
+            }
+        }
+        return Ok(());
     };
     out.array(picked.len());
     picked.iter().for_each(|m| out.bulk(m));

@@ -25,7 +25,7 @@ pub(super) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         return Err(Error::Syntax);
     }
     let draws = match count {
-        Some(c) if c < 0 => coll::repeat_draws(cx, c)?,
+        Some(c) if c < 0 => coll::repeat_draws(cx, c, scores, out)?,
         _ => 0,
     };
     let Some((zs, big)) = read_zset(cx, args.get(1))? else {
@@ -43,11 +43,26 @@ pub(super) fn zrandmember(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
         return Ok(());
     };
     let n = zs.len();
-    let picks: Vec<usize> = if count < 0 {
-        (0..draws)
-            .map(|_| (rng.next_u64() % n as u64) as usize)
-            .collect()
-    } else if count as u64 >= n as u64 {
+    if count < 0 {
+        // Repeats: each draw is written as it is made (the count may be huge).
+        let nested = scores && out.protocol() == crate::reply::Protocol::Resp3;
+        out.array(draws * if scores && !nested { 2 } else { 1 });
+        for _ in 0..draws {
+            let e = zs
+                .nth((rng.next_u64() % n as u64) as usize)
+                .expect("in range");
+            let (score, m) = (e.0, e.1);
+            if nested {
+                out.array(2);
+            }
+            out.bulk_parts(m.head, m.tail);
+            if scores {
+                out.double(score);
+            }
+        }
+        return Ok(());
+    }
+    let picks: Vec<usize> = if count as u64 >= n as u64 {
         // The whole set: Redis walks a listpack from its tail here.
         if big {
             (0..n).collect()

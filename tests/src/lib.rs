@@ -135,6 +135,14 @@ impl Drop for Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            // The test failed: the end of what the server said goes with the failure.
+            eprintln!(
+                "server log ({}):\n{}",
+                self.log_path.display(),
+                self.log_tail()
+            );
+        }
         let _ = std::fs::remove_file(&self.log_path);
         if let Some(dir) = &self.work_dir {
             let _ = std::fs::remove_dir_all(dir);

@@ -102,8 +102,11 @@ impl Server {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                drop(s);
-                return Ok(());
+                // A connection to a port in the ephemeral range that nothing listens on yet
+                // can connect to itself (TCP simultaneous open): that is not the server.
+                if s.local_addr().ok() != s.peer_addr().ok() {
+                    return Ok(());
+                }
             }
             if let Some(status) = self.child.try_wait().unwrap() {
                 return Err(format!("({status})\n{}", self.log_text()));
@@ -157,6 +160,14 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            // The test failed: what the server said goes with the failure.
+            eprintln!(
+                "kayvee-server log (port {}):\n{}",
+                self.port,
+                self.log_text()
+            );
+        }
         let _ = std::fs::remove_file(&self.log);
         let _ = std::fs::remove_dir_all(temp_path(&format!("{}.dir", self.port)));
     }

@@ -94,7 +94,18 @@ fn noeviction_refuses_writes_but_serves_reads_and_deletes() {
     let replies = pipeline(&mut c, &sets("k", 0..6000, &[]));
     let first_oom = first_refusal(&replies);
     assert!(first_oom > 500, "refused too early: {first_oom}");
-    assert!(replies[first_oom..].iter().all(|r| r == OOM));
+    // Once refused, writes stay refused but for a few: the counted memory can fall back
+    // under the limit when the cron shrinks a connection's buffers (Redis counts client
+    // buffers in used_memory too, and frees them alike). Those are tens of KiB, against the
+    // 2 MiB that `first_oom` writes filled.
+    let after = &replies[first_oom..];
+    assert!(after.iter().all(|r| r == OOM || r == "+OK\\r\\n"));
+    let accepted = after.iter().filter(|r| *r != OOM).count();
+    assert!(
+        accepted <= first_oom / 16 + 8,
+        "{accepted} of {} writes after the first refusal (at {first_oom}) were accepted",
+        after.len()
+    );
     assert_eq!(show(&c.cmd_str(&["GET", "kept"])), "$1\\r\\n1\\r\\n");
     assert_eq!(show(&c.cmd_str(&["INCR", "kept"])), OOM, "INCR is denyoom");
     assert_eq!(c.info_field::<u64>("everything", "evicted_keys"), 0);

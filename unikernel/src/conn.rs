@@ -27,11 +27,11 @@ impl kayvee_session::Clock for Clock {
 }
 
 /// Hands what the socket received to the driver while it wants input; the peer's FIN (once
-/// everything before it is taken) ends the connection after its replies. The bytes are copied
-/// into the shell's read buffer first: the network is not borrowed while the driver runs the
-/// commands, so a long script's hook can serve the other connections (see `shell::Shell`).
+/// everything before it is taken) ends the connection after its replies. The bytes go into
+/// the connection's own query buffer (`Driver::read_buffer`, as kayvee-server reads): the
+/// network is not borrowed while the driver runs the commands, so a long script's hook can
+/// serve the other connections (see `shell::Shell`).
 pub fn read(shell: &Shell<'_, '_, '_>, socket: SocketHandle, driver: &mut Driver, h: Handle) {
-    let mut buf = shell.scratch.borrow_mut();
     loop {
         let n = {
             let mut net = shell.net.borrow_mut();
@@ -46,12 +46,15 @@ pub fn read(shell: &Shell<'_, '_, '_>, socket: SocketHandle, driver: &mut Driver
                 }
                 return;
             }
-            sock.recv_slice(&mut buf).unwrap_or(0)
+            let Some(room) = driver.read_buffer(h) else {
+                return;
+            };
+            sock.recv_slice(room).unwrap_or(0)
         };
         if n == 0 {
             return;
         }
-        driver.receive(h, &buf[..n], shell);
+        driver.received(h, n, shell);
     }
 }
 

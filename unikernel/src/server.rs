@@ -17,7 +17,7 @@
 use crate::cmdline::{Args, Idle};
 use crate::conn;
 use crate::net::{self, NetDevice};
-use crate::pool::{conn_info, push_decimal, Pool, LISTENERS_LOW, LISTENERS_MIN, SOCK_RX_BYTES};
+use crate::pool::{conn_info, push_decimal, Pool, LISTENERS_LOW, LISTENERS_MIN};
 use crate::shell::{Net, Shell, INGRESS_BUDGET, RX_POSTED_PER_ROUND};
 use crate::store::Store;
 use crate::time::Clock;
@@ -163,8 +163,6 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
     // Wired at the first idle halt: the I/O APIC probing is not on the way to the first answer.
     let mut nic_irq: Option<bool> = None;
     let mut halts = 0u64;
-    // The connections' shared read buffer (see `conn::read`).
-    let mut scratch = vec![0u8; SOCK_RX_BYTES];
     // The slots to serve first in a pass, in the order their input arrived (`read_connections`).
     let mut arrived = Vec::new();
     driver.engine_mut().core.host.counters =
@@ -216,7 +214,6 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
                     sockets: &mut sockets,
                     pool: &mut pool,
                 }),
-                scratch: RefCell::new(core::mem::take(&mut scratch)),
             };
             connect_primary(&shell, &mut driver);
             read_connections(&shell, &mut driver, &mut arrived);
@@ -236,7 +233,6 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
                 }
             }
             write_connections(&shell, &mut driver, &mut store);
-            scratch = shell.scratch.into_inner();
         }
         while iface.poll_egress(ts, &mut dev, &mut sockets) != smoltcp::iface::PollResult::None {}
         dev.kick();

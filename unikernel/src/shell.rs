@@ -7,7 +7,6 @@ use crate::net::NetDevice;
 use crate::pool::{Pool, LISTENERS_MIN};
 use crate::time::Clock;
 use crate::{exit, println};
-use alloc::vec::Vec;
 use core::cell::RefCell;
 use kayvee_engine::Handle;
 use smoltcp::iface::{Interface, PollIngressSingleResult, SocketHandle, SocketSet};
@@ -32,12 +31,10 @@ pub struct Net<'n, 's> {
 /// `busy-reply-threshold` the hook polls the NIC and hands the other connections' bytes to the
 /// driver's busy rules (`-BUSY`, SCRIPT KILL...), writing their replies out at once, as Redis's
 /// `processEventsWhileBlocked`; a debugging session (SCRIPT DEBUG) waits on its connection
-/// here. Never borrowed across a driver call: reads go through `scratch`.
+/// here. Never borrowed across a driver call: reads go into the connections' own buffers.
 pub struct Shell<'a, 'n, 's> {
     pub clock: &'a Clock,
     pub net: RefCell<Net<'n, 's>>,
-    /// The connections' shared read buffer.
-    pub scratch: RefCell<Vec<u8>>,
 }
 
 impl Shell<'_, '_, '_> {

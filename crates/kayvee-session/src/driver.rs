@@ -341,23 +341,7 @@ impl Driver {
         busy.note_read(&mut s.active_epoch);
         engine.core.stats.total_net_input_bytes += n as u64;
         self.last_reading = None;
-        // `run_buffered` without its second look-up: the buffer is lent to the run.
-        let input = core::mem::take(&mut s.input);
-        let (start, end) = (s.in_start, s.in_end);
-        s.in_lent = input.len();
-        let used = self.run_commands(slot, &input[start..end], clock, false);
-        let s = self.sessions[slot]
-            .as_mut()
-            .expect("sessions stay while running");
-        s.input = input;
-        s.in_lent = 0;
-        s.consume(used);
-        if s.pending_input() > 0 {
-            s.note_wanted();
-            if s.pending_input() > limits(&self.engine).query_buffer_max {
-                self.check_query_limit(slot);
-            }
-        }
+        self.run_lent(slot, clock, false);
         let now = self.last_reading.take().unwrap_or_else(|| clock.now());
         self.after_batch(slot, now);
     }
@@ -769,8 +753,17 @@ impl Driver {
         if s.pending_input() == 0 {
             return;
         }
-        // The buffer leaves the session for the run (a move, not a copy) so that the decoder
-        // and the output can be borrowed beside it.
+        self.run_lent(slot, clock, nested);
+    }
+
+    /// Runs the commands in session `slot`'s query buffer. The buffer leaves the session for
+    /// the run (a move, not a copy) so that the decoder and the output can be borrowed beside
+    /// it; what is left of an incomplete command stays, within `client-query-buffer-limit`.
+    #[inline(always)]
+    fn run_lent(&mut self, slot: usize, clock: &dyn Clock, nested: bool) {
+        let s = self.sessions[slot]
+            .as_mut()
+            .expect("running a live session");
         let input = core::mem::take(&mut s.input);
         let (start, end) = (s.in_start, s.in_end);
         s.in_lent = input.len();
@@ -783,6 +776,9 @@ impl Driver {
         s.consume(used);
         if s.pending_input() > 0 {
             s.note_wanted();
+            if s.pending_input() > limits(&self.engine).query_buffer_max {
+                self.check_query_limit(slot);
+            }
         }
     }
 

@@ -164,6 +164,29 @@ pub fn bind_unix(path: &str, perm: u32) -> Result<Listener, ListenError> {
     Ok(Listener::Unix(listener, path.into()))
 }
 
+/// A non-blocking TCP connection to `addr` (under way when this returns), from `source`
+/// (`bind-source-addr`: a local IP address, any port) when it is not empty.
+pub fn connect_from(addr: SocketAddr, source: &str) -> io::Result<TcpStream> {
+    if source.is_empty() {
+        return TcpStream::connect(addr);
+    }
+    let ip: IpAddr = source.parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bind-source-addr {source:?} is not an IP address"),
+        )
+    })?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SocketAddr::new(ip, 0).into())?;
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(socket.into()))
+}
+
 /// Sets TCP_NODELAY and, when `keepalive_s > 0`, SO_KEEPALIVE with Redis's timing (idle time
 /// `keepalive_s`, probes every third of it, three probes).
 pub fn configure_tcp(stream: &TcpStream, keepalive_s: u64) -> io::Result<()> {

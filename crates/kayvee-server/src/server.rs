@@ -802,7 +802,9 @@ impl Server {
             self.driver.primary_unreachable("no address");
             return;
         };
-        let mut stream = match mio::net::TcpStream::connect(addr) {
+        let source =
+            kayvee_engine::config::extra::bind_source_addr(&self.driver.engine().core.config);
+        let mut stream = match net::connect_from(addr, &source) {
             Ok(s) => s,
             Err(e) => {
                 self.driver.primary_unreachable(&e.to_string());

@@ -47,6 +47,15 @@ pub fn acl_pubsub_all(c: &Config) -> bool {
     stored(c, "acl-pubsub-default", s("resetchannels")) == s("allchannels")
 }
 
+/// `bind-source-addr`: the local address outgoing links (the link to the primary) bind to
+/// before they connect; empty for the kernel's choice.
+pub fn bind_source_addr(c: &Config) -> String {
+    match stored(c, "bind-source-addr", s("")) {
+        Val::Str(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    }
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

@@ -40,12 +40,16 @@ pub trait ValueCodec: Send + Sync {
     fn dump(&self, value: ValueRef<'_>, compress: bool) -> Vec<u8>;
     /// The value in a DUMP payload; `seed` keys the hash maps of collections;
     /// `skip_checksum` (DEBUG SET-SKIP-CHECKSUM-VALIDATION 1) leaves the CRC-64 unchecked
-    /// (the version still is).
+    /// (the version still is); without `deep` (`sanitize-dump-payload` not asking for it), a
+    /// stream whose nodes pass only the header checks is kept as [`Stream::corrupt`].
+    ///
+    /// [`Stream::corrupt`]: crate::value::Stream::corrupt
     fn restore(
         &self,
         payload: &[u8],
         seed: u64,
         skip_checksum: bool,
+        deep: bool,
     ) -> Result<Value, RestoreError>;
     /// FUNCTION DUMP's payload of the libraries `codes` (their RDB function records, the RDB
     /// version, the CRC-64). A codec without it gives an empty payload.

@@ -38,8 +38,11 @@ fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
 
 /// Reads the body of an object of type `ty`; `seed` keys the hash maps. A blob (listpack,
 /// ziplist, intset, zipmap) that fails its checks, or a collection with a duplicate member,
-/// is an [`Error::Integrity`] with Redis's log text.
-pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
+/// is an [`Error::Integrity`] with Redis's log text. Every blob is checked whole whatever
+/// `deep` says (Kayvee decodes them), except the nodes of a stream, which Kayvee keeps as
+/// they are: without `deep` (Redis's sanitization off) a node whose header is sound is kept
+/// even when its entries are not, and the stream is marked corrupt (see [`crate::stream`]).
+pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
         types::LIST => {
@@ -118,7 +121,7 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             });
             checked(ZIPMAP_BAD, pairs)?
         }
-        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
+        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty, deep)?,
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
     })
@@ -346,7 +349,7 @@ mod tests {
     /// Object bodies from redis-server 7.0.15 DUMP replies (type byte first, footer cut).
     fn body(payload: &[u8]) -> Value {
         let mut r = Reader::new(&payload[1..]);
-        let v = read_value(&mut r, payload[0], 7).unwrap();
+        let v = read_value(&mut r, payload[0], 7, true).unwrap();
         assert!(r.is_empty(), "trailing bytes");
         v
     }
@@ -443,7 +446,7 @@ mod tests {
         // Redis 7.0.15's DUMP of a hash listpack {f: v, f2: 2}; a hash listpack a, b, a, c.
         let good = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03\x02\x01\xff";
         let dup = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x81a\x02\x81c\x02\xff";
-        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7).map(|_| ());
+        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7, true).map(|_| ());
         assert_eq!(read(good), Ok(()));
         assert_eq!(
             read(dup),

@@ -1287,6 +1287,12 @@ fn key_commands(key: &[u8], value: ValueRef<'_>, buf: &mut Vec<u8>) {
                 .collect();
             batched(buf, b"ZADD", items, 2)
         }
+        // A stream whose nodes cannot be read (restored with sanitize-dump-payload no) is
+        // written as it is: a RESTORE of its DUMP payload.
+        ValueRef::Stream(s) if s.corrupt => {
+            let payload = kayvee_rdb::dump::dump(ValueRef::Stream(s), false);
+            encode(buf, &[b"RESTORE", key, b"0", &payload, b"REPLACE"]);
+        }
         ValueRef::Stream(s) => stream_commands(key, s, buf),
     }
 }

@@ -47,6 +47,26 @@ pub fn acl_pubsub_all(c: &Config) -> bool {
     stored(c, "acl-pubsub-default", s("resetchannels")) == s("allchannels")
 }
 
+/// `sanitize-dump-payload`: when the contents of a payload's compact encodings are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SanitizePayload {
+    /// `no` (the default): only the headers Redis checks without deep sanitization.
+    No,
+    /// `yes`: always, RDB files included.
+    Yes,
+    /// `clients`: for RESTORE from clients, except users with `skip-sanitize-payload`.
+    Clients,
+}
+
+/// `sanitize-dump-payload`'s value.
+pub fn sanitize_dump_payload(c: &Config) -> SanitizePayload {
+    match stored(c, "sanitize-dump-payload", s("no")) {
+        v if v == s("yes") => SanitizePayload::Yes,
+        v if v == s("clients") => SanitizePayload::Clients,
+        _ => SanitizePayload::No,
+    }
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

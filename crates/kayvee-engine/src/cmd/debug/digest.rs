@@ -63,6 +63,10 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
             hash(&[&acc, &r.1.to_small_bytes(), &score_bytes(r.0)])
         }),
         // The entries, in order (as Redis digests a stream: not its groups).
+        // A stream whose nodes cannot be read: their bytes, as they are.
+        ValueRef::Stream(st) if st.corrupt => st.nodes().fold(hash(&[b"stream"]), |acc, n| {
+            hash(&[&acc, &n.master.to_be_bytes(), &n.lp[..]])
+        }),
         ValueRef::Stream(st) => {
             use crate::value::StreamId;
             let mut acc = hash(&[b"stream"]);

@@ -49,6 +49,7 @@ pub fn restore(
     let mut r = Reader::new(rest);
     let value = crate::object::read_value(&mut r, ty, seed, deep).map_err(|e| match e {
         crate::Error::Integrity(why) => RestoreError::Integrity(why),
+        crate::Error::ListpackDups(lp) => RestoreError::ListpackDups(lp),
         _ => RestoreError::BadFormat,
     })?;
     // An empty collection is refused, as Redis refuses (and skips when loading) empty keys.

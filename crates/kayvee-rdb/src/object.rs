@@ -42,6 +42,9 @@ fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
 /// `deep` says (Kayvee decodes them), except the nodes of a stream, which Kayvee keeps as
 /// they are: without `deep` (Redis's sanitization off) a node whose header is sound is kept
 /// even when its entries are not, and the stream is marked corrupt (see [`crate::stream`]).
+/// Without `deep`, a hash listpack with a field twice is [`Error::ListpackDups`] (Redis's
+/// report when it meets the duplicate, converting the listpack) rather than an integrity
+/// failure (its report with deep sanitization).
 pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
@@ -99,10 +102,14 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<V
         }
         types::HASH_LISTPACK => {
             let blob = r.string()?;
-            checked(
-                HASH_LISTPACK_BAD,
-                listpack(&blob).and_then(|i| hash_from(i, seed)),
-            )?
+            let items = checked(HASH_LISTPACK_BAD, listpack(&blob))?;
+            match hash_from(items, seed) {
+                // Unsanitized, Redis keeps the listpack and meets the duplicate converting it.
+                Err(Error::Corrupt(DUP_FIELD)) if !deep => {
+                    return Err(Error::ListpackDups(blob.into_owned()))
+                }
+                h => checked(HASH_LISTPACK_BAD, h)?,
+            }
         }
         types::ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -153,6 +160,9 @@ fn list_from(items: Vec<Vec<u8>>) -> Value {
     Value::List(List::from_items(items.iter().map(Vec::as_slice)))
 }
 
+/// [`hash_from`]'s error for a field present twice.
+const DUP_FIELD: &str = "duplicate hash field";
+
 /// A hash from alternating fields and values.
 fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     if !items.len().is_multiple_of(2) {
@@ -161,7 +171,7 @@ fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     let mut h = Hash::with_seed(seed);
     for pair in items.chunks(2) {
         if !h.insert(&pair[0], &pair[1]) {
-            return Err(Error::Corrupt("duplicate hash field"));
+            return Err(Error::Corrupt(DUP_FIELD));
         }
     }
     Ok(Value::Hash(h))
@@ -451,6 +461,15 @@ mod tests {
         assert_eq!(
             read(dup),
             Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // Without deep checks, the duplicate is reported with the listpack's hex dump.
+        let unsanitized = read_value(&mut Reader::new(&dup[1..]), dup[0], 7, false);
+        assert_eq!(unsanitized, Err(Error::ListpackDups(dup[2..].to_vec())));
+        let report = alloc::string::ToString::to_string(&unsanitized.unwrap_err());
+        assert_eq!(
+            report,
+            "listpack with dup elements dump (hexdump of 19 bytes):\n\
+             130000000400816102816202816102816302ff"
         );
         // A back-length that does not match its entry.
         let mut back = good.to_vec();

@@ -269,6 +269,13 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
                 }
                 Error::msg("ERR Bad data format")
             }
+            RestoreError::ListpackDups(lp) => {
+                if let Some(log) = cx.core.persist.log {
+                    let dump = crate::persist::hex_dump("listpack with dup elements dump", &lp);
+                    dump.iter().for_each(|line| log(3, line.as_bytes()));
+                }
+                Error::msg("ERR Bad data format")
+            }
         })?;
     let at = match ttl {
         0 => None,

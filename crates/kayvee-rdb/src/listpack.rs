@@ -35,6 +35,22 @@ pub fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
+/// Redis's checks of a listpack without deep sanitization, Kayvee's for keeping one it cannot
+/// read: the header's total matches the blob, which ends with the terminator, and the header's
+/// count is neither 0 (an empty key, which Redis refuses) nor 65535 ("unknown": Redis counts
+/// by walking the entries, which it cannot do safely on such a listpack).
+pub fn header_sound(blob: &[u8]) -> bool {
+    let [a, b, c, d, n0, n1, ..] = *blob else {
+        return false;
+    };
+    let count = u16::from_le_bytes([n0, n1]);
+    u32::from_le_bytes([a, b, c, d]) as usize == blob.len()
+        && blob.len() >= 7
+        && blob.last() == Some(&0xFF)
+        && count != 0
+        && count != u16::MAX
+}
+
 /// Whether the listpack's first entry (after the 6-byte header) is whole: a known encoding
 /// whose data and back-length end before the terminator, the back-length matching. `false`
 /// for an empty listpack.
@@ -108,6 +124,27 @@ pub(crate) fn le(b: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_sound_checks_total_terminator_and_count() {
+        // Two entries claimed, the second running past the end: the header alone is sound.
+        let lp = [12, 0, 0, 0, 2, 0, 0x82, b'a', b'b', 3, 0xF0, 0xFF];
+        assert!(header_sound(&lp));
+        assert!(listpack(&lp).is_err());
+        let with = |at: usize, byte: u8| {
+            let mut b = lp;
+            b[at] = byte;
+            b
+        };
+        // A wrong total, no terminator, a count of 0 or "unknown", too short to hold a header.
+        assert!(!header_sound(&with(0, 13)));
+        assert!(!header_sound(&with(11, 0xFE)));
+        assert!(!header_sound(&with(4, 0)));
+        assert!(!header_sound(&[
+            12, 0, 0, 0, 0xFF, 0xFF, 0x82, b'a', b'b', 3, 0xF0, 0xFF
+        ]));
+        assert!(!header_sound(&[6, 0, 0, 0, 1, 0]));
+    }
 
     #[test]
     fn first_entry_whole_checks_encoding_length_and_back_length() {

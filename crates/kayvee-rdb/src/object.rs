@@ -44,7 +44,9 @@ fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
 /// even when its entries are not, and the stream is marked corrupt (see [`crate::stream`]).
 /// Without `deep`, a hash listpack with a field twice is [`Error::ListpackDups`] (Redis's
 /// report when it meets the duplicate, converting the listpack) rather than an integrity
-/// failure (its report with deep sanitization).
+/// failure (its report with deep sanitization), and one whose entries do not decode but whose
+/// header is sound ([`crate::listpack::header_sound`]) is kept as [`Hash::corrupt`], as Redis
+/// keeps it, Kayvee then refusing its commands where Redis may crash.
 pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
@@ -102,7 +104,13 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<V
         }
         types::HASH_LISTPACK => {
             let blob = r.string()?;
-            let items = checked(HASH_LISTPACK_BAD, listpack(&blob))?;
+            let items = match listpack(&blob) {
+                // Unsanitized, Redis checks the header only: kept, never read.
+                Err(_) if !deep && crate::listpack::header_sound(&blob) => {
+                    return Ok(Value::Hash(Hash::corrupt(blob.into_owned())));
+                }
+                items => checked(HASH_LISTPACK_BAD, items)?,
+            };
             match hash_from(items, seed) {
                 // Unsanitized, Redis keeps the listpack and meets the duplicate converting it.
                 Err(Error::Corrupt(DUP_FIELD)) if !deep => {
@@ -491,6 +499,52 @@ mod tests {
         assert_eq!(
             read(b"\x09\x02\x00\xff"),
             Err(Error::Integrity("Zipmap integrity check failed."))
+        );
+    }
+}
+
+#[cfg(test)]
+mod unsanitized_tests {
+    use super::*;
+
+    /// The hash listpack of Redis's 'lpFind invalid access' fuzzer finding: ten pairs claimed,
+    /// the last value a 32-bit string header running past the end.
+    const LP_FIND: &str = "1039390000001400060106010301825f33030701825f370300010001040104010901825f39030501825f3503080108010101825f31030201f001ff0a0029d7e452797a9582";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_hash_listpack_with_a_sound_header_is_kept_unread_without_deep_checks() {
+        use kayvee_engine::persist::RestoreError;
+        let payload = unhex(LP_FIND);
+        assert_eq!(
+            crate::dump::restore(&payload, 7, true, true),
+            Err(RestoreError::Integrity(
+                "Hash listpack integrity check failed."
+            ))
+        );
+        let Ok(Value::Hash(h)) = crate::dump::restore(&payload, 7, true, false) else {
+            panic!("refused without deep checks")
+        };
+        assert_eq!(h.corrupt_listpack(), Some(&payload[2..payload.len() - 10]));
+        assert!(!h.is_empty() && h.get(b"6").is_none() && h.iter().next().is_none());
+        // DUMP gives the payload back, byte for byte (with its right CRC-64).
+        let v = Value::Hash(h);
+        let n = payload.len() - 8;
+        assert_eq!(crate::dump::dump(v.view(), false)[..n], payload[..n]);
+        // A header that is not sound is refused even so: a wrong total.
+        let mut bad = payload.clone();
+        bad[2] = 0x3a;
+        assert_eq!(
+            crate::dump::restore(&bad, 7, true, false),
+            Err(RestoreError::Integrity(
+                "Hash listpack integrity check failed."
+            ))
         );
     }
 }

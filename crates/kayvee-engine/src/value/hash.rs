@@ -37,6 +37,9 @@ enum Repr {
     Flat(Box<[u8]>),
     /// A persistent hash trie (`hashtable`).
     Map(Box<HashMap>),
+    /// A listpack restored without deep sanitization whose entries do not all decode, kept
+    /// byte for byte and never read ([`Hash::corrupt`]).
+    Corrupt(Box<[u8]>),
 }
 
 /// Field/value pairs borrowed from a hash.
@@ -268,6 +271,22 @@ impl Hash {
         Hash(Repr::Map(Box::new(PMap::with_seed(seed))))
     }
 
+    /// A hash holding `listpack`, a listpack that is not whole (a DUMP payload restored with
+    /// `sanitize-dump-payload no`, whose header alone Redis checks then): kept as it is for
+    /// DUMP and saving, never read. It reads as empty without being empty (so it is not
+    /// dropped as an empty key); its commands answer [`super::CORRUPT_VALUE`] instead.
+    pub fn corrupt(listpack: Vec<u8>) -> Self {
+        Hash(Repr::Corrupt(listpack.into_boxed_slice()))
+    }
+
+    /// The listpack of a [`Hash::corrupt`] hash.
+    pub fn corrupt_listpack(&self) -> Option<&[u8]> {
+        match &self.0 {
+            Repr::Corrupt(lp) => Some(lp),
+            _ => None,
+        }
+    }
+
     /// Whether this is the map form.
     pub fn is_big(&self) -> bool {
         matches!(self.0, Repr::Map(_))
@@ -304,14 +323,16 @@ impl Hash {
                 n
             }
             Repr::Map(m) => m.len(),
+            Repr::Corrupt(_) => 0,
         }
     }
 
-    /// Whether there is no field.
+    /// Whether there is no field (never for a [`Hash::corrupt`] one).
     pub fn is_empty(&self) -> bool {
         match &self.0 {
             Repr::Flat(buf) => buf.is_empty(),
             Repr::Map(m) => m.is_empty(),
+            Repr::Corrupt(_) => false,
         }
     }
 
@@ -320,6 +341,7 @@ impl Hash {
         match &self.0 {
             Repr::Flat(buf) => FlatPairs::new(buf).find(field).ok().map(|(_, v)| v),
             Repr::Map(m) => m.get(field).map(|v| Split::whole(v)),
+            Repr::Corrupt(_) => None,
         }
     }
 
@@ -354,6 +376,8 @@ impl Hash {
                     }
                 }
             }
+            // Never written (its commands are refused before).
+            Repr::Corrupt(_) => Some(false),
         }
     }
 
@@ -423,6 +447,7 @@ impl Hash {
                 true
             }
             Repr::Map(m) => m.remove(field).is_some(),
+            Repr::Corrupt(_) => false,
         }
     }
 
@@ -431,6 +456,7 @@ impl Hash {
         match &self.0 {
             Repr::Flat(buf) => HashIter::Flat(FlatPairs::new(buf)),
             Repr::Map(m) => HashIter::Map(m.iter()),
+            Repr::Corrupt(_) => HashIter::Flat(FlatPairs::new(&[])),
         }
     }
 
@@ -443,13 +469,14 @@ impl Hash {
             Repr::Map(m) => m
                 .iter()
                 .for_each(|(k, v)| f(Split::whole(k), Split::whole(v))),
+            Repr::Corrupt(_) => {}
         }
     }
 
     /// The pair `rnd` picks, uniformly (`None` when empty).
     pub fn random(&self, rnd: u64) -> Option<(Split<'_>, Split<'_>)> {
         match &self.0 {
-            Repr::Flat(_) => {
+            Repr::Flat(_) | Repr::Corrupt(_) => {
                 let n = self.len();
                 (n > 0).then(|| self.iter().nth((rnd % n as u64) as usize))?
             }
@@ -463,7 +490,7 @@ impl Hash {
     /// a map gives a batch of at least `count` in hash order from `cursor`.
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Pairs<'_>) {
         match &self.0 {
-            Repr::Flat(_) => (0, self.iter().collect()),
+            Repr::Flat(_) | Repr::Corrupt(_) => (0, self.iter().collect()),
             Repr::Map(m) => {
                 let mut keys = Vec::new();
                 let next = m.scan(cursor, count, |k, _| keys.push(k.clone()));
@@ -480,7 +507,7 @@ impl Hash {
     /// Heap bytes owned (the flat buffer, or the map's nodes).
     pub fn heap_size(&self) -> usize {
         match &self.0 {
-            Repr::Flat(buf) => buf.len(),
+            Repr::Flat(buf) | Repr::Corrupt(buf) => buf.len(),
             Repr::Map(m) => core::mem::size_of::<HashMap>() + m.heap_size(),
         }
     }
@@ -501,12 +528,16 @@ impl Hash {
                 }
             }
             Repr::Map(m) => m.check_invariants(),
+            Repr::Corrupt(_) => {}
         }
     }
 }
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Self) -> bool {
+        if self.corrupt_listpack().is_some() || other.corrupt_listpack().is_some() {
+            return self.corrupt_listpack() == other.corrupt_listpack();
+        }
         self.len() == other.len()
             && self
                 .iter()
@@ -516,10 +547,10 @@ impl PartialEq for Hash {
 
 impl core::fmt::Debug for Hash {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let fm = if self.is_big() {
-            "Hash::Map"
-        } else {
-            "Hash::Flat"
+        let fm = match &self.0 {
+            Repr::Map(_) => "Hash::Map",
+            Repr::Flat(_) => "Hash::Flat",
+            Repr::Corrupt(_) => "Hash::Corrupt",
         };
         f.write_str(fm)?;
         f.debug_map().entries(self.iter()).finish()

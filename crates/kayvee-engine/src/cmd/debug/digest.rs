@@ -52,6 +52,10 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
             }
             hash(&[b"set", &acc])
         }
+        // A hash whose listpack cannot be read: its bytes, as they are.
+        ValueRef::Hash(h) if h.corrupt_listpack().is_some() => {
+            hash(&[b"hash", h.corrupt_listpack().unwrap_or_default()])
+        }
         ValueRef::Hash(h) => {
             let mut acc = [0u8; 20];
             for (f, v) in h.iter() {

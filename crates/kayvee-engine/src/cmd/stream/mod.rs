@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::keyspec::{kf, BeginSearch, FindKeys, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
-use crate::value::stream::{OwnedEntry, Pending, RawEntry, Stream, StreamId, CORRUPT_STREAM};
+use crate::value::stream::{OwnedEntry, Pending, RawEntry, Stream, StreamId};
+use crate::value::CORRUPT_VALUE;
 use crate::value::{ValueMut, ValueRef};
 use crate::Cx;
 use alloc::string::ToString;
@@ -138,17 +139,17 @@ pub(crate) fn reply_entries(out: &mut dyn ReplySink, entries: &[OwnedEntry]) {
     }
 }
 
-/// `s` when its entries can be read; [`CORRUPT_STREAM`] for a stream restored with nodes that
+/// `s` when its entries can be read; [`CORRUPT_VALUE`] for a stream restored with nodes that
 /// are not well formed.
 pub(crate) fn readable(s: &Stream) -> Result<&Stream, Error> {
     match s.corrupt {
-        true => Err(Error::msg(CORRUPT_STREAM)),
+        true => Err(Error::msg(CORRUPT_VALUE)),
         false => Ok(s),
     }
 }
 
 /// The stream at `key` for reading (counts a hit or miss); WRONGTYPE for another type,
-/// [`CORRUPT_STREAM`] for a stream whose entries cannot be read.
+/// [`CORRUPT_VALUE`] for a stream whose entries cannot be read.
 pub(crate) fn read_stream<'c>(cx: &'c mut Cx<'_>, key: &[u8]) -> Result<Option<&'c Stream>, Error> {
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
@@ -160,7 +161,7 @@ pub(crate) fn read_stream<'c>(cx: &'c mut Cx<'_>, key: &[u8]) -> Result<Option<&
     }
 }
 
-/// The stream at `key` for writing; WRONGTYPE for another type, [`CORRUPT_STREAM`] for a
+/// The stream at `key` for writing; WRONGTYPE for another type, [`CORRUPT_VALUE`] for a
 /// stream whose entries cannot be read.
 pub(crate) fn write_stream<'c>(
     cx: &'c mut Cx<'_>,
@@ -170,7 +171,7 @@ pub(crate) fn write_stream<'c>(
     match cx.db().lookup_write(key, now) {
         None => Ok(None),
         Some(e) => match e.value_mut() {
-            ValueMut::Stream(s) if s.corrupt => Err(Error::msg(CORRUPT_STREAM)),
+            ValueMut::Stream(s) if s.corrupt => Err(Error::msg(CORRUPT_VALUE)),
             ValueMut::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },

@@ -313,15 +313,10 @@ pub struct Stream {
     /// Whether some node's listpack is not a well-formed stream node: a DUMP payload restored
     /// without deep sanitization (`sanitize-dump-payload no`), whose nodes passed only the
     /// header checks Redis makes then. The node methods index the bytes unchecked, so such a
-    /// stream's entries are never read: its commands answer [`CORRUPT_STREAM`], and only what
+    /// stream's entries are never read: its commands answer [`super::CORRUPT_VALUE`], and only what
     /// does not look inside the nodes (DUMP, saving, deleting, renaming) works on it.
     pub corrupt: bool,
 }
-
-/// The error stream commands answer for a [`Stream::corrupt`] stream (where Redis, reading
-/// it, may crash on an assertion).
-pub const CORRUPT_STREAM: &str =
-    "ERR The stream at this key is corrupt (restored with sanitize-dump-payload no); it can only be deleted, dumped or renamed";
 
 impl Stream {
     /// An empty stream.

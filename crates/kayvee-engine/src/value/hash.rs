@@ -35,11 +35,38 @@ pub struct Hash(Repr);
 enum Repr {
     /// Pairs in one buffer (`listpack` in Redis's terms).
     Flat(Box<[u8]>),
-    /// A persistent hash trie (`hashtable`).
-    Map(Box<HashMap>),
+    /// A persistent hash trie (`hashtable`), or a corrupt hash.
+    Map(Box<Big>),
+}
+
+/// The map form's box: the map and, for a [`Hash::corrupt`] hash (whose map stays empty), the
+/// listpack. Boxed with the map so that a hash stays two words (a third variant would need a
+/// tag, and every key's entry 8 more bytes).
+#[derive(Clone)]
+struct Big {
+    map: HashMap,
     /// A listpack restored without deep sanitization whose entries do not all decode, kept
-    /// byte for byte and never read ([`Hash::corrupt`]).
-    Corrupt(Box<[u8]>),
+    /// byte for byte and never read.
+    corrupt: Option<Box<[u8]>>,
+}
+
+impl Big {
+    fn new(map: HashMap) -> Box<Self> {
+        Box::new(Big { map, corrupt: None })
+    }
+}
+
+impl core::ops::Deref for Big {
+    type Target = HashMap;
+    fn deref(&self) -> &HashMap {
+        &self.map
+    }
+}
+
+impl core::ops::DerefMut for Big {
+    fn deref_mut(&mut self) -> &mut HashMap {
+        &mut self.map
+    }
 }
 
 /// Field/value pairs borrowed from a hash.
@@ -268,7 +295,7 @@ impl Hash {
 
     /// An empty map-form hash hashing with `seed` (for hashes known to be big).
     pub fn with_seed(seed: u64) -> Self {
-        Hash(Repr::Map(Box::new(PMap::with_seed(seed))))
+        Hash(Repr::Map(Big::new(PMap::with_seed(seed))))
     }
 
     /// A hash holding `listpack`, a listpack that is not whole (a DUMP payload restored with
@@ -276,20 +303,23 @@ impl Hash {
     /// DUMP and saving, never read. It reads as empty without being empty (so it is not
     /// dropped as an empty key); its commands answer [`super::CORRUPT_VALUE`] instead.
     pub fn corrupt(listpack: Vec<u8>) -> Self {
-        Hash(Repr::Corrupt(listpack.into_boxed_slice()))
+        Hash(Repr::Map(Box::new(Big {
+            map: PMap::with_seed(0),
+            corrupt: Some(listpack.into_boxed_slice()),
+        })))
     }
 
     /// The listpack of a [`Hash::corrupt`] hash.
     pub fn corrupt_listpack(&self) -> Option<&[u8]> {
         match &self.0 {
-            Repr::Corrupt(lp) => Some(lp),
-            _ => None,
+            Repr::Map(m) => m.corrupt.as_deref(),
+            Repr::Flat(_) => None,
         }
     }
 
-    /// Whether this is the map form.
+    /// Whether this is the map form (a [`Hash::corrupt`] hash is not).
     pub fn is_big(&self) -> bool {
-        matches!(self.0, Repr::Map(_))
+        matches!(&self.0, Repr::Map(m) if m.corrupt.is_none())
     }
 
     /// Converts to the map form (no-op when already there).
@@ -299,13 +329,16 @@ impl Hash {
             for (f, v) in FlatPairs::new(buf) {
                 m.insert(small(f), small(v));
             }
-            self.0 = Repr::Map(Box::new(m));
+            self.0 = Repr::Map(Big::new(m));
         }
     }
 
     /// Converts to the flat form (for new values that fit a listpack; no-op when flat).
     pub fn make_flat(&mut self) {
         if let Repr::Map(m) = &self.0 {
+            if m.corrupt.is_some() {
+                return;
+            }
             let pairs = m.iter().map(|(f, v)| (Split::whole(f), Split::whole(v)));
             self.0 = Repr::Flat(encode(pairs));
         }
@@ -323,7 +356,6 @@ impl Hash {
                 n
             }
             Repr::Map(m) => m.len(),
-            Repr::Corrupt(_) => 0,
         }
     }
 
@@ -331,8 +363,7 @@ impl Hash {
     pub fn is_empty(&self) -> bool {
         match &self.0 {
             Repr::Flat(buf) => buf.is_empty(),
-            Repr::Map(m) => m.is_empty(),
-            Repr::Corrupt(_) => false,
+            Repr::Map(m) => m.is_empty() && m.corrupt.is_none(),
         }
     }
 
@@ -341,7 +372,6 @@ impl Hash {
         match &self.0 {
             Repr::Flat(buf) => FlatPairs::new(buf).find(field).ok().map(|(_, v)| v),
             Repr::Map(m) => m.get(field).map(|v| Split::whole(v)),
-            Repr::Corrupt(_) => None,
         }
     }
 
@@ -362,6 +392,8 @@ impl Hash {
     pub fn insert_within(&mut self, field: &[u8], value: &[u8], fields_max: usize) -> Option<bool> {
         match &mut self.0 {
             Repr::Flat(buf) => Self::insert_flat(buf, field, value, fields_max),
+            // Never written (its commands are refused before).
+            Repr::Map(m) if m.corrupt.is_some() => Some(false),
             Repr::Map(m) => {
                 let full = m.len() >= fields_max;
                 match m.get_mut(field) {
@@ -376,8 +408,6 @@ impl Hash {
                     }
                 }
             }
-            // Never written (its commands are refused before).
-            Repr::Corrupt(_) => Some(false),
         }
     }
 
@@ -447,7 +477,6 @@ impl Hash {
                 true
             }
             Repr::Map(m) => m.remove(field).is_some(),
-            Repr::Corrupt(_) => false,
         }
     }
 
@@ -456,7 +485,6 @@ impl Hash {
         match &self.0 {
             Repr::Flat(buf) => HashIter::Flat(FlatPairs::new(buf)),
             Repr::Map(m) => HashIter::Map(m.iter()),
-            Repr::Corrupt(_) => HashIter::Flat(FlatPairs::new(&[])),
         }
     }
 
@@ -469,14 +497,13 @@ impl Hash {
             Repr::Map(m) => m
                 .iter()
                 .for_each(|(k, v)| f(Split::whole(k), Split::whole(v))),
-            Repr::Corrupt(_) => {}
         }
     }
 
     /// The pair `rnd` picks, uniformly (`None` when empty).
     pub fn random(&self, rnd: u64) -> Option<(Split<'_>, Split<'_>)> {
         match &self.0 {
-            Repr::Flat(_) | Repr::Corrupt(_) => {
+            Repr::Flat(_) => {
                 let n = self.len();
                 (n > 0).then(|| self.iter().nth((rnd % n as u64) as usize))?
             }
@@ -490,7 +517,7 @@ impl Hash {
     /// a map gives a batch of at least `count` in hash order from `cursor`.
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Pairs<'_>) {
         match &self.0 {
-            Repr::Flat(_) | Repr::Corrupt(_) => (0, self.iter().collect()),
+            Repr::Flat(_) => (0, self.iter().collect()),
             Repr::Map(m) => {
                 let mut keys = Vec::new();
                 let next = m.scan(cursor, count, |k, _| keys.push(k.clone()));
@@ -507,8 +534,11 @@ impl Hash {
     /// Heap bytes owned (the flat buffer, or the map's nodes).
     pub fn heap_size(&self) -> usize {
         match &self.0 {
-            Repr::Flat(buf) | Repr::Corrupt(buf) => buf.len(),
-            Repr::Map(m) => core::mem::size_of::<HashMap>() + m.heap_size(),
+            Repr::Flat(buf) => buf.len(),
+            Repr::Map(m) => {
+                let lp = m.corrupt.as_ref().map_or(0, |lp| lp.len());
+                core::mem::size_of::<HashMap>() + m.heap_size() + lp
+            }
         }
     }
 
@@ -528,7 +558,6 @@ impl Hash {
                 }
             }
             Repr::Map(m) => m.check_invariants(),
-            Repr::Corrupt(_) => {}
         }
     }
 }
@@ -548,9 +577,9 @@ impl PartialEq for Hash {
 impl core::fmt::Debug for Hash {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let fm = match &self.0 {
+            Repr::Map(m) if m.corrupt.is_some() => "Hash::Corrupt",
             Repr::Map(_) => "Hash::Map",
             Repr::Flat(_) => "Hash::Flat",
-            Repr::Corrupt(_) => "Hash::Corrupt",
         };
         f.write_str(fm)?;
         f.debug_map().entries(self.iter()).finish()

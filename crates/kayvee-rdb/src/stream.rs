@@ -27,15 +27,13 @@ fn raw_id(r: &mut Reader<'_>) -> Result<StreamId> {
 /// blob, which ends with the terminator and holds a first entry, whole (Redis asserts on one
 /// that is not; Kayvee refuses it).
 fn node_header_sound(lp: &[u8]) -> bool {
-    let mut r = Reader::new(lp);
-    let Ok(total) = r.u32_le() else { return false };
-    if total as usize != lp.len() || lp.len() < 7 || lp.last() != Some(&0xFF) {
+    let Ok(total) = Reader::new(lp).u32_le() else {
         return false;
-    }
-    if r.take(2).is_err() {
-        return false;
-    }
-    crate::listpack::first_entry_whole(lp)
+    };
+    total as usize == lp.len()
+        && lp.len() >= 7
+        && lp.last() == Some(&0xFF)
+        && crate::listpack::first_entry_whole(lp)
 }
 
 /// Reads a stream body of type 15 or 19. With `deep`, every node must be a well-formed stream

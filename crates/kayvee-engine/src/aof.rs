@@ -602,6 +602,7 @@ mod tests {
             payload: &[u8],
             _: u64,
             _: bool,
+            _: bool,
         ) -> Result<crate::Value, crate::persist::RestoreError> {
             Ok(crate::Value::Str(kayvee_pds::SmallBytes::from_slice(
                 payload,

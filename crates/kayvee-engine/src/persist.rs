@@ -8,6 +8,7 @@
 //! the shell with [`crate::Engine::set_codec`].
 
 use crate::value::{Value, ValueRef};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// Seconds a failed background save waits before a save point may retry it, as Redis's
@@ -22,7 +23,7 @@ instance is configured to report errors during writes if RDB snapshotting fails 
 (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// Why a DUMP payload was refused by RESTORE.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RestoreError {
     /// Too short, a newer RDB version, or a wrong CRC-64.
     VersionOrChecksum,
@@ -32,6 +33,27 @@ pub enum RestoreError {
     /// lengths inside a compact encoding...): answered as `BadFormat`, and the text (Redis's,
     /// such as "Hash listpack integrity check failed.") goes to the log at warning level.
     Integrity(&'static str),
+    /// A hash listpack with a field twice, read without deep sanitization: Redis meets the
+    /// duplicate converting the listpack and logs its hex dump ("listpack with dup elements
+    /// dump") before it panics; Kayvee logs the same dump ([`hex_dump`]) and answers
+    /// `BadFormat`.
+    ListpackDups(Vec<u8>),
+}
+
+/// Redis's `serverLogHexDump`: the line `<what> (hexdump of <n> bytes):`, then the bytes in
+/// lowercase hex, 32 a line.
+pub fn hex_dump(what: &str, bytes: &[u8]) -> Vec<String> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut lines = alloc::vec![alloc::format!("{what} (hexdump of {} bytes):", bytes.len())];
+    for chunk in bytes.chunks(32) {
+        let line = chunk
+            .iter()
+            .flat_map(|&b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+            .map(char::from)
+            .collect();
+        lines.push(line);
+    }
+    lines
 }
 
 /// Serialises single values as DUMP payloads (RDB object, RDB version, CRC-64) and back.
@@ -40,12 +62,16 @@ pub trait ValueCodec: Send + Sync {
     fn dump(&self, value: ValueRef<'_>, compress: bool) -> Vec<u8>;
     /// The value in a DUMP payload; `seed` keys the hash maps of collections;
     /// `skip_checksum` (DEBUG SET-SKIP-CHECKSUM-VALIDATION 1) leaves the CRC-64 unchecked
-    /// (the version still is).
+    /// (the version still is); without `deep` (`sanitize-dump-payload` not asking for it), a
+    /// stream whose nodes pass only the header checks is kept as [`Stream::corrupt`].
+    ///
+    /// [`Stream::corrupt`]: crate::value::Stream::corrupt
     fn restore(
         &self,
         payload: &[u8],
         seed: u64,
         skip_checksum: bool,
+        deep: bool,
     ) -> Result<Value, RestoreError>;
     /// FUNCTION DUMP's payload of the libraries `codes` (their RDB function records, the RDB
     /// version, the CRC-64). A codec without it gives an empty payload.

@@ -22,6 +22,11 @@ pub use list::{List, ListTree, DEFAULT_FILL as LIST_DEFAULT_FILL};
 pub use set::{InlineIter, IntsIter, Member, Set, SetIter, SetMap};
 pub use split::Split;
 pub use stream::{Stream, StreamId};
+
+/// The error a command answers for a value restored with `sanitize-dump-payload no` that is
+/// not whole ([`Stream::corrupt`], [`Hash::corrupt`]): where Redis reads it and may crash on
+/// an assertion, Kayvee reads none of it.
+pub const CORRUPT_VALUE: &str = "ERR The value at this key is corrupt (restored with sanitize-dump-payload no); it can only be deleted, dumped or renamed";
 pub use zset::{cmp_scored, ScoreMember, ZRef, ZSet, ZTree};
 
 use alloc::boxed::Box;

@@ -23,8 +23,14 @@ pub fn dump(value: ValueRef<'_>, compress: bool) -> Vec<u8> {
 }
 
 /// The value in a RESTORE payload: the footer is checked first (length, version, and the CRC
-/// unless `skip_checksum`), then the object must parse and fill the payload exactly.
-pub fn restore(payload: &[u8], seed: u64, skip_checksum: bool) -> Result<Value, RestoreError> {
+/// unless `skip_checksum`), then the object must parse and fill the payload exactly; `deep`
+/// as [`crate::object::read_value`] takes it.
+pub fn restore(
+    payload: &[u8],
+    seed: u64,
+    skip_checksum: bool,
+    deep: bool,
+) -> Result<Value, RestoreError> {
     if payload.len() < FOOTER_LEN {
         return Err(RestoreError::VersionOrChecksum);
     }
@@ -41,8 +47,9 @@ pub fn restore(payload: &[u8], seed: u64, skip_checksum: bool) -> Result<Value, 
     let object = &body[..body.len() - 2];
     let (&ty, rest) = object.split_first().ok_or(RestoreError::BadFormat)?;
     let mut r = Reader::new(rest);
-    let value = crate::object::read_value(&mut r, ty, seed).map_err(|e| match e {
+    let value = crate::object::read_value(&mut r, ty, seed, deep).map_err(|e| match e {
         crate::Error::Integrity(why) => RestoreError::Integrity(why),
+        crate::Error::ListpackDups(lp) => RestoreError::ListpackDups(lp),
         _ => RestoreError::BadFormat,
     })?;
     // An empty collection is refused, as Redis refuses (and skips when loading) empty keys.
@@ -68,8 +75,9 @@ impl ValueCodec for Codec {
         payload: &[u8],
         seed: u64,
         skip_checksum: bool,
+        deep: bool,
     ) -> Result<Value, RestoreError> {
-        restore(payload, seed, skip_checksum)
+        restore(payload, seed, skip_checksum, deep)
     }
 
     fn dump_functions(&self, codes: &[Vec<u8>], compress: bool) -> Vec<u8> {
@@ -186,22 +194,22 @@ mod tests {
     fn restore_checks_footer_then_body() {
         let good = dump(Value::Str(SmallBytes::from("hello")).view(), true);
         assert_eq!(
-            restore(&good, 1, false).unwrap(),
+            restore(&good, 1, false, true).unwrap(),
             Value::Str(SmallBytes::from("hello"))
         );
         let mut bad = good.clone();
         *bad.last_mut().unwrap() ^= 1;
         assert_eq!(
-            restore(&bad, 1, false),
+            restore(&bad, 1, false, true),
             Err(RestoreError::VersionOrChecksum)
         );
         // DEBUG SET-SKIP-CHECKSUM-VALIDATION 1: the CRC is not checked, the version still is.
         assert_eq!(
-            restore(&bad, 1, true).unwrap(),
+            restore(&bad, 1, true, true).unwrap(),
             Value::Str(SmallBytes::from("hello"))
         );
         assert_eq!(
-            restore(&good[..9], 1, false),
+            restore(&good[..9], 1, false, true),
             Err(RestoreError::VersionOrChecksum)
         );
         let mut newer = good[..good.len() - 10].to_vec();
@@ -209,16 +217,19 @@ mod tests {
         let crc = CRC64.checksum(&newer);
         newer.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(
-            restore(&newer, 1, false),
+            restore(&newer, 1, false, true),
             Err(RestoreError::VersionOrChecksum)
         );
         assert_eq!(
-            restore(&newer, 1, true),
+            restore(&newer, 1, true, true),
             Err(RestoreError::VersionOrChecksum)
         );
         let mut short = b"\x00\x06hello\n\x00".to_vec();
         let crc = CRC64.checksum(&short);
         short.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(restore(&short, 1, false), Err(RestoreError::BadFormat));
+        assert_eq!(
+            restore(&short, 1, false, true),
+            Err(RestoreError::BadFormat)
+        );
     }
 }

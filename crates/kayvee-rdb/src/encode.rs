@@ -71,13 +71,14 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
 
 /// The type a value is written as: 0 string, 18 list (quicklist 2, as Redis 7.0 writes every
 /// list), 11 set when it is an intset and 2 otherwise (Redis 7.0's choice), 4 hash, 5 zset
-/// (binary scores).
+/// (binary scores); a hash kept as a listpack that does not decode, 16 (that listpack).
 pub fn type_of(v: ValueRef<'_>) -> u8 {
     match v {
         ValueRef::Str(_) => types::STRING,
         ValueRef::List(_) => types::LIST_QUICKLIST_2,
         ValueRef::Set(s) if s.is_intset() => types::SET_INTSET,
         ValueRef::Set(_) => types::SET,
+        ValueRef::Hash(h) if h.corrupt_listpack().is_some() => types::HASH_LISTPACK,
         ValueRef::Hash(_) => types::HASH,
         ValueRef::ZSet(_) => types::ZSET_2,
         ValueRef::Stream(_) => types::STREAM_LISTPACKS_2,
@@ -114,6 +115,10 @@ pub fn write_body(out: &mut Vec<u8>, v: ValueRef<'_>, mut compress: Option<&mut 
                     .for_each(|m| write_string(out, &m, compress.as_deref_mut()));
             }
         },
+        // A listpack restored unsanitized that does not decode: as it came.
+        ValueRef::Hash(h) if h.corrupt_listpack().is_some() => {
+            write_string(out, h.corrupt_listpack().unwrap_or_default(), compress);
+        }
         ValueRef::Hash(h) => {
             write_len(out, h.len() as u64);
             for (f, val) in h.iter() {

@@ -134,6 +134,9 @@ pub enum Error {
     Integrity(&'static str),
     /// A database number beyond the configured `databases`.
     DbOutOfRange(u64),
+    /// A hash listpack with a field twice, read without deep sanitization (Redis logs the
+    /// listpack's hex dump when it meets the duplicate): the listpack.
+    ListpackDups(alloc::vec::Vec<u8>),
 }
 
 impl core::fmt::Display for Error {
@@ -153,6 +156,10 @@ impl core::fmt::Display for Error {
             Error::BadType(t) => write!(f, "Unknown RDB record type {t}"),
             Error::Corrupt(what) => write!(f, "Corrupt RDB data: {what}"),
             Error::Integrity(what) => f.write_str(what),
+            Error::ListpackDups(lp) => {
+                let dump = kayvee_engine::persist::hex_dump("listpack with dup elements dump", lp);
+                f.write_str(&dump.join("\n"))
+            }
             Error::DbOutOfRange(n) => write!(
                 f,
                 "FATAL: Data file was created with a Redis server configured to handle more \
@@ -173,6 +180,7 @@ impl Error {
                 | Error::BadType(_)
                 | Error::Corrupt(_)
                 | Error::Integrity(_)
+                | Error::ListpackDups(_)
         )
     }
 }

@@ -240,7 +240,10 @@ fn load_key(
     keep_expired: bool,
 ) -> Result<()> {
     let key = r.string()?;
-    let value = crate::object::read_value(r, ty, opts.seed)?;
+    // A file is checked deeply with `sanitize-dump-payload yes` only, as Redis checks it.
+    let deep = kayvee_engine::config::extra::sanitize_dump_payload(opts.config)
+        == kayvee_engine::config::extra::SanitizePayload::Yes;
+    let value = crate::object::read_value(r, ty, opts.seed, deep)?;
     if !keep_expired && p.expire_ms.is_some_and(|at| at <= opts.now_ms) {
         out.keys_expired += 1;
         out.expired.push((db, key.to_vec()));

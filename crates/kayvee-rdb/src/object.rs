@@ -38,8 +38,16 @@ fn checked<T>(what: &'static str, r: Result<T>) -> Result<T> {
 
 /// Reads the body of an object of type `ty`; `seed` keys the hash maps. A blob (listpack,
 /// ziplist, intset, zipmap) that fails its checks, or a collection with a duplicate member,
-/// is an [`Error::Integrity`] with Redis's log text.
-pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
+/// is an [`Error::Integrity`] with Redis's log text. Every blob is checked whole whatever
+/// `deep` says (Kayvee decodes them), except the nodes of a stream, which Kayvee keeps as
+/// they are: without `deep` (Redis's sanitization off) a node whose header is sound is kept
+/// even when its entries are not, and the stream is marked corrupt (see [`crate::stream`]).
+/// Without `deep`, a hash listpack with a field twice is [`Error::ListpackDups`] (Redis's
+/// report when it meets the duplicate, converting the listpack) rather than an integrity
+/// failure (its report with deep sanitization), and one whose entries do not decode but whose
+/// header is sound ([`crate::listpack::header_sound`]) is kept as [`Hash::corrupt`], as Redis
+/// keeps it, Kayvee then refusing its commands where Redis may crash.
+pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64, deep: bool) -> Result<Value> {
     Ok(match ty {
         types::STRING => Value::Str(SmallBytes::from_slice(&r.string()?)),
         types::LIST => {
@@ -96,10 +104,20 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
         }
         types::HASH_LISTPACK => {
             let blob = r.string()?;
-            checked(
-                HASH_LISTPACK_BAD,
-                listpack(&blob).and_then(|i| hash_from(i, seed)),
-            )?
+            let items = match listpack(&blob) {
+                // Unsanitized, Redis checks the header only: kept, never read.
+                Err(_) if !deep && crate::listpack::header_sound(&blob) => {
+                    return Ok(Value::Hash(Hash::corrupt(blob.into_owned())));
+                }
+                items => checked(HASH_LISTPACK_BAD, items)?,
+            };
+            match hash_from(items, seed) {
+                // Unsanitized, Redis keeps the listpack and meets the duplicate converting it.
+                Err(Error::Corrupt(DUP_FIELD)) if !deep => {
+                    return Err(Error::ListpackDups(blob.into_owned()))
+                }
+                h => checked(HASH_LISTPACK_BAD, h)?,
+            }
         }
         types::ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -118,7 +136,7 @@ pub fn read_value(r: &mut Reader<'_>, ty: u8, seed: u64) -> Result<Value> {
             });
             checked(ZIPMAP_BAD, pairs)?
         }
-        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty)?,
+        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => crate::stream::read(r, ty, deep)?,
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(Error::UnsupportedType(ty)),
         _ => return Err(Error::BadType(ty)),
     })
@@ -150,6 +168,9 @@ fn list_from(items: Vec<Vec<u8>>) -> Value {
     Value::List(List::from_items(items.iter().map(Vec::as_slice)))
 }
 
+/// [`hash_from`]'s error for a field present twice.
+const DUP_FIELD: &str = "duplicate hash field";
+
 /// A hash from alternating fields and values.
 fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     if !items.len().is_multiple_of(2) {
@@ -158,7 +179,7 @@ fn hash_from(items: Vec<Vec<u8>>, seed: u64) -> Result<Value> {
     let mut h = Hash::with_seed(seed);
     for pair in items.chunks(2) {
         if !h.insert(&pair[0], &pair[1]) {
-            return Err(Error::Corrupt("duplicate hash field"));
+            return Err(Error::Corrupt(DUP_FIELD));
         }
     }
     Ok(Value::Hash(h))
@@ -346,7 +367,7 @@ mod tests {
     /// Object bodies from redis-server 7.0.15 DUMP replies (type byte first, footer cut).
     fn body(payload: &[u8]) -> Value {
         let mut r = Reader::new(&payload[1..]);
-        let v = read_value(&mut r, payload[0], 7).unwrap();
+        let v = read_value(&mut r, payload[0], 7, true).unwrap();
         assert!(r.is_empty(), "trailing bytes");
         v
     }
@@ -443,11 +464,20 @@ mod tests {
         // Redis 7.0.15's DUMP of a hash listpack {f: v, f2: 2}; a hash listpack a, b, a, c.
         let good = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x82f2\x03\x02\x01\xff";
         let dup = b"\x10\x13\x13\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x81a\x02\x81c\x02\xff";
-        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7).map(|_| ());
+        let read = |p: &[u8]| read_value(&mut Reader::new(&p[1..]), p[0], 7, true).map(|_| ());
         assert_eq!(read(good), Ok(()));
         assert_eq!(
             read(dup),
             Err(Error::Integrity("Hash listpack integrity check failed."))
+        );
+        // Without deep checks, the duplicate is reported with the listpack's hex dump.
+        let unsanitized = read_value(&mut Reader::new(&dup[1..]), dup[0], 7, false);
+        assert_eq!(unsanitized, Err(Error::ListpackDups(dup[2..].to_vec())));
+        let report = alloc::string::ToString::to_string(&unsanitized.unwrap_err());
+        assert_eq!(
+            report,
+            "listpack with dup elements dump (hexdump of 19 bytes):\n\
+             130000000400816102816202816102816302ff"
         );
         // A back-length that does not match its entry.
         let mut back = good.to_vec();
@@ -469,6 +499,52 @@ mod tests {
         assert_eq!(
             read(b"\x09\x02\x00\xff"),
             Err(Error::Integrity("Zipmap integrity check failed."))
+        );
+    }
+}
+
+#[cfg(test)]
+mod unsanitized_tests {
+    use super::*;
+
+    /// The hash listpack of Redis's 'lpFind invalid access' fuzzer finding: ten pairs claimed,
+    /// the last value a 32-bit string header running past the end.
+    const LP_FIND: &str = "1039390000001400060106010301825f33030701825f370300010001040104010901825f39030501825f3503080108010101825f31030201f001ff0a0029d7e452797a9582";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_hash_listpack_with_a_sound_header_is_kept_unread_without_deep_checks() {
+        use kayvee_engine::persist::RestoreError;
+        let payload = unhex(LP_FIND);
+        assert_eq!(
+            crate::dump::restore(&payload, 7, true, true),
+            Err(RestoreError::Integrity(
+                "Hash listpack integrity check failed."
+            ))
+        );
+        let Ok(Value::Hash(h)) = crate::dump::restore(&payload, 7, true, false) else {
+            panic!("refused without deep checks")
+        };
+        assert_eq!(h.corrupt_listpack(), Some(&payload[2..payload.len() - 10]));
+        assert!(!h.is_empty() && h.get(b"6").is_none() && h.iter().next().is_none());
+        // DUMP gives the payload back, byte for byte (with its right CRC-64).
+        let v = Value::Hash(h);
+        let n = payload.len() - 8;
+        assert_eq!(crate::dump::dump(v.view(), false)[..n], payload[..n]);
+        // A header that is not sound is refused even so: a wrong total.
+        let mut bad = payload.clone();
+        bad[2] = 0x3a;
+        assert_eq!(
+            crate::dump::restore(&bad, 7, true, false),
+            Err(RestoreError::Integrity(
+                "Hash listpack integrity check failed."
+            ))
         );
     }
 }

@@ -23,8 +23,26 @@ fn raw_id(r: &mut Reader<'_>) -> Result<StreamId> {
     Ok(StreamId::from_be_bytes(&b))
 }
 
-/// Reads a stream body of type 15 or 19.
-pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
+/// Redis's checks of a stream node without deep sanitization: the header's total matches the
+/// blob, which ends with the terminator and holds a first entry, whole (Redis asserts on one
+/// that is not; Kayvee refuses it).
+fn node_header_sound(lp: &[u8]) -> bool {
+    let Ok(total) = Reader::new(lp).u32_le() else {
+        return false;
+    };
+    total as usize == lp.len()
+        && lp.len() >= 7
+        && lp.last() == Some(&0xFF)
+        && crate::listpack::first_entry_whole(lp)
+}
+
+/// Reads a stream body of type 15 or 19. With `deep`, every node must be a well-formed stream
+/// node (Redis's deep sanitization); without, a node whose header is sound is kept even when
+/// its entries are not ([`node_header_sound`]), as Redis keeps it, and the stream is marked
+/// [`Stream::corrupt`]: Kayvee then answers an error to its commands where Redis may crash.
+/// The master IDs must ascend either way.
+pub fn read(r: &mut Reader<'_>, ty: u8, deep: bool) -> Result<Value> {
+    const BAD_NODE: Error = Error::Integrity("Stream listpack integrity check failed.");
     let v2 = ty == types::STREAM_LISTPACKS_2;
     let mut s = Stream::new();
     let nodes = r.count()?;
@@ -35,22 +53,28 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
             .try_into()
             .map_err(|_| Error::Corrupt("stream node key"))?;
         let lp = r.string()?.into_owned();
+        let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);
         // The node's listpack must pass the plain listpack checks (back-lengths, count, end)
         // before its stream layout is looked at.
-        if crate::listpack::listpack(&lp).is_err() {
-            return Err(Error::Integrity("Stream listpack integrity check failed."));
+        let well_formed = crate::listpack::listpack(&node.lp).is_ok() && node.is_well_formed();
+        if prev_last.is_some_and(|p| p >= node.master) {
+            return Err(BAD_NODE);
         }
-        let node = Node::from_bytes(StreamId::from_be_bytes(&key), lp);
-        if !node.is_well_formed() || prev_last.is_some_and(|p| p >= node.master) {
-            return Err(Error::Integrity("Stream listpack integrity check failed."));
+        if well_formed && !s.corrupt {
+            live += node.count();
+            prev_last = Some(node.last_id());
+        } else if !deep && node_header_sound(&node.lp) {
+            // Only the master ID is known of a node that cannot be read.
+            s.corrupt = true;
+            prev_last = Some(node.master);
+        } else {
+            return Err(BAD_NODE);
         }
-        live += node.count();
-        prev_last = Some(node.last_id());
         s.push_node(node);
     }
     s.length = r.len()?;
     s.last_id = read_id(r)?;
-    if s.length != live || prev_last.is_some_and(|p| p > s.last_id) {
+    if !s.corrupt && (s.length != live || prev_last.is_some_and(|p| p > s.last_id)) {
         return Err(Error::Corrupt("stream length or last ID"));
     }
     if v2 {
@@ -58,7 +82,12 @@ pub fn read(r: &mut Reader<'_>, ty: u8) -> Result<Value> {
         s.max_deleted = read_id(r)?;
         s.entries_added = r.len()?;
     } else {
-        s.first_id = s.first_entry().map_or(StreamId::MIN, |e| e.id);
+        // The first entry of a stream that cannot be read: its first node's master ID (that
+        // node's first entry, deleted or not).
+        s.first_id = match s.corrupt {
+            true => s.nodes().next().map_or(StreamId::MIN, |n| n.master),
+            false => s.first_entry().map_or(StreamId::MIN, |e| e.id),
+        };
         s.entries_added = s.length;
     }
     let groups = r.count()?;
@@ -142,7 +171,7 @@ mod tests {
     #[test]
     fn redis_dump_restores_and_dumps_back_byte_for_byte() {
         let payload = unhex(REDIS_DUMP);
-        let v = crate::dump::restore(&payload, 1, false).expect("restores");
+        let v = crate::dump::restore(&payload, 1, false, true).expect("restores");
         let Value::Stream(s) = &v else {
             panic!("not a stream")
         };
@@ -166,6 +195,65 @@ mod tests {
         assert_eq!(crate::dump::dump(v.view(), true), payload);
     }
 
+    /// REDIS_DUMP's node listpack starts at this payload offset (type, node count, key).
+    const LP_AT: usize = 21;
+
+    fn restore(p: &[u8], deep: bool) -> Result<Value, kayvee_engine::persist::RestoreError> {
+        crate::dump::restore(p, 1, true, deep)
+    }
+
+    #[test]
+    fn unsanitized_nodes_with_a_sound_header_are_kept_and_the_stream_marked_corrupt() {
+        use kayvee_engine::persist::RestoreError;
+        let integrity = Err(RestoreError::Integrity(
+            "Stream listpack integrity check failed.",
+        ));
+        let good = unhex(REDIS_DUMP);
+        // The first entry's lp-count (5) made 86: still a listpack, no longer a stream node.
+        let mut lp_count = good.clone();
+        lp_count[LP_AT + 35] = 0x56;
+        // That lp-count's back-length made 2: no longer a listpack past its first entry.
+        let mut backlen = good.clone();
+        backlen[LP_AT + 36] = 0x02;
+        for bad in [&lp_count, &backlen] {
+            assert_eq!(restore(bad, true), integrity);
+            let Ok(Value::Stream(s)) = restore(bad, false) else {
+                panic!("refused without deep checks")
+            };
+            assert!(s.corrupt);
+            assert_eq!((s.length, s.last_id), (2, StreamId::new(3, 0)));
+            assert_eq!(s.group(b"g").map(|g| g.pel.len()), Some(1));
+            // Kept byte for byte: DUMP gives the payload back.
+            let v = Value::Stream(s);
+            assert_eq!(
+                &crate::dump::dump(v.view(), true)[..bad.len() - 8],
+                &bad[..bad.len() - 8]
+            );
+        }
+        let Ok(Value::Stream(s)) = restore(&good, false) else {
+            panic!("a good stream refused")
+        };
+        assert!(!s.corrupt);
+    }
+
+    #[test]
+    fn unsanitized_nodes_need_a_sound_header_and_first_entry() {
+        use kayvee_engine::persist::RestoreError;
+        let good = unhex(REDIS_DUMP);
+        // The listpack's total bytes, its first entry's back-length, its terminator.
+        for (at, byte) in [(LP_AT, 0x4c), (LP_AT + 7, 0x03), (LP_AT + 74, 0x00)] {
+            let mut bad = good.clone();
+            bad[at] = byte;
+            assert_eq!(
+                restore(&bad, false),
+                Err(RestoreError::Integrity(
+                    "Stream listpack integrity check failed."
+                )),
+                "byte {at}"
+            );
+        }
+    }
+
     #[test]
     fn corrupt_stream_payloads_are_refused() {
         let payload = unhex(REDIS_DUMP);
@@ -178,8 +266,15 @@ mod tests {
                 // Fix nothing: the CRC fails first unless restore checks the body; use the
                 // body reader directly.
                 let mut r = crate::read::Reader::new(&p[1..p.len() - 10]);
-                if let Ok(Value::Stream(s)) = super::read(&mut r, p[0]) {
+                if let Ok(Value::Stream(s)) = super::read(&mut r, p[0], true) {
                     s.check_invariants();
+                }
+                // Without deep checks, a stream is either well formed or marked corrupt.
+                let mut r = crate::read::Reader::new(&p[1..p.len() - 10]);
+                if let Ok(Value::Stream(s)) = super::read(&mut r, p[0], false) {
+                    if !s.corrupt {
+                        s.check_invariants();
+                    }
                 }
             }
         }

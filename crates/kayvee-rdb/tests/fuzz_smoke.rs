@@ -83,12 +83,13 @@ fn mutated_dump_payloads_never_panic() {
         let mut p = v.clone();
         let crc = CRC64.checksum(&p);
         p.extend_from_slice(&crc.to_le_bytes());
-        assert!(dump::restore(&p, 1, false).is_ok());
+        assert!(dump::restore(&p, 1, false, true).is_ok());
         for _ in 0..3000 {
             let m = mutate(&mut rng, &p, true);
-            let _ = dump::restore(&m, 1, false);
+            let _ = dump::restore(&m, 1, false, true);
             // As under DEBUG SET-SKIP-CHECKSUM-VALIDATION 1: the mutation reaches the decoders.
-            let _ = dump::restore(&m, 1, true);
+            let _ = dump::restore(&m, 1, true, true);
+            let _ = dump::restore(&m, 1, true, false);
         }
     }
 }

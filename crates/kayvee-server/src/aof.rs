@@ -1255,6 +1255,12 @@ fn write_commands(snapshot: &Snapshot, out: &mut impl Sink, pace: &Pace) -> io::
     out.write_all(&buf)
 }
 
+/// `RESTORE key 0 <DUMP payload> REPLACE`: a value rebuilt from its bytes.
+fn restore_command(key: &[u8], value: ValueRef<'_>, buf: &mut Vec<u8>) {
+    let payload = kayvee_rdb::dump::dump(value, false);
+    kayvee_engine::aof::encode(buf, &[b"RESTORE", key, b"0", &payload, b"REPLACE"]);
+}
+
 /// The commands that rebuild one value.
 fn key_commands(key: &[u8], value: ValueRef<'_>, buf: &mut Vec<u8>) {
     use kayvee_engine::aof::encode;
@@ -1269,6 +1275,10 @@ fn key_commands(key: &[u8], value: ValueRef<'_>, buf: &mut Vec<u8>) {
         ValueRef::Str(s) => encode(buf, &[b"SET", key, s]),
         ValueRef::List(l) => batched(buf, b"RPUSH", l.iter().map(|e| e.to_vec()).collect(), 1),
         ValueRef::Set(s) => batched(buf, b"SADD", s.iter().map(|m| m.to_vec()).collect(), 1),
+        // A value that cannot be read (restored with sanitize-dump-payload no) is written as
+        // it is: a RESTORE of its DUMP payload.
+        ValueRef::Stream(s) if s.corrupt => restore_command(key, value, buf),
+        ValueRef::Hash(h) if h.corrupt_listpack().is_some() => restore_command(key, value, buf),
         ValueRef::Hash(h) => {
             let items = h
                 .iter()

@@ -725,3 +725,92 @@ fn a_lagging_replica_extends_the_replication_buffer_until_it_catches_up() {
     let buffers = info_field(&mut rig, client, "mem_total_replication_buffers");
     assert_eq!(buffers, histlen);
 }
+
+/// A RESP command of binary arguments.
+fn cmd_bytes(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Redis's fuzzer findings as RESTORE payloads (object and RDB version, the CRC-64 added):
+/// a type-15 stream whose first entry's lp-count is 86 instead of 5 ('stream bad lp_count'),
+/// and a hash listpack whose last value runs past the end ('lpFind invalid access').
+const BAD_LP_COUNT: &str = "0f011000000173dedf7d9b00000000000000004042420000001800030100010201846974656d058576616c75650600010201000100010101000156010201220100010101825f3103050102012c010001010102010501ff038100000173dedf7dc70001076d7967726f75708100000173dedf7d9b000100000173dedf7d9b0000000000000000f97ddfde73010000010105416c696365eb7ddfde730100000100000173dedf7d9b00000000000000000900";
+const LP_FIND: &str = "1039390000001400060106010301825f33030701825f370300010001040104010901825f39030501825f3503080108010101825f31030201f001ff0a00";
+
+/// With `sanitize-dump-payload no`, RESTORE keeps a stream or hash whose compact encoding has
+/// a sound header but entries that do not decode, as Redis keeps it; Kayvee then refuses to
+/// read it (where Redis may crash on an assertion) but DUMP gives it back and DEL removes it.
+/// With `yes` the same payloads are refused.
+#[test]
+fn unsanitized_corrupt_values_are_kept_unread() {
+    let mut rig = Rig::new();
+    rig.driver.engine_mut().set_codec(&kayvee_rdb::CODEC);
+    let a = rig.connect();
+    let corrupt =
+        "-ERR The value at this key is corrupt (restored with sanitize-dump-payload no); \
+                   it can only be deleted, dumped or renamed\r\n";
+    // Key, payload, where its listpack is and how long, commands that read it.
+    type Case<'a> = (&'a str, &'a str, usize, usize, [&'a [&'a str]; 3]);
+    let cases: [Case<'_>; 2] = [
+        (
+            "s",
+            BAD_LP_COUNT,
+            21,
+            66,
+            [
+                &["XREVRANGE", "s", "+", "-"],
+                &["XADD", "s", "*", "a", "1"],
+                &["XINFO", "STREAM", "s", "FULL"],
+            ],
+        ),
+        (
+            "h",
+            LP_FIND,
+            2,
+            57,
+            [
+                &["HGETALL", "h"],
+                &["HSETNX", "h", "2", "x"],
+                &["HSCAN", "h", "0"],
+            ],
+        ),
+    ];
+    for (key, hex, lp_at, lp_len, reads) in cases {
+        let mut payload = unhex(hex);
+        let crc = kayvee_rdb::CRC64.checksum(&payload);
+        payload.extend_from_slice(&crc.to_le_bytes());
+        rig.send(a, &cmd(&["CONFIG", "SET", "sanitize-dump-payload", "yes"]));
+        assert_eq!(rig.output_of(a), "+OK\r\n");
+        rig.send(a, &cmd_bytes(&[b"RESTORE", key.as_bytes(), b"0", &payload]));
+        assert_eq!(rig.output_of(a), "-ERR Bad data format\r\n");
+        rig.send(a, &cmd(&["CONFIG", "SET", "sanitize-dump-payload", "no"]));
+        assert_eq!(rig.output_of(a), "+OK\r\n");
+        rig.send(a, &cmd_bytes(&[b"RESTORE", key.as_bytes(), b"0", &payload]));
+        assert_eq!(rig.output_of(a), "+OK\r\n");
+        for args in reads {
+            rig.send(a, &cmd(args));
+            assert_eq!(rig.output_of(a), corrupt, "{args:?}");
+        }
+        // DUMP carries the listpack as it came.
+        rig.send(a, &cmd(&["DUMP", key]));
+        let all = rig.write_all();
+        let dumped = &all.iter().find(|(h, ..)| *h == a).expect("a reply").1;
+        let lp = &payload[lp_at..lp_at + lp_len];
+        assert!(dumped.windows(lp.len()).any(|w| w == lp));
+        rig.send(a, &cmd(&["DEL", key]));
+        assert_eq!(rig.output_of(a), ":1\r\n");
+    }
+}

@@ -217,6 +217,30 @@ fn propagate_absttl(cx: &mut Cx<'_>, args: &Argv<'_>, at_ms: u64) {
     cx.propagate(&prop);
 }
 
+/// Whether RESTORE checks the payload deeply, as Redis decides from `sanitize-dump-payload`:
+/// always with `yes`, never with `no`, and with `clients` unless the command is replayed from
+/// the AOF or the client's user has `skip-sanitize-payload`.
+fn deep_sanitize(cx: &mut Cx<'_>) -> bool {
+    use crate::config::extra::{sanitize_dump_payload, SanitizePayload};
+    match sanitize_dump_payload(&cx.core.config) {
+        SanitizePayload::Yes => true,
+        SanitizePayload::No => false,
+        SanitizePayload::Clients => {
+            if crate::cmd::stream::replaying(cx) {
+                return false;
+            }
+            let user = cx.client().user.clone();
+            let skip = cx
+                .core
+                .acl
+                .users
+                .get(user.as_bytes())
+                .is_some_and(|u| u.sanitize == Some(false));
+            !skip
+        }
+    }
+}
+
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f].
 fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResult {
     let opts = restore_opts(args)?;
@@ -231,8 +255,9 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
     }
     let codec = codec(cx)?;
     let skip_checksum = cx.core.debug.skip_checksum_validation;
+    let deep = deep_sanitize(cx);
     let value = codec
-        .restore(args.get(3), cx.core.seed, skip_checksum)
+        .restore(args.get(3), cx.core.seed, skip_checksum, deep)
         .map_err(|e| match e {
             RestoreError::VersionOrChecksum => {
                 Error::msg("ERR DUMP payload version or checksum are wrong")
@@ -241,6 +266,13 @@ fn restore(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdResu
             RestoreError::Integrity(why) => {
                 if let Some(log) = cx.core.persist.log {
                     log(3, why.as_bytes());
+                }
+                Error::msg("ERR Bad data format")
+            }
+            RestoreError::ListpackDups(lp) => {
+                if let Some(log) = cx.core.persist.log {
+                    let dump = crate::persist::hex_dump("listpack with dup elements dump", &lp);
+                    dump.iter().for_each(|line| log(3, line.as_bytes()));
                 }
                 Error::msg("ERR Bad data format")
             }

@@ -56,6 +56,26 @@ pub fn bind_source_addr(c: &Config) -> String {
     }
 }
 
+/// `sanitize-dump-payload`: when the contents of a payload's compact encodings are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SanitizePayload {
+    /// `no` (the default): only the headers Redis checks without deep sanitization.
+    No,
+    /// `yes`: always, RDB files included.
+    Yes,
+    /// `clients`: for RESTORE from clients, except users with `skip-sanitize-payload`.
+    Clients,
+}
+
+/// `sanitize-dump-payload`'s value.
+pub fn sanitize_dump_payload(c: &Config) -> SanitizePayload {
+    match stored(c, "sanitize-dump-payload", s("no")) {
+        v if v == s("yes") => SanitizePayload::Yes,
+        v if v == s("clients") => SanitizePayload::Clients,
+        _ => SanitizePayload::No,
+    }
+}
+
 /// An inert parameter: `inert!(name, kind, access, default)`.
 macro_rules! inert {
     ($name:literal, $kind:expr, $access:expr, $default:expr) => {

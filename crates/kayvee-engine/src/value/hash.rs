@@ -35,8 +35,38 @@ pub struct Hash(Repr);
 enum Repr {
     /// Pairs in one buffer (`listpack` in Redis's terms).
     Flat(Box<[u8]>),
-    /// A persistent hash trie (`hashtable`).
-    Map(Box<HashMap>),
+    /// A persistent hash trie (`hashtable`), or a corrupt hash.
+    Map(Box<Big>),
+}
+
+/// The map form's box: the map and, for a [`Hash::corrupt`] hash (whose map stays empty), the
+/// listpack. Boxed with the map so that a hash stays two words (a third variant would need a
+/// tag, and every key's entry 8 more bytes).
+#[derive(Clone)]
+struct Big {
+    map: HashMap,
+    /// A listpack restored without deep sanitization whose entries do not all decode, kept
+    /// byte for byte and never read.
+    corrupt: Option<Box<[u8]>>,
+}
+
+impl Big {
+    fn new(map: HashMap) -> Box<Self> {
+        Box::new(Big { map, corrupt: None })
+    }
+}
+
+impl core::ops::Deref for Big {
+    type Target = HashMap;
+    fn deref(&self) -> &HashMap {
+        &self.map
+    }
+}
+
+impl core::ops::DerefMut for Big {
+    fn deref_mut(&mut self) -> &mut HashMap {
+        &mut self.map
+    }
 }
 
 /// Field/value pairs borrowed from a hash.
@@ -265,12 +295,31 @@ impl Hash {
 
     /// An empty map-form hash hashing with `seed` (for hashes known to be big).
     pub fn with_seed(seed: u64) -> Self {
-        Hash(Repr::Map(Box::new(PMap::with_seed(seed))))
+        Hash(Repr::Map(Big::new(PMap::with_seed(seed))))
     }
 
-    /// Whether this is the map form.
+    /// A hash holding `listpack`, a listpack that is not whole (a DUMP payload restored with
+    /// `sanitize-dump-payload no`, whose header alone Redis checks then): kept as it is for
+    /// DUMP and saving, never read. It reads as empty without being empty (so it is not
+    /// dropped as an empty key); its commands answer [`super::CORRUPT_VALUE`] instead.
+    pub fn corrupt(listpack: Vec<u8>) -> Self {
+        Hash(Repr::Map(Box::new(Big {
+            map: PMap::with_seed(0),
+            corrupt: Some(listpack.into_boxed_slice()),
+        })))
+    }
+
+    /// The listpack of a [`Hash::corrupt`] hash.
+    pub fn corrupt_listpack(&self) -> Option<&[u8]> {
+        match &self.0 {
+            Repr::Map(m) => m.corrupt.as_deref(),
+            Repr::Flat(_) => None,
+        }
+    }
+
+    /// Whether this is the map form (a [`Hash::corrupt`] hash is not).
     pub fn is_big(&self) -> bool {
-        matches!(self.0, Repr::Map(_))
+        matches!(&self.0, Repr::Map(m) if m.corrupt.is_none())
     }
 
     /// Converts to the map form (no-op when already there).
@@ -280,13 +329,16 @@ impl Hash {
             for (f, v) in FlatPairs::new(buf) {
                 m.insert(small(f), small(v));
             }
-            self.0 = Repr::Map(Box::new(m));
+            self.0 = Repr::Map(Big::new(m));
         }
     }
 
     /// Converts to the flat form (for new values that fit a listpack; no-op when flat).
     pub fn make_flat(&mut self) {
         if let Repr::Map(m) = &self.0 {
+            if m.corrupt.is_some() {
+                return;
+            }
             let pairs = m.iter().map(|(f, v)| (Split::whole(f), Split::whole(v)));
             self.0 = Repr::Flat(encode(pairs));
         }
@@ -307,11 +359,11 @@ impl Hash {
         }
     }
 
-    /// Whether there is no field.
+    /// Whether there is no field (never for a [`Hash::corrupt`] one).
     pub fn is_empty(&self) -> bool {
         match &self.0 {
             Repr::Flat(buf) => buf.is_empty(),
-            Repr::Map(m) => m.is_empty(),
+            Repr::Map(m) => m.is_empty() && m.corrupt.is_none(),
         }
     }
 
@@ -340,6 +392,8 @@ impl Hash {
     pub fn insert_within(&mut self, field: &[u8], value: &[u8], fields_max: usize) -> Option<bool> {
         match &mut self.0 {
             Repr::Flat(buf) => Self::insert_flat(buf, field, value, fields_max),
+            // Never written (its commands are refused before).
+            Repr::Map(m) if m.corrupt.is_some() => Some(false),
             Repr::Map(m) => {
                 let full = m.len() >= fields_max;
                 match m.get_mut(field) {
@@ -481,7 +535,10 @@ impl Hash {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Flat(buf) => buf.len(),
-            Repr::Map(m) => core::mem::size_of::<HashMap>() + m.heap_size(),
+            Repr::Map(m) => {
+                let lp = m.corrupt.as_ref().map_or(0, |lp| lp.len());
+                core::mem::size_of::<HashMap>() + m.heap_size() + lp
+            }
         }
     }
 
@@ -507,6 +564,9 @@ impl Hash {
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Self) -> bool {
+        if self.corrupt_listpack().is_some() || other.corrupt_listpack().is_some() {
+            return self.corrupt_listpack() == other.corrupt_listpack();
+        }
         self.len() == other.len()
             && self
                 .iter()
@@ -516,10 +576,10 @@ impl PartialEq for Hash {
 
 impl core::fmt::Debug for Hash {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let fm = if self.is_big() {
-            "Hash::Map"
-        } else {
-            "Hash::Flat"
+        let fm = match &self.0 {
+            Repr::Map(m) if m.corrupt.is_some() => "Hash::Corrupt",
+            Repr::Map(_) => "Hash::Map",
+            Repr::Flat(_) => "Hash::Flat",
         };
         f.write_str(fm)?;
         f.debug_map().entries(self.iter()).finish()

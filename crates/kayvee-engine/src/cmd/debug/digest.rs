@@ -52,6 +52,10 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
             }
             hash(&[b"set", &acc])
         }
+        // A hash whose listpack cannot be read: its bytes, as they are.
+        ValueRef::Hash(h) if h.corrupt_listpack().is_some() => {
+            hash(&[b"hash", h.corrupt_listpack().unwrap_or_default()])
+        }
         ValueRef::Hash(h) => {
             let mut acc = [0u8; 20];
             for (f, v) in h.iter() {
@@ -63,6 +67,10 @@ fn value_sig(v: ValueRef<'_>) -> Sig {
             hash(&[&acc, &r.1.to_small_bytes(), &score_bytes(r.0)])
         }),
         // The entries, in order (as Redis digests a stream: not its groups).
+        // A stream whose nodes cannot be read: their bytes, as they are.
+        ValueRef::Stream(st) if st.corrupt => st.nodes().fold(hash(&[b"stream"]), |acc, n| {
+            hash(&[&acc, &n.master.to_be_bytes(), &n.lp[..]])
+        }),
         ValueRef::Stream(st) => {
             use crate::value::StreamId;
             let mut acc = hash(&[b"stream"]);

@@ -66,6 +66,9 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
     }
     let now = cx.now_ms();
     let (seed, config) = (cx.core.seed, &cx.core.config);
+    // Loading checks the contents deeply with `sanitize-dump-payload yes` only.
+    let deep = crate::config::extra::sanitize_dump_payload(config)
+        == crate::config::extra::SanitizePayload::Yes;
     // The save writes the clock under an LRU or LFU policy (an `IDLE` or `FREQ` record)
     // and the load sets it back; under another policy the keys come back accessed now.
     let lfu = config.maxmemory_policy.contains("lfu");
@@ -80,7 +83,7 @@ pub(super) fn reload(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
             }
             let payload = codec.dump(old.value(), config.rdbcompression);
             let mut value = codec
-                .restore(&payload, seed, false)
+                .restore(&payload, seed, false, deep)
                 .map_err(|_| Error::msg(LOAD_FAILED))?;
             if is_empty(&value) {
                 continue;

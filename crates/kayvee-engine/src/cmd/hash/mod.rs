@@ -355,7 +355,8 @@ pub(crate) fn bulk(out: &mut dyn ReplySink, s: Split<'_>) {
 }
 
 /// The hash at `key` for reading (counting a hit or miss), with its metadata; `None` when
-/// missing, WRONGTYPE for another type.
+/// missing, WRONGTYPE for another type, [`crate::value::CORRUPT_VALUE`] for a hash whose
+/// listpack cannot be read.
 pub(crate) fn read_hash<'c>(
     cx: &'c mut Cx<'_>,
     key: &[u8],
@@ -364,6 +365,9 @@ pub(crate) fn read_hash<'c>(
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
         Some(e) => match e.value() {
+            ValueRef::Hash(h) if h.corrupt_listpack().is_some() => {
+                Err(Error::msg(crate::value::CORRUPT_VALUE))
+            }
             ValueRef::Hash(h) => Ok(Some((h, e.meta()))),
             _ => Err(Error::WrongType),
         },
@@ -373,7 +377,8 @@ pub(crate) fn read_hash<'c>(
 /// Runs `f` on the hash at `key` for writing. A missing key gives `Ok(None)` unless `create`,
 /// in which case `f` runs on a new empty hash that is stored if `f` succeeds and leaves it
 /// non-empty. A hash `f` empties is deleted. `f` must validate before it mutates: on `Err`
-/// nothing may have changed.
+/// nothing may have changed. A hash whose listpack cannot be read is
+/// [`crate::value::CORRUPT_VALUE`].
 pub(crate) fn write_hash<R>(
     cx: &mut Cx<'_>,
     key: &[u8],
@@ -386,6 +391,9 @@ pub(crate) fn write_hash<R>(
         let (ValueMut::Hash(h), meta) = e.parts_mut() else {
             return Err(Error::WrongType);
         };
+        if h.corrupt_listpack().is_some() {
+            return Err(Error::msg(crate::value::CORRUPT_VALUE));
+        }
         let r = f(h, meta)?;
         if h.is_empty() {
             db.remove(key, now);

@@ -79,6 +79,9 @@ fn hash_and_rng<'c>(
     let Core { dbs, rng, .. } = &mut *cx.core;
     match dbs[db_index].lookup_read(key, now).map(|e| e.value()) {
         None => Ok((None, rng)),
+        Some(ValueRef::Hash(h)) if h.corrupt_listpack().is_some() => {
+            Err(Error::msg(crate::value::CORRUPT_VALUE))
+        }
         Some(ValueRef::Hash(h)) => Ok((Some(h), rng)),
         Some(_) => Err(Error::WrongType),
     }

@@ -50,7 +50,7 @@ pub(super) fn xpending(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
     let now = cx.now_ms();
     let s = match cx.db().lookup_read(key, now).map(|e| e.value()) {
         None => None,
-        Some(ValueRef::Stream(s)) => Some(s),
+        Some(ValueRef::Stream(s)) => Some(super::readable(s)?),
         Some(_) => return Err(Error::WrongType),
     };
     let Some(g) = s.and_then(|s| s.group(gname)) else {

@@ -30,7 +30,7 @@ fn stream_arg(cx: &mut Cx<'_>, args: &Argv<'_>) -> Result<Stream, Error> {
     let now = cx.now_ms();
     match cx.db().lookup_read(args.get(2), now).map(|e| e.value()) {
         None => Err(Error::NoSuchKey),
-        Some(ValueRef::Stream(s)) => Ok(s.clone()),
+        Some(ValueRef::Stream(s)) => super::readable(s).cloned(),
         Some(_) => Err(Error::WrongType),
     }
 }

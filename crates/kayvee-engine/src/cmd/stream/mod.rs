@@ -20,6 +20,7 @@ use crate::keyspec::{kf, BeginSearch, FindKeys, KeySpec};
 use crate::reply::ReplySink;
 use crate::util::parse_i64;
 use crate::value::stream::{OwnedEntry, Pending, RawEntry, Stream, StreamId};
+use crate::value::CORRUPT_VALUE;
 use crate::value::{ValueMut, ValueRef};
 use crate::Cx;
 use alloc::string::ToString;
@@ -138,19 +139,30 @@ pub(crate) fn reply_entries(out: &mut dyn ReplySink, entries: &[OwnedEntry]) {
     }
 }
 
-/// The stream at `key` for reading (counts a hit or miss); WRONGTYPE for another type.
+/// `s` when its entries can be read; [`CORRUPT_VALUE`] for a stream restored with nodes that
+/// are not well formed.
+pub(crate) fn readable(s: &Stream) -> Result<&Stream, Error> {
+    match s.corrupt {
+        true => Err(Error::msg(CORRUPT_VALUE)),
+        false => Ok(s),
+    }
+}
+
+/// The stream at `key` for reading (counts a hit or miss); WRONGTYPE for another type,
+/// [`CORRUPT_VALUE`] for a stream whose entries cannot be read.
 pub(crate) fn read_stream<'c>(cx: &'c mut Cx<'_>, key: &[u8]) -> Result<Option<&'c Stream>, Error> {
     let now = cx.now_ms();
     match cx.db().lookup_read(key, now) {
         None => Ok(None),
         Some(e) => match e.value() {
-            ValueRef::Stream(s) => Ok(Some(s)),
+            ValueRef::Stream(s) => readable(s).map(Some),
             _ => Err(Error::WrongType),
         },
     }
 }
 
-/// The stream at `key` for writing; WRONGTYPE for another type.
+/// The stream at `key` for writing; WRONGTYPE for another type, [`CORRUPT_VALUE`] for a
+/// stream whose entries cannot be read.
 pub(crate) fn write_stream<'c>(
     cx: &'c mut Cx<'_>,
     key: &[u8],
@@ -159,6 +171,7 @@ pub(crate) fn write_stream<'c>(
     match cx.db().lookup_write(key, now) {
         None => Ok(None),
         Some(e) => match e.value_mut() {
+            ValueMut::Stream(s) if s.corrupt => Err(Error::msg(CORRUPT_VALUE)),
             ValueMut::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },

@@ -110,7 +110,7 @@ fn resolve_ids(cx: &mut Cx<'_>, args: &Argv<'_>, r: &ReadArgs<'_>) -> Result<Vec
         let s = match cx.db().lookup_read(key, now) {
             None => None,
             Some(e) => match e.value() {
-                ValueRef::Stream(s) => Some(s),
+                ValueRef::Stream(s) => Some(super::readable(s)?),
                 _ => return Err(Error::WrongType),
             },
         };
@@ -305,6 +305,7 @@ pub(super) fn xread(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -
         let Some(ValueRef::Stream(s)) = cx.db().peek(key, now).map(|e| e.value()) else {
             continue;
         };
+        let s = super::readable(s)?;
         let top = s.last_live_id();
         if s.length == 0 || top.is_none_or(|t| t <= *id) {
             continue;

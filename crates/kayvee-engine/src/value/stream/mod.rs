@@ -310,6 +310,12 @@ pub struct Stream {
     pub entries_added: u64,
     /// Consumer groups, by name.
     pub groups: Vec<Group>,
+    /// Whether some node's listpack is not a well-formed stream node: a DUMP payload restored
+    /// without deep sanitization (`sanitize-dump-payload no`), whose nodes passed only the
+    /// header checks Redis makes then. The node methods index the bytes unchecked, so such a
+    /// stream's entries are never read: its commands answer [`super::CORRUPT_VALUE`], and only what
+    /// does not look inside the nodes (DUMP, saving, deleting, renaming) works on it.
+    pub corrupt: bool,
 }
 
 impl Stream {

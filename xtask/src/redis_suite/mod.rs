@@ -23,11 +23,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The gate's units: the suite's all_tests in order, without the units that hang or run for
-/// minutes against kayvee-server today (integration/corrupt-dump: about 3 minutes of
-/// crash-and-restart) and those not yet timed alone (integration/corrupt-dump-fuzzer,
-/// unit/pubsubshard, unit/memefficiency), unit/obuf-limits (17 s, but its soft-limit tests
-/// depend on timing). About 2 minutes on 2 cores today, since most units stop early.
+/// The gate's units: the suite's all_tests in order but integration/corrupt-dump, whose 11
+/// tests that wait for Redis to crash on a corrupt payload cannot pass against a server that
+/// must not crash (docs/redis-suite.md), and which the expected-failures file, which may only
+/// shrink, does not list. The whole suite (`cargo xtask redis-suite`) runs it.
 const GATE_UNITS: &[&str] = &[
     "unit/printver",
     "unit/dump",
@@ -108,6 +107,10 @@ const GATE_UNITS: &[&str] = &[
     "unit/cluster-scripting",
     "unit/cluster/misc",
     "unit/cluster/links",
+    "integration/corrupt-dump-fuzzer",
+    "unit/pubsubshard",
+    "unit/obuf-limits",
+    "unit/memefficiency",
 ];
 
 /// The gate's units that run longest (about a minute or more on CI), longest first: the gate

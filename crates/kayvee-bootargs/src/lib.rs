@@ -124,6 +124,19 @@ pub struct MmioDevice {
     pub irq: u32,
 }
 
+/// The image's own keys: `key=value` words whose value is parsed here ([`apply`] handles
+/// exactly these); any other key is a Redis directive.
+pub const IMAGE_KEYS: &[&str] = &[
+    "idle",
+    "disk",
+    "debug-fault",
+    "virtio_mmio.device",
+    "ip",
+    "gw",
+    "ntp",
+    "time",
+];
+
 /// Linux kernel parameters without a dot that Firecracker's documented `boot_args` carry;
 /// the image ignores them rather than taking them for Redis directives.
 pub const LINUX_PARAMS: &[&str] = &["console", "reboot", "panic", "pci", "nomodule", "swiotlb"];

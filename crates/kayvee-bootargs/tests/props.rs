@@ -5,9 +5,6 @@ use core::net::Ipv4Addr;
 use kayvee_bootargs::{parse, parse_cidr, parse_mmio_device, parse_time_us, words, Cidr};
 use proptest::prelude::*;
 
-/// Kernel keys the parser reads itself (a generated directive name must not be one).
-const KERNEL_KEYS: &[&str] = &["ip", "gw", "time", "idle", "debug-fault"];
-
 /// Lines of the characters the parser cares about: blanks, quotes, `=`, `.`, and value bytes.
 fn cmdline_ish() -> impl Strategy<Value = String> {
     "[a-z0-9=\" .:@/\t_K-]{0,80}"
@@ -92,10 +89,23 @@ proptest! {
     ) {
         let pairs: Vec<(String, String)> = pairs
             .into_iter()
-            .filter(|(k, _)| !KERNEL_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| !kayvee_bootargs::IMAGE_KEYS.contains(&k.as_str()))
             .filter(|(k, _)| !kayvee_bootargs::LINUX_PARAMS.contains(&k.as_str()))
             .collect();
         let line: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
         prop_assert_eq!(parse(&line.join(" ")).unwrap().config, pairs);
+    }
+}
+
+/// Every key of `IMAGE_KEYS` is the image's own: never passed on as a Redis directive.
+#[test]
+fn image_keys_are_never_directives() {
+    for key in kayvee_bootargs::IMAGE_KEYS {
+        if let Ok(args) = parse(&format!("{key}=x")) {
+            assert!(
+                args.config.iter().all(|(k, _)| k != key),
+                "{key} came through as a directive"
+            );
+        }
     }
 }

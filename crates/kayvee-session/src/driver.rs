@@ -516,10 +516,13 @@ impl Driver {
             }
             if s.out_pending() == 0 {
                 s.pause_lifted = false;
-                // Under a memory limit an empty output keeps no more than Redis's fixed reply
-                // buffer: capacity kept for nothing would count as used memory and make keys
-                // go (Redis frees its reply blocks once they are written).
-                if s.out.capacity() > REPLY_BUFFER_STATIC && engine.core.config.maxmemory != 0 {
+                // Under a memory limit, and for a replica, an empty output keeps no more than
+                // Redis's fixed reply buffer: capacity kept for nothing would count as used
+                // memory and make keys go, or hold a second copy of a burst of the stream the
+                // backlog already holds (Redis frees its reply blocks once they are written).
+                if s.out.capacity() > REPLY_BUFFER_STATIC
+                    && (engine.core.config.maxmemory != 0 || engine.core.repl.is_replica(h))
+                {
                     s.out = Vec::new();
                 }
             }

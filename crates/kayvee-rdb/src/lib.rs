@@ -187,3 +187,12 @@ impl Error {
 
 /// A result with this crate's [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
+
+/// Bytes from a hex string (the tests' Redis payloads, as `DUMP` printed them).
+#[cfg(test)]
+pub(crate) fn unhex(s: &str) -> alloc::vec::Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}

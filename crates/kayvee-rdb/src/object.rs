@@ -511,17 +511,10 @@ mod unsanitized_tests {
     /// the last value a 32-bit string header running past the end.
     const LP_FIND: &str = "1039390000001400060106010301825f33030701825f370300010001040104010901825f39030501825f3503080108010101825f31030201f001ff0a0029d7e452797a9582";
 
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     #[test]
     fn a_hash_listpack_with_a_sound_header_is_kept_unread_without_deep_checks() {
         use kayvee_engine::persist::RestoreError;
-        let payload = unhex(LP_FIND);
+        let payload = crate::unhex(LP_FIND);
         assert_eq!(
             crate::dump::restore(&payload, 7, true, true),
             Err(RestoreError::Integrity(

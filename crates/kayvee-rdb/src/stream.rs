@@ -161,16 +161,9 @@ mod tests {
     /// 1-1 TIME 1700000000000 RETRYCOUNT 3 FORCE JUSTID`.
     const REDIS_DUMP: &str = "13011000000000000000010000000000000001404b4b0000001900020101010201816102816202000102010001000101018568656c6c6f060501030101010401020185776f726c6406050100010201dfff020101827a7a03f2e09304040601ff0203000101020503010167000081ffffffffffffffff01000000000000000100000000000000010068e5cf8b010000030105616c696365399e4318a201000001000000000000000100000000000000010a0023ec26e48243cda9";
 
-    fn unhex(s: &str) -> alloc::vec::Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     #[test]
     fn redis_dump_restores_and_dumps_back_byte_for_byte() {
-        let payload = unhex(REDIS_DUMP);
+        let payload = crate::unhex(REDIS_DUMP);
         let v = crate::dump::restore(&payload, 1, false, true).expect("restores");
         let Value::Stream(s) = &v else {
             panic!("not a stream")
@@ -208,7 +201,7 @@ mod tests {
         let integrity = Err(RestoreError::Integrity(
             "Stream listpack integrity check failed.",
         ));
-        let good = unhex(REDIS_DUMP);
+        let good = crate::unhex(REDIS_DUMP);
         // The first entry's lp-count (5) made 86: still a listpack, no longer a stream node.
         let mut lp_count = good.clone();
         lp_count[LP_AT + 35] = 0x56;
@@ -239,7 +232,7 @@ mod tests {
     #[test]
     fn unsanitized_nodes_need_a_sound_header_and_first_entry() {
         use kayvee_engine::persist::RestoreError;
-        let good = unhex(REDIS_DUMP);
+        let good = crate::unhex(REDIS_DUMP);
         // The listpack's total bytes, its first entry's back-length, its terminator.
         for (at, byte) in [(LP_AT, 0x4c), (LP_AT + 7, 0x03), (LP_AT + 74, 0x00)] {
             let mut bad = good.clone();
@@ -256,7 +249,7 @@ mod tests {
 
     #[test]
     fn corrupt_stream_payloads_are_refused() {
-        let payload = unhex(REDIS_DUMP);
+        let payload = crate::unhex(REDIS_DUMP);
         // Every single-byte change in the body is refused or restores a well-formed stream;
         // none may panic.
         for i in 1..payload.len() - 10 {

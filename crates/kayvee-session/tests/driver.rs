@@ -87,11 +87,8 @@ impl Rig {
 }
 
 fn cmd(args: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    out
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    cmd_bytes(&args)
 }
 
 #[test]

@@ -8,6 +8,7 @@
 mod acl;
 mod alloc;
 mod aof;
+mod clock;
 mod config;
 mod crash;
 mod durability;

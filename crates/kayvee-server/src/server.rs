@@ -11,11 +11,12 @@
 //! WRITABLE edge arrives when a full socket buffer drains, which replaces Redis's add/remove
 //! of a write handler and saves an `epoll_ctl` per blocked write.
 //!
-//! Time: the wall clock (`SystemTime`) is read once per wakeup; each reading after it is that
-//! reading plus the monotonic time elapsed since, so a command's time and duration cost one
-//! `clock_gettime` each (vDSO, no syscall) and `now` stays exact across long pipelines and
-//! `DEBUG SLEEP`.
+//! Time ([`crate::clock`]): the wall clock (`SystemTime`) is read once per wakeup; each reading
+//! after it is that reading plus the monotonic time elapsed since (the CPU's time-stamp counter
+//! where the kernel's clocksource is), so a command's time and duration cost one cheap reading
+//! and `now` stays exact across long pipelines and `DEBUG SLEEP`.
 
+use crate::clock::{Calibration, Clock};
 use crate::durability::Durability;
 use crate::net::{self, Listener, Stream};
 use kayvee_engine::client::{ConnInfo, Transport};
@@ -27,7 +28,7 @@ use signal_hook_mio::v1_0::Signals;
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::ToSocketAddrs;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tracing::{debug, info, warn};
 
 /// Token of the signal pipe.
@@ -50,46 +51,6 @@ pub enum ServerError {
     /// Neither TCP nor a Unix socket is configured.
     #[error("Configured to not listen anywhere, exiting.")]
     NowhereToListen,
-}
-
-/// The wall clock read at the last wakeup, and the monotonic clock at that moment.
-struct Clock {
-    unix_us: u64,
-    mono_us: u64,
-}
-
-impl Clock {
-    /// Reads both clocks.
-    fn read() -> Self {
-        let unix_us = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
-        Clock {
-            unix_us,
-            mono_us: monotonic_us(),
-        }
-    }
-
-    /// The wall time at monotonic time `t_us` (not before the reading).
-    #[inline]
-    fn at(&self, t_us: u64) -> Now {
-        Now {
-            unix_us: self.unix_us + t_us.saturating_sub(self.mono_us),
-        }
-    }
-}
-
-impl kayvee_session::Clock for Clock {
-    #[inline]
-    fn now(&self) -> Now {
-        self.at(monotonic_us())
-    }
-
-    fn sleep_us(&self, us: u64) {
-        // DEBUG SLEEP blocks the whole server, as in Redis.
-        std::thread::sleep(Duration::from_micros(us));
-    }
 }
 
 /// The clock the driver gets, with the sockets a long script's hook serves: while a script runs
@@ -281,20 +242,6 @@ fn wait_fd(fd: std::os::fd::RawFd, events: libc::c_short, timeout_ms: libc::c_in
     }
 }
 
-/// CLOCK_MONOTONIC in microseconds. Plain integers make the two readings per command cheap:
-/// `Instant` subtraction (checked `Timespec` arithmetic) cost ~65 instructions per command.
-#[inline]
-fn monotonic_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec`; CLOCK_MONOTONIC always exists on Linux
-    // (a failure would leave zeros, which only makes a duration read as 0).
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
-}
-
 /// The server: the driver, sockets and files.
 pub struct Server {
     poll: Poll,
@@ -304,6 +251,8 @@ pub struct Server {
     sockets: Vec<Option<Stream>>,
     signals: Signals,
     clock: Clock,
+    /// The rate of the counter the clock reads between wakeups (see [`crate::clock`]).
+    cal: Calibration,
     shutdown: bool,
     /// Background save, AOF, startup load.
     pub files: Durability,
@@ -341,13 +290,15 @@ impl Server {
         crate::signals::install()?;
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        let mut cal = Calibration::detect();
         Ok(Server {
             poll,
             driver: Driver::new(engine),
             listeners,
             sockets: Vec::new(),
             signals,
-            clock: Clock::read(),
+            clock: Clock::read(&mut cal),
+            cal,
             shutdown: false,
             files: Durability::default(),
             dirty: Vec::new(),
@@ -398,7 +349,7 @@ impl Server {
                 }
                 return Err(e);
             }
-            self.clock = Clock::read();
+            self.clock = Clock::read(&mut self.cal);
             self.driver.after_wait(self.now(), !events.is_empty());
             for event in events.iter() {
                 self.dispatch(event.token(), event.is_writable());
@@ -967,26 +918,5 @@ fn configure_accepted(stream: &Stream, keepalive_s: u64) {
         if let Err(e) = net::configure_tcp(s, keepalive_s) {
             debug!("Setting socket options on an accepted connection: {e}");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kayvee_session::Clock as _;
-
-    #[test]
-    fn clock_adds_monotonic_time_to_the_wall_reading() {
-        let c = Clock {
-            unix_us: 1_000_000,
-            mono_us: 50,
-        };
-        assert_eq!(c.at(5_050).unix_us, 1_005_000);
-        // A reading before the wakeup's does not move time backwards.
-        assert_eq!(c.at(10).unix_us, 1_000_000);
-        assert!(Clock::read().now().unix_us > 1_600_000_000_000_000);
-        let a = monotonic_us();
-        std::thread::sleep(Duration::from_millis(2));
-        assert!(monotonic_us() - a >= 2000);
     }
 }

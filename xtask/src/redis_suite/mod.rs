@@ -305,6 +305,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 .extend(["--skiptest".to_string(), test.to_string()]);
         }
     }
+    if o.gate && !o.runtest_args.iter().any(|a| a == "--dump-logs") {
+        // A failing test's servers write their logs into the unit's output, where
+        // `print_failure_context` finds them: a failure seen only on CI can then be read.
+        o.runtest_args.push("--dump-logs".to_string());
+    }
     if o.gate && !o.runtest_args.iter().any(|a| a == "--timeout") {
         o.runtest_args
             .extend(["--timeout".to_string(), GATE_TEST_TIMEOUT.to_string()]);
@@ -934,11 +939,59 @@ fn print_failure_context(logs: &Path, failure: &str) {
         .position(|l| l.starts_with(&wanted))
         .or_else(|| lines.iter().position(|l| l.contains("[exception]")))
         .unwrap_or(lines.len().saturating_sub(AFTER));
+    // The servers' logs (`--dump-logs`) come before the `[err]` line when the test's own
+    // server failed it, after it when an enclosing block's servers end later: both are taken
+    // from the previous test's result line on, and printed apart, each by its tail.
+    let previous = lines[..at]
+        .iter()
+        .rposition(|l| {
+            ["[ok]:", "[err]:", "[skip]:", "[ignore]:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .map_or(0, |i| i + 1);
+    let dumps = server_log_dumps(&lines, previous);
     let (from, to) = (at.saturating_sub(BEFORE), (at + AFTER).min(lines.len()));
     eprintln!("xtask: --- {} lines {}-{} ---", log.display(), from + 1, to);
-    for l in &lines[from..to] {
-        eprintln!("  {l}");
+    for (i, l) in lines.iter().enumerate().take(to).skip(from) {
+        if !dumps.iter().any(|&(start, end)| (start..=end).contains(&i)) {
+            eprintln!("  {l}");
+        }
     }
+    for (start, end) in dumps.into_iter().take(MAX_DUMPS) {
+        let from = (start + 1).max(end.saturating_sub(DUMP_TAIL));
+        eprintln!(
+            "xtask: --- {}, lines {}-{} ---",
+            lines[start].trim_matches(|c| c == '=' || c == ' '),
+            from + 1,
+            end
+        );
+        for l in &lines[from..end] {
+            eprintln!("  {l}");
+        }
+    }
+}
+
+/// Server logs printed after an unexpected failure: at most this many...
+const MAX_DUMPS: usize = 6;
+/// ... and of each, its last lines.
+const DUMP_TAIL: usize = 80;
+
+/// The server logs the suite dumped (`--dump-logs`) after line `at`: the line that starts each
+/// ("===== Start of server log (pid N) =====", or of its stderr) and the line that ends it.
+fn server_log_dumps(lines: &[&str], at: usize) -> Vec<(usize, usize)> {
+    let mut dumps = Vec::new();
+    let mut open = None;
+    for (i, l) in lines.iter().enumerate().skip(at) {
+        if l.starts_with("===== Start of server") {
+            open = Some(i);
+        } else if l.starts_with("===== End of server") {
+            if let Some(start) = open.take() {
+                dumps.push((start, i));
+            }
+        }
+    }
+    dumps
 }
 
 /// Fails on failures missing from the expected-failures file `file`; reports entries that passed.
@@ -966,5 +1019,28 @@ fn gate(results: &[UnitResult], file: &str, logs: &Path) -> Result<(), String> {
             "redis-suite gate: {} expected failures now pass: prune {file}",
             v.stale.len()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_log_dumps_after_the_failure_are_found() {
+        let log = "\
+===== Start of server log (pid 1) =====
+before the failure
+===== End of server log (pid 1) =====
+[err]: a test
+===== Start of server log (pid 2) =====
+line a
+===== End of server log (pid 2) =====
+===== Start of server stderr log (pid 2) =====
+===== End of server stderr log (pid 2) =====
+===== Start of server log (pid 3) =====
+cut short";
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(server_log_dumps(&lines, 3), [(4, 6), (7, 8)]);
     }
 }

@@ -497,3 +497,77 @@ fn replies_past_the_output_limit_close_the_client() {
     let r = c.cmd_str(&["KEYS", "long-key-name-prefix-of-100-chars-*1"]);
     assert!(show(&r).starts_with("*100\\r\\n"), "{}", show(&r));
 }
+
+/// Replies Redis writes with their length after their elements (SMEMBERS, SINTER, score and
+/// lex ranges, XRANGE, LPOS COUNT) count whole against `client-output-buffer-limit`; the
+/// others leave their first 16 KiB (Redis's static reply buffer) out of the count. Each reply
+/// here is 12-14 KB against a hard limit of 10,000 bytes: the first kind closes the client,
+/// the second (SUNION, a rank range, LRANGE) does not, nor does a small reply of the first.
+#[test]
+fn deferred_length_replies_count_whole_against_the_output_limit() {
+    let Some(server) = Server::kayvee(&[]) else {
+        return;
+    };
+    let mut c = server.conn();
+    c.set_timeout(DEADLINE);
+    let mut batch = Vec::new();
+    for i in 0..400 {
+        let member = format!("member-with-padding-{i:04}");
+        let score = i.to_string();
+        for cmd in [
+            &[b"SADD", b"s".as_slice(), member.as_bytes()][..],
+            &[b"ZADD", b"z", score.as_bytes(), member.as_bytes()],
+            &[b"RPUSH", b"l", b"a", b"a", b"a", b"a", b"a"],
+        ] {
+            batch.extend(kayvee_tests::encode_command(cmd));
+        }
+        if i < 170 {
+            batch.extend(kayvee_tests::encode_command(&[
+                b"XADD",
+                b"x",
+                b"*",
+                b"f",
+                member.as_bytes(),
+            ]));
+        }
+    }
+    c.send(&batch).unwrap();
+    for _ in 0..400 * 3 + 170 {
+        let r = c.read_reply().unwrap();
+        assert!(!show(&r).starts_with('-'), "set-up: {}", show(&r));
+    }
+    let limit = c.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 10000 0 0",
+    ]);
+    assert_eq!(show(&limit), "+OK\\r\\n");
+    for (cmd, closes) in [
+        ("SMEMBERS s", true),
+        ("SINTER s s", true),
+        ("ZRANGEBYSCORE z -inf +inf", true),
+        ("ZRANGE z ( [ BYLEX", false),
+        ("ZRANGE z - + BYLEX", true),
+        ("XRANGE x - +", true),
+        ("LPOS l a COUNT 0", true),
+        ("SUNION s", false),
+        ("ZRANGE z 0 -1", false),
+        ("LRANGE l 0 -1", false),
+    ] {
+        let mut k = server.conn();
+        k.set_timeout(DEADLINE);
+        k.send(&kayvee_tests::encode_command(
+            &cmd.split(' ').map(str::as_bytes).collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        if closes {
+            assert_closed(&mut k, cmd);
+        } else {
+            let r = show(&k.read_reply().unwrap());
+            assert!(r.starts_with('*'), "{cmd}: {r}");
+            assert_eq!(show(&k.cmd_str(&["PING"])), "+PONG\\r\\n", "after {cmd}");
+        }
+        assert_responsive(&server, cmd);
+    }
+}

@@ -11,7 +11,8 @@ pub enum Outcome {
     /// Nothing special.
     #[default]
     Continue,
-    /// The reply is one Redis builds with its length written after its elements (KEYS): the
+    /// The reply is one Redis builds with its length written after its elements (KEYS,
+    /// SMEMBERS, SINTER, score and lex ranges, XRANGE, LPOS COUNT, LCS IDX): the
     /// connection layer counts all of it against the client's output limits, where it counts
     /// only what passes the 16 KiB static reply buffer of other replies, as Redis does.
     DeferredReply,

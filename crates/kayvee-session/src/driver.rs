@@ -1422,7 +1422,8 @@ impl Driver {
             self.evict_clients();
             return;
         };
-        let counts = s.out_pending() > REPLY_BUFFER_STATIC || s.sync.is_some();
+        let counts =
+            s.out_pending() > REPLY_BUFFER_STATIC || s.sync.is_some() || s.out_counted_whole;
         let s = if s.closing == Closing::Now {
             s
         } else if !counts {

@@ -266,6 +266,9 @@ pub(super) fn lpos(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) ->
         (Some(_), _) => {
             out.array(found.len());
             found.iter().for_each(|&i| out.int(i as i64));
+            // Redis writes LPOS COUNT's length after its positions: all of it counts against
+            // the client's output limit.
+            cx.outcome = crate::Outcome::DeferredReply;
         }
     }
     Ok(())

@@ -109,6 +109,11 @@ fn reply_op(cx: &mut Cx<'_>, args: &Argv<'_>, op: Op, out: &mut dyn ReplySink) -
     let result = compute(op, &sets, add_limits(cx));
     out.set(result.len());
     result.iter().for_each(|m| out.bulk(&m));
+    if op == Op::Inter {
+        // Redis writes SINTER's length after its members (SUNION and SDIFF count first): all
+        // of it counts against the client's output limit.
+        cx.outcome = crate::Outcome::DeferredReply;
+    }
     Ok(())
 }
 

@@ -49,6 +49,9 @@ pub(super) fn smembers(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
     };
     out.set(s.len());
     s.iter().for_each(|m| out.bulk(&m));
+    // Redis writes this reply's length after its elements: all of it counts against the
+    // client's output limit.
+    cx.outcome = crate::Outcome::DeferredReply;
     Ok(())
 }
 

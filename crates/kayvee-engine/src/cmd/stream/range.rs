@@ -41,6 +41,9 @@ fn range(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink, rev: bool) -
     });
     let _ = reply_raw_entry;
     super::reply_entries(out, &items);
+    // Redis writes this reply's length after its elements: all of it counts against the
+    // client's output limit.
+    cx.outcome = crate::Outcome::DeferredReply;
     Ok(())
 }
 

@@ -146,6 +146,9 @@ pub(super) fn lcs_command(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplyS
     }
     let (common, matches) = lcs(&a, &b, o.min_match);
     if o.idx {
+        // Redis writes the matches' length after them: all of the reply counts against the
+        // client's output limit.
+        cx.outcome = crate::Outcome::DeferredReply;
         out.map(2);
         out.bulk(b"matches");
         out.array(matches.len());

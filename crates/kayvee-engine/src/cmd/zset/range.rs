@@ -404,7 +404,14 @@ fn zrange_generic(
             }
             out.int(n as i64);
         }
-        None => reply_scored(out, &items, o.scores),
+        None => {
+            reply_scored(out, &items, o.scores);
+            if !matches!(range, Range::Rank(..)) {
+                // Redis writes a score or lex range's length after its members: all of it
+                // counts against the client's output limit.
+                cx.outcome = crate::Outcome::DeferredReply;
+            }
+        }
     }
     Ok(())
 }

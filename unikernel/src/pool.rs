@@ -23,6 +23,12 @@ pub const GROW_RESERVE: usize = 512 * 1024;
 pub const SOCK_RX_BYTES: usize = 16 * 1024;
 /// Send buffer per TCP socket.
 pub const SOCK_TX_BYTES: usize = 32 * 1024;
+/// What a connection's session allocates beside its socket: its query buffer and its reply
+/// buffer (16 KiB each, `kayvee_session`).
+pub const SESSION_BYTES: usize = kayvee_session::INPUT_INITIAL + kayvee_session::REPLY_BUFFER;
+/// Redis's answer to a connection over `maxclients`, also sent when the heap cannot take one
+/// more connection's buffers.
+const NO_ROOM: &str = "-ERR max number of clients reached\r\n";
 /// A TCP socket of the pool and the client connected on it, if any.
 pub struct Slot {
     pub socket: SocketHandle,
@@ -93,7 +99,8 @@ impl Pool {
     /// at the TCP level, as `maxclients` would, instead of exhausting the allocator).
     pub fn grow(&mut self, sockets: &mut SocketSet<'_>) -> Option<usize> {
         if self.slots.len() >= self.sockets_max
-            || heap::free_bytes() < (SOCK_RX_BYTES + SOCK_TX_BYTES + GROW_RESERVE) as u64
+            || heap::free_bytes()
+                < (SOCK_RX_BYTES + SOCK_TX_BYTES + SESSION_BYTES + GROW_RESERVE) as u64
         {
             return None;
         }
@@ -111,6 +118,19 @@ impl Pool {
         });
         Some(self.slots.len() - 1)
     }
+}
+
+/// Admits a new connection (`connect`: the driver's admission) only while the heap can take
+/// its session's buffers and keep [`GROW_RESERVE`] free: the listeners' sockets were made while
+/// there was room, but a flood of connections on them at a nearly full heap would otherwise
+/// exhaust the allocator, and the image has no fork to survive that.
+pub fn admit(
+    connect: impl FnOnce() -> Result<Handle, &'static str>,
+) -> Result<Handle, &'static str> {
+    if heap::free_bytes() < (SESSION_BYTES + GROW_RESERVE) as u64 {
+        return Err(NO_ROOM);
+    }
+    connect()
 }
 
 impl Pool {

@@ -744,5 +744,5 @@ fn register(
     slot: usize,
     clock: &Clock,
 ) -> Result<Handle, &'static str> {
-    driver.connect(conn_info(sock, slot), clock.now())
+    crate::pool::admit(|| driver.connect(conn_info(sock, slot), clock.now()))
 }

@@ -93,7 +93,8 @@ impl kayvee_session::Clock for Shell<'_, '_, '_> {
             let sock = sockets.get_mut::<tcp::Socket>(pool.slots[s].socket);
             let slot = &pool.slots[s];
             if slot.client.is_none() && !slot.retired && sock.may_recv() {
-                pool.attach(s, sock, io.connect(crate::pool::conn_info(sock, s)));
+                let info = crate::pool::conn_info(sock, s);
+                pool.attach(s, sock, crate::pool::admit(|| io.connect(info)));
             }
             let slot = &pool.slots[s];
             let Some(h) = slot.client.filter(|&h| h != running) else {

@@ -1020,24 +1020,82 @@ fn oom_test(image: &std::path::Path) -> Result<(), String> {
         }
         expect_cli(port, &["PING"], "PONG")?;
         expect_cli(port, &["DBSIZE"], &(OOM_VALUES - errors).to_string())?;
+        let flood = connection_flood(port)?;
+        expect_cli(port, &["PING"], "PONG")?;
+        expect_cli(port, &["DBSIZE"], &(OOM_VALUES - errors).to_string())?;
         let _ = client("redis-cli", &["-p", &p, "SHUTDOWN", "NOSAVE"], b"");
         let status = wait_bounded(&mut qemu, Duration::from_secs(20))?;
         if status.code() != Some(EXIT_SUCCESS) {
             return Err(format!("after SHUTDOWN NOSAVE: {}", describe(status)));
         }
-        Ok((errors, max))
+        Ok((errors, max, flood))
     })();
     if result.is_err() {
         let _ = qemu.kill();
         let _ = qemu.wait();
     }
-    let (errors, max) = result.map_err(|e| format!("oom: {e} (console: {})", log.display()))?;
+    let (errors, max, (served, refused)) =
+        result.map_err(|e| format!("oom: {e} (console: {})", log.display()))?;
     println!(
         "uk-test: -m 16M (default maxmemory {max} bytes), {OOM_VALUES} SETs of 16 KiB: {} stored, \
-         {errors} refused with -OOM; PING, DBSIZE, clean shutdown",
+         {errors} refused with -OOM; then {FLOOD_CONNECTIONS} connections held open at once: \
+         {served} served, {refused} refused; PING, DBSIZE, clean shutdown",
         OOM_VALUES - errors
     );
     Ok(())
+}
+
+/// Connections `connection_flood` holds open at once: each costs the image a socket's buffers
+/// and a session's, far more together than a full 16 MiB VM has left.
+const FLOOD_CONNECTIONS: usize = 150;
+
+/// Opens [`FLOOD_CONNECTIONS`] connections to a VM whose heap is nearly full and holds them all
+/// open, each sending PING. Every connection must be served (PONG) or refused (Redis's "max
+/// number of clients" error, or a TCP reset or close), none may hang, and the server must live
+/// on. Returns how many were served and how many refused.
+fn connection_flood(port: u16) -> Result<(usize, usize), String> {
+    let mut held = Vec::new();
+    let (mut served, mut refused) = (0, 0);
+    for i in 0..FLOOD_CONNECTIONS {
+        let Ok(mut c) = TcpStream::connect_timeout(
+            &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(10),
+        ) else {
+            refused += 1;
+            continue;
+        };
+        c.set_read_timeout(Some(Duration::from_secs(20)))
+            .map_err(|e| e.to_string())?;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 256];
+        let sent = c.write_all(b"PING\r\n").is_ok();
+        while sent && !got.ends_with(b"\r\n") {
+            match c.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => return Err(format!("connection {i} of the flood: {e}")),
+            }
+        }
+        match got.as_slice() {
+            b"+PONG\r\n" => served += 1,
+            b"" | b"-ERR max number of clients reached\r\n" => refused += 1,
+            other => {
+                return Err(format!(
+                    "connection {i} of the flood got {:?}",
+                    String::from_utf8_lossy(other)
+                ))
+            }
+        }
+        held.push(c);
+    }
+    if served == 0 {
+        return Err(format!(
+            "no connection of the flood was served ({refused} refused)"
+        ));
+    }
+    drop(held);
+    Ok((served, refused))
 }
 
 /// Where QEMU microvm puts the first (only) virtio-mmio NIC, as Linux's parameter: the last

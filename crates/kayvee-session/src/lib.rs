@@ -48,4 +48,4 @@ mod wait;
 pub use busy::BusyPoll;
 pub use clock::BusyIo;
 pub use driver::{Answer, Clock, Driver, Flushed, Notice, Polled, Request};
-pub use session::{INPUT_INITIAL, OUTPUT_PAUSE};
+pub use session::{INPUT_INITIAL, OUTPUT_PAUSE, REPLY_BUFFER};

@@ -41,7 +41,7 @@ const OUTPUT_KEEP: usize = 64 * 1024;
 /// Redis's fixed per-client reply buffer (`PROTO_REPLY_CHUNK_BYTES`), and the size of its
 /// reply blocks: how `CLIENT LIST` splits pending output into `obl`, `oll` and `omem`. Also
 /// the largest (and first) size of a client's reply buffer.
-const REPLY_BUFFER: usize = 16 * 1024;
+pub const REPLY_BUFFER: usize = 16 * 1024;
 /// The smallest size the cron shrinks a reply buffer to (Redis's `PROTO_REPLY_MIN_BYTES`).
 const REPLY_BUFFER_MIN: usize = 1024;
 

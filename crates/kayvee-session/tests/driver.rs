@@ -313,6 +313,53 @@ fn the_output_limit_closes_a_subscriber_that_does_not_read() {
 }
 
 #[test]
+fn a_reply_written_length_last_counts_whole_against_the_output_limit() {
+    let mut rig = Rig::new();
+    let a = rig.connect();
+    rig.send(
+        a,
+        &cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 10000 0 0",
+        ]),
+    );
+    let mut sadd = vec!["SADD".to_string(), "s".to_string()];
+    sadd.extend((0..400).map(|i| format!("member-with-padding-{i:04}")));
+    rig.send(
+        a,
+        &cmd(&sadd.iter().map(String::as_str).collect::<Vec<_>>()),
+    );
+    rig.write_all();
+    // About 12.4 KB each. SMEMBERS writes its length last in Redis, so all of it counts and
+    // passes the 10,000-byte hard limit before any of it is written; SUNION's fits in the
+    // 16 KiB static reply buffer, which counts against no limit.
+    let (members, union) = (rig.connect(), rig.connect());
+    rig.send(members, &cmd(&["SMEMBERS", "s"]));
+    rig.send(union, &cmd(&["SUNION", "s"]));
+    let got = rig.write_all();
+    let flushed = |h: Handle| {
+        got.iter()
+            .find(|(g, ..)| *g == h)
+            .map(|(_, b, f)| (b.len(), *f))
+    };
+    assert_eq!(flushed(members), Some((0, Flushed::Close)));
+    let (written, f) = flushed(union).expect("SUNION's reply written");
+    assert_eq!(f, Flushed::Open);
+    assert!(written > 12_000, "SUNION's reply whole: {written} bytes");
+    let notices = rig.driver.take_notices();
+    assert!(
+        notices.contains(&Notice::OutputLimit { id: 2 }),
+        "{notices:?}"
+    );
+    assert!(
+        !notices.contains(&Notice::OutputLimit { id: 3 }),
+        "{notices:?}"
+    );
+}
+
+#[test]
 fn output_above_the_pause_mark_holds_further_commands_until_written() {
     let mut rig = Rig::new();
     let a = rig.connect();

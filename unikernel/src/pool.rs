@@ -26,9 +26,6 @@ pub const SOCK_TX_BYTES: usize = 32 * 1024;
 /// What a connection's session allocates beside its socket: its query buffer and its reply
 /// buffer (16 KiB each, `kayvee_session`).
 pub const SESSION_BYTES: usize = kayvee_session::INPUT_INITIAL + kayvee_session::REPLY_BUFFER;
-/// Redis's answer to a connection over `maxclients`, also sent when the heap cannot take one
-/// more connection's buffers.
-const NO_ROOM: &str = "-ERR max number of clients reached\r\n";
 /// A TCP socket of the pool and the client connected on it, if any.
 pub struct Slot {
     pub socket: SocketHandle,
@@ -128,7 +125,7 @@ pub fn admit(
     connect: impl FnOnce() -> Result<Handle, &'static str>,
 ) -> Result<Handle, &'static str> {
     if heap::free_bytes() < (SESSION_BYTES + GROW_RESERVE) as u64 {
-        return Err(NO_ROOM);
+        return Err(kayvee_engine::cx::MAX_CLIENTS_REACHED);
     }
     connect()
 }

@@ -108,6 +108,10 @@ pub struct Core {
     pub scripts: crate::script::Scripts,
 }
 
+/// Redis's answer to a connection over `maxclients` (also what a shell sends when it has no
+/// room for one more connection's buffers).
+pub const MAX_CLIENTS_REACHED: &str = "-ERR max number of clients reached\r\n";
+
 impl Core {
     /// Admits a new connection into `clients` (the shell's accept, and a busy script's
     /// serving: see `script_wait`): its handle, or the bytes to send before closing it when
@@ -120,7 +124,7 @@ impl Core {
     ) -> Result<Handle, &'static str> {
         if clients.len() as u64 >= self.config.maxclients {
             self.stats.rejected_connections += 1;
-            return Err("-ERR max number of clients reached\r\n");
+            return Err(MAX_CLIENTS_REACHED);
         }
         self.stats.total_connections_received += 1;
         if let Some(denied) = self.protected_mode_refusal(&conn.transport) {

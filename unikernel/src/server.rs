@@ -65,21 +65,25 @@ pub const BUSY_POLL_US: u32 = 200;
 /// engine cron at `hz` >= 1 comes sooner anyway).
 #[cfg_attr(feature = "ring3", allow(dead_code))]
 const HALT_MAX_US: u64 = 1_000_000;
-/// A background save runs after each pass's replies went out: its chunks (a few KiB of the
-/// RDB file each, `store::CHUNK_BYTES`) follow each other while no frame waits, so it takes the
-/// time the loop would spend polling for the next request, and a request that lands meanwhile
-/// waits one chunk at most. It is also owed this share of the loop's time (1/`SAVE_SHARE`):
-/// while it has had less (the loop busy with clients all along), its chunks run even with
-/// frames waiting, up to `SAVE_SLICE_US` a pass. Redis's forked child takes another core; the
-/// image has one.
+/// A background save runs after each pass's replies went out, in chunks (a few KiB of the RDB
+/// file each, `store::CHUNK_BYTES`). It is owed this share of the loop's time (1/`SAVE_SHARE`),
+/// counting the sections commands wrote ahead of it (`store::Store::take_ahead`): while it has
+/// had less, its chunks run even with frames waiting, up to `SAVE_SLICE_US` a pass. Beyond its
+/// share it fills the time the loop would idle (`SAVE_IDLE_US`); a request that lands then
+/// waits one chunk at most. Redis's forked child takes another core; the image has one.
 const SAVE_SHARE: u64 = 5;
+/// The loop counts as idle, and a background save fills its time beyond its share, once no
+/// frame has come in and nothing was served for this long: not in the gaps between a
+/// pipelining client's batches, where a chunk would delay the next batch.
+const SAVE_IDLE_US: u64 = 500;
 /// The longest run of a background save's chunks in one pass.
 const SAVE_SLICE_US: u64 = 1_000;
 /// The save's time owed by the share is kept at most this (it does not pile up while the loop
 /// idles)...
 const SAVE_CREDIT_MAX_US: i64 = 1_000;
-/// ... and at least this (an idle stretch's work does not excuse it from its share for long).
-const SAVE_CREDIT_MIN_US: i64 = -20_000;
+/// ... and its debt at most this: the write-ahead sections a burst of writes forces on it are
+/// paid back by chunks it does not run (idle time it fills is not counted).
+const SAVE_CREDIT_MIN_US: i64 = -1_000_000;
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>) -> ! {
     let mut driver = Driver::new(engine);
@@ -244,16 +248,26 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
                 .saturating_sub(save_counted_us)
                 .min(SAVE_SLICE_US * SAVE_SHARE);
             save_credit_us += (passed / (SAVE_SHARE - 1)) as i64;
+            // Sections the commands had written ahead are the save's work too.
+            save_credit_us -= store.take_ahead(clock) as i64;
+            let mut owed_us = 0;
             let t = loop {
-                store.step(driver.engine_mut(), clock);
                 let t = clock.uptime_us();
-                let owed = save_credit_us > (t - t0) as i64;
-                if !store.busy() || t - t0 >= SAVE_SLICE_US || (!owed && dev.rx_pending()) {
+                let owed = save_credit_us > owed_us;
+                // No frame this pass and no work for a while before it, and none waiting.
+                let idle = last_rx_us != start_us
+                    && t.saturating_sub(last_busy_us) >= SAVE_IDLE_US
+                    && !dev.rx_pending();
+                if !store.busy() || t - t0 >= SAVE_SLICE_US || !(owed || idle) {
                     break t;
+                }
+                store.step(driver.engine_mut(), clock);
+                if owed {
+                    owed_us += (clock.uptime_us() - t) as i64;
                 }
             };
             save_credit_us =
-                (save_credit_us - (t - t0) as i64).clamp(SAVE_CREDIT_MIN_US, SAVE_CREDIT_MAX_US);
+                (save_credit_us - owed_us).clamp(SAVE_CREDIT_MIN_US, SAVE_CREDIT_MAX_US);
             save_counted_us = t;
         }
         let up = clock.uptime_us();

@@ -43,13 +43,16 @@
 use crate::blk::{Disk, IoError};
 use crate::println;
 use crate::time::Clock;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use kayvee_disk::{Geometry, Header, Headers, LogWriter, SlotWriter, SECTOR};
+use kayvee_engine::write_ahead::WriteAhead;
 use kayvee_engine::{ConnInfo, Discard, Engine, Now, Protocol, Transport};
 use kayvee_rdb::{RdbWriter, WriteOptions};
 use kayvee_resp::{Decoder, Limits};
 use kayvee_session::Clock as _;
+use spinning_top::Spinlock;
 
 /// The disk and what its headers say.
 pub struct Store {
@@ -115,7 +118,7 @@ pub enum Kind {
 /// A save being written: the RDB writer over a snapshot, the slot it fills, and the log that
 /// will follow it.
 struct Writing {
-    rdb: RdbWriter,
+    rdb: Arc<Spinlock<AheadWriter>>,
     slot: SlotWriter,
     buf: Vec<u8>,
     log: LogWriter,
@@ -124,6 +127,29 @@ struct Writing {
     /// Bytes at the start of `Store::pending` when it began: the snapshot holds them, the new
     /// log must not.
     covered: usize,
+}
+
+/// A save's RDB writer, shared with the engine as its write-ahead hook while the save runs in
+/// the background: before a command changes a key the snapshot still holds, the writer writes
+/// that key's part of the snapshot out of order and drops it, so the write copies no trie node
+/// and keeps no old value alive (`kayvee_engine::write_ahead`). The time those sections take
+/// is counted here: the loop takes it off the save's share of its time.
+struct AheadWriter {
+    rdb: RdbWriter,
+    /// TSC cycles spent writing ahead, not yet taken by [`Store::take_ahead_us`].
+    cycles: u64,
+}
+
+/// The hook's lock is never contended: the image has one thread.
+struct AheadHook(Arc<Spinlock<AheadWriter>>);
+
+impl WriteAhead for AheadHook {
+    fn before_write(&self, db: usize, key: &[u8]) {
+        let t0 = crate::port::rdtsc();
+        let mut w = self.0.lock();
+        w.rdb.write_ahead(db, key);
+        w.cycles += crate::port::rdtsc().wrapping_sub(t0);
+    }
 }
 
 /// Why a save failed (for the console).
@@ -402,7 +428,10 @@ impl Store {
         self.disk.drain();
         let _ = self.disk.take_failure();
         Writing {
-            rdb: RdbWriter::new(engine.snapshot(now), Store::write_options(engine)),
+            rdb: Arc::new(Spinlock::new(AheadWriter {
+                rdb: RdbWriter::new(engine.snapshot(now), Store::write_options(engine)),
+                cycles: 0,
+            })),
             slot: SlotWriter::new(self.geometry, slot, generation),
             buf: Vec::with_capacity(128 * 1024),
             log: LogWriter::new(&self.geometry, slot, log_id),
@@ -420,16 +449,17 @@ impl Store {
             return Err(e.into());
         }
         w.buf.clear();
-        if w.rdb.next_chunk(&mut w.buf) {
-            // The writer computes the file's CRC-64 (the header's) as it goes.
-            if let Some((at, run)) = w.slot.push_unhashed(&w.buf)? {
-                // Written while the loop goes on; waited for before the flush below.
-                self.disk.submit(at, run);
-            }
+        if w.rdb.lock().rdb.next_chunk(&mut w.buf) {
+            self.push_run(w)?;
             return Ok(false);
         }
         let slot = core::mem::replace(&mut w.slot, SlotWriter::new(self.geometry, 0, 0));
-        let crc = w.rdb.file_crc().expect("the RDB file is complete");
+        let crc = w
+            .rdb
+            .lock()
+            .rdb
+            .file_crc()
+            .expect("the RDB file is complete");
         let (tail, header) = slot.finish_with_crc(crc, now.ms(), w.log.log_id);
         if let Some((at, run)) = tail {
             self.disk.write(at, &run)?;
@@ -447,6 +477,37 @@ impl Store {
         self.log = w.log.clone();
         self.base_len = header.len;
         Ok(true)
+    }
+
+    /// Hands `w.buf` to the slot; a full run goes to the disk.
+    fn push_run(&mut self, w: &mut Writing) -> Result<(), SaveError> {
+        // The writer computes the file's CRC-64 (the header's) as it goes.
+        if let Some((at, run)) = w.slot.push_unhashed(&w.buf)? {
+            // Written while the loop goes on; waited for before the header's flush.
+            self.disk.submit(at, run);
+        }
+        Ok(())
+    }
+
+    /// The background save's write-ahead sections made by this pass's commands go to the
+    /// disk's runs now, whatever the save's pace: they leave memory at once. The time they
+    /// took since the last call is returned (µs), for the loop to take off the save's share.
+    pub fn take_ahead(&mut self, clock: &Clock) -> u64 {
+        let Some(mut w) = self.background.take() else {
+            return 0;
+        };
+        w.buf.clear();
+        let (taken, cycles) = {
+            let mut r = w.rdb.lock();
+            let taken = r.rdb.take_ahead(&mut w.buf);
+            (taken, core::mem::take(&mut r.cycles))
+        };
+        if taken {
+            // A failure shows at the save's next step.
+            let _ = self.push_run(&mut w);
+        }
+        self.background = Some(w);
+        (u128::from(cycles) * 1_000_000 / u128::from(clock.tsc_hz().max(1))) as u64
     }
 
     /// Writes a whole snapshot now (the loop waits).
@@ -521,7 +582,9 @@ impl Store {
                 engine.aof_rewrite_started(clock.now());
             }
         }
-        self.background = Some(self.begin(engine, clock, kind));
+        let w = self.begin(engine, clock, kind);
+        engine.set_write_ahead(Some(Arc::new(AheadHook(w.rdb.clone()))));
+        self.background = Some(w);
     }
 
     /// Whether a background save is under way (the loop must not idle).
@@ -546,6 +609,14 @@ impl Store {
             }
             Err(e) => Err(e),
         };
+        engine.set_write_ahead(None);
+        let (ahead, written) = {
+            let r = w.rdb.lock();
+            (r.rdb.ahead_written().0, r.rdb.keys_written())
+        };
+        if ahead > 0 {
+            println!("kayvee: the snapshot wrote {ahead} of its {written} keys ahead of its walk, before commands changed them");
+        }
         self.finished(engine, clock, w.kind, w.started_us, result);
         if core::mem::take(&mut self.queued_bgsave) {
             self.start_background(engine, clock, Kind::Save);

@@ -29,6 +29,8 @@ pub struct Db {
     pub(crate) touch: crate::touch::Touch,
     /// How a key past its TTL is treated (a replica's rules; set by dispatch per command).
     pub(crate) expiry: Expiry,
+    /// A background save to tell before a key changes (see [`crate::write_ahead`]).
+    pub(crate) ahead: Option<crate::write_ahead::Hook>,
 }
 
 /// How a key past its TTL is treated, as Redis's `expireIfNeeded`: a primary deletes it
@@ -78,6 +80,25 @@ impl Db {
             events: Default::default(),
             touch: Default::default(),
             expiry: Expiry::Delete,
+            ahead: None,
+        }
+    }
+
+    /// Installs (None: removes) a background save's write-ahead hook; `index` is this
+    /// database's index in the save's snapshot (see [`crate::write_ahead`]).
+    pub fn set_write_ahead(
+        &mut self,
+        index: usize,
+        to: Option<alloc::sync::Arc<dyn crate::write_ahead::WriteAhead>>,
+    ) {
+        self.ahead = to.map(|to| crate::write_ahead::Hook { db: index, to });
+    }
+
+    /// Tells a background save, if one listens, that `key` is about to change.
+    #[inline]
+    fn ahead(&self, key: &[u8]) {
+        if let Some(hook) = &self.ahead {
+            hook.before_write(key);
         }
     }
 
@@ -141,6 +162,7 @@ impl Db {
 
     /// Deletes an expired key; true.
     fn expire_now(&mut self, key: &[u8]) -> bool {
+        self.ahead(key);
         self.keys.remove(key);
         self.expires.remove(key);
         self.stats.expired += 1;
@@ -171,6 +193,10 @@ impl Db {
         // when it moves): most reads write nothing, and a read copies no node a snapshot
         // shares within the same second.
         let clock = crate::value::lru_clock(now_ms);
+        if self.ahead.is_some() && self.keys.contains_key(key) {
+            // The touch below may write the entry (once a second): the save goes first.
+            self.ahead(key);
+        }
         let found = if self.touch.lfu {
             let (touch, r) = (self.touch, self.touch.draw());
             self.keys.get_touch(
@@ -207,6 +233,7 @@ impl Db {
         } else {
             0.0
         };
+        self.ahead(key);
         let e = self.keys.get_mut(key)?;
         if self.touch.lfu {
             *e.meta_mut() = self.touch.accessed(e.meta(), now_ms, r);
@@ -241,6 +268,7 @@ impl Db {
     #[inline]
     fn set_new(&mut self, key: &[u8], entry: Entry, now_ms: u64, keep_ttl: bool) {
         self.modified(key);
+        self.ahead(key);
         let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
             self.events.key(listen::CREATED, key, KeyEvent::Created);
             return;
@@ -284,6 +312,7 @@ impl Db {
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
         self.modified(key);
+        self.ahead(key);
         entry
             .meta_mut()
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
@@ -321,6 +350,7 @@ impl Db {
         if !self.expires.is_empty() && self.expire_for_write(key, now_ms) {
             return None;
         }
+        self.ahead(key);
         let (_, entry) = self.keys.remove(key)?;
         self.events.key(kind, key, make);
         let ttl = if entry.meta().has(Meta::HAS_EXPIRE) {
@@ -344,6 +374,7 @@ impl Db {
     /// Deletes a key even when its TTL has passed, without expiring it first, as Redis's
     /// `dbDelete` (what a store command with an empty result does); returns whether it existed.
     pub fn delete(&mut self, key: &[u8]) -> bool {
+        self.ahead(key);
         let Some((_, entry)) = self.keys.remove(key) else {
             return false;
         };
@@ -356,6 +387,7 @@ impl Db {
 
     /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+        self.ahead(key);
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
@@ -367,6 +399,7 @@ impl Db {
 
     /// Removes the TTL of a key; returns whether there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
+        self.ahead(key);
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
@@ -491,6 +524,7 @@ impl Db {
             }
         });
         for k in due.iter() {
+            self.ahead(&k[..]);
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.events

@@ -172,6 +172,18 @@ impl Engine {
         }
     }
 
+    /// Installs a background save's write-ahead hook on every database (each with its index
+    /// now, the snapshot's), or removes it with None. Call it right after taking the snapshot
+    /// the hook writes, before any other command runs. See [`crate::write_ahead`].
+    pub fn set_write_ahead(
+        &mut self,
+        to: Option<alloc::sync::Arc<dyn crate::write_ahead::WriteAhead>>,
+    ) {
+        for (db, d) in self.core.dbs.iter_mut().enumerate() {
+            d.set_write_ahead(db, to.clone());
+        }
+    }
+
     /// The command table.
     pub fn command_table(&self) -> &CommandTable {
         &self.commands.table

@@ -71,6 +71,7 @@ pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
+pub mod write_ahead;
 
 pub use argv::{Argv, ArgvBuf};
 pub use client::{Client, ClientTable, ConnInfo, Handle, Transport};

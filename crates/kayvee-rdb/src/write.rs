@@ -4,13 +4,23 @@
 //! Sans-IO: [`RdbWriter::next_chunk`] appends the next piece (about `chunk_len` bytes) to a
 //! buffer the caller writes wherever it wants. The writer owns a [`Snapshot`], so it can run
 //! on another thread while the engine goes on changing its own (copy-on-write) databases.
+//!
+//! Write-ahead ([`RdbWriter::write_ahead`], behind the engine's `write_ahead::WriteAhead` hook, for a writer on
+//! the engine's own thread): before the engine changes a key the snapshot still holds, the
+//! writer serialises the snapshot's part around that key (a trie node of a few dozen keys,
+//! `PMap::detach_around`) out of order and drops it, so the write copies nothing. An RDB file
+//! need not follow hash order: each such section starts with its own SELECTDB, and the next
+//! in-order piece selects its database again.
 
 use crate::encode::{type_of, write_body, write_len, write_string};
 use crate::lzf::Lzf;
 use crate::{opcode, CRC64, RDB_VERSION};
 use alloc::string::String;
 use alloc::vec::Vec;
+use kayvee_engine::db::Key;
+use kayvee_engine::value::Entry;
 use kayvee_engine::Snapshot;
+use kayvee_pds::PMap;
 
 /// The function libraries as Redis 7.0 writes them (in RDB files and FUNCTION DUMP): per
 /// library the `FUNCTION2` opcode and its code as a string.
@@ -24,6 +34,10 @@ pub fn write_functions(out: &mut Vec<u8>, codes: &[Vec<u8>], mut lzf: Option<&mu
 /// Keys written between two releases of the written part of the snapshot (a few of its
 /// leaves: the memory they hold a little longer is small).
 const RELEASE_KEYS: usize = 256;
+
+/// The most keys one write-ahead section takes (a leaf-level node holds a few dozen; a bigger
+/// part, near the root of a small or thinned trie, is left to be copied).
+const AHEAD_MAX_KEYS: usize = 128;
 
 /// What the writer needs besides the snapshot.
 #[derive(Clone, Debug)]
@@ -113,6 +127,13 @@ pub struct RdbWriter {
     released_below: u64,
     /// The LZF compressor (its table is reused across strings), when compressing.
     lzf: Option<Lzf>,
+    /// Write-ahead sections not yet handed out (see the module doc), and the database the
+    /// last one selected.
+    ahead: Vec<u8>,
+    ahead_db: Option<usize>,
+    /// Keys written ahead, and their bytes, over the writer's life.
+    ahead_keys: u64,
+    ahead_bytes: u64,
 }
 
 impl RdbWriter {
@@ -128,7 +149,58 @@ impl RdbWriter {
             unreleased: 0,
             released_below: 0,
             lzf: opts.compress.then(Lzf::new),
+            ahead: Vec::new(),
+            ahead_db: None,
+            ahead_keys: 0,
+            ahead_bytes: 0,
         }
+    }
+
+    /// Keys written ahead of the hash order, and the bytes of those sections (see the module
+    /// doc).
+    pub fn ahead_written(&self) -> (u64, u64) {
+        (self.ahead_keys, self.ahead_bytes)
+    }
+
+    /// Before the live database `db` (the snapshot's index) changes `key`: writes the
+    /// snapshot's part around `key` that is not written yet into the next piece, and lets go
+    /// of it (see the module doc). Nothing when that part is written already or too big.
+    pub fn write_ahead(&mut self, db: usize, key: &[u8]) {
+        let (current, cursor) = match self.stage {
+            Stage::Header => (0, 0),
+            Stage::Keys { db, cursor, .. } => (db, cursor),
+            Stage::Trailer | Stage::Done => return,
+        };
+        let Some(snap) = self.snapshot.dbs.get_mut(db).filter(|_| db >= current) else {
+            return;
+        };
+        let Some(part) = snap
+            .keys
+            .detach_around(snap.keys.hash_of(key), AHEAD_MAX_KEYS)
+        else {
+            return;
+        };
+        let out = &mut self.ahead;
+        let start = out.len();
+        if self.ahead_db != Some(db) {
+            out.push(opcode::SELECTDB);
+            write_len(out, db as u64);
+            self.ahead_db = Some(db);
+        }
+        // Entries the in-order walk has passed (stored inline on its path) are written already.
+        let skip_below = if db == current { cursor } else { 0 };
+        let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
+        let (keys, lzf) = (&snap.keys, &mut self.lzf);
+        let mut n = 0;
+        part.for_each(|k, e| {
+            if skip_below == 0 || keys.hash_of(k) >= skip_below {
+                write_entry(out, k, e, expires, lzf.as_mut());
+                n += 1;
+            }
+        });
+        self.keys_written += n;
+        self.ahead_keys += n;
+        self.ahead_bytes += (out.len() - start) as u64;
     }
 
     /// Keys serialised so far.
@@ -186,9 +258,36 @@ impl RdbWriter {
         out
     }
 
+    /// Appends the write-ahead sections made since the last piece, if any, without walking
+    /// further (so they leave memory at once); returns whether it appended anything.
+    pub fn take_ahead(&mut self, out: &mut Vec<u8>) -> bool {
+        let before = out.len();
+        self.hand_out_ahead(out);
+        self.digest.update(&out[before..]);
+        out.len() > before
+    }
+
+    /// Moves the pending write-ahead sections to `out` (after the header only), then selects
+    /// the walk's database again.
+    fn hand_out_ahead(&mut self, out: &mut Vec<u8>) {
+        if self.ahead.is_empty() || self.stage == Stage::Header {
+            return;
+        }
+        out.append(&mut self.ahead);
+        self.ahead_db = None;
+        if let Stage::Keys {
+            db, started: true, ..
+        } = self.stage
+        {
+            out.push(opcode::SELECTDB);
+            write_len(out, db as u64);
+        }
+    }
+
     /// One stage step; the bytes it appends go into the checksum.
     fn step(&mut self, out: &mut Vec<u8>) {
         let before = out.len();
+        self.hand_out_ahead(out);
         match self.stage {
             Stage::Header => {
                 self.header(out);
@@ -278,13 +377,7 @@ impl RdbWriter {
         // Most datasets have few keys with a TTL, often none: no lookup then.
         let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
         let next = snap.keys.scan(cursor, batch, |k, e| {
-            if let Some(&at) = expires.and_then(|x| x.get(&k[..])) {
-                out.push(opcode::EXPIRETIME_MS);
-                out.extend_from_slice(&at.to_le_bytes());
-            }
-            out.push(type_of(e.value()));
-            write_string(out, k, lzf.as_mut());
-            write_body(out, e.value(), lzf.as_mut());
+            write_entry(out, k, e, expires, lzf.as_mut());
             n += 1;
         });
         self.keys_written += n;
@@ -313,4 +406,22 @@ impl RdbWriter {
             }
         };
     }
+}
+
+/// One key: its expiry time when it has one, its type, name and value.
+fn write_entry(
+    out: &mut Vec<u8>,
+    k: &Key,
+    e: &Entry,
+    expires: Option<&PMap<Key, u64>>,
+    lzf: Option<&mut Lzf>,
+) {
+    if let Some(&at) = expires.and_then(|x| x.get(&k[..])) {
+        out.push(opcode::EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    out.push(type_of(e.value()));
+    let mut lzf = lzf;
+    write_string(out, k, lzf.as_deref_mut());
+    write_body(out, e.value(), lzf);
 }

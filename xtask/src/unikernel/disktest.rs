@@ -1,5 +1,7 @@
 //! uk-test's disk checks: data written, SHUTDOWN SAVE, a second boot from the same disk with
-//! the same DEBUG DIGEST; a background save; the exported snapshot passes redis-check-rdb; an
+//! the same DEBUG DIGEST; a background save; a background save while a client rewrites,
+//! deletes and creates keys holds exactly the keyspace of its start (its sections written
+//! ahead of the walk included); the exported snapshot passes redis-check-rdb; an
 //! RDB written by redis-server 7.0.15, imported into a disk, boots with its keys (every key's
 //! type, value and expiry time read back as from redis-server: Kayvee's DEBUG DIGEST is its
 //! own, not Redis's); SIGKILLs during BGSAVE; the crash test of the append-only log (every
@@ -22,8 +24,9 @@ use std::time::{Duration, Instant};
 const DISK_SIZE: &str = "16M";
 
 /// The groups of checks, in the order they run (`uk-test --disk --only NAME,...` picks some).
-pub const CHECKS: [&str; 8] = [
+pub const CHECKS: [&str; 9] = [
     "save",
+    "bgsave-writes",
     "import",
     "kill",
     "crash",
@@ -45,6 +48,9 @@ pub fn disk_test(image: &Path, only: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     if run("save") {
         save_reboot_export(image, &work)?;
+    }
+    if run("bgsave-writes") {
+        bgsave_under_writes(image, &work)?;
     }
     if run("import") {
         import_redis_rdb(image, &work)?;
@@ -84,6 +90,92 @@ fn save_reboot_export(image: &Path, work: &Path) -> Result<(), String> {
     println!(
         "uk-test: disk: exported snapshot generation {} ({} bytes) passes redis-check-rdb",
         h.generation, h.len
+    );
+    Ok(())
+}
+
+/// Keys of the background save under writes.
+const AHEAD_KEYS: u32 = 100_000;
+
+/// BGSAVE while one client keeps rewriting, deleting and creating keys: the writes change keys
+/// the snapshot has not written yet, so it writes their parts ahead of its walk (the console
+/// says how many keys). The next boot (the append-only log is off) must hold the keyspace of
+/// the BGSAVE's instant: its DEBUG DIGEST, taken by the same client just before, as nothing
+/// else runs between the two.
+fn bgsave_under_writes(image: &Path, work: &Path) -> Result<(), String> {
+    let disk_file = work.join("disk-ahead.img");
+    disk::create(&disk_file, "64M")?;
+    let log = "uk-test-disk-ahead-console.log";
+    let (mut qemu, port, console) = boot_with(image, &disk_file, log, &[])?;
+    let result = (|| {
+        let n = AHEAD_KEYS.to_string();
+        cli(port, &["DEBUG", "POPULATE", &n])?;
+        cli(port, &["SET", "ttl-key", "v", "EX", "100000"])?;
+        let mut c = Resp::open(port)?;
+        c.set_timeout(Duration::from_secs(60))?;
+        let digest = c.call(&["DEBUG", "DIGEST"])?;
+        c.expect(&["BGSAVE"], "Background saving started")?;
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let (mut batches, deadline) = (0u32, Instant::now() + Duration::from_secs(120));
+        loop {
+            let mut batch = Vec::new();
+            for _ in 0..64 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let k = format!("key:{}", rng % u64::from(AHEAD_KEYS + AHEAD_KEYS / 10));
+                batch.extend(match rng % 5 {
+                    0 => resp_command(&["DEL", &k]),
+                    1 => resp_command(&["EXPIRE", &k, "1000"]),
+                    _ => resp_command(&["SET", &k, "rewritten"]),
+                });
+            }
+            c.send(&batch)?;
+            for _ in 0..64 {
+                let r = c.reply()?;
+                if r.starts_with('-') {
+                    return Err(format!("a write during BGSAVE: {r}"));
+                }
+            }
+            batches += 1;
+            let info = c.call(&["INFO", "persistence"])?;
+            if info.contains("rdb_bgsave_in_progress:0") {
+                if !info.contains("rdb_last_bgsave_status:ok") {
+                    return Err(format!("BGSAVE failed: {info}"));
+                }
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err("BGSAVE did not end within 120 s".into());
+            }
+        }
+        let ahead = console
+            .lock()
+            .map_err(|_| "console lock")?
+            .iter()
+            .rev()
+            .find(|(_, l)| l.contains("keys ahead of its walk"))
+            .map(|(_, l)| l.clone())
+            .ok_or(format!(
+                "the console has no write-ahead line (target/{log})"
+            ))?;
+        shutdown(&mut qemu, port, "NOSAVE")?;
+        Ok((digest, batches, ahead))
+    })();
+    let (digest, batches, ahead) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            return Err(e);
+        }
+    };
+    reboot_and_compare(image, &disk_file, &digest, "BGSAVE under writes")?;
+    println!(
+        "uk-test: disk: {} writes during the BGSAVE of {} keys; {}",
+        batches * 64,
+        AHEAD_KEYS + 1,
+        ahead.trim_start_matches("kayvee: ")
     );
     Ok(())
 }

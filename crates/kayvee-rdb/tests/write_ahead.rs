@@ -1,0 +1,181 @@
+//! A writer on the engine's thread with the write-ahead hook installed: the databases change
+//! between the writer's pieces (writes, deletes, TTL changes, new keys), and the file still
+//! holds exactly the snapshot, each key once, in whatever order; the writes found their parts
+//! written ahead instead of copying them.
+
+use kayvee_engine::value::Entry;
+use kayvee_engine::write_ahead::WriteAhead;
+use kayvee_engine::{Config, Db, Snapshot, Value};
+use kayvee_pds::SmallBytes;
+use kayvee_rdb::{load, LoadOptions, RdbWriter, WriteOptions};
+use proptest::prelude::*;
+use std::sync::{Arc, Mutex};
+
+/// The hook as a shell would build it: the writer behind a lock.
+struct Ahead(Mutex<RdbWriter>);
+
+impl WriteAhead for Ahead {
+    fn before_write(&self, db: usize, key: &[u8]) {
+        self.0.lock().unwrap().write_ahead(db, key);
+    }
+}
+
+const SEED: u64 = 42;
+const NOW_MS: u64 = 1_700_000_000_000;
+
+fn string(v: &[u8]) -> Value {
+    Value::Str(SmallBytes::from_vec(v.to_vec()))
+}
+
+/// `n` keys spread over databases 0 and 3, a third of them with a TTL in the future.
+fn build(n: u32) -> Vec<Db> {
+    let mut dbs: Vec<Db> = (0..16).map(|_| Db::new(SEED)).collect();
+    for i in 0..n {
+        let ttl = i
+            .is_multiple_of(3)
+            .then_some(NOW_MS + 1_000_000 + u64::from(i));
+        let db = if i.is_multiple_of(4) { 3 } else { 0 };
+        let v = format!("value-{i}");
+        dbs[db].insert_entry(
+            format!("key:{i}").as_bytes(),
+            Entry::new(string(v.as_bytes()), NOW_MS),
+            ttl,
+        );
+    }
+    dbs
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Set(u32),
+    Del(u32),
+    Expire(u32),
+    Persist(u32),
+    Read(u32),
+}
+
+fn op(n: u32) -> impl Strategy<Value = Op> {
+    let k = 0..n + n / 4; // some keys the snapshot never held
+    prop_oneof![
+        4 => k.clone().prop_map(Op::Set),
+        2 => k.clone().prop_map(Op::Del),
+        1 => k.clone().prop_map(Op::Expire),
+        1 => k.clone().prop_map(Op::Persist),
+        1 => k.prop_map(Op::Read),
+    ]
+}
+
+fn apply(dbs: &mut [Db], op: &Op) {
+    let db_of = |i: u32| if i.is_multiple_of(4) { 3 } else { 0 };
+    match *op {
+        Op::Set(i) => {
+            dbs[db_of(i)].set(format!("key:{i}").as_bytes(), string(b"new"), NOW_MS, false)
+        }
+        Op::Del(i) => {
+            dbs[db_of(i)].remove(format!("key:{i}").as_bytes(), NOW_MS);
+        }
+        Op::Expire(i) => {
+            dbs[db_of(i)].set_expire(format!("key:{i}").as_bytes(), NOW_MS + 7);
+        }
+        Op::Persist(i) => {
+            dbs[db_of(i)].persist(format!("key:{i}").as_bytes());
+        }
+        Op::Read(i) => {
+            dbs[db_of(i)].lookup_read(format!("key:{i}").as_bytes(), NOW_MS);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_file_holds_the_snapshot_whatever_the_writes(
+        n in 1u32..3000,
+        ops in proptest::collection::vec(op(3000), 0..400),
+        chunk in 1usize..3000,
+        compress in any::<bool>(),
+    ) {
+        let want = build(n);
+        let mut live = build(n);
+        let snapshot = Snapshot {
+            dbs: live.iter().map(Db::snapshot).collect(),
+            taken_ms: NOW_MS,
+            functions: Vec::new(),
+        };
+        let opts = WriteOptions { compress, chunk_len: chunk, ..WriteOptions::default() };
+        let writer = Arc::new(Ahead(Mutex::new(RdbWriter::new(snapshot, opts))));
+        for (i, db) in live.iter_mut().enumerate() {
+            db.set_write_ahead(i, Some(writer.clone() as Arc<dyn WriteAhead>));
+        }
+        let (mut file, mut piece) = (Vec::new(), Vec::new());
+        let mut ops = ops.iter();
+        loop {
+            // A few writes between pieces, some before the first.
+            for op in ops.by_ref().take(3) {
+                apply(&mut live, op);
+            }
+            if !writer.0.lock().unwrap().next_chunk(&mut piece) {
+                break;
+            }
+            file.append(&mut piece);
+        }
+        let w = writer.0.lock().unwrap();
+        prop_assert_eq!(w.file_crc(), Some(kayvee_rdb::CRC64.checksum(&file)));
+        let total: usize = want.iter().map(Db::len).sum();
+        prop_assert_eq!(w.keys_written(), total as u64);
+        let config = Config::default();
+        let loaded = load(&file, &LoadOptions { config: &config, seed: SEED, now_ms: NOW_MS }).unwrap();
+        for (i, db) in want.iter().enumerate() {
+            let mut got = loaded.dbs[i].clone();
+            got.check_invariants();
+            prop_assert_eq!(got.len(), db.len(), "database {}", i);
+            for k in db.keys_matching(NOW_MS, |_| true) {
+                let e = got.peek(&k, NOW_MS).expect("key saved");
+                let mut db = db.clone();
+                prop_assert_eq!(e.value(), db.peek(&k, NOW_MS).unwrap().value());
+                prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
+            }
+        }
+    }
+}
+
+/// Writes into a 20,000-key database while its snapshot is being written copy no trie node:
+/// each write's part was written ahead and dropped by the snapshot first.
+#[test]
+fn writes_during_the_save_are_written_ahead_not_copied() {
+    let mut live = build(20_000);
+    let snapshot = Snapshot {
+        dbs: live.iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+        functions: Vec::new(),
+    };
+    let writer = Arc::new(Ahead(Mutex::new(RdbWriter::new(
+        snapshot,
+        WriteOptions::default(),
+    ))));
+    for (i, db) in live.iter_mut().enumerate() {
+        db.set_write_ahead(i, Some(writer.clone() as Arc<dyn WriteAhead>));
+    }
+    let mut piece = Vec::new();
+    writer.0.lock().unwrap().next_chunk(&mut piece); // the header and the first keys
+    let keys = live[0].keys_matching(NOW_MS, |_| true);
+    let new_nodes = |dbs: &mut Vec<Db>| {
+        let before = dbs[0].snapshot().keys.node_addrs();
+        for k in keys.iter().step_by(7) {
+            dbs[0].set(k, string(b"rewritten"), NOW_MS, false);
+        }
+        let after = dbs[0].snapshot().keys.node_addrs();
+        after.iter().filter(|a| !before.contains(a)).count()
+    };
+    let copied = new_nodes(&mut live);
+    let (ahead_keys, ahead_bytes) = writer.0.lock().unwrap().ahead_written();
+    assert!(ahead_keys > 10_000, "{ahead_keys} keys written ahead");
+    assert!(ahead_bytes > 100_000);
+    assert!(copied < 10, "{copied} live nodes copied with the hook");
+    // Without the hook the same writes copy the path of every key.
+    let mut other = build(20_000);
+    let _held: Vec<_> = other.iter().map(Db::snapshot).collect();
+    let copied = new_nodes(&mut other);
+    assert!(copied > 500, "{copied} nodes copied without the hook");
+}

@@ -207,10 +207,16 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
     pub fn detach_around(&mut self, hash: u64, max: usize) -> Option<Detached<K, V>> {
         match node::unit_size(&self.root, 0, hash) {
             Some(0) => None,
-            Some(n) if n <= max => Some(Detached(node::detach_around(&mut self.root, 0, hash))),
+            Some(n) if n <= max => {
+                let (part, lowest) = node::detach_around(&mut self.root, 0, hash);
+                Some(Detached(part, lowest))
+            }
             Some(_) => None,
             None if self.root.header.size == 0 || self.root.header.size > max => None,
-            None => Some(Detached(core::mem::replace(&mut self.root, node::empty()))),
+            None => Some(Detached(
+                core::mem::replace(&mut self.root, node::empty()),
+                0,
+            )),
         }
     }
 
@@ -283,9 +289,14 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
 
 /// A part of a map taken out by [`PMap::detach_around`]: its entries can be visited, then it is
 /// dropped.
-pub struct Detached<K, V>(Node<K, V>);
+pub struct Detached<K, V>(Node<K, V>, u64);
 
 impl<K, V> Detached<K, V> {
+    /// No entry of the part hashes below this (the hash bits its place in the trie fixes).
+    pub fn lowest_hash(&self) -> u64 {
+        self.1
+    }
+
     /// Entries it holds.
     pub fn len(&self) -> usize {
         self.0.header.size
@@ -791,6 +802,7 @@ mod tests {
                 let k = (rng % 25_000) as u32;
                 if let Some(part) = snap.detach_around(live.hash_of(&k), 128) {
                     assert!(part.len() <= 128 && !part.is_empty());
+                    part.for_each(|k, _| assert!(live.hash_of(k) >= part.lowest_hash()));
                     let before = seen.len();
                     part.for_each(|k, v| {
                         if live.hash_of(k) >= cursor {

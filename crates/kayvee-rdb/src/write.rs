@@ -188,7 +188,10 @@ impl RdbWriter {
             self.ahead_db = Some(db);
         }
         // Entries the in-order walk has passed (stored inline on its path) are written already.
-        let skip_below = if db == current { cursor } else { 0 };
+        let skip_below = match db == current && cursor > part.lowest_hash() {
+            true => cursor,
+            false => 0, // the whole part lies at or past the walk's cursor
+        };
         let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
         let (keys, lzf) = (&snap.keys, &mut self.lzf);
         let mut n = 0;

@@ -782,28 +782,29 @@ pub(super) fn unit_size<K, V>(node: &Node<K, V>, level: usize, hash: u64) -> Opt
 /// node on `hash`'s path) with its whole subtree, copying the shared nodes on the path first,
 /// and returns it; the caller checked with [`unit_size`] that there is one. The version left
 /// is a valid trie for scans, though not canonical.
+/// Also returns the lowest hash the part can hold (the hash bits its path fixes).
 pub(super) fn detach_around<K: Clone, V: Clone>(
     node: &mut Node<K, V>,
     level: usize,
     hash: u64,
-) -> Node<K, V> {
+) -> (Node<K, V>, u64) {
     let bit = 1u32 << frag(hash, level);
     let ci = index(node.header.nodemap, bit);
     let child = &node.header.children[ci];
     let deeper =
         level + 1 < COLLISION_LEVEL && child.header.nodemap & (1u32 << frag(hash, level + 1)) != 0;
     let n = make_unique(node);
-    let taken = if deeper {
+    let (taken, lowest) = if deeper {
         detach_around(&mut n.header.children[ci], level + 1, hash)
     } else {
         let mut children = mem::take(&mut n.header.children).into_vec();
         let taken = children.remove(ci);
         n.header.children = children.into_boxed_slice();
         n.header.nodemap &= !bit;
-        taken
+        (taken, hash & prefix_mask(level + 1))
     };
     n.header.size -= taken.header.size;
-    taken
+    (taken, lowest)
 }
 
 /// Calls `f` with every entry of the subtree (in no particular order).

@@ -16,8 +16,9 @@
 //! Under heavy load the loop naps instead ([`BusyPoll::nap_us`]): when passes are big and many
 //! connections send (at least [`NAP_CONNECTIONS_MIN`] within [`ACTIVE_EPOCH_US`]), the load
 //! generator is the bottleneck, and every write of its that finds the loop asleep in its wait
-//! pays for waking it. The shell then looks for work without waiting, sleeps
-//! [`NAP_WINDOWS`] times `busy-poll-us` if there was none, looks again, and only then waits: the writes of many connections queue
+//! pays for waking it. The shell then looks for work without waiting, sleeps one to
+//! [`NAP_WINDOWS`] times `busy-poll-us` (more with more connections) if there was none, looks
+//! again, and only then waits: the writes of many connections queue
 //! up meanwhile for one pass. The count of active connections keeps the nap away from a few
 //! pipelining clients, whose every round trip it would lengthen. A shell with nothing else to
 //! run on its CPU (the unikernel) has no use for it.
@@ -37,6 +38,10 @@ pub const BACKOFF_MAX: u32 = 64;
 /// used 571-660 ns of CPU per request; with 200 us, 0.15 waits, 3.6k switches and 512-531 ns
 /// (redis-server: 0.06-0.13 waits, 0.5-3.4k switches, 704-814 ns).
 pub const NAP_WINDOWS: u64 = 4;
+/// The nap lasts one window per this many active connections (at least one window, at most
+/// [`NAP_WINDOWS`]): each connection waits for its own reply, so a long nap cuts the rate of
+/// fewer connections (a 200 us nap cost 5-10% of SET/s at `-c 16` to `-c 32`).
+pub const NAP_CONNECTIONS_PER_WINDOW: u32 = 12;
 
 /// Fixed-point scale of the average (1/16 of a command).
 const SCALE: u32 = 16;
@@ -77,9 +82,9 @@ impl BusyPoll {
         }
     }
 
-    /// How long the loop should nap before it waits for readiness: [`NAP_WINDOWS`] times
-    /// `window_us` when the passes served lately were big and many connections are sending,
-    /// else 0.
+    /// How long the loop should nap before it waits for readiness: `window_us` per
+    /// [`NAP_CONNECTIONS_PER_WINDOW`] connections sending (at most [`NAP_WINDOWS`] windows)
+    /// when the passes served lately were big and many connections are sending, else 0.
     ///
     /// Then the load generator, not the loop, is the bottleneck, and each of its writes that
     /// wakes the sleeping loop costs it an IPI and the loop a wakeup for a handful of
@@ -89,7 +94,8 @@ impl BusyPoll {
     pub fn nap_us(&self, window_us: u64) -> u64 {
         if self.average >= COMMANDS_PER_PASS_MAX * SCALE && self.active_last >= NAP_CONNECTIONS_MIN
         {
-            window_us * NAP_WINDOWS
+            let windows = u64::from(self.active_last / NAP_CONNECTIONS_PER_WINDOW);
+            window_us * windows.clamp(1, NAP_WINDOWS)
         } else {
             0
         }
@@ -248,10 +254,20 @@ mod tests {
         passes(&mut b, &mut t, &mut marks, 100, 4, 64);
         assert_eq!(
             b.nap_us(50),
-            50 * NAP_WINDOWS,
-            "twenty connections, 64 commands a pass"
+            50,
+            "twenty connections, 64 commands a pass: one window"
         );
         assert_eq!(b.timeout_us(t + 1, 1000), 1000, "and no spin");
+        // One window per twelve connections, at most four.
+        let mut marks = [0u32; 36];
+        passes(&mut b, &mut t, &mut marks, 100, 6, 64);
+        assert_eq!(b.nap_us(50), 150, "thirty-six connections");
+        let mut marks = [0u32; 48];
+        passes(&mut b, &mut t, &mut marks, 100, 6, 64);
+        assert_eq!(b.nap_us(50), 50 * NAP_WINDOWS, "forty-eight");
+        let mut marks = [0u32; 200];
+        passes(&mut b, &mut t, &mut marks, 100, 25, 64);
+        assert_eq!(b.nap_us(50), 50 * NAP_WINDOWS, "two hundred");
     }
 
     #[test]

@@ -138,11 +138,7 @@ fn bgsave_under_writes(image: &Path, work: &Path) -> Result<(), String> {
                 }
             }
             batches += 1;
-            let info = c.call(&["INFO", "persistence"])?;
-            if info.contains("rdb_bgsave_in_progress:0") {
-                if !info.contains("rdb_last_bgsave_status:ok") {
-                    return Err(format!("BGSAVE failed: {info}"));
-                }
+            if bgsave_ended(&c.call(&["INFO", "persistence"])?)? {
                 break;
             }
             if Instant::now() > deadline {
@@ -590,6 +586,17 @@ fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether INFO persistence says the background save ended; an error if it failed.
+fn bgsave_ended(info: &str) -> Result<bool, String> {
+    if !info.contains("rdb_bgsave_in_progress:0") {
+        return Ok(false);
+    }
+    if !info.contains("rdb_last_bgsave_status:ok") {
+        return Err(format!("BGSAVE failed: {info}"));
+    }
+    Ok(true)
+}
+
 /// Boots with the disk; returns QEMU, the port and the console.
 fn boot(image: &Path, disk_file: &Path, log: &str) -> Result<(Child, u16, Instant), String> {
     let port = free_port()?;
@@ -666,11 +673,7 @@ fn write_and_save(image: &Path, disk_file: &Path) -> Result<String, String> {
         expect_cli(port, &["BGSAVE"], "Background saving started")?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let info = cli(port, &["INFO", "persistence"])?;
-            if info.contains("rdb_bgsave_in_progress:0") {
-                if !info.contains("rdb_last_bgsave_status:ok") {
-                    return Err(format!("BGSAVE failed: {info}"));
-                }
+            if bgsave_ended(&cli(port, &["INFO", "persistence"])?)? {
                 break;
             }
             if Instant::now() > deadline {

@@ -568,6 +568,12 @@ impl Conn {
         })
     }
 
+    /// Turns Nagle's algorithm off (`true`, as [`Conn::connect`] leaves it) or on (`false`,
+    /// as clients that write a command in pieces often leave it).
+    pub fn set_nodelay(&self, nodelay: bool) {
+        let _ = self.stream.set_nodelay(nodelay);
+    }
+
     /// Changes how long a read may block.
     pub fn set_timeout(&mut self, timeout: Duration) {
         let _ = self.stream.set_read_timeout(Some(timeout));

@@ -222,6 +222,23 @@ impl Stream {
 }
 
 impl Stream {
+    /// Acknowledges at once what TCP has received (TCP_QUICKACK; a Unix socket has no ACKs).
+    pub fn quickack(&self) {
+        if let Stream::Tcp(s) = self {
+            let one: libc::c_int = 1;
+            // SAFETY: a plain int option on a socket this stream owns.
+            unsafe {
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_QUICKACK,
+                    (&one as *const libc::c_int).cast(),
+                    core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
+
     /// A read through a shared reference (a long script's hook reads the other sockets while
     /// the socket table is borrowed).
     pub fn read_shared(&self, buf: &mut [u8]) -> io::Result<usize> {

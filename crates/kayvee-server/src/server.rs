@@ -544,6 +544,18 @@ impl Server {
                 }
             };
             self.with_shell(|driver, shell| driver.received(h, n, shell));
+            // A big argument still arriving: what came is acknowledged at once (TCP_QUICKACK).
+            // A client that writes it in pieces with Nagle on (the suite's Tcl client, 4 KiB
+            // a write) holds its last short segment until the ones before are acknowledged,
+            // which the delayed ACK put off by 40 ms; and its FIN after such an upload came
+            // 10-18 ms after its close, later than its next connection's first command, for
+            // which it still counted against maxmemory-clients.
+            let big_argument = self.driver.awaits_big_argument(h);
+            if big_argument {
+                if let Some(stream) = self.sockets.get(h.0).and_then(Option::as_ref) {
+                    stream.quickack();
+                }
+            }
             // A CONFIG SET oom-score-adj or REPLICAOF is in force before its reply goes out.
             self.oom.sync(self.driver.engine());
             self.title.sync(self.driver.engine());
@@ -563,7 +575,7 @@ impl Server {
             }
             // A big argument still arriving: its next piece is usually there by the time the
             // next read looks (`WouldBlock` ends the loop otherwise).
-            if n < space && !self.driver.awaits_big_argument(h) {
+            if n < space && !big_argument {
                 return;
             }
         }

@@ -724,7 +724,7 @@ def parse_args():
     p.add_argument("--no-memory", action="store_true", help="skip the memory group")
     p.add_argument("--tests",
                    help="comma-separated test names (e.g. LRANGE_100,HSET): run only these rows of"
-                        " the chosen groups (keep the pushes a pop reads: LPUSH with LPOP, SADD with SPOP)")
+                        " the chosen groups (SET and GET also name the single group's SET_c1, GET_c1) (keep the pushes a pop reads: LPUSH with LPOP, SADD with SPOP)")
     args = p.parse_args()
     args.only = [g.strip() for g in args.only.split(",") if g.strip()]
     unknown = [g for g in args.only if g not in GROUPS]
@@ -741,8 +741,11 @@ def parse_args():
 
 
 def chosen(tests, names):
-    """The rows of `tests` named in `names` (all when `names` is None)."""
-    return tests if names is None else [t for t in tests if t[0].upper() in names]
+    """The rows of `tests` named in `names` (all when `names` is None); SET names the single
+    group's SET_c1 too."""
+    if names is None:
+        return tests
+    return [t for t in tests if t[0].upper() in names or t[0].upper().removesuffix("_C1") in names]
 
 
 def run_throughput(binaries, args):

@@ -38,9 +38,15 @@ fi
 
 export KAYVEE_REQUIRE_REDIS=1
 export KAYVEE_REQUIRE_XENSTORE=1
-cargo xtask ci "$@"
+# Each stage says how long it took (CI has 90 minutes; the whole run should stay well under 30).
+stage() {
+    local start=$SECONDS
+    "$@"
+    echo "test-all: '$*' took $((SECONDS - start)) s (total $SECONDS s)"
+}
+stage cargo xtask ci "$@"
 # Redis 7.0.15's own test suite against kayvee-server: fails on a failure that
 # tests/redis-suite/expected-failures.txt does not list, or on a listed one that passes.
-cargo xtask redis-suite --gate
+stage cargo xtask redis-suite --gate
 # The unikernel: build the image, boot it under QEMU TCG, real clients through the port forward.
-cargo xtask uk-test
+stage cargo xtask uk-test

@@ -724,7 +724,7 @@ def parse_args():
     p.add_argument("--no-memory", action="store_true", help="skip the memory group")
     p.add_argument("--tests",
                    help="comma-separated test names (e.g. LRANGE_100,HSET): run only these rows of"
-                        " the chosen groups (SET and GET also name the single group's SET_c1, GET_c1) (keep the pushes a pop reads: LPUSH with LPOP, SADD with SPOP)")
+                        " the chosen groups (SET and GET also pick the single group's SET_c1, GET_c1; keep the pushes a pop reads: LPUSH with LPOP, SADD with SPOP)")
     args = p.parse_args()
     args.only = [g.strip() for g in args.only.split(",") if g.strip()]
     unknown = [g for g in args.only if g not in GROUPS]

@@ -225,17 +225,7 @@ impl Stream {
     /// Acknowledges at once what TCP has received (TCP_QUICKACK; a Unix socket has no ACKs).
     pub fn quickack(&self) {
         if let Stream::Tcp(s) = self {
-            let one: libc::c_int = 1;
-            // SAFETY: a plain int option on a socket this stream owns.
-            unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::IPPROTO_TCP,
-                    libc::TCP_QUICKACK,
-                    (&one as *const libc::c_int).cast(),
-                    core::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
+            let _ = SockRef::from(s).set_tcp_quickack(true);
         }
     }
 

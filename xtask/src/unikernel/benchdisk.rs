@@ -39,11 +39,13 @@ struct Opts {
     new_keys: bool,
     linux: bool,
     machine: Machine,
+    /// vCPUs of the guest (`-smp`).
+    cpus: u32,
 }
 
 /// Parses `--quick`, `--keys N`, `--requests N`, `--mem M`, `--disk-size S`, `--image PATH`,
 /// `--bgsave-only`, `--new-keys`, `--machine microvm|microvm-acpi|q35`, `--linux` (microvm
-/// becomes microvm-acpi for both sides).
+/// becomes microvm-acpi for both sides), `--cpus N` (the guests' vCPUs, 1 by default).
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         keys: 1_000_000,
@@ -55,6 +57,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         new_keys: false,
         linux: false,
         machine: Machine::Microvm,
+        cpus: 1,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -75,6 +78,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--new-keys" => o.new_keys = true,
             "--machine" => o.machine = Machine::parse(&val()?)?,
             "--linux" => o.linux = true,
+            "--cpus" => o.cpus = val()?.parse().map_err(|_| "bad --cpus")?,
             other => return Err(format!("bench-disk: unknown option '{other}'")),
         }
     }
@@ -126,6 +130,11 @@ struct SaveRow {
     before: f64,
     mem_before: u64,
     peak: u64,
+    /// Host CPU seconds per wall second of the guest's vCPU 0 (the event loop's) and of the
+    /// other vCPUs, before and during the save (from QEMU's named threads).
+    cpu0_before: f64,
+    cpu0_during: f64,
+    cpus_other_during: f64,
 }
 
 impl SaveRow {
@@ -138,7 +147,45 @@ impl SaveRow {
     fn extra(&self) -> f64 {
         100.0 * self.peak.saturating_sub(self.mem_before) as f64 / self.mem_before.max(1) as f64
     }
+
+    /// SETs per CPU-second of vCPU 0 during the save against before, in percent: what the
+    /// loop's own core kept, whatever the host's other threads took from it.
+    fn kept_per_cpu0(&self) -> f64 {
+        let before = self.before / self.cpu0_before.max(1e-9);
+        let during = self.during / self.cpu0_during.max(1e-9);
+        100.0 * during / before.max(1.0)
+    }
 }
+
+/// Host CPU ticks (utime + stime) of QEMU process `pid`'s threads, split into vCPU 0 (`CPU
+/// 0/TCG` or `CPU 0/KVM`, named with `-name ...,debug-threads=on`) and the other vCPUs.
+fn vcpu_ticks(pid: u32) -> (u64, u64) {
+    let (mut cpu0, mut other) = (0, 0);
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (0, 0);
+    };
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+        match comm.trim() {
+            "CPU 0/TCG" | "CPU 0/KVM" => cpu0 += ticks,
+            c if c.starts_with("CPU ") => other += ticks,
+            _ => {}
+        }
+    }
+    (cpu0, other)
+}
+
+/// Clock ticks a second (`sysconf(_SC_CLK_TCK)`: 100 on Linux).
+const TICKS_PER_S: f64 = 100.0;
 
 /// Entry point; `linux_guest` builds the Linux guest when `--linux` asks for it.
 pub fn bench_disk(
@@ -188,7 +235,9 @@ pub fn bench_disk(
         println!(
             "bench-disk: {:<9} BGSAVE of {} keys (DEBUG POPULATE took {:.1} s): \
              {:.2} s; SET -P 16 from one client {:.0}/s during it against {:.0}/s just before \
-             ({:.0}%); used_memory {} before, peak {} during (+{:.1}%)",
+             ({:.0}%); used_memory {} before, peak {} during (+{:.1}%); host CPU of vCPU 0 \
+             {:.2} before, {:.2} during (SETs per its CPU-second {:.0}% of before), other vCPUs \
+             {:.2} during",
             side.label(),
             o.keys,
             r.populate,
@@ -199,6 +248,10 @@ pub fn bench_disk(
             r.mem_before,
             r.peak,
             r.extra(),
+            r.cpu0_before,
+            r.cpu0_during,
+            r.kept_per_cpu0(),
+            r.cpus_other_during,
         );
         saves.push(r);
     }
@@ -308,6 +361,12 @@ fn boot(
     let port = free_port()?;
     let mut b = Boot::new(o.machine, "tcg", port);
     b.mem = o.mem.clone();
+    // Named threads ("CPU 0/TCG"): the BGSAVE row reads each vCPU's host CPU time.
+    b.qemu_extra
+        .extend(["-name".to_string(), "kayvee,debug-threads=on".to_string()]);
+    if o.cpus > 1 {
+        b.qemu_extra.extend(["-smp".to_string(), o.cpus.to_string()]);
+    }
     let kernel = match side {
         Side::Unikernel(image) => {
             disk::create(&file, &o.disk_size)?;
@@ -460,9 +519,12 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         let writer = std::thread::spawn(move || set_loop(port, n, s, d));
         // The same client's rate before the save, over 3 s.
         std::thread::sleep(Duration::from_millis(500));
-        let (c0, t0) = (done.load(Ordering::Relaxed), Instant::now());
+        let pid = qemu.id();
+        let (c0, t0, k0) = (done.load(Ordering::Relaxed), Instant::now(), vcpu_ticks(pid));
         std::thread::sleep(Duration::from_secs(3));
+        let k1 = vcpu_ticks(pid);
         let before = (done.load(Ordering::Relaxed) - c0) as f64 / t0.elapsed().as_secs_f64();
+        let cpu0_before = (k1.0 - k0.0) as f64 / TICKS_PER_S / t0.elapsed().as_secs_f64();
         let started = Instant::now();
         let c1 = done.load(Ordering::Relaxed);
         let reply = super::client("redis-cli", &["-p", &p, "BGSAVE"], b"")?;
@@ -488,6 +550,9 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         }
         let took = started.elapsed();
         let during = (done.load(Ordering::Relaxed) - c1) as f64 / took.as_secs_f64();
+        let k2 = vcpu_ticks(pid);
+        let cpu0_during = (k2.0 - k1.0) as f64 / TICKS_PER_S / took.as_secs_f64();
+        let cpus_other_during = (k2.1 - k1.1) as f64 / TICKS_PER_S / took.as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         let _ = writer.join();
         Ok(SaveRow {
@@ -497,6 +562,9 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
             before,
             mem_before,
             peak,
+            cpu0_before,
+            cpu0_during,
+            cpus_other_during,
         })
     })();
     let _ = qemu.kill();

@@ -587,3 +587,107 @@ fn messages_published_on_the_primary_reach_the_replicas_subscribers() {
     remove_dirs("publish-kayvee");
     remove_dirs("publish-redis");
 }
+
+/// A replica working through a primary's flood still serves its own clients: the test plays
+/// the primary (the handshake, an empty RDB, then tens of megabytes of SETs written as fast as
+/// the socket takes them, `SET flood-done 1` last), and a client's PING to the replica must
+/// be answered while the flood is still being applied. Found with a Kayvee replica of a
+/// loaded primary: after its full sync it kept reading the buffered stream until the socket
+/// was empty, and INFO waited 14 s. (`KAYVEE_TARGET=redis`: redis-server, which reads 16 KiB
+/// a client per event loop turn, passes it too.)
+#[test]
+fn a_replica_applying_a_flood_from_its_primary_still_answers_its_clients() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    if kayvee_tests::target_is_unikernel() {
+        eprintln!("skipped: the image's replica link reaches the host as 10.0.2.2, not loopback");
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake primary");
+    let primary_port = listener.local_addr().unwrap().port().to_string();
+    let dir = tmpdir("flood-replica");
+    let Some(replica) = Server::kayvee(&["--dir", &dir, "--replicaof", "127.0.0.1", &primary_port])
+    else {
+        return;
+    };
+    let (link, _) = listener.accept().expect("the replica connects");
+    link.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut reader = BufReader::new(link.try_clone().unwrap());
+    let mut writer = link;
+    // The handshake: PING, REPLCONF..., then PSYNC (RESP arrays).
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).expect("a handshake command");
+        let argc: usize = header
+            .trim_start_matches('*')
+            .trim()
+            .parse()
+            .expect("an array");
+        let mut args = Vec::new();
+        for _ in 0..argc {
+            let mut len = String::new();
+            reader.read_line(&mut len).unwrap();
+            let len: usize = len.trim_start_matches('$').trim().parse().unwrap();
+            let mut arg = vec![0u8; len + 2];
+            reader.read_exact(&mut arg).unwrap();
+            arg.truncate(len);
+            args.push(String::from_utf8_lossy(&arg).to_uppercase());
+        }
+        match args[0].as_str() {
+            "PING" => writer.write_all(b"+PONG\r\n").unwrap(),
+            "PSYNC" | "SYNC" => break,
+            _ => writer.write_all(b"+OK\r\n").unwrap(),
+        }
+    }
+    // An empty RDB 10 (no checksum: eight zero bytes), then the flood.
+    let rdb: &[u8] = b"REDIS0010\xff\0\0\0\0\0\0\0\0";
+    let replid = "f".repeat(40);
+    writer
+        .write_all(format!("+FULLRESYNC {replid} 0\r\n${}\r\n", rdb.len()).as_bytes())
+        .unwrap();
+    writer.write_all(rdb).unwrap();
+    let mut block = Vec::new();
+    for i in 0..20_000 {
+        let key = format!("flood:{i}");
+        block.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$5\r\nvalue\r\n",
+                key.len()
+            )
+            .as_bytes(),
+        );
+    }
+    // About 100 MB: far longer to apply than a PING takes to answer.
+    const BLOCKS: usize = 150;
+    let flood = std::thread::spawn(move || {
+        for _ in 0..BLOCKS {
+            if writer.write_all(&block).is_err() {
+                return;
+            }
+        }
+        let _ = writer.write_all(b"*3\r\n$3\r\nSET\r\n$10\r\nflood-done\r\n$1\r\n1\r\n");
+        // Keeps the link open until the test ends.
+        let _ = reader.read(&mut [0u8; 1]);
+    });
+    let mut client = replica.conn();
+    client.set_timeout(Duration::from_secs(60));
+    // The flood is under way once the replica has applied some of it.
+    let t0 = Instant::now();
+    while client.cmd_str(&["EXISTS", "flood:19999"]) != b":1\r\n" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the flood never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(client.cmd_str(&["PING"]), b"+PONG\r\n");
+    let done = client.cmd_str(&["GET", "flood-done"]);
+    assert_eq!(
+        done, b"$-1\r\n",
+        "the replica answered only after applying the whole flood"
+    );
+    drop(replica);
+    let _ = flood.join();
+    remove_dirs("flood");
+}

@@ -264,6 +264,10 @@ pub struct Server {
     oom: crate::oom::OomScore,
     /// The process title (`proc-title-template`).
     title: crate::proctitle::ProcTitle,
+    /// Connections that handed over their share of a pass with more to read (see
+    /// `Driver::read_share_spent`): edge-triggered epoll reports nothing new for them, so the
+    /// next pass reads them again without waiting.
+    unread: Vec<Handle>,
 }
 
 impl Server {
@@ -305,6 +309,7 @@ impl Server {
             migrate: Default::default(),
             oom: Default::default(),
             title: Default::default(),
+            unread: Vec::new(),
         })
     }
 
@@ -350,11 +355,19 @@ impl Server {
                 return Err(e);
             }
             self.clock = Clock::read(&mut self.cal);
-            self.driver.after_wait(self.now(), !events.is_empty());
+            let unread = std::mem::take(&mut self.unread);
+            self.driver
+                .after_wait(self.now(), !events.is_empty() || !unread.is_empty());
             for event in events.iter() {
                 self.dispatch(event.token(), event.is_writable());
                 if self.shutdown {
                     break;
+                }
+            }
+            // The rest of what the last pass left unread, after the connections that woke.
+            for h in unread {
+                if !self.shutdown && self.handle_at(h.0).is_some() {
+                    self.read_conn(h);
                 }
             }
             self.carry_out_requests();
@@ -407,6 +420,9 @@ impl Server {
     /// How long the poll may sleep: until the driver's next deadline (cron, a blocked
     /// client's timeout), sooner while the startup load runs, zero while the busy poll spins.
     fn sleep_timeout(&mut self) -> Duration {
+        if !self.unread.is_empty() {
+            return Duration::ZERO;
+        }
         let now = self.now();
         let mut wanted_us = self.driver.poll_at().saturating_sub(now.unix_us);
         if self.files.loading.is_some() {
@@ -519,8 +535,17 @@ impl Server {
     /// Reads what connection `h` has while the driver wants it, handing each read over.
     /// Edge-triggered epoll reports every arrival of data, so a short read proves the socket
     /// was empty at that instant: the read that would only return `WouldBlock` is skipped.
+    /// A connection that handed over its share of the pass (`Driver::read_share_spent`) is
+    /// left for the next pass (`unread`), so one fast writer cannot hold the loop.
     fn read_conn(&mut self, h: Handle) {
         while self.driver.wants_input(h) {
+            // Its share of the pass handed over: the others first, the rest next pass.
+            if self.driver.read_share_spent(h) {
+                if !self.unread.contains(&h) {
+                    self.unread.push(h);
+                }
+                return;
+            }
             let Some(stream) = self.sockets.get_mut(h.0).and_then(Option::as_mut) else {
                 return;
             };

@@ -197,7 +197,16 @@ pub struct Driver {
     /// What a busy script left for after it (see [`crate::wait::Left`]). Kept, empty,
     /// between commands.
     script_left: crate::wait::Left,
+    /// Loop passes so far (each [`Driver::after_wait`] starts one).
+    pass: u64,
 }
+
+/// Bytes one connection may hand over in a loop pass before the others get theirs: a client
+/// that writes faster than its commands run (a deep pipeline, a big upload), or a primary
+/// streaming a backlog to this replica, would otherwise keep a shell that reads until the
+/// socket is empty on that one connection, every other client waiting. Redis reads 16 KiB a
+/// client per event loop turn; a pass here costs more than a turn, so it takes more.
+pub const READ_SHARE_BYTES: usize = 256 * 1024;
 
 impl Driver {
     /// A driver around `engine`, with no connection yet.
@@ -214,6 +223,7 @@ impl Driver {
             clients_mem: 0,
             last_reading: None,
             script_left: Default::default(),
+            pass: 0,
         }
     }
 
@@ -294,6 +304,16 @@ impl Driver {
         !s.read_paused
     }
 
+    /// Whether connection `h` handed over its share of this loop pass
+    /// ([`READ_SHARE_BYTES`]): a shell that reads until the socket is empty stops there and
+    /// reads it again in the next pass, after the other connections.
+    pub fn read_share_spent(&self, h: Handle) -> bool {
+        self.sessions
+            .get(h.0)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.read_in_pass.0 == self.pass && s.read_in_pass.1 >= READ_SHARE_BYTES)
+    }
+
     /// Whether connection `h` is in the middle of a big argument it announced (32 KiB or
     /// more): a shell that stops reading at a short read should read once more, as the rest
     /// is usually on its way (Redis reads the whole remainder of such an argument at once).
@@ -328,6 +348,10 @@ impl Driver {
             .filter(|s| s.handle == h)
         else {
             return;
+        };
+        s.read_in_pass = match s.read_in_pass {
+            (pass, bytes) if pass == self.pass => (pass, bytes + n),
+            _ => (self.pass, n),
         };
         if s.upstream.is_some() || s.closing != Closing::No {
             // The link to the primary takes its bytes apart from the query buffer (the
@@ -741,6 +765,7 @@ impl Driver {
 
     /// The shell's wait ended, with readiness events (`worked`) or without.
     pub fn after_wait(&mut self, now: Now, worked: bool) {
+        self.pass += 1;
         let window = u64::from(self.engine.core.config.busy_poll_us);
         self.busy.after_wait(now.unix_us, worked, window);
     }

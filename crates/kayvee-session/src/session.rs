@@ -117,6 +117,8 @@ pub(crate) struct Session {
     pub read_again: bool,
     /// Whether the cron saw no traffic since its last run (for releasing buffers).
     pub idle_since_cron: bool,
+    /// Bytes read in the loop pass numbered `.0` (see [`crate::Driver::read_share_spent`]).
+    pub read_in_pass: (u64, usize),
     /// Since when (unix ms) the pending output has been above the soft output limit.
     pub soft_since_ms: Option<u64>,
     /// The pending output holds a reply Redis builds with its length written last (KEYS):
@@ -164,6 +166,7 @@ impl Session {
             pause_lifted: false,
             read_again: false,
             idle_since_cron: false,
+            read_in_pass: (0, 0),
             soft_since_ms: None,
             out_counted_whole: false,
             dirty: false,

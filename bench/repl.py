@@ -29,7 +29,9 @@ the stream held during a sync of millions of keys outgrows Redis's default 256 M
 primary drops the replica and the sync starts over, forever. The primary is pinned
 to CPU 0; the replica and the load to CPU 1 (on two CPUs the replica's loading competes with the
 load's client, for both primaries alike). Standard library only.
-Usage: python3 bench/repl.py [--keys N] [--window S] [--kayvee-bin PATH] [--json F]
+`--replica kayvee` makes kayvee-server the replica of both primaries instead of redis-server.
+Usage: python3 bench/repl.py [--keys N] [--window S] [--kayvee-bin PATH] [--replica redis|kayvee]
+  [--json F]
 """
 
 import argparse
@@ -131,7 +133,7 @@ def compare_keys(primary, replica, keys):
     return sizes, differ
 
 
-def measure(kind, binary, keys, window, replica_cpu):
+def measure(kind, binary, keys, window, replica_cpu, replica_bin):
     """All figures for one primary."""
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as rtmp:
         # No wait for more replicas before a diskless sync starts (Redis's default waits 5 s).
@@ -154,7 +156,7 @@ def measure(kind, binary, keys, window, replica_cpu):
             log(f"{kind}: {before_rps:.0f} writes/s; starting a replica")
             t0, c0 = time.monotonic(), commands_processed(primary.port)
             u0 = cpu_s(primary.proc.pid)
-            replica = Server("replica", "redis-server", PORT_BASE + 3000,
+            replica = Server("replica", replica_bin, PORT_BASE + 3000,
                              extra=["--dir", rtmp, "--replicaof", "127.0.0.1", str(primary.port)],
                              pin=False)
             subprocess.run(["taskset", "-a", "-p", "-c", replica_cpu, str(replica.proc.pid)],
@@ -206,6 +208,7 @@ def measure(kind, binary, keys, window, replica_cpu):
                 "stream_bytes_per_s": stream_rate,
                 "lag_ms_median": 1000.0 * lag / stream_rate if stream_rate else 0.0,
                 "dbsize": sizes, "keys_differing": differ, "replica_cpu": replica_cpu,
+                "replica": os.path.basename(replica_bin),
             }
         finally:
             if bench:
@@ -217,7 +220,7 @@ def measure(kind, binary, keys, window, replica_cpu):
 
 
 def report(results):
-    print(f"Full sync of a redis-server replica under a SET -P 16 rewrite load "
+    print(f"Full sync of a {results['redis']['replica']} replica under a SET -P 16 rewrite load "
           f"({results['redis']['keys']} keys of {VALUE_SIZE} bytes; primary on CPU 0, load on "
           f"CPU {CLIENT_CPU}, replica on CPU {results['redis']['replica_cpu']})")
     rows = [
@@ -252,12 +255,15 @@ def main():
     p.add_argument("--kayvee-bin", help="kayvee-server binary (default: release build)")
     p.add_argument("--replica-cpu", default=CLIENT_CPU,
                    help="CPU the replica runs on (default: the load's; 0 is the primary's)")
+    p.add_argument("--replica", choices=["redis", "kayvee"], default="redis",
+                   help="the replica of both primaries: redis-server (default) or kayvee-server")
     p.add_argument("--json", help="also write the results as JSON to this file")
     args = p.parse_args()
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
     binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin()}
     started = time.time()
-    results = {kind: measure(kind, binary, args.keys, args.window, args.replica_cpu)
+    replica_bin = binaries[args.replica]
+    results = {kind: measure(kind, binary, args.keys, args.window, args.replica_cpu, replica_bin)
                for kind, binary in binaries.items()}
     report(results)
     print(f"\n({time.time() - started:.0f} s; load average at the end "

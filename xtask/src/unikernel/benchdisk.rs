@@ -365,7 +365,8 @@ fn boot(
     b.qemu_extra
         .extend(["-name".to_string(), "kayvee,debug-threads=on".to_string()]);
     if o.cpus > 1 {
-        b.qemu_extra.extend(["-smp".to_string(), o.cpus.to_string()]);
+        b.qemu_extra
+            .extend(["-smp".to_string(), o.cpus.to_string()]);
     }
     let kernel = match side {
         Side::Unikernel(image) => {
@@ -520,7 +521,11 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         // The same client's rate before the save, over 3 s.
         std::thread::sleep(Duration::from_millis(500));
         let pid = qemu.id();
-        let (c0, t0, k0) = (done.load(Ordering::Relaxed), Instant::now(), vcpu_ticks(pid));
+        let (c0, t0, k0) = (
+            done.load(Ordering::Relaxed),
+            Instant::now(),
+            vcpu_ticks(pid),
+        );
         std::thread::sleep(Duration::from_secs(3));
         let k1 = vcpu_ticks(pid);
         let before = (done.load(Ordering::Relaxed) - c0) as f64 / t0.elapsed().as_secs_f64();

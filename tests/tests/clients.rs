@@ -190,6 +190,32 @@ fn a_pipeline_written_whole_before_reading_completes() {
     );
 }
 
+/// A client that writes its last commands and shuts its side at once (its end of file comes
+/// in the same wakeup as its data) gets every reply, then the server closes the connection:
+/// the end of file must not be lost behind the data a short read took.
+#[test]
+fn a_client_that_shuts_its_side_after_its_commands_is_answered_and_closed() {
+    use std::io::Read;
+    let Some(server) = server() else { return };
+    let commands = b"*1\r\n$4\r\nPING\r\n".repeat(10);
+    for round in 0..50 {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(&commands).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut got = Vec::new();
+        let read = stream.read_to_end(&mut got);
+        assert!(
+            read.is_ok(),
+            "round {round}: no end of file after {} bytes: {read:?}",
+            got.len()
+        );
+        assert_eq!(show(&got), show(&b"+PONG\r\n".repeat(10)), "round {round}");
+    }
+}
+
 /// Connections held open at the same time by `thousand_concurrent_connections`.
 const CONNECTIONS: usize = 1000;
 

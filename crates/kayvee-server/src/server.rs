@@ -268,6 +268,10 @@ pub struct Server {
     /// `Driver::read_share_spent`): edge-triggered epoll reports nothing new for them, so the
     /// next pass reads them again without waiting.
     unread: Vec<Handle>,
+    /// Connections whose peer shut its side (epoll's RDHUP), by slot: their end of file may
+    /// be queued behind data a short read took, and no new edge would report it, so they are
+    /// read until the read says 0.
+    peer_shut: Vec<bool>,
 }
 
 impl Server {
@@ -310,6 +314,7 @@ impl Server {
             oom: Default::default(),
             title: Default::default(),
             unread: Vec::new(),
+            peer_shut: Vec::new(),
         })
     }
 
@@ -359,7 +364,7 @@ impl Server {
             self.driver
                 .after_wait(self.now(), !events.is_empty() || !unread.is_empty());
             for event in events.iter() {
-                self.dispatch(event.token(), event.is_writable());
+                self.dispatch(event.token(), event.is_writable(), event.is_read_closed());
                 if self.shutdown {
                     break;
                 }
@@ -508,7 +513,7 @@ impl Server {
     }
 
     /// Routes one readiness event.
-    fn dispatch(&mut self, token: Token, writable: bool) {
+    fn dispatch(&mut self, token: Token, writable: bool, read_closed: bool) {
         match token {
             SIGNAL_TOKEN => self.on_signal(),
             Token(t) if t >= LISTENER_BASE => self.accept(t - LISTENER_BASE),
@@ -518,6 +523,12 @@ impl Server {
                 };
                 if writable {
                     self.driver.writable(h);
+                }
+                if read_closed {
+                    if self.peer_shut.len() <= slot {
+                        self.peer_shut.resize(slot + 1, false);
+                    }
+                    self.peer_shut[slot] = true;
                 }
                 self.read_conn(h);
             }
@@ -599,8 +610,10 @@ impl Server {
                 return;
             }
             // A big argument still arriving: its next piece is usually there by the time the
-            // next read looks (`WouldBlock` ends the loop otherwise).
-            if n < space && !big_argument {
+            // next read looks (`WouldBlock` ends the loop otherwise). A peer that shut its
+            // side is read until the 0 that says so.
+            let shut = self.peer_shut.get(h.0).copied().unwrap_or(false);
+            if n < space && !big_argument && !shut {
                 return;
             }
         }
@@ -634,6 +647,9 @@ impl Server {
                 self.sockets.resize_with(h.0 + 1, || None);
             }
             self.sockets[h.0] = Some(stream);
+            if let Some(shut) = self.peer_shut.get_mut(h.0) {
+                *shut = false;
+            }
         }
     }
 
@@ -827,6 +843,9 @@ impl Server {
             self.sockets.resize_with(h.0 + 1, || None);
         }
         self.sockets[h.0] = Some(Stream::Tcp(stream));
+        if let Some(shut) = self.peer_shut.get_mut(h.0) {
+            *shut = false;
+        }
     }
 
     /// Accepts every pending connection on listener `li`.
@@ -880,11 +899,17 @@ impl Server {
             self.sockets.resize_with(h.0 + 1, || None);
         }
         self.sockets[h.0] = Some(stream);
+        if let Some(shut) = self.peer_shut.get_mut(h.0) {
+            *shut = false;
+        }
         debug!("Accepted {label}");
     }
 
     /// Closes connection `h`'s socket and forgets it in the driver.
     fn close(&mut self, h: Handle) {
+        if let Some(shut) = self.peer_shut.get_mut(h.0) {
+            *shut = false;
+        }
         if let Some(mut stream) = self.sockets.get_mut(h.0).and_then(Option::take) {
             let _ = self.poll.registry().deregister(&mut stream);
             if let Some(c) = self.driver.engine().clients.get(h) {

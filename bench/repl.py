@@ -18,6 +18,8 @@ reports the link up and no sync in progress:
     CPU-second of the primary (its children included) against the same before it: on two CPUs
     the replica's loading competes with the load's client or with the primary, so the rate alone
     says little of what the sync costs the primary,
+  - the replica's slowest answer while it syncs: the longest of the polls above (two INFOs each,
+    every 20 ms); a replica that loads its payload without serving its clients shows it here,
   - after the sync, with the load still running: the replication lag, the primary's
     master_repl_offset minus the replica's, sampled LAG_SAMPLES times (bytes, and as time at the
     stream's rate),
@@ -161,7 +163,13 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin):
                              pin=False)
             subprocess.run(["taskset", "-a", "-p", "-c", replica_cpu, str(replica.proc.pid)],
                            stdout=subprocess.DEVNULL, check=True)
-            while not synced(replica.port):
+            slowest_poll = 0.0
+            while True:
+                p0 = time.monotonic()
+                up = synced(replica.port)
+                slowest_poll = max(slowest_poll, time.monotonic() - p0)
+                if up:
+                    break
                 if time.monotonic() - t0 > SYNC_TIMEOUT_S:
                     raise RuntimeError(f"{kind}: the replica did not sync in {SYNC_TIMEOUT_S} s")
                 time.sleep(0.02)
@@ -207,6 +215,7 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin):
                 "lag_bytes_median": lag, "lag_bytes_max": lags[-1],
                 "stream_bytes_per_s": stream_rate,
                 "lag_ms_median": 1000.0 * lag / stream_rate if stream_rate else 0.0,
+                "replica_slowest_poll_ms": 1000.0 * slowest_poll,
                 "dbsize": sizes, "keys_differing": differ, "replica_cpu": replica_cpu,
                 "replica": os.path.basename(replica_bin),
             }
@@ -236,6 +245,7 @@ def report(results):
         ("writes per primary CPU-s during", lambda r: f"{r['during_per_cpu_s']:.0f}"),
         ("  share of before", lambda r: f"{r['per_cpu_pct']:.0f}%"),
         ("primary CPU spent on the sync (s)", lambda r: f"{r['sync_cpu_s']:.2f}"),
+        ("replica's slowest poll in sync (ms)", lambda r: f"{r['replica_slowest_poll_ms']:.0f}"),
         ("replication lag, median (bytes)", lambda r: f"{r['lag_bytes_median']}"),
         ("replication lag, max (bytes)", lambda r: f"{r['lag_bytes_max']}"),
         ("  as time at the stream's rate (ms)", lambda r: f"{r['lag_ms_median']:.2f}"),

@@ -595,21 +595,12 @@ fn messages_published_on_the_primary_reach_the_replicas_subscribers() {
 /// loaded primary: after its full sync it kept reading the buffered stream until the socket
 /// was empty, and INFO waited 14 s. (`KAYVEE_TARGET=redis`: redis-server, which reads 16 KiB
 /// a client per event loop turn, passes it too.)
-#[test]
-fn a_replica_applying_a_flood_from_its_primary_still_answers_its_clients() {
+/// Plays a primary's side of the handshake on the replica's connection to `listener`: `+PONG`
+/// to PING, `+OK` to every REPLCONF, up to PSYNC (or SYNC). Returns the link's two halves.
+fn fake_primary_handshake(
+    listener: &std::net::TcpListener,
+) -> (std::io::BufReader<std::net::TcpStream>, std::net::TcpStream) {
     use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpListener;
-    if kayvee_tests::target_is_unikernel() {
-        eprintln!("skipped: the image's replica link reaches the host as 10.0.2.2, not loopback");
-        return;
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake primary");
-    let primary_port = listener.local_addr().unwrap().port().to_string();
-    let dir = tmpdir("flood-replica");
-    let Some(replica) = Server::kayvee(&["--dir", &dir, "--replicaof", "127.0.0.1", &primary_port])
-    else {
-        return;
-    };
     let (link, _) = listener.accept().expect("the replica connects");
     link.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -636,10 +627,109 @@ fn a_replica_applying_a_flood_from_its_primary_still_answers_its_clients() {
         }
         match args[0].as_str() {
             "PING" => writer.write_all(b"+PONG\r\n").unwrap(),
-            "PSYNC" | "SYNC" => break,
+            "PSYNC" | "SYNC" => return (reader, writer),
             _ => writer.write_all(b"+OK\r\n").unwrap(),
         }
     }
+}
+
+/// A kayvee-server replica (in `<name>-replica`) of a primary the test plays, past the
+/// handshake: the link's two halves. None where the replica cannot reach the test on
+/// loopback (the image's link comes from 10.0.2.2) or the server is not there.
+fn replica_of_a_fake_primary(
+    name: &str,
+) -> Option<(
+    Server,
+    std::io::BufReader<std::net::TcpStream>,
+    std::net::TcpStream,
+)> {
+    if kayvee_tests::target_is_unikernel() {
+        eprintln!("skipped: the image's replica link reaches the host as 10.0.2.2, not loopback");
+        return None;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake primary");
+    let primary_port = listener.local_addr().unwrap().port().to_string();
+    let dir = tmpdir(&format!("{name}-replica"));
+    let replica = Server::kayvee(&["--dir", &dir, "--replicaof", "127.0.0.1", &primary_port])?;
+    let (reader, writer) = fake_primary_handshake(&listener);
+    Some((replica, reader, writer))
+}
+
+/// A replica loading a big payload answers its clients meanwhile (`-LOADING`, as Redis
+/// serves events every 2 MB of a load), then holds every key and runs the stream that came
+/// after the payload.
+#[test]
+fn a_replica_loading_its_primarys_payload_answers_loading_meanwhile() {
+    use std::io::{Read, Write};
+    let Some((replica, mut reader, mut writer)) = replica_of_a_fake_primary("loading") else {
+        return;
+    };
+    // An RDB 10 of KEYS strings (no checksum: eight zero bytes), sent "to disk" ($<len>).
+    const KEYS: usize = 400_000;
+    let mut rdb = b"REDIS0010".to_vec();
+    let value = [b'v'; 40];
+    for i in 0..KEYS {
+        let key = format!("load:{i}");
+        rdb.push(0); // a string
+        rdb.push(key.len() as u8);
+        rdb.extend_from_slice(key.as_bytes());
+        rdb.push(value.len() as u8);
+        rdb.extend_from_slice(&value);
+    }
+    rdb.extend_from_slice(b"\xff\0\0\0\0\0\0\0\0");
+    let replid = "e".repeat(40);
+    let mut client = replica.conn();
+    client.set_timeout(Duration::from_secs(60));
+    let last = format!("load:{}", KEYS - 1);
+    assert_eq!(client.cmd_str(&["GET", &last]), b"$-1\r\n");
+    let primary = std::thread::spawn(move || {
+        let mut all = format!("+FULLRESYNC {replid} 0\r\n${}\r\n", rdb.len()).into_bytes();
+        all.extend_from_slice(&rdb);
+        // The stream after the payload: applied once it is loaded.
+        all.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$10\r\nafter-load\r\n$1\r\n1\r\n");
+        writer.write_all(&all).expect("send the payload");
+        // Keeps the link open until the test ends.
+        let _ = reader.read(&mut [0u8; 1]);
+    });
+    let loading = b"-LOADING Redis is loading the dataset in memory\r\n".to_vec();
+    let (mut seen_loading, t0) = (0, Instant::now());
+    loop {
+        let reply = client.cmd_str(&["GET", &last]);
+        if reply == loading {
+            seen_loading += 1;
+        } else if reply != b"$-1\r\n" {
+            assert_eq!(reply, format!("$40\r\n{}\r\n", "v".repeat(40)).into_bytes());
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the payload never loaded"
+        );
+    }
+    assert!(
+        seen_loading > 0,
+        "no command was answered while the payload loaded"
+    );
+    eprintln!("{seen_loading} GETs answered -LOADING");
+    wait_until("the stream after the payload never ran", || {
+        client.cmd_str(&["GET", "after-load"]) == b"$1\r\n1\r\n"
+    });
+    assert_eq!(
+        client.cmd_str(&["DBSIZE"]),
+        format!(":{}\r\n", KEYS + 1).into_bytes()
+    );
+    assert_eq!(client.info_field::<String>("persistence", "loading"), "0");
+    drop(replica);
+    let _ = primary.join();
+    remove_dirs("loading");
+}
+
+#[test]
+fn a_replica_applying_a_flood_from_its_primary_still_answers_its_clients() {
+    use std::io::{Read, Write};
+    let Some((replica, mut reader, mut writer)) = replica_of_a_fake_primary("flood") else {
+        return;
+    };
     // An empty RDB 10 (no checksum: eight zero bytes), then the flood.
     let rdb: &[u8] = b"REDIS0010\xff\0\0\0\0\0\0\0\0";
     let replid = "f".repeat(40);

@@ -1033,6 +1033,21 @@ impl Engine {
         mode
     }
 
+    /// The primary's payload is in and its load starts: a payload received "to disk"
+    /// ([`repl::LoadMode::Disk`]) opens the `-LOADING` window now, as Redis loads its file
+    /// (a window already open stays as it is).
+    pub fn primary_load_begins(&mut self, total_bytes: u64, now: Now) {
+        if self.primary_loading() {
+            return;
+        }
+        self.core.persist.loading = Some(persist::Loading {
+            start_ms: now.ms(),
+            total_bytes,
+            from_primary: true,
+            ..Default::default()
+        });
+    }
+
     /// Whether a load of the primary's payload is under way (either window).
     pub fn primary_loading(&self) -> bool {
         let p = &self.core.persist;

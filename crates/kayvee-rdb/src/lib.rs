@@ -26,7 +26,7 @@ pub mod stream;
 pub mod write;
 
 pub use dump::CODEC;
-pub use load::{load, load_replica, load_with_progress, LoadOptions, Loaded, Progress};
+pub use load::{load, load_with_progress, LoadOptions, Loaded, Progress, StepLoad};
 pub use write::{RdbWriter, ReplAux, WriteOptions};
 
 /// The RDB version written (Redis 7.0), and the newest one read.

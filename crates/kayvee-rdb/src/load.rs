@@ -75,125 +75,184 @@ pub struct Progress {
     pub rdb_used_mem: u64,
 }
 
-/// [`load`] for a replica (a full sync's payload): keys already expired are kept, since a
-/// replica deletes a key only when its primary's `DEL` comes (Redis's `rdbLoad` on a replica).
-pub fn load_replica(buf: &[u8], opts: &LoadOptions<'_>) -> Result<Loaded> {
-    load_inner(buf, opts, true, &mut |_| {})
-}
-
 /// [`load`], calling `progress` every [`PROGRESS_EVERY_KEYS`] keys and at the end.
 pub fn load_with_progress(
     buf: &[u8],
     opts: &LoadOptions<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded> {
-    load_inner(buf, opts, false, progress)
-}
-
-/// A whole load; expired keys are dropped unless `keep_expired`.
-fn load_inner(
-    buf: &[u8],
-    opts: &LoadOptions<'_>,
-    keep_expired: bool,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Loaded> {
-    let version = check_header(buf)?;
-    match parse(buf, version, opts, keep_expired, progress) {
-        // A file that does not parse and whose trailing checksum does not match either is
-        // reported by its checksum: the likelier cause (a damaged file), and what an operator
-        // can check with redis-check-rdb.
-        Err(e) if !matches!(e, Error::BadChecksum { .. }) && version >= 5 => {
-            match buf.len().checked_sub(9 + 8) {
-                Some(_) => match verify_checksum(buf, buf.len() - 8) {
-                    Err(bad @ Error::BadChecksum { .. }) => Err(bad),
-                    _ => Err(e),
-                },
-                None => Err(e),
-            }
+    let mut load = StepLoad::new(buf, opts, false)?;
+    loop {
+        if let Some(loaded) = load.step(opts, PROGRESS_EVERY_KEYS)? {
+            progress(Progress {
+                bytes: buf.len() as u64,
+                ..load.progress()
+            });
+            return Ok(loaded);
         }
-        result => result,
+        progress(load.progress());
     }
 }
 
-/// The body of [`load_with_progress`]: opcodes up to EOF, then the checksum after it.
-fn parse(
-    buf: &[u8],
+/// A load that runs a few keys at a time, for a server that serves its clients between the
+/// steps: a replica loading its primary's payload in its loop (Redis serves events every 2 MB
+/// of a load, `loading-process-events-interval-bytes`). The checksum is summed as the steps
+/// go, so no step costs more than its keys.
+pub struct StepLoad<B> {
+    buf: B,
     version: u16,
-    opts: &LoadOptions<'_>,
     keep_expired: bool,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Loaded> {
-    let mut r = Reader::new(&buf[9..]);
-    let mut out = Loaded {
-        dbs: (0..opts.config.databases)
-            .map(|_| Db::new(opts.seed))
-            .collect(),
-        keys_loaded: 0,
-        keys_expired: 0,
-        expired: Vec::new(),
-        empty_skipped: Vec::new(),
-        aux: Vec::new(),
-        functions: Vec::new(),
-        consumed: 0,
-    };
-    let mut db = 0usize;
-    let mut pending = Pending::default();
-    let mut seen = Progress::default();
-    loop {
-        if out.keys_loaded >= seen.keys + PROGRESS_EVERY_KEYS {
-            seen.keys = out.keys_loaded;
-            seen.bytes = 9 + r.pos() as u64;
-            progress(seen);
+    /// Bytes of `buf` parsed (the header's 9 included).
+    pos: usize,
+    /// The CRC-64 of `buf[..pos]` (RDB 5 and later).
+    digest: Option<crc::Digest<'static, u64, crc::Table<16>>>,
+    out: Loaded,
+    db: usize,
+    pending: Pending,
+    rdb_used_mem: u64,
+}
+
+impl<B: AsRef<[u8]>> StepLoad<B> {
+    /// Checks the header of `buf`; nothing is loaded yet. With `keep_expired` (a replica
+    /// loading its primary's payload) keys already expired are kept, since a replica deletes
+    /// a key only when its primary's `DEL` comes (Redis's `rdbLoad` on a replica).
+    pub fn new(buf: B, opts: &LoadOptions<'_>, keep_expired: bool) -> Result<Self> {
+        let version = check_header(buf.as_ref())?;
+        let digest = (version >= 5).then(|| {
+            let mut d = CRC64.digest();
+            d.update(&buf.as_ref()[..9]);
+            d
+        });
+        Ok(StepLoad {
+            buf,
+            version,
+            keep_expired,
+            pos: 9,
+            digest,
+            out: Loaded {
+                dbs: (0..opts.config.databases)
+                    .map(|_| Db::new(opts.seed))
+                    .collect(),
+                keys_loaded: 0,
+                keys_expired: 0,
+                expired: Vec::new(),
+                empty_skipped: Vec::new(),
+                aux: Vec::new(),
+                functions: Vec::new(),
+                consumed: 0,
+            },
+            db: 0,
+            pending: Pending::default(),
+            rdb_used_mem: 0,
+        })
+    }
+
+    /// How far the load got.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            bytes: self.pos as u64,
+            keys: self.out.keys_loaded,
+            rdb_used_mem: self.rdb_used_mem,
         }
-        let op = r.u8()?;
-        match op {
-            opcode::EOF => {
-                let end = 9 + r.pos();
-                out.consumed = match version >= 5 {
-                    true => verify_checksum(buf, end)?,
-                    false => end,
-                };
-                progress(Progress {
-                    bytes: buf.len() as u64,
-                    keys: out.keys_loaded,
-                    ..seen
-                });
-                return Ok(out);
-            }
-            opcode::AUX => {
-                let k = r.string()?.into_owned();
-                let v = r.string()?.into_owned();
-                if k == b"used-mem" {
-                    seen.rdb_used_mem = core::str::from_utf8(&v)
-                        .ok()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
+    }
+
+    /// The buffer's length.
+    pub fn total_bytes(&self) -> u64 {
+        self.buf.as_ref().len() as u64
+    }
+
+    /// Loads up to `keys` more keys (and the records between them): the whole load once the
+    /// EOF and the checksum are read, None while there is more. A file that does not parse
+    /// and whose trailing checksum fails too is reported by its checksum: the likelier cause
+    /// (a damaged file), and what an operator can check with redis-check-rdb.
+    pub fn step(&mut self, opts: &LoadOptions<'_>, keys: u64) -> Result<Option<Loaded>> {
+        match self.parse(opts, keys) {
+            Err(e) if !matches!(e, Error::BadChecksum { .. }) && self.version >= 5 => {
+                let buf = self.buf.as_ref();
+                match buf.len().checked_sub(9 + 8) {
+                    Some(_) => match verify_checksum(buf, buf.len() - 8) {
+                        Err(bad @ Error::BadChecksum { .. }) => Err(bad),
+                        _ => Err(e),
+                    },
+                    None => Err(e),
                 }
-                out.aux.push((k, v));
             }
-            opcode::SELECTDB => {
-                let n = r.len()?;
-                if n >= out.dbs.len() as u64 {
-                    return Err(Error::DbOutOfRange(out.dbs.len() as u64));
-                }
-                db = n as usize;
-            }
-            opcode::RESIZEDB => {
-                r.len()?;
-                r.len()?;
-            }
-            opcode::EXPIRETIME_MS => pending.expire_ms = Some(r.u64_le()?),
-            opcode::EXPIRETIME => pending.expire_ms = Some(u64::from(r.u32_le()?) * 1000),
-            opcode::FREQ => pending.freq = Some(r.u8()?),
-            opcode::IDLE => pending.idle_s = Some(r.len()?),
-            opcode::MODULE_AUX => skip_module_aux(&mut r)?,
-            opcode::FUNCTION2 => out.functions.push(r.string()?.into_owned()),
-            opcode::FUNCTION_PRE_GA => return Err(Error::UnsupportedType(op)),
-            ty => {
-                let p = core::mem::take(&mut pending);
-                load_key(&mut r, ty, p, &mut out, db, opts, keep_expired)?;
-            }
+            result => result,
         }
+    }
+
+    /// Opcodes from `pos` until `keys` keys more are loaded or the EOF; then the checksum
+    /// after it.
+    fn parse(&mut self, opts: &LoadOptions<'_>, keys: u64) -> Result<Option<Loaded>> {
+        let buf = self.buf.as_ref();
+        let mut r = Reader::new(&buf[self.pos..]);
+        let until = self.out.keys_loaded.saturating_add(keys);
+        let parsed = loop {
+            if self.out.keys_loaded >= until {
+                break None;
+            }
+            let op = r.u8()?;
+            match op {
+                opcode::EOF => break Some(self.pos + r.pos()),
+                opcode::AUX => {
+                    let k = r.string()?.into_owned();
+                    let v = r.string()?.into_owned();
+                    if k == b"used-mem" {
+                        self.rdb_used_mem = core::str::from_utf8(&v)
+                            .ok()
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(0);
+                    }
+                    self.out.aux.push((k, v));
+                }
+                opcode::SELECTDB => {
+                    let n = r.len()?;
+                    if n >= self.out.dbs.len() as u64 {
+                        return Err(Error::DbOutOfRange(self.out.dbs.len() as u64));
+                    }
+                    self.db = n as usize;
+                }
+                opcode::RESIZEDB => {
+                    r.len()?;
+                    r.len()?;
+                }
+                opcode::EXPIRETIME_MS => self.pending.expire_ms = Some(r.u64_le()?),
+                opcode::EXPIRETIME => self.pending.expire_ms = Some(u64::from(r.u32_le()?) * 1000),
+                opcode::FREQ => self.pending.freq = Some(r.u8()?),
+                opcode::IDLE => self.pending.idle_s = Some(r.len()?),
+                opcode::MODULE_AUX => skip_module_aux(&mut r)?,
+                opcode::FUNCTION2 => self.out.functions.push(r.string()?.into_owned()),
+                opcode::FUNCTION_PRE_GA => return Err(Error::UnsupportedType(op)),
+                ty => {
+                    let p = core::mem::take(&mut self.pending);
+                    let (db, keep) = (self.db, self.keep_expired);
+                    load_key(&mut r, ty, p, &mut self.out, db, opts, keep)?;
+                }
+            }
+        };
+        let at = self.pos + r.pos();
+        if let Some(d) = self.digest.as_mut() {
+            d.update(&buf[self.pos..at]);
+        }
+        self.pos = at;
+        let Some(end) = parsed else {
+            return Ok(None);
+        };
+        self.out.consumed = match self.digest.take() {
+            Some(d) => check_sum(buf, end, d.finalize())?,
+            None => end,
+        };
+        let empty = Loaded {
+            dbs: Vec::new(),
+            keys_loaded: self.out.keys_loaded,
+            keys_expired: 0,
+            expired: Vec::new(),
+            empty_skipped: Vec::new(),
+            aux: Vec::new(),
+            functions: Vec::new(),
+            consumed: self.out.consumed,
+        };
+        Ok(Some(core::mem::replace(&mut self.out, empty)))
     }
 }
 
@@ -217,9 +276,13 @@ fn check_header(buf: &[u8]) -> Result<u16> {
 /// does (bytes after it, an AOF's commands, are not the RDB's). Returns the end of the
 /// checksum.
 fn verify_checksum(buf: &[u8], end: usize) -> Result<usize> {
+    check_sum(buf, end, CRC64.checksum(&buf[..end]))
+}
+
+/// [`verify_checksum`] with the sum of `buf[..end]` already taken (`got`).
+fn check_sum(buf: &[u8], end: usize, got: u64) -> Result<usize> {
     let tail = buf.get(end..end + 8).ok_or(Error::Truncated)?;
     let stored = u64::from_le_bytes(tail.try_into().map_err(|_| Error::Truncated)?);
-    let got = CRC64.checksum(&buf[..end]);
     if stored != 0 && stored != got {
         return Err(Error::BadChecksum {
             expected: stored,

@@ -5,7 +5,7 @@
 use kayvee_engine::value::{Entry, ZSet};
 use kayvee_engine::{Config, Db, Snapshot, Value};
 use kayvee_pds::SmallBytes;
-use kayvee_rdb::{load, LoadOptions, RdbWriter, WriteOptions};
+use kayvee_rdb::{load, LoadOptions, RdbWriter, StepLoad, WriteOptions};
 use proptest::prelude::*;
 
 const SEED: u64 = 42;
@@ -144,6 +144,51 @@ proptest! {
         prop_assert_eq!(loaded.keys_expired as usize, expired);
         // The same snapshot gives the same bytes whatever the chunking.
         prop_assert_eq!(save(&dbs, compress, 1 << 20), file);
+    }
+
+    /// A load in steps of any size (a replica's, which keeps expired keys) ends with every
+    /// key, its value and TTL; its progress only grows; a damaged checksum fails its last step.
+    #[test]
+    fn a_load_in_steps_keeps_every_key(keys in keyspace(), step in 1u64..40) {
+        let dbs = build(&keys);
+        let file = save(&dbs, true, 1 << 16);
+        let config = Config::default();
+        let opts = LoadOptions { config: &config, seed: SEED, now_ms: NOW_MS };
+        let mut load = StepLoad::new(&file[..], &opts, true).unwrap();
+        let mut last = load.progress();
+        let loaded = loop {
+            if let Some(l) = load.step(&opts, step).unwrap() {
+                break l;
+            }
+            let p = load.progress();
+            prop_assert!(p.keys == last.keys + step && p.bytes > last.bytes);
+            last = p;
+        };
+        prop_assert_eq!(loaded.consumed, file.len());
+        for (i, db) in dbs.iter().enumerate() {
+            let got = &loaded.dbs[i];
+            got.check_invariants();
+            prop_assert_eq!(got.len(), db.len());
+            let mut want_db = db.clone();
+            for k in db.keys_matching(0, |_| true) {
+                let mut got_db = got.clone();
+                let e = got_db.peek(&k, 0).unwrap();
+                prop_assert_eq!(e.value(), want_db.peek(&k, 0).unwrap().value());
+                prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
+            }
+        }
+        let mut damaged = file.clone();
+        let at = damaged.len() - 1;
+        damaged[at] ^= 1;
+        let mut load = StepLoad::new(&damaged[..], &opts, true).unwrap();
+        let failed = loop {
+            match load.step(&opts, step) {
+                Ok(None) => {}
+                Ok(Some(_)) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        prop_assert!(matches!(failed, Some(kayvee_rdb::Error::BadChecksum { .. })), "{:?}", failed);
     }
 }
 

@@ -422,11 +422,18 @@ impl Driver {
         let s = self.sessions[slot]
             .as_mut()
             .expect("looked up by the caller");
-        let Some(upstream) = &s.upstream else {
-            return;
-        };
         let now = clock.now();
-        if matches!(upstream, Upstream::Handshake(_)) {
+        match s.upstream.as_mut() {
+            None => return,
+            Some(Upstream::Loading(load)) => {
+                // The stream that follows the payload waits for the load.
+                load.rest.extend_from_slice(data);
+                self.engine.primary_io(now, None);
+                return;
+            }
+            Some(_) => {}
+        }
+        if matches!(s.upstream, Some(Upstream::Handshake(_))) {
             let Some(rest) = self.receive_handshake(slot, data, now) else {
                 self.after_batch(slot, now);
                 return;
@@ -688,8 +695,13 @@ impl Driver {
     }
 
     /// When (unix us) [`Driver::poll`] must run next: the cron at `hz`, or just past the
-    /// earliest blocked client's (or CLIENT PAUSE's) deadline.
+    /// earliest blocked client's (or CLIENT PAUSE's) deadline; now while the primary's
+    /// payload loads.
     pub fn poll_at(&self) -> u64 {
+        if self.loading_link().is_some() {
+            // The primary's payload loads a slice each pass ([`Driver::poll`]).
+            return 0;
+        }
         let mut at = self.next_cron_us;
         if let Some(ms) = self.engine.next_block_deadline() {
             // The engine times a client out once the clock's milliseconds are past it.
@@ -699,7 +711,8 @@ impl Driver {
     }
 
     /// Runs what is due: the cron (engine cron, idle clients, buffers, I/O fields), blocked
-    /// clients' timeouts, and the delivery of what they owe.
+    /// clients' timeouts, and the delivery of what they owe; then a slice of the primary's
+    /// payload while it loads.
     pub fn poll(&mut self, clock: &dyn Clock) -> Polled {
         let now = clock.now();
         let mut polled = Polled::default();
@@ -715,6 +728,9 @@ impl Driver {
             polled.cron = true;
         }
         self.expire_blocked(clock);
+        if let Some(slot) = self.loading_link() {
+            self.step_load(slot, clock);
+        }
         polled
     }
 
@@ -774,7 +790,7 @@ impl Driver {
 
     /// Runs the commands of slot's pending input (after a wakeup, a request, a drained
     /// output).
-    fn run_buffered(&mut self, slot: usize, clock: &dyn Clock, nested: bool) {
+    pub(crate) fn run_buffered(&mut self, slot: usize, clock: &dyn Clock, nested: bool) {
         let s = self.sessions[slot]
             .as_mut()
             .expect("running a live session");
@@ -1439,7 +1455,7 @@ impl Driver {
 
     /// After a batch of a connection's commands: its I/O fields, its output limit, and its
     /// place in the dirty list.
-    fn after_batch(&mut self, slot: usize, now: Now) {
+    pub(crate) fn after_batch(&mut self, slot: usize, now: Now) {
         // The output limit first: a client it closes is not counted for client eviction.
         // (Its test before the slow path is `over_output_limit`'s, done here on the one
         // look-up of the session this needs.)

@@ -5,7 +5,8 @@
 //! keep-alives a primary sends while it prepares). Bytes from the socket go in
 //! ([`Link::receive`]); bytes to send come out in the caller's buffer, and the end of the
 //! handshake comes out as a [`Synced`] with the stream bytes that followed it, which the
-//! driver then runs as the master client's commands. No socket, clock or engine here: the
+//! driver then runs as the master client's commands, once the payload has loaded a slice a
+//! loop pass ([`Load`] holds that state). No socket, clock or engine here: the
 //! driver wires it (docs/decisions.md, "Replication").
 
 use alloc::string::String;
@@ -336,6 +337,18 @@ fn encode(out: &mut Vec<u8>, args: &[&str]) {
     for a in args {
         out.extend_from_slice(alloc::format!("${}\r\n{a}\r\n", a.len()).as_bytes());
     }
+}
+
+/// A full sync's payload, received whole and loading a slice a loop pass: the replica keeps
+/// answering (`-LOADING`, or the old data under `repl-diskless-load swapdb`), as Redis does
+/// while it loads.
+pub(crate) struct Load {
+    pub(crate) load: kayvee_rdb::StepLoad<Vec<u8>>,
+    /// The primary's replication ID and offset at the snapshot.
+    pub(crate) replid: String,
+    pub(crate) offset: u64,
+    /// The stream that came after the payload, run once it is loaded.
+    pub(crate) rest: Vec<u8>,
 }
 
 #[cfg(test)]

@@ -441,6 +441,8 @@ impl Session {
 pub(crate) enum Upstream {
     /// The handshake and the RDB transfer.
     Handshake(Box<crate::link::Link>),
+    /// The payload is in: it loads a slice a loop pass ([`crate::link::Load`]).
+    Loading(Box<crate::link::Load>),
     /// The stream: the session's commands are the master client's.
     Stream {
         /// When the last `REPLCONF ACK` went out (unix ms).

@@ -10,8 +10,9 @@
 //! backlog and this server's own replicas, and `REPLCONF ACK` sent every second.
 //! docs/decisions.md ("Replication") has the design.
 
+use crate::driver::Clock;
 use crate::driver::{Driver, Notice};
-use crate::link::{Link, LinkConfig, Synced};
+use crate::link::{Link, LinkConfig, Load, Synced};
 use crate::session::{Closing, Session, Upstream};
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -21,6 +22,13 @@ use kayvee_engine::{ConnInfo, Handle, Now};
 
 /// How often the replica acknowledges its offset (Redis: every replication cron, 1 s).
 const ACK_PERIOD_MS: u64 = 1000;
+
+/// Keys loaded between two looks at the clock while the primary's payload loads.
+const LOAD_STEP_KEYS: u64 = 256;
+
+/// How long one loop pass loads the primary's payload before it serves the other clients
+/// again (Redis serves events every 2 MB of a load, about as often natively).
+const LOAD_SLICE_US: u64 = 2_000;
 
 impl Driver {
     /// The primary the shell should connect to now (`host`, `port`), if one is due: after
@@ -140,10 +148,12 @@ impl Driver {
         self.notice(Notice::Replication(line));
     }
 
-    /// The link closes while its payload loads: the load fails as a short read does in
-    /// Redis, and the old data stays (the engine closes the window when the link goes).
+    /// The link closes while its payload arrives or loads: the load fails as a short read
+    /// does in Redis (whose diskless load reads the socket as it loads), and the old data
+    /// stays (the engine closes the window when the link goes).
     pub(crate) fn upstream_closed(&mut self, upstream: &Upstream) {
-        if !matches!(upstream, Upstream::Handshake(_)) || !self.engine.primary_loading() {
+        let receiving = matches!(upstream, Upstream::Handshake(_) | Upstream::Loading(_));
+        if !receiving || !self.engine.primary_loading() {
             return;
         }
         for line in [
@@ -164,8 +174,9 @@ impl Driver {
         }
     }
 
-    /// The handshake ended: load a full sync's payload, or go on after `+CONTINUE`; the
-    /// session carries the stream from now on.
+    /// The handshake ended: a full sync's payload starts loading (a slice a pass, see
+    /// [`Driver::step_load`]), or the stream goes on after `+CONTINUE`. Returns the stream
+    /// bytes to run now (none while a payload loads: they wait for it).
     fn synced(&mut self, slot: usize, synced: Synced, now: Now) -> Option<Vec<u8>> {
         let (killed, rest) = match synced {
             Synced::Full {
@@ -177,22 +188,15 @@ impl Driver {
                 self.notice(Notice::Replication(alloc::format!(
                     "Full resync from master: {replid}:{offset}"
                 )));
-                let loaded = {
-                    let cfg = &self.engine.core.config;
-                    let opts = kayvee_rdb::LoadOptions {
-                        config: cfg,
-                        seed: self.engine.core.seed,
-                        now_ms: now.ms(),
-                    };
-                    kayvee_rdb::load_replica(&rdb, &opts)
+                let opts = kayvee_rdb::LoadOptions {
+                    config: &self.engine.core.config,
+                    seed: self.engine.core.seed,
+                    now_ms: now.ms(),
                 };
-                let loaded = match loaded {
+                let load = match kayvee_rdb::StepLoad::new(rdb, &opts, true) {
                     Ok(l) => l,
                     Err(e) => {
-                        let why = alloc::format!(
-                            "Failed trying to load the MASTER synchronization DB from socket: {e}"
-                        );
-                        self.drop_upstream(slot, why);
+                        self.load_failed(slot, e);
                         return None;
                     }
                 };
@@ -204,20 +208,16 @@ impl Driver {
                         )));
                     }
                 }
-                // The primary's function libraries replace this server's, as its keys do.
-                self.engine.flush_functions();
-                if let Err(e) = self.engine.load_functions(&loaded.functions, false) {
-                    self.notice(Notice::Replication(alloc::format!(
-                        "Failed loading the MASTER's functions: {e}"
-                    )));
-                }
-                let killed = self
-                    .engine
-                    .primary_full_sync(loaded.dbs, replid, offset, now);
-                self.notice(Notice::Replication(String::from(
-                    "MASTER <-> REPLICA sync: Finished with success",
-                )));
-                (killed, rest)
+                self.engine.primary_load_begins(load.total_bytes(), now);
+                let s = self.sessions[slot].as_mut()?;
+                s.upstream = Some(Upstream::Loading(Box::new(Load {
+                    load,
+                    replid,
+                    offset,
+                    rest,
+                })));
+                // [`Driver::poll`] loads it a slice a pass from now on.
+                return None;
             }
             Synced::Continue { replid, rest } => {
                 let killed = self.engine.primary_continue(replid, now);
@@ -227,6 +227,13 @@ impl Driver {
                 (killed, rest)
             }
         };
+        self.stream_starts(slot, killed, now)?;
+        Some(rest)
+    }
+
+    /// The link carries the stream from now on (after a load or `+CONTINUE`); closes the
+    /// clients the sync killed and acknowledges at once.
+    fn stream_starts(&mut self, slot: usize, killed: bool, now: Now) -> Option<()> {
         let s = self.sessions[slot].as_mut()?;
         s.upstream = Some(Upstream::Stream {
             last_ack_ms: now.ms(),
@@ -239,7 +246,91 @@ impl Driver {
         // The primary learns at once where this replica is (it releases a diskless sync's
         // stream on this first ACK).
         self.send_ack(slot, now);
-        Some(rest)
+        Some(())
+    }
+
+    /// The link's slot while the primary's payload loads.
+    pub(crate) fn loading_link(&self) -> Option<usize> {
+        let h = self.engine.core.repl.link()?;
+        let s = self.sessions.get(h.0)?.as_ref()?;
+        matches!(s.upstream, Some(Upstream::Loading(_))).then_some(h.0)
+    }
+
+    /// Loads the primary's payload for [`LOAD_SLICE_US`], then leaves the rest of the pass
+    /// to the other clients; at its end the payload replaces the dataset and the stream
+    /// that waited runs.
+    pub(crate) fn step_load(&mut self, slot: usize, clock: &dyn Clock) {
+        let start = clock.now();
+        loop {
+            let Some(Upstream::Loading(load)) = self.sessions[slot]
+                .as_mut()
+                .and_then(|s| s.upstream.as_mut())
+            else {
+                return;
+            };
+            let opts = kayvee_rdb::LoadOptions {
+                config: &self.engine.core.config,
+                seed: self.engine.core.seed,
+                now_ms: start.ms(),
+            };
+            match load.load.step(&opts, LOAD_STEP_KEYS) {
+                Ok(None) => {
+                    let p = load.load.progress();
+                    self.engine
+                        .loading_progress(p.bytes, p.keys, p.rdb_used_mem);
+                    if clock.now().unix_us.saturating_sub(start.unix_us) >= LOAD_SLICE_US {
+                        return;
+                    }
+                }
+                Ok(Some(loaded)) => {
+                    let s = self.sessions[slot].as_mut().expect("looked up above");
+                    let Some(Upstream::Loading(load)) = s.upstream.take() else {
+                        unreachable!("matched above");
+                    };
+                    self.loaded(slot, *load, loaded, clock);
+                    return;
+                }
+                Err(e) => {
+                    self.load_failed(slot, e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The payload is loaded: it replaces the dataset and the functions, the link carries the
+    /// stream, and the stream that came meanwhile runs.
+    fn loaded(&mut self, slot: usize, load: Load, loaded: kayvee_rdb::Loaded, clock: &dyn Clock) {
+        let now = clock.now();
+        // The primary's function libraries replace this server's, as its keys do.
+        self.engine.flush_functions();
+        if let Err(e) = self.engine.load_functions(&loaded.functions, false) {
+            self.notice(Notice::Replication(alloc::format!(
+                "Failed loading the MASTER's functions: {e}"
+            )));
+        }
+        let killed = self
+            .engine
+            .primary_full_sync(loaded.dbs, load.replid, load.offset, now);
+        self.notice(Notice::Replication(String::from(
+            "MASTER <-> REPLICA sync: Finished with success",
+        )));
+        if self.stream_starts(slot, killed, now).is_none() {
+            return;
+        }
+        let s = self.sessions[slot].as_mut().expect("looked up above");
+        s.append(&load.rest);
+        self.run_buffered(slot, clock, false);
+        self.note_read_ahead(slot);
+        self.after_batch(slot, now);
+    }
+
+    /// The payload does not load: the link closes (the next attempt syncs again), the old
+    /// data stays.
+    fn load_failed(&mut self, slot: usize, e: kayvee_rdb::Error) {
+        let why =
+            alloc::format!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+        self.drop_upstream(slot, why);
     }
 
     /// Closes the link with a log line; the next attempt comes a second after the last one.
@@ -282,7 +373,11 @@ impl Driver {
             .primary
             .as_ref()
             .map_or(0, |p| p.last_io_ms);
-        if now.ms().saturating_sub(last_io_ms) > timeout_ms && s.closing == Closing::No {
+        let loading = matches!(s.upstream, Some(Upstream::Loading(_)));
+        // A link is not silent while its payload loads (Redis runs no replication cron
+        // during a load).
+        if now.ms().saturating_sub(last_io_ms) > timeout_ms && s.closing == Closing::No && !loading
+        {
             self.drop_upstream(h.0, String::from("Timeout connecting to the MASTER..."));
             return;
         }

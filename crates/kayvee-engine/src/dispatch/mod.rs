@@ -588,12 +588,16 @@ impl<'e> Dispatch<'e> {
                 return self.reject(h, Some(id), &e, out);
             }
         }
-        let replica_ignores_maxmemory = self.core.repl.primary.is_some()
-            && self.core.config.bool_param("replica-ignore-maxmemory");
+        // The setting is looked up by name, so only where a limit is set (the master
+        // client's every command on a replica used to pay for the lookup).
+        let replica_ignores_maxmemory = || {
+            self.core.repl.primary.is_some()
+                && self.core.config.bool_param("replica-ignore-maxmemory")
+        };
         if self.core.config.maxmemory != 0
             && !obey
-            && !replica_ignores_maxmemory
             && !self.state.serving_busy
+            && !replica_ignores_maxmemory()
         {
             let admitted = self.admit_memory(h, spec, now);
             if self.core.tracking.active() {
@@ -667,7 +671,8 @@ impl<'e> Dispatch<'e> {
         argv: &Argv<'_>,
     ) -> Option<Error> {
         let cfg = &self.core.config;
-        if cfg.bool_param("replica-read-only") && self.is_write(h, id, spec, argv) {
+        // Writes first: the setting is looked up by name, and a replica's clients mostly read.
+        if self.is_write(h, id, spec, argv) && cfg.bool_param("replica-read-only") {
             return Some(Error::msg(
                 "READONLY You can't write against a read only replica.",
             ));

@@ -27,6 +27,7 @@ pub struct LoadOptions<'a> {
 }
 
 /// A loaded file.
+#[derive(Default)]
 pub struct Loaded {
     /// One database per configured database.
     pub dbs: Vec<Db>,
@@ -133,13 +134,7 @@ impl<B: AsRef<[u8]>> StepLoad<B> {
                 dbs: (0..opts.config.databases)
                     .map(|_| Db::new(opts.seed))
                     .collect(),
-                keys_loaded: 0,
-                keys_expired: 0,
-                expired: Vec::new(),
-                empty_skipped: Vec::new(),
-                aux: Vec::new(),
-                functions: Vec::new(),
-                consumed: 0,
+                ..Loaded::default()
             },
             db: 0,
             pending: Pending::default(),
@@ -242,17 +237,13 @@ impl<B: AsRef<[u8]>> StepLoad<B> {
             Some(d) => check_sum(buf, end, d.finalize())?,
             None => end,
         };
-        let empty = Loaded {
-            dbs: Vec::new(),
+        // What stays behind keeps the counts [`StepLoad::progress`] reads.
+        let left = Loaded {
             keys_loaded: self.out.keys_loaded,
-            keys_expired: 0,
-            expired: Vec::new(),
-            empty_skipped: Vec::new(),
-            aux: Vec::new(),
-            functions: Vec::new(),
             consumed: self.out.consumed,
+            ..Loaded::default()
         };
-        Ok(Some(core::mem::replace(&mut self.out, empty)))
+        Ok(Some(core::mem::replace(&mut self.out, left)))
     }
 }
 

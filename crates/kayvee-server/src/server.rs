@@ -270,7 +270,7 @@ pub struct Server {
     unread: Vec<Handle>,
     /// Connections whose peer shut its side (epoll's RDHUP), by slot: their end of file may
     /// be queued behind data a short read took, and no new edge would report it, so they are
-    /// read until the read says 0.
+    /// read until the read says 0. Cleared by `close`, the one way a slot is freed.
     peer_shut: Vec<bool>,
 }
 
@@ -647,9 +647,6 @@ impl Server {
                 self.sockets.resize_with(h.0 + 1, || None);
             }
             self.sockets[h.0] = Some(stream);
-            if let Some(shut) = self.peer_shut.get_mut(h.0) {
-                *shut = false;
-            }
         }
     }
 
@@ -843,9 +840,6 @@ impl Server {
             self.sockets.resize_with(h.0 + 1, || None);
         }
         self.sockets[h.0] = Some(Stream::Tcp(stream));
-        if let Some(shut) = self.peer_shut.get_mut(h.0) {
-            *shut = false;
-        }
     }
 
     /// Accepts every pending connection on listener `li`.
@@ -899,9 +893,6 @@ impl Server {
             self.sockets.resize_with(h.0 + 1, || None);
         }
         self.sockets[h.0] = Some(stream);
-        if let Some(shut) = self.peer_shut.get_mut(h.0) {
-            *shut = false;
-        }
         debug!("Accepted {label}");
     }
 

@@ -14,7 +14,11 @@ reports the link up and no sync in progress:
     the write stream held for the replica until its snapshot is loaded, which both primaries keep
     alike), which leaves what the snapshot itself costs (Redis's copy-on-write, Kayvee's old
     versions still shared with the snapshot),
-  - the primary's write rate during the sync against the rate before it, and its writes per
+  - the primary's write rate during the sync against the rate before it (no replica) and
+    against the rate after it with the replica online (on two CPUs the replica applying the
+    stream takes the load's core from its client, so a primary with a replica runs below the
+    rate before whatever the sync costs; both rates are taken under the same sampling as the
+    sync's), and its writes per
     CPU-second of the primary (its children included) against the same before it: on two CPUs
     the replica's loading competes with the load's client or with the primary, so the rate alone
     says little of what the sync costs the primary,
@@ -33,7 +37,7 @@ to CPU 0; the replica and the load to CPU 1 (on two CPUs the replica's loading c
 load's client, for both primaries alike). Standard library only.
 `--replica kayvee` makes kayvee-server the replica of both primaries instead of redis-server.
 Usage: python3 bench/repl.py [--keys N] [--window S] [--kayvee-bin PATH] [--replica redis|kayvee]
-  [--json F]
+  [--sync-share PERCENT] [--sample-every S] [--json F]
 """
 
 import argparse
@@ -51,6 +55,11 @@ from snapshot import SAMPLE_INTERVAL_S, VALUE_SIZE, family, info_field, load, me
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
+# How often the primary's PSS and buffers are sampled (`--sample-every`): reading a process's
+# PSS walks its page tables, which with a primary of a gigabyte takes milliseconds of the load's
+# core and holds the primary's memory map meanwhile, so a fast sampler weighs on what it measures.
+SAMPLE_EVERY_S = SAMPLE_INTERVAL_S
+
 LAG_SAMPLES = 20
 LAG_CHECK = 1000
 SYNC_TIMEOUT_S = 600
@@ -62,7 +71,7 @@ def repl_buffers_kib(port):
 
 class ReplSampler(threading.Thread):
     """Samples the primary's PSS (its children included) and its replication buffers every
-    SAMPLE_INTERVAL_S until stopped; keeps the peak PSS and the peak of PSS less the buffers'
+    SAMPLE_EVERY_S until stopped; keeps the peak PSS and the peak of PSS less the buffers'
     growth over `buffers_before`."""
 
     def __init__(self, pid, port, buffers_before):
@@ -78,7 +87,7 @@ class ReplSampler(threading.Thread):
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_buffers = max(self.peak_buffers, grown)
             self.peak_pss_less_buffers = max(self.peak_pss_less_buffers, pss - grown)
-            time.sleep(SAMPLE_INTERVAL_S)
+            time.sleep(SAMPLE_EVERY_S)
 
 
 def commands_processed(port):
@@ -135,13 +144,15 @@ def compare_keys(primary, replica, keys):
     return sizes, differ
 
 
-def measure(kind, binary, keys, window, replica_cpu, replica_bin):
+def measure(kind, binary, keys, window, replica_cpu, replica_bin, sync_share=None):
     """All figures for one primary."""
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as rtmp:
         # No wait for more replicas before a diskless sync starts (Redis's default waits 5 s).
         primary = Server(kind, binary, PORT_BASE,
                          extra=["--dir", tmp, "--repl-diskless-sync-delay", "0",
-                                "--client-output-buffer-limit", "replica 0 0 0"])
+                                "--client-output-buffer-limit", "replica 0 0 0"]
+                         + (["--repl-sync-share", str(sync_share)]
+                            if sync_share and kind == "kayvee" else []))
         replica = None
         bench = None
         try:
@@ -151,7 +162,14 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin):
             dataset = memory_kib(primary.proc.pid)[0] - empty_pss
             bench = rewrite_load(primary.port, keys)
             time.sleep(1.0)
+            # The rate before is measured under the same sampling as the sync (its PSS walks
+            # and INFO calls take CPU from the load's core and the primary), so that the two
+            # rates differ by the sync alone.
+            observer = ReplSampler(primary.proc.pid, primary.port, repl_buffers_kib(primary.port))
+            observer.start()
             before_rps, before_per_cpu = rate(primary.port, primary.proc.pid, window)
+            observer.done.set()
+            observer.join()
             before_pss, _ = memory_kib(primary.proc.pid)
             sampler = ReplSampler(primary.proc.pid, primary.port, repl_buffers_kib(primary.port))
             sampler.start()
@@ -183,6 +201,14 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin):
             during_per_cpu = (c1 - c0) / max(u1 - u0, 1e-9)
             log(f"{kind}: synced in {t1 - t0:.2f} s, {during_rps:.0f} writes/s meanwhile")
             time.sleep(1.0)
+            # The rate with the replica online (the stream it applies on the load's core, the
+            # primary's feed), observed as the rate before: "normal" for a primary that has
+            # a replica, against which the sync's own cost shows.
+            observer = ReplSampler(primary.proc.pid, primary.port, repl_buffers_kib(primary.port))
+            observer.start()
+            online_rps, _ = rate(primary.port, primary.proc.pid, window)
+            observer.done.set()
+            observer.join()
             lags, o0, s0 = [], repl_offset(primary.port), time.monotonic()
             for _ in range(LAG_SAMPLES):
                 lags.append(repl_offset(primary.port) - repl_offset(replica.port))
@@ -203,6 +229,7 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin):
                 "keys": keys, "dataset_kib": dataset, "sync_s": t1 - t0,
                 "before_rps": before_rps, "during_rps": during_rps,
                 "throughput_pct": 100.0 * during_rps / before_rps,
+                "online_rps": online_rps, "of_online_pct": 100.0 * during_rps / online_rps,
                 "before_per_cpu_s": before_per_cpu, "during_per_cpu_s": during_per_cpu,
                 "per_cpu_pct": 100.0 * during_per_cpu / before_per_cpu,
                 # The primary's CPU over the sync less what its writes cost at the rate before.
@@ -241,6 +268,8 @@ def report(results):
         ("writes/s before the sync", lambda r: f"{r['before_rps']:.0f}"),
         ("writes/s during the sync", lambda r: f"{r['during_rps']:.0f}"),
         ("  share of before", lambda r: f"{r['throughput_pct']:.0f}%"),
+        ("writes/s after it, the replica online", lambda r: f"{r['online_rps']:.0f}"),
+        ("  during the sync, share of that", lambda r: f"{r['of_online_pct']:.0f}%"),
         ("writes per primary CPU-s before", lambda r: f"{r['before_per_cpu_s']:.0f}"),
         ("writes per primary CPU-s during", lambda r: f"{r['during_per_cpu_s']:.0f}"),
         ("  share of before", lambda r: f"{r['per_cpu_pct']:.0f}%"),
@@ -267,13 +296,20 @@ def main():
                    help="CPU the replica runs on (default: the load's; 0 is the primary's)")
     p.add_argument("--replica", choices=["redis", "kayvee"], default="redis",
                    help="the replica of both primaries: redis-server (default) or kayvee-server")
+    p.add_argument("--sample-every", type=float, default=SAMPLE_INTERVAL_S,
+                   help="seconds between samples of the primary's memory (default 0.02)")
+    p.add_argument("--sync-share", type=int,
+                   help="the Kayvee primary's repl-sync-share (percent; default: its own)")
     p.add_argument("--json", help="also write the results as JSON to this file")
     args = p.parse_args()
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    global SAMPLE_EVERY_S
+    SAMPLE_EVERY_S = args.sample_every
     binaries = {"redis": "redis-server", "kayvee": args.kayvee_bin or default_kayvee_bin()}
     started = time.time()
     replica_bin = binaries[args.replica]
-    results = {kind: measure(kind, binary, args.keys, args.window, args.replica_cpu, replica_bin)
+    results = {kind: measure(kind, binary, args.keys, args.window, args.replica_cpu, replica_bin,
+                             args.sync_share)
                for kind, binary in binaries.items()}
     report(results)
     print(f"\n({time.time() - started:.0f} s; load average at the end "

@@ -781,3 +781,44 @@ fn a_replica_applying_a_flood_from_its_primary_still_answers_its_clients() {
     let _ = flood.join();
     remove_dirs("flood");
 }
+
+/// `repl-sync-share` (Kayvee's own): a full sync paced to a twentieth of a busy primary's
+/// loop, under a write load from redis-benchmark, still ends with a redis-server replica that
+/// holds exactly the primary's data (the held and resumed pieces of the payload, the stream
+/// kept meanwhile); the parameter reads back and refuses values outside 1..=100.
+#[test]
+fn a_full_sync_paced_to_a_share_of_a_busy_primary_ends_with_the_same_data() {
+    if !have_tools() || std::env::var("KAYVEE_TARGET").is_ok() {
+        return; // Kayvee's own parameter: redis-server and the unikernel's tests lack it.
+    }
+    let primary = kayvee_primary("paced");
+    let mut p = conn(primary.port());
+    let set = |con: &mut redis::Connection, v: &str| {
+        redis::cmd("CONFIG")
+            .arg(&["SET", "repl-sync-share", v])
+            .query::<String>(con)
+    };
+    assert_eq!(set(&mut p, "5").unwrap(), "OK");
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg(&["GET", "repl-sync-share"])
+        .query(&mut p)
+        .unwrap();
+    assert_eq!(got, ["repl-sync-share", "5"]);
+    for bad in ["0", "101"] {
+        let err = set(&mut p, bad).unwrap_err().to_string();
+        assert!(err.contains("must be between 1 and 100"), "{err}");
+    }
+    let mut pre = benchmark(primary.port(), 40_000, 10_000);
+    assert!(pre.wait().unwrap().success());
+    let mut load = benchmark(primary.port(), 60_000, 10_000);
+    std::thread::sleep(Duration::from_millis(200));
+    let replica = redis_replica(&primary, "paced");
+    wait_link_up(replica.port());
+    assert!(load.wait().unwrap().success());
+    wait_caught_up(primary.port(), replica.port());
+    let full = info_field(&mut p, "stats", "sync_full");
+    assert_eq!(full.as_deref(), Some("1"), "{}", replica.log_tail());
+    assert_same_data(&primary, &replica);
+    drop((primary, replica));
+    remove_dirs("paced");
+}

@@ -182,12 +182,14 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
         last_us = start_us;
         clock.maybe_refine();
         let ts = Instant::from_micros(start_us as i64);
+        let mut took_frames = false;
         for _ in 0..INGRESS_BUDGET {
             if iface.poll_ingress_single(ts, &mut dev, &mut sockets)
                 == PollIngressSingleResult::None
             {
                 break;
             }
+            took_frames = true;
             last_rx_us = start_us;
             if !received {
                 // The boot report's phase from "ready" to the first frame taken in.
@@ -196,6 +198,9 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             }
             pool.refill(&mut sockets, LISTENERS_LOW);
         }
+        // A loop round is the driver's pass (a paced full sync takes quiet time only in a
+        // round after the one it last ran in).
+        driver.after_wait(clock.now(), took_frames);
         let grown = pool.listening.len() + 1;
         pool.refill(&mut sockets, grown.min(LISTENERS_MIN));
         dev.post_more_rx(RX_POSTED_PER_ROUND);

@@ -22,6 +22,11 @@ use kayvee_pds::SmallBytes;
 /// concurrent clients, short enough that an idle server sleeps at once.
 pub const DEFAULT_BUSY_POLL_US: u32 = 50;
 
+/// `repl-sync-share` by default: no limit. A paced sync keeps more of a busy primary's write
+/// rate but lasts longer, and the snapshot holds the values written meanwhile for longer
+/// (docs/decisions.md has the figures), so the trade is the user's to make.
+pub const DEFAULT_REPL_SYNC_SHARE: u32 = 100;
+
 /// The configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -65,6 +70,11 @@ pub struct Config {
     /// A vCPU that goes idle between requests costs the next request a wakeup (an IPI, and
     /// on a VM a halt and a host reschedule); see docs/decisions.md.
     pub busy_poll_us: u32,
+    /// `repl-sync-share` (Kayvee's own): the percent of the loop's time that replicas' full
+    /// syncs may take while commands keep the loop busy (the snapshot is serialised on the
+    /// loop, not in a forked child); a quiet loop gives them all of its time; 100 (the
+    /// default) = as fast as the replicas read. See docs/decisions.md.
+    pub repl_sync_share: u32,
     /// `tracking-table-max-keys`: keys the tracking table holds before it evicts some (each
     /// evicted key is invalidated for its readers); 0 = no limit.
     pub tracking_table_max_keys: u64,
@@ -215,6 +225,7 @@ impl Default for Config {
             logfile: String::new(),
             hz: 10,
             busy_poll_us: DEFAULT_BUSY_POLL_US,
+            repl_sync_share: DEFAULT_REPL_SYNC_SHARE,
             tracking_table_max_keys: 1_000_000,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,

@@ -199,6 +199,11 @@ pub struct Driver {
     script_left: crate::wait::Left,
     /// Loop passes so far (each [`Driver::after_wait`] starts one).
     pass: u64,
+    /// The loop's time full syncs may take ([`crate::replicas::Pace`]), and when one that
+    /// stopped for want of it, its replica ready for more, goes on ([`Driver::poll`]; unix
+    /// us, `u64::MAX`: none).
+    sync_pace: crate::replicas::Pace,
+    syncs_held_until: u64,
 }
 
 /// Bytes one connection may hand over in a loop pass before the others get theirs: a client
@@ -224,6 +229,8 @@ impl Driver {
             last_reading: None,
             script_left: Default::default(),
             pass: 0,
+            sync_pace: Default::default(),
+            syncs_held_until: u64::MAX,
         }
     }
 
@@ -598,8 +605,7 @@ impl Driver {
         // The clock is read only when something needs the time (most flushes do not).
         let mut now = None;
         if syncing {
-            let t = *now.get_or_insert_with(|| clock.now());
-            self.pump_sync(h.0, t);
+            self.pump_sync(h.0, clock);
         }
         if replica {
             self.note_replica_output();
@@ -702,7 +708,8 @@ impl Driver {
             // The primary's payload loads a slice each pass ([`Driver::poll`]).
             return 0;
         }
-        let mut at = self.next_cron_us;
+        // A held full sync goes on when the loop owes it time again.
+        let mut at = self.next_cron_us.min(self.syncs_held_until);
         if let Some(ms) = self.engine.next_block_deadline() {
             // The engine times a client out once the clock's milliseconds are past it.
             at = at.min((ms + 1) * 1000);
@@ -731,6 +738,11 @@ impl Driver {
         if let Some(slot) = self.loading_link() {
             self.step_load(slot, clock);
         }
+        if now.unix_us >= self.syncs_held_until {
+            // A full sync waited for the loop's time, its replica ready for more.
+            self.syncs_held_until = u64::MAX;
+            self.syncs_cron(clock);
+        }
         polled
     }
 
@@ -751,7 +763,7 @@ impl Driver {
         self.note_replica_output();
         self.lift_stalled_pauses(now);
         self.upstream_cron(now);
-        self.syncs_cron(now);
+        self.syncs_cron(clock);
         let _ = self.deliver(clock, false);
     }
 
@@ -1070,7 +1082,7 @@ impl Driver {
             Outcome::Continue | Outcome::Blocked => {
                 if s.sync.is_some() {
                     // A syncing replica's REPLCONF ACK may have put it online.
-                    self.pump_sync(slot, clock.now());
+                    self.pump_sync(slot, clock);
                 }
                 return;
             }
@@ -1087,7 +1099,7 @@ impl Driver {
                 return;
             }
             Outcome::Replicate { continue_from, eof } => {
-                self.start_replica(slot, continue_from, eof, clock.now());
+                self.start_replica(slot, continue_from, eof, clock);
                 // `PSYNC ... FAILOVER` made this server a primary: its link closes.
                 self.close_killed(h);
                 return;
@@ -1224,7 +1236,14 @@ impl Driver {
 
     /// A client became a replica: the backlog from `continue_from`, or a full sync of a
     /// snapshot taken now (diskless when `eof`, else the whole RDB at once).
-    fn start_replica(&mut self, slot: usize, continue_from: Option<u64>, eof: bool, now: Now) {
+    fn start_replica(
+        &mut self,
+        slot: usize,
+        continue_from: Option<u64>,
+        eof: bool,
+        clock: &dyn Clock,
+    ) {
+        let now = clock.now();
         let engine = &mut self.engine;
         let s = self.sessions[slot]
             .as_mut()
@@ -1253,6 +1272,8 @@ impl Driver {
                 compress: cfg.rdbcompression,
                 checksum: cfg.rdbchecksum,
                 used_mem: engine.core.host.used_memory,
+                // A piece is a fraction of the loop's grant ([`crate::replicas::Pace`]).
+                chunk_len: 16 * 1024,
                 ..Default::default()
             };
             if eof {
@@ -1282,8 +1303,8 @@ impl Driver {
                 ));
                 // The stream from its start on stays in the backlog until its RDB is out.
                 self.pin_backlog();
-                self.start_if_enough_wait(max_waiting as usize, now);
-                self.pump_sync(slot, now);
+                self.start_if_enough_wait(max_waiting as usize, clock);
+                self.pump_sync(slot, clock);
             } else {
                 crate::replicas::disk_payload(snapshot, opts, &mut s.out);
                 set_replica_state(engine, h, ReplicaState::Online);
@@ -1292,12 +1313,14 @@ impl Driver {
         self.mark_dirty(slot);
     }
 
-    /// Writes more of slot's full sync into its output while the output is low; once the
-    /// RDB is out the replica is online and gets the stream directly.
-    fn pump_sync(&mut self, slot: usize, now: Now) {
+    /// Writes more of slot's full sync into its output while the output is low and the loop
+    /// grants the time ([`crate::replicas::Pace`]); once the RDB is out the replica is online
+    /// and gets the stream directly.
+    fn pump_sync(&mut self, slot: usize, clock: &dyn Clock) {
         let Some(s) = self.sessions[slot].as_mut() else {
             return;
         };
+        let now = clock.now();
         let before = s.out.len();
         let pending = s.out_pending();
         let Some(sync) = s.sync.as_mut() else {
@@ -1309,7 +1332,22 @@ impl Driver {
             .config
             .int_param("rdb-key-save-delay")
             .max(0) as u64;
-        sync.pump(&mut s.out, pending, now.unix_us, key_delay_us);
+        let config = &self.engine.core.config;
+        let grant_us = self.sync_pace.grant(
+            now.unix_us,
+            self.pass,
+            self.engine.core.stats.total_commands_processed,
+            config.repl_sync_share,
+        );
+        let until_us = now.unix_us.saturating_add(grant_us);
+        let mut spent = || clock.now().unix_us >= until_us;
+        let held = sync.pump(&mut s.out, pending, now.unix_us, key_delay_us, &mut spent);
+        let end = clock.now().unix_us;
+        self.sync_pace.spent(end, end.saturating_sub(now.unix_us));
+        if held {
+            let at = end + self.sync_pace.wait_us(config.repl_sync_share);
+            self.syncs_held_until = self.syncs_held_until.min(at);
+        }
         let h = s.handle;
         let state = self.engine.core.repl.replica_mut(h).map(|r| r.state);
         if sync.started() && state == Some(ReplicaState::WaitBgsave) {
@@ -1341,7 +1379,7 @@ impl Driver {
 
     /// With `repl-diskless-sync-max-replicas` (`max`, 0: none) replicas waiting for their
     /// full sync's delay, they all start now, as Redis starts its RDB child for them.
-    fn start_if_enough_wait(&mut self, max: usize, now: Now) {
+    fn start_if_enough_wait(&mut self, max: usize, clock: &dyn Clock) {
         let waiting = |s: &Session| s.sync.as_ref().is_some_and(|y| !y.started());
         let count = self
             .sessions
@@ -1356,7 +1394,7 @@ impl Driver {
             if let Some(sync) = self.sessions[slot].as_mut().and_then(|s| s.sync.as_mut()) {
                 if !sync.started() {
                     sync.start_now();
-                    self.pump_sync(slot, now);
+                    self.pump_sync(slot, clock);
                 }
             }
         }
@@ -1378,14 +1416,14 @@ impl Driver {
 
     /// Full syncs go on that their start delay or key delay held back (see
     /// [`crate::replicas::Sync::pump`]).
-    fn syncs_cron(&mut self, now: Now) {
+    fn syncs_cron(&mut self, clock: &dyn Clock) {
         for slot in 0..self.sessions.len() {
             let sending = self.sessions[slot]
                 .as_ref()
                 .and_then(|s| s.sync.as_ref())
                 .is_some_and(crate::replicas::Sync::sending);
             if sending {
-                self.pump_sync(slot, now);
+                self.pump_sync(slot, clock);
             }
         }
     }

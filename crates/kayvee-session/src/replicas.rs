@@ -64,14 +64,25 @@ impl Sync {
     /// bytes (`pending` of them now), then the closing mark ([`Sync::rdb_sent`]). With
     /// `key_delay_us` (`rdb-key-save-delay`, the test suite's slow primary: Redis's child
     /// sleeps that long after each key) no more keys go out by `now_us` than that pace allows.
-    pub fn pump(&mut self, out: &mut Vec<u8>, mut pending: usize, now_us: u64, key_delay_us: u64) {
+    ///
+    /// `spent` says, before each chunk, whether the time the loop granted the sync is used up
+    /// ([`Pace`]); the return value is true when the pump stopped for that reason only (the
+    /// replica could take more).
+    pub fn pump(
+        &mut self,
+        out: &mut Vec<u8>,
+        mut pending: usize,
+        now_us: u64,
+        key_delay_us: u64,
+        spent: &mut dyn FnMut() -> bool,
+    ) -> bool {
         if now_us < self.start_us {
             // A newline a second keeps the link alive, as Redis does for a waiting replica.
             if now_us.saturating_sub(self.keepalive_us) >= 1_000_000 {
                 out.push(b'\n');
                 self.keepalive_us = now_us;
             }
-            return;
+            return false;
         }
         let started_us = *self.started_us.get_or_insert_with(|| {
             out.append(&mut self.preamble);
@@ -85,7 +96,10 @@ impl Sync {
             .map_or(u64::MAX, |n| n + 1);
         while pending < SYNC_LOW_WATER && !self.rdb_sent {
             if self.writer.keys_written() >= keys_due {
-                return;
+                return false;
+            }
+            if spent() {
+                return true;
             }
             let before = out.len();
             let more = if key_delay_us > 0 {
@@ -96,10 +110,11 @@ impl Sync {
             if !more {
                 out.extend_from_slice(&self.mark);
                 self.rdb_sent = true;
-                return;
+                return false;
             }
             pending += out.len() - before;
         }
+        false
     }
 
     /// Whether the payload is not all out yet (the cron pumps a paced one on).
@@ -116,6 +131,84 @@ impl Sync {
     /// replicas wait).
     pub fn start_now(&mut self) {
         self.start_us = 0;
+    }
+}
+
+/// How much of the loop's time full syncs may take (`repl-sync-share`): the primary
+/// serialises the snapshot on its loop (no fork), so a sync as fast as the replica reads
+/// would take most of a busy loop from its clients. While commands run, the syncs are owed
+/// the share of the time that passes, as a credit they spend (each grant's time is measured
+/// and taken off). Once no command has run for [`IDLE_AFTER_US`] and the shell has looked at
+/// its connections since the last grant (a new loop pass), the loop is quiet and the syncs
+/// take slices of it uncharged, so an idle primary syncs at full speed.
+#[derive(Default)]
+pub(crate) struct Pace {
+    credit_us: i64,
+    /// When the credit was last counted (unix us).
+    counted_us: u64,
+    /// The commands run by the last look, and when that count last moved.
+    commands: u64,
+    active_us: u64,
+    /// The loop pass of the last grant.
+    grant_pass: u64,
+    /// The grant under way is quiet time: not charged.
+    quiet: bool,
+}
+
+/// No command for this long: the loop may be quiet (a pipelining client's gap between two
+/// batches is shorter, so a sync does not slip into it).
+pub(crate) const IDLE_AFTER_US: u64 = 500;
+/// The longest grant at once: what a sync may hold up a client that arrives meanwhile.
+const GRANT_MAX_US: i64 = 2_000;
+/// The credit's bounds: a long stretch without syncs does not bank a burst, a long step does
+/// not starve them for long.
+const CREDIT_MAX_US: i64 = 10_000;
+const CREDIT_MIN_US: i64 = -50_000;
+
+impl Pace {
+    /// The time (us) full syncs may take from `now_us`, in loop pass `pass`, with `commands`
+    /// run so far and the `share` in percent (100: no limit).
+    pub fn grant(&mut self, now_us: u64, pass: u64, commands: u64, share: u32) -> u64 {
+        // The first look owes nothing (no time was counted before it).
+        let passed = match self.counted_us {
+            0 => 0,
+            at => now_us.saturating_sub(at),
+        };
+        self.counted_us = now_us;
+        if commands != self.commands {
+            self.commands = commands;
+            self.active_us = now_us;
+        }
+        let new_pass = core::mem::replace(&mut self.grant_pass, pass) != pass;
+        self.quiet =
+            share >= 100 || new_pass && now_us.saturating_sub(self.active_us) >= IDLE_AFTER_US;
+        if self.quiet {
+            return if share >= 100 {
+                u64::MAX
+            } else {
+                GRANT_MAX_US as u64
+            };
+        }
+        let owed = passed.min(CREDIT_MAX_US as u64 * 100) * u64::from(share) / 100;
+        self.credit_us = (self.credit_us + owed as i64).clamp(CREDIT_MIN_US, CREDIT_MAX_US);
+        self.credit_us.clamp(0, GRANT_MAX_US) as u64
+    }
+
+    /// How long after a grant that ran out the syncs should look again: once the credit is
+    /// owed back at `share`, or once the loop could be quiet, whichever comes first.
+    pub fn wait_us(&self, share: u32) -> u64 {
+        let owed = (-self.credit_us).max(0) as u64 * 100 / u64::from(share.max(1));
+        owed.clamp(1, IDLE_AFTER_US)
+    }
+
+    /// The last grant ended at `now_us`, `us` after it began.
+    pub fn spent(&mut self, now_us: u64, us: u64) {
+        if self.quiet {
+            // Quiet time is the syncs' own: it earns no credit.
+            self.counted_us = self.counted_us.max(now_us);
+        } else {
+            self.credit_us = (self.credit_us - us as i64).max(CREDIT_MIN_US);
+        }
     }
 }
 
@@ -177,18 +270,18 @@ mod tests {
         let opts = WriteOptions::default();
         let mut sync = Sync::diskless(snapshot(), opts, mark, 5_000_000, preamble, 1);
         let mut out = Vec::new();
-        sync.pump(&mut out, 0, 500_000, 1000);
+        sync.pump(&mut out, 0, 500_000, 1000, &mut || false);
         assert!(out.is_empty());
-        sync.pump(&mut out, 0, 1_500_000, 1000);
+        sync.pump(&mut out, 0, 1_500_000, 1000, &mut || false);
         assert_eq!(out, b"\n", "a keep-alive a second");
         out.clear();
-        sync.pump(&mut out, 0, 5_000_000, 1000);
+        sync.pump(&mut out, 0, 5_000_000, 1000, &mut || false);
         assert!(out.starts_with(b"+FULLRESYNC id 1\r\n$EOF:mmmm"));
         assert_eq!(sync.writer.keys_written(), 1);
-        sync.pump(&mut out, 0, 5_001_000, 1000);
+        sync.pump(&mut out, 0, 5_001_000, 1000, &mut || false);
         assert_eq!(sync.writer.keys_written(), 2);
         assert!(sync.sending());
-        sync.pump(&mut out, 0, 6_000_000, 1000);
+        sync.pump(&mut out, 0, 6_000_000, 1000, &mut || false);
         assert!(!sync.sending() && sync.rdb_sent);
         assert!(out.ends_with(&mark));
     }
@@ -199,5 +292,76 @@ mod tests {
         assert_eq!(take_fullresync(&mut out, 0), b"+FULLRESYNC abc 7\r\n");
         assert_eq!(out, b"+OK\r\n");
         assert!(take_fullresync(&mut out, 0).is_empty());
+    }
+
+    /// A loop kept busy by commands: over a second of 1 ms passes, each with commands run and
+    /// a sync that uses whatever it is granted, the syncs get about the share.
+    #[test]
+    fn a_busy_loop_grants_its_syncs_about_their_share() {
+        let mut pace = Pace::default();
+        let (mut now, mut commands, mut took) = (1_000_000u64, 0u64, 0u64);
+        for pass in 1..=1000u64 {
+            commands += 50;
+            let grant = pace.grant(now, pass, commands, 20);
+            let used = grant.min(3_000);
+            now += used;
+            took += used;
+            pace.spent(now, used);
+            now += 1_000 - used.min(1_000); // the rest of the pass serves the commands
+        }
+        let share = took * 100 / (now - 1_000_000);
+        assert!(
+            (15..=21).contains(&share),
+            "the syncs took {share}% of a busy loop"
+        );
+    }
+
+    /// No command for a while: a new pass grants a quiet slice, uncharged; a second look in the
+    /// same pass does not (the quiet time was the sync's own), and a command ends the quiet.
+    #[test]
+    fn a_quiet_loop_grants_slices_in_new_passes_only() {
+        let mut pace = Pace::default();
+        assert_eq!(pace.grant(1_000, 1, 10, 20), 0, "busy, no credit yet");
+        pace.spent(1_000, 0);
+        let now = 1_000 + IDLE_AFTER_US;
+        assert_eq!(pace.grant(now, 2, 10, 20), GRANT_MAX_US as u64, "quiet");
+        pace.spent(now + 2_000, 2_000);
+        assert_eq!(pace.credit_us, 0, "quiet time is not charged");
+        assert!(
+            pace.grant(now + 2_000, 2, 10, 20) < GRANT_MAX_US as u64,
+            "same pass"
+        );
+        pace.spent(now + 2_000, 0);
+        assert_eq!(
+            pace.grant(now + 2_100, 3, 10, 20),
+            GRANT_MAX_US as u64,
+            "next pass"
+        );
+        pace.spent(now + 2_100, 0);
+        assert!(
+            pace.grant(now + 2_200, 4, 11, 20) < GRANT_MAX_US as u64,
+            "a command ran"
+        );
+        pace.spent(now + 2_200, 0);
+        assert_eq!(
+            pace.grant(now + 2_300, 5, 11, 100),
+            u64::MAX,
+            "100: no limit"
+        );
+    }
+
+    /// A grant that ran out asks to be looked at again once the credit is owed back, never
+    /// later than the loop could turn quiet.
+    #[test]
+    fn a_held_sync_looks_again_when_its_credit_is_owed_back() {
+        let mut pace = Pace::default();
+        pace.grant(1_000, 1, 1, 20);
+        pace.spent(1_000, 0);
+        let grant = pace.grant(1_500, 2, 2, 20); // 500 us passed: 100 us owed
+        assert_eq!(grant, 100);
+        pace.spent(1_660, 160); // the chunk overran by 60 us
+        assert_eq!(pace.wait_us(20), 300, "60 us owed back at a fifth");
+        pace.spent(1_660, 1_000);
+        assert_eq!(pace.wait_us(20), IDLE_AFTER_US, "capped at the quiet mark");
     }
 }

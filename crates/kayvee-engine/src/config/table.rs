@@ -291,6 +291,13 @@ pub const PARAMS: &[Param] = &[
         put: |c, v| c.busy_poll_us = v.int() as u32,
     },
     Param {
+        name: "repl-sync-share",
+        kind: Kind::Int { min: 1, max: 100 },
+        access: Access::Mutable,
+        get: |c| Val::Int(c.repl_sync_share.into()),
+        put: |c, v| c.repl_sync_share = v.int() as u32,
+    },
+    Param {
         name: "tracking-table-max-keys",
         kind: Kind::Int {
             min: 0,

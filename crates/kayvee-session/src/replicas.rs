@@ -157,7 +157,7 @@ pub(crate) struct Pace {
 
 /// No command for this long: the loop may be quiet (a pipelining client's gap between two
 /// batches is shorter, so a sync does not slip into it).
-pub(crate) const IDLE_AFTER_US: u64 = 500;
+const IDLE_AFTER_US: u64 = 500;
 /// The longest grant at once: what a sync may hold up a client that arrives meanwhile.
 const GRANT_MAX_US: i64 = 2_000;
 /// The credit's bounds: a long stretch without syncs does not bank a burst, a long step does
@@ -180,14 +180,13 @@ impl Pace {
             self.active_us = now_us;
         }
         let new_pass = core::mem::replace(&mut self.grant_pass, pass) != pass;
-        self.quiet =
-            share >= 100 || new_pass && now_us.saturating_sub(self.active_us) >= IDLE_AFTER_US;
+        if share >= 100 {
+            self.quiet = true;
+            return u64::MAX;
+        }
+        self.quiet = new_pass && now_us.saturating_sub(self.active_us) >= IDLE_AFTER_US;
         if self.quiet {
-            return if share >= 100 {
-                u64::MAX
-            } else {
-                GRANT_MAX_US as u64
-            };
+            return GRANT_MAX_US as u64;
         }
         let owed = passed.min(CREDIT_MAX_US as u64 * 100) * u64::from(share) / 100;
         self.credit_us = (self.credit_us + owed as i64).clamp(CREDIT_MIN_US, CREDIT_MAX_US);

@@ -381,8 +381,9 @@ impl Server {
             }
             self.run_due();
             self.connect_primary();
-            self.write_pass();
+            // The log says what happened before the replies that follow it go out.
             self.log_notices();
+            self.write_pass();
             let now = self.now();
             let (files, engine) = (&mut self.files, self.driver.engine_mut());
             files.loading_cron(engine, now)?;
@@ -597,6 +598,9 @@ impl Server {
             self.title.sync(self.driver.engine());
             crate::durability::note_aof_scheduled(self.driver.engine_mut());
             self.files.after_read(self.driver.engine());
+            // A command's log line (SHUTDOWN ABORT's "Shutdown manually aborted.") is in the
+            // log before its reply goes out: a client that reads the reply finds the line.
+            self.log_notices();
             // The replies go out at once, while they are hot in the cache (a pass that waited
             // for every connection held megabytes of LRANGE replies); with the AOF on they
             // wait for the pass's one AOF write instead (group commit, in `write_pass`). They

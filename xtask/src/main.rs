@@ -4,6 +4,7 @@
 
 mod circles;
 mod redis_suite;
+mod testrun;
 mod unikernel;
 mod vmcompare;
 
@@ -136,8 +137,13 @@ fn target_dir() -> PathBuf {
 }
 
 /// Runs `cargo args...` in the workspace root with `envs`, failing on a non-zero exit.
+/// The cargo that runs xtask (`CARGO`), else the one on the PATH.
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
 fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = cargo_bin();
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .current_dir(root())
@@ -168,13 +174,10 @@ fn ci() -> Result<(), String> {
         &[],
     )?;
     cargo(&["build", "--workspace", "--all-targets"], &[])?;
-    cargo(
-        &["test", "--workspace"],
-        &[
-            ("KAYVEE_REQUIRE_REDIS", "1"),
-            ("KAYVEE_REQUIRE_XENSTORE", "1"),
-        ],
-    )?;
+    testrun::run(&[
+        ("KAYVEE_REQUIRE_REDIS", "1"),
+        ("KAYVEE_REQUIRE_XENSTORE", "1"),
+    ])?;
     // Last, so a module cycle is reported after everything else had its say.
     circles::check(&root())
 }

@@ -46,7 +46,7 @@ pub(crate) fn build() -> Result<(PathBuf, u64), String> {
 
 /// Builds the image with extra cargo arguments (`--features ring3`).
 fn build_with(extra: &[&str]) -> Result<(PathBuf, u64), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = super::cargo_bin();
     eprintln!(
         "xtask: (in unikernel/) cargo build --release {}",
         extra.join(" ")
@@ -1276,7 +1276,7 @@ const UK_SUITES: [&str; 9] = [
 /// eviction, ACL, scripts and functions) against the image: `KAYVEE_TARGET=unikernel` makes `Server::kayvee` boot it
 /// under QEMU TCG behind the port forward.
 fn run_suites(image: &std::path::Path) -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = super::cargo_bin();
     let suites = UK_SUITES;
     eprintln!("uk-test: end-to-end suites against the image: {suites:?} (KAYVEE_TARGET=unikernel)");
     let mut cmd = Command::new(cargo);

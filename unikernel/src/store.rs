@@ -124,6 +124,9 @@ struct Writing {
     log: LogWriter,
     kind: Kind,
     started_us: u64,
+    /// Time spent in its steps (the writer's pieces and the disk's submissions), for the log
+    /// line that ends it.
+    steps_us: u64,
     /// Bytes at the start of `Store::pending` when it began: the snapshot holds them, the new
     /// log must not.
     covered: usize,
@@ -437,6 +440,7 @@ impl Store {
             log: LogWriter::new(&self.geometry, slot, log_id),
             kind,
             started_us: clock.uptime_us(),
+            steps_us: 0,
             covered: self.pending.len(),
         }
     }
@@ -598,7 +602,10 @@ impl Store {
             return;
         };
         let now = clock.now();
-        let result = match self.advance(&mut w, now) {
+        let t0 = clock.uptime_us();
+        let advanced = self.advance(&mut w, now);
+        w.steps_us += clock.uptime_us().saturating_sub(t0);
+        let result = match advanced {
             Ok(false) => {
                 self.background = Some(w);
                 return;
@@ -617,6 +624,12 @@ impl Store {
         if ahead > 0 {
             println!("kayvee: the snapshot wrote {ahead} of its {written} keys ahead of its walk, before commands changed them");
         }
+        let took_us = clock.uptime_us().saturating_sub(w.started_us);
+        println!(
+            "kayvee: the snapshot of {written} keys took {} ms, {} ms of them in its own steps",
+            took_us / 1000,
+            w.steps_us / 1000
+        );
         self.finished(engine, clock, w.kind, w.started_us, result);
         if core::mem::take(&mut self.queued_bgsave) {
             self.start_background(engine, clock, Kind::Save);

@@ -106,7 +106,7 @@ pub struct StepLoad<B> {
     /// Bytes of `buf` parsed (the header's 9 included).
     pos: usize,
     /// The CRC-64 of `buf[..pos]` (RDB 5 and later).
-    digest: Option<crc::Digest<'static, u64, crc::Table<16>>>,
+    digest: Option<crate::crc64::Digest>,
     out: Loaded,
     db: usize,
     pending: Pending,

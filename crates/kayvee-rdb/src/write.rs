@@ -19,7 +19,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use kayvee_engine::db::Key;
 use kayvee_engine::value::Entry;
-use kayvee_engine::Snapshot;
+use kayvee_engine::{Snapshot, ValueRef};
 use kayvee_pds::PMap;
 
 /// The function libraries as Redis 7.0 writes them (in RDB files and FUNCTION DUMP): per
@@ -117,7 +117,7 @@ pub struct RdbWriter {
     snapshot: Snapshot,
     opts: WriteOptions,
     stage: Stage,
-    digest: crc::Digest<'static, u64, crc::Table<16>>,
+    digest: crate::crc64::Digest,
     keys_written: u64,
     /// The CRC-64 of the whole file, trailer included, once complete.
     file_crc: Option<u64>,
@@ -423,8 +423,16 @@ fn write_entry(
         out.push(opcode::EXPIRETIME_MS);
         out.extend_from_slice(&at.to_le_bytes());
     }
-    out.push(type_of(e.value()));
     let mut lzf = lzf;
+    // Most keys hold a string: one reservation for the entry, no second look at its type.
+    if let ValueRef::Str(v) = e.value() {
+        out.reserve(k.len() + v.len() + 3);
+        out.push(crate::types::STRING);
+        write_string(out, k, lzf.as_deref_mut());
+        write_string(out, v, lzf);
+        return;
+    }
+    out.push(type_of(e.value()));
     write_string(out, k, lzf.as_deref_mut());
     write_body(out, e.value(), lzf);
 }

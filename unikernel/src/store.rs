@@ -127,6 +127,8 @@ struct Writing {
     /// Time spent in its steps (the writer's pieces and the disk's submissions), for the log
     /// line that ends it.
     steps_us: u64,
+    /// TSC cycles of those steps spent in the RDB writer (serialising).
+    rdb_cycles: u64,
     /// Bytes at the start of `Store::pending` when it began: the snapshot holds them, the new
     /// log must not.
     covered: usize,
@@ -441,6 +443,7 @@ impl Store {
             kind,
             started_us: clock.uptime_us(),
             steps_us: 0,
+            rdb_cycles: 0,
             covered: self.pending.len(),
         }
     }
@@ -453,7 +456,10 @@ impl Store {
             return Err(e.into());
         }
         w.buf.clear();
-        if w.rdb.lock().rdb.next_chunk(&mut w.buf) {
+        let t0 = crate::port::rdtsc();
+        let more = w.rdb.lock().rdb.next_chunk(&mut w.buf);
+        w.rdb_cycles += crate::port::rdtsc().wrapping_sub(t0);
+        if more {
             self.push_run(w)?;
             return Ok(false);
         }
@@ -625,10 +631,12 @@ impl Store {
             println!("kayvee: the snapshot wrote {ahead} of its {written} keys ahead of its walk, before commands changed them");
         }
         let took_us = clock.uptime_us().saturating_sub(w.started_us);
+        let rdb_us = u128::from(w.rdb_cycles) * 1_000_000 / u128::from(clock.tsc_hz().max(1));
         println!(
-            "kayvee: the snapshot of {written} keys took {} ms, {} ms of them in its own steps",
+            "kayvee: the snapshot of {written} keys took {} ms, {} ms of them in its own steps, {} ms serialising in order",
             took_us / 1000,
-            w.steps_us / 1000
+            w.steps_us / 1000,
+            rdb_us / 1000
         );
         self.finished(engine, clock, w.kind, w.started_us, result);
         if core::mem::take(&mut self.queued_bgsave) {

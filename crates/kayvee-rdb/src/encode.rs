@@ -52,8 +52,9 @@ fn int_encoding(v: i64, out: &mut Vec<u8>) -> bool {
 ///
 /// Inlined, with the common short string written by one reservation: a background save spends
 /// most of its time here for datasets of small strings (each call and each growth check is
-/// dear under QEMU TCG, where the unikernel saves).
-#[inline]
+/// dear under QEMU TCG, where the unikernel saves: each return is an indirect jump that QEMU
+/// looks up in a table).
+#[inline(always)]
 pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: Option<&mut Lzf>) {
     let n = s.len();
     // Only a string that starts as an integer can be one (most keys and values do not).

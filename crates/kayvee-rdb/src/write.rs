@@ -411,7 +411,9 @@ impl RdbWriter {
     }
 }
 
-/// One key: its expiry time when it has one, its type, name and value.
+/// One key: its expiry time when it has one, its type, name and value (inlined into the walk
+/// and the write-ahead, like the string writes it makes).
+#[inline(always)]
 fn write_entry(
     out: &mut Vec<u8>,
     k: &Key,

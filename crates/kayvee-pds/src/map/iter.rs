@@ -5,9 +5,12 @@ use super::node::{frag, index, Inner, Node, COLLISION_LEVEL, DEPTH_MAX};
 
 /// Iterator over a map's entries in ascending order of their 64-bit hash.
 pub struct Iter<'a, K, V> {
-    /// `stack[l]` = (node at level `l`, where to go on: at branching levels the next bit
-    /// position times 4 plus the entries of that position already visited, at the collision
-    /// level a slot index).
+    /// `stack[l]` = (node at level `l`, where to go on). At branching levels a [`Frame`]
+    /// state: the next bit position, the entries of that position already visited, and the
+    /// slots and children the positions before it hold (kept as the walk passes them, so a
+    /// step needs no population count: without the `popcnt` instruction, which the baseline
+    /// x86-64 target and QEMU's default CPU lack, each is a dozen instructions). At the
+    /// collision level a slot index.
     stack: [(&'a Inner<K, V>, u32); DEPTH_MAX],
     /// Frames in use; 0 once exhausted.
     depth: usize,
@@ -32,6 +35,53 @@ fn from_pos(pos: u32) -> u32 {
     }
 }
 
+/// A branching level's place, packed in a `u32`: bits 0-1 the entries of position `pos`
+/// already visited, 2-7 `pos` (0..=32), 8-15 the slots of the positions before `pos`, 16-23
+/// their children.
+#[derive(Clone, Copy)]
+struct Frame {
+    pos: u32,
+    seen: u32,
+    slot: u32,
+    child: u32,
+}
+
+impl Frame {
+    #[inline(always)]
+    fn unpack(v: u32) -> Frame {
+        Frame {
+            seen: v & 3,
+            pos: (v >> 2) & 0x3f,
+            slot: (v >> 8) & 0xff,
+            child: v >> 16,
+        }
+    }
+
+    #[inline(always)]
+    fn pack(self) -> u32 {
+        self.seen | (self.pos << 2) | (self.slot << 8) | (self.child << 16)
+    }
+
+    /// Position `pos` of `node` with `seen` of its entries visited (population counts: for
+    /// a seek).
+    fn at<K, V>(node: &Inner<K, V>, pos: u32, seen: u32) -> u32 {
+        let h = &node.header;
+        let below = !from_pos(pos);
+        let slot = if pos >= 32 {
+            h.slots(1 << 31).end
+        } else {
+            h.slots(1 << pos).start
+        };
+        Frame {
+            pos,
+            seen,
+            slot: slot as u32,
+            child: (h.nodemap & below).count_ones(),
+        }
+        .pack()
+    }
+}
+
 impl<'a, K, V> Iter<'a, K, V> {
     /// Iterates the whole trie under `root`.
     pub(super) fn new(root: &'a Node<K, V>) -> Self {
@@ -50,13 +100,13 @@ impl<'a, K, V> Iter<'a, K, V> {
             let pos = frag(cursor, level);
             let bit = 1u32 << pos;
             if node.header.nodemap & bit != 0 {
-                it.stack[level].1 = (pos + 1) << 2;
+                it.stack[level].1 = Frame::at(node, pos + 1, 0);
                 let child = &node.header.children[index(node.header.nodemap, bit)];
                 it.stack[level + 1] = (&**child, 0);
                 it.depth = level + 2;
                 continue;
             }
-            let mut start = pos << 2;
+            let mut start = Frame::at(node, pos, 0);
             if node.header.datamap() & bit != 0 {
                 let slots = &node.slice[node.header.slots(bit)];
                 let below = slots
@@ -64,9 +114,9 @@ impl<'a, K, V> Iter<'a, K, V> {
                     .take_while(|s| s.as_ref().is_some_and(|(k, _)| hash(k) < cursor))
                     .count();
                 start = if below == slots.len() {
-                    (pos + 1) << 2
+                    Frame::at(node, pos + 1, 0)
                 } else {
-                    start | below as u32
+                    Frame::at(node, pos, below as u32)
                 };
             }
             it.stack[level].1 = start;
@@ -80,12 +130,13 @@ impl<'a, K, V> Iter<'a, K, V> {
 impl<'a, K, V> Iterator for Iter<'a, K, V> {
     type Item = (&'a K, &'a V);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while self.depth > 0 {
             let level = self.depth - 1;
-            let (node, pos) = self.stack[level];
+            let (node, state) = self.stack[level];
             if level == COLLISION_LEVEL {
-                if let Some(Some((k, v))) = node.slice.get(pos as usize) {
+                if let Some(Some((k, v))) = node.slice.get(state as usize) {
                     self.stack[level].1 += 1;
                     return Some((k, v));
                 }
@@ -93,8 +144,8 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
                 continue;
             }
             let h = &node.header;
-            let (pos, seen) = (pos >> 2, pos & 3);
-            let live = (h.datamap() | h.nodemap) & from_pos(pos);
+            let mut f = Frame::unpack(state);
+            let live = (h.datamap() | h.nodemap) & from_pos(f.pos);
             if live == 0 {
                 self.depth -= 1;
                 continue;
@@ -102,17 +153,27 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
             let b = live.trailing_zeros();
             let bit = 1u32 << b;
             if h.datamap() & bit != 0 {
-                let seen = if b == pos { seen as usize } else { 0 };
-                let slots = h.slots(bit);
-                self.stack[level].1 = if seen + 1 < slots.len() {
-                    (b << 2) | (seen as u32 + 1)
+                // The positions between `pos` and `b` hold nothing: `slot` is `b`'s first.
+                let seen = if b == f.pos { f.seen } else { 0 };
+                let count = u32::from(h.lo & bit != 0) + 2 * u32::from(h.hi & bit != 0);
+                let at = (f.slot + seen) as usize;
+                if seen + 1 < count {
+                    f.pos = b;
+                    f.seen = seen + 1;
                 } else {
-                    (b + 1) << 2
-                };
-                return node.slice[slots.start + seen].as_ref().map(|(k, v)| (k, v));
+                    f.pos = b + 1;
+                    f.seen = 0;
+                    f.slot += count;
+                }
+                self.stack[level].1 = f.pack();
+                return node.slice[at].as_ref().map(|(k, v)| (k, v));
             }
-            self.stack[level].1 = (b + 1) << 2;
-            self.stack[self.depth] = (&*h.children[index(h.nodemap, bit)], 0);
+            let child = &h.children[f.child as usize];
+            f.pos = b + 1;
+            f.seen = 0;
+            f.child += 1;
+            self.stack[level].1 = f.pack();
+            self.stack[self.depth] = (&**child, 0);
             self.depth += 1;
         }
         None

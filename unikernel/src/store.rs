@@ -517,7 +517,7 @@ impl Store {
             let _ = self.push_run(&mut w);
         }
         self.background = Some(w);
-        (u128::from(cycles) * 1_000_000 / u128::from(clock.tsc_hz().max(1))) as u64
+        clock.cycles_us(cycles)
     }
 
     /// Writes a whole snapshot now (the loop waits).
@@ -631,12 +631,11 @@ impl Store {
             println!("kayvee: the snapshot wrote {ahead} of its {written} keys ahead of its walk, before commands changed them");
         }
         let took_us = clock.uptime_us().saturating_sub(w.started_us);
-        let rdb_us = u128::from(w.rdb_cycles) * 1_000_000 / u128::from(clock.tsc_hz().max(1));
         println!(
             "kayvee: the snapshot of {written} keys took {} ms, {} ms of them in its own steps, {} ms serialising in order",
             took_us / 1000,
             w.steps_us / 1000,
-            rdb_us / 1000
+            clock.cycles_us(w.rdb_cycles) / 1000
         );
         self.finished(engine, clock, w.kind, w.started_us, result);
         if core::mem::take(&mut self.queued_bgsave) {

@@ -78,6 +78,11 @@ impl Clock {
         self.tsc_hz.get()
     }
 
+    /// Microseconds in `cycles` TSC cycles (a span timed with `rdtsc`).
+    pub fn cycles_us(&self, cycles: u64) -> u64 {
+        (u128::from(cycles) * 1_000_000 / u128::from(self.tsc_hz().max(1))) as u64
+    }
+
     /// Where the frequency came from.
     pub fn source(&self) -> TscSource {
         self.source

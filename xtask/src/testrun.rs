@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Test binaries (or the doctests) run at once: the CI machine has two cores, and the long
@@ -47,53 +47,43 @@ impl Job {
 /// Runs every test of the workspace with `envs`; fails naming the binaries that failed.
 pub fn run(envs: &[(&str, &str)]) -> Result<(), String> {
     let mut jobs = binaries()?;
-    jobs.sort_by_key(|j| match j {
-        Job::Binary { name, .. } => SLOW_FIRST
-            .iter()
-            .position(|s| s == name)
-            .unwrap_or(SLOW_FIRST.len()),
-        Job::Doctests => SLOW_FIRST.len(),
+    jobs.sort_by_key(|j| {
+        match j {
+            Job::Binary { name, .. } => SLOW_FIRST.iter().position(|s| s == name),
+            Job::Doctests => None,
+        }
+        .unwrap_or(SLOW_FIRST.len())
     });
     jobs.push(Job::Doctests);
     eprintln!(
         "xtask: {} test binaries and the doctests, {JOBS} at a time",
         jobs.len() - 1
     );
-    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let envs: Vec<(String, String)> = envs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let workers: Vec<_> = (0..JOBS)
-        .map(|_| {
-            let (queue, failed, envs) = (queue.clone(), failed.clone(), envs.clone());
-            std::thread::spawn(move || loop {
-                let Some(job) = queue.lock().unwrap().pop_front() else {
-                    break;
-                };
-                let started = Instant::now();
-                let (ok, output) = run_job(&job, &envs);
-                // One binary's output at a time, whole.
-                let _printing = failed.lock().unwrap();
-                eprintln!(
-                    "xtask: ---- {} ({} s{}) ----",
-                    job.label(),
-                    started.elapsed().as_secs(),
-                    if ok { "" } else { ", FAILED" }
-                );
-                eprint!("{output}");
-                drop(_printing);
-                if !ok {
-                    failed.lock().unwrap().push(job.label());
+    let queue = Mutex::new(VecDeque::from(jobs));
+    let failed = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..JOBS {
+            scope.spawn(|| {
+                while let Some(job) = queue.lock().unwrap().pop_front() {
+                    let started = Instant::now();
+                    let (ok, output) = run_job(&job, envs);
+                    // One binary's output at a time, whole.
+                    let mut failed = failed.lock().unwrap();
+                    eprintln!(
+                        "xtask: ---- {} ({} s{}) ----",
+                        job.label(),
+                        started.elapsed().as_secs(),
+                        if ok { "" } else { ", FAILED" }
+                    );
+                    eprint!("{output}");
+                    if !ok {
+                        failed.push(job.label());
+                    }
                 }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().map_err(|_| "a test runner thread panicked")?;
-    }
-    let failed = failed.lock().unwrap();
+            });
+        }
+    });
+    let failed = failed.into_inner().unwrap();
     match failed.is_empty() {
         true => Ok(()),
         false => Err(format!("tests failed: {}", failed.join(", "))),
@@ -101,7 +91,7 @@ pub fn run(envs: &[(&str, &str)]) -> Result<(), String> {
 }
 
 /// Runs one job; its success and its output (stdout, then stderr).
-fn run_job(job: &Job, envs: &[(String, String)]) -> (bool, String) {
+fn run_job(job: &Job, envs: &[(&str, &str)]) -> (bool, String) {
     let mut cmd = match job {
         Job::Binary { dir, exe, .. } => {
             let mut c = Command::new(exe);
@@ -115,8 +105,7 @@ fn run_job(job: &Job, envs: &[(String, String)]) -> (bool, String) {
             c
         }
     };
-    cmd.envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null());
+    cmd.envs(envs.iter().copied()).stdin(Stdio::null());
     match cmd.output() {
         Ok(out) => {
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();

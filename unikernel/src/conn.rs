@@ -99,9 +99,15 @@ pub fn answer(
             Answer::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
         }
         Request::Crash => panic!("DEBUG SEGFAULT: a crash on purpose"),
-        Request::LoadAof => {
-            Answer::Error("ERR the unikernel has no file system to load an AOF from".into())
-        }
+        Request::LoadAof => match store {
+            Some(store) => match store.reload(engine, clock) {
+                Ok(()) => Answer::Ok,
+                Err(e) => Answer::Error(e),
+            },
+            None => Answer::Error(
+                "ERR the unikernel has no disk to load an append only file from".into(),
+            ),
+        },
         Request::LoadRdb { .. } => {
             Answer::Error("ERR DEBUG RELOAD NOSAVE is not supported by the unikernel".into())
         }

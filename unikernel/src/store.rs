@@ -253,6 +253,8 @@ impl Store {
         if let Some(c) = engine.clients.get_mut(h) {
             c.authenticated = true; // the log's commands ran once already
         }
+        // Obeyed as Redis's AOF-loading client: no OOM, MISCONF or READONLY refusal.
+        engine.core.replay_client = Some(h);
         let (mut records, mut bad) = (0u64, None);
         let disk = &mut self.disk;
         let end = kayvee_disk::read_log(
@@ -269,6 +271,7 @@ impl Store {
                 records += 1;
             },
         );
+        engine.core.replay_client = None;
         engine.disconnect(h);
         let end = end.unwrap_or_else(|e| refuse(&alloc::format!("cannot read the log: {:?}", e.0)));
         if let Some((seq, why)) = bad {
@@ -551,6 +554,46 @@ impl Store {
         self.released
             .extend(core::mem::take(&mut self.held).into_iter().map(|(h, _)| h));
         println!("kayvee: disk: the log has room again (a snapshot restarted it): writes accepted");
+    }
+
+    /// DEBUG LOADAOF: the dataset read back from the disk as the next boot reads it (the
+    /// newest snapshot, then the log records that follow it), once a running background save
+    /// has ended and this pass's records are written and flushed. A full log refuses (the
+    /// unwritten records would be lost); a disk that no longer reads stops the machine, as
+    /// Redis and kayvee-server exit when the file does not load (the dataset is gone by then).
+    pub fn reload(
+        &mut self,
+        engine: &mut Engine,
+        clock: &Clock,
+    ) -> Result<(), alloc::string::String> {
+        self.finish_background(engine, clock);
+        self.flush_log(engine, clock);
+        if self.full.is_some() {
+            return Err(alloc::format!(
+                "MISCONF Errors writing to the AOF file: {NO_SPACE}"
+            ));
+        }
+        if self.unflushed {
+            if let Err(e) = self.disk.flush() {
+                self.io_failed(engine, &e);
+            }
+            (self.last_flush_us, self.unflushed) = (clock.uptime_us(), false);
+        }
+        let propagating = engine.core.aof.aof_on();
+        engine.set_propagation(false);
+        let now = clock.now();
+        let empty = (0..engine.core.dbs.len())
+            .map(|_| kayvee_engine::db::Db::new(engine.core.seed))
+            .collect();
+        engine.load_dbs(empty, 0, 0, now);
+        engine.flush_functions();
+        let loaded = self.load(engine, clock);
+        self.replay_log(engine, loaded.as_ref());
+        engine.set_propagation(propagating);
+        engine.core.stats.dirty = 0;
+        self.report(engine);
+        println!("kayvee: disk: the dataset was read back from the disk by DEBUG LOADAOF");
+        Ok(())
     }
 
     /// SAVE (and SHUTDOWN's save): the whole snapshot now, after any background save.

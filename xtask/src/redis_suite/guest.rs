@@ -27,10 +27,10 @@ pub const UNITS: &[&str] = &[
     "unit/pubsub",
 ];
 
-/// The suite's tags for what the image has no way to do: replication (`needs:repl`), SAVE to a
-/// file (`needs:save`: no file system unless a disk is attached), a process on the host
-/// (`needs:local-process`).
-pub const DENY_TAGS: &str = "-needs:repl -needs:save -needs:local-process";
+/// The suite's tags for what the image has no way to do here: replication (`needs:repl`: the
+/// suite's replication-stream helper), a process on the host (`needs:local-process`). SAVE
+/// (`needs:save`) works: every guest has a disk.
+pub const DENY_TAGS: &str = "-needs:repl -needs:local-process";
 
 /// Tests skipped here (`--skiptest`) because they race two connections: one client sends a
 /// command without waiting for its reply and the test then writes on another connection,
@@ -57,16 +57,26 @@ pub struct Guest {
     qemu: Child,
     /// The relay's port on 127.0.0.1.
     pub port: u16,
+    /// Its disk image, removed when it stops.
+    disk: std::path::PathBuf,
 }
 
-/// Boots `image` with the DEBUG command enabled (the suite's `needs:debug` tests run), its
-/// console written to `console`; returns once it answers PING.
+/// Each guest's disk (sparse): snapshot slots big enough for the units' largest datasets,
+/// so SAVE, BGSAVE, DEBUG RELOAD and DEBUG LOADAOF work as on a server with files.
+const GUEST_DISK: &str = "512M";
+
+/// Boots `image` with the DEBUG command enabled (the suite's `needs:debug` tests run) and a
+/// fresh disk beside `console` (its console written there); returns once it answers PING.
 pub fn boot(image: &Path, console: &Path) -> Result<Guest, String> {
     let forward = uk::free_port()?;
     let mut boot = Boot::new(Machine::Microvm, "tcg", forward);
     boot.ntp = true;
     boot.mem = GUEST_MEM.into();
-    boot.extra = vec!["enable-debug-command=yes".into()];
+    let disk = console.with_extension("disk");
+    uk::disk::create(&disk, GUEST_DISK)?;
+    boot.disk = Some(disk.clone());
+    // The suite's own servers save after 900 s (tests/assets/default.conf): not during a unit.
+    boot.extra = vec!["enable-debug-command=yes".into(), "save=\"900 1\"".into()];
     let out = std::fs::File::create(console).map_err(|e| format!("{}: {e}", console.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     let start = Instant::now();
@@ -82,10 +92,11 @@ pub fn boot(image: &Path, console: &Path) -> Result<Guest, String> {
     if let Err(e) = uk::await_pong(&mut qemu, forward, start, uk::BOOT_TIMEOUT) {
         let _ = qemu.kill();
         let _ = qemu.wait();
+        let _ = std::fs::remove_file(&disk);
         return Err(format!("the unikernel did not boot: {e}"));
     }
     let port = uk::start_relay(forward)?;
-    Ok(Guest { qemu, port })
+    Ok(Guest { qemu, port, disk })
 }
 
 impl Guest {
@@ -94,6 +105,7 @@ impl Guest {
         let ended = self.qemu.try_wait().ok().flatten().map(uk::describe);
         let _ = self.qemu.kill();
         let _ = self.qemu.wait();
+        let _ = std::fs::remove_file(&self.disk);
         ended
     }
 }

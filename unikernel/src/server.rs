@@ -228,8 +228,9 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             read_connections(&shell, &mut driver, &mut arrived);
             carry_out_requests(&mut driver, &shell, &mut store);
             for notice in driver.take_notices() {
-                // The replica link's steps, in Redis's words; the rest is per client and quiet.
-                if let Notice::Replication(text) = notice {
+                // The replica link's steps and warnings, in Redis's words; the rest is per client and
+                // quiet.
+                if let Notice::Replication(text) | Notice::Warning(text) = notice {
                     println!("kayvee: {text}");
                 }
             }

@@ -724,6 +724,7 @@ impl Server {
                     debug!("Evicting client: id={id} tot-mem={mem}")
                 }
                 Notice::Replication(text) => info!("{text}"),
+                Notice::Warning(text) => warn!("{text}"),
             }
         }
     }

@@ -162,6 +162,9 @@ pub enum Notice {
     /// The link to this server's primary: a step of the sync, or why it failed (Redis's
     /// words).
     Replication(String),
+    /// A warning in Redis's words (a replica of this server that made a reply, which is
+    /// dropped, and is disconnected).
+    Warning(String),
 }
 
 /// The part of a client's pending output the output limits do not count: Redis's static
@@ -941,6 +944,9 @@ impl Driver {
                 }
                 outcome
             } else {
+                // A replica of this server must never see a reply (its link carries the RDB and
+                // the stream): one its command makes is dropped, and the link closes.
+                let replica_from = engine.core.repl.is_replica(h).then_some(s.out.len());
                 // A client in SCRIPT DEBUG mode: its EVAL may start a debugging session, which
                 // writes to the connection itself (what is pending goes first) and reads it.
                 let debug = debugging.then(|| {
@@ -975,6 +981,17 @@ impl Driver {
                         let reply = core::mem::replace(&mut s.out, link.prior);
                         s.out.extend_from_slice(&reply);
                     }
+                }
+                if let Some(from) = replica_from.filter(|&from| s.out.len() > from) {
+                    let reply = s.out.split_off(from);
+                    s.closing = Closing::Now;
+                    let lines = crate::master::reply_to_replica(
+                        engine,
+                        &reply,
+                        &frame.argv,
+                        client_id(engine, h),
+                    );
+                    self.notices.extend(lines.into_iter().map(Notice::Warning));
                 }
                 outcome
             };
@@ -1277,7 +1294,12 @@ impl Driver {
                 ..Default::default()
             };
             if eof {
-                let delay_s = cfg.int_param("repl-diskless-sync-delay").max(0) as u64;
+                // Redis waits for more replicas to share a child writing to sockets only; a
+                // disk-based sync (`repl-diskless-sync no`) starts its save at once.
+                let delay_s = match cfg.bool_param("repl-diskless-sync") {
+                    true => cfg.int_param("repl-diskless-sync-delay").max(0) as u64,
+                    false => 0,
+                };
                 let start_us = now.unix_us + delay_s * 1_000_000;
                 // The `+FULLRESYNC` line waits for the start, as in Redis.
                 let preamble = if delay_s > 0 {
@@ -1352,7 +1374,7 @@ impl Driver {
         let state = self.engine.core.repl.replica_mut(h).map(|r| r.state);
         if sync.started() && state == Some(ReplicaState::WaitBgsave) {
             // Its RDB is being produced (INFO `rdb_bgsave_in_progress`).
-            set_replica_state(&mut self.engine, h, ReplicaState::SendBulk);
+            set_replica_state(&mut self.engine, h, ReplicaState::Streaming);
         }
         let done = sync.rdb_sent && state == Some(ReplicaState::Online);
         if done {

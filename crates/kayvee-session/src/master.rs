@@ -1,7 +1,10 @@
-//! The master client's replies on a replica: none is sent, but an error one of the primary's
-//! commands got here means the replica diverged, and Redis logs it ("== CRITICAL ==").
+//! Replies on a replication link, which never carries one. On a replica, the master client's
+//! replies are not sent, but an error one of the primary's commands got here means the replica
+//! diverged, and Redis logs it ("== CRITICAL =="). On a primary, a reply one of its replicas'
+//! commands made is dropped and the replica disconnected, with Redis's log lines.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use kayvee_engine::reply::{Protocol, ReplySink};
 use kayvee_engine::Engine;
 
@@ -63,4 +66,37 @@ pub(crate) fn error_to_master(engine: &Engine, error: &str, name: &[u8]) -> Stri
     alloc::format!(
         "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{command}'"
     )
+}
+
+/// The log lines for a reply a replica of this server made (dropped, the replica then
+/// disconnected), as Redis 7.0 words them: an error first gets the CRITICAL line of an error
+/// sent to a replica, then every reply the line that the replica made one.
+pub(crate) fn reply_to_replica(
+    engine: &Engine,
+    reply: &[u8],
+    argv: &kayvee_engine::Argv<'_>,
+    id: u64,
+) -> Vec<String> {
+    let table = engine.command_table();
+    let command = match table.lookup(argv.get(0)) {
+        Some(id) => {
+            let sub = (argv.len() > 1)
+                .then(|| table.lookup_sub(id, argv.get(1)))
+                .flatten();
+            String::from(table.get(sub.unwrap_or(id)).full_name.as_str())
+        }
+        None => String::from("<unknown>"),
+    };
+    let mut lines = Vec::new();
+    if let Some(error) = reply.strip_prefix(b"-") {
+        let error = error.split(|&b| b == b'\r').next().unwrap_or_default();
+        lines.push(alloc::format!(
+            "== CRITICAL == This master is sending an error to its replica: '{}' after processing the command '{command}'",
+            String::from_utf8_lossy(error)
+        ));
+    }
+    lines.push(alloc::format!(
+        "Replica generated a reply to command '{command}', disconnecting it: id={id}"
+    ));
+    lines
 }

@@ -426,7 +426,7 @@ fn persistence(cx: &Cx<'_>, s: &mut String) {
         .repl
         .replicas
         .iter()
-        .any(|r| r.state == crate::repl::ReplicaState::SendBulk);
+        .any(|r| r.state == crate::repl::ReplicaState::Streaming);
     field(
         s,
         "rdb_bgsave_in_progress",

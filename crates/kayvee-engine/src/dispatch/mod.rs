@@ -630,7 +630,10 @@ impl<'e> Dispatch<'e> {
                 return self.reject(h, Some(id), &e, out);
             }
         }
-        if self.core.monitors.is_monitor(h) && monitor::refused(spec) {
+        // A replica of this server (after its SYNC or PSYNC) is treated as a monitor is.
+        if (self.core.monitors.is_monitor(h) || self.core.repl.is_replica(h))
+            && monitor::refused(spec)
+        {
             return self.reject(h, Some(id), &monitor::keyspace_error(), out);
         }
         if protocol == Protocol::Resp2

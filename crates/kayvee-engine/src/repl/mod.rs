@@ -21,10 +21,12 @@ pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
 /// Where a replica of this server is (INFO's `state=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplicaState {
-    /// Its RDB is being produced (`wait_bgsave`).
+    /// Its full sync waits to start (`repl-diskless-sync-delay`; `wait_bgsave`).
     WaitBgsave,
-    /// Its RDB is being sent (`send_bulk`).
-    SendBulk,
+    /// Its RDB is being produced into the link, up to the replica's first ACK after it
+    /// (`wait_bgsave` too, as Redis names a replica while its RDB child writes to the socket;
+    /// INFO counts it in `rdb_bgsave_in_progress`).
+    Streaming,
     /// It gets the stream (`online`).
     Online,
 }
@@ -33,8 +35,7 @@ impl ReplicaState {
     /// INFO's word.
     pub fn name(self) -> &'static str {
         match self {
-            ReplicaState::WaitBgsave => "wait_bgsave",
-            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::WaitBgsave | ReplicaState::Streaming => "wait_bgsave",
             ReplicaState::Online => "online",
         }
     }

@@ -29,10 +29,21 @@ pub fn psync(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) -> CmdRe
         super::become_primary(cx.core, cx.clients);
     }
     refuse_unsynced(cx)?;
-    let offset = parse_i64(args.get(2));
+    // An offset that is not a number is refused before any sync starts (Redis 7.0.15; it
+    // used to start a full sync and answer the error too).
+    let Some(offset) = parse_i64(args.get(2)) else {
+        let who = match cx.clients.get(cx.me).map(|c| &c.conn.transport) {
+            Some(crate::client::Transport::Tcp { addr, .. }) => addr.clone(),
+            _ => alloc::string::String::from("<unknown>"),
+        };
+        cx.core.repl.note(alloc::format!(
+            "Replica {who} asks for synchronization but with a wrong offset"
+        ));
+        return Err(Error::msg("ERR value is not an integer or out of range"));
+    };
     drain::start_replication(cx.core);
     drain::feed_replication(cx.core);
-    if let Some(offset) = offset.and_then(|o| u64::try_from(o).ok()) {
+    if let Ok(offset) = u64::try_from(offset) {
         if cx.core.repl.can_continue(replid, offset) {
             return continue_from(cx, offset, out);
         }

@@ -75,7 +75,7 @@ fn ack(cx: &mut Cx<'_>, args: &Argv<'_>) -> CmdResult {
         r.ack_offset = r.ack_offset.max(offset);
         r.ack_ms = now_ms;
         // After a diskless RDB the first ACK says it was loaded: the stream may follow.
-        if r.state == ReplicaState::SendBulk {
+        if r.state == ReplicaState::Streaming {
             r.state = ReplicaState::Online;
         }
     }

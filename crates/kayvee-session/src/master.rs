@@ -100,3 +100,46 @@ pub(crate) fn reply_to_replica(
     ));
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kayvee_engine::{ArgvBuf, Config, Now};
+
+    fn lines(reply: &[u8], command: &str) -> Vec<String> {
+        let engine = Engine::new(Config::default(), 1, Now::from_ms(1_000));
+        let argv = ArgvBuf::from_line(command);
+        reply_to_replica(&engine, reply, &argv.argv(), 7)
+    }
+
+    #[test]
+    fn a_replicas_reply_is_logged_with_the_commands_full_name() {
+        assert_eq!(
+            lines(b"+PONG\r\n", "ping"),
+            ["Replica generated a reply to command 'ping', disconnecting it: id=7"]
+        );
+        assert_eq!(
+            lines(b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", "XINFO help"),
+            ["Replica generated a reply to command 'xinfo|help', disconnecting it: id=7"]
+        );
+        assert_eq!(
+            lines(b"+OK\r\n", "nosuchcommand x"),
+            ["Replica generated a reply to command '<unknown>', disconnecting it: id=7"]
+        );
+    }
+
+    #[test]
+    fn an_error_to_a_replica_gets_the_critical_line_first() {
+        let got = lines(
+            b"-ERR Replica can't interact with the keyspace\r\n",
+            "get foo",
+        );
+        assert_eq!(
+            got,
+            [
+                "== CRITICAL == This master is sending an error to its replica: 'ERR Replica can't interact with the keyspace' after processing the command 'get'",
+                "Replica generated a reply to command 'get', disconnecting it: id=7",
+            ]
+        );
+    }
+}

@@ -556,6 +556,15 @@ impl Store {
         println!("kayvee: disk: the log has room again (a snapshot restarted it): writes accepted");
     }
 
+    /// Flushes the disk's write cache (what the log wrote is then durable); at `up_us` of
+    /// uptime. A failure stops the machine ([`Store::io_failed`]).
+    fn flush_disk(&mut self, engine: &mut Engine, up_us: u64) {
+        if let Err(e) = self.disk.flush() {
+            self.io_failed(engine, &e);
+        }
+        (self.last_flush_us, self.unflushed) = (up_us, false);
+    }
+
     /// DEBUG LOADAOF: the dataset read back from the disk as the next boot reads it (the
     /// newest snapshot, then the log records that follow it), once a running background save
     /// has ended and this pass's records are written and flushed. A full log refuses (the
@@ -574,23 +583,12 @@ impl Store {
             ));
         }
         if self.unflushed {
-            if let Err(e) = self.disk.flush() {
-                self.io_failed(engine, &e);
-            }
-            (self.last_flush_us, self.unflushed) = (clock.uptime_us(), false);
+            self.flush_disk(engine, clock.uptime_us());
         }
-        let propagating = engine.core.aof.aof_on();
-        engine.set_propagation(false);
-        let now = clock.now();
-        let empty = (0..engine.core.dbs.len())
-            .map(|_| kayvee_engine::db::Db::new(engine.core.seed))
-            .collect();
-        engine.load_dbs(empty, 0, 0, now);
-        engine.flush_functions();
+        let propagating = engine.begin_reload(clock.now());
         let loaded = self.load(engine, clock);
         self.replay_log(engine, loaded.as_ref());
-        engine.set_propagation(propagating);
-        engine.core.stats.dirty = 0;
+        engine.end_reload(propagating);
         self.report(engine);
         println!("kayvee: disk: the dataset was read back from the disk by DEBUG LOADAOF");
         Ok(())
@@ -747,10 +745,7 @@ impl Store {
             && engine.core.config.appendfsync != "no"
             && up.saturating_sub(self.last_flush_us) >= 1_000_000
         {
-            if let Err(e) = self.disk.flush() {
-                self.io_failed(engine, &e);
-            }
-            (self.last_flush_us, self.unflushed) = (up, false);
+            self.flush_disk(engine, up);
         }
         let busy = self.busy();
         if let Some(full) = self.full.as_mut().filter(|_| !busy) {

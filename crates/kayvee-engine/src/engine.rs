@@ -824,6 +824,26 @@ impl Engine {
         p.loading = None;
     }
 
+    /// Starts a reload from the shell's files (DEBUG LOADAOF): propagation off, so the
+    /// replayed commands are not written again, and the dataset and the function libraries
+    /// emptied. Returns whether propagation was on, for [`end_reload`](Self::end_reload).
+    pub fn begin_reload(&mut self, now: Now) -> bool {
+        let propagating = self.core.aof.aof_on();
+        self.set_propagation(false);
+        let seed = self.core.seed;
+        let empty = (0..self.core.dbs.len()).map(|_| Db::new(seed)).collect();
+        self.load_dbs(empty, 0, 0, now);
+        self.flush_functions();
+        propagating
+    }
+
+    /// Ends a reload [`begin_reload`](Self::begin_reload) started: propagation as it was,
+    /// nothing counted as changed since the load.
+    pub fn end_reload(&mut self, propagating: bool) {
+        self.set_propagation(propagating);
+        self.core.stats.dirty = 0;
+    }
+
     /// Starts the loading state, for a shell that loads the dataset while it accepts clients:
     /// until [`load_dbs`](Self::load_dbs) or [`end_loading`](Self::end_loading), commands
     /// without the `loading` flag answer `-LOADING`, and INFO shows the progress.

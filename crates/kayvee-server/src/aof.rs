@@ -882,20 +882,13 @@ pub fn reload(
     wait: &mut dyn kayvee_engine::ScriptWait,
 ) -> anyhow::Result<()> {
     let layout = Layout::of(engine);
-    let propagating = engine.core.aof.aof_on();
-    engine.set_propagation(false);
-    let empty = (0..engine.core.dbs.len())
-        .map(|_| kayvee_engine::db::Db::new(engine.core.seed))
-        .collect();
-    engine.load_dbs(empty, 0, 0, now);
-    engine.flush_functions();
+    let propagating = engine.begin_reload(now);
     let result = match layout.read_manifest() {
         Ok(Some(m)) => load(engine, &layout, &m, now, Some(wait)),
         Ok(None) => Ok(()),
         Err(e) => Err(e),
     };
-    engine.set_propagation(propagating);
-    engine.core.stats.dirty = 0;
+    engine.end_reload(propagating);
     result
 }
 

@@ -66,30 +66,29 @@ pub fn disk_test(image: &Path, only: &[String]) -> Result<(), String> {
 
 /// The disk checks that run one after the other (all but the full-log ones).
 fn sequential_checks(image: &Path, work: &Path, run: &dyn Fn(&str) -> bool) -> Result<(), String> {
-    let work = work.to_path_buf();
     if run("save") {
-        save_reboot_export(image, &work)?;
+        save_reboot_export(image, work)?;
     }
     if run("bgsave-writes") {
-        bgsave_under_writes(image, &work)?;
+        bgsave_under_writes(image, work)?;
     }
     if run("import") {
-        import_redis_rdb(image, &work)?;
+        import_redis_rdb(image, work)?;
     }
     if run("kill") {
-        kill_during_bgsave(image, &work)?;
+        kill_during_bgsave(image, work)?;
     }
     if run("crash") {
-        crash_test(image, &work)?;
+        crash_test(image, work)?;
     }
     if run("full") {
-        full_disk(image, &work)?;
+        full_disk(image, work)?;
     }
     if run("export-log") {
-        export_log(image, &work)?;
+        export_log(image, work)?;
     }
     if run("refusals") {
-        refusals(image, &work)?;
+        refusals(image, work)?;
     }
     Ok(())
 }

@@ -36,8 +36,11 @@ primary drops the replica and the sync starts over, forever. The primary is pinn
 to CPU 0; the replica and the load to CPU 1 (on two CPUs the replica's loading competes with the
 load's client, for both primaries alike). Standard library only.
 `--replica kayvee` makes kayvee-server the replica of both primaries instead of redis-server.
+`--disk-sync` makes both primaries sync through a background save's RDB file
+(`repl-diskless-sync no`): Redis's forked child writes it, Kayvee's save thread does; then the
+primary sends the file.
 Usage: python3 bench/repl.py [--keys N] [--window S] [--kayvee-bin PATH] [--replica redis|kayvee]
-  [--sync-share PERCENT] [--sample-every S] [--json F]
+  [--sync-share PERCENT] [--sample-every S] [--disk-sync] [--json F]
 """
 
 import argparse
@@ -144,7 +147,8 @@ def compare_keys(primary, replica, keys):
     return sizes, differ
 
 
-def measure(kind, binary, keys, window, replica_cpu, replica_bin, sync_share=None):
+def measure(kind, binary, keys, window, replica_cpu, replica_bin, sync_share=None,
+            disk_sync=False):
     """All figures for one primary."""
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as rtmp:
         # No wait for more replicas before a diskless sync starts (Redis's default waits 5 s).
@@ -152,7 +156,8 @@ def measure(kind, binary, keys, window, replica_cpu, replica_bin, sync_share=Non
                          extra=["--dir", tmp, "--repl-diskless-sync-delay", "0",
                                 "--client-output-buffer-limit", "replica 0 0 0"]
                          + (["--repl-sync-share", str(sync_share)]
-                            if sync_share and kind == "kayvee" else []))
+                            if sync_share and kind == "kayvee" else [])
+                         + (["--repl-diskless-sync", "no"] if disk_sync else []))
         replica = None
         bench = None
         try:
@@ -300,6 +305,9 @@ def main():
                    help="seconds between samples of the primary's memory (default 0.02)")
     p.add_argument("--sync-share", type=int,
                    help="the Kayvee primary's repl-sync-share (percent; default: its own)")
+    p.add_argument("--disk-sync", action="store_true",
+                   help="both primaries sync through a background save's file "
+                        "(repl-diskless-sync no)")
     p.add_argument("--json", help="also write the results as JSON to this file")
     args = p.parse_args()
     os.sched_setaffinity(0, {int(CLIENT_CPU)})
@@ -309,7 +317,7 @@ def main():
     started = time.time()
     replica_bin = binaries[args.replica]
     results = {kind: measure(kind, binary, args.keys, args.window, args.replica_cpu, replica_bin,
-                             args.sync_share)
+                             args.sync_share, args.disk_sync)
                for kind, binary in binaries.items()}
     report(results)
     print(f"\n({time.time() - started:.0f} s; load average at the end "

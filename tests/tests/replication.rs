@@ -262,6 +262,86 @@ fn kayvee_primary_serves_a_redis_replica_full_then_partial_resyncs() {
     remove_dirs("partial");
 }
 
+/// INFO field `name` of `section` on `port`, as a number (0 when missing).
+fn info_num(port: u16, section: &str, name: &str) -> u64 {
+    info_field(&mut conn(port), section, name).map_or(0, |v| v.parse().unwrap_or(0))
+}
+
+#[test]
+fn a_disk_based_full_sync_is_one_background_save_whose_file_every_waiting_replica_gets() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tmpdir("disksync-primary");
+    let primary = Server::kayvee(&["--dir", &dir, "--repl-diskless-sync", "no"]).unwrap();
+    let mut pre = benchmark(primary.port(), 20_000, 2_000);
+    assert!(pre.wait().unwrap().success());
+    let mut p = conn(primary.port());
+    let keys: u64 = redis::cmd("DBSIZE").query(&mut p).unwrap();
+    // About two seconds of save: the second replica asks while it runs and shares it.
+    let delay_us = 2_000_000 / keys.max(1);
+    redis::cmd("CONFIG")
+        .arg(&["SET", "rdb-key-save-delay", &delay_us.to_string()])
+        .query::<()>(&mut p)
+        .unwrap();
+    let forks_before = info_num(primary.port(), "stats", "total_forks");
+    let mut load = benchmark(primary.port(), 100_000, 5_000);
+    let redis_side = redis_replica(&primary, "disksync");
+    wait_until("the save for the first replica", || {
+        info_num(primary.port(), "persistence", "rdb_bgsave_in_progress") == 1
+    });
+    let kayvee_side = kayvee_replica(&primary, "disksync-k", &[]);
+    assert!(load.wait().unwrap().success());
+    wait_caught_up(primary.port(), redis_side.port());
+    wait_caught_up(primary.port(), kayvee_side.port());
+    assert_same_data(&primary, &redis_side);
+    assert_same_data(&primary, &kayvee_side);
+    // One save served both, and it is the primary's RDB file.
+    let forks = info_num(primary.port(), "stats", "total_forks") - forks_before;
+    assert_eq!(forks, 1, "{}", primary.log_tail());
+    assert_eq!(info_num(primary.port(), "stats", "sync_full"), 2);
+    let status = info_field(&mut p, "persistence", "rdb_last_bgsave_status");
+    assert_eq!(status.as_deref(), Some("ok"));
+    let saved = std::fs::metadata(std::path::Path::new(&dir).join("dump.rdb")).unwrap();
+    assert!(saved.len() > 0);
+    assert!(primary
+        .log_text()
+        .contains("Background saving terminated with success"));
+
+    // A save no replica waits for any more stops when no save point asks for the file.
+    redis::cmd("CONFIG")
+        .arg(&["SET", "rdb-key-save-delay", "1000000"])
+        .query::<()>(&mut p)
+        .unwrap();
+    redis::cmd("CONFIG")
+        .arg(&["SET", "save", ""])
+        .query::<()>(&mut p)
+        .unwrap();
+    let late = kayvee_replica(&primary, "disksync-late", &[]);
+    wait_until("the save for the late replica", || {
+        info_num(primary.port(), "persistence", "rdb_bgsave_in_progress") == 1
+    });
+    redis::cmd("REPLICAOF")
+        .arg(&["NO", "ONE"])
+        .query::<()>(&mut conn(late.port()))
+        .unwrap();
+    wait_until("the unwanted save to stop", || {
+        info_num(primary.port(), "persistence", "rdb_bgsave_in_progress") == 0
+    });
+    assert!(primary.log_text().contains("no replica waits for it"));
+    // The others still follow the stream.
+    redis::cmd("SET")
+        .arg(&["after", "stop"])
+        .query::<()>(&mut p)
+        .unwrap();
+    wait_caught_up(primary.port(), redis_side.port());
+    wait_caught_up(primary.port(), kayvee_side.port());
+    drop((primary, redis_side, kayvee_side, late));
+    for side in ["primary", "replica", "k-replica", "late-replica"] {
+        let _ = std::fs::remove_dir_all(tmpdir_path(&format!("disksync-{side}")));
+    }
+}
+
 #[test]
 fn redis_replica_of_kayvee_gets_expiry_and_multi_exec_as_the_stream_sends_them() {
     if !have_tools() {

@@ -628,6 +628,13 @@ impl Engine {
         }
     }
 
+    /// A disk-based full sync's background save starts now, of a snapshot taken now: as
+    /// [`Self::save_started`] for a BGSAVE, its fork already counted by the PSYNC that asked.
+    pub fn replica_save_started(&mut self, now: Now) {
+        self.save_started(true, now);
+        self.core.stats.total_forks -= 1;
+    }
+
     /// Notes that an AOF rewrite starts now (INFO's `aof_rewrite_in_progress`, and counted).
     pub fn aof_rewrite_started(&mut self, now: Now) {
         self.core.stats.total_forks += 1;
@@ -695,10 +702,16 @@ impl Engine {
         }
     }
 
-    /// Whether FLUSHALL asked for the running background save to stop; reading clears it. The
+    /// Whether FLUSHALL (or replicas that left) asked for the running background save to stop;
+    /// reading clears it. The
     /// shell stops its save and reports it with [`Self::save_aborted`].
     pub fn take_bgsave_abort(&mut self) -> bool {
-        core::mem::take(&mut self.core.persist.abort_bgsave)
+        self.take_bgsave_abort_reason().is_some()
+    }
+
+    /// [`Self::take_bgsave_abort`] with the reason, for the log.
+    pub fn take_bgsave_abort_reason(&mut self) -> Option<&'static str> {
+        self.core.persist.abort_bgsave.take()
     }
 
     /// The shell stopped the running background save at FLUSHALL's request: it is over, neither

@@ -118,10 +118,10 @@ pub struct Persistence {
     /// The startup load under way, while the shell reads the file and clients may connect,
     /// or a replica's load of its primary's payload as it comes (`repl-diskless-load`).
     pub loading: Option<Loading>,
-    /// FLUSHALL asked the shell to stop the running background save (Redis kills its child:
-    /// the save ends without counting as failed). Read with
-    /// [`crate::Engine::take_bgsave_abort`].
-    pub abort_bgsave: bool,
+    /// Why the shell must stop the running background save: FLUSHALL, or a save for replicas
+    /// none of which waits for it any more (Redis kills its child: the save ends without
+    /// counting as failed). Read with [`crate::Engine::take_bgsave_abort_reason`].
+    pub abort_bgsave: Option<&'static str>,
     /// A replica's `swapdb` load of a payload from its own primary runs while the old data
     /// stays readable (INFO `async_loading`); only `no-async-loading` commands are refused.
     pub async_loading: bool,

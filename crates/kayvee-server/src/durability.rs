@@ -23,6 +23,12 @@ pub struct Durability {
     /// CONFIG SET appendonly yes came during a background save: the AOF's first rewrite
     /// waits for its end.
     aof_on_scheduled: bool,
+    /// The running background save is a disk-based full sync's
+    /// (`Driver::take_replica_save`).
+    bgsave_for_replicas: bool,
+    /// How the last background save for replicas ended (true: it wrote the file), until the
+    /// loop hands that to the driver ([`Durability::take_replica_save_end`]).
+    replica_save_end: Option<bool>,
 }
 
 impl Durability {
@@ -61,6 +67,38 @@ impl Durability {
         }
     }
 
+    /// A disk-based full sync's background save of `snapshot` (the engine counts it started).
+    pub fn start_replica_bgsave(
+        &mut self,
+        engine: &mut Engine,
+        snapshot: kayvee_engine::Snapshot,
+        now: Now,
+    ) {
+        match crate::persist::BgSave::start_of(engine, snapshot) {
+            Ok(bg) => {
+                self.bgsave = Some(bg);
+                self.bgsave_for_replicas = true;
+            }
+            Err(e) => {
+                warn!("Can't start the background save for replication: {e}");
+                engine.save_finished(false, true, now);
+                self.replica_save_end = Some(false);
+            }
+        }
+    }
+
+    /// How the last background save for replicas ended, once (true: the file is written).
+    pub fn take_replica_save_end(&mut self) -> Option<bool> {
+        self.replica_save_end.take()
+    }
+
+    /// A background save ended (`ok`: it wrote the file): one for replicas is reported.
+    fn bgsave_ended(&mut self, ok: bool) {
+        if std::mem::take(&mut self.bgsave_for_replicas) {
+            self.replica_save_end = Some(ok);
+        }
+    }
+
     /// After a read's commands, before their replies go out: `aof-disable-auto-gc no` drops
     /// the history from the manifest (one test while there is none).
     #[inline]
@@ -72,9 +110,10 @@ impl Durability {
 
     /// Stops the running background save if FLUSHALL asked for it.
     pub fn abort_bgsave_if_asked(&mut self, engine: &mut Engine, now: Now) {
-        if engine.take_bgsave_abort() {
+        if let Some(why) = engine.take_bgsave_abort_reason() {
             if let Some(bg) = self.bgsave.take() {
-                bg.abort(engine, now, "FLUSHALL");
+                bg.abort(engine, now, why);
+                self.bgsave_ended(false);
             }
         }
     }
@@ -82,7 +121,8 @@ impl Durability {
     /// Waits for the running background save, if any, and reports it to the engine.
     pub fn wait_bgsave(&mut self, engine: &mut Engine, now: Now) {
         if let Some(bg) = self.bgsave.take() {
-            bg.finish(engine, now);
+            let ok = bg.finish(engine, now);
+            self.bgsave_ended(ok);
         }
     }
 
@@ -92,6 +132,7 @@ impl Durability {
         if let Some(bg) = self.bgsave.take() {
             warn!("There is a child saving an .rdb. Killing it!");
             bg.abort(engine, now, "shutdown");
+            self.bgsave_ended(false);
         }
     }
 

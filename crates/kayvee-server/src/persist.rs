@@ -382,6 +382,12 @@ impl BgSave {
     /// [`Engine::take_due_save`]); INFO follows the thread's progress from now on.
     pub fn start(engine: &mut Engine, now: Now) -> io::Result<Self> {
         let snapshot = engine.snapshot(now);
+        Self::start_of(engine, snapshot)
+    }
+
+    /// [`BgSave::start`] of a snapshot taken before (a disk-based full sync's, taken at its
+    /// PSYNC's offset).
+    pub fn start_of(engine: &mut Engine, snapshot: kayvee_engine::Snapshot) -> io::Result<Self> {
         let progress = engine.writer_started(Writer::Rdb, &snapshot);
         let opts = write_options(engine);
         let path = rdb_path(engine);
@@ -437,8 +443,8 @@ impl BgSave {
         self.thread.is_finished()
     }
 
-    /// Waits for the thread and reports the result to the engine.
-    pub fn finish(self, engine: &mut Engine, now: Now) {
+    /// Waits for the thread and reports the result to the engine; whether the file is written.
+    pub fn finish(self, engine: &mut Engine, now: Now) -> bool {
         let result = self
             .thread
             .join()
@@ -454,5 +460,39 @@ impl BgSave {
             },
         }
         engine.save_finished(result.is_ok(), true, now);
+        result.is_ok()
+    }
+}
+
+/// A saved RDB file a disk-based full sync sends to its replicas (opened once: a later save
+/// renames another file over the name, this one stays readable).
+pub struct SavedFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl SavedFile {
+    /// Opens the file at `path`.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(SavedFile { file, len })
+    }
+}
+
+impl kayvee_session::SyncFile for SavedFile {
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+        use std::os::unix::fs::FileExt;
+        match self.file.read_at(buf, offset) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                warn!("Can't read the saved RDB file for a replica: {e}");
+                None
+            }
+        }
     }
 }

@@ -299,9 +299,12 @@ impl Server {
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut cal = Calibration::detect();
+        let mut driver = Driver::new(engine);
+        // Disk-based full syncs write the RDB file as a BGSAVE and send it.
+        driver.enable_file_syncs();
         Ok(Server {
             poll,
-            driver: Driver::new(engine),
+            driver,
             listeners,
             sockets: Vec::new(),
             signals,
@@ -449,8 +452,26 @@ impl Server {
         let now = self.now();
         let (files, engine) = (&mut self.files, self.driver.engine_mut());
         files.after_pass(engine, now);
+        self.report_replica_save();
         self.oom.sync(self.driver.engine());
         self.title.sync(self.driver.engine());
+    }
+
+    /// Hands the driver the end of a disk-based full sync's background save: the file it
+    /// wrote, opened (the replicas that waited get it), or nothing when it failed or stopped.
+    fn report_replica_save(&mut self) {
+        let Some(ok) = self.files.take_replica_save_end() else {
+            return;
+        };
+        let file = ok
+            .then(|| crate::persist::SavedFile::open(&crate::persist::rdb_path(self.engine())))
+            .and_then(|opened| {
+                opened
+                    .map_err(|e| warn!("Can't open the saved RDB file for the replicas: {e}"))
+                    .ok()
+            })
+            .map(|f| Box::new(f) as Box<dyn kayvee_session::SyncFile>);
+        self.driver.replica_save_finished(file, &self.clock);
     }
 
     /// The shell's part of the cron: persistence and the host facts INFO reports.
@@ -606,9 +627,11 @@ impl Server {
             // wait for the pass's one AOF write instead (group commit, in `write_pass`). They
             // also wait while a request for the shell (BGSAVE...) or a rewrite (BGREWRITEAOF)
             // is pending, which is carried out first: whoever reads "Background saving
-            // started" finds the save's child. The reading goes on either way.
+            // started" finds the save's child; and while connections a CLIENT KILL closed
+            // wait for the write pass, which closes them first. The reading goes on either way.
             let hold = self.files.holds_replies(self.driver.engine())
                 || self.driver.has_requests()
+                || self.driver.closes_first()
                 || self.driver.engine().core.aof.status.rewrite_requested;
             if !hold && self.flush_conn(h).is_none() {
                 return;
@@ -656,6 +679,12 @@ impl Server {
 
     /// Carries out what commands asked of the shell, in order.
     fn carry_out_requests(&mut self) {
+        if let Some(snapshot) = self.driver.take_replica_save() {
+            let now = self.now();
+            let (files, engine) = (&mut self.files, self.driver.engine_mut());
+            files.start_replica_bgsave(engine, snapshot, now);
+            self.report_replica_save();
+        }
         while let Some((h, request)) = self.driver.next_request() {
             let now = self.now();
             let answer = match request {

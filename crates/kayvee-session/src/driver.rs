@@ -207,6 +207,12 @@ pub struct Driver {
     /// us, `u64::MAX`: none).
     sync_pace: crate::replicas::Pace,
     syncs_held_until: u64,
+    /// Connections a command closed go first in the next write pass ([`Driver::closes_first`]).
+    closes_first: bool,
+    /// The shell writes full syncs through files ([`Driver::enable_file_syncs`]).
+    pub(crate) file_syncs: bool,
+    /// The background save disk-based full syncs wait for (see `crate::filesync`).
+    pub(crate) replica_save: Option<crate::replicas::ReplicaSave>,
 }
 
 /// Bytes one connection may hand over in a loop pass before the others get theirs: a client
@@ -234,6 +240,9 @@ impl Driver {
             pass: 0,
             sync_pace: Default::default(),
             syncs_held_until: u64::MAX,
+            closes_first: false,
+            file_syncs: false,
+            replica_save: None,
         }
     }
 
@@ -288,8 +297,12 @@ impl Driver {
             if replica {
                 self.note_replica_output();
             }
-            if s.sync.is_some() {
+            if let Some(sync) = &s.sync {
+                let waited_for_file = sync.awaits_file();
                 self.pin_backlog();
+                if waited_for_file {
+                    self.file_sync_left();
+                }
             }
         }
     }
@@ -505,6 +518,7 @@ impl Driver {
 
     /// Moves the connections with output to write (or a close to carry out) into `into`.
     pub fn take_dirty(&mut self, into: &mut Vec<Handle>) {
+        self.closes_first = false;
         for slot in self.dirty.drain(..) {
             if let Some(s) = self.sessions[slot].as_mut() {
                 s.dirty = false;
@@ -618,7 +632,6 @@ impl Driver {
         }
         let s = self.sessions[h.0].as_mut().expect("looked up above");
         match s.closing {
-            Closing::AfterWrite => return Ok(Flushed::Close),
             Closing::AfterReply if s.out_pending() == 0 => return Ok(Flushed::Close),
             _ => {}
         }
@@ -646,6 +659,10 @@ impl Driver {
     #[inline]
     pub fn has_requests(&self) -> bool {
         !self.requests.is_empty()
+            || self
+                .replica_save
+                .as_ref()
+                .is_some_and(|s| s.snapshot.is_some())
     }
 
     /// The oldest request waiting for the shell.
@@ -1150,8 +1167,13 @@ impl Driver {
     }
 
     /// Marks the sessions of clients CLIENT KILL (or ACL LOAD) killed for closing: the one
-    /// running (`me`) after its reply, the others after one last write.
+    /// running (`me`) after its reply; the others at once, their pending output dropped, as
+    /// Redis frees another client inside CLIENT KILL. They go first in the write pass, and
+    /// [`Driver::closes_first`] tells the shell to hold this read's replies for it: whoever
+    /// reads the killer's reply finds the killed connection's end already sent (a replica
+    /// killed inside a MULTI sees its link drop before the EXEC's reply leaves).
     pub(crate) fn close_killed(&mut self, me: Handle) {
+        let mut first = Vec::new();
         for slot in 0..self.sessions.len() {
             let Some(s) = self.sessions[slot].as_mut() else {
                 continue;
@@ -1160,13 +1182,27 @@ impl Driver {
             if !killed || s.closing != Closing::No {
                 continue;
             }
-            s.closing = if s.handle == me {
-                Closing::AfterReply
+            if s.handle == me {
+                s.closing = Closing::AfterReply;
+                self.mark_dirty(slot);
             } else {
-                Closing::AfterWrite
-            };
-            self.mark_dirty(slot);
+                s.closing = Closing::Now;
+                s.dirty = true;
+                first.push(slot);
+            }
         }
+        if !first.is_empty() {
+            self.dirty.retain(|slot| !first.contains(slot));
+            first.append(&mut self.dirty);
+            self.dirty = first;
+            self.closes_first = true;
+        }
+    }
+
+    /// Whether a command closed other connections since the last [`Driver::take_dirty`]
+    /// (CLIENT KILL): the shell writes no reply before that pass, which closes them first.
+    pub fn closes_first(&self) -> bool {
+        self.closes_first
     }
 
     // ---- Delivery ----
@@ -1276,7 +1312,14 @@ impl Driver {
             {
                 s.out.extend_from_slice(&b);
             }
+        } else if self.sync_through_file(eof) && self.start_file_sync(slot, h, now) {
+            self.pin_backlog();
+            self.pump_sync(slot, clock);
         } else {
+            let engine = &mut self.engine;
+            let s = self.sessions[slot]
+                .as_mut()
+                .expect("running a live session");
             let mut snapshot = engine.snapshot(now);
             if engine.core.repl.announced_mut(h).functions_only {
                 let seed = engine.core.seed;
@@ -1338,7 +1381,7 @@ impl Driver {
     /// Writes more of slot's full sync into its output while the output is low and the loop
     /// grants the time ([`crate::replicas::Pace`]); once the RDB is out the replica is online
     /// and gets the stream directly.
-    fn pump_sync(&mut self, slot: usize, clock: &dyn Clock) {
+    pub(crate) fn pump_sync(&mut self, slot: usize, clock: &dyn Clock) {
         let Some(s) = self.sessions[slot].as_mut() else {
             return;
         };
@@ -1363,7 +1406,17 @@ impl Driver {
         );
         let until_us = now.unix_us.saturating_add(grant_us);
         let mut spent = || clock.now().unix_us >= until_us;
-        let held = sync.pump(&mut s.out, pending, now.unix_us, key_delay_us, &mut spent);
+        let Ok(held) = sync.pump(&mut s.out, pending, now.unix_us, key_delay_us, &mut spent) else {
+            // The saved file could not be read: the replica syncs again.
+            s.closing = Closing::Now;
+            s.sync = None;
+            self.mark_dirty(slot);
+            self.pin_backlog();
+            self.notice(Notice::Warning(
+                "SYNC failed. Can't read the saved RDB file".into(),
+            ));
+            return;
+        };
         let end = clock.now().unix_us;
         self.sync_pace.spent(end, end.saturating_sub(now.unix_us));
         if held {
@@ -1375,6 +1428,13 @@ impl Driver {
         if sync.started() && state == Some(ReplicaState::WaitBgsave) {
             // Its RDB is being produced (INFO `rdb_bgsave_in_progress`).
             set_replica_state(&mut self.engine, h, ReplicaState::Streaming);
+        }
+        let mut state = state;
+        if sync.is_file() && sync.rdb_sent && state != Some(ReplicaState::Online) {
+            // A file's length is known: the replica is online once it is out, as Redis puts a
+            // replica online when its bulk transfer ends.
+            set_replica_state(&mut self.engine, h, ReplicaState::Online);
+            state = Some(ReplicaState::Online);
         }
         let done = sync.rdb_sent && state == Some(ReplicaState::Online);
         if done {
@@ -1402,7 +1462,11 @@ impl Driver {
     /// With `repl-diskless-sync-max-replicas` (`max`, 0: none) replicas waiting for their
     /// full sync's delay, they all start now, as Redis starts its RDB child for them.
     fn start_if_enough_wait(&mut self, max: usize, clock: &dyn Clock) {
-        let waiting = |s: &Session| s.sync.as_ref().is_some_and(|y| !y.started());
+        let waiting = |s: &Session| {
+            s.sync
+                .as_ref()
+                .is_some_and(|y| !y.is_file() && !y.started())
+        };
         let count = self
             .sessions
             .iter()

@@ -4,25 +4,58 @@
 //! The state (IDs, offsets, backlog, the replica table) is the engine's
 //! (`kayvee_engine::repl`); docs/decisions.md ("Replication") has the design.
 
+use alloc::boxed::Box;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
+use core::cell::RefCell;
 use kayvee_engine::Snapshot;
 use kayvee_rdb::{RdbWriter, WriteOptions};
 
 /// Pending output below which the next RDB chunk is written into a syncing replica's output.
 pub(crate) const SYNC_LOW_WATER: usize = 256 * 1024;
 
+/// The RDB file a disk-based full sync sends (`repl-diskless-sync no`): the shell's background
+/// save wrote it, and the shell opens it for the driver ([`crate::Driver::replica_save_finished`]),
+/// as Redis's primary reads the file its child wrote into each waiting replica.
+pub trait SyncFile {
+    /// The file's length in bytes (the payload's `$<len>`).
+    fn size(&self) -> u64;
+    /// Reads from `offset` into `buf`; `None` on an error (the replica is dropped).
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize>;
+}
+
+/// The background save disk-based syncs wait for (`crate::filesync`).
+pub(crate) struct ReplicaSave {
+    /// The stream offset right after its snapshot (each waiting replica's stream start).
+    pub stream_start: u64,
+    /// The snapshot, until the shell takes it to write.
+    pub snapshot: Option<Snapshot>,
+}
+
+/// A saved file shared by every replica that waited for its save.
+pub(crate) type SharedFile = Rc<RefCell<Box<dyn SyncFile>>>;
+
+/// Where a full sync's RDB comes from.
+enum Source {
+    /// Written from the snapshot in the loop, in the diskless form `$EOF:<mark>` ... `<mark>`.
+    Snapshot {
+        writer: Box<RdbWriter>,
+        mark: [u8; 40],
+    },
+    /// The file of a background save (`$<len>` and its bytes); `None` while the save runs.
+    File { file: Option<SharedFile>, sent: u64 },
+}
+
 /// A replica's full sync under way.
 pub(crate) struct Sync {
-    /// The RDB writer over the snapshot taken at the sync's offset.
-    writer: RdbWriter,
-    /// The diskless form's delimiter (`$EOF:<mark>` ... `<mark>`).
-    mark: [u8; 40],
+    source: Source,
     /// The stream offset of the first byte that follows the RDB (the bytes that arrive
     /// meanwhile stay in the engine's backlog, pinned there for every syncing replica).
     pub stream_start: u64,
-    /// The RDB and its closing mark are in the output: the held stream waits for the
-    /// replica's first `REPLCONF ACK` (it finds the mark at the end of what it read, so no
-    /// stream byte may follow the mark before it answers), as Redis's diskless sync does.
+    /// The RDB (and the diskless form's closing mark) is in the output. A diskless payload's
+    /// held stream waits for the replica's first `REPLCONF ACK` (it finds the mark at the end
+    /// of what it read, so no stream byte may follow the mark before it answers), as Redis's
+    /// diskless sync does; a file's follows at once.
     pub rdb_sent: bool,
     /// Unix us before which nothing is written (`repl-diskless-sync-delay` after the PSYNC).
     start_us: u64,
@@ -31,7 +64,7 @@ pub(crate) struct Sync {
     preamble: Vec<u8>,
     /// Unix us of the last newline keep-alive sent while the start waits.
     keepalive_us: u64,
-    /// Unix us at which the `$EOF:` header went out (None: not yet).
+    /// Unix us at which the payload's header went out (None: not yet).
     started_us: Option<u64>,
 }
 
@@ -51,8 +84,10 @@ impl Sync {
         Sync {
             preamble,
             keepalive_us: 0,
-            writer: RdbWriter::new(snapshot, opts),
-            mark,
+            source: Source::Snapshot {
+                writer: Box::new(RdbWriter::new(snapshot, opts)),
+                mark,
+            },
             stream_start,
             rdb_sent: false,
             start_us,
@@ -60,14 +95,49 @@ impl Sync {
         }
     }
 
+    /// A disk-based sync waiting for the background save of the snapshot taken at
+    /// `stream_start - 1` ([`Sync::file_saved`] hands it the file).
+    pub fn from_file(stream_start: u64) -> Self {
+        Sync {
+            preamble: Vec::new(),
+            keepalive_us: 0,
+            source: Source::File {
+                file: None,
+                sent: 0,
+            },
+            stream_start,
+            rdb_sent: false,
+            start_us: 0,
+            started_us: None,
+        }
+    }
+
+    /// Whether this sync waits for a background save's file (or sends one).
+    pub fn is_file(&self) -> bool {
+        matches!(self.source, Source::File { .. })
+    }
+
+    /// Whether this sync still waits for its background save to end.
+    pub fn awaits_file(&self) -> bool {
+        matches!(self.source, Source::File { file: None, .. })
+    }
+
+    /// The background save this sync waited for wrote `file`.
+    pub fn file_saved(&mut self, saved: SharedFile) {
+        if let Source::File { file, .. } = &mut self.source {
+            *file = Some(saved);
+        }
+    }
+
     /// Writes RDB chunks into `out` while it holds less than [`SYNC_LOW_WATER`] pending
     /// bytes (`pending` of them now), then the closing mark ([`Sync::rdb_sent`]). With
     /// `key_delay_us` (`rdb-key-save-delay`, the test suite's slow primary: Redis's child
-    /// sleeps that long after each key) no more keys go out by `now_us` than that pace allows.
+    /// sleeps that long after each key) no more keys go out by `now_us` than that pace allows
+    /// (a file's save thread keeps that pace itself).
     ///
     /// `spent` says, before each chunk, whether the time the loop granted the sync is used up
     /// ([`Pace`]); the return value is true when the pump stopped for that reason only (the
-    /// replica could take more).
+    /// replica could take more). `Err` when the file cannot be read: the replica is dropped.
     pub fn pump(
         &mut self,
         out: &mut Vec<u8>,
@@ -75,49 +145,88 @@ impl Sync {
         now_us: u64,
         key_delay_us: u64,
         spent: &mut dyn FnMut() -> bool,
-    ) -> bool {
-        if now_us < self.start_us {
+    ) -> Result<bool, ()> {
+        let waits = now_us < self.start_us || self.awaits_file();
+        if waits {
             // A newline a second keeps the link alive, as Redis does for a waiting replica.
             if now_us.saturating_sub(self.keepalive_us) >= 1_000_000 {
                 out.push(b'\n');
                 self.keepalive_us = now_us;
             }
-            return false;
+            return Ok(false);
         }
         let started_us = *self.started_us.get_or_insert_with(|| {
             out.append(&mut self.preamble);
-            out.extend_from_slice(b"$EOF:");
-            out.extend_from_slice(&self.mark);
-            out.extend_from_slice(b"\r\n");
+            match &self.source {
+                Source::Snapshot { mark, .. } => {
+                    out.extend_from_slice(b"$EOF:");
+                    out.extend_from_slice(mark);
+                    out.extend_from_slice(b"\r\n");
+                }
+                Source::File { file, .. } => {
+                    let len = file.as_ref().map_or(0, |f| f.borrow().size());
+                    out.extend_from_slice(alloc::format!("${len}\r\n").as_bytes());
+                }
+            }
             now_us
         });
-        let keys_due = (now_us - started_us)
-            .checked_div(key_delay_us)
-            .map_or(u64::MAX, |n| n + 1);
-        while pending < SYNC_LOW_WATER && !self.rdb_sent {
-            if self.writer.keys_written() >= keys_due {
-                return false;
+        match &mut self.source {
+            Source::Snapshot { writer, mark } => {
+                let keys_due = (now_us - started_us)
+                    .checked_div(key_delay_us)
+                    .map_or(u64::MAX, |n| n + 1);
+                while pending < SYNC_LOW_WATER && !self.rdb_sent {
+                    if writer.keys_written() >= keys_due {
+                        return Ok(false);
+                    }
+                    if spent() {
+                        return Ok(true);
+                    }
+                    let before = out.len();
+                    let more = if key_delay_us > 0 {
+                        writer.next_step(out)
+                    } else {
+                        writer.next_chunk(out)
+                    };
+                    if !more {
+                        out.extend_from_slice(mark);
+                        self.rdb_sent = true;
+                        return Ok(false);
+                    }
+                    pending += out.len() - before;
+                }
             }
-            if spent() {
-                return true;
+            Source::File { file, sent } => {
+                let Some(file) = file else {
+                    return Ok(false);
+                };
+                let mut file = file.borrow_mut();
+                let len = file.size();
+                while pending < SYNC_LOW_WATER && *sent < len {
+                    if spent() {
+                        return Ok(true);
+                    }
+                    let piece = (len - *sent).min(FILE_PIECE as u64) as usize;
+                    let at = out.len();
+                    out.resize(at + piece, 0);
+                    let n = match file.read_at(*sent, &mut out[at..]) {
+                        Some(n) if n > 0 => n,
+                        _ => {
+                            out.truncate(at);
+                            return Err(());
+                        }
+                    };
+                    out.truncate(at + n);
+                    *sent += n as u64;
+                    pending += n;
+                }
+                self.rdb_sent = *sent >= len;
             }
-            let before = out.len();
-            let more = if key_delay_us > 0 {
-                self.writer.next_step(out)
-            } else {
-                self.writer.next_chunk(out)
-            };
-            if !more {
-                out.extend_from_slice(&self.mark);
-                self.rdb_sent = true;
-                return false;
-            }
-            pending += out.len() - before;
         }
-        false
+        Ok(false)
     }
 
-    /// Whether the payload is not all out yet (the cron pumps a paced one on).
+    /// Whether the payload is not all out yet (the cron pumps a paced or waiting one on).
     pub fn sending(&self) -> bool {
         !self.rdb_sent
     }
@@ -132,7 +241,19 @@ impl Sync {
     pub fn start_now(&mut self) {
         self.start_us = 0;
     }
+
+    /// The keys the diskless writer has written (tests).
+    #[cfg(test)]
+    fn keys_written(&self) -> u64 {
+        match &self.source {
+            Source::Snapshot { writer, .. } => writer.keys_written(),
+            Source::File { .. } => 0,
+        }
+    }
 }
+
+/// How much of a saved file goes into a replica's output at once.
+const FILE_PIECE: usize = 16 * 1024;
 
 /// How much of the loop's time full syncs may take (`repl-sync-share`): the primary
 /// serialises the snapshot on its loop (no fork), so a sync as fast as the replica reads
@@ -269,20 +390,83 @@ mod tests {
         let opts = WriteOptions::default();
         let mut sync = Sync::diskless(snapshot(), opts, mark, 5_000_000, preamble, 1);
         let mut out = Vec::new();
-        sync.pump(&mut out, 0, 500_000, 1000, &mut || false);
+        sync.pump(&mut out, 0, 500_000, 1000, &mut || false)
+            .unwrap();
         assert!(out.is_empty());
-        sync.pump(&mut out, 0, 1_500_000, 1000, &mut || false);
+        sync.pump(&mut out, 0, 1_500_000, 1000, &mut || false)
+            .unwrap();
         assert_eq!(out, b"\n", "a keep-alive a second");
         out.clear();
-        sync.pump(&mut out, 0, 5_000_000, 1000, &mut || false);
+        sync.pump(&mut out, 0, 5_000_000, 1000, &mut || false)
+            .unwrap();
         assert!(out.starts_with(b"+FULLRESYNC id 1\r\n$EOF:mmmm"));
-        assert_eq!(sync.writer.keys_written(), 1);
-        sync.pump(&mut out, 0, 5_001_000, 1000, &mut || false);
-        assert_eq!(sync.writer.keys_written(), 2);
+        assert_eq!(sync.keys_written(), 1);
+        sync.pump(&mut out, 0, 5_001_000, 1000, &mut || false)
+            .unwrap();
+        assert_eq!(sync.keys_written(), 2);
         assert!(sync.sending());
-        sync.pump(&mut out, 0, 6_000_000, 1000, &mut || false);
+        sync.pump(&mut out, 0, 6_000_000, 1000, &mut || false)
+            .unwrap();
         assert!(!sync.sending() && sync.rdb_sent);
         assert!(out.ends_with(&mark));
+    }
+
+    /// A file in memory.
+    struct Bytes(Vec<u8>);
+
+    impl SyncFile for Bytes {
+        fn size(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+            let rest = self.0.get(offset as usize..)?;
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            Some(n)
+        }
+    }
+
+    #[test]
+    fn a_file_sync_keeps_the_link_alive_until_its_save_ends_then_sends_the_file_by_length() {
+        let mut sync = Sync::from_file(8);
+        let mut out = Vec::new();
+        sync.pump(&mut out, 0, 1_000_000, 0, &mut || false).unwrap();
+        sync.pump(&mut out, 0, 1_500_000, 0, &mut || false).unwrap();
+        assert_eq!(out, b"\n", "a keep-alive a second while the save runs");
+        assert!(sync.awaits_file() && !sync.started());
+        let payload: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
+        sync.file_saved(Rc::new(RefCell::new(Box::new(Bytes(payload.clone())))));
+        out.clear();
+        // The replica's output is full: only the header and one piece go out.
+        sync.pump(&mut out, SYNC_LOW_WATER - 1, 2_000_000, 0, &mut || false)
+            .unwrap();
+        assert!(out.starts_with(b"$40000\r\n"));
+        assert!(sync.sending());
+        sync.pump(&mut out, 0, 2_000_001, 0, &mut || false).unwrap();
+        assert!(sync.rdb_sent && !sync.sending());
+        assert_eq!(&out[b"$40000\r\n".len()..], &payload[..]);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_fails_the_sync() {
+        let mut sync = Sync::from_file(1);
+        sync.file_saved(Rc::new(RefCell::new(Box::new(Short))));
+        let mut out = Vec::new();
+        assert!(sync.pump(&mut out, 0, 1, 0, &mut || false).is_err());
+    }
+
+    /// A file shorter than it says.
+    struct Short;
+
+    impl SyncFile for Short {
+        fn size(&self) -> u64 {
+            100
+        }
+
+        fn read_at(&mut self, _: u64, _: &mut [u8]) -> Option<usize> {
+            Some(0)
+        }
     }
 
     #[test]

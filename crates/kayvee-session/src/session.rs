@@ -60,9 +60,8 @@ pub(crate) enum Closing {
     No,
     /// Close once the pending output is written (QUIT, a protocol error, the peer's EOF).
     AfterReply,
-    /// Close after one more write of what is pending (CLIENT KILL of another client).
-    AfterWrite,
-    /// Close without writing (output limit, idle timeout, query buffer limit).
+    /// Close without writing (output limit, idle timeout, query buffer limit, CLIENT KILL of
+    /// another client).
     Now,
 }
 

@@ -73,7 +73,7 @@ pub(super) fn flushall(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink
     // reply is OK whatever the save does (the shell's answer to the save is dropped).
     let p = &mut cx.core.persist;
     if p.bgsave_in_progress() {
-        p.abort_bgsave = true;
+        p.abort_bgsave = Some("FLUSHALL");
     }
     if cx.core.host.storage && !cx.core.config.save.is_empty() {
         cx.outcome = crate::Outcome::Save { background: false };

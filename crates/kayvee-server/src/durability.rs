@@ -74,7 +74,9 @@ impl Durability {
         snapshot: kayvee_engine::Snapshot,
         now: Now,
     ) {
-        match crate::persist::BgSave::start_of(engine, snapshot) {
+        // Replicas wait for it, and the snapshot's old versions pile up while it runs: it does
+        // not give way to the loop as a BGSAVE does.
+        match crate::persist::BgSave::start_of(engine, snapshot, false) {
             Ok(bg) => {
                 self.bgsave = Some(bg);
                 self.bgsave_for_replicas = true;

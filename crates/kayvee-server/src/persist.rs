@@ -382,12 +382,16 @@ impl BgSave {
     /// [`Engine::take_due_save`]); INFO follows the thread's progress from now on.
     pub fn start(engine: &mut Engine, now: Now) -> io::Result<Self> {
         let snapshot = engine.snapshot(now);
-        Self::start_of(engine, snapshot)
+        Self::start_of(engine, snapshot, true)
     }
 
     /// [`BgSave::start`] of a snapshot taken before (a disk-based full sync's, taken at its
-    /// PSYNC's offset).
-    pub fn start_of(engine: &mut Engine, snapshot: kayvee_engine::Snapshot) -> io::Result<Self> {
+    /// PSYNC's offset); `yielding`: the thread gives way to the loop ([`SAVE_THREAD_NICE`]).
+    pub fn start_of(
+        engine: &mut Engine,
+        snapshot: kayvee_engine::Snapshot,
+        yielding: bool,
+    ) -> io::Result<Self> {
         let progress = engine.writer_started(Writer::Rdb, &snapshot);
         let opts = write_options(engine);
         let path = rdb_path(engine);
@@ -399,7 +403,9 @@ impl BgSave {
         let thread = std::thread::Builder::new()
             .name("kayvee-bgsave".into())
             .spawn(move || {
-                yield_to_the_loop();
+                if yielding {
+                    yield_to_the_loop();
+                }
                 savechild::write_with(spool, &path, |out| {
                     write_chunks(snapshot, opts, out, key_delay_us, Some(&progress))
                 })

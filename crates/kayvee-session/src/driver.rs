@@ -215,6 +215,9 @@ pub struct Driver {
     pub(crate) replica_save: Option<crate::replicas::ReplicaSave>,
 }
 
+/// How much of the stream kept for a replica whose full sync ended goes into its output at once.
+const STREAM_PIECE: usize = 64 * 1024;
+
 /// Bytes one connection may hand over in a loop pass before the others get theirs: a client
 /// that writes faster than its commands run (a deep pipeline, a big upload), or a primary
 /// streaming a backlog to this replica, would otherwise keep a shell that reads until the
@@ -1437,23 +1440,54 @@ impl Driver {
             state = Some(ReplicaState::Online);
         }
         let done = sync.rdb_sent && state == Some(ReplicaState::Online);
+        let mut moved = false;
         if done {
-            // Its first ACK came: the stream the backlog kept for it during the sync follows.
-            let backlog = self.engine.core.repl.backlog.as_ref();
-            match backlog.and_then(|b| b.from_offset(sync.stream_start)) {
-                Some(stream) => s.out.extend_from_slice(&stream),
-                // The backlog went (a role change): the replica must sync again.
-                None => s.closing = Closing::Now,
+            // Its RDB is in (and, diskless, its first ACK came): the stream the backlog kept for
+            // it follows, a piece at a time while its output is low, the backlog letting go of
+            // what it took (a copy of all of it at once would hold that stream twice), up to
+            // the bytes not yet handed to the replicas; then the stream goes to it directly.
+            let repl = &self.engine.core.repl;
+            let end = repl.delivered_end();
+            let mut pending = pending + (s.out.len() - before);
+            let caught_up = loop {
+                let want = end
+                    .saturating_sub(sync.stream_start)
+                    .min(STREAM_PIECE as u64);
+                if want == 0 {
+                    break true;
+                }
+                if pending >= crate::replicas::SYNC_LOW_WATER {
+                    break false;
+                }
+                let read = repl
+                    .backlog
+                    .as_ref()
+                    .and_then(|b| b.read_from(sync.stream_start, want as usize, &mut s.out));
+                match read {
+                    Some(n) if n > 0 => {
+                        sync.stream_start += n as u64;
+                        pending += n;
+                        moved = true;
+                    }
+                    _ => {
+                        // The backlog went (a role change): the replica must sync again.
+                        s.closing = Closing::Now;
+                        break true;
+                    }
+                }
+            };
+            if caught_up {
+                s.sync = None;
+                moved = true;
             }
-            s.sync = None;
         }
         if self.sessions[slot]
             .as_ref()
-            .is_some_and(|s| s.out.len() > before)
+            .is_some_and(|s| s.out.len() > before || s.closing != Closing::No)
         {
             self.mark_dirty(slot);
         }
-        if done {
+        if moved {
             self.pin_backlog();
             self.note_replica_output();
         }

@@ -127,6 +127,32 @@ impl Backlog {
         Some(out)
     }
 
+    /// Appends to `out` at most `max` held bytes from stream offset `offset` on; how many
+    /// (0: `offset` is one past the last byte), or None when the backlog no longer (or never)
+    /// held it. A replica whose full sync ended catches up with the stream kept for it this
+    /// way, a piece at a time as it reads, instead of a second copy of all of it at once.
+    pub fn read_from(&self, offset: u64, max: usize, out: &mut Vec<u8>) -> Option<usize> {
+        if offset < self.first_byte_offset || offset > self.end_offset() {
+            return None;
+        }
+        let mut skip = (offset - self.first_byte_offset) as usize;
+        let mut left = max;
+        for block in &self.blocks {
+            if left == 0 {
+                break;
+            }
+            if skip >= block.len() {
+                skip -= block.len();
+                continue;
+            }
+            let part = &block[skip..block.len().min(skip + left)];
+            out.extend_from_slice(part);
+            left -= part.len();
+            skip = 0;
+        }
+        Some(max - left)
+    }
+
     /// Changes the capacity: the oldest blocks past it go (but what a syncing replica needs).
     pub fn resize(&mut self, size: usize) {
         self.size = size.max(1);
@@ -180,5 +206,19 @@ mod tests {
         b.set_pin(None);
         assert!(b.histlen() < 2 * BLOCK, "{}", b.histlen());
         assert_eq!(b.end_offset(), 5 + 4 * BLOCK as u64);
+    }
+
+    #[test]
+    fn reads_a_bounded_piece_across_blocks() {
+        let mut b = Backlog::new(4 * BLOCK, 1);
+        let stream: Vec<u8> = (0..2 * BLOCK + 10).map(|i| i as u8).collect();
+        b.feed(&stream);
+        let mut out = Vec::new();
+        assert_eq!(b.read_from(BLOCK as u64 - 4, 100, &mut out), Some(100));
+        assert_eq!(out, &stream[BLOCK - 5..BLOCK + 95]);
+        out.clear();
+        assert_eq!(b.read_from(b.end_offset() - 3, 100, &mut out), Some(3));
+        assert_eq!(b.read_from(b.end_offset(), 100, &mut out), Some(0));
+        assert_eq!(b.read_from(b.end_offset() + 1, 100, &mut out), None);
     }
 }

@@ -390,6 +390,16 @@ impl Replication {
         self.outgoing_start
     }
 
+    /// The stream offset one past the last byte handed to the replicas (the bytes after it
+    /// wait for [`Self::take_outgoing`]).
+    pub fn delivered_end(&self) -> u64 {
+        if self.outgoing.is_empty() {
+            self.offset + 1
+        } else {
+            self.outgoing_start
+        }
+    }
+
     /// Whether stream bytes wait for the replicas.
     pub fn has_outgoing(&self) -> bool {
         !self.outgoing.is_empty()

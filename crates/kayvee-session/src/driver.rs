@@ -1315,7 +1315,7 @@ impl Driver {
             {
                 s.out.extend_from_slice(&b);
             }
-        } else if self.sync_through_file(eof) && self.start_file_sync(slot, h, now) {
+        } else if self.sync_through_file(h, eof) && self.start_file_sync(slot, h, now) {
             self.pin_backlog();
             self.pump_sync(slot, clock);
         } else {

@@ -66,9 +66,13 @@ impl Driver {
     }
 
     /// Whether a full sync for replica `h` goes through a background save's file: the shell
-    /// has files, and `repl-diskless-sync no` or the replica lacks `capa eof`.
-    pub(crate) fn sync_through_file(&self, eof: bool) -> bool {
-        self.file_syncs && (!eof || !self.engine.core.config.bool_param("repl-diskless-sync"))
+    /// has files, and `repl-diskless-sync no` or the replica lacks `capa eof`. Never for a
+    /// filtered RDB (`rdb-filter-only functions`): the file is the server's own `dump.rdb`,
+    /// which must hold the whole dataset; Redis sends such an RDB to the socket.
+    pub(crate) fn sync_through_file(&mut self, h: Handle, eof: bool) -> bool {
+        self.file_syncs
+            && (!eof || !self.engine.core.config.bool_param("repl-diskless-sync"))
+            && !self.engine.core.repl.announced_mut(h).functions_only
     }
 
     /// Replica `h` (in `slot`) needs a full sync through a file: it shares the background

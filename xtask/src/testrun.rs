@@ -63,22 +63,26 @@ pub fn run(envs: &[(&str, &str)]) -> Result<(), String> {
     let failed = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..JOBS {
-            scope.spawn(|| {
-                while let Some(job) = queue.lock().unwrap().pop_front() {
-                    let started = Instant::now();
-                    let (ok, output) = run_job(&job, envs);
-                    // One binary's output at a time, whole.
-                    let mut failed = failed.lock().unwrap();
-                    eprintln!(
-                        "xtask: ---- {} ({} s{}) ----",
-                        job.label(),
-                        started.elapsed().as_secs(),
-                        if ok { "" } else { ", FAILED" }
-                    );
-                    eprint!("{output}");
-                    if !ok {
-                        failed.push(job.label());
-                    }
+            scope.spawn(|| loop {
+                // The queue's lock is let go before the job runs (a `while let` on the lock
+                // would hold it for the loop's body: one job at a time).
+                let next = queue.lock().unwrap().pop_front();
+                let Some(job) = next else {
+                    break;
+                };
+                let started = Instant::now();
+                let (ok, output) = run_job(&job, envs);
+                // One binary's output at a time, whole.
+                let mut failed = failed.lock().unwrap();
+                eprintln!(
+                    "xtask: ---- {} ({} s{}) ----",
+                    job.label(),
+                    started.elapsed().as_secs(),
+                    if ok { "" } else { ", FAILED" }
+                );
+                eprint!("{output}");
+                if !ok {
+                    failed.push(job.label());
                 }
             });
         }

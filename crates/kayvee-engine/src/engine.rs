@@ -703,8 +703,7 @@ impl Engine {
     }
 
     /// Whether FLUSHALL (or replicas that left) asked for the running background save to stop;
-    /// reading clears it. The
-    /// shell stops its save and reports it with [`Self::save_aborted`].
+    /// reading clears it. The shell stops its save and reports it with [`Self::save_aborted`].
     pub fn take_bgsave_abort(&mut self) -> bool {
         self.take_bgsave_abort_reason().is_some()
     }

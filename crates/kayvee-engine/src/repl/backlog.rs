@@ -111,19 +111,8 @@ impl Backlog {
     /// The held bytes from stream offset `offset` on (`offset` may be one past the last byte:
     /// nothing to send), or None when the backlog no longer (or never) held it.
     pub fn from_offset(&self, offset: u64) -> Option<Vec<u8>> {
-        if offset < self.first_byte_offset || offset > self.end_offset() {
-            return None;
-        }
-        let mut skip = (offset - self.first_byte_offset) as usize;
-        let mut out = Vec::with_capacity(self.histlen - skip);
-        for block in &self.blocks {
-            if skip >= block.len() {
-                skip -= block.len();
-                continue;
-            }
-            out.extend_from_slice(&block[skip..]);
-            skip = 0;
-        }
+        let mut out = Vec::new();
+        self.read_from(offset, usize::MAX, &mut out)?;
         Some(out)
     }
 
@@ -145,7 +134,7 @@ impl Backlog {
                 skip -= block.len();
                 continue;
             }
-            let part = &block[skip..block.len().min(skip + left)];
+            let part = &block[skip..block.len().min(skip.saturating_add(left))];
             out.extend_from_slice(part);
             left -= part.len();
             skip = 0;

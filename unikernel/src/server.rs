@@ -66,9 +66,8 @@ pub const BUSY_POLL_US: u32 = 200;
 #[cfg_attr(feature = "ring3", allow(dead_code))]
 const HALT_MAX_US: u64 = 1_000_000;
 /// A background save runs after each pass's replies went out, in chunks (a few KiB of the RDB
-/// file each, `store::CHUNK_BYTES`). It is owed this share of the loop's time (1/`SAVE_SHARE`),
-/// counting the sections commands wrote ahead of it (`store::Store::take_ahead`): while it has
-/// had less, its chunks run even with frames waiting, up to `SAVE_SLICE_US` a pass. Beyond its
+/// file each, `store::CHUNK_BYTES`). It is owed this share of the loop's time (1/`SAVE_SHARE`):
+/// while it has had less, its chunks run even with frames waiting, up to `SAVE_SLICE_US` a pass. Beyond its
 /// share it fills the time the loop would idle (`SAVE_IDLE_US`); a request that lands then
 /// waits one chunk at most. Redis's forked child takes another core; the image has one.
 const SAVE_SHARE: u64 = 5;
@@ -81,8 +80,8 @@ const SAVE_SLICE_US: u64 = 1_000;
 /// The save's time owed by the share is kept at most this (it does not pile up while the loop
 /// idles)...
 const SAVE_CREDIT_MAX_US: i64 = 1_000;
-/// ... and its debt at most this: the write-ahead sections a burst of writes forces on it are
-/// paid back by chunks it does not run (idle time it fills is not counted).
+/// ... and its debt at most this: a run of chunks longer than it was owed is paid back by
+/// chunks it does not run (idle time it fills is not counted).
 const SAVE_CREDIT_MIN_US: i64 = -1_000_000;
 /// Brings up the network and serves clients until SHUTDOWN.
 pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>) -> ! {
@@ -254,12 +253,13 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
                 .saturating_sub(save_counted_us)
                 .min(SAVE_SLICE_US * SAVE_SHARE);
             save_credit_us += (passed / (SAVE_SHARE - 1)) as i64;
-            // Sections the commands had written ahead are the save's work too.
-            save_credit_us -= store.take_ahead(clock) as i64;
             let mut owed_us = 0;
             let t = loop {
                 let t = clock.uptime_us();
-                let owed = save_credit_us > owed_us;
+                // What it is owed, it takes while no frame waits (the gaps between a
+                // client's batches), or at once when it is owed half the most it may be.
+                let due = save_credit_us - owed_us;
+                let owed = due > 0 && (due >= SAVE_CREDIT_MAX_US / 2 || !dev.rx_pending());
                 // No frame this pass and no work for a while before it, and none waiting.
                 let idle = last_rx_us != start_us
                     && t.saturating_sub(last_busy_us) >= SAVE_IDLE_US

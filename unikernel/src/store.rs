@@ -47,7 +47,7 @@ use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use kayvee_disk::{Geometry, Header, Headers, LogWriter, SlotWriter, SECTOR};
-use kayvee_engine::write_ahead::WriteAhead;
+use kayvee_engine::save_hook::SaveHook;
 use kayvee_engine::{ConnInfo, Discard, Engine, Now, Protocol, Transport};
 use kayvee_rdb::{RdbWriter, WriteOptions};
 use kayvee_resp::{Decoder, Limits};
@@ -118,7 +118,7 @@ pub enum Kind {
 /// A save being written: the RDB writer over a snapshot, the slot it fills, and the log that
 /// will follow it.
 struct Writing {
-    rdb: Arc<Spinlock<AheadWriter>>,
+    rdb: Arc<Spinlock<LiveWriter>>,
     slot: SlotWriter,
     buf: Vec<u8>,
     log: LogWriter,
@@ -134,26 +134,37 @@ struct Writing {
     covered: usize,
 }
 
-/// A save's RDB writer, shared with the engine as its write-ahead hook while the save runs in
-/// the background: before a command changes a key the snapshot still holds, the writer writes
-/// that key's part of the snapshot out of order and drops it, so the write copies no trie node
-/// and keeps no old value alive (`kayvee_engine::write_ahead`). The time those sections take
-/// is counted here: the loop takes it off the save's share of its time.
-struct AheadWriter {
+/// A save's RDB writer, which walks the live databases between the loop's passes, shared
+/// with the engine as its hook while the save runs in the background: before a command
+/// changes a key the walk has not passed, the writer keeps the key's old value (an O(1)
+/// clone), so the write copies no trie node whatever the save's pace
+/// (`kayvee_engine::save_hook`). The hook is not timed: under TCG each TSC read is a
+/// helper call that would cost the writes more than the hook's own work.
+struct LiveWriter {
     rdb: RdbWriter,
-    /// TSC cycles spent writing ahead, not yet taken by [`Store::take_ahead_us`].
-    cycles: u64,
 }
 
 /// The hook's lock is never contended: the image has one thread.
-struct AheadHook(Arc<Spinlock<AheadWriter>>);
+struct Hook(Arc<Spinlock<LiveWriter>>);
 
-impl WriteAhead for AheadHook {
-    fn before_write(&self, db: usize, key: &[u8]) {
-        let t0 = crate::port::rdtsc();
-        let mut w = self.0.lock();
-        w.rdb.write_ahead(db, key);
-        w.cycles += crate::port::rdtsc().wrapping_sub(t0);
+impl SaveHook for Hook {
+    fn before_write(&self, index: usize, key: &[u8], db: kayvee_engine::save_hook::DbView<'_>) {
+        self.0.lock().rdb.before_write(index, key, db);
+    }
+
+    fn replaced(
+        &self,
+        index: usize,
+        key: &[u8],
+        old: Option<&kayvee_engine::value::Entry>,
+        ttl: Option<u64>,
+        db: kayvee_engine::save_hook::DbView<'_>,
+    ) {
+        self.0.lock().rdb.replaced(index, key, old, ttl, db);
+    }
+
+    fn before_replace(&self, index: usize, db: kayvee_engine::save_hook::DbView<'_>) {
+        self.0.lock().rdb.before_replace(index, db);
     }
 }
 
@@ -436,9 +447,8 @@ impl Store {
         self.disk.drain();
         let _ = self.disk.take_failure();
         Writing {
-            rdb: Arc::new(Spinlock::new(AheadWriter {
-                rdb: RdbWriter::new(engine.snapshot(now), Store::write_options(engine)),
-                cycles: 0,
+            rdb: Arc::new(Spinlock::new(LiveWriter {
+                rdb: RdbWriter::live(engine.snapshot(now), Store::write_options(engine)),
             })),
             slot: SlotWriter::new(self.geometry, slot, generation),
             buf: Vec::with_capacity(128 * 1024),
@@ -453,14 +463,14 @@ impl Store {
 
     /// Writes one chunk of `w`; true once the file is complete and its header written (the
     /// new snapshot and its log are then the current pair).
-    fn advance(&mut self, w: &mut Writing, now: Now) -> Result<bool, SaveError> {
+    fn advance(&mut self, w: &mut Writing, engine: &Engine, now: Now) -> Result<bool, SaveError> {
         self.disk.reap();
         if let Some(e) = self.disk.take_failure() {
             return Err(e.into());
         }
         w.buf.clear();
         let t0 = crate::port::rdtsc();
-        let more = w.rdb.lock().rdb.next_chunk(&mut w.buf);
+        let more = w.rdb.lock().rdb.next_chunk_of(&engine.core.dbs, &mut w.buf);
         w.rdb_cycles += crate::port::rdtsc().wrapping_sub(t0);
         if more {
             self.push_run(w)?;
@@ -502,32 +512,11 @@ impl Store {
         Ok(())
     }
 
-    /// The background save's write-ahead sections made by this pass's commands go to the
-    /// disk's runs now, whatever the save's pace: they leave memory at once. The time they
-    /// took since the last call is returned (µs), for the loop to take off the save's share.
-    pub fn take_ahead(&mut self, clock: &Clock) -> u64 {
-        let Some(mut w) = self.background.take() else {
-            return 0;
-        };
-        w.buf.clear();
-        let (taken, cycles) = {
-            let mut r = w.rdb.lock();
-            let taken = r.rdb.take_ahead(&mut w.buf);
-            (taken, core::mem::take(&mut r.cycles))
-        };
-        if taken {
-            // A failure shows at the save's next step.
-            let _ = self.push_run(&mut w);
-        }
-        self.background = Some(w);
-        clock.cycles_us(cycles)
-    }
-
     /// Writes a whole snapshot now (the loop waits).
     fn snapshot_now(&mut self, engine: &mut Engine, clock: &Clock) -> Result<(), SaveError> {
         let mut w = self.begin(engine, clock, Kind::Save);
         let now = clock.now();
-        while !self.advance(&mut w, now)? {}
+        while !self.advance(&mut w, engine, now)? {}
         self.log_restarted(engine, w.covered);
         Ok(())
     }
@@ -634,7 +623,7 @@ impl Store {
             }
         }
         let w = self.begin(engine, clock, kind);
-        engine.set_write_ahead(Some(Arc::new(AheadHook(w.rdb.clone()))));
+        engine.set_save_hook(Some(Arc::new(Hook(w.rdb.clone()))));
         self.background = Some(w);
     }
 
@@ -650,7 +639,7 @@ impl Store {
         };
         let now = clock.now();
         let t0 = clock.uptime_us();
-        let advanced = self.advance(&mut w, now);
+        let advanced = self.advance(&mut w, engine, now);
         w.steps_us += clock.uptime_us().saturating_sub(t0);
         let result = match advanced {
             Ok(false) => {
@@ -663,13 +652,20 @@ impl Store {
             }
             Err(e) => Err(e),
         };
-        engine.set_write_ahead(None);
-        let (ahead, written) = {
+        engine.set_save_hook(None);
+        let (kept, peak, written) = {
             let r = w.rdb.lock();
-            (r.rdb.ahead_written().0, r.rdb.keys_written())
+            (
+                r.rdb.kept().0,
+                r.rdb.kept_peak_bytes(),
+                r.rdb.keys_written(),
+            )
         };
-        if ahead > 0 {
-            println!("kayvee: the snapshot wrote {ahead} of its {written} keys ahead of its walk, before commands changed them");
+        if kept > 0 {
+            println!(
+                "kayvee: the snapshot kept the old values of {kept} of its {written} keys, changed ahead of its walk (at most {} KiB at once)",
+                peak / 1024
+            );
         }
         let took_us = clock.uptime_us().saturating_sub(w.started_us);
         println!(

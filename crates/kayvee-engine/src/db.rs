@@ -29,8 +29,8 @@ pub struct Db {
     pub(crate) touch: crate::touch::Touch,
     /// How a key past its TTL is treated (a replica's rules; set by dispatch per command).
     pub(crate) expiry: Expiry,
-    /// A background save to tell before a key changes (see [`crate::write_ahead`]).
-    pub(crate) ahead: Option<crate::write_ahead::Hook>,
+    /// A background save to tell before a key changes (see [`crate::save_hook`]).
+    pub(crate) save: Option<crate::save_hook::Hook>,
 }
 
 /// How a key past its TTL is treated, as Redis's `expireIfNeeded`: a primary deletes it
@@ -80,26 +80,52 @@ impl Db {
             events: Default::default(),
             touch: Default::default(),
             expiry: Expiry::Delete,
-            ahead: None,
+            save: None,
         }
     }
 
-    /// Installs (None: removes) a background save's write-ahead hook; `index` is this
-    /// database's index in the save's snapshot (see [`crate::write_ahead`]).
-    pub fn set_write_ahead(
+    /// Installs (None: removes) a background save's hook; `index` is this
+    /// database's index in the save's snapshot (see [`crate::save_hook`]).
+    pub fn set_save_hook(
         &mut self,
         index: usize,
-        to: Option<alloc::sync::Arc<dyn crate::write_ahead::WriteAhead>>,
+        to: Option<alloc::sync::Arc<dyn crate::save_hook::SaveHook>>,
     ) {
-        self.ahead = to.map(|to| crate::write_ahead::Hook { db: index, to });
+        self.save = to.map(|to| crate::save_hook::Hook { db: index, to });
     }
 
     /// Tells a background save, if one listens, that `key` is about to change.
     #[inline]
-    fn ahead(&self, key: &[u8]) {
-        if let Some(hook) = &self.ahead {
-            hook.before_write(key);
+    fn before_change(&self, key: &[u8]) {
+        if let Some(hook) = &self.save {
+            hook.to.before_write(hook.db, key, self.view());
         }
+    }
+
+    /// Tells a background save, if one listens, that this database is about to be emptied or
+    /// replaced whole (see [`crate::save_hook`]): whoever replaces a database calls it first.
+    pub fn replacing(&self) {
+        if let Some(hook) = &self.save {
+            hook.to.before_replace(hook.db, self.view());
+        }
+    }
+
+    /// The database as a background save's hook sees it.
+    pub fn view(&self) -> crate::save_hook::DbView<'_> {
+        crate::save_hook::DbView {
+            keys: &self.keys,
+            expires: &self.expires,
+        }
+    }
+
+    /// The keyspace as it is (a background save's walk reads it between commands).
+    pub fn keys_map(&self) -> &PMap<Key, Entry> {
+        &self.keys
+    }
+
+    /// The TTLs as they are (key to absolute unix ms).
+    pub fn expires_map(&self) -> &PMap<Key, u64> {
+        &self.expires
     }
 
     /// Number of keys (expired but not yet reclaimed ones included, as Redis's DBSIZE).
@@ -162,7 +188,7 @@ impl Db {
 
     /// Deletes an expired key; true.
     fn expire_now(&mut self, key: &[u8]) -> bool {
-        self.ahead(key);
+        self.before_change(key);
         self.keys.remove(key);
         self.expires.remove(key);
         self.stats.expired += 1;
@@ -191,12 +217,9 @@ impl Db {
         }
         // The access time is written only when its second changed (and the LFU counter only
         // when it moves): most reads write nothing, and a read copies no node a snapshot
-        // shares within the same second.
+        // shares within the same second. The touch changes no saved field: a background
+        // save is not told.
         let clock = crate::value::lru_clock(now_ms);
-        if self.ahead.is_some() && self.keys.contains_key(key) {
-            // The touch below may write the entry (once a second): the save goes first.
-            self.ahead(key);
-        }
         let found = if self.touch.lfu {
             let (touch, r) = (self.touch, self.touch.draw());
             self.keys.get_touch(
@@ -233,7 +256,7 @@ impl Db {
         } else {
             0.0
         };
-        self.ahead(key);
+        self.before_change(key);
         let e = self.keys.get_mut(key)?;
         if self.touch.lfu {
             *e.meta_mut() = self.touch.accessed(e.meta(), now_ms, r);
@@ -268,8 +291,17 @@ impl Db {
     #[inline]
     fn set_new(&mut self, key: &[u8], entry: Entry, now_ms: u64, keep_ttl: bool) {
         self.modified(key);
-        self.ahead(key);
-        let Some(old) = self.keys.insert(Key::from_slice(key), entry) else {
+        let old = self.keys.insert(Key::from_slice(key), entry);
+        if let Some(hook) = &self.save {
+            // The save learns of the change after it, with the old value the insert found.
+            let ttl = match &old {
+                Some(e) if e.meta().has(Meta::HAS_EXPIRE) => self.expires.get(key).copied(),
+                _ => None,
+            };
+            hook.to
+                .replaced(hook.db, key, old.as_ref(), ttl, self.view());
+        }
+        let Some(old) = old else {
             self.events.key(listen::CREATED, key, KeyEvent::Created);
             return;
         };
@@ -312,7 +344,7 @@ impl Db {
     /// Inserts an entry as is (its HAS_EXPIRE flag is recomputed) and sets or clears the TTL.
     pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: Option<u64>) {
         self.modified(key);
-        self.ahead(key);
+        self.before_change(key);
         entry
             .meta_mut()
             .set_flag(Meta::HAS_EXPIRE, expire_at_ms.is_some());
@@ -350,7 +382,7 @@ impl Db {
         if !self.expires.is_empty() && self.expire_for_write(key, now_ms) {
             return None;
         }
-        self.ahead(key);
+        self.before_change(key);
         let (_, entry) = self.keys.remove(key)?;
         self.events.key(kind, key, make);
         let ttl = if entry.meta().has(Meta::HAS_EXPIRE) {
@@ -374,7 +406,7 @@ impl Db {
     /// Deletes a key even when its TTL has passed, without expiring it first, as Redis's
     /// `dbDelete` (what a store command with an empty result does); returns whether it existed.
     pub fn delete(&mut self, key: &[u8]) -> bool {
-        self.ahead(key);
+        self.before_change(key);
         let Some((_, entry)) = self.keys.remove(key) else {
             return false;
         };
@@ -387,7 +419,7 @@ impl Db {
 
     /// Sets the absolute expiry time of an existing key; returns false when the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
-        self.ahead(key);
+        self.before_change(key);
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
@@ -399,7 +431,7 @@ impl Db {
 
     /// Removes the TTL of a key; returns whether there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
-        self.ahead(key);
+        self.before_change(key);
         let Some(e) = self.keys.get_mut(key) else {
             return false;
         };
@@ -414,6 +446,7 @@ impl Db {
 
     /// Drops every key (O(1): the old version is freed when no snapshot holds it).
     pub fn clear(&mut self) {
+        self.replacing();
         if self.events.wants(listen::FLUSHED) {
             let old = self.keys.clone();
             self.events
@@ -524,7 +557,7 @@ impl Db {
             }
         });
         for k in due.iter() {
-            self.ahead(&k[..]);
+            self.before_change(&k[..]);
             self.keys.remove(&k[..]);
             self.expires.remove(&k[..]);
             self.events

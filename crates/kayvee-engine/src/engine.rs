@@ -172,15 +172,12 @@ impl Engine {
         }
     }
 
-    /// Installs a background save's write-ahead hook on every database (each with its index
-    /// now, the snapshot's), or removes it with None. Call it right after taking the snapshot
-    /// the hook writes, before any other command runs. See [`crate::write_ahead`].
-    pub fn set_write_ahead(
-        &mut self,
-        to: Option<alloc::sync::Arc<dyn crate::write_ahead::WriteAhead>>,
-    ) {
+    /// Installs a background save's hook on every database (each with its index now, the
+    /// save's), or removes it with None. Call it when the save starts, before any other
+    /// command runs. See [`crate::save_hook`].
+    pub fn set_save_hook(&mut self, to: Option<alloc::sync::Arc<dyn crate::save_hook::SaveHook>>) {
         for (db, d) in self.core.dbs.iter_mut().enumerate() {
-            d.set_write_ahead(db, to.clone());
+            d.set_save_hook(db, to.clone());
         }
     }
 
@@ -823,6 +820,7 @@ impl Engine {
     /// and the loading state, if any, ends.
     pub fn load_dbs(&mut self, dbs: Vec<Db>, loaded: u64, expired: u64, now: Now) {
         for (slot, db) in self.core.dbs.iter_mut().zip(dbs) {
+            slot.replacing();
             *slot = db;
         }
         self.core.save_progress.dbs_replaced();

@@ -58,6 +58,7 @@ pub mod pubsub;
 pub mod repl;
 pub mod reply;
 pub mod rng;
+pub mod save_hook;
 pub mod save_progress;
 #[cfg(feature = "scripting")]
 pub mod script;
@@ -71,7 +72,6 @@ pub mod tracking;
 pub mod txn;
 pub mod util;
 pub mod value;
-pub mod write_ahead;
 
 pub use argv::{Argv, ArgvBuf};
 pub use client::{Client, ClientTable, ConnInfo, Handle, Transport};

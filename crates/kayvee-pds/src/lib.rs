@@ -21,5 +21,5 @@ pub mod ordset;
 pub use bytelist::PByteList;
 pub use bytes::SmallBytes;
 pub use list::PList;
-pub use map::{Detached, PMap};
+pub use map::PMap;
 pub use ordset::POrdSet;

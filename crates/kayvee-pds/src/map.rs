@@ -196,30 +196,6 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
         node::release_below(&mut self.root, 0, cursor)
     }
 
-    /// Takes out of this version the smallest part of the trie that a write of a key hashing
-    /// to `hash` would copy if another version shares it: the deepest node on `hash`'s path,
-    /// with its subtree (the whole map when that is the root), provided it holds at most `max`
-    /// entries. For a reader that owns a snapshot (a background save): it writes the part out
-    /// now, before the live version's write, and drops it, so the write finds the nodes
-    /// unshared and changes them in place instead of copying them. None when the part is
-    /// bigger than `max` or holds nothing. Scans of what is left are unaffected elsewhere;
-    /// `len` counts what is left. O(depth) (copying the shared nodes on the path).
-    pub fn detach_around(&mut self, hash: u64, max: usize) -> Option<Detached<K, V>> {
-        match node::unit_size(&self.root, 0, hash) {
-            Some(0) => None,
-            Some(n) if n <= max => {
-                let (part, lowest) = node::detach_around(&mut self.root, 0, hash);
-                Some(Detached(part, lowest))
-            }
-            Some(_) => None,
-            None if self.root.header.size == 0 || self.root.header.size > max => None,
-            None => Some(Detached(
-                core::mem::replace(&mut self.root, node::empty()),
-                0,
-            )),
-        }
-    }
-
     /// A pseudo-random entry chosen with `rnd` (uniform over entries when `rnd` is). O(depth).
     pub fn random(&self, rnd: u64) -> Option<(&K, &V)> {
         if self.is_empty() {
@@ -284,32 +260,6 @@ impl<K: Hash + Eq + Clone, V: Clone> PMap<K, V> {
             assert!(prev <= h, "iteration out of hash order");
             prev = h;
         }
-    }
-}
-
-/// A part of a map taken out by [`PMap::detach_around`]: its entries can be visited, then it is
-/// dropped.
-pub struct Detached<K, V>(Node<K, V>, u64);
-
-impl<K, V> Detached<K, V> {
-    /// No entry of the part hashes below this (the hash bits its place in the trie fixes).
-    pub fn lowest_hash(&self) -> u64 {
-        self.1
-    }
-
-    /// Entries it holds.
-    pub fn len(&self) -> usize {
-        self.0.header.size
-    }
-
-    /// Whether it holds no entry.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Calls `f` with each entry, in no particular order.
-    pub fn for_each(&self, mut f: impl FnMut(&K, &V)) {
-        node::for_each_entry(&self.0, &mut f);
     }
 }
 
@@ -784,91 +734,5 @@ mod tests {
             addrs.len()
         );
         live.check_invariants();
-    }
-
-    #[test]
-    fn detach_ahead_of_a_scan_sees_everything_once() {
-        let live = filled(20_000);
-        let mut snap = live.clone();
-        let (mut cursor, mut seen) = (0u64, Vec::new());
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        loop {
-            // A few writes ahead of the scan: their parts are written out (those not yet
-            // visited) and dropped from the snapshot.
-            for _ in 0..40 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let k = (rng % 25_000) as u32;
-                if let Some(part) = snap.detach_around(live.hash_of(&k), 128) {
-                    assert!(part.len() <= 128 && !part.is_empty());
-                    part.for_each(|k, _| assert!(live.hash_of(k) >= part.lowest_hash()));
-                    let before = seen.len();
-                    part.for_each(|k, v| {
-                        if live.hash_of(k) >= cursor {
-                            seen.push((*k, *v));
-                        }
-                    });
-                    assert!(seen.len() - before <= part.len());
-                }
-            }
-            let next = snap.scan(cursor, 500, |k, v| seen.push((*k, *v)));
-            if next == 0 {
-                break;
-            }
-            snap.release_below(next);
-            cursor = next;
-        }
-        seen.sort_unstable();
-        let mut all: Vec<_> = live.iter().map(|(k, v)| (*k, *v)).collect();
-        all.sort_unstable();
-        assert_eq!(seen, all, "every entry written once, ahead or in order");
-        live.check_invariants();
-    }
-
-    #[test]
-    fn detach_leaves_the_live_path_unshared() {
-        let mut live = filled(20_000);
-        let mut snap = live.clone();
-        let addrs = live.node_addrs();
-        let k = 1234u32;
-        let part = snap
-            .detach_around(live.hash_of(&k), 128)
-            .expect("a leaf-sized part");
-        let mut held = Vec::new();
-        part.for_each(|k, v| held.push((*k, *v)));
-        assert!(held.contains(&(k, 2 * k)));
-        assert_eq!(snap.len(), 20_000 - part.len());
-        assert!(snap.get(&k).is_none(), "the part left the snapshot");
-        drop(part);
-        live.insert(k, 0);
-        assert_eq!(live.node_addrs(), addrs, "the write copied no node");
-        // The snapshot kept everything else.
-        assert!((0..20_000u32)
-            .filter(|x| !held.iter().any(|(h, _)| h == x))
-            .all(|x| snap.get(&x) == Some(&(2 * x))));
-        live.check_invariants();
-    }
-
-    #[test]
-    fn detach_takes_a_small_map_whole_and_refuses_big_parts() {
-        let live = filled(50);
-        let mut snap = live.clone();
-        assert!(
-            snap.clone().detach_around(0, 10).is_none(),
-            "bigger than max"
-        );
-        let part = snap.detach_around(live.hash_of(&7), 64).expect("the root");
-        assert_eq!((part.len(), snap.len()), (50, 0));
-        assert!(snap.detach_around(live.hash_of(&7), 64).is_none());
-        let mut colliding = PMap::with_seed(1);
-        for i in 0..40 {
-            colliding.insert(Colliding(i, 1000), i);
-        }
-        let mut snap = colliding.clone();
-        let part = snap
-            .detach_around(colliding.hash_of(&Colliding(3, 1000)), 64)
-            .expect("the collision group");
-        assert_eq!(part.len(), 40);
     }
 }

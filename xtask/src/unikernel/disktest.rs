@@ -113,11 +113,11 @@ fn save_reboot_export(image: &Path, work: &Path) -> Result<(), String> {
 /// Keys of the background save under writes.
 const AHEAD_KEYS: u32 = 100_000;
 
-/// BGSAVE while one client keeps rewriting, deleting and creating keys: the writes change keys
-/// the snapshot has not written yet, so it writes their parts ahead of its walk (the console
-/// says how many keys). The next boot (the append-only log is off) must hold the keyspace of
-/// the BGSAVE's instant: its DEBUG DIGEST, taken by the same client just before, as nothing
-/// else runs between the two.
+/// BGSAVE while one client keeps rewriting, deleting and creating keys, and swaps and empties
+/// databases: the writes change keys the save's walk has not reached yet, so it keeps their
+/// old values (the console says how many keys). The next boot (the append-only log is off)
+/// must hold the keyspace of the BGSAVE's instant: its DEBUG DIGEST, taken by the same client
+/// just before, as nothing else runs between the two.
 fn bgsave_under_writes(image: &Path, work: &Path) -> Result<(), String> {
     let disk_file = work.join("disk-ahead.img");
     disk::create(&disk_file, "64M")?;
@@ -146,8 +146,16 @@ fn bgsave_under_writes(image: &Path, work: &Path) -> Result<(), String> {
                     _ => resp_command(&["SET", &k, "rewritten"]),
                 });
             }
+            // Whole databases replaced mid-save (the walk goes on in their old versions).
+            let extra = match batches {
+                60 | 62 => Some(resp_command(&["SWAPDB", "0", "1"])),
+                64 => Some(resp_command(&["FLUSHDB"])),
+                _ => None,
+            };
+            let replies = 64 + usize::from(extra.is_some());
+            batch.extend(extra.unwrap_or_default());
             c.send(&batch)?;
-            for _ in 0..64 {
+            for _ in 0..replies {
                 let r = c.reply()?;
                 if r.starts_with('-') {
                     return Err(format!("a write during BGSAVE: {r}"));
@@ -166,10 +174,10 @@ fn bgsave_under_writes(image: &Path, work: &Path) -> Result<(), String> {
             .map_err(|_| "console lock")?
             .iter()
             .rev()
-            .find(|(_, l)| l.contains("keys ahead of its walk"))
+            .find(|(_, l)| l.contains("changed ahead of its walk"))
             .map(|(_, l)| l.clone())
             .ok_or(format!(
-                "the console has no write-ahead line (target/{log})"
+                "the console has no line of old values kept (target/{log})"
             ))?;
         shutdown(&mut qemu, port, "NOSAVE")?;
         Ok((digest, batches, ahead))

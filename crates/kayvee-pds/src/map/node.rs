@@ -759,64 +759,6 @@ pub(super) fn release_below<K: Clone, V: Clone>(
     removed
 }
 
-/// The size of the subtree [`detach_around`] would take for `hash` below this node (a child
-/// of it), or None when the position of `hash` here is no child. Reads only.
-pub(super) fn unit_size<K, V>(node: &Node<K, V>, level: usize, hash: u64) -> Option<usize> {
-    let (mut node, mut level) = (node, level);
-    loop {
-        let bit = 1u32 << frag(hash, level);
-        if level >= COLLISION_LEVEL || node.header.nodemap & bit == 0 {
-            return None;
-        }
-        let child = &node.header.children[index(node.header.nodemap, bit)];
-        let deeper = level + 1 < COLLISION_LEVEL
-            && child.header.nodemap & (1u32 << frag(hash, level + 1)) != 0;
-        if !deeper {
-            return Some(child.header.size);
-        }
-        (node, level) = (child, level + 1);
-    }
-}
-
-/// Takes out of this version the node below `node` that holds `hash`'s position (the deepest
-/// node on `hash`'s path) with its whole subtree, copying the shared nodes on the path first,
-/// and returns it; the caller checked with [`unit_size`] that there is one. The version left
-/// is a valid trie for scans, though not canonical.
-/// Also returns the lowest hash the part can hold (the hash bits its path fixes).
-pub(super) fn detach_around<K: Clone, V: Clone>(
-    node: &mut Node<K, V>,
-    level: usize,
-    hash: u64,
-) -> (Node<K, V>, u64) {
-    let bit = 1u32 << frag(hash, level);
-    let ci = index(node.header.nodemap, bit);
-    let child = &node.header.children[ci];
-    let deeper =
-        level + 1 < COLLISION_LEVEL && child.header.nodemap & (1u32 << frag(hash, level + 1)) != 0;
-    let n = make_unique(node);
-    let (taken, lowest) = if deeper {
-        detach_around(&mut n.header.children[ci], level + 1, hash)
-    } else {
-        let mut children = mem::take(&mut n.header.children).into_vec();
-        let taken = children.remove(ci);
-        n.header.children = children.into_boxed_slice();
-        n.header.nodemap &= !bit;
-        (taken, hash & prefix_mask(level + 1))
-    };
-    n.header.size -= taken.header.size;
-    (taken, lowest)
-}
-
-/// Calls `f` with every entry of the subtree (in no particular order).
-pub(super) fn for_each_entry<K, V>(node: &Node<K, V>, f: &mut impl FnMut(&K, &V)) {
-    for (k, v) in node.slice[..node.header.entries()].iter().flatten() {
-        f(k, v);
-    }
-    for child in node.header.children.iter() {
-        for_each_entry(child, f);
-    }
-}
-
 /// Picks the `r`-th entry of the subtree (`r < size`) in O(depth * 32): a node's own entries
 /// come first, then its children's subtrees in order. The children are walked from whichever
 /// end is nearer `r`.

@@ -101,6 +101,8 @@ pub(super) fn swapdb(cx: &mut Cx<'_>, args: &Argv<'_>, out: &mut dyn ReplySink) 
         // Events recorded so far belong to the index they were recorded under; watches stay
         // with the index (a client watching a key of db `a` still does).
         crate::drain::drain(cx.core);
+        cx.core.dbs[a].replacing();
+        cx.core.dbs[b].replacing();
         cx.core.dbs.swap(a, b);
         cx.core.save_progress.swapped(a, b);
         cx.core.blocking.signal_db(a);

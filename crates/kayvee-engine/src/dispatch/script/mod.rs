@@ -330,6 +330,7 @@ impl Dispatch<'_> {
             run.ldb_end();
             run.d.state.script_close = true;
             if let Some(dbs) = run.ldb.as_mut().and_then(ldb::Ldb::take_rollback) {
+                run.d.core.dbs.iter().for_each(crate::db::Db::replacing);
                 run.d.core.dbs = dbs;
             }
         }

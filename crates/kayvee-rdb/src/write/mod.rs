@@ -5,22 +5,26 @@
 //! buffer the caller writes wherever it wants. The writer owns a [`Snapshot`], so it can run
 //! on another thread while the engine goes on changing its own (copy-on-write) databases.
 //!
-//! Write-ahead ([`RdbWriter::write_ahead`], behind the engine's `write_ahead::WriteAhead` hook, for a writer on
-//! the engine's own thread): before the engine changes a key the snapshot still holds, the
-//! writer serialises the snapshot's part around that key (a trie node of a few dozen keys,
-//! `PMap::detach_around`) out of order and drops it, so the write copies nothing. An RDB file
-//! need not follow hash order: each such section starts with its own SELECTDB, and the next
-//! in-order piece selects its database again.
+//! A writer on the engine's own thread can walk the live databases instead
+//! ([`RdbWriter::live`], [`RdbWriter::next_chunk_of`]), between commands, with an undo log
+//! behind the engine's `save_hook::SaveHook` hook ([`RdbWriter::before_write`],
+//! [`RdbWriter::before_replace`]): before a key ahead of the walk changes, its value as it
+//! was at the start is kept, and the walk writes that instead (or, for a key deleted since,
+//! where the walk passes its hash). Writes then copy no trie node, whatever the save's pace.
 
 use crate::encode::{type_of, write_body, write_len, write_string};
 use crate::lzf::Lzf;
 use crate::{opcode, CRC64, RDB_VERSION};
 use alloc::string::String;
 use alloc::vec::Vec;
+use kayvee_engine::db::DbSnapshot;
 use kayvee_engine::db::Key;
+use kayvee_engine::save_hook::DbView;
 use kayvee_engine::value::Entry;
-use kayvee_engine::{Snapshot, ValueRef};
+use kayvee_engine::{Db, Snapshot, ValueRef};
 use kayvee_pds::PMap;
+
+mod live;
 
 /// The function libraries as Redis 7.0 writes them (in RDB files and FUNCTION DUMP): per
 /// library the `FUNCTION2` opcode and its code as a string.
@@ -34,10 +38,6 @@ pub fn write_functions(out: &mut Vec<u8>, codes: &[Vec<u8>], mut lzf: Option<&mu
 /// Keys written between two releases of the written part of the snapshot (a few of its
 /// leaves: the memory they hold a little longer is small).
 const RELEASE_KEYS: usize = 256;
-
-/// The most keys one write-ahead section takes (a leaf-level node holds a few dozen; a bigger
-/// part, near the root of a small or thinned trie, is left to be copied).
-const AHEAD_MAX_KEYS: usize = 128;
 
 /// What the writer needs besides the snapshot.
 #[derive(Clone, Debug)]
@@ -127,13 +127,9 @@ pub struct RdbWriter {
     released_below: u64,
     /// The LZF compressor (its table is reused across strings), when compressing.
     lzf: Option<Lzf>,
-    /// Write-ahead sections not yet handed out (see the module doc), and the database the
-    /// last one selected.
-    ahead: Vec<u8>,
-    ahead_db: Option<usize>,
-    /// Keys written ahead, and their bytes, over the writer's life.
-    ahead_keys: u64,
-    ahead_bytes: u64,
+    /// The undo log of a writer of the live databases (see the module doc); its snapshot
+    /// then holds only the databases replaced whole since the start.
+    live: Option<live::Live>,
 }
 
 impl RdbWriter {
@@ -149,61 +145,109 @@ impl RdbWriter {
             unreleased: 0,
             released_below: 0,
             lzf: opts.compress.then(Lzf::new),
-            ahead: Vec::new(),
-            ahead_db: None,
-            ahead_keys: 0,
-            ahead_bytes: 0,
+            live: None,
         }
     }
 
-    /// Keys written ahead of the hash order, and the bytes of those sections (see the module
-    /// doc).
-    pub fn ahead_written(&self) -> (u64, u64) {
-        (self.ahead_keys, self.ahead_bytes)
+    /// A writer of the live databases from now (see the module doc): `snapshot` gives the
+    /// time, the function libraries and the number of databases; its databases are dropped
+    /// here, before any write, so the live ones stay unshared. Pieces come from
+    /// [`RdbWriter::next_chunk_of`]; the engine's hook must call
+    /// [`RdbWriter::before_write`] and [`RdbWriter::before_replace`] from now on.
+    pub fn live(mut snapshot: Snapshot, opts: WriteOptions) -> Self {
+        let n = snapshot.dbs.len();
+        for d in snapshot.dbs.iter_mut() {
+            d.keys.clear();
+            d.expires.clear();
+        }
+        let mut w = RdbWriter::new(snapshot, opts);
+        w.live = Some(live::Live::new(n));
+        w
     }
 
-    /// Before the live database `db` (the snapshot's index) changes `key`: writes the
-    /// snapshot's part around `key` that is not written yet into the next piece, and lets go
-    /// of it (see the module doc). Nothing when that part is written already or too big.
-    pub fn write_ahead(&mut self, db: usize, key: &[u8]) {
-        let (current, cursor) = match self.stage {
-            Stage::Header => (0, 0),
-            Stage::Keys { db, cursor, .. } => (db, cursor),
-            Stage::Trailer | Stage::Done => return,
-        };
-        let Some(snap) = self.snapshot.dbs.get_mut(db).filter(|_| db >= current) else {
-            return;
-        };
-        let Some(part) = snap
-            .keys
-            .detach_around(snap.keys.hash_of(key), AHEAD_MAX_KEYS)
-        else {
-            return;
-        };
-        let out = &mut self.ahead;
-        let start = out.len();
-        if self.ahead_db != Some(db) {
-            out.push(opcode::SELECTDB);
-            write_len(out, db as u64);
-            self.ahead_db = Some(db);
+    /// Keys whose old value a live writer kept over its life, and keeps now.
+    pub fn kept(&self) -> (u64, usize) {
+        self.live
+            .as_ref()
+            .map_or((0, 0), |l| (l.kept_keys, l.kept_now))
+    }
+
+    /// The most bytes a live writer's undo log held at once (its table and array, not the
+    /// old values' own heap parts).
+    pub fn kept_peak_bytes(&self) -> usize {
+        self.live.as_ref().map_or(0, |l| l.peak_bytes)
+    }
+
+    /// The first database and hash the walk has not written yet (`None`: it is past the
+    /// keys).
+    fn position(&self) -> Option<(usize, u64)> {
+        match self.stage {
+            Stage::Header => Some((0, 0)),
+            Stage::Keys { db, cursor, .. } => Some((db, cursor)),
+            Stage::Trailer | Stage::Done => None,
         }
-        // Entries the in-order walk has passed (stored inline on its path) are written already.
-        let skip_below = match db == current && cursor > part.lowest_hash() {
-            true => cursor,
-            false => 0, // the whole part lies at or past the walk's cursor
+    }
+
+    /// Before the live database `index` (now `db`) changes `key`: keeps its value as it was
+    /// at the start when the walk has not passed it (a live writer's hook).
+    pub fn before_write(&mut self, index: usize, key: &[u8], db: DbView<'_>) {
+        let Some((live, from_hash)) = self.live_at(index) else {
+            return;
         };
-        let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
-        let (keys, lzf) = (&snap.keys, &mut self.lzf);
-        let mut n = 0;
-        part.for_each(|k, e| {
-            if skip_below == 0 || keys.hash_of(k) >= skip_below {
-                write_entry(out, k, e, expires, lzf.as_mut());
-                n += 1;
-            }
-        });
-        self.keys_written += n;
-        self.ahead_keys += n;
-        self.ahead_bytes += (out.len() - start) as u64;
+        if let Some(slot) = live.wants(index, key, db, from_hash) {
+            let old = db.keys.get(key).map(|e| {
+                let ttl = match db.expires.is_empty() {
+                    true => None,
+                    false => db.expires.get(key).copied(),
+                };
+                (e.clone(), ttl)
+            });
+            live.keep(index, key, slot, old);
+        }
+    }
+
+    /// After the live database `index` (now `db`) stored a new value for `key` in place of
+    /// `old` (with TTL `ttl`): [`RdbWriter::before_write`] with the old value at hand, which
+    /// spares a lookup on SET's path (a live writer's hook).
+    pub fn replaced(
+        &mut self,
+        index: usize,
+        key: &[u8],
+        old: Option<&Entry>,
+        ttl: Option<u64>,
+        db: DbView<'_>,
+    ) {
+        let Some((live, from_hash)) = self.live_at(index) else {
+            return;
+        };
+        if let Some(slot) = live.wants(index, key, db, from_hash) {
+            live.keep(index, key, slot, old.map(|e| (e.clone(), ttl)));
+        }
+    }
+
+    /// A live writer's undo log, and the first hash of database `index` its walk has not
+    /// written (`None` when it has written the whole database).
+    fn live_at(&mut self, index: usize) -> Option<(&mut live::Live, u64)> {
+        let (at_db, at_hash) = self.position()?;
+        let live = self.live.as_mut().filter(|_| index >= at_db)?;
+        Some((live, if index == at_db { at_hash } else { 0 }))
+    }
+
+    /// Before the live database `index` (now `db`) is emptied or replaced whole: the walk
+    /// goes on in this version of it (a live writer's hook).
+    pub fn before_replace(&mut self, index: usize, db: DbView<'_>) {
+        let Some((at_db, _)) = self.position() else {
+            return;
+        };
+        let Some(live) = self.live.as_mut().filter(|_| index >= at_db) else {
+            return;
+        };
+        if live.freeze(index) {
+            self.snapshot.dbs[index] = DbSnapshot {
+                keys: db.keys.clone(),
+                expires: db.expires.clone(),
+            };
+        }
     }
 
     /// Keys serialised so far.
@@ -231,12 +275,17 @@ impl RdbWriter {
     /// Appends the next piece of the file to `out` (at least `chunk_len` bytes unless the end
     /// comes first). Returns false, appending nothing, once the file is complete.
     pub fn next_chunk(&mut self, out: &mut Vec<u8>) -> bool {
+        self.next_chunk_of(&[], out)
+    }
+
+    /// [`RdbWriter::next_chunk`] of a live writer: `dbs` are the engine's databases now.
+    pub fn next_chunk_of(&mut self, dbs: &[Db], out: &mut Vec<u8>) -> bool {
         if self.stage == Stage::Done {
             return false;
         }
         let start = out.len();
         while self.stage != Stage::Done && out.len() - start < self.opts.chunk_len.max(1) {
-            self.step(out);
+            self.step(dbs, out);
         }
         true
     }
@@ -249,7 +298,7 @@ impl RdbWriter {
         }
         // A chunk length under 64 bytes makes a key batch of one.
         let chunk_len = core::mem::replace(&mut self.opts.chunk_len, 1);
-        self.step(out);
+        self.step(&[], out);
         self.opts.chunk_len = chunk_len;
         true
     }
@@ -261,46 +310,19 @@ impl RdbWriter {
         out
     }
 
-    /// Appends the write-ahead sections made since the last piece, if any, without walking
-    /// further (so they leave memory at once); returns whether it appended anything.
-    pub fn take_ahead(&mut self, out: &mut Vec<u8>) -> bool {
-        let before = out.len();
-        self.hand_out_ahead(out);
-        self.digest.update(&out[before..]);
-        out.len() > before
-    }
-
-    /// Moves the pending write-ahead sections to `out` (after the header only), then selects
-    /// the walk's database again.
-    fn hand_out_ahead(&mut self, out: &mut Vec<u8>) {
-        if self.ahead.is_empty() || self.stage == Stage::Header {
-            return;
-        }
-        out.append(&mut self.ahead);
-        self.ahead_db = None;
-        if let Stage::Keys {
-            db, started: true, ..
-        } = self.stage
-        {
-            out.push(opcode::SELECTDB);
-            write_len(out, db as u64);
-        }
-    }
-
     /// One stage step; the bytes it appends go into the checksum.
-    fn step(&mut self, out: &mut Vec<u8>) {
+    fn step(&mut self, dbs: &[Db], out: &mut Vec<u8>) {
         let before = out.len();
-        self.hand_out_ahead(out);
         match self.stage {
             Stage::Header => {
                 self.header(out);
-                self.stage = self.next_db(0);
+                self.stage = self.next_db(dbs, 0);
             }
             Stage::Keys {
                 db,
                 cursor,
                 started,
-            } => self.keys(out, db, cursor, started),
+            } => self.keys(dbs, out, db, cursor, started),
             Stage::Trailer => {
                 out.push(opcode::EOF);
                 self.digest.update(&out[before..]);
@@ -352,9 +374,23 @@ impl RdbWriter {
         write_functions(out, &self.snapshot.functions, lzf.as_mut());
     }
 
-    /// The stage for the first non-empty database at or after `db`.
-    fn next_db(&self, db: usize) -> Stage {
-        match (db..self.snapshot.dbs.len()).find(|&i| !self.snapshot.dbs[i].keys.is_empty()) {
+    /// The keys and TTLs the walk reads for database `db`: the snapshot's, or a live
+    /// writer's live database (`dbs`) unless it was replaced whole.
+    fn source<'a>(
+        &'a self,
+        dbs: &'a [Db],
+        db: usize,
+    ) -> (&'a PMap<Key, Entry>, &'a PMap<Key, u64>) {
+        source(&self.snapshot, self.live.as_ref(), dbs, db)
+    }
+
+    /// The stage for the first non-empty database at or after `db` (for a live writer, one
+    /// with keys now or old values kept).
+    fn next_db(&self, dbs: &[Db], db: usize) -> Stage {
+        let has_keys = |i: usize| {
+            !self.source(dbs, i).0.is_empty() || self.live.as_ref().is_some_and(|l| l.has_kept(i))
+        };
+        match (db..self.snapshot.dbs.len()).find(|&i| has_keys(i)) {
             Some(db) => Stage::Keys {
                 db,
                 cursor: 0,
@@ -365,38 +401,66 @@ impl RdbWriter {
     }
 
     /// SELECTDB and RESIZEDB when starting a database, then a batch of its keys.
-    fn keys(&mut self, out: &mut Vec<u8>, db: usize, cursor: u64, started: bool) {
-        let snap = &self.snapshot.dbs[db];
+    fn keys(&mut self, dbs: &[Db], out: &mut Vec<u8>, db: usize, cursor: u64, started: bool) {
+        let (keys, expires) = source(&self.snapshot, self.live.as_ref(), dbs, db);
         if !started {
             out.push(opcode::SELECTDB);
             write_len(out, db as u64);
             out.push(opcode::RESIZEDB);
-            write_len(out, snap.keys.len() as u64);
-            write_len(out, snap.expires.len() as u64);
+            write_len(out, keys.len() as u64);
+            write_len(out, expires.len() as u64);
         }
-        let lzf = &mut self.lzf;
+        let (lzf, live) = (&mut self.lzf, &mut self.live);
         let mut n = 0;
         let batch = (self.opts.chunk_len / 64).clamp(1, 1024);
         // Most datasets have few keys with a TTL, often none: no lookup then.
-        let expires = (!snap.expires.is_empty()).then_some(&snap.expires);
-        let next = snap.keys.scan(cursor, batch, |k, e| {
-            write_entry(out, k, e, expires, lzf.as_mut());
-            n += 1;
-        });
+        let expires = (!expires.is_empty()).then_some(expires);
+        let ttl = |k: &Key| expires.and_then(|x| x.get(&k[..]).copied());
+        let next = match live.as_mut() {
+            None => keys.scan(cursor, batch, |k, e| {
+                write_entry(out, k, e, ttl(k), lzf.as_mut());
+                n += 1;
+            }),
+            Some(live) => {
+                // The keys (the live ones, or the version handed over when the database was
+                // replaced), each replaced by its old value where one is kept; then the keys
+                // deleted since, at the database's end.
+                let next = keys.scan(cursor, batch, |k, e| {
+                    let taken = match live.has_kept(db) {
+                        true => live.take(db, keys.hash_of(k), k),
+                        false => None,
+                    };
+                    match taken {
+                        None => write_entry(out, k, e, ttl(k), lzf.as_mut()),
+                        Some(Some((e, ttl))) => write_entry(out, k, &e, ttl, lzf.as_mut()),
+                        Some(None) => return, // new since the start
+                    }
+                    n += 1;
+                });
+                if next == 0 {
+                    live.take_rest(db, |k, e, ttl| {
+                        write_entry(out, k, e, ttl, lzf.as_mut());
+                        n += 1;
+                    });
+                }
+                next
+            }
+        };
         self.keys_written += n;
         self.unreleased += n as usize;
-        // Let go of what is written: the live keyspace then writes those nodes in place again
-        // instead of copying them, and the old values it replaces are freed now rather than at
-        // the end of the save (the bound on a background save's extra memory). Every
-        // `RELEASE_KEYS` keys: each release reallocates the path's child lists.
         let snap = &mut self.snapshot.dbs[db];
         self.stage = if next == 0 {
             snap.keys.clear();
             snap.expires.clear();
             self.unreleased = 0;
             self.released_below = 0;
-            self.next_db(db + 1)
+            self.next_db(dbs, db + 1)
         } else {
+            // Let go of what is written: the live keyspace then writes those nodes in place
+            // again instead of copying them, and the old values it replaces are freed now
+            // rather than at the end of the save (the bound on a background save's extra
+            // memory). Every `RELEASE_KEYS` keys: each release reallocates the path's child
+            // lists.
             if self.unreleased >= RELEASE_KEYS {
                 snap.keys.release_below(next);
                 self.unreleased = 0;
@@ -411,17 +475,24 @@ impl RdbWriter {
     }
 }
 
+/// The keys and TTLs the walk reads for database `db` (see [`RdbWriter::source`]).
+fn source<'a>(
+    snapshot: &'a Snapshot,
+    live: Option<&live::Live>,
+    dbs: &'a [Db],
+    db: usize,
+) -> (&'a PMap<Key, Entry>, &'a PMap<Key, u64>) {
+    match live.filter(|l| !l.frozen(db)) {
+        Some(_) => (dbs[db].keys_map(), dbs[db].expires_map()),
+        None => (&snapshot.dbs[db].keys, &snapshot.dbs[db].expires),
+    }
+}
+
 /// One key: its expiry time when it has one, its type, name and value (inlined into the walk
-/// and the write-ahead, like the string writes it makes).
+/// and its undo log, like the string writes it makes).
 #[inline(always)]
-fn write_entry(
-    out: &mut Vec<u8>,
-    k: &Key,
-    e: &Entry,
-    expires: Option<&PMap<Key, u64>>,
-    lzf: Option<&mut Lzf>,
-) {
-    if let Some(&at) = expires.and_then(|x| x.get(&k[..])) {
+fn write_entry(out: &mut Vec<u8>, k: &Key, e: &Entry, ttl: Option<u64>, lzf: Option<&mut Lzf>) {
+    if let Some(at) = ttl {
         out.push(opcode::EXPIRETIME_MS);
         out.extend_from_slice(&at.to_le_bytes());
     }

@@ -1,24 +1,19 @@
-//! A writer on the engine's thread with the write-ahead hook installed: the databases change
-//! between the writer's pieces (writes, deletes, TTL changes, new keys), and the file still
-//! holds exactly the snapshot, each key once, in whatever order; the writes found their parts
-//! written ahead instead of copying them.
+//! A writer of the live databases, on the engine's thread with its hook installed: the
+//! databases change between the writer's pieces (writes, deletes, TTL changes, new keys,
+//! databases emptied and swapped), and the file still holds exactly the data as it was at the
+//! start, each key once; the writes copied no trie node.
 
+#[path = "common/hook.rs"]
+mod hook;
+
+use hook::Hook as Ahead;
+use kayvee_engine::save_hook::SaveHook;
 use kayvee_engine::value::Entry;
-use kayvee_engine::write_ahead::WriteAhead;
 use kayvee_engine::{Config, Db, Snapshot, Value};
 use kayvee_pds::SmallBytes;
 use kayvee_rdb::{load, LoadOptions, RdbWriter, WriteOptions};
 use proptest::prelude::*;
 use std::sync::{Arc, Mutex};
-
-/// The hook as a shell would build it: the writer behind a lock.
-struct Ahead(Mutex<RdbWriter>);
-
-impl WriteAhead for Ahead {
-    fn before_write(&self, db: usize, key: &[u8]) {
-        self.0.lock().unwrap().write_ahead(db, key);
-    }
-}
 
 const SEED: u64 = 42;
 const NOW_MS: u64 = 1_700_000_000_000;
@@ -52,16 +47,22 @@ enum Op {
     Expire(u32),
     Persist(u32),
     Read(u32),
+    /// FLUSHDB of the database of this key.
+    Flush(u32),
+    /// SWAPDB 0 3, as the engine does it.
+    Swap,
 }
 
 fn op(n: u32) -> impl Strategy<Value = Op> {
     let k = 0..n + n / 4; // some keys the snapshot never held
     prop_oneof![
-        4 => k.clone().prop_map(Op::Set),
-        2 => k.clone().prop_map(Op::Del),
-        1 => k.clone().prop_map(Op::Expire),
-        1 => k.clone().prop_map(Op::Persist),
-        1 => k.prop_map(Op::Read),
+        40 => k.clone().prop_map(Op::Set),
+        20 => k.clone().prop_map(Op::Del),
+        10 => k.clone().prop_map(Op::Expire),
+        10 => k.clone().prop_map(Op::Persist),
+        10 => k.clone().prop_map(Op::Read),
+        3 => Just(Op::Swap),
+        1 => k.prop_map(Op::Flush),
     ]
 }
 
@@ -82,6 +83,12 @@ fn apply(dbs: &mut [Db], op: &Op) {
         }
         Op::Read(i) => {
             dbs[db_of(i)].lookup_read(format!("key:{i}").as_bytes(), NOW_MS);
+        }
+        Op::Flush(i) => dbs[db_of(i)].clear(),
+        Op::Swap => {
+            dbs[0].replacing();
+            dbs[3].replacing();
+            dbs.swap(0, 3);
         }
     }
 }
@@ -104,9 +111,9 @@ proptest! {
             functions: Vec::new(),
         };
         let opts = WriteOptions { compress, chunk_len: chunk, ..WriteOptions::default() };
-        let writer = Arc::new(Ahead(Mutex::new(RdbWriter::new(snapshot, opts))));
+        let writer = Arc::new(Ahead(Mutex::new(RdbWriter::live(snapshot, opts))));
         for (i, db) in live.iter_mut().enumerate() {
-            db.set_write_ahead(i, Some(writer.clone() as Arc<dyn WriteAhead>));
+            db.set_save_hook(i, Some(writer.clone() as Arc<dyn SaveHook>));
         }
         let (mut file, mut piece) = (Vec::new(), Vec::new());
         let mut ops = ops.iter();
@@ -115,12 +122,13 @@ proptest! {
             for op in ops.by_ref().take(3) {
                 apply(&mut live, op);
             }
-            if !writer.0.lock().unwrap().next_chunk(&mut piece) {
+            if !writer.0.lock().unwrap().next_chunk_of(&live, &mut piece) {
                 break;
             }
             file.append(&mut piece);
         }
         let w = writer.0.lock().unwrap();
+        prop_assert_eq!(w.kept().1, 0, "old values left");
         prop_assert_eq!(w.file_crc(), Some(kayvee_rdb::CRC64.checksum(&file)));
         let total: usize = want.iter().map(Db::len).sum();
         prop_assert_eq!(w.keys_written(), total as u64);
@@ -140,25 +148,27 @@ proptest! {
     }
 }
 
-/// Writes into a 20,000-key database while its snapshot is being written copy no trie node:
-/// each write's part was written ahead and dropped by the snapshot first.
+/// Writes into a 20,000-key database while it is being saved copy no trie node (a snapshot
+/// would share them all); the old values of the keys ahead of the walk are kept instead, and
+/// let go as the walk passes them.
 #[test]
-fn writes_during_the_save_are_written_ahead_not_copied() {
+fn writes_during_the_save_copy_nothing_and_keep_old_values() {
     let mut live = build(20_000);
     let snapshot = Snapshot {
         dbs: live.iter().map(Db::snapshot).collect(),
         taken_ms: NOW_MS,
         functions: Vec::new(),
     };
-    let writer = Arc::new(Ahead(Mutex::new(RdbWriter::new(
+    let writer = Arc::new(Ahead(Mutex::new(RdbWriter::live(
         snapshot,
         WriteOptions::default(),
     ))));
     for (i, db) in live.iter_mut().enumerate() {
-        db.set_write_ahead(i, Some(writer.clone() as Arc<dyn WriteAhead>));
+        db.set_save_hook(i, Some(writer.clone() as Arc<dyn SaveHook>));
     }
     let mut piece = Vec::new();
-    writer.0.lock().unwrap().next_chunk(&mut piece); // the header and the first keys
+    // The header and the first keys.
+    writer.0.lock().unwrap().next_chunk_of(&live, &mut piece);
     let keys = live[0].keys_matching(NOW_MS, |_| true);
     let new_nodes = |dbs: &mut Vec<Db>| {
         let before = dbs[0].snapshot().keys.node_addrs();
@@ -169,13 +179,15 @@ fn writes_during_the_save_are_written_ahead_not_copied() {
         after.iter().filter(|a| !before.contains(a)).count()
     };
     let copied = new_nodes(&mut live);
-    let (ahead_keys, ahead_bytes) = writer.0.lock().unwrap().ahead_written();
-    assert!(ahead_keys > 10_000, "{ahead_keys} keys written ahead");
-    assert!(ahead_bytes > 100_000);
-    assert!(copied < 10, "{copied} live nodes copied with the hook");
-    // Without the hook the same writes copy the path of every key.
+    let (kept, kept_now) = writer.0.lock().unwrap().kept();
+    assert!(kept > 1_500, "{kept} old values kept");
+    assert_eq!(kept as usize, kept_now);
+    assert!(copied < 10, "{copied} live nodes copied during the save");
+    while writer.0.lock().unwrap().next_chunk_of(&live, &mut piece) {}
+    assert_eq!(writer.0.lock().unwrap().kept().1, 0, "old values left");
+    // A snapshot held instead: the same writes copy the path of every key.
     let mut other = build(20_000);
     let _held: Vec<_> = other.iter().map(Db::snapshot).collect();
     let copied = new_nodes(&mut other);
-    assert!(copied > 500, "{copied} nodes copied without the hook");
+    assert!(copied > 500, "{copied} nodes copied with a snapshot held");
 }

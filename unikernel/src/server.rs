@@ -78,8 +78,9 @@ const SAVE_IDLE_US: u64 = 500;
 /// The longest run of a background save's chunks in one pass.
 const SAVE_SLICE_US: u64 = 1_000;
 /// The save's time owed by the share is kept at most this (it does not pile up while the loop
-/// idles)...
-const SAVE_CREDIT_MAX_US: i64 = 1_000;
+/// idles); owed less, it waits for a pass with no frame pending (the gaps between a
+/// pipelining client's batches), owed this much it runs at once...
+const SAVE_CREDIT_MAX_US: i64 = 4_000;
 /// ... and its debt at most this: a run of chunks longer than it was owed is paid back by
 /// chunks it does not run (idle time it fills is not counted).
 const SAVE_CREDIT_MIN_US: i64 = -1_000_000;
@@ -257,9 +258,9 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
             let t = loop {
                 let t = clock.uptime_us();
                 // What it is owed, it takes while no frame waits (the gaps between a
-                // client's batches), or at once when it is owed half the most it may be.
+                // client's batches), or at once when it is owed the most it may be.
                 let due = save_credit_us - owed_us;
-                let owed = due > 0 && (due >= SAVE_CREDIT_MAX_US / 2 || !dev.rx_pending());
+                let owed = due > 0 && (due >= SAVE_CREDIT_MAX_US || !dev.rx_pending());
                 // No frame this pass and no work for a while before it, and none waiting.
                 let idle = last_rx_us != start_us
                     && t.saturating_sub(last_busy_us) >= SAVE_IDLE_US

@@ -67,8 +67,8 @@ pub const BUSY_POLL_US: u32 = 200;
 const HALT_MAX_US: u64 = 1_000_000;
 /// A background save runs after each pass's replies went out, in chunks (a few KiB of the RDB
 /// file each, `store::CHUNK_BYTES`). It is owed this share of the loop's time (1/`SAVE_SHARE`):
-/// while it has had less, its chunks run even with frames waiting, up to `SAVE_SLICE_US` a pass. Beyond its
-/// share it fills the time the loop would idle (`SAVE_IDLE_US`); a request that lands then
+/// while it has had less, its chunks run when no frame waits, or even with frames waiting once
+/// it is owed `SAVE_CREDIT_MAX_US`, up to `SAVE_SLICE_US` a pass. Beyond its share it fills the time the loop would idle (`SAVE_IDLE_US`); a request that lands then
 /// waits one chunk at most. Redis's forked child takes another core; the image has one.
 const SAVE_SHARE: u64 = 5;
 /// The loop counts as idle, and a background save fills its time beyond its share, once no

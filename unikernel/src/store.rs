@@ -115,10 +115,10 @@ pub enum Kind {
     Rewrite,
 }
 
-/// A save being written: the RDB writer over a snapshot, the slot it fills, and the log that
-/// will follow it.
+/// A save being written: the RDB writer of the live databases, the slot it fills, and the log
+/// that will follow it.
 struct Writing {
-    rdb: Arc<Spinlock<LiveWriter>>,
+    rdb: Arc<Spinlock<RdbWriter>>,
     slot: SlotWriter,
     buf: Vec<u8>,
     log: LogWriter,
@@ -139,17 +139,13 @@ struct Writing {
 /// changes a key the walk has not passed, the writer keeps the key's old value (an O(1)
 /// clone), so the write copies no trie node whatever the save's pace
 /// (`kayvee_engine::save_hook`). The hook is not timed: under TCG each TSC read is a
-/// helper call that would cost the writes more than the hook's own work.
-struct LiveWriter {
-    rdb: RdbWriter,
-}
-
-/// The hook's lock is never contended: the image has one thread.
-struct Hook(Arc<Spinlock<LiveWriter>>);
+/// helper call that would cost the writes more than the hook's own work. Its lock is never
+/// contended: the image has one thread.
+struct Hook(Arc<Spinlock<RdbWriter>>);
 
 impl SaveHook for Hook {
     fn before_write(&self, index: usize, key: &[u8], db: kayvee_engine::save_hook::DbView<'_>) {
-        self.0.lock().rdb.before_write(index, key, db);
+        self.0.lock().before_write(index, key, db);
     }
 
     fn replaced(
@@ -160,11 +156,11 @@ impl SaveHook for Hook {
         ttl: Option<u64>,
         db: kayvee_engine::save_hook::DbView<'_>,
     ) {
-        self.0.lock().rdb.replaced(index, key, old, ttl, db);
+        self.0.lock().replaced(index, key, old, ttl, db);
     }
 
     fn before_replace(&self, index: usize, db: kayvee_engine::save_hook::DbView<'_>) {
-        self.0.lock().rdb.before_replace(index, db);
+        self.0.lock().before_replace(index, db);
     }
 }
 
@@ -447,9 +443,10 @@ impl Store {
         self.disk.drain();
         let _ = self.disk.take_failure();
         Writing {
-            rdb: Arc::new(Spinlock::new(LiveWriter {
-                rdb: RdbWriter::live(engine.snapshot(now), Store::write_options(engine)),
-            })),
+            rdb: Arc::new(Spinlock::new(RdbWriter::live(
+                engine.snapshot(now),
+                Store::write_options(engine),
+            ))),
             slot: SlotWriter::new(self.geometry, slot, generation),
             buf: Vec::with_capacity(128 * 1024),
             log: LogWriter::new(&self.geometry, slot, log_id),
@@ -470,19 +467,14 @@ impl Store {
         }
         w.buf.clear();
         let t0 = crate::port::rdtsc();
-        let more = w.rdb.lock().rdb.next_chunk_of(&engine.core.dbs, &mut w.buf);
+        let more = w.rdb.lock().next_chunk_of(&engine.core.dbs, &mut w.buf);
         w.rdb_cycles += crate::port::rdtsc().wrapping_sub(t0);
         if more {
             self.push_run(w)?;
             return Ok(false);
         }
         let slot = core::mem::replace(&mut w.slot, SlotWriter::new(self.geometry, 0, 0));
-        let crc = w
-            .rdb
-            .lock()
-            .rdb
-            .file_crc()
-            .expect("the RDB file is complete");
+        let crc = w.rdb.lock().file_crc().expect("the RDB file is complete");
         let (tail, header) = slot.finish_with_crc(crc, now.ms(), w.log.log_id);
         if let Some((at, run)) = tail {
             self.disk.write(at, &run)?;
@@ -655,11 +647,7 @@ impl Store {
         engine.set_save_hook(None);
         let (kept, peak, written) = {
             let r = w.rdb.lock();
-            (
-                r.rdb.kept().0,
-                r.rdb.kept_peak_bytes(),
-                r.rdb.keys_written(),
-            )
+            (r.kept().0, r.kept_peak_bytes(), r.keys_written())
         };
         if kept > 0 {
             println!(

@@ -110,22 +110,12 @@ impl Db {
         }
     }
 
-    /// The database as a background save's hook sees it.
+    /// The database as it is: what a background save's hook and walk read.
     pub fn view(&self) -> crate::save_hook::DbView<'_> {
         crate::save_hook::DbView {
             keys: &self.keys,
             expires: &self.expires,
         }
-    }
-
-    /// The keyspace as it is (a background save's walk reads it between commands).
-    pub fn keys_map(&self) -> &PMap<Key, Entry> {
-        &self.keys
-    }
-
-    /// The TTLs as they are (key to absolute unix ms).
-    pub fn expires_map(&self) -> &PMap<Key, u64> {
-        &self.expires
     }
 
     /// Number of keys (expired but not yet reclaimed ones included, as Redis's DBSIZE).

@@ -191,19 +191,15 @@ impl RdbWriter {
     /// Before the live database `index` (now `db`) changes `key`: keeps its value as it was
     /// at the start when the walk has not passed it (a live writer's hook).
     pub fn before_write(&mut self, index: usize, key: &[u8], db: DbView<'_>) {
-        let Some((live, from_hash)) = self.live_at(index) else {
-            return;
-        };
-        if let Some(slot) = live.wants(index, key, db, from_hash) {
-            let old = db.keys.get(key).map(|e| {
+        self.keep_if_ahead(index, key, db, || {
+            db.keys.get(key).map(|e| {
                 let ttl = match db.expires.is_empty() {
                     true => None,
                     false => db.expires.get(key).copied(),
                 };
                 (e.clone(), ttl)
-            });
-            live.keep(index, key, slot, old);
-        }
+            })
+        });
     }
 
     /// After the live database `index` (now `db`) stored a new value for `key` in place of
@@ -217,11 +213,23 @@ impl RdbWriter {
         ttl: Option<u64>,
         db: DbView<'_>,
     ) {
+        self.keep_if_ahead(index, key, db, || old.map(|e| (e.clone(), ttl)));
+    }
+
+    /// Keeps `old()` for `key` of database `index` when the walk has not passed the key and
+    /// nothing is kept for it yet (`old` runs only then).
+    fn keep_if_ahead(
+        &mut self,
+        index: usize,
+        key: &[u8],
+        db: DbView<'_>,
+        old: impl FnOnce() -> live::Old,
+    ) {
         let Some((live, from_hash)) = self.live_at(index) else {
             return;
         };
         if let Some(slot) = live.wants(index, key, db, from_hash) {
-            live.keep(index, key, slot, old.map(|e| (e.clone(), ttl)));
+            live.keep(index, key, slot, old());
         }
     }
 
@@ -236,13 +244,10 @@ impl RdbWriter {
     /// Before the live database `index` (now `db`) is emptied or replaced whole: the walk
     /// goes on in this version of it (a live writer's hook).
     pub fn before_replace(&mut self, index: usize, db: DbView<'_>) {
-        let Some((at_db, _)) = self.position() else {
-            return;
-        };
-        let Some(live) = self.live.as_mut().filter(|_| index >= at_db) else {
-            return;
-        };
-        if live.freeze(index) {
+        if self
+            .live_at(index)
+            .is_some_and(|(live, _)| live.freeze(index))
+        {
             self.snapshot.dbs[index] = DbSnapshot {
                 keys: db.keys.clone(),
                 expires: db.expires.clone(),
@@ -273,7 +278,8 @@ impl RdbWriter {
     }
 
     /// Appends the next piece of the file to `out` (at least `chunk_len` bytes unless the end
-    /// comes first). Returns false, appending nothing, once the file is complete.
+    /// comes first). Returns false, appending nothing, once the file is complete. For a
+    /// writer of a snapshot; a live writer takes [`RdbWriter::next_chunk_of`].
     pub fn next_chunk(&mut self, out: &mut Vec<u8>) -> bool {
         self.next_chunk_of(&[], out)
     }
@@ -374,21 +380,12 @@ impl RdbWriter {
         write_functions(out, &self.snapshot.functions, lzf.as_mut());
     }
 
-    /// The keys and TTLs the walk reads for database `db`: the snapshot's, or a live
-    /// writer's live database (`dbs`) unless it was replaced whole.
-    fn source<'a>(
-        &'a self,
-        dbs: &'a [Db],
-        db: usize,
-    ) -> (&'a PMap<Key, Entry>, &'a PMap<Key, u64>) {
-        source(&self.snapshot, self.live.as_ref(), dbs, db)
-    }
-
     /// The stage for the first non-empty database at or after `db` (for a live writer, one
     /// with keys now or old values kept).
     fn next_db(&self, dbs: &[Db], db: usize) -> Stage {
         let has_keys = |i: usize| {
-            !self.source(dbs, i).0.is_empty() || self.live.as_ref().is_some_and(|l| l.has_kept(i))
+            let (keys, _) = source(&self.snapshot, self.live.as_ref(), dbs, i);
+            !keys.is_empty() || self.live.as_ref().is_some_and(|l| l.has_kept(i))
         };
         match (db..self.snapshot.dbs.len()).find(|&i| has_keys(i)) {
             Some(db) => Stage::Keys {
@@ -475,7 +472,8 @@ impl RdbWriter {
     }
 }
 
-/// The keys and TTLs the walk reads for database `db` (see [`RdbWriter::source`]).
+/// The keys and TTLs the walk reads for database `db`: the snapshot's, or a live writer's
+/// live database (`dbs`) unless it was replaced whole.
 fn source<'a>(
     snapshot: &'a Snapshot,
     live: Option<&live::Live>,
@@ -483,7 +481,10 @@ fn source<'a>(
     db: usize,
 ) -> (&'a PMap<Key, Entry>, &'a PMap<Key, u64>) {
     match live.filter(|l| !l.frozen(db)) {
-        Some(_) => (dbs[db].keys_map(), dbs[db].expires_map()),
+        Some(_) => {
+            let view = dbs[db].view();
+            (view.keys, view.expires)
+        }
         None => (&snapshot.dbs[db].keys, &snapshot.dbs[db].expires),
     }
 }

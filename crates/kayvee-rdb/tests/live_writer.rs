@@ -103,49 +103,93 @@ proptest! {
         chunk in 1usize..3000,
         compress in any::<bool>(),
     ) {
-        let want = build(n);
-        let mut live = build(n);
-        let snapshot = Snapshot {
-            dbs: live.iter().map(Db::snapshot).collect(),
-            taken_ms: NOW_MS,
-            functions: Vec::new(),
-        };
-        let opts = WriteOptions { compress, chunk_len: chunk, ..WriteOptions::default() };
-        let writer = Arc::new(Ahead(Mutex::new(RdbWriter::live(snapshot, opts))));
-        for (i, db) in live.iter_mut().enumerate() {
-            db.set_save_hook(i, Some(writer.clone() as Arc<dyn SaveHook>));
+        save_during(n, &ops, chunk, compress)?;
+    }
+}
+
+/// Saves `n` keys with a live writer, `ops` applied three between each of its pieces, and
+/// checks the file holds exactly the `n` keys as they were at the start; returns how many old
+/// values the writer kept.
+fn save_during(n: u32, ops: &[Op], chunk: usize, compress: bool) -> Result<u64, TestCaseError> {
+    let want = build(n);
+    let mut live = build(n);
+    let snapshot = Snapshot {
+        dbs: live.iter().map(Db::snapshot).collect(),
+        taken_ms: NOW_MS,
+        functions: Vec::new(),
+    };
+    let opts = WriteOptions {
+        compress,
+        chunk_len: chunk,
+        ..WriteOptions::default()
+    };
+    let writer = Arc::new(Ahead(Mutex::new(RdbWriter::live(snapshot, opts))));
+    for (i, db) in live.iter_mut().enumerate() {
+        db.set_save_hook(i, Some(writer.clone() as Arc<dyn SaveHook>));
+    }
+    let (mut file, mut piece) = (Vec::new(), Vec::new());
+    let mut ops = ops.iter();
+    loop {
+        // A few writes between pieces, some before the first.
+        for op in ops.by_ref().take(3) {
+            apply(&mut live, op);
         }
-        let (mut file, mut piece) = (Vec::new(), Vec::new());
-        let mut ops = ops.iter();
-        loop {
-            // A few writes between pieces, some before the first.
-            for op in ops.by_ref().take(3) {
-                apply(&mut live, op);
-            }
-            if !writer.0.lock().unwrap().next_chunk_of(&live, &mut piece) {
-                break;
-            }
-            file.append(&mut piece);
+        if !writer.0.lock().unwrap().next_chunk_of(&live, &mut piece) {
+            break;
         }
-        let w = writer.0.lock().unwrap();
-        prop_assert_eq!(w.kept().1, 0, "old values left");
-        prop_assert_eq!(w.file_crc(), Some(kayvee_rdb::CRC64.checksum(&file)));
-        let total: usize = want.iter().map(Db::len).sum();
-        prop_assert_eq!(w.keys_written(), total as u64);
-        let config = Config::default();
-        let loaded = load(&file, &LoadOptions { config: &config, seed: SEED, now_ms: NOW_MS }).unwrap();
-        for (i, db) in want.iter().enumerate() {
-            let mut got = loaded.dbs[i].clone();
-            got.check_invariants();
-            prop_assert_eq!(got.len(), db.len(), "database {}", i);
-            for k in db.keys_matching(NOW_MS, |_| true) {
-                let e = got.peek(&k, NOW_MS).expect("key saved");
-                let mut db = db.clone();
-                prop_assert_eq!(e.value(), db.peek(&k, NOW_MS).unwrap().value());
-                prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
-            }
+        file.append(&mut piece);
+    }
+    let w = writer.0.lock().unwrap();
+    prop_assert_eq!(w.kept().1, 0, "old values left");
+    prop_assert_eq!(w.file_crc(), Some(kayvee_rdb::CRC64.checksum(&file)));
+    let total: usize = want.iter().map(Db::len).sum();
+    prop_assert_eq!(w.keys_written(), total as u64);
+    let config = Config::default();
+    let loaded = load(
+        &file,
+        &LoadOptions {
+            config: &config,
+            seed: SEED,
+            now_ms: NOW_MS,
+        },
+    )
+    .unwrap();
+    for (i, db) in want.iter().enumerate() {
+        let mut got = loaded.dbs[i].clone();
+        got.check_invariants();
+        prop_assert_eq!(got.len(), db.len(), "database {}", i);
+        for k in db.keys_matching(NOW_MS, |_| true) {
+            let e = got.peek(&k, NOW_MS).expect("key saved");
+            let mut db = db.clone();
+            prop_assert_eq!(e.value(), db.peek(&k, NOW_MS).unwrap().value());
+            prop_assert_eq!(got.expire_at(&k), db.expire_at(&k));
         }
     }
+    Ok(w.kept().0)
+}
+
+/// The same at a size the property test does not reach: 150,000 keys and 60,000 writes, so
+/// the undo log grows, fills with the walk's tombstones and is rebuilt many times.
+#[test]
+fn a_large_keyspace_saved_under_writes() {
+    let n = 150_000;
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let ops: Vec<Op> = (0..60_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = (x >> 8) as u32 % (n + n / 4);
+            match x % 10 {
+                0..=5 => Op::Set(k),
+                6 | 7 => Op::Del(k),
+                8 => Op::Expire(k),
+                _ => Op::Read(k),
+            }
+        })
+        .collect();
+    let kept = save_during(n, &ops, 2048, false).unwrap();
+    assert!(kept > 2_000, "{kept} old values kept");
 }
 
 /// Writes into a 20,000-key database while it is being saved copy no trie node (a snapshot

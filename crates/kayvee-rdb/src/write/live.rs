@@ -9,10 +9,11 @@
 //!   through an open-addressing table (linear probing) by the keyspace's own hash, which the
 //!   hook and the walk both hold already: a slot is 8 bytes, the key's index and half its
 //!   hash.
-//! - The walk takes a key's old value out as it passes it, leaving a tombstone. Once the
-//!   tombstones outnumber the kept keys (or the table fills), both are rebuilt without them,
-//!   an old chunk let go as soon as its keys moved: the memory follows the keys kept now,
-//!   not all those kept since the start.
+//! - The walk takes a key's old value out as it passes it, leaving a tombstone in the table
+//!   and a free place in the array, which the next kept key takes: the array holds the most
+//!   keys kept at once (about half of those kept over a save, whose walk passes them as it
+//!   goes), not all those kept since the start. Once the tombstones outnumber the kept keys
+//!   (or the table fills), the table is rebuilt without them.
 //! - A bit per range of hashes (2^20 of them, by high bits) tells the walk, which goes in
 //!   hash order and so reads the bits in order, where a key may be kept: it probes the table
 //!   (a miss of the emulated TLB more often than not) only there.
@@ -81,8 +82,10 @@ fn range(hash: u64) -> (usize, u64) {
 pub(super) struct Live {
     /// The table, indexed by the hash's low bits.
     slots: Vec<Slot>,
-    /// The kept keys, taken ones included until the next rebuild.
+    /// The kept keys, and the places of taken ones (listed in `free`).
     chunks: Vec<Vec<Kept>>,
+    /// Places in `chunks` whose key was taken, for the next kept keys.
+    free: Vec<u32>,
     /// Slots not empty (kept keys and tombstones).
     used: usize,
     /// Kept keys per database.
@@ -105,6 +108,7 @@ impl Live {
         Live {
             slots: Vec::new(),
             chunks: Vec::new(),
+            free: Vec::new(),
             used: 0,
             count: alloc::vec![0; dbs],
             ranges: alloc::vec![0; 1 << (RANGE_BITS - 6)],
@@ -212,41 +216,61 @@ impl Live {
 
     /// Appends `k` to the array; its index.
     fn push(&mut self, k: Kept) -> u32 {
+        if let Some(at) = self.free.pop() {
+            *self.kept(at) = k;
+            return at;
+        }
         if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
-            let bytes = self.slots.len() * core::mem::size_of::<Slot>()
-                + self.chunks.len() * CHUNK * core::mem::size_of::<Kept>();
-            self.peak_bytes = self.peak_bytes.max(bytes);
+            self.note_bytes();
         }
         let last = self.chunks.len() - 1;
         self.chunks[last].push(k);
         (last * CHUNK + self.chunks[last].len() - 1) as u32
     }
 
-    /// The table for two to four times the kept keys, and the array without the taken ones,
-    /// each old chunk let go once its keys moved (`keys` hashes them again).
+    /// The table for two to four times the kept keys, without tombstones (`keys` hashes
+    /// the kept keys again; they stay where they are in the array).
     fn rebuild(&mut self, keys: &PMap<Key, Entry>) {
         let cap = (self.kept_now * 2).next_power_of_two().max(64);
         self.slots = Vec::new();
         self.slots = alloc::vec![FREE; cap];
-        let old = core::mem::take(&mut self.chunks);
         self.used = 0;
         let mask = cap - 1;
-        for chunk in old {
-            for k in chunk.into_iter().filter(|k| k.db != TAKEN) {
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            for (i, k) in chunk.iter().enumerate().filter(|(_, k)| k.db != TAKEN) {
                 let hash = keys.hash_of(&k.key[..]);
-                let at = self.push(k);
-                let mut i = hash as usize & mask;
-                while self.slots[i].at != EMPTY {
-                    i = (i + 1) & mask;
+                let mut s = hash as usize & mask;
+                while self.slots[s].at != EMPTY {
+                    s = (s + 1) & mask;
                 }
-                self.slots[i] = Slot {
+                self.slots[s] = Slot {
                     check: check(hash),
-                    at,
+                    at: (c * CHUNK + i) as u32,
                 };
                 self.used += 1;
             }
         }
+        self.note_bytes();
+    }
+
+    /// Counts the table and the array (and its free list) towards the peak.
+    fn note_bytes(&mut self) {
+        let bytes = self.slots.len() * core::mem::size_of::<Slot>()
+            + self.chunks.len() * CHUNK * core::mem::size_of::<Kept>()
+            + self.free.capacity() * core::mem::size_of::<u32>();
+        self.peak_bytes = self.peak_bytes.max(bytes);
+    }
+
+    /// Marks the kept key at `at` taken and its place free; its old entry and TTL.
+    fn release(&mut self, at: u32) -> (Option<Entry>, Option<u64>) {
+        let k = self.kept(at);
+        k.db = TAKEN;
+        k.key = Key::new();
+        let ttl = (k.ttl != NO_TTL).then_some(k.ttl);
+        let old = k.old.take();
+        self.free.push(at);
+        (old, ttl)
     }
 
     /// Takes out the value kept for `key` (of keyspace hash `hash`) in database `index`, if
@@ -258,14 +282,11 @@ impl Live {
             return None;
         }
         let at = self.find(index, hash, key).ok()?;
-        let k = self.kept(self.slots[at].at);
-        k.db = TAKEN;
-        let ttl = (k.ttl != NO_TTL).then_some(k.ttl);
-        let old = k.old.take().map(|e| (e, ttl));
+        let (old, ttl) = self.release(self.slots[at].at);
         self.slots[at].at = GONE;
         self.count[index] -= 1;
         self.kept_now -= 1;
-        Some(old)
+        Some(old.map(|e| (e, ttl)))
     }
 
     /// Takes out every value kept for database `index` (the keys the walk did not meet:
@@ -274,22 +295,19 @@ impl Live {
         if self.count[index] == 0 {
             return;
         }
-        for s in self.slots.iter_mut() {
-            if s.at == EMPTY || s.at == GONE {
+        for i in 0..self.slots.len() {
+            let at = self.slots[i].at;
+            if at == EMPTY || at == GONE || self.kept(at).db as usize != index {
                 continue;
             }
-            let at = s.at as usize;
-            let k = &mut self.chunks[at / CHUNK][at % CHUNK];
-            if k.db as usize != index {
-                continue;
+            let k = self.kept(at);
+            if let Some(e) = &k.old {
+                f(&k.key, e, (k.ttl != NO_TTL).then_some(k.ttl));
             }
-            s.at = GONE;
-            k.db = TAKEN;
+            self.release(at);
+            self.slots[i].at = GONE;
             self.count[index] -= 1;
             self.kept_now -= 1;
-            if let Some(e) = k.old.take() {
-                f(&k.key, &e, (k.ttl != NO_TTL).then_some(k.ttl));
-            }
         }
     }
 }

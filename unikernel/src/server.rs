@@ -71,6 +71,9 @@ const HALT_MAX_US: u64 = 1_000_000;
 /// it is owed `SAVE_CREDIT_MAX_US`, up to `SAVE_SLICE_US` a pass. Beyond its share it fills the time the loop would idle (`SAVE_IDLE_US`); a request that lands then
 /// waits one chunk at most. Redis's forked child takes another core; the image has one.
 const SAVE_SHARE: u64 = 5;
+/// The save's share (1/`SAVE_SHARE_BEHIND`) while its undo log is over its budget
+/// (`Store::save_behind`): a fast writer keeps more old values the longer the save runs.
+const SAVE_SHARE_BEHIND: u64 = 3;
 /// The loop counts as idle, and a background save fills its time beyond its share, once no
 /// frame has come in and nothing was served for this long: not in the gaps between a
 /// pipelining client's batches, where a chunk would delay the next batch.
@@ -250,10 +253,14 @@ pub fn run(engine: Engine, clock: &Clock, args: &Args, mut store: Option<Store>)
         let saving = store.as_ref().is_some_and(Store::busy);
         if let Some(store) = store.as_mut().filter(|s| s.busy()) {
             let t0 = clock.uptime_us();
+            let share = match store.save_behind() {
+                true => SAVE_SHARE_BEHIND,
+                false => SAVE_SHARE,
+            };
             let passed = t0
                 .saturating_sub(save_counted_us)
-                .min(SAVE_SLICE_US * SAVE_SHARE);
-            save_credit_us += (passed / (SAVE_SHARE - 1)) as i64;
+                .min(SAVE_SLICE_US * share);
+            save_credit_us += (passed / (share - 1)) as i64;
             let mut owed_us = 0;
             let t = loop {
                 let t = clock.uptime_us();

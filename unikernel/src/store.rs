@@ -132,6 +132,8 @@ struct Writing {
     /// Bytes at the start of `Store::pending` when it began: the snapshot holds them, the new
     /// log must not.
     covered: usize,
+    /// The most its undo log should hold (see [`Store::save_behind`]).
+    undo_budget: usize,
 }
 
 /// A save's RDB writer, which walks the live databases between the loop's passes, shared
@@ -195,6 +197,11 @@ impl From<kayvee_disk::DiskError> for SaveError {
 /// step keeps a request that lands meanwhile waiting briefly (tens of microseconds under TCG);
 /// the slot's runs gather them into `kayvee_disk::RUN_BYTES` writes.
 pub const CHUNK_BYTES: usize = 2 * 1024;
+
+/// A background save's undo log is kept to this part of the memory in use when it began
+/// (see [`Store::save_behind`]): with the rest of a save's extra memory (the disk's write
+/// buffers, replies), well inside a fifth of the dataset.
+const UNDO_BUDGET_PART: u64 = 10;
 
 /// How long the automatic rewrite waits after a failed one.
 const AUTO_REWRITE_RETRY_US: u64 = 60_000_000;
@@ -455,6 +462,7 @@ impl Store {
             steps_us: 0,
             rdb_cycles: 0,
             covered: self.pending.len(),
+            undo_budget: (crate::heap::used_bytes() / UNDO_BUDGET_PART) as usize,
         }
     }
 
@@ -622,6 +630,16 @@ impl Store {
     /// Whether a background save is under way (the loop must not idle).
     pub fn busy(&self) -> bool {
         self.background.is_some()
+    }
+
+    /// Whether a background save's undo log holds more than its budget (a tenth of the memory
+    /// in use when the save began): the loop then gives the save a bigger share of its time,
+    /// so that its walk passes, and lets go of, the kept values sooner. Under a fast writer
+    /// the log grows with the save's length; this bounds it.
+    pub fn save_behind(&self) -> bool {
+        self.background
+            .as_ref()
+            .is_some_and(|w| w.rdb.lock().kept_bytes() > w.undo_budget)
     }
 
     /// One chunk of the background save, if one runs; its end is reported to the engine.

@@ -254,12 +254,16 @@ impl Live {
         self.note_bytes();
     }
 
-    /// Counts the table and the array (and its free list) towards the peak.
-    fn note_bytes(&mut self) {
-        let bytes = self.slots.len() * core::mem::size_of::<Slot>()
+    /// The bytes the table and the array (and its free list) hold now.
+    pub fn bytes(&self) -> usize {
+        self.slots.len() * core::mem::size_of::<Slot>()
             + self.chunks.len() * CHUNK * core::mem::size_of::<Kept>()
-            + self.free.capacity() * core::mem::size_of::<u32>();
-        self.peak_bytes = self.peak_bytes.max(bytes);
+            + self.free.capacity() * core::mem::size_of::<u32>()
+    }
+
+    /// Counts what the log holds now towards its peak.
+    fn note_bytes(&mut self) {
+        self.peak_bytes = self.peak_bytes.max(self.bytes());
     }
 
     /// Marks the kept key at `at` taken and its place free; its old entry and TTL.

@@ -178,6 +178,12 @@ impl RdbWriter {
         self.live.as_ref().map_or(0, |l| l.peak_bytes)
     }
 
+    /// The bytes a live writer's undo log holds now (its table and array, not the old values
+    /// themselves: most share what the keyspace held).
+    pub fn kept_bytes(&self) -> usize {
+        self.live.as_ref().map_or(0, live::Live::bytes)
+    }
+
     /// The first database and hash the walk has not written yet (`None`: it is past the
     /// keys).
     fn position(&self) -> Option<(usize, u64)> {

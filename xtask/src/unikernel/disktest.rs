@@ -563,7 +563,9 @@ const KILL_CYCLES: usize = 3;
 
 /// QEMU killed with SIGKILL while a BGSAVE runs: each next boot must succeed and hold either
 /// the snapshot before it or the one being written (DEBUG DIGEST equal to one of the two),
-/// never a mix, never nothing.
+/// never a mix, never nothing. The kills land in successive thirds of the save's length, as
+/// a timed BGSAVE of the first keys gives it (an idle image saves these keys in tens of
+/// milliseconds: fixed delays would mostly land after the save).
 fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
     let disk_file = work.join("disk-kill.img");
     disk::create(&disk_file, "64M")?;
@@ -571,6 +573,15 @@ fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
     cli(port, &["DEBUG", "POPULATE", "40000", "a"])?;
     expect_cli(port, &["SAVE"], "OK")?;
     let mut saved = cli(port, &["DEBUG", "DIGEST"])?;
+    let t = Instant::now();
+    expect_cli(port, &["BGSAVE"], "Background saving started")?;
+    while !cli(port, &["INFO", "persistence"])?.contains("rdb_bgsave_in_progress:0") {
+        if t.elapsed() > Duration::from_secs(60) {
+            return Err("BGSAVE did not end within 60 s".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let first_save = t.elapsed();
     let (mut old_kept, mut new_kept) = (0, 0);
     for cycle in 0..KILL_CYCLES {
         let prefix = format!("c{cycle}");
@@ -579,7 +590,10 @@ fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let delay = Duration::from_millis(u64::from(nanos % 400));
+        // This save holds 40,000 + 20,000 (cycle + 1) keys; its length scales with them.
+        let length = first_save.mul_f64((2 + cycle + 1) as f64 / 2.0);
+        let third = f64::from(nanos) / 1e9;
+        let delay = length.mul_f64((cycle as f64 + third) / KILL_CYCLES as f64);
         expect_cli(port, &["BGSAVE"], "Background saving started")?;
         std::thread::sleep(delay);
         let _ = qemu.kill(); // SIGKILL
@@ -604,8 +618,10 @@ fn kill_during_bgsave(image: &Path, work: &Path) -> Result<(), String> {
     }
     shutdown(&mut qemu, port, "NOSAVE")?;
     println!(
-        "uk-test: disk: {KILL_CYCLES} SIGKILLs during BGSAVE: every boot loaded a whole snapshot \
-         ({old_kept} the previous one, {new_kept} the new one)"
+        "uk-test: disk: {KILL_CYCLES} SIGKILLs during BGSAVE (in successive thirds of its length; \
+         a BGSAVE of the first 40,000 keys took {} ms, polled from the host): every boot loaded \
+         a whole snapshot ({old_kept} the previous one, {new_kept} the new one)",
+        first_save.as_millis()
     );
     Ok(())
 }

@@ -10,6 +10,7 @@ mod benchdisk;
 pub mod disk;
 mod disktest;
 mod repltest;
+mod resp;
 
 pub use bench::{bench_boot, bench_mem, bench_net};
 pub use benchdisk::{bench_disk, LinuxGuest};

@@ -19,6 +19,7 @@
 //! On the shared 2-core machine use `--quick` only (a smoke run of a minute or two); the full
 //! run (1,000,000 keys, 2 GiB guest) belongs on a quiet machine.
 
+use super::resp::Resp;
 use super::{build, disk, free_port, spawn_logged, wait_pong, Boot, Machine, BOOT_TIMEOUT};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -134,8 +135,9 @@ struct SaveRow {
     after: f64,
     mem_before: u64,
     peak: u64,
-    /// Host CPU seconds per wall second of the guest's vCPU 0 (the event loop's) and of the
-    /// other vCPUs, before and during the save (from QEMU's named threads).
+    /// Host CPU seconds per wall second of the guest's vCPU 0 (the event loop's) before,
+    /// during and after the save, and of the other vCPUs during it (from QEMU's named
+    /// threads).
     cpu0_before: f64,
     cpu0_during: f64,
     cpu0_after: f64,
@@ -457,49 +459,13 @@ fn info(port: u16, section: &str) -> Result<String, String> {
     super::client("redis-cli", &["-p", &p, "INFO", section], b"")
 }
 
-/// INFO over one connection kept open: a bench's observer (spawning redis-cli twice every
-/// 50 ms loaded the host, and the guest's accept path, in the window it watched only).
-struct InfoConn {
-    s: TcpStream,
-}
-
-impl InfoConn {
-    fn connect(port: u16) -> Result<InfoConn, String> {
-        let s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-        s.set_nodelay(true).map_err(|e| e.to_string())?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))
-            .map_err(|e| e.to_string())?;
-        Ok(InfoConn { s })
-    }
-
-    /// `INFO section`: the bulk string's text.
-    fn info(&mut self, section: &str) -> Result<String, String> {
-        let cmd = format!("*2\r\n$4\r\nINFO\r\n${}\r\n{section}\r\n", section.len());
-        self.s
-            .write_all(cmd.as_bytes())
-            .map_err(|e| e.to_string())?;
-        let mut head = Vec::new();
-        let mut b = [0u8; 1];
-        while !head.ends_with(b"\r\n") {
-            self.s.read_exact(&mut b).map_err(|e| e.to_string())?;
-            head.push(b[0]);
-        }
-        let len: usize = std::str::from_utf8(&head[..head.len() - 2])
-            .ok()
-            .and_then(|h| h.strip_prefix('$')?.parse().ok())
-            .ok_or_else(|| format!("INFO: {}", String::from_utf8_lossy(&head)))?;
-        let mut body = vec![0u8; len + 2];
-        self.s.read_exact(&mut body).map_err(|e| e.to_string())?;
-        body.truncate(len);
-        String::from_utf8(body).map_err(|e| e.to_string())
-    }
-
-    /// INFO persistence and memory, then 50 ms of quiet: one look of the watch.
-    fn observe(&mut self) -> Result<String, String> {
-        let text = self.info("persistence")? + &self.info("memory")?;
-        std::thread::sleep(Duration::from_millis(50));
-        Ok(text)
-    }
+/// INFO persistence and memory on the bench's one watching connection, then 50 ms of quiet:
+/// one look of the watch (spawning redis-cli twice every 50 ms loaded the host, and the
+/// guest's accept path, in the window it watched only).
+fn observe(watch: &mut Resp) -> Result<String, String> {
+    let text = watch.call(&["INFO", "persistence"])? + &watch.call(&["INFO", "memory"])?;
+    std::thread::sleep(Duration::from_millis(50));
+    Ok(text)
 }
 
 /// A field of an INFO text.
@@ -573,7 +539,7 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         let writer = std::thread::spawn(move || set_loop(port, n, s, d));
         // The save is watched through INFO every 50 ms on one connection; the same watching
         // runs over the window before it, so both windows bear the observer alike.
-        let mut watch = InfoConn::connect(port)?;
+        let mut watch = Resp::open(port)?;
         // The same client's rate before the save, over 3 s.
         std::thread::sleep(Duration::from_millis(500));
         let pid = qemu.id();
@@ -583,7 +549,7 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
             vcpu_ticks(pid),
         );
         while t0.elapsed() < Duration::from_secs(3) {
-            watch.observe()?;
+            observe(&mut watch)?;
         }
         let k1 = vcpu_ticks(pid);
         let before = (done.load(Ordering::Relaxed) - c0) as f64 / t0.elapsed().as_secs_f64();
@@ -596,7 +562,7 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         }
         let mut peak = mem_before;
         loop {
-            let text = watch.observe()?;
+            let text = observe(&mut watch)?;
             if let Some(m) = field(&text, "used_memory").and_then(|v| v.parse().ok()) {
                 peak = peak.max(m);
             }
@@ -619,7 +585,7 @@ fn bgsave(side: Side, o: &Opts, work: &Path) -> Result<SaveRow, String> {
         // And over 3 s after it, watched the same way.
         let t2 = Instant::now();
         while t2.elapsed() < Duration::from_secs(3) {
-            watch.observe()?;
+            observe(&mut watch)?;
         }
         let after = (done.load(Ordering::Relaxed) - c2) as f64 / t2.elapsed().as_secs_f64();
         let cpu0_after =
